@@ -1,0 +1,160 @@
+# nkid: the NeuronCore daemon, its command line and its Python package.
+#
+#   make deps     install what is missing (apt-get, .venv)
+#   make          build build/bin/nkid and build/bin/nkictl, the Python stubs
+#   make check    build and run every test, ending with a summary line
+#   make demo     start nkid on a private socket and run kernels through it
+#   make bench    the performance report (bench/report.md)
+#   make install  [DESTDIR=] [PREFIX=/usr/local]
+
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+BUILD    := build
+PY       := .venv/bin/python
+VERSION  := 0.1.0
+
+CC       ?= cc
+PKGS     := grpc libuv libprotobuf-c sqlite3 libcjson libsystemd libcrypto openblas
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+# gRPC's pkg-config names every abseil library; the core needs two.
+PKG_LIBS   = -lgrpc -lgpr $(shell pkg-config --libs $(filter-out grpc,$(PKGS)) 2>/dev/null)
+CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
+
+OPT      ?= -O2
+CFLAGS   ?= $(OPT) -g
+CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing -pthread
+CPPFLAGS += -D_GNU_SOURCE -DNKID_VERSION='"$(VERSION)"' -I$(BUILD)/gen -I. $(PKG_CFLAGS) -MMD -MP
+LDLIBS   += $(PKG_LIBS) -lpthread -lm
+
+PROTOS     := proto/nkid.proto proto/nkir.proto
+GEN_C      := $(patsubst proto/%.proto,$(BUILD)/gen/%.pb-c.c,$(PROTOS))
+GEN_H      := $(GEN_C:.c=.h)
+
+SIM_SRC    := $(wildcard sim/*.c)
+CACHE_SRC  := $(wildcard cache/*.c)
+DAEMON_SRC := $(wildcard daemon/*.c)
+CTL_SRC    := $(wildcard client/nkictl/*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+PROTO_OBJ  := $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GEN_C))
+SIM_OBJ    := $(call obj,$(SIM_SRC))
+CACHE_OBJ  := $(call obj,$(CACHE_SRC))
+DAEMON_OBJ := $(call obj,$(DAEMON_SRC))
+CTL_OBJ    := $(call obj,$(CTL_SRC))
+DAEMON_LIB_OBJ := $(filter-out $(BUILD)/obj/daemon/nkid.o,$(DAEMON_OBJ))
+CTL_LIB_OBJ    := $(filter-out $(BUILD)/obj/client/nkictl/nkictl.o,$(CTL_OBJ))
+
+LIBS := $(BUILD)/lib/libnkisim.a $(BUILD)/lib/libnkicache.a $(BUILD)/lib/libnkiproto.a
+
+UNIT_SRC   := $(wildcard tests/unit/check_*.c)
+UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN   := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/%,$(FUZZ_SRC))
+
+PYPKG      := client/python/nkid
+PYGEN      := $(PYPKG)/_proto/nkid_pb2.py $(PYPKG)/_proto/nkir_pb2.py
+
+.PHONY: all deps check demo bench install uninstall clean python unit fuzz
+.DEFAULT_GOAL := all
+.SECONDARY:
+
+all: deps $(BUILD)/bin/nkid $(BUILD)/bin/nkictl python
+
+deps:
+	@scripts/deps.sh
+
+# ---------------------------------------------------------------- code
+
+$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: proto/%.proto
+	@mkdir -p $(BUILD)/gen
+	protoc-c -Iproto --c_out=$(BUILD)/gen $<
+
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -w -c -o $@ $<
+
+$(BUILD)/obj/%.o: %.c | $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+# sim/ is the executor's hot path: let the compiler vectorize it.
+$(BUILD)/obj/sim/%.o: CFLAGS += -O3 -march=x86-64-v2 -ffp-contract=off
+
+$(BUILD)/lib/libnkiproto.a: $(PROTO_OBJ)
+$(BUILD)/lib/libnkisim.a: $(SIM_OBJ)
+$(BUILD)/lib/libnkicache.a: $(CACHE_OBJ)
+$(BUILD)/lib/%.a:
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/bin/nkid: $(DAEMON_OBJ) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(DAEMON_OBJ) $(LIBS) $(LDLIBS)
+
+$(BUILD)/bin/nkictl: $(CTL_OBJ) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CTL_OBJ) $(LIBS) $(LDLIBS)
+
+# ---------------------------------------------------------------- python
+
+python: $(PYGEN) .venv/.editable-stamp
+
+$(PYPKG)/_proto/%_pb2.py: proto/%.proto | deps
+	@mkdir -p $(PYPKG)/_proto
+	$(PY) -m grpc_tools.protoc -Iproto --python_out=$(PYPKG)/_proto \
+		--grpc_python_out=$(PYPKG)/_proto $<
+	sed -i -E 's/^import ([a-z_]+_pb2) as/from . import \1 as/' $(PYPKG)/_proto/$*_pb2*.py
+
+.venv/.editable-stamp: client/python/pyproject.toml | deps
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e client/python
+	@touch $@
+
+# ---------------------------------------------------------------- tests
+
+# check_ctl_* test nkictl's modules; the others the daemon's.
+$(BUILD)/tests/check_ctl_%: tests/unit/check_ctl_%.c $(CTL_LIB_OBJ) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CTL_LIB_OBJ) $(LIBS) $(LDLIBS) $(CHECK_LIBS)
+
+$(BUILD)/tests/check_%: tests/unit/check_%.c $(DAEMON_LIB_OBJ) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(DAEMON_LIB_OBJ) $(LIBS) $(LDLIBS) $(CHECK_LIBS)
+
+# Fuzz targets: libFuzzer's entry point, driven over a corpus by a plain
+# main() under AddressSanitizer and UBSan (tests/fuzz/driver.c).
+FUZZ_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer
+$(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/driver.c $(SIM_SRC) $(PROTO_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(FUZZ_CFLAGS) -o $@ $< tests/fuzz/driver.c \
+		$(SIM_SRC) $(GEN_C) $(LDLIBS)
+
+unit: $(UNIT_BIN)
+fuzz: $(FUZZ_BIN)
+
+check: all unit fuzz
+	@scripts/check.sh
+
+demo: all
+	@scripts/demo.sh
+
+bench: all
+	@scripts/bench.sh
+
+# ---------------------------------------------------------------- install
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)/etc/nkid
+	install -m 0755 $(BUILD)/bin/nkid $(DESTDIR)$(PREFIX)/sbin/nkid
+	install -m 0755 $(BUILD)/bin/nkictl $(DESTDIR)$(PREFIX)/bin/nkictl
+	[ -e $(DESTDIR)/etc/nkid/nkid.json ] || install -m 0644 config/nkid.json $(DESTDIR)/etc/nkid/nkid.json
+	install -d $(DESTDIR)$(PREFIX)/share/doc/nkid
+	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/nkid/
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/sbin/nkid $(DESTDIR)$(PREFIX)/bin/nkictl
+	rm -rf $(DESTDIR)$(PREFIX)/share/doc/nkid
+
+clean:
+	rm -rf $(BUILD) $(PYPKG)/_proto/*_pb2*.py .venv/.editable-stamp
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
