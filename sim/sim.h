@@ -1,0 +1,123 @@
+/*
+ * sim.h: the NKIR executor (format "nkir/1"): parse and validate a kernel
+ * against NKI's hardware limits, lower it to an executable image, execute
+ * the image on the host CPU.
+ *
+ * Thread safety: a loaded sim_program is immutable and may be executed by
+ * several threads at once; each sim_run keeps its own state.
+ */
+#ifndef NKID_SIM_H
+#define NKID_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SIM_FORMAT      "nkir/1"
+#define SIM_MAX_RANK    8
+
+/* Error codes: 0 on success, one of these (negative) on failure. */
+enum sim_err {
+	SIM_OK = 0,
+	SIM_EPARSE = -1,     /* malformed or truncated IR / image */
+	SIM_EINVAL = -2,     /* valid IR that breaks a language or hardware rule */
+	SIM_ELIMIT = -3,     /* over one of the executor's own bounds */
+	SIM_EARG = -4,       /* a tensor does not match the kernel's signature */
+	SIM_ECANCELED = -5,  /* the run was cancelled (sim_run_opts.cancel) */
+	SIM_ERUNTIME = -6,   /* failed during execution */
+	SIM_ENOMEM = -7,
+};
+
+/* Static string naming an error code ("invalid kernel", ...). */
+const char *sim_strerror(int err);
+
+/* dtypes, numbered as nkir.v1.DType. */
+enum sim_dtype {
+	SIM_DT_INVALID = 0,
+	SIM_DT_FLOAT32 = 1, SIM_DT_FLOAT16 = 2, SIM_DT_BFLOAT16 = 3,
+	SIM_DT_INT8 = 4, SIM_DT_INT16 = 5, SIM_DT_INT32 = 6,
+	SIM_DT_UINT8 = 7, SIM_DT_UINT16 = 8, SIM_DT_UINT32 = 9,
+	SIM_DT_FP8_E4M3 = 10, SIM_DT_FP8_E5M2 = 11, SIM_DT_TFLOAT32 = 12,
+	SIM_DT_BOOL = 13,
+};
+
+/* numpy's name of a dtype ("float32", "bfloat16", "float8_e4m3fn", ...),
+ * or NULL if invalid. */
+const char *sim_dtype_name(int dtype);
+/* The dtype named by numpy's name, or SIM_DT_INVALID. */
+int sim_dtype_from_name(const char *name);
+/* Bytes per element, 0 if invalid. */
+size_t sim_dtype_size(int dtype);
+
+/* Error detail: a message in NKI's words with the kernel's file and line,
+ * e.g. "Size of partition dimension 256 exceeds architecture limitation
+ * of 128 (kernel.py:14)". Always NUL-terminated. */
+typedef struct sim_diag {
+	char msg[1024];
+} sim_diag;
+
+/*
+ * Parse and validate NKIR bytes and lower them to an executable image.
+ * On success *image is malloc'd (the caller frees it with free()) and
+ * *image_len set. The image starts with a magic and a version; it is what
+ * the cache stores as the cpu backend's NEFF.
+ */
+int sim_compile(const void *ir, size_t ir_len, void **image, size_t *image_len,
+    sim_diag *diag);
+
+typedef struct sim_program sim_program;
+
+/* Load an image made by sim_compile (checks magic, version, integrity).
+ * The caller frees *out with sim_program_free. */
+int sim_program_load(const void *image, size_t len, sim_program **out,
+    sim_diag *diag);
+void sim_program_free(sim_program *p);
+
+/* A kernel parameter or output: borrowed from the program. */
+typedef struct sim_sig {
+	const char *name;
+	int dtype;
+	int rank;
+	uint64_t shape[SIM_MAX_RANK];
+} sim_sig;
+
+const char *sim_program_name(const sim_program *p);
+size_t sim_program_nparams(const sim_program *p);
+const sim_sig *sim_program_param(const sim_program *p, size_t i);
+size_t sim_program_noutputs(const sim_program *p);
+const sim_sig *sim_program_output(const sim_program *p, size_t i);
+
+/* A host tensor. For inputs, data is borrowed and must hold nbytes =
+ * product(shape) * sim_dtype_size(dtype) little-endian bytes. For outputs,
+ * sim_run fills every field and data is malloc'd: the caller frees it. */
+typedef struct sim_tensor {
+	int dtype;
+	int rank;
+	uint64_t shape[SIM_MAX_RANK];
+	void *data;
+	size_t nbytes;
+} sim_tensor;
+
+typedef struct sim_run_opts {
+	/* device_print output, called in execution order; may be NULL. */
+	void (*print_cb)(void *arg, const char *text, size_t len);
+	void *print_arg;
+	/* Checked between ops; when it becomes non-zero the run stops with
+	 * SIM_ECANCELED. May be NULL. */
+	const volatile int *cancel;
+} sim_run_opts;
+
+/*
+ * Execute p once (every program of its SPMD grid). inputs are matched to
+ * the parameters in order: count, dtype and shape must agree, else
+ * SIM_EARG with a message naming the argument. On success outputs[0 ..
+ * noutputs-1] hold the kernel's returned tensors (noutputs must equal
+ * sim_program_noutputs). opts may be NULL.
+ */
+int sim_run(const sim_program *p, const sim_tensor *inputs, size_t ninputs,
+    sim_tensor *outputs, size_t noutputs, const sim_run_opts *opts,
+    sim_diag *diag);
+
+/* Free the data of n tensors filled by sim_run. */
+void sim_tensors_release(sim_tensor *t, size_t n);
+
+#endif /* NKID_SIM_H */
