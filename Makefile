@@ -137,8 +137,13 @@ check: all unit fuzz
 demo: all
 	@scripts/demo.sh
 
-bench: all
-	@scripts/bench.sh
+BENCH_BIN := $(BUILD)/bench/echo_server $(BUILD)/bench/echo_client
+$(BUILD)/bench/%: bench/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDLIBS)
+
+bench: all $(BENCH_BIN)
+	$(PY) scripts/bench.py
 
 # ---------------------------------------------------------------- install
 

@@ -1,0 +1,57 @@
+# lib.sh: shared by the functional tests. Each test gets a private
+# directory, socket and state dir, a real nkid, and a trap that stops it.
+# Needs NKID, NKICTL, PY (scripts/check.sh sets them).
+set -eu
+
+: "${TOP:=$(cd "$(dirname "$0")/../.." && pwd)}"
+: "${NKID:=$TOP/build/bin/nkid}" "${NKICTL:=$TOP/build/bin/nkictl}"
+: "${PY:=$TOP/.venv/bin/python}"
+T=$(mktemp -d /tmp/nkid-func.XXXXXX)
+SOCK=$T/nkid.sock
+LOG=$T/nkid.log
+NKID_PID=
+export NKID_SOCKET=$SOCK
+
+fail() {
+	echo "FAIL: $*" >&2
+	if [ -s "$LOG" ]; then echo "--- nkid log" >&2; tail -n 30 "$LOG" >&2; fi
+	exit 1
+}
+
+# start_nkid [ARG...]: start nkid on $SOCK and wait until it answers.
+start_nkid() {
+	"$NKID" -s "$SOCK" --state-dir "$T/state" "$@" >>"$LOG" 2>&1 &
+	NKID_PID=$!
+	wait_ready
+}
+
+wait_ready() {
+	i=0
+	while ! "$NKICTL" -s "$SOCK" --timeout 1 ping -n 1 >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -lt 100 ] || fail "nkid did not start serving on $SOCK within 10 s"
+		kill -0 "$NKID_PID" 2>/dev/null || fail "nkid exited at start"
+		sleep 0.1
+	done
+}
+
+# stop_nkid: SIGTERM, then wait; prints nothing, returns nkid's status.
+stop_nkid() {
+	[ -n "$NKID_PID" ] || return 0
+	kill -TERM "$NKID_PID" 2>/dev/null || true
+	rc=0; wait "$NKID_PID" || rc=$?
+	NKID_PID=
+	return $rc
+}
+
+cleanup() {
+	if [ -n "$NKID_PID" ]; then kill -KILL "$NKID_PID" 2>/dev/null || true; fi
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# json_get FILE EXPR: evaluate a Python expression on the JSON object d.
+json_get() {
+	"$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}
