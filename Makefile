@@ -147,17 +147,49 @@ bench: all $(BENCH_BIN)
 
 # ---------------------------------------------------------------- install
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)/etc/nkid
-	install -m 0755 $(BUILD)/bin/nkid $(DESTDIR)$(PREFIX)/sbin/nkid
-	install -m 0755 $(BUILD)/bin/nkictl $(DESTDIR)$(PREFIX)/bin/nkictl
-	[ -e $(DESTDIR)/etc/nkid/nkid.json ] || install -m 0644 config/nkid.json $(DESTDIR)/etc/nkid/nkid.json
-	install -d $(DESTDIR)$(PREFIX)/share/doc/nkid
-	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/nkid/
+SBINDIR     ?= $(PREFIX)/sbin
+BINDIR      ?= $(PREFIX)/bin
+DOCDIR      ?= $(PREFIX)/share/doc/nkid
+MANDIR      ?= $(PREFIX)/share/man
+SYSCONFDIR  ?= /etc
+UNITDIR     ?= /lib/systemd/system
+SYSUSERSDIR ?= /usr/lib/sysusers.d
+TMPFILESDIR ?= /usr/lib/tmpfiles.d
 
+$(BUILD)/systemd/nkid.service: systemd/nkid.service.in
+	@mkdir -p $(dir $@)
+	sed 's|@SBINDIR@|$(SBINDIR)|g' $< >$@
+
+# The Python package goes to $(PYLIBDIR) when set (a site-packages
+# directory), else it is left to pip: pip install client/python.
+install: all $(BUILD)/systemd/nkid.service
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(SYSCONFDIR)/nkid \
+		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
+		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
+	install -m 0755 $(BUILD)/bin/nkid $(DESTDIR)$(SBINDIR)/nkid
+	install -m 0755 $(BUILD)/bin/nkictl $(DESTDIR)$(BINDIR)/nkictl
+	[ -e $(DESTDIR)$(SYSCONFDIR)/nkid/nkid.json ] || \
+		install -m 0644 config/nkid.json $(DESTDIR)$(SYSCONFDIR)/nkid/nkid.json
+	install -m 0644 $(BUILD)/systemd/nkid.service systemd/nkid.socket $(DESTDIR)$(UNITDIR)/
+	install -m 0644 systemd/nkid.sysusers $(DESTDIR)$(SYSUSERSDIR)/nkid.conf
+	install -m 0644 systemd/nkid.tmpfiles $(DESTDIR)$(TMPFILESDIR)/nkid.conf
+	install -m 0644 docs/nkid.8 $(DESTDIR)$(MANDIR)/man8/nkid.8
+	install -m 0644 docs/nkictl.1 $(DESTDIR)$(MANDIR)/man1/nkictl.1
+	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
+	if [ -n "$(PYLIBDIR)" ]; then \
+		install -d $(DESTDIR)$(PYLIBDIR) && \
+		cp -r client/python/nkid $(DESTDIR)$(PYLIBDIR)/ && \
+		find $(DESTDIR)$(PYLIBDIR)/nkid -name __pycache__ -prune -exec rm -rf {} +; \
+	fi
+
+# The config file stays: it is the operator's.
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/sbin/nkid $(DESTDIR)$(PREFIX)/bin/nkictl
-	rm -rf $(DESTDIR)$(PREFIX)/share/doc/nkid
+	rm -f $(DESTDIR)$(SBINDIR)/nkid $(DESTDIR)$(BINDIR)/nkictl
+	rm -f $(DESTDIR)$(UNITDIR)/nkid.service $(DESTDIR)$(UNITDIR)/nkid.socket
+	rm -f $(DESTDIR)$(SYSUSERSDIR)/nkid.conf $(DESTDIR)$(TMPFILESDIR)/nkid.conf
+	rm -f $(DESTDIR)$(MANDIR)/man8/nkid.8 $(DESTDIR)$(MANDIR)/man1/nkictl.1
+	rm -rf $(DESTDIR)$(DOCDIR)
+	if [ -n "$(PYLIBDIR)" ]; then rm -rf $(DESTDIR)$(PYLIBDIR)/nkid; fi
 
 clean:
 	rm -rf $(BUILD) $(PYPKG)/_proto/*_pb2*.py .venv/.editable-stamp
