@@ -1,0 +1,110 @@
+/* backend.h: the interface every execution backend implements (cpu now, neuron later). */
+#ifndef NKID_BACKEND_H
+#define NKID_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/sim.h"
+
+struct config;
+
+/* Error codes of the backend operations: 0 or one of these. */
+enum backend_err {
+	BACKEND_OK = 0,
+	BACKEND_EPARSE = -1,	/* malformed kernel or image */
+	BACKEND_EINVAL = -2,	/* a kernel that breaks a language/hardware rule */
+	BACKEND_ELIMIT = -3,	/* over a bound of the backend */
+	BACKEND_EARG = -4,	/* tensors that do not match the signature */
+	BACKEND_ECANCELED = -5,	/* cancelled by the caller */
+	BACKEND_ERUNTIME = -6,	/* failed while executing */
+	BACKEND_ENOMEM = -7,
+	BACKEND_EFORMAT = -8,	/* kernel format not supported */
+	BACKEND_EOPEN = -9,	/* cannot open the backend */
+};
+
+/* A loaded, executable kernel. The signature fields are borrowed from
+ * the backend's own representation and live as long as the program. */
+struct backend_program {
+	const char	*name;
+	size_t		 nparams;
+	size_t		 noutputs;
+	const sim_sig	*(*param)(const struct backend_program *, size_t);
+	const sim_sig	*(*output)(const struct backend_program *, size_t);
+	void		*impl;
+};
+
+/* Host tensors are sim_tensor (sim/sim.h) for every backend. */
+struct backend_exec {
+	const sim_tensor	*inputs;
+	size_t			 ninputs;
+	sim_tensor		*outputs;	/* noutputs, filled on success */
+	size_t			 noutputs;
+	const volatile int	*cancel;	/* may be NULL */
+	/* Simulate only: device_print text, in order. */
+	void			(*print_cb)(void *arg, const char *text,
+				    size_t len);
+	void			*print_arg;
+};
+
+struct backend;
+
+/*
+ * One backend, OpenSMTPD style: a const table of operations. compile,
+ * load, execute and simulate run off the loop thread and may run
+ * concurrently; the others run on the loop thread. diag (1024 bytes)
+ * receives a message on failure.
+ */
+struct backend_ops {
+	const char	*name;			/* "cpu" */
+	const char	*format;		/* kernel format: "nkir/1" */
+
+	int	(*open)(const struct config *cfg, void **state, char *err,
+		    size_t errlen);
+	void	(*close)(void *state);
+	/* Number of cores this backend drives. */
+	unsigned (*probe)(void *state);
+	/* Compiler identity that goes into the NEFF key. */
+	const char *(*compiler_version)(void *state);
+	/* Component versions for Status: add(arg, key, value) per entry. */
+	void	(*versions)(void *state, void (*add)(void *, const char *,
+		    const char *), void *arg);
+
+	/* IR -> image (malloc'd, the caller frees). */
+	int	(*compile)(void *state, const void *ir, size_t len,
+		    void **image, size_t *image_len, char *diag);
+	/* image -> program (freed with unload). */
+	int	(*load)(void *state, const void *image, size_t len,
+		    struct backend_program **out, char *diag);
+	void	(*unload)(void *state, struct backend_program *p);
+	/* Execute p once on core. On success the caller frees the outputs
+	 * with sim_tensors_release. */
+	int	(*execute)(void *state, const struct backend_program *p,
+		    unsigned core, const struct backend_exec *x, char *diag);
+	/* Execute p on the simulator with device_print captured. */
+	int	(*simulate)(void *state, const struct backend_program *p,
+		    const struct backend_exec *x, char *diag);
+};
+
+/* An open backend: its ops and state. */
+struct backend {
+	const struct backend_ops	*ops;
+	void				*state;
+	unsigned			 ncores;
+};
+
+#define BACKEND_DIAG_LEN	1024
+
+/* Open the backend named by cfg->backend. On failure returns
+ * BACKEND_EOPEN with a message in err and *out stays NULL. The caller
+ * frees *out with backend_close. */
+int	backend_open(const struct config *cfg, struct backend **out,
+	    char *err, size_t errlen);
+void	backend_close(struct backend *b);
+/* The backend called name, or NULL. */
+const struct backend_ops *backend_find(const char *name);
+const char *backend_strerror(int err);
+
+extern const struct backend_ops backend_cpu_ops;
+
+#endif /* NKID_BACKEND_H */

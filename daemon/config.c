@@ -1,0 +1,771 @@
+/* config.c: the typed table of configuration keys, the JSON reader, reload merge. */
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <assert.h>
+#include <errno.h>
+#include <grp.h>
+#include <math.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <cjson/cJSON.h>
+
+#include "daemon/config.h"
+#include "daemon/log.h"
+#include "daemon/xmalloc.h"
+
+#define KiB	(1024ULL)
+#define MiB	(1024ULL * KiB)
+#define GiB	(1024ULL * MiB)
+
+/* Largest config file accepted: a config is a page of text. */
+#define CONFIG_MAX_FILE	(1024 * 1024)
+
+enum config_type {
+	CFG_STRING,	/* any string */
+	CFG_PATH,	/* absolute path */
+	CFG_SOCKPATH,	/* absolute path that fits sockaddr_un */
+	CFG_MODE,	/* octal string, "0660" */
+	CFG_U32,	/* integer in [min, max] */
+	CFG_BYTES,	/* integer, or a string with a KiB/MiB/GiB suffix */
+	CFG_LEVEL,	/* log level name */
+	CFG_CHOICE,	/* one of choices, blank-separated */
+	CFG_UIDS,	/* array of uids or user names */
+	CFG_GIDS,	/* array of gids or group names */
+};
+
+#define CFG_F_RESTART	0x1	/* takes effect only at start */
+
+struct config_key {
+	const char		*path;
+	enum config_type	 type;
+	size_t			 off;
+	size_t			 count_off;	/* CFG_UIDS, CFG_GIDS */
+	uint64_t		 min;
+	uint64_t		 max;
+	const char		*def_str;
+	uint64_t		 def_num;
+	const char		*choices;
+	int			 flags;
+};
+
+#define F(field)	offsetof(struct config, field)
+#define FCAP(c)		(offsetof(struct config, max_message_bytes) + \
+			    (c) * sizeof(uint64_t))
+
+/* Every key nkid knows, sorted by JSON path. docs/config.md mirrors it. */
+static const struct config_key config_keys[] = {
+	{ "access.allow_gids", CFG_GIDS, F(allow_gids), F(n_allow_gids),
+	  0, UINT32_MAX - 1, NULL, 0, NULL, 0 },
+	{ "access.allow_uids", CFG_UIDS, F(allow_uids), F(n_allow_uids),
+	  0, UINT32_MAX - 1, NULL, 0, NULL, 0 },
+	{ "access.max_connections_per_uid", CFG_U32, F(max_conn_per_uid), 0,
+	  1, 65536, NULL, 128, NULL, 0 },
+	{ "backend", CFG_CHOICE, F(backend), 0, 0, 0, "cpu", 0, "cpu",
+	  CFG_F_RESTART },
+	{ "cache.max_memory_bytes", CFG_BYTES, F(cache_memory_bytes), 0,
+	  1 * MiB, 1024 * GiB, NULL, 256 * MiB, NULL, 0 },
+	{ "cache_dir", CFG_PATH, F(cache_dir), 0, 0, 0, "/var/cache/nkid", 0,
+	  NULL, CFG_F_RESTART },
+	{ "cpu.cores", CFG_U32, F(cpu_cores), 0, 1, 256, NULL, 1, NULL,
+	  CFG_F_RESTART },
+	{ "limits.max_ir_bytes", CFG_BYTES, F(max_ir_bytes), 0,
+	  1 * KiB, 1 * GiB, NULL, 64 * MiB, NULL, 0 },
+	{ "limits.max_message_bytes.chunk", CFG_BYTES,
+	  FCAP(CONFIG_CAP_CHUNK), 0, 64 * KiB, 256 * MiB, NULL, 16 * MiB,
+	  NULL, 0 },
+	{ "limits.max_message_bytes.control", CFG_BYTES,
+	  FCAP(CONFIG_CAP_CONTROL), 0, 4 * KiB, 64 * MiB, NULL, 1 * MiB,
+	  NULL, 0 },
+	{ "limits.max_message_bytes.kernel", CFG_BYTES,
+	  FCAP(CONFIG_CAP_KERNEL), 0, 64 * KiB, 1 * GiB, NULL, 64 * MiB,
+	  NULL, 0 },
+	{ "limits.max_message_bytes.tensor", CFG_BYTES,
+	  FCAP(CONFIG_CAP_TENSOR), 0, 64 * KiB, 2 * GiB - 1, NULL, 1 * GiB,
+	  NULL, 0 },
+	{ "limits.max_queue_per_core", CFG_U32, F(max_queue_per_core), 0,
+	  1, 1000000, NULL, 1024, NULL, 0 },
+	{ "limits.max_tensor_bytes", CFG_BYTES, F(max_tensor_bytes), 0,
+	  1 * KiB, 1024 * GiB, NULL, 1 * GiB, NULL, 0 },
+	{ "limits.max_tensors", CFG_U32, F(max_tensors), 0, 1, 4096, NULL, 256,
+	  NULL, 0 },
+	{ "lock_dir", CFG_PATH, F(lock_dir), 0, 0, 0, "/run/nkid/lock", 0,
+	  NULL, CFG_F_RESTART },
+	{ "log_level", CFG_LEVEL, F(log_level), 0, 0, 0, "info", 0, NULL, 0 },
+	{ "shutdown_grace_ms", CFG_U32, F(shutdown_grace_ms), 0, 0, 600000,
+	  NULL, 1000, NULL, 0 },
+	{ "socket", CFG_SOCKPATH, F(socket), 0, 0, 0, "/run/nkid/nkid.sock", 0,
+	  NULL, CFG_F_RESTART },
+	{ "socket_group", CFG_STRING, F(socket_group), 0, 0, 0, "", 0, NULL,
+	  CFG_F_RESTART },
+	{ "socket_mode", CFG_MODE, F(socket_mode), 0, 0, 07777, "0660", 0,
+	  NULL, CFG_F_RESTART },
+	{ "state_dir", CFG_PATH, F(state_dir), 0, 0, 0, "/var/lib/nkid", 0,
+	  NULL, CFG_F_RESTART },
+};
+#define CONFIG_NKEYS	(sizeof config_keys / sizeof config_keys[0])
+
+#define FIELD(cfg, k, type)	((type *)((char *)(cfg) + (k)->off))
+#define CFIELD(cfg, k, type)	((const type *)((const char *)(cfg) + (k)->off))
+
+struct config_ctx {
+	const char	*name;
+	char		*err;
+	size_t		 errlen;
+};
+
+static const char *config_errs[] = {
+	"success",
+	"cannot read config file",
+	"invalid JSON",
+	"unknown or duplicate key",
+	"value of the wrong type",
+	"value out of bounds",
+};
+
+const char *
+config_strerror(int err)
+{
+	if (err > 0 || -err >= (int)(sizeof config_errs / sizeof config_errs[0]))
+		return ("unknown error");
+	return (config_errs[-err]);
+}
+
+uint64_t
+config_cap_bytes(const struct config *cfg, enum config_cap cap)
+{
+	assert(cap >= 0 && cap < CONFIG_CAP_COUNT);
+	return (cfg->max_message_bytes[cap]);
+}
+
+static int
+config_fail(struct config_ctx *ctx, int code, const char *fmt, ...)
+{
+	char	msg[768];
+	va_list	ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (ctx->err != NULL && ctx->errlen > 0)
+		snprintf(ctx->err, ctx->errlen, "config '%s': %s", ctx->name,
+		    msg);
+	return (code);
+}
+
+static const struct config_key *
+config_key_find(const char *path)
+{
+	size_t	i;
+
+	for (i = 0; i < CONFIG_NKEYS; i++) {
+		if (strcmp(config_keys[i].path, path) == 0)
+			return (&config_keys[i]);
+	}
+	return (NULL);
+}
+
+/* Is path a section, that is a proper prefix of some key at a dot? */
+static int
+config_is_section(const char *path)
+{
+	size_t	i, len = strlen(path);
+
+	for (i = 0; i < CONFIG_NKEYS; i++) {
+		if (strncmp(config_keys[i].path, path, len) == 0 &&
+		    config_keys[i].path[len] == '.')
+			return (1);
+	}
+	return (0);
+}
+
+static const char *
+config_json_type(const cJSON *v)
+{
+	if (cJSON_IsString(v))
+		return ("a string");
+	if (cJSON_IsNumber(v))
+		return ("a number");
+	if (cJSON_IsBool(v))
+		return ("a boolean");
+	if (cJSON_IsNull(v))
+		return ("null");
+	if (cJSON_IsArray(v))
+		return ("an array");
+	if (cJSON_IsObject(v))
+		return ("an object");
+	return ("an unknown value");
+}
+
+/* Integral JSON number in [min, max]. */
+static int
+config_number(struct config_ctx *ctx, const char *path, const cJSON *v,
+    uint64_t min, uint64_t max, uint64_t *out)
+{
+	double	d;
+
+	if (!cJSON_IsNumber(v))
+		return (config_fail(ctx, CONFIG_ETYPE,
+		    "'%s' must be a number, not %s", path, config_json_type(v)));
+	d = v->valuedouble;
+	if (!isfinite(d) || d != floor(d) || d < (double)min ||
+	    d > (double)max)
+		return (config_fail(ctx, CONFIG_ERANGE,
+		    "'%s' must be an integer from %llu to %llu, not %.17g",
+		    path, (unsigned long long)min, (unsigned long long)max, d));
+	*out = (uint64_t)d;
+	return (0);
+}
+
+static int
+config_bytes(struct config_ctx *ctx, const char *path, const cJSON *v,
+    uint64_t min, uint64_t max, uint64_t *out)
+{
+	const char		*s;
+	char			*end;
+	unsigned long long	 n;
+	uint64_t		 mult = 1;
+
+	if (!cJSON_IsString(v))
+		return (config_number(ctx, path, v, min, max, out));
+	s = v->valuestring;
+	errno = 0;
+	n = strtoull(s, &end, 10);
+	if (end == s || errno != 0 || *s == '-')
+		goto bad;
+	while (*end == ' ')
+		end++;
+	if (strcasecmp(end, "") == 0 || strcasecmp(end, "b") == 0)
+		mult = 1;
+	else if (strcasecmp(end, "k") == 0 || strcasecmp(end, "kib") == 0)
+		mult = KiB;
+	else if (strcasecmp(end, "m") == 0 || strcasecmp(end, "mib") == 0)
+		mult = MiB;
+	else if (strcasecmp(end, "g") == 0 || strcasecmp(end, "gib") == 0)
+		mult = GiB;
+	else
+		goto bad;
+	if (n > UINT64_MAX / mult)
+		goto range;
+	n *= mult;
+	if (n < min || n > max)
+		goto range;
+	*out = n;
+	return (0);
+bad:
+	return (config_fail(ctx, CONFIG_ETYPE,
+	    "'%s' must be a byte count such as 1048576 or \"64MiB\", not \"%s\"",
+	    path, s));
+range:
+	return (config_fail(ctx, CONFIG_ERANGE,
+	    "'%s' must be from %llu to %llu bytes, not \"%s\"", path,
+	    (unsigned long long)min, (unsigned long long)max, s));
+}
+
+static int
+config_id(struct config_ctx *ctx, const char *path, const cJSON *v, int group,
+    uint32_t *out)
+{
+	char		 buf[16384];
+	struct passwd	 pw, *pwp;
+	struct group	 gr, *grp;
+	uint64_t	 n;
+	int		 error;
+
+	if (cJSON_IsNumber(v)) {
+		if ((error = config_number(ctx, path, v, 0, UINT32_MAX - 1,
+		    &n)) != 0)
+			return (error);
+		*out = (uint32_t)n;
+		return (0);
+	}
+	if (!cJSON_IsString(v))
+		return (config_fail(ctx, CONFIG_ETYPE,
+		    "'%s' must be a %s name or number, not %s", path,
+		    group ? "group" : "user", config_json_type(v)));
+	if (group) {
+		if (getgrnam_r(v->valuestring, &gr, buf, sizeof buf, &grp) !=
+		    0 || grp == NULL)
+			return (config_fail(ctx, CONFIG_ERANGE,
+			    "'%s': unknown group '%s'", path, v->valuestring));
+		*out = grp->gr_gid;
+	} else {
+		if (getpwnam_r(v->valuestring, &pw, buf, sizeof buf, &pwp) !=
+		    0 || pwp == NULL)
+			return (config_fail(ctx, CONFIG_ERANGE,
+			    "'%s': unknown user '%s'", path, v->valuestring));
+		*out = pwp->pw_uid;
+	}
+	return (0);
+}
+
+static int
+config_string_set(struct config_ctx *ctx, const struct config_key *k,
+    struct config *cfg, const char *path, const cJSON *v)
+{
+	const char	*s, *c, *e;
+	char		**dst = FIELD(cfg, k, char *);
+	size_t		 len;
+
+	if (!cJSON_IsString(v))
+		return (config_fail(ctx, CONFIG_ETYPE,
+		    "'%s' must be a string, not %s", path, config_json_type(v)));
+	s = v->valuestring;
+	len = strlen(s);
+	if (k->type == CFG_PATH || k->type == CFG_SOCKPATH) {
+		if (s[0] != '/')
+			return (config_fail(ctx, CONFIG_ERANGE,
+			    "'%s' must be an absolute path, not '%s'", path, s));
+		if (k->type == CFG_SOCKPATH &&
+		    len + 5 >= sizeof(((struct sockaddr_un *)0)->sun_path))
+			return (config_fail(ctx, CONFIG_ERANGE,
+			    "'%s' is longer than a unix socket path may be "
+			    "(%zu bytes)", path,
+			    sizeof(((struct sockaddr_un *)0)->sun_path) - 6));
+	}
+	if (k->type == CFG_CHOICE) {
+		for (c = k->choices; *c != '\0'; c = e) {
+			e = c + strcspn(c, " ");
+			if ((size_t)(e - c) == len && strncmp(c, s, len) == 0)
+				break;
+			while (*e == ' ')
+				e++;
+		}
+		if (*c == '\0')
+			return (config_fail(ctx, CONFIG_ERANGE,
+			    "'%s' must be one of: %s; not '%s'", path,
+			    k->choices, s));
+	}
+	free(*dst);
+	*dst = xstrdup(s);
+	return (0);
+}
+
+static int
+config_value_set(struct config_ctx *ctx, const struct config_key *k,
+    struct config *cfg, const char *path, const cJSON *v)
+{
+	char		 ipath[512], *end;
+	const cJSON	*item;
+	uint32_t	*ids, **idp;
+	size_t		 n, i;
+	uint64_t	 num;
+	unsigned long	 mode;
+	int		 error, level;
+
+	switch (k->type) {
+	case CFG_STRING:
+	case CFG_PATH:
+	case CFG_SOCKPATH:
+	case CFG_CHOICE:
+		return (config_string_set(ctx, k, cfg, path, v));
+	case CFG_MODE:
+		if (!cJSON_IsString(v))
+			return (config_fail(ctx, CONFIG_ETYPE,
+			    "'%s' must be an octal string such as \"0660\", "
+			    "not %s", path, config_json_type(v)));
+		errno = 0;
+		mode = strtoul(v->valuestring, &end, 8);
+		if (*v->valuestring == '\0' || *end != '\0' || errno != 0 ||
+		    mode > k->max)
+			return (config_fail(ctx, CONFIG_ERANGE,
+			    "'%s' must be an octal mode from 0000 to 7777, "
+			    "not \"%s\"", path, v->valuestring));
+		*FIELD(cfg, k, uint32_t) = (uint32_t)mode;
+		return (0);
+	case CFG_U32:
+		if ((error = config_number(ctx, path, v, k->min, k->max,
+		    &num)) != 0)
+			return (error);
+		*FIELD(cfg, k, uint32_t) = (uint32_t)num;
+		return (0);
+	case CFG_BYTES:
+		return (config_bytes(ctx, path, v, k->min, k->max,
+		    FIELD(cfg, k, uint64_t)));
+	case CFG_LEVEL:
+		if (!cJSON_IsString(v))
+			return (config_fail(ctx, CONFIG_ETYPE,
+			    "'%s' must be a string, not %s", path,
+			    config_json_type(v)));
+		if ((level = log_level_from_name(v->valuestring)) < 0)
+			return (config_fail(ctx, CONFIG_ERANGE,
+			    "'%s' must be one of: error warn info debug; "
+			    "not '%s'", path, v->valuestring));
+		*FIELD(cfg, k, int) = level;
+		return (0);
+	case CFG_UIDS:
+	case CFG_GIDS:
+		if (!cJSON_IsArray(v))
+			return (config_fail(ctx, CONFIG_ETYPE,
+			    "'%s' must be an array, not %s", path,
+			    config_json_type(v)));
+		n = (size_t)cJSON_GetArraySize(v);
+		ids = xcalloc(n, sizeof *ids);
+		i = 0;
+		cJSON_ArrayForEach(item, v) {
+			snprintf(ipath, sizeof ipath, "%s[%zu]", path, i);
+			if ((error = config_id(ctx, ipath, item,
+			    k->type == CFG_GIDS, &ids[i])) != 0) {
+				free(ids);
+				return (error);
+			}
+			i++;
+		}
+		idp = FIELD(cfg, k, uint32_t *);
+		free(*idp);
+		*idp = ids;
+		*(size_t *)((char *)cfg + k->count_off) = n;
+		return (0);
+	}
+	return (config_fail(ctx, CONFIG_ETYPE, "'%s': unsupported key type",
+	    path));
+}
+
+static void
+config_defaults(struct config *cfg)
+{
+	const struct config_key	*k;
+	size_t			 i;
+
+	memset(cfg, 0, sizeof *cfg);
+	for (i = 0; i < CONFIG_NKEYS; i++) {
+		k = &config_keys[i];
+		switch (k->type) {
+		case CFG_STRING:
+		case CFG_PATH:
+		case CFG_SOCKPATH:
+		case CFG_CHOICE:
+			*FIELD(cfg, k, char *) = xstrdup(k->def_str);
+			break;
+		case CFG_MODE:
+			*FIELD(cfg, k, uint32_t) =
+			    (uint32_t)strtoul(k->def_str, NULL, 8);
+			break;
+		case CFG_U32:
+			*FIELD(cfg, k, uint32_t) = (uint32_t)k->def_num;
+			break;
+		case CFG_BYTES:
+			*FIELD(cfg, k, uint64_t) = k->def_num;
+			break;
+		case CFG_LEVEL:
+			*FIELD(cfg, k, int) = log_level_from_name(k->def_str);
+			break;
+		case CFG_UIDS:
+		case CFG_GIDS:
+			break;
+		}
+	}
+}
+
+static int
+config_walk(struct config_ctx *ctx, struct config *cfg, const cJSON *obj,
+    const char *prefix)
+{
+	const struct config_key	*k;
+	const cJSON		*v, *w;
+	char			 path[512];
+	int			 error;
+
+	cJSON_ArrayForEach(v, obj) {
+		if (v->string == NULL)
+			continue;
+		if (*prefix != '\0')
+			snprintf(path, sizeof path, "%s.%s", prefix, v->string);
+		else
+			snprintf(path, sizeof path, "%s", v->string);
+		for (w = obj->child; w != v; w = w->next) {
+			if (w->string != NULL && strcmp(w->string, v->string) ==
+			    0)
+				return (config_fail(ctx, CONFIG_EKEY,
+				    "duplicate key '%s'", path));
+		}
+		if ((k = config_key_find(path)) != NULL) {
+			if ((error = config_value_set(ctx, k, cfg, path, v)) !=
+			    0)
+				return (error);
+			continue;
+		}
+		if (!config_is_section(path))
+			return (config_fail(ctx, CONFIG_EKEY,
+			    "unknown key '%s'", path));
+		if (!cJSON_IsObject(v))
+			return (config_fail(ctx, CONFIG_ETYPE,
+			    "'%s' must be an object, not %s", path,
+			    config_json_type(v)));
+		if ((error = config_walk(ctx, cfg, v, path)) != 0)
+			return (error);
+	}
+	return (0);
+}
+
+static void
+config_override_apply(struct config *cfg, const struct config_override *ov)
+{
+	if (ov == NULL)
+		return;
+	if (ov->socket != NULL) {
+		free(cfg->socket);
+		cfg->socket = xstrdup(ov->socket);
+	}
+	if (ov->state_dir != NULL) {
+		free(cfg->state_dir);
+		free(cfg->cache_dir);
+		free(cfg->lock_dir);
+		cfg->state_dir = xstrdup(ov->state_dir);
+		cfg->cache_dir = xasprintf("%s/cache", ov->state_dir);
+		cfg->lock_dir = xasprintf("%s/lock", ov->state_dir);
+	}
+}
+
+/* Line and column of position pos in s. */
+static void
+config_position(const char *s, size_t pos, int *line, int *col)
+{
+	size_t	i;
+
+	*line = 1;
+	*col = 1;
+	for (i = 0; i < pos && s[i] != '\0'; i++) {
+		if (s[i] == '\n') {
+			(*line)++;
+			*col = 1;
+		} else
+			(*col)++;
+	}
+}
+
+int
+config_load_string(struct config *cfg, const char *name, const char *json,
+    size_t len, const struct config_override *ov, char *err, size_t errlen)
+{
+	struct config_ctx	 ctx = { name, err, errlen };
+	cJSON			*root;
+	const char		*end = NULL;
+	int			 error, line, col;
+
+	assert(cfg != NULL && name != NULL && json != NULL);
+	config_defaults(cfg);
+	if ((root = cJSON_ParseWithLengthOpts(json, len, &end, 0)) == NULL) {
+		config_position(json, end != NULL ? (size_t)(end - json) : 0,
+		    &line, &col);
+		error = config_fail(&ctx, CONFIG_ESYNTAX,
+		    "invalid JSON at line %d, column %d", line, col);
+		goto fail;
+	}
+	if (!cJSON_IsObject(root)) {
+		error = config_fail(&ctx, CONFIG_ETYPE,
+		    "the top level must be an object, not %s",
+		    config_json_type(root));
+		goto fail;
+	}
+	if ((error = config_walk(&ctx, cfg, root, "")) != 0)
+		goto fail;
+	cJSON_Delete(root);
+	config_override_apply(cfg, ov);
+	return (0);
+fail:
+	cJSON_Delete(root);
+	config_release(cfg);
+	return (error);
+}
+
+int
+config_load(struct config *cfg, const char *path,
+    const struct config_override *ov, char *err, size_t errlen)
+{
+	struct config_ctx	 ctx = { path, err, errlen };
+	FILE			*f;
+	char			*buf;
+	size_t			 len;
+	int			 error;
+
+	assert(cfg != NULL);
+	if (path == NULL) {
+		config_defaults(cfg);
+		config_override_apply(cfg, ov);
+		return (0);
+	}
+	memset(cfg, 0, sizeof *cfg);
+	if ((f = fopen(path, "re")) == NULL)
+		return (config_fail(&ctx, CONFIG_EOPEN, "cannot open: %s",
+		    strerror(errno)));
+	buf = xmalloc(CONFIG_MAX_FILE + 1);
+	len = fread(buf, 1, CONFIG_MAX_FILE + 1, f);
+	if (ferror(f)) {
+		error = config_fail(&ctx, CONFIG_EOPEN, "cannot read: %s",
+		    strerror(errno));
+		goto out;
+	}
+	if (len > CONFIG_MAX_FILE) {
+		error = config_fail(&ctx, CONFIG_EOPEN,
+		    "larger than %d bytes", CONFIG_MAX_FILE);
+		goto out;
+	}
+	buf[len] = '\0';
+	if ((error = config_load_string(cfg, path, buf, len, ov, err,
+	    errlen)) == 0)
+		cfg->path = xstrdup(path);
+out:
+	free(buf);
+	fclose(f);
+	return (error);
+}
+
+void
+config_release(struct config *cfg)
+{
+	const struct config_key	*k;
+	size_t			 i;
+
+	for (i = 0; i < CONFIG_NKEYS; i++) {
+		k = &config_keys[i];
+		switch (k->type) {
+		case CFG_STRING:
+		case CFG_PATH:
+		case CFG_SOCKPATH:
+		case CFG_CHOICE:
+			free(*FIELD(cfg, k, char *));
+			break;
+		case CFG_UIDS:
+		case CFG_GIDS:
+			free(*FIELD(cfg, k, uint32_t *));
+			break;
+		default:
+			break;
+		}
+	}
+	free(cfg->path);
+	memset(cfg, 0, sizeof *cfg);
+}
+
+void
+config_copy(struct config *dst, const struct config *src)
+{
+	const struct config_key	*k;
+	size_t			 i, n;
+
+	memcpy(dst, src, sizeof *dst);
+	dst->path = src->path != NULL ? xstrdup(src->path) : NULL;
+	for (i = 0; i < CONFIG_NKEYS; i++) {
+		k = &config_keys[i];
+		switch (k->type) {
+		case CFG_STRING:
+		case CFG_PATH:
+		case CFG_SOCKPATH:
+		case CFG_CHOICE:
+			*FIELD(dst, k, char *) =
+			    xstrdup(*CFIELD(src, k, char *));
+			break;
+		case CFG_UIDS:
+		case CFG_GIDS:
+			n = *(const size_t *)((const char *)src + k->count_off);
+			*FIELD(dst, k, uint32_t *) = xcalloc(n, sizeof(uint32_t));
+			if (n > 0)
+				memcpy(*FIELD(dst, k, uint32_t *),
+				    *CFIELD(src, k, uint32_t *),
+				    n * sizeof(uint32_t));
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+/* The value of key k in cfg as text. */
+static void
+config_value_format(const struct config *cfg, const struct config_key *k,
+    char *buf, size_t len)
+{
+	const uint32_t	*ids;
+	size_t		 n, i, off;
+
+	switch (k->type) {
+	case CFG_STRING:
+	case CFG_PATH:
+	case CFG_SOCKPATH:
+	case CFG_CHOICE:
+		snprintf(buf, len, "'%s'", *CFIELD(cfg, k, char *));
+		break;
+	case CFG_MODE:
+		snprintf(buf, len, "%04o", *CFIELD(cfg, k, uint32_t));
+		break;
+	case CFG_U32:
+		snprintf(buf, len, "%u", *CFIELD(cfg, k, uint32_t));
+		break;
+	case CFG_BYTES:
+		snprintf(buf, len, "%llu",
+		    (unsigned long long)*CFIELD(cfg, k, uint64_t));
+		break;
+	case CFG_LEVEL:
+		snprintf(buf, len, "'%s'", log_level_name(*CFIELD(cfg, k,
+		    int)));
+		break;
+	case CFG_UIDS:
+	case CFG_GIDS:
+		ids = *CFIELD(cfg, k, uint32_t *);
+		n = *(const size_t *)((const char *)cfg + k->count_off);
+		off = (size_t)snprintf(buf, len, "[");
+		for (i = 0; i < n && off < len; i++)
+			off += (size_t)snprintf(buf + off, len - off, "%s%u",
+			    i == 0 ? "" : ", ", ids[i]);
+		if (off < len)
+			snprintf(buf + off, len - off, "]");
+		break;
+	}
+}
+
+int
+config_reload_merge(const struct config *cur, struct config *next)
+{
+	const struct config_key	*k;
+	char			 a[512], b[512];
+	size_t			 i;
+	int			 changed = 0;
+	struct config		 tmp;
+
+	for (i = 0; i < CONFIG_NKEYS; i++) {
+		k = &config_keys[i];
+		config_value_format(cur, k, a, sizeof a);
+		config_value_format(next, k, b, sizeof b);
+		if (strcmp(a, b) == 0)
+			continue;
+		if (k->flags & CFG_F_RESTART) {
+			log_warn("config: '%s' changed from %s to %s; it takes "
+			    "effect after a restart", k->path, a, b);
+			/* Put back the running value. */
+			config_copy(&tmp, cur);
+			if (k->type == CFG_MODE || k->type == CFG_U32)
+				*FIELD(next, k, uint32_t) =
+				    *CFIELD(cur, k, uint32_t);
+			else {
+				free(*FIELD(next, k, char *));
+				*FIELD(next, k, char *) = *FIELD(&tmp, k,
+				    char *);
+				*FIELD(&tmp, k, char *) = xstrdup("");
+			}
+			config_release(&tmp);
+			continue;
+		}
+		log_info("config: '%s' changed from %s to %s", k->path, a, b);
+		changed++;
+	}
+	return (changed);
+}
+
+void
+config_dump(const struct config *cfg, void *fp)
+{
+	FILE	*f = fp;
+	char	 buf[1024];
+	size_t	 i;
+
+	for (i = 0; i < CONFIG_NKEYS; i++) {
+		config_value_format(cfg, &config_keys[i], buf, sizeof buf);
+		fprintf(f, "%s = %s\n", config_keys[i].path, buf);
+	}
+}

@@ -1,0 +1,101 @@
+/* config.h: nkid's configuration, read from JSON through one typed table of keys. */
+#ifndef NKID_CONFIG_H
+#define NKID_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_DEFAULT_PATH	"/etc/nkid/nkid.json"
+
+enum config_err {
+	CONFIG_OK = 0,
+	CONFIG_EOPEN = -1,	/* cannot read the file */
+	CONFIG_ESYNTAX = -2,	/* not JSON */
+	CONFIG_EKEY = -3,	/* unknown or duplicate key */
+	CONFIG_ETYPE = -4,	/* a value of the wrong JSON type */
+	CONFIG_ERANGE = -5,	/* a value out of its bounds or not allowed */
+};
+
+/* The size classes of the per-method receive caps (docs/protocol.md). */
+enum config_cap {
+	CONFIG_CAP_CONTROL = 0,	/* Ping, Status, Jobs, Cache*, Lease, ... */
+	CONFIG_CAP_KERNEL,	/* Compile, Warmup: IR, no tensors */
+	CONFIG_CAP_TENSOR,	/* Run, Simulate, Benchmark, Profile */
+	CONFIG_CAP_CHUNK,	/* one CacheImport chunk */
+	CONFIG_CAP_COUNT,
+};
+
+struct config {
+	char		*path;		/* file read; NULL: built-in defaults */
+
+	char		*socket;
+	uint32_t	 socket_mode;
+	char		*socket_group;	/* "": nkid's own group */
+	char		*state_dir;
+	char		*cache_dir;
+	char		*lock_dir;
+	char		*backend;
+	int		 log_level;
+	uint32_t	 shutdown_grace_ms;
+
+	uint32_t	 cpu_cores;
+
+	uint32_t	*allow_uids;
+	size_t		 n_allow_uids;
+	uint32_t	*allow_gids;
+	size_t		 n_allow_gids;
+	uint32_t	 max_conn_per_uid;
+
+	uint64_t	 max_message_bytes[CONFIG_CAP_COUNT];
+	uint64_t	 max_tensor_bytes;
+	uint32_t	 max_tensors;
+	uint64_t	 max_ir_bytes;
+	uint32_t	 max_queue_per_core;
+
+	uint64_t	 cache_memory_bytes;
+};
+
+/* Command-line settings that override the file (NULL: not given). They
+ * are applied again on every reload. */
+struct config_override {
+	const char	*socket;
+	const char	*state_dir;
+};
+
+/*
+ * Fill *cfg with the built-in defaults, then, if path is not NULL, the
+ * values of the JSON file at path, then the overrides (ov may be NULL).
+ * On failure returns a negative config_err, writes a message naming the
+ * file and the JSON path of the culprit into err ("config 'f.json':
+ * unknown key 'server.sokcet'") and leaves *cfg empty. On success the
+ * caller releases *cfg with config_release.
+ */
+int	 config_load(struct config *cfg, const char *path,
+	    const struct config_override *ov, char *err, size_t errlen);
+/* Like config_load, from a string in memory; name is used in messages. */
+int	 config_load_string(struct config *cfg, const char *name,
+	    const char *json, size_t len, const struct config_override *ov,
+	    char *err, size_t errlen);
+/* Free what config_load allocated; *cfg is zeroed. */
+void	 config_release(struct config *cfg);
+/* Deep copy of src into *dst (released with config_release). */
+void	 config_copy(struct config *dst, const struct config *src);
+
+/*
+ * Prepare next to replace cur on reload: log each key that changed; keys
+ * that only take effect at start (socket, directories, backend, cores) are
+ * reset in next to cur's value with a warning. Returns the number of keys
+ * that changed and take effect now.
+ */
+int	 config_reload_merge(const struct config *cur, struct config *next);
+
+/* Print every key and its effective value, one per line ("key = value"),
+ * to the stdio stream f (a FILE *). */
+void	 config_dump(const struct config *cfg, void *f);
+
+/* The receive cap in bytes for a size class. */
+uint64_t config_cap_bytes(const struct config *cfg, enum config_cap cap);
+/* A static description of a config_err. */
+const char *config_strerror(int err);
+
+#endif /* NKID_CONFIG_H */

@@ -1,0 +1,63 @@
+/* daemon.c: set up and tear down the state that the RPC handlers share. */
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/backend.h"
+#include "daemon/daemon.h"
+#include "daemon/kcache.h"
+#include "daemon/log.h"
+#include "daemon/sched.h"
+
+int
+daemon_init(struct daemon *d, uv_loop_t *loop, struct config *cfg, char *err,
+    size_t errlen)
+{
+	char	berr[512];
+
+	assert(d != NULL && loop != NULL && cfg != NULL);
+	memset(d, 0, sizeof *d);
+	d->loop = loop;
+	d->start_ns = uv_hrtime();
+	d->next_job_id = 1;
+	if (backend_open(cfg, &d->backend, berr, sizeof berr) != 0) {
+		snprintf(err, errlen, "cannot open backend '%s': %s",
+		    cfg->backend, berr);
+		config_release(cfg);
+		return (-1);
+	}
+	if (d->backend->ncores == 0) {
+		snprintf(err, errlen, "backend '%s' found no cores",
+		    cfg->backend);
+		backend_close(d->backend);
+		config_release(cfg);
+		return (-1);
+	}
+	d->cfg = *cfg;
+	memset(cfg, 0, sizeof *cfg);
+	d->kcache = kcache_new(d->backend, d->cfg.cache_memory_bytes);
+	sched_open(&d->sched, loop, d->backend->ncores);
+	return (0);
+}
+
+void
+daemon_release(struct daemon *d)
+{
+	if (d->sched != NULL) {
+		sched_close(d->sched);
+		d->sched = NULL;
+		/* Let the loop run the close callback. */
+		uv_run(d->loop, UV_RUN_NOWAIT);
+	}
+	kcache_free(d->kcache);
+	d->kcache = NULL;
+	backend_close(d->backend);
+	d->backend = NULL;
+	config_release(&d->cfg);
+}
+
+double
+daemon_uptime(const struct daemon *d)
+{
+	return ((double)(uv_hrtime() - d->start_ns) / 1e9);
+}

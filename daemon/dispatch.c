@@ -1,0 +1,272 @@
+/* dispatch.c: the sorted method table, receive caps, unpacking, replies and counters. */
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "nkid.pb-c.h"
+
+#include "daemon/daemon.h"
+#include "daemon/dispatch.h"
+#include "daemon/log.h"
+#include "daemon/xmalloc.h"
+
+/* The RPCs whose issue has not landed yet: one place says what is missing. */
+#define RPC_LATER(n, k, req, c, what) {					\
+	.name = #n, .path = DISPATCH_SERVICE #n, .kind = k,		\
+	.request = &req, .cap = c, .flags = 0, .handler = NULL,		\
+	.missing = what,						\
+}
+
+static const struct rpc_method rpc_benchmark_method = RPC_LATER(Benchmark,
+    RPC_UNARY, nkid__v1__benchmark_request__descriptor, CONFIG_CAP_TENSOR,
+    "it comes with the benchmark and profile issue");
+static const struct rpc_method rpc_cache_export_method = RPC_LATER(
+    CacheExport, RPC_SERVER_STREAM, nkid__v1__cache_export_request__descriptor,
+    CONFIG_CAP_CONTROL, "it comes with the cache issue");
+static const struct rpc_method rpc_cache_import_method = RPC_LATER(
+    CacheImport, RPC_CLIENT_STREAM, nkid__v1__cache_chunk__descriptor,
+    CONFIG_CAP_CHUNK, "it comes with the cache issue");
+static const struct rpc_method rpc_cache_list_method = RPC_LATER(CacheList,
+    RPC_UNARY, nkid__v1__cache_list_request__descriptor, CONFIG_CAP_CONTROL,
+    "it comes with the cache issue");
+static const struct rpc_method rpc_cache_pin_method = RPC_LATER(CachePin,
+    RPC_UNARY, nkid__v1__cache_pin_request__descriptor, CONFIG_CAP_CONTROL,
+    "it comes with the cache issue");
+static const struct rpc_method rpc_cache_remove_method = RPC_LATER(
+    CacheRemove, RPC_UNARY, nkid__v1__cache_remove_request__descriptor,
+    CONFIG_CAP_CONTROL, "it comes with the cache issue");
+static const struct rpc_method rpc_cache_stat_method = RPC_LATER(CacheStat,
+    RPC_UNARY, nkid__v1__cache_stat_request__descriptor, CONFIG_CAP_CONTROL,
+    "it comes with the cache issue");
+static const struct rpc_method rpc_cancel_method = RPC_LATER(Cancel,
+    RPC_UNARY, nkid__v1__cancel_request__descriptor, CONFIG_CAP_CONTROL,
+    "it comes with the scheduling issue");
+static const struct rpc_method rpc_jobs_method = RPC_LATER(Jobs,
+    RPC_UNARY, nkid__v1__jobs_request__descriptor, CONFIG_CAP_CONTROL,
+    "it comes with the scheduling issue");
+static const struct rpc_method rpc_lease_method = RPC_LATER(Lease,
+    RPC_BIDI_STREAM, nkid__v1__lease_request__descriptor, CONFIG_CAP_CONTROL,
+    "it comes with the scheduling issue");
+static const struct rpc_method rpc_lookup_method = RPC_LATER(Lookup,
+    RPC_UNARY, nkid__v1__lookup_request__descriptor, CONFIG_CAP_CONTROL,
+    "it comes with the cache issue");
+static const struct rpc_method rpc_profile_method = RPC_LATER(Profile,
+    RPC_UNARY, nkid__v1__profile_request__descriptor, CONFIG_CAP_TENSOR,
+    "it comes with the benchmark and profile issue");
+static const struct rpc_method rpc_warmup_method = RPC_LATER(Warmup,
+    RPC_UNARY, nkid__v1__warmup_request__descriptor, CONFIG_CAP_KERNEL,
+    "it comes with the cache issue");
+
+/* Every method of nkid.v1.Nkid, sorted by name: the index of the daemon. */
+static const struct rpc_method *const dispatch_methods[] = {
+	&rpc_benchmark_method,
+	&rpc_cache_export_method,
+	&rpc_cache_import_method,
+	&rpc_cache_list_method,
+	&rpc_cache_pin_method,
+	&rpc_cache_remove_method,
+	&rpc_cache_stat_method,
+	&rpc_cancel_method,
+	&rpc_compile_method,
+	&rpc_jobs_method,
+	&rpc_lease_method,
+	&rpc_lookup_method,
+	&rpc_ping_method,
+	&rpc_profile_method,
+	&rpc_run_method,
+	&rpc_simulate_method,
+	&rpc_status_method,
+	&rpc_warmup_method,
+};
+#define DISPATCH_NMETHODS (sizeof dispatch_methods / sizeof dispatch_methods[0])
+
+_Static_assert(DISPATCH_NMETHODS <= DAEMON_MAX_METHODS,
+    "DAEMON_MAX_METHODS too small");
+
+static const char *rpc_status_names[] = {
+	"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+	"NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED",
+	"RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+	"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+	"UNAUTHENTICATED",
+};
+
+const char *
+rpc_status_name(grpc_status_code code)
+{
+	if ((int)code < 0 || (size_t)code >= sizeof rpc_status_names /
+	    sizeof rpc_status_names[0])
+		return ("UNKNOWN");
+	return (rpc_status_names[code]);
+}
+
+size_t
+dispatch_method_count(void)
+{
+	return (DISPATCH_NMETHODS);
+}
+
+const struct rpc_method *
+dispatch_method(size_t i)
+{
+	assert(i < DISPATCH_NMETHODS);
+	return (dispatch_methods[i]);
+}
+
+size_t
+dispatch_method_index(const struct rpc_method *m)
+{
+	size_t	i;
+
+	for (i = 0; i < DISPATCH_NMETHODS; i++) {
+		if (dispatch_methods[i] == m)
+			return (i);
+	}
+	assert(!"method not in the table");
+	return (0);
+}
+
+static int
+dispatch_method_cmp(const void *key, const void *elem)
+{
+	const struct rpc_method *const *m = elem;
+
+	return (strcmp(key, (*m)->name));
+}
+
+const struct rpc_method *
+dispatch_method_find(const char *name)
+{
+	const struct rpc_method *const	*m;
+	size_t				 len = strlen(DISPATCH_SERVICE);
+
+	if (strncmp(name, DISPATCH_SERVICE, len) == 0)
+		name += len;
+	else if (*name == '/')
+		return (NULL);
+	m = bsearch(name, dispatch_methods, DISPATCH_NMETHODS,
+	    sizeof dispatch_methods[0], dispatch_method_cmp);
+	return (m != NULL ? *m : NULL);
+}
+
+static void
+dispatch_call_finish(struct rpc_call *c)
+{
+	struct daemon_method_counter	*mc;
+
+	assert(!c->replied);
+	c->replied = 1;
+	c->on_cancel = NULL;
+	if (c->m != NULL && c->status != GRPC_STATUS_OK) {
+		mc = &c->d->methods[dispatch_method_index(c->m)];
+		mc->errors++;
+	}
+	if (c->status != GRPC_STATUS_OK)
+		log_debug("%s from uid %u pid %u: %s: %s", c->m != NULL ?
+		    c->m->name : "call", c->id.uid, c->id.pid,
+		    rpc_status_name(c->status), c->message);
+	c->tr->send(c, c->reply, c->reply_len);
+}
+
+void
+rpc_reply(struct rpc_call *c, const ProtobufCMessage *msg)
+{
+	size_t	len;
+
+	assert(c != NULL && msg != NULL);
+	len = protobuf_c_message_get_packed_size(msg);
+	c->reply = xmalloc(len);
+	c->reply_len = protobuf_c_message_pack(msg, c->reply);
+	assert(c->reply_len == len);
+	c->status = GRPC_STATUS_OK;
+	dispatch_call_finish(c);
+}
+
+void
+rpc_fail(struct rpc_call *c, grpc_status_code code, const char *fmt, ...)
+{
+	va_list	ap;
+	int	n;
+
+	assert(c != NULL && code != GRPC_STATUS_OK);
+	va_start(ap, fmt);
+	n = vasprintf(&c->message, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		fatal("out of memory formatting a status message");
+	c->status = code;
+	dispatch_call_finish(c);
+}
+
+void
+dispatch_call_start(struct rpc_call *c, const uint8_t *data, size_t len)
+{
+	const struct rpc_method	*m = c->m;
+	uint64_t		 cap;
+
+	assert(c->d != NULL && c->tr != NULL && m != NULL);
+	c->start_ns = uv_hrtime();
+	c->d->methods[dispatch_method_index(m)].calls++;
+
+	cap = config_cap_bytes(&c->d->cfg, m->cap);
+	if (len > cap) {
+		rpc_fail(c, GRPC_STATUS_RESOURCE_EXHAUSTED,
+		    "%s request of %zu bytes exceeds the method's limit of %llu "
+		    "bytes (limits.max_message_bytes)", m->name, len,
+		    (unsigned long long)cap);
+		return;
+	}
+	if (m->handler == NULL) {
+		rpc_fail(c, GRPC_STATUS_UNIMPLEMENTED,
+		    "%s is not implemented yet: %s", m->name, m->missing);
+		return;
+	}
+	if (m->kind == RPC_UNARY || m->kind == RPC_SERVER_STREAM) {
+		c->req = protobuf_c_message_unpack(m->request, NULL, len,
+		    data);
+		if (c->req == NULL) {
+			rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT,
+			    "malformed %s request: %zu bytes are not a valid "
+			    "'%s' message", m->name, len, m->request->name);
+			return;
+		}
+	}
+	m->handler(c);
+}
+
+void
+dispatch_call_unknown(struct rpc_call *c, const char *path)
+{
+	assert(c->m == NULL);
+	c->start_ns = uv_hrtime();
+	rpc_fail(c, GRPC_STATUS_UNIMPLEMENTED,
+	    "unknown method '%s': nkid serves the methods of nkid.v1.Nkid",
+	    path);
+}
+
+void
+dispatch_call_cancel(struct rpc_call *c)
+{
+	__atomic_store_n(&c->cancelled, 1, __ATOMIC_RELEASE);
+	if (!c->replied && c->on_cancel != NULL)
+		c->on_cancel(c);
+}
+
+void
+dispatch_call_release(struct rpc_call *c)
+{
+	if (c->job != NULL && c->job_release != NULL)
+		c->job_release(c->job);
+	c->job = NULL;
+	if (c->req != NULL)
+		protobuf_c_message_free_unpacked(c->req, NULL);
+	c->req = NULL;
+	free(c->reply);
+	c->reply = NULL;
+	free(c->message);
+	c->message = NULL;
+}

@@ -1,0 +1,23 @@
+/* rpc_ping.c: Ping, liveness and round-trip measurement: echoes the payload. */
+#include "nkid.pb-c.h"
+
+#include "daemon/dispatch.h"
+
+static void
+rpc_ping(struct rpc_call *c)
+{
+	const Nkid__V1__PingRequest	*req = (const void *)c->req;
+	Nkid__V1__PingReply		 reply = NKID__V1__PING_REPLY__INIT;
+
+	reply.payload = req->payload;
+	rpc_reply(c, &reply.base);
+}
+
+const struct rpc_method rpc_ping_method = {
+	.name = "Ping",
+	.path = DISPATCH_SERVICE "Ping",
+	.kind = RPC_UNARY,
+	.request = &nkid__v1__ping_request__descriptor,
+	.cap = CONFIG_CAP_CONTROL,
+	.handler = rpc_ping,
+};

@@ -1,0 +1,140 @@
+/* rpc_status.c: Status, the daemon's identity, configuration summary, cores and counters. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nkid.pb-c.h"
+
+#include "daemon/backend.h"
+#include "daemon/daemon.h"
+#include "daemon/dispatch.h"
+#include "daemon/kcache.h"
+#include "daemon/sched.h"
+#include "daemon/xmalloc.h"
+
+#ifndef NKID_VERSION
+#define NKID_VERSION "unknown"
+#endif
+
+struct rpc_status_versions {
+	Nkid__V1__StatusReply__BackendVersionsEntry	**v;
+	size_t						  n;
+};
+
+static void
+rpc_status_version_add(void *arg, const char *key, const char *value)
+{
+	struct rpc_status_versions			*vs = arg;
+	Nkid__V1__StatusReply__BackendVersionsEntry	*e;
+
+	e = xmalloc(sizeof *e);
+	nkid__v1__status_reply__backend_versions_entry__init(e);
+	e->key = xstrdup(key);
+	e->value = xstrdup(value);
+	vs->v = xreallocarray(vs->v, vs->n + 1, sizeof *vs->v);
+	vs->v[vs->n++] = e;
+}
+
+static void
+rpc_status(struct rpc_call *c)
+{
+	struct daemon			*d = c->d;
+	Nkid__V1__StatusReply		 r = NKID__V1__STATUS_REPLY__INIT;
+	Nkid__V1__Counters		 counters = NKID__V1__COUNTERS__INIT;
+	Nkid__V1__CacheStatReply	 cache = NKID__V1__CACHE_STAT_REPLY__INIT;
+	Nkid__V1__JobCounters		 jobs = NKID__V1__JOB_COUNTERS__INIT;
+	Nkid__V1__Core			*cores = NULL, **corep = NULL;
+	Nkid__V1__MethodCounter		*mc, **mcp;
+	struct rpc_status_versions	 vs = { NULL, 0 };
+	struct sched_core_info		 ci;
+	struct sched_counters		 sc;
+	struct kcache_stats		 ks;
+	size_t				 i, n, nm;
+
+	r.version = (char *)NKID_VERSION;
+	r.pid = (uint32_t)getpid();
+	r.uptime_s = daemon_uptime(d);
+	r.backend = (char *)d->backend->ops->name;
+	r.socket = d->cfg.socket;
+	r.config_path = d->cfg.path != NULL ? d->cfg.path : (char *)"";
+	r.state_dir = d->cfg.state_dir;
+	r.cache_dir = d->cfg.cache_dir;
+
+	n = sched_core_count(d->sched);
+	cores = xcalloc(n, sizeof *cores);
+	corep = xcalloc(n, sizeof *corep);
+	for (i = 0; i < n; i++) {
+		nkid__v1__core__init(&cores[i]);
+		sched_core_info(d->sched, (unsigned)i, &ci);
+		cores[i].index = (uint32_t)i;
+		cores[i].state = ci.busy ? (char *)"busy" : (char *)"idle";
+		cores[i].job_id = ci.job_id;
+		cores[i].busy_s = ci.busy_s;
+		corep[i] = &cores[i];
+	}
+	r.n_cores = n;
+	r.cores = corep;
+
+	nm = dispatch_method_count();
+	mc = xcalloc(nm, sizeof *mc);
+	mcp = xcalloc(nm, sizeof *mcp);
+	for (i = 0; i < nm; i++) {
+		nkid__v1__method_counter__init(&mc[i]);
+		mc[i].method = (char *)dispatch_method(i)->name;
+		mc[i].calls = d->methods[i].calls;
+		mc[i].errors = d->methods[i].errors;
+		mcp[i] = &mc[i];
+	}
+	counters.connections = d->connections;
+	counters.refused = d->refused;
+	counters.active_connections = d->active_connections;
+	counters.n_methods = nm;
+	counters.methods = mcp;
+	r.counters = &counters;
+
+	kcache_stats_get(d->kcache, &ks);
+	cache.entries = ks.entries;
+	cache.bytes = ks.bytes;
+	cache.max_bytes = ks.max_bytes;
+	cache.hits = ks.hits;
+	cache.misses = ks.misses;
+	cache.compiles = ks.compiles;
+	cache.failures = ks.failures;
+	cache.evictions = ks.evictions;
+	r.cache = &cache;
+
+	sched_counters_get(d->sched, &sc);
+	jobs.queued = sc.queued;
+	jobs.running = sc.running;
+	jobs.completed = sc.completed;
+	jobs.cancelled = sc.cancelled;
+	jobs.rejected = d->jobs_rejected;
+	r.jobs = &jobs;
+
+	d->backend->ops->versions(d->backend->state, rpc_status_version_add,
+	    &vs);
+	r.n_backend_versions = vs.n;
+	r.backend_versions = vs.v;
+
+	rpc_reply(c, &r.base);
+
+	for (i = 0; i < vs.n; i++) {
+		free(vs.v[i]->key);
+		free(vs.v[i]->value);
+		free(vs.v[i]);
+	}
+	free(vs.v);
+	free(mc);
+	free(mcp);
+	free(cores);
+	free(corep);
+}
+
+const struct rpc_method rpc_status_method = {
+	.name = "Status",
+	.path = DISPATCH_SERVICE "Status",
+	.kind = RPC_UNARY,
+	.request = &nkid__v1__status_request__descriptor,
+	.cap = CONFIG_CAP_CONTROL,
+	.handler = rpc_status,
+};

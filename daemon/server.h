@@ -1,0 +1,31 @@
+/* server.h: the listening socket, the accept loop with its access policy, and the gRPC bridge. */
+#ifndef NKID_SERVER_H
+#define NKID_SERVER_H
+
+#include <stddef.h>
+
+struct daemon;
+struct server;
+
+/*
+ * Take the lock beside d->cfg.socket (refusing, with the holder's pid in
+ * err, if another nkid holds it), create the listening socket (or take
+ * the one systemd passed), start gRPC core and the completion-queue
+ * thread, and start accepting on d->loop. grpc_init must have been
+ * called. On failure returns -1 with a message in err and nothing to
+ * free. d->server is set on success.
+ */
+int	server_open(struct daemon *d, char *err, size_t errlen);
+/*
+ * Stop accepting, let the calls in flight finish within
+ * shutdown_grace_ms, cancel the rest, then tear gRPC down in order and
+ * close the server's loop handles; done(arg) runs on the loop once all of
+ * that is over. Safe to call twice (the second call does nothing).
+ */
+void	server_stop(struct server *s, void (*done)(void *), void *arg);
+/* Free s after its done callback ran; releases the socket lock. */
+void	server_free(struct server *s);
+/* Re-check which connections are still open; updates the counters. */
+void	server_conns_sweep(struct server *s);
+
+#endif /* NKID_SERVER_H */

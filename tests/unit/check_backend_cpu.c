@@ -1,0 +1,670 @@
+/* check_backend_cpu.c: the cpu backend through its ops, and Compile/Run/Simulate end to end through dispatch. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+#include <grpc/grpc.h>
+#include <uv.h>
+
+#include "nkid.pb-c.h"
+#include "nkir.pb-c.h"
+
+#include "daemon/backend.h"
+#include "daemon/config.h"
+#include "daemon/daemon.h"
+#include "daemon/dispatch.h"
+
+#define P	128
+#define F	4
+
+static uv_loop_t	loop;
+static struct daemon	d;
+
+/* ------------------------------------------------------------ kernel IR */
+
+struct ir_build {
+	Nkir__V1__Term		 terms[2];
+	Nkir__V1__Term		*tp[2][1];
+	Nkir__V1__Affine	 aff[2];
+	Nkir__V1__Affine	*ap[2];
+	uint64_t		 shape[2];
+};
+
+static void
+ir_access(Nkir__V1__Access *a, struct ir_build *b, uint32_t tensor)
+{
+	int	i;
+
+	nkir__v1__access__init(a);
+	b->shape[0] = P;
+	b->shape[1] = F;
+	for (i = 0; i < 2; i++) {
+		nkir__v1__term__init(&b->terms[i]);
+		b->terms[i].kind = NKIR__V1__TERM_KIND__TERM_AXIS;
+		b->terms[i].index = (uint32_t)i;
+		b->terms[i].coef = 1;
+		b->tp[i][0] = &b->terms[i];
+		nkir__v1__affine__init(&b->aff[i]);
+		b->aff[i].n_terms = 1;
+		b->aff[i].terms = b->tp[i];
+		b->ap[i] = &b->aff[i];
+	}
+	a->tensor = tensor;
+	a->n_index = 2;
+	a->index = b->ap;
+	a->n_shape = 2;
+	a->shape = b->shape;
+}
+
+/* out = a + b over [128, 4] float32, with a device_print of the sum when
+ * with_print. The caller frees the bytes. */
+static uint8_t *
+ir_tensor_add(size_t *len, int with_print, int partitions)
+{
+	Nkir__V1__Kernel	 k = NKIR__V1__KERNEL__INIT;
+	Nkir__V1__Tensor	 t[6], *tp[6];
+	Nkir__V1__Param		 pa[2], *pp[2];
+	Nkir__V1__Op		 ops[8], *opp[8];
+	Nkir__V1__Access	 acc[16];
+	Nkir__V1__Operand	 opd[8], *opdp[8][2];
+	Nkir__V1__Loc		 loc = NKIR__V1__LOC__INIT;
+	struct ir_build		 ib[16];
+	uint64_t		 shapes[6][2];
+	uint32_t		 outputs[1] = { 2 };
+	char			*files[1] = { "kernel.py" };
+	static const char	*names[6] = { "a", "b", "out", "ta", "tb", "tc" };
+	uint8_t			*buf;
+	int			 i, nops = 0, nacc = 0, nopd = 0;
+
+	loc.file = 0;
+	loc.line = 7;
+	for (i = 0; i < 6; i++) {
+		nkir__v1__tensor__init(&t[i]);
+		t[i].loc = &loc;
+		t[i].name = (char *)names[i];
+		t[i].dtype = NKIR__V1__DTYPE__DT_FLOAT32;
+		shapes[i][0] = i >= 3 ? (uint64_t)partitions : P;
+		shapes[i][1] = F;
+		t[i].n_shape = 2;
+		t[i].shape = shapes[i];
+		if (i < 2) {
+			t[i].kind = NKIR__V1__TENSOR_KIND__TENSOR_PARAM;
+			t[i].space = NKIR__V1__SPACE__SPACE_HBM;
+		} else if (i == 2) {
+			t[i].kind = NKIR__V1__TENSOR_KIND__TENSOR_HBM;
+			t[i].space = NKIR__V1__SPACE__SPACE_SHARED_HBM;
+		} else {
+			t[i].kind = NKIR__V1__TENSOR_KIND__TENSOR_TILE;
+			t[i].space = NKIR__V1__SPACE__SPACE_SBUF;
+		}
+		tp[i] = &t[i];
+	}
+	for (i = 0; i < 2; i++) {
+		nkir__v1__param__init(&pa[i]);
+		pa[i].name = (char *)names[i];
+		pa[i].tensor = (uint32_t)i;
+		pp[i] = &pa[i];
+	}
+	loc.file = 0;
+	loc.line = 7;
+
+#define OP(kd) do {							\
+	nkir__v1__op__init(&ops[nops]);					\
+	ops[nops].kind = (kd);						\
+	ops[nops].loc = &loc;						\
+	opp[nops] = &ops[nops];						\
+} while (0)
+#define DST(tn) do {							\
+	ir_access(&acc[nacc], &ib[nacc], (tn));				\
+	ops[nops].dst = &acc[nacc++];					\
+} while (0)
+#define SRC(tn, slot) do {						\
+	ir_access(&acc[nacc], &ib[nacc], (tn));				\
+	nkir__v1__operand__init(&opd[nopd]);				\
+	opd[nopd].value_case = NKIR__V1__OPERAND__VALUE_ACCESS;		\
+	opd[nopd].access = &acc[nacc++];				\
+	opdp[nops][slot] = &opd[nopd++];				\
+	ops[nops].n_src = (slot) + 1;					\
+	ops[nops].src = opdp[nops];					\
+} while (0)
+
+	for (i = 3; i < 6; i++) {
+		OP(NKIR__V1__OP_KIND__OP_ALLOC);
+		DST(i);
+		ops[nops].fill = NKIR__V1__FILL__FILL_ZERO;
+		nops++;
+	}
+	OP(NKIR__V1__OP_KIND__OP_LOAD); DST(3); SRC(0, 0); nops++;
+	OP(NKIR__V1__OP_KIND__OP_LOAD); DST(4); SRC(1, 0); nops++;
+	OP(NKIR__V1__OP_KIND__OP_TENSOR_TENSOR); DST(5); SRC(3, 0); SRC(4, 1);
+	ops[nops].alu = NKIR__V1__ALU_OP__ALU_ADD;
+	nops++;
+	if (with_print) {
+		OP(NKIR__V1__OP_KIND__OP_PRINT);
+		ops[nops].text = "sum";
+		SRC(5, 0);
+		nops++;
+	}
+	OP(NKIR__V1__OP_KIND__OP_STORE); DST(2); SRC(5, 0); nops++;
+
+	k.name = "tensor_add";
+	k.n_files = 1;
+	k.files = files;
+	k.n_tensors = 6;
+	k.tensors = tp;
+	k.n_params = 2;
+	k.params = pp;
+	k.n_outputs = 1;
+	k.outputs = outputs;
+	k.n_body = (size_t)nops;
+	k.body = opp;
+	*len = nkir__v1__kernel__get_packed_size(&k);
+	buf = malloc(*len);
+	nkir__v1__kernel__pack(&k, buf);
+	return (buf);
+}
+
+/* ------------------------------------------------------------ fixtures */
+
+struct fake_call {
+	struct rpc_call	 rc;
+	int		 sent;
+	uint8_t		*reply;
+	size_t		 reply_len;
+};
+
+static void
+fake_send(struct rpc_call *c, const uint8_t *reply, size_t len)
+{
+	struct fake_call	*fc = (struct fake_call *)c;
+
+	fc->sent = 1;
+	if (reply != NULL) {
+		fc->reply = malloc(len + 1);
+		memcpy(fc->reply, reply, len);
+		fc->reply_len = len;
+	}
+}
+
+static const struct rpc_transport fake_transport = { .send = fake_send };
+
+static void
+setup(void)
+{
+	struct config	cfg;
+	char		err[512];
+	const char	*j = "{\"cpu\": {\"cores\": 2}}";
+
+	grpc_init();
+	ck_assert_int_eq(uv_loop_init(&loop), 0);
+	ck_assert_int_eq(config_load_string(&cfg, "t", j, strlen(j), NULL, err,
+	    sizeof err), 0);
+	ck_assert_msg(daemon_init(&d, &loop, &cfg, err, sizeof err) == 0,
+	    "%s", err);
+}
+
+static void
+teardown(void)
+{
+	daemon_release(&d);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	ck_assert_int_eq(uv_loop_close(&loop), 0);
+	grpc_shutdown();
+}
+
+static void
+fake_call_start(struct fake_call *fc, const char *name,
+    const ProtobufCMessage *msg)
+{
+	size_t	 len = protobuf_c_message_get_packed_size(msg);
+	uint8_t	*buf = malloc(len + 1);
+
+	protobuf_c_message_pack(msg, buf);
+	memset(fc, 0, sizeof *fc);
+	fc->rc.d = &d;
+	fc->rc.tr = &fake_transport;
+	fc->rc.m = dispatch_method_find(name);
+	dispatch_call_start(&fc->rc, buf, len);
+	free(buf);
+}
+
+static void
+fake_call_wait(struct fake_call *fc)
+{
+	while (!fc->sent && uv_run(&loop, UV_RUN_ONCE) != 0)
+		;
+	ck_assert_int_eq(fc->sent, 1);
+}
+
+static void
+fake_call_release(struct fake_call *fc)
+{
+	dispatch_call_release(&fc->rc);
+	free(fc->reply);
+}
+
+static float	in_a[P * F], in_b[P * F];
+
+static void
+inputs_fill(void)
+{
+	int	i;
+
+	for (i = 0; i < P * F; i++) {
+		in_a[i] = (float)i * 0.5f;
+		in_b[i] = 1000.0f - (float)i;
+	}
+}
+
+static void
+wire_inputs(Nkid__V1__Tensor *t, Nkid__V1__Tensor **tp, uint64_t *shape)
+{
+	int	i;
+
+	inputs_fill();
+	shape[0] = P;
+	shape[1] = F;
+	for (i = 0; i < 2; i++) {
+		nkid__v1__tensor__init(&t[i]);
+		t[i].name = i == 0 ? "a" : "b";
+		t[i].dtype = "float32";
+		t[i].n_shape = 2;
+		t[i].shape = shape;
+		t[i].data.data = (uint8_t *)(i == 0 ? in_a : in_b);
+		t[i].data.len = sizeof in_a;
+		tp[i] = &t[i];
+	}
+}
+
+static void
+check_sum(const Nkid__V1__Tensor *out)
+{
+	const float	*o;
+	int		 i;
+
+	ck_assert_str_eq(out->name, "out");
+	ck_assert_str_eq(out->dtype, "float32");
+	ck_assert_uint_eq(out->n_shape, 2);
+	ck_assert_uint_eq(out->shape[0], P);
+	ck_assert_uint_eq(out->data.len, sizeof in_a);
+	o = (const float *)out->data.data;
+	for (i = 0; i < P * F; i++)
+		ck_assert_float_eq(o[i], in_a[i] + in_b[i]);
+}
+
+/* ------------------------------------------------------------ ops */
+
+START_TEST(test_backend_cpu_compile_execute)
+{
+	struct backend		*b = d.backend;
+	struct backend_program	*p = NULL;
+	struct backend_exec	 x;
+	sim_tensor		 in[2], out[1];
+	void			*image = NULL;
+	size_t			 len, image_len;
+	uint8_t			*ir = ir_tensor_add(&len, 0, P);
+	char			 diag[BACKEND_DIAG_LEN] = "";
+	int			 i;
+
+	ck_assert_str_eq(b->ops->name, "cpu");
+	ck_assert_uint_eq(b->ncores, 2);
+	ck_assert_msg(b->ops->compile(b->state, ir, len, &image, &image_len,
+	    diag) == 0, "%s", diag);
+	ck_assert_uint_gt(image_len, 0);
+	ck_assert_msg(b->ops->load(b->state, image, image_len, &p, diag) == 0,
+	    "%s", diag);
+	ck_assert_str_eq(p->name, "tensor_add");
+	ck_assert_uint_eq(p->nparams, 2);
+	ck_assert_uint_eq(p->noutputs, 1);
+	ck_assert_str_eq(p->param(p, 0)->name, "a");
+
+	inputs_fill();
+	memset(in, 0, sizeof in);
+	for (i = 0; i < 2; i++) {
+		in[i].dtype = SIM_DT_FLOAT32;
+		in[i].rank = 2;
+		in[i].shape[0] = P;
+		in[i].shape[1] = F;
+		in[i].data = i == 0 ? in_a : in_b;
+		in[i].nbytes = sizeof in_a;
+	}
+	memset(&x, 0, sizeof x);
+	memset(out, 0, sizeof out);
+	x.inputs = in;
+	x.ninputs = 2;
+	x.outputs = out;
+	x.noutputs = 1;
+	ck_assert_msg(b->ops->execute(b->state, p, 1, &x, diag) == 0, "%s",
+	    diag);
+	ck_assert_uint_eq(out[0].nbytes, sizeof in_a);
+	for (i = 0; i < P * F; i++)
+		ck_assert_float_eq(((float *)out[0].data)[i], in_a[i] + in_b[i]);
+	sim_tensors_release(out, 1);
+
+	b->ops->unload(b->state, p);
+	free(image);
+	free(ir);
+}
+END_TEST
+
+START_TEST(test_backend_cpu_partition_limit)
+{
+	struct backend	*b = d.backend;
+	void		*image = NULL;
+	size_t		 len, image_len;
+	uint8_t		*ir = ir_tensor_add(&len, 0, 256);
+	char		 diag[BACKEND_DIAG_LEN] = "";
+
+	ck_assert_int_eq(b->ops->compile(b->state, ir, len, &image, &image_len,
+	    diag), BACKEND_EINVAL);
+	ck_assert_ptr_null(image);
+	ck_assert_msg(strstr(diag, "256") != NULL && strstr(diag, "128") !=
+	    NULL, "%s", diag);
+	free(ir);
+}
+END_TEST
+
+START_TEST(test_backend_cpu_bad_args)
+{
+	struct backend		*b = d.backend;
+	struct backend_program	*p = NULL;
+	struct backend_exec	 x;
+	sim_tensor		 in[2], out[1];
+	void			*image = NULL;
+	size_t			 len, image_len;
+	uint8_t			*ir = ir_tensor_add(&len, 0, P);
+	char			 diag[BACKEND_DIAG_LEN] = "";
+
+	ck_assert_int_eq(b->ops->compile(b->state, ir, len, &image, &image_len,
+	    diag), 0);
+	ck_assert_int_eq(b->ops->load(b->state, image, image_len, &p, diag),
+	    0);
+	memset(in, 0, sizeof in);
+	in[0].dtype = in[1].dtype = SIM_DT_FLOAT32;
+	in[0].rank = in[1].rank = 1;
+	in[0].shape[0] = in[1].shape[0] = 4;
+	in[0].data = in[1].data = in_a;
+	in[0].nbytes = in[1].nbytes = 16;
+	memset(&x, 0, sizeof x);
+	memset(out, 0, sizeof out);
+	x.inputs = in;
+	x.ninputs = 2;
+	x.outputs = out;
+	x.noutputs = 1;
+	ck_assert_int_eq(b->ops->execute(b->state, p, 0, &x, diag),
+	    BACKEND_EARG);
+	ck_assert_msg(strstr(diag, "a") != NULL, "%s", diag);
+	b->ops->unload(b->state, p);
+	free(image);
+	free(ir);
+}
+END_TEST
+
+START_TEST(test_backend_cpu_truncated_image)
+{
+	struct backend		*b = d.backend;
+	struct backend_program	*p = NULL;
+	void			*image = NULL;
+	size_t			 len, image_len;
+	uint8_t			*ir = ir_tensor_add(&len, 0, P);
+	char			 diag[BACKEND_DIAG_LEN] = "";
+
+	ck_assert_int_eq(b->ops->compile(b->state, ir, len, &image, &image_len,
+	    diag), 0);
+	ck_assert_int_ne(b->ops->load(b->state, image, image_len / 2, &p,
+	    diag), 0);
+	ck_assert_ptr_null(p);
+	/* Truncated IR too. */
+	free(image);
+	image = NULL;
+	ck_assert_int_ne(b->ops->compile(b->state, ir, len / 2, &image,
+	    &image_len, diag), 0);
+	free(image);
+	free(ir);
+}
+END_TEST
+
+/* ------------------------------------------------------------ rpcs */
+
+START_TEST(test_backend_cpu_compile_then_run_by_key)
+{
+	Nkid__V1__CompileRequest creq = NKID__V1__COMPILE_REQUEST__INIT;
+	Nkid__V1__RunRequest	 rreq = NKID__V1__RUN_REQUEST__INIT;
+	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
+	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
+	Nkid__V1__CompileReply	*crep;
+	Nkid__V1__RunReply	*rrep;
+	Nkid__V1__Tensor	 t[2], *tp[2];
+	struct fake_call	 fc;
+	uint64_t		 shape[2];
+	char			 key[65];
+	size_t			 len;
+	uint8_t			*ir = ir_tensor_add(&len, 0, P);
+
+	k.name = "tensor_add";
+	k.format = "nkir/1";
+	k.ir.data = ir;
+	k.ir.len = len;
+	ref.kernel = &k;
+	creq.ref = &ref;
+	fake_call_start(&fc, "Compile", &creq.base);
+	fake_call_wait(&fc);
+	ck_assert_msg(fc.rc.status == GRPC_STATUS_OK, "%s", fc.rc.message);
+	crep = nkid__v1__compile_reply__unpack(NULL, fc.reply_len, fc.reply);
+	ck_assert_uint_eq(strlen(crep->neff_key), 64);
+	ck_assert(!crep->cache_hit);
+	ck_assert_str_eq(crep->kernel_name, "tensor_add");
+	strcpy(key, crep->neff_key);
+	nkid__v1__compile_reply__free_unpacked(crep, NULL);
+	fake_call_release(&fc);
+
+	/* Same IR again: a hit with the same key. */
+	fake_call_start(&fc, "Compile", &creq.base);
+	fake_call_wait(&fc);
+	crep = nkid__v1__compile_reply__unpack(NULL, fc.reply_len, fc.reply);
+	ck_assert(crep->cache_hit);
+	ck_assert_str_eq(crep->neff_key, key);
+	nkid__v1__compile_reply__free_unpacked(crep, NULL);
+	fake_call_release(&fc);
+
+	/* Run by key only. */
+	ref.kernel = NULL;
+	ref.neff_key = key;
+	rreq.ref = &ref;
+	rreq.core = -1;
+	wire_inputs(t, tp, shape);
+	rreq.n_inputs = 2;
+	rreq.inputs = tp;
+	fake_call_start(&fc, "Run", &rreq.base);
+	fake_call_wait(&fc);
+	ck_assert_msg(fc.rc.status == GRPC_STATUS_OK, "%s", fc.rc.message);
+	rrep = nkid__v1__run_reply__unpack(NULL, fc.reply_len, fc.reply);
+	ck_assert_uint_eq(rrep->n_outputs, 1);
+	check_sum(rrep->outputs[0]);
+	ck_assert(rrep->cache_hit);
+	ck_assert_str_eq(rrep->neff_key, key);
+	ck_assert_uint_gt(rrep->job_id, 0);
+	nkid__v1__run_reply__free_unpacked(rrep, NULL);
+	fake_call_release(&fc);
+	free(ir);
+}
+END_TEST
+
+START_TEST(test_backend_cpu_simulate_prints)
+{
+	Nkid__V1__SimulateRequest req = NKID__V1__SIMULATE_REQUEST__INIT;
+	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
+	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
+	Nkid__V1__SimulateReply	*rep;
+	Nkid__V1__Tensor	 t[2], *tp[2];
+	struct fake_call	 fc;
+	uint64_t		 shape[2];
+	size_t			 len;
+	uint8_t			*ir = ir_tensor_add(&len, 1, P);
+
+	k.name = "tensor_add";
+	k.format = "nkir/1";
+	k.ir.data = ir;
+	k.ir.len = len;
+	ref.kernel = &k;
+	req.ref = &ref;
+	wire_inputs(t, tp, shape);
+	req.n_inputs = 2;
+	req.inputs = tp;
+	fake_call_start(&fc, "Simulate", &req.base);
+	fake_call_wait(&fc);
+	ck_assert_msg(fc.rc.status == GRPC_STATUS_OK, "%s", fc.rc.message);
+	rep = nkid__v1__simulate_reply__unpack(NULL, fc.reply_len, fc.reply);
+	ck_assert_uint_eq(rep->n_outputs, 1);
+	check_sum(rep->outputs[0]);
+	ck_assert_msg(strstr(rep->device_print, "sum") != NULL, "'%s'",
+	    rep->device_print);
+	nkid__v1__simulate_reply__free_unpacked(rep, NULL);
+	fake_call_release(&fc);
+	free(ir);
+}
+END_TEST
+
+START_TEST(test_backend_cpu_run_compile_error_message)
+{
+	Nkid__V1__RunRequest	 req = NKID__V1__RUN_REQUEST__INIT;
+	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
+	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
+	Nkid__V1__Tensor	 t[2], *tp[2];
+	struct fake_call	 fc;
+	uint64_t		 shape[2];
+	size_t			 len;
+	uint8_t			*ir = ir_tensor_add(&len, 0, 256);
+
+	k.name = "tensor_add";
+	k.format = "nkir/1";
+	k.ir.data = ir;
+	k.ir.len = len;
+	ref.kernel = &k;
+	req.ref = &ref;
+	req.core = -1;
+	wire_inputs(t, tp, shape);
+	req.n_inputs = 2;
+	req.inputs = tp;
+	fake_call_start(&fc, "Run", &req.base);
+	fake_call_wait(&fc);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
+	ck_assert_msg(strncmp(fc.rc.message, "cannot compile 'tensor_add': ",
+	    29) == 0, "%s", fc.rc.message);
+	ck_assert_msg(strstr(fc.rc.message, "kernel.py:7") != NULL, "%s",
+	    fc.rc.message);
+	fake_call_release(&fc);
+	free(ir);
+}
+END_TEST
+
+START_TEST(test_backend_cpu_run_cancelled_before_start)
+{
+	Nkid__V1__RunRequest	 req = NKID__V1__RUN_REQUEST__INIT;
+	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
+	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
+	Nkid__V1__Tensor	 t[2], *tp[2];
+	struct fake_call	 fc;
+	uint64_t		 shape[2];
+	size_t			 len;
+	uint8_t			*ir = ir_tensor_add(&len, 0, P);
+
+	k.name = "tensor_add";
+	k.format = "nkir/1";
+	k.ir.data = ir;
+	k.ir.len = len;
+	ref.kernel = &k;
+	req.ref = &ref;
+	req.core = 0;
+	wire_inputs(t, tp, shape);
+	req.n_inputs = 2;
+	req.inputs = tp;
+	fake_call_start(&fc, "Run", &req.base);
+	/* The client goes away while the kernel compiles. */
+	dispatch_call_cancel(&fc.rc);
+	fake_call_wait(&fc);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_CANCELLED);
+	fake_call_release(&fc);
+	free(ir);
+}
+END_TEST
+
+START_TEST(test_backend_cpu_serves_after_bad_kernel)
+{
+	Nkid__V1__SimulateRequest req = NKID__V1__SIMULATE_REQUEST__INIT;
+	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
+	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
+	Nkid__V1__Tensor	 t[2], *tp[2];
+	struct fake_call	 fc;
+	uint64_t		 shape[2];
+	size_t			 len;
+	uint8_t			*ir = ir_tensor_add(&len, 0, P);
+
+	k.name = "tensor_add";
+	k.format = "nkir/1";
+	k.ir.data = ir;
+	k.ir.len = len / 3;		/* truncated */
+	ref.kernel = &k;
+	req.ref = &ref;
+	wire_inputs(t, tp, shape);
+	req.n_inputs = 2;
+	req.inputs = tp;
+	fake_call_start(&fc, "Simulate", &req.base);
+	fake_call_wait(&fc);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
+	fake_call_release(&fc);
+
+	k.ir.len = len;
+	fake_call_start(&fc, "Simulate", &req.base);
+	fake_call_wait(&fc);
+	ck_assert_msg(fc.rc.status == GRPC_STATUS_OK, "%s", fc.rc.message);
+	fake_call_release(&fc);
+	free(ir);
+}
+END_TEST
+
+static Suite *
+backend_cpu_suite(void)
+{
+	Suite	*s = suite_create("backend_cpu");
+	TCase	*tc;
+
+	tc = tcase_create("core");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_backend_cpu_compile_execute);
+	tcase_add_test(tc, test_backend_cpu_compile_then_run_by_key);
+	tcase_add_test(tc, test_backend_cpu_simulate_prints);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("limits");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_backend_cpu_partition_limit);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("errors");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_backend_cpu_bad_args);
+	tcase_add_test(tc, test_backend_cpu_truncated_image);
+	tcase_add_test(tc, test_backend_cpu_run_compile_error_message);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("recovery");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_backend_cpu_run_cancelled_before_start);
+	tcase_add_test(tc, test_backend_cpu_serves_after_bad_kernel);
+	suite_add_tcase(s, tc);
+	return (s);
+}
+
+int
+main(void)
+{
+	SRunner	*sr = srunner_create(backend_cpu_suite());
+	int	 failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+}

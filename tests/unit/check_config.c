@@ -1,0 +1,312 @@
+/* check_config.c: the config table: defaults, every kind of bad input, overrides, reload merge. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "daemon/config.h"
+
+static char	err[1024];
+
+static int
+load(struct config *cfg, const char *json)
+{
+	err[0] = '\0';
+	return (config_load_string(cfg, "t.json", json, strlen(json), NULL,
+	    err, sizeof err));
+}
+
+START_TEST(test_config_defaults)
+{
+	struct config	cfg;
+
+	ck_assert_int_eq(config_load(&cfg, NULL, NULL, err, sizeof err), 0);
+	ck_assert_str_eq(cfg.socket, "/run/nkid/nkid.sock");
+	ck_assert_uint_eq(cfg.socket_mode, 0660);
+	ck_assert_str_eq(cfg.socket_group, "");
+	ck_assert_str_eq(cfg.state_dir, "/var/lib/nkid");
+	ck_assert_str_eq(cfg.cache_dir, "/var/cache/nkid");
+	ck_assert_str_eq(cfg.lock_dir, "/run/nkid/lock");
+	ck_assert_str_eq(cfg.backend, "cpu");
+	ck_assert_uint_eq(cfg.cpu_cores, 1);
+	ck_assert_uint_eq(cfg.n_allow_uids, 0);
+	ck_assert_uint_eq(cfg.max_conn_per_uid, 128);
+	ck_assert_uint_eq(cfg.shutdown_grace_ms, 1000);
+	ck_assert_uint_eq(config_cap_bytes(&cfg, CONFIG_CAP_TENSOR),
+	    1024ULL * 1024 * 1024);
+	ck_assert_uint_eq(config_cap_bytes(&cfg, CONFIG_CAP_CONTROL),
+	    1024 * 1024);
+	ck_assert_ptr_null(cfg.path);
+	config_release(&cfg);
+}
+END_TEST
+
+START_TEST(test_config_values_parsed)
+{
+	struct config	cfg;
+
+	ck_assert_int_eq(load(&cfg, "{\"socket\": \"/tmp/a.sock\", "
+	    "\"socket_mode\": \"0600\", \"cpu\": {\"cores\": 4}, "
+	    "\"access\": {\"allow_uids\": [1000, \"root\"], "
+	    "\"allow_gids\": [\"root\"], \"max_connections_per_uid\": 3}, "
+	    "\"limits\": {\"max_message_bytes\": {\"control\": \"64KiB\", "
+	    "\"tensor\": 1048576}}, \"log_level\": \"debug\"}"), 0);
+	ck_assert_str_eq(cfg.socket, "/tmp/a.sock");
+	ck_assert_uint_eq(cfg.socket_mode, 0600);
+	ck_assert_uint_eq(cfg.cpu_cores, 4);
+	ck_assert_uint_eq(cfg.n_allow_uids, 2);
+	ck_assert_uint_eq(cfg.allow_uids[0], 1000);
+	ck_assert_uint_eq(cfg.allow_uids[1], 0);
+	ck_assert_uint_eq(cfg.n_allow_gids, 1);
+	ck_assert_uint_eq(cfg.max_conn_per_uid, 3);
+	ck_assert_uint_eq(config_cap_bytes(&cfg, CONFIG_CAP_CONTROL), 65536);
+	ck_assert_uint_eq(config_cap_bytes(&cfg, CONFIG_CAP_TENSOR), 1048576);
+	ck_assert_int_eq(cfg.log_level, 3);
+	config_release(&cfg);
+}
+END_TEST
+
+START_TEST(test_config_state_dir_override)
+{
+	struct config		cfg;
+	struct config_override	ov = { "/tmp/o.sock", "/tmp/st" };
+	const char		*j = "{\"socket\": \"/tmp/a.sock\"}";
+
+	ck_assert_int_eq(config_load_string(&cfg, "t", j, strlen(j), &ov, err,
+	    sizeof err), 0);
+	ck_assert_str_eq(cfg.socket, "/tmp/o.sock");
+	ck_assert_str_eq(cfg.state_dir, "/tmp/st");
+	ck_assert_str_eq(cfg.cache_dir, "/tmp/st/cache");
+	ck_assert_str_eq(cfg.lock_dir, "/tmp/st/lock");
+	config_release(&cfg);
+}
+END_TEST
+
+START_TEST(test_config_shipped_files_valid)
+{
+	static const char *files[] = { "config/nkid.json", "config/dev.json",
+	    "config/test.json" };
+	struct config	cfg;
+	size_t		i;
+
+	for (i = 0; i < sizeof files / sizeof files[0]; i++) {
+		if (access(files[i], R_OK) != 0)
+			continue;	/* run from another directory */
+		ck_assert_msg(config_load(&cfg, files[i], NULL, err,
+		    sizeof err) == 0, "%s", err);
+		ck_assert_str_eq(cfg.path, files[i]);
+		config_release(&cfg);
+	}
+}
+END_TEST
+
+START_TEST(test_config_limits_bounds_inclusive)
+{
+	struct config	cfg;
+
+	ck_assert_int_eq(load(&cfg, "{\"cpu\": {\"cores\": 256}}"), 0);
+	config_release(&cfg);
+	ck_assert_int_eq(load(&cfg, "{\"cpu\": {\"cores\": 1}}"), 0);
+	config_release(&cfg);
+	ck_assert_int_eq(load(&cfg, "{\"shutdown_grace_ms\": 0}"), 0);
+	config_release(&cfg);
+	ck_assert_int_eq(load(&cfg, "{\"cpu\": {\"cores\": 257}}"),
+	    CONFIG_ERANGE);
+	ck_assert_ptr_nonnull(strstr(err, "'cpu.cores' must be an integer "
+	    "from 1 to 256, not 257"));
+	ck_assert_int_eq(load(&cfg, "{\"limits\": {\"max_message_bytes\": "
+	    "{\"tensor\": \"4GiB\"}}}"), CONFIG_ERANGE);
+	ck_assert_ptr_nonnull(strstr(err,
+	    "limits.max_message_bytes.tensor"));
+}
+END_TEST
+
+START_TEST(test_config_unknown_key_named)
+{
+	struct config	cfg;
+
+	ck_assert_int_eq(load(&cfg, "{\"sokcet\": \"/x\"}"), CONFIG_EKEY);
+	ck_assert_str_eq(err, "config 't.json': unknown key 'sokcet'");
+}
+END_TEST
+
+START_TEST(test_config_unknown_nested_key_named)
+{
+	struct config	cfg;
+
+	ck_assert_int_eq(load(&cfg, "{\"limits\": {\"max_message_bytes\": "
+	    "{\"contrl\": 5}}}"), CONFIG_EKEY);
+	ck_assert_str_eq(err, "config 't.json': unknown key "
+	    "'limits.max_message_bytes.contrl'");
+	ck_assert_int_eq(load(&cfg, "{\"cpu\": {\"core\": 2}}"), CONFIG_EKEY);
+	ck_assert_ptr_nonnull(strstr(err, "unknown key 'cpu.core'"));
+}
+END_TEST
+
+START_TEST(test_config_wrong_type_named)
+{
+	struct config	cfg;
+
+	ck_assert_int_eq(load(&cfg, "{\"cpu\": {\"cores\": \"2\"}}"),
+	    CONFIG_ETYPE);
+	ck_assert_ptr_nonnull(strstr(err, "'cpu.cores' must be a number, not "
+	    "a string"));
+	ck_assert_int_eq(load(&cfg, "{\"socket\": 5}"), CONFIG_ETYPE);
+	ck_assert_ptr_nonnull(strstr(err, "'socket' must be a string"));
+	ck_assert_int_eq(load(&cfg, "{\"cpu\": 4}"), CONFIG_ETYPE);
+	ck_assert_ptr_nonnull(strstr(err, "'cpu' must be an object"));
+	ck_assert_int_eq(load(&cfg, "{\"socket_mode\": 660}"), CONFIG_ETYPE);
+	ck_assert_ptr_nonnull(strstr(err, "'socket_mode' must be an octal"));
+	ck_assert_int_eq(load(&cfg, "{\"access\": {\"allow_uids\": 0}}"),
+	    CONFIG_ETYPE);
+	ck_assert_ptr_nonnull(strstr(err, "'access.allow_uids' must be an "
+	    "array"));
+	ck_assert_int_eq(load(&cfg, "[1, 2]"), CONFIG_ETYPE);
+	ck_assert_ptr_nonnull(strstr(err, "top level must be an object"));
+}
+END_TEST
+
+START_TEST(test_config_bad_values_named)
+{
+	struct config	cfg;
+
+	ck_assert_int_eq(load(&cfg, "{\"cpu\": {\"cores\": 1.5}}"),
+	    CONFIG_ERANGE);
+	ck_assert_int_eq(load(&cfg, "{\"cpu\": {\"cores\": -1}}"),
+	    CONFIG_ERANGE);
+	ck_assert_int_eq(load(&cfg, "{\"socket_mode\": \"0999\"}"),
+	    CONFIG_ERANGE);
+	ck_assert_int_eq(load(&cfg, "{\"state_dir\": \"relative/dir\"}"),
+	    CONFIG_ERANGE);
+	ck_assert_ptr_nonnull(strstr(err, "'state_dir' must be an absolute "
+	    "path"));
+	ck_assert_int_eq(load(&cfg, "{\"backend\": \"gpu\"}"), CONFIG_ERANGE);
+	ck_assert_ptr_nonnull(strstr(err, "'backend' must be one of: cpu"));
+	ck_assert_int_eq(load(&cfg, "{\"log_level\": \"loud\"}"),
+	    CONFIG_ERANGE);
+	ck_assert_int_eq(load(&cfg, "{\"access\": {\"allow_uids\": [0, "
+	    "\"no-such-user-nkid\"]}}"), CONFIG_ERANGE);
+	ck_assert_ptr_nonnull(strstr(err, "'access.allow_uids[1]': unknown "
+	    "user 'no-such-user-nkid'"));
+	ck_assert_int_eq(load(&cfg, "{\"limits\": {\"max_tensor_bytes\": "
+	    "\"12 parsecs\"}}"), CONFIG_ETYPE);
+	ck_assert_int_eq(load(&cfg, "{\"socket\": \"/"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "\"}"), CONFIG_ERANGE);
+	ck_assert_ptr_nonnull(strstr(err, "longer than a unix socket path"));
+}
+END_TEST
+
+START_TEST(test_config_bad_json_position)
+{
+	struct config	cfg;
+
+	ck_assert_int_eq(load(&cfg, "{\n  \"socket\": \"/x\",\n  oops\n}"),
+	    CONFIG_ESYNTAX);
+	ck_assert_ptr_nonnull(strstr(err, "invalid JSON at line 3"));
+	ck_assert_int_eq(load(&cfg, ""), CONFIG_ESYNTAX);
+}
+END_TEST
+
+START_TEST(test_config_duplicate_key)
+{
+	struct config	cfg;
+
+	ck_assert_int_eq(load(&cfg, "{\"cpu\": {\"cores\": 1, \"cores\": 2}}"),
+	    CONFIG_EKEY);
+	ck_assert_ptr_nonnull(strstr(err, "duplicate key 'cpu.cores'"));
+}
+END_TEST
+
+START_TEST(test_config_missing_file)
+{
+	struct config	cfg;
+
+	ck_assert_int_eq(config_load(&cfg, "/nonexistent/nkid.json", NULL, err,
+	    sizeof err), CONFIG_EOPEN);
+	ck_assert_str_eq(err, "config '/nonexistent/nkid.json': cannot open: "
+	    "No such file or directory");
+}
+END_TEST
+
+START_TEST(test_config_reload_keeps_restart_keys)
+{
+	struct config	cur, next;
+
+	ck_assert_int_eq(load(&cur, "{\"socket\": \"/tmp/a.sock\", "
+	    "\"cpu\": {\"cores\": 2}}"), 0);
+	ck_assert_int_eq(load(&next, "{\"socket\": \"/tmp/b.sock\", "
+	    "\"cpu\": {\"cores\": 3}, \"shutdown_grace_ms\": 5, "
+	    "\"log_level\": \"warn\"}"), 0);
+	ck_assert_int_eq(config_reload_merge(&cur, &next), 2);
+	ck_assert_str_eq(next.socket, "/tmp/a.sock");
+	ck_assert_uint_eq(next.cpu_cores, 2);
+	ck_assert_uint_eq(next.shutdown_grace_ms, 5);
+	config_release(&cur);
+	config_release(&next);
+}
+END_TEST
+
+START_TEST(test_config_copy_deep)
+{
+	struct config	a, b;
+
+	ck_assert_int_eq(load(&a, "{\"access\": {\"allow_uids\": [5, 6]}}"),
+	    0);
+	config_copy(&b, &a);
+	config_release(&a);
+	ck_assert_uint_eq(b.n_allow_uids, 2);
+	ck_assert_uint_eq(b.allow_uids[1], 6);
+	ck_assert_str_eq(b.socket, "/run/nkid/nkid.sock");
+	config_release(&b);
+}
+END_TEST
+
+static Suite *
+config_suite(void)
+{
+	Suite	*s = suite_create("config");
+	TCase	*tc;
+
+	tc = tcase_create("core");
+	tcase_add_test(tc, test_config_defaults);
+	tcase_add_test(tc, test_config_values_parsed);
+	tcase_add_test(tc, test_config_state_dir_override);
+	tcase_add_test(tc, test_config_shipped_files_valid);
+	tcase_add_test(tc, test_config_copy_deep);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("limits");
+	tcase_add_test(tc, test_config_limits_bounds_inclusive);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("errors");
+	tcase_add_test(tc, test_config_unknown_key_named);
+	tcase_add_test(tc, test_config_unknown_nested_key_named);
+	tcase_add_test(tc, test_config_wrong_type_named);
+	tcase_add_test(tc, test_config_bad_values_named);
+	tcase_add_test(tc, test_config_bad_json_position);
+	tcase_add_test(tc, test_config_duplicate_key);
+	tcase_add_test(tc, test_config_missing_file);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("recovery");
+	tcase_add_test(tc, test_config_reload_keeps_restart_keys);
+	suite_add_tcase(s, tc);
+	return (s);
+}
+
+int
+main(void)
+{
+	SRunner	*sr = srunner_create(config_suite());
+	int	 failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+}

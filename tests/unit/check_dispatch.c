@@ -1,0 +1,468 @@
+/* check_dispatch.c: the method table and handlers called directly with fake requests. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+#include <grpc/grpc.h>
+#include <uv.h>
+
+#include "nkid.pb-c.h"
+
+#include "daemon/config.h"
+#include "daemon/daemon.h"
+#include "daemon/dispatch.h"
+
+static uv_loop_t	loop;
+static struct daemon	d;
+
+struct fake_call {
+	struct rpc_call	rc;
+	int		sent;
+	uint8_t		*reply;
+	size_t		 reply_len;
+};
+
+static void
+fake_send(struct rpc_call *c, const uint8_t *reply, size_t len)
+{
+	struct fake_call	*fc = (struct fake_call *)c;
+
+	ck_assert_int_eq(fc->sent, 0);
+	fc->sent = 1;
+	if (reply != NULL) {
+		fc->reply = malloc(len + 1);
+		memcpy(fc->reply, reply, len);
+		fc->reply_len = len;
+	}
+}
+
+static const struct rpc_transport fake_transport = { .send = fake_send };
+
+static void
+setup(void)
+{
+	struct config	cfg;
+	char		err[512];
+
+	grpc_init();
+	ck_assert_int_eq(uv_loop_init(&loop), 0);
+	ck_assert_int_eq(config_load(&cfg, NULL, NULL, err, sizeof err), 0);
+	ck_assert_msg(daemon_init(&d, &loop, &cfg, err, sizeof err) == 0,
+	    "%s", err);
+}
+
+static void
+teardown(void)
+{
+	daemon_release(&d);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	ck_assert_int_eq(uv_loop_close(&loop), 0);
+	grpc_shutdown();
+}
+
+/* Start a call of method name with bytes; run the loop until answered. */
+static void
+fake_call_run(struct fake_call *fc, const char *name, const void *data,
+    size_t len)
+{
+	memset(fc, 0, sizeof *fc);
+	fc->rc.d = &d;
+	fc->rc.tr = &fake_transport;
+	fc->rc.id.uid = 1000;
+	fc->rc.id.pid = 42;
+	fc->rc.m = dispatch_method_find(name);
+	if (fc->rc.m == NULL)
+		dispatch_call_unknown(&fc->rc, name);
+	else
+		dispatch_call_start(&fc->rc, data, len);
+	while (!fc->sent && uv_run(&loop, UV_RUN_ONCE) != 0)
+		;
+	ck_assert_int_eq(fc->sent, 1);
+}
+
+static void
+fake_call_msg(struct fake_call *fc, const char *name,
+    const ProtobufCMessage *msg)
+{
+	size_t	 len = protobuf_c_message_get_packed_size(msg);
+	uint8_t	*buf = malloc(len + 1);
+
+	protobuf_c_message_pack(msg, buf);
+	fake_call_run(fc, name, buf, len);
+	free(buf);
+}
+
+static void
+fake_call_release(struct fake_call *fc)
+{
+	dispatch_call_release(&fc->rc);
+	free(fc->reply);
+}
+
+static uint64_t
+method_calls(const char *name, uint64_t *errors)
+{
+	size_t	i = dispatch_method_index(dispatch_method_find(name));
+
+	*errors = d.methods[i].errors;
+	return (d.methods[i].calls);
+}
+
+START_TEST(test_dispatch_table_sorted)
+{
+	const struct rpc_method	*m, *prev = NULL;
+	char			 path[128];
+	size_t			 i;
+
+	ck_assert_uint_eq(dispatch_method_count(), 18);
+	for (i = 0; i < dispatch_method_count(); i++) {
+		m = dispatch_method(i);
+		if (prev != NULL)
+			ck_assert_int_lt(strcmp(prev->name, m->name), 0);
+		snprintf(path, sizeof path, "/nkid.v1.Nkid/%s", m->name);
+		ck_assert_str_eq(m->path, path);
+		ck_assert_ptr_eq(dispatch_method_find(m->name), m);
+		ck_assert_ptr_eq(dispatch_method_find(m->path), m);
+		ck_assert_ptr_nonnull(m->request);
+		ck_assert(m->handler != NULL || m->missing != NULL);
+		prev = m;
+	}
+	ck_assert_ptr_null(dispatch_method_find("Nope"));
+	ck_assert_ptr_null(dispatch_method_find("/other.Svc/Ping"));
+}
+END_TEST
+
+START_TEST(test_dispatch_ping_echo)
+{
+	Nkid__V1__PingRequest	 req = NKID__V1__PING_REQUEST__INIT;
+	Nkid__V1__PingReply	*rep;
+	struct fake_call	 fc;
+
+	req.payload.data = (uint8_t *)"hello";
+	req.payload.len = 5;
+	fake_call_msg(&fc, "Ping", &req.base);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_OK);
+	rep = nkid__v1__ping_reply__unpack(NULL, fc.reply_len, fc.reply);
+	ck_assert_ptr_nonnull(rep);
+	ck_assert_uint_eq(rep->payload.len, 5);
+	ck_assert_int_eq(memcmp(rep->payload.data, "hello", 5), 0);
+	nkid__v1__ping_reply__free_unpacked(rep, NULL);
+	fake_call_release(&fc);
+}
+END_TEST
+
+START_TEST(test_dispatch_status_fields)
+{
+	Nkid__V1__StatusRequest	 req = NKID__V1__STATUS_REQUEST__INIT;
+	Nkid__V1__StatusReply	*rep;
+	struct fake_call	 fc;
+	size_t			 i;
+	int			 seen = 0;
+
+	fake_call_msg(&fc, "Ping", &req.base);	/* empty Ping is valid */
+	fake_call_release(&fc);
+	d.connections = 3;
+	d.refused = 1;
+	fake_call_msg(&fc, "Status", &req.base);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_OK);
+	rep = nkid__v1__status_reply__unpack(NULL, fc.reply_len, fc.reply);
+	ck_assert_ptr_nonnull(rep);
+	ck_assert_str_eq(rep->version, NKID_VERSION);
+	ck_assert_uint_eq(rep->pid, (uint32_t)getpid());
+	ck_assert(rep->uptime_s >= 0);
+	ck_assert_str_eq(rep->backend, "cpu");
+	ck_assert_str_eq(rep->socket, "/run/nkid/nkid.sock");
+	ck_assert_str_eq(rep->state_dir, "/var/lib/nkid");
+	ck_assert_uint_eq(rep->n_cores, 1);
+	ck_assert_str_eq(rep->cores[0]->state, "idle");
+	ck_assert_ptr_nonnull(rep->counters);
+	ck_assert_uint_eq(rep->counters->connections, 3);
+	ck_assert_uint_eq(rep->counters->refused, 1);
+	ck_assert_uint_eq(rep->counters->n_methods, dispatch_method_count());
+	for (i = 0; i < rep->counters->n_methods; i++) {
+		if (strcmp(rep->counters->methods[i]->method, "Ping") == 0) {
+			ck_assert_uint_eq(rep->counters->methods[i]->calls, 1);
+			seen++;
+		}
+		if (strcmp(rep->counters->methods[i]->method, "Status") == 0) {
+			ck_assert_uint_eq(rep->counters->methods[i]->calls, 1);
+			seen++;
+		}
+	}
+	ck_assert_int_eq(seen, 2);
+	ck_assert_uint_eq(rep->n_backend_versions, 1);
+	ck_assert_str_eq(rep->backend_versions[0]->key, "sim");
+	ck_assert_ptr_nonnull(rep->cache);
+	ck_assert_ptr_nonnull(rep->jobs);
+	nkid__v1__status_reply__free_unpacked(rep, NULL);
+	fake_call_release(&fc);
+}
+END_TEST
+
+START_TEST(test_dispatch_unimplemented_says_what)
+{
+	Nkid__V1__JobsRequest	req = NKID__V1__JOBS_REQUEST__INIT;
+	struct fake_call	fc;
+	uint64_t		errors;
+
+	fake_call_msg(&fc, "Jobs", &req.base);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_UNIMPLEMENTED);
+	ck_assert_str_eq(fc.rc.message, "Jobs is not implemented yet: it comes "
+	    "with the scheduling issue");
+	ck_assert_ptr_null(fc.reply);
+	ck_assert_uint_eq(method_calls("Jobs", &errors), 1);
+	ck_assert_uint_eq(errors, 1);
+	fake_call_release(&fc);
+	fake_call_run(&fc, "Lease", "", 0);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_UNIMPLEMENTED);
+	ck_assert_ptr_nonnull(strstr(fc.rc.message, "Lease is not implemented"));
+	fake_call_release(&fc);
+}
+END_TEST
+
+START_TEST(test_dispatch_unknown_method)
+{
+	struct fake_call	fc;
+
+	fake_call_run(&fc, "/nkid.v1.Nkid/Frobnicate", NULL, 0);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_UNIMPLEMENTED);
+	ck_assert_ptr_nonnull(strstr(fc.rc.message,
+	    "unknown method '/nkid.v1.Nkid/Frobnicate'"));
+	fake_call_release(&fc);
+}
+END_TEST
+
+START_TEST(test_dispatch_oversized_refused_before_unpack)
+{
+	struct fake_call	 fc;
+	uint64_t		 cap = config_cap_bytes(&d.cfg,
+				    CONFIG_CAP_CONTROL), errors;
+	uint8_t			*big = calloc(1, cap + 1);
+	char			 want[128];
+
+	/* Not protobuf at all: the cap must answer first. */
+	memset(big, 0xff, cap + 1);
+	fake_call_run(&fc, "Ping", big, cap + 1);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_RESOURCE_EXHAUSTED);
+	snprintf(want, sizeof want, "Ping request of %llu bytes exceeds the "
+	    "method's limit of %llu bytes", (unsigned long long)cap + 1,
+	    (unsigned long long)cap);
+	ck_assert_ptr_nonnull(strstr(fc.rc.message, want));
+	ck_assert_ptr_null(fc.rc.req);
+	ck_assert_uint_eq(method_calls("Ping", &errors), 1);
+	ck_assert_uint_eq(errors, 1);
+	fake_call_release(&fc);
+	free(big);
+}
+END_TEST
+
+START_TEST(test_dispatch_cap_per_method)
+{
+	Nkid__V1__PingRequest	 req = NKID__V1__PING_REQUEST__INIT;
+	struct fake_call	 fc;
+	size_t			 n = 1024 * 1024 + 16;
+	uint8_t			*payload = calloc(1, n);
+
+	/* The same bytes are over Ping's cap... */
+	req.payload.data = payload;
+	req.payload.len = n;
+	fake_call_msg(&fc, "Ping", &req.base);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_RESOURCE_EXHAUSTED);
+	fake_call_release(&fc);
+	/* ...and within Run's, which then parses and validates. */
+	fake_call_msg(&fc, "Run", &req.base);
+	ck_assert_int_ne(fc.rc.status, GRPC_STATUS_RESOURCE_EXHAUSTED);
+	fake_call_release(&fc);
+	free(payload);
+}
+END_TEST
+
+START_TEST(test_dispatch_malformed_protobuf)
+{
+	struct fake_call	fc;
+
+	fake_call_run(&fc, "Ping", "\xff\xff\xff", 3);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
+	ck_assert_ptr_nonnull(strstr(fc.rc.message, "malformed Ping request"));
+	fake_call_release(&fc);
+	/* Truncated length-delimited field. */
+	fake_call_run(&fc, "Status", "\x0a\x10" "ab", 4);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
+	fake_call_release(&fc);
+}
+END_TEST
+
+START_TEST(test_dispatch_compile_bad_format)
+{
+	Nkid__V1__CompileRequest req = NKID__V1__COMPILE_REQUEST__INIT;
+	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
+	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
+	struct fake_call	 fc;
+
+	k.name = "tensor_add";
+	k.format = "penguin";
+	k.ir.data = (uint8_t *)"x";
+	k.ir.len = 1;
+	ref.kernel = &k;
+	req.ref = &ref;
+	fake_call_msg(&fc, "Compile", &req.base);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
+	ck_assert_ptr_nonnull(strstr(fc.rc.message, "format 'penguin'"));
+	fake_call_release(&fc);
+
+	req.ref = NULL;
+	fake_call_msg(&fc, "Compile", &req.base);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
+	fake_call_release(&fc);
+}
+END_TEST
+
+START_TEST(test_dispatch_compile_malformed_ir)
+{
+	Nkid__V1__CompileRequest req = NKID__V1__COMPILE_REQUEST__INIT;
+	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
+	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
+	struct fake_call	 fc;
+
+	k.name = "tensor_add";
+	k.format = "nkir/1";
+	k.ir.data = (uint8_t *)"\xff\xfe garbage";
+	k.ir.len = 10;
+	ref.kernel = &k;
+	req.ref = &ref;
+	fake_call_msg(&fc, "Compile", &req.base);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
+	ck_assert_ptr_nonnull(strstr(fc.rc.message,
+	    "cannot compile 'tensor_add': "));
+	fake_call_release(&fc);
+}
+END_TEST
+
+START_TEST(test_dispatch_run_tensor_checked)
+{
+	Nkid__V1__RunRequest	 req = NKID__V1__RUN_REQUEST__INIT;
+	Nkid__V1__Tensor	 t = NKID__V1__TENSOR__INIT, *tp = &t;
+	uint64_t		 shape[2] = { 4, 4 }, huge[2] = { 1ULL << 62,
+				    1ULL << 62 };
+	uint8_t			 data[60] = { 0 };
+	struct fake_call	 fc;
+
+	t.name = "a";
+	t.dtype = "float32";
+	t.n_shape = 2;
+	t.shape = shape;
+	t.data.data = data;
+	t.data.len = sizeof data;
+	req.n_inputs = 1;
+	req.inputs = &tp;
+	fake_call_msg(&fc, "Run", &req.base);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
+	ck_assert_str_eq(fc.rc.message, "input 'a': shape and dtype 'float32' "
+	    "need 64 bytes, data has 60");
+	fake_call_release(&fc);
+
+	t.shape = huge;
+	fake_call_msg(&fc, "Run", &req.base);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
+	ck_assert_ptr_nonnull(strstr(fc.rc.message, "overflows"));
+	fake_call_release(&fc);
+
+	t.shape = shape;
+	t.dtype = "complex128";
+	fake_call_msg(&fc, "Run", &req.base);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
+	ck_assert_ptr_nonnull(strstr(fc.rc.message, "unknown dtype "
+	    "'complex128'"));
+	fake_call_release(&fc);
+
+	req.core = 7;
+	fake_call_msg(&fc, "Run", &req.base);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
+	ck_assert_ptr_nonnull(strstr(fc.rc.message, "core 7 does not exist"));
+	fake_call_release(&fc);
+}
+END_TEST
+
+START_TEST(test_dispatch_run_neff_key_miss)
+{
+	Nkid__V1__RunRequest	 req = NKID__V1__RUN_REQUEST__INIT;
+	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
+	struct fake_call	 fc;
+
+	ref.neff_key = "0123";
+	req.ref = &ref;
+	fake_call_msg(&fc, "Run", &req.base);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_NOT_FOUND);
+	ck_assert_ptr_nonnull(strstr(fc.rc.message, "neff key '0123'"));
+	fake_call_release(&fc);
+}
+END_TEST
+
+START_TEST(test_dispatch_serves_after_errors)
+{
+	Nkid__V1__PingRequest	req = NKID__V1__PING_REQUEST__INIT;
+	struct fake_call	fc;
+	uint64_t		errors;
+	int			i;
+
+	for (i = 0; i < 3; i++) {
+		fake_call_run(&fc, "Ping", "\xff", 1);
+		fake_call_release(&fc);
+	}
+	fake_call_msg(&fc, "Ping", &req.base);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_OK);
+	fake_call_release(&fc);
+	ck_assert_uint_eq(method_calls("Ping", &errors), 4);
+	ck_assert_uint_eq(errors, 3);
+}
+END_TEST
+
+static Suite *
+dispatch_suite(void)
+{
+	Suite	*s = suite_create("dispatch");
+	TCase	*tc;
+
+	tc = tcase_create("core");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_dispatch_table_sorted);
+	tcase_add_test(tc, test_dispatch_ping_echo);
+	tcase_add_test(tc, test_dispatch_status_fields);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("limits");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_dispatch_oversized_refused_before_unpack);
+	tcase_add_test(tc, test_dispatch_cap_per_method);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("errors");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_dispatch_unknown_method);
+	tcase_add_test(tc, test_dispatch_unimplemented_says_what);
+	tcase_add_test(tc, test_dispatch_malformed_protobuf);
+	tcase_add_test(tc, test_dispatch_compile_bad_format);
+	tcase_add_test(tc, test_dispatch_compile_malformed_ir);
+	tcase_add_test(tc, test_dispatch_run_tensor_checked);
+	tcase_add_test(tc, test_dispatch_run_neff_key_miss);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("recovery");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_dispatch_serves_after_errors);
+	suite_add_tcase(s, tc);
+	return (s);
+}
+
+int
+main(void)
+{
+	SRunner	*sr = srunner_create(dispatch_suite());
+	int	 failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+}
