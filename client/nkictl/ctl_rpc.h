@@ -1,0 +1,59 @@
+/*
+ * ctl_rpc.h: nkictl's gRPC client: one channel to nkid's Unix socket, one
+ * completion queue, blocking unary calls packed and unpacked with
+ * protobuf-c.
+ */
+#ifndef NKID_CTL_RPC_H
+#define NKID_CTL_RPC_H
+
+#include <protobuf-c/protobuf-c.h>
+
+/* How a call ended. code is a grpc_status_code (0: OK). connect_errno is
+ * set (an errno value) when nkid could not be reached at all: the socket is
+ * missing, not a socket, not accessible, or nobody listens on it. */
+typedef struct ctl_rpc_status {
+	int code;
+	int connect_errno;
+	char msg[1024];
+} ctl_rpc_status;
+
+typedef struct ctl_rpc ctl_rpc;
+
+/* Largest socket path (sun_path without its NUL). */
+#define CTL_RPC_PATH_MAX 107
+
+/*
+ * Check the socket path (exists, is a socket, writable: without touching
+ * nkid) and create the channel; initializes gRPC on first use. On success
+ * *out is the client, freed with ctl_rpc_close. On failure returns -1 with
+ * st->connect_errno and st->msg set (e.g. "No such file or directory").
+ */
+int ctl_rpc_open(const char *socket_path, ctl_rpc **out, ctl_rpc_status *st);
+
+/*
+ * Call method ("Status": the service's method name) with req and wait for
+ * the reply, at most timeout_s seconds. On success returns 0 and *reply is
+ * a message of reply_desc, freed by the caller with
+ * protobuf_c_message_free_unpacked(*reply, NULL). On failure returns -1
+ * and fills st: a gRPC status (code, message), or connect_errno if the
+ * call failed UNAVAILABLE because nkid's socket refuses connections.
+ */
+int ctl_rpc_call(ctl_rpc *r, const char *method, const ProtobufCMessage *req,
+    const ProtobufCMessageDescriptor *reply_desc, double timeout_s,
+    ProtobufCMessage **reply, ctl_rpc_status *st);
+
+/* Destroy the channel and queue and shut gRPC down. NULL is a no-op. */
+void ctl_rpc_close(ctl_rpc *r);
+
+/* Name of a grpc_status_code ("PERMISSION_DENIED"), "UNKNOWN" if out of
+ * range. */
+const char *ctl_rpc_code_name(int code);
+
+/*
+ * Connect to the socket path and close again: 0 if something accepts
+ * there, else an errno value. For diagnosis only (nkid sees and counts the
+ * connection).
+ */
+int ctl_rpc_probe(const char *socket_path);
+
+#endif

@@ -1,0 +1,247 @@
+/*
+ * ctl_status.c: `nkictl status`: nkid's identity, paths, cores, counters,
+ * and the cache and job sections when nkid sends them.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "nkid.pb-c.h"
+#include "ctl.h"
+
+/* "1d 02h 03m 04s" style, from seconds. */
+static void
+ctl_status_uptime(double s, char *buf, size_t len)
+{
+	unsigned long long t = s > 0 ? (unsigned long long)s : 0;
+	unsigned d = t / 86400, h = t / 3600 % 24, m = t / 60 % 60,
+	    sec = t % 60;
+
+	if (d > 0)
+		snprintf(buf, len, "%ud %uh %um %us", d, h, m, sec);
+	else if (h > 0)
+		snprintf(buf, len, "%uh %um %us", h, m, sec);
+	else if (m > 0)
+		snprintf(buf, len, "%um %us", m, sec);
+	else
+		snprintf(buf, len, "%.1fs", s);
+}
+
+static const char *
+ctl_status_str(const char *s)
+{
+	return s != NULL && *s != '\0' ? s : "-";
+}
+
+static cJSON *
+ctl_status_json(const ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
+{
+	cJSON *o = cJSON_CreateObject(), *a, *c, *m, *x;
+	size_t i;
+
+	if (o == NULL)
+		return NULL;
+	cJSON_AddStringToObject(o, "version", r->version);
+	cJSON_AddNumberToObject(o, "pid", r->pid);
+	cJSON_AddNumberToObject(o, "uptime_s", r->uptime_s);
+	cJSON_AddStringToObject(o, "backend", r->backend);
+	cJSON_AddStringToObject(o, "socket", *r->socket ? r->socket :
+	    ctx->socket);
+	cJSON_AddStringToObject(o, "config_path", r->config_path);
+	cJSON_AddStringToObject(o, "state_dir", r->state_dir);
+	cJSON_AddStringToObject(o, "cache_dir", r->cache_dir);
+	x = cJSON_AddObjectToObject(o, "backend_versions");
+	for (i = 0; x != NULL && i < r->n_backend_versions; i++)
+		cJSON_AddStringToObject(x, r->backend_versions[i]->key,
+		    r->backend_versions[i]->value);
+
+	a = cJSON_AddArrayToObject(o, "cores");
+	for (i = 0; a != NULL && i < r->n_cores; i++) {
+		const Nkid__V1__Core *k = r->cores[i];
+
+		c = cJSON_CreateObject();
+		if (c == NULL || !cJSON_AddItemToArray(a, c))
+			break;
+		cJSON_AddNumberToObject(c, "index", k->index);
+		cJSON_AddStringToObject(c, "state", k->state);
+		cJSON_AddNumberToObject(c, "job_id", (double)k->job_id);
+		cJSON_AddNumberToObject(c, "holder_pid", k->holder_pid);
+		cJSON_AddNumberToObject(c, "holder_uid", k->holder_uid);
+		cJSON_AddNumberToObject(c, "busy_s", k->busy_s);
+	}
+
+	c = cJSON_AddObjectToObject(o, "counters");
+	if (c != NULL) {
+		const Nkid__V1__Counters *n = r->counters;
+
+		cJSON_AddNumberToObject(c, "connections",
+		    n ? (double)n->connections : 0);
+		cJSON_AddNumberToObject(c, "refused",
+		    n ? (double)n->refused : 0);
+		cJSON_AddNumberToObject(c, "active_connections",
+		    n ? (double)n->active_connections : 0);
+		m = cJSON_AddObjectToObject(c, "methods");
+		for (i = 0; n != NULL && m != NULL && i < n->n_methods; i++) {
+			x = cJSON_AddObjectToObject(m, n->methods[i]->method);
+			if (x == NULL)
+				continue;
+			cJSON_AddNumberToObject(x, "calls",
+			    (double)n->methods[i]->calls);
+			cJSON_AddNumberToObject(x, "errors",
+			    (double)n->methods[i]->errors);
+		}
+	}
+
+	if (r->cache != NULL && (c = cJSON_AddObjectToObject(o, "cache"))) {
+		const Nkid__V1__CacheStatReply *k = r->cache;
+
+		cJSON_AddNumberToObject(c, "entries", (double)k->entries);
+		cJSON_AddNumberToObject(c, "bytes", (double)k->bytes);
+		cJSON_AddNumberToObject(c, "max_bytes", (double)k->max_bytes);
+		cJSON_AddNumberToObject(c, "hits", (double)k->hits);
+		cJSON_AddNumberToObject(c, "misses", (double)k->misses);
+		cJSON_AddNumberToObject(c, "compiles", (double)k->compiles);
+		cJSON_AddNumberToObject(c, "coalesced", (double)k->coalesced);
+		cJSON_AddNumberToObject(c, "failures", (double)k->failures);
+		cJSON_AddNumberToObject(c, "evictions", (double)k->evictions);
+		cJSON_AddNumberToObject(c, "corrupt", (double)k->corrupt);
+	}
+	if (r->jobs != NULL && (c = cJSON_AddObjectToObject(o, "jobs"))) {
+		const Nkid__V1__JobCounters *j = r->jobs;
+
+		cJSON_AddNumberToObject(c, "queued", (double)j->queued);
+		cJSON_AddNumberToObject(c, "running", (double)j->running);
+		cJSON_AddNumberToObject(c, "completed", (double)j->completed);
+		cJSON_AddNumberToObject(c, "cancelled", (double)j->cancelled);
+		cJSON_AddNumberToObject(c, "rejected", (double)j->rejected);
+		a = cJSON_AddArrayToObject(c, "core_busy_s");
+		for (i = 0; a != NULL && i < r->n_cores; i++)
+			cJSON_AddItemToArray(a,
+			    cJSON_CreateNumber(r->cores[i]->busy_s));
+	}
+	return o;
+}
+
+static void
+ctl_status_human(ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
+{
+	const Nkid__V1__Counters *n = r->counters;
+	char buf[64];
+	size_t i;
+	int w = 6;
+
+	ctl_kv(ctx, "version", "%s", ctl_status_str(r->version));
+	ctl_kv(ctx, "pid", "%u", r->pid);
+	ctl_status_uptime(r->uptime_s, buf, sizeof(buf));
+	ctl_kv(ctx, "uptime", "%s", buf);
+	ctl_kv(ctx, "backend", "%s", ctl_status_str(r->backend));
+	for (i = 0; i < r->n_backend_versions; i++) {
+		char key[40];
+
+		snprintf(key, sizeof(key), "  %s",
+		    r->backend_versions[i]->key);
+		ctl_kv(ctx, key, "%s", r->backend_versions[i]->value);
+	}
+	ctl_kv(ctx, "socket", "%s", *r->socket ? r->socket : ctx->socket);
+	ctl_kv(ctx, "config", "%s", ctl_status_str(r->config_path));
+	ctl_kv(ctx, "state dir", "%s", ctl_status_str(r->state_dir));
+	ctl_kv(ctx, "cache dir", "%s", ctl_status_str(r->cache_dir));
+	ctl_kv(ctx, "cores", "%zu", r->n_cores);
+	for (i = 0; i < r->n_cores; i++) {
+		const Nkid__V1__Core *k = r->cores[i];
+		char key[24], holder[64] = "";
+
+		snprintf(key, sizeof(key), "  core %u", k->index);
+		if (k->job_id != 0)
+			snprintf(holder, sizeof(holder), "  job %llu",
+			    (unsigned long long)k->job_id);
+		else if (k->holder_pid != 0)
+			snprintf(holder, sizeof(holder),
+			    "  lease pid %u uid %u", k->holder_pid,
+			    k->holder_uid);
+		ctl_kv(ctx, key, "%-9s busy %.1fs%s", ctl_status_str(k->state),
+		    k->busy_s, holder);
+	}
+	if (n != NULL) {
+		ctl_kv(ctx, "connections", "%llu (%llu active, %llu refused)",
+		    (unsigned long long)n->connections,
+		    (unsigned long long)n->active_connections,
+		    (unsigned long long)n->refused);
+		for (i = 0; i < n->n_methods; i++)
+			if ((int)strlen(n->methods[i]->method) > w)
+				w = (int)strlen(n->methods[i]->method);
+		if (n->n_methods > 0)
+			ctl_kv(ctx, "calls", "%-*s %10s %10s", w, "method",
+			    "calls", "errors");
+		for (i = 0; i < n->n_methods; i++)
+			ctl_kv(ctx, "", "%-*s %10llu %10llu", w,
+			    n->methods[i]->method,
+			    (unsigned long long)n->methods[i]->calls,
+			    (unsigned long long)n->methods[i]->errors);
+	}
+	if (r->cache != NULL) {
+		const Nkid__V1__CacheStatReply *k = r->cache;
+
+		ctl_kv(ctx, "cache", "%llu entries, %llu of %llu bytes",
+		    (unsigned long long)k->entries,
+		    (unsigned long long)k->bytes,
+		    (unsigned long long)k->max_bytes);
+		ctl_kv(ctx, "", "%llu hits, %llu misses, %llu compiles, "
+		    "%llu coalesced", (unsigned long long)k->hits,
+		    (unsigned long long)k->misses,
+		    (unsigned long long)k->compiles,
+		    (unsigned long long)k->coalesced);
+		ctl_kv(ctx, "", "%llu failures, %llu evictions, %llu corrupt",
+		    (unsigned long long)k->failures,
+		    (unsigned long long)k->evictions,
+		    (unsigned long long)k->corrupt);
+	}
+	if (r->jobs != NULL) {
+		const Nkid__V1__JobCounters *j = r->jobs;
+
+		ctl_kv(ctx, "jobs", "%llu queued, %llu running, %llu completed, "
+		    "%llu cancelled, %llu rejected",
+		    (unsigned long long)j->queued,
+		    (unsigned long long)j->running,
+		    (unsigned long long)j->completed,
+		    (unsigned long long)j->cancelled,
+		    (unsigned long long)j->rejected);
+	}
+}
+
+static int
+ctl_status_exec(ctl_ctx *ctx, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		CTL_LONGOPTS_COMMON,
+		{ NULL, 0, NULL, 0 },
+	};
+	Nkid__V1__StatusRequest req = NKID__V1__STATUS_REQUEST__INIT;
+	Nkid__V1__StatusReply *reply;
+	int c, rc;
+
+	while ((c = ctl_opt_next(ctx, argc, argv, "", longopts, &rc)) != -1)
+		if (c == CTL_OPT_DONE)
+			return rc;
+	if (optind < argc)
+		return ctl_usage_fail(ctx, "unexpected argument '%s'",
+		    argv[optind]);
+	rc = ctl_call(ctx, "Status", &req.base,
+	    &nkid__v1__status_reply__descriptor, (ProtobufCMessage **)&reply);
+	if (rc != CTL_EXIT_OK)
+		return rc;
+	if (ctx->json)
+		rc = ctl_json_print(ctx, ctl_status_json(ctx, reply));
+	else
+		ctl_status_human(ctx, reply);
+	protobuf_c_message_free_unpacked(&reply->base, NULL);
+	return rc;
+}
+
+const ctl_cmd ctl_status_cmd = {
+	.name = "status",
+	.usage = "",
+	.help = "show nkid's version, paths, cores and counters",
+	.exec = ctl_status_exec,
+};

@@ -1,0 +1,331 @@
+/*
+ * ctl_tensor.c: kernel inputs from .npy files and outputs to .npy files.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+
+#include "ctl_kernel.h"
+#include "ctl_tensor.h"
+
+static int
+ctl_tensor_is_ident(const char *s, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || (s[0] >= '0' && s[0] <= '9'))
+		return 0;
+	for (i = 0; i < len; i++)
+		if (!(s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= 'A' && s[i] <= 'Z') ||
+		    (s[i] >= '0' && s[i] <= '9')))
+			return 0;
+	return 1;
+}
+
+int
+ctl_input_spec_split(const char *spec, char **name, char **file)
+{
+	const char *eq = strchr(spec, '=');
+	char *copy = strdup(spec);
+
+	if (copy == NULL)
+		return -1;
+	if (eq != NULL && ctl_tensor_is_ident(spec, eq - spec)) {
+		copy[eq - spec] = '\0';
+		*name = copy;
+		*file = copy + (eq - spec) + 1;
+	} else {
+		*name = NULL;
+		*file = copy;
+	}
+	return 0;
+}
+
+void
+ctl_shape_format(const uint64_t *shape, size_t rank, char *buf, size_t len)
+{
+	size_t i, n = 0;
+
+	n += snprintf(buf + n, len - n, "(");
+	for (i = 0; i < rank && n < len; i++)
+		n += snprintf(buf + n, len - n, "%s%llu", i ? ", " : "",
+		    (unsigned long long)shape[i]);
+	if (n < len)
+		snprintf(buf + n, len - n, "%s)", rank == 1 ? "," : "");
+}
+
+void
+ctl_inputs_release(ctl_inputs *in)
+{
+	size_t i;
+
+	for (i = 0; i < in->n; i++) {
+		if (in->arrays != NULL)
+			npy_array_release(&in->arrays[i]);
+		if (in->names != NULL)
+			free(in->names[i]);
+	}
+	free(in->arrays);
+	free(in->names);
+	free(in->tensors);
+	free(in->ptrs);
+	memset(in, 0, sizeof(*in));
+}
+
+/* List the parameters for a message: "a, b, c". */
+static void
+ctl_inputs_param_list(const ctl_kernel_sig *sig, char *buf, size_t len)
+{
+	size_t i, n = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < sig->n_params && n < len; i++)
+		n += snprintf(buf + n, len - n, "%s%s", i ? ", " : "",
+		    sig->params[i].name);
+}
+
+int
+ctl_inputs_load(ctl_ctx *ctx, const Nkid__V1__Kernel *k,
+    char *const *specs, size_t nspecs, ctl_inputs *in)
+{
+	ctl_kernel_sig sig;
+	char err[1024], plist[512];
+	char **names = NULL, **files = NULL;
+	long *slot = NULL;    /* parameter index -> spec index */
+	size_t i, j, n;
+	int rc = CTL_EXIT_FAIL;
+
+	memset(in, 0, sizeof(*in));
+	if (ctl_kernel_sig_get(k, &sig, err, sizeof(err)) < 0) {
+		ctl_errorf(ctx, "%s: %s", ctx->cmd->name, err);
+		return CTL_EXIT_FAIL;
+	}
+	n = sig.known ? sig.n_params : nspecs;
+	names = calloc(nspecs + 1, sizeof(*names));
+	files = calloc(nspecs + 1, sizeof(*files));
+	slot = malloc((n + 1) * sizeof(*slot));
+	in->arrays = calloc(n + 1, sizeof(*in->arrays));
+	in->names = calloc(n + 1, sizeof(*in->names));
+	in->tensors = calloc(n + 1, sizeof(*in->tensors));
+	in->ptrs = calloc(n + 1, sizeof(*in->ptrs));
+	if (names == NULL || files == NULL || slot == NULL ||
+	    in->arrays == NULL || in->names == NULL || in->tensors == NULL ||
+	    in->ptrs == NULL)
+		goto nomem;
+	in->n = n;
+	for (i = 0; i < nspecs; i++)
+		if (ctl_input_spec_split(specs[i], &names[i], &files[i]) < 0)
+			goto nomem;
+
+	/* Place the specs. */
+	for (j = 0; j < n; j++)
+		slot[j] = sig.known ? -1 : (long)j;
+	if (sig.known) {
+		ctl_inputs_param_list(&sig, plist, sizeof(plist));
+		for (i = 0; i < nspecs; i++) {
+			if (names[i] == NULL)
+				continue;
+			for (j = 0; j < n; j++)
+				if (strcmp(sig.params[j].name, names[i]) == 0)
+					break;
+			if (j == n) {
+				rc = ctl_usage_fail(ctx, "kernel '%s' has no "
+				    "parameter '%s' (parameters: %s)", k->name,
+				    names[i], *plist ? plist : "none");
+				goto out;
+			}
+			if (slot[j] >= 0) {
+				rc = ctl_usage_fail(ctx, "input '%s' given "
+				    "twice", names[i]);
+				goto out;
+			}
+			slot[j] = (long)i;
+		}
+		for (i = 0, j = 0; i < nspecs; i++) {
+			if (names[i] != NULL)
+				continue;
+			while (j < n && slot[j] >= 0)
+				j++;
+			if (j == n) {
+				rc = ctl_usage_fail(ctx, "kernel '%s' takes %zu "
+				    "input%s (%s), got %zu", k->name, n,
+				    n == 1 ? "" : "s", plist, nspecs);
+				goto out;
+			}
+			slot[j] = (long)i;
+		}
+		for (j = 0; j < n; j++) {
+			if (slot[j] < 0) {
+				rc = ctl_usage_fail(ctx, "missing input '%s' of "
+				    "kernel '%s' (give -i %s=FILE.npy)",
+				    sig.params[j].name, k->name,
+				    sig.params[j].name);
+				goto out;
+			}
+		}
+	}
+
+	/* Read the files. */
+	for (j = 0; j < n; j++) {
+		npy_array *a = &in->arrays[j];
+		Nkid__V1__Tensor *t = &in->tensors[j];
+		const char *want = sig.known ? sig.params[j].dtype : "";
+		long s = slot[j];
+
+		in->names[j] = strdup(sig.known ? sig.params[j].name :
+		    names[s] ? names[s] : "");
+		if (in->names[j] == NULL)
+			goto nomem;
+		if (npy_array_read(files[s], a, err, sizeof(err)) < 0) {
+			ctl_errorf(ctx, "%s: %s", ctx->cmd->name, err);
+			goto out;
+		}
+		if (*a->dtype == '\0') {
+			if (strncmp(want, "float8_", 7) != 0) {
+				ctl_errorf(ctx, "%s: cannot read '%s': raw "
+				    "1-byte dtype '%s' (an ml_dtypes float8?) "
+				    "for parameter '%s'%s%s", ctx->cmd->name,
+				    files[s], a->descr, in->names[j],
+				    *want ? " of dtype " : "", want);
+				goto out;
+			}
+			snprintf(a->dtype, sizeof(a->dtype), "%s", want);
+		}
+		nkid__v1__tensor__init(t);
+		t->name = in->names[j];
+		t->dtype = a->dtype;
+		t->n_shape = a->rank;
+		t->shape = a->shape;
+		t->data.data = a->data;
+		t->data.len = a->nbytes;
+		in->ptrs[j] = t;
+	}
+	rc = CTL_EXIT_OK;
+	goto out;
+nomem:
+	ctl_errorf(ctx, "%s: out of memory", ctx->cmd->name);
+	rc = CTL_EXIT_FAIL;
+out:
+	for (i = 0; names != NULL && files != NULL && i < nspecs; i++)
+		free(names[i] ? names[i] : files[i]);
+	free(names);
+	free(files);
+	free(slot);
+	ctl_kernel_sig_release(&sig);
+	return rc;
+}
+
+/* A name usable as a file name in DIR: no '/', not hidden, not empty. */
+static int
+ctl_tensor_name_ok(const char *s)
+{
+	return *s != '\0' && *s != '.' && strchr(s, '/') == NULL &&
+	    strlen(s) < 200;
+}
+
+int
+ctl_outputs_write(ctl_ctx *ctx, const char *dir,
+    Nkid__V1__Tensor *const *outs, size_t n, cJSON *arr)
+{
+	char err[1024], **paths;
+	char shape[256];
+	size_t i, j;
+	int rc = CTL_EXIT_OK, wn = 6, wd = 5, ws = 5;
+
+	if (dir == NULL || *dir == '\0')
+		dir = ".";
+	if (n > 0 && mkdir(dir, 0777) < 0 && errno != EEXIST) {
+		ctl_errorf(ctx, "%s: cannot create output directory '%s': %s",
+		    ctx->cmd->name, dir, strerror(errno));
+		return CTL_EXIT_FAIL;
+	}
+	paths = calloc(n + 1, sizeof(*paths));
+	if (paths == NULL) {
+		ctl_errorf(ctx, "%s: out of memory", ctx->cmd->name);
+		return CTL_EXIT_FAIL;
+	}
+	for (i = 0; i < n; i++) {
+		const Nkid__V1__Tensor *t = outs[i];
+		const char *name = t->name;
+		char alt[32];
+		int dup = 0, r;
+
+		if (!ctl_tensor_name_ok(name)) {
+			snprintf(alt, sizeof(alt), "output%zu", i);
+			name = alt;
+		}
+		for (j = 0; j < i; j++)
+			if (outs[j] != NULL && strcmp(outs[j]->name, t->name) ==
+			    0)
+				dup = 1;
+		/* "x.npy" rather than "./x.npy" in the current directory */
+		r = asprintf(&paths[i], dup ? "%s%s%s_%zu.npy" : "%s%s%s.npy",
+		    strcmp(dir, ".") == 0 ? "" : dir,
+		    strcmp(dir, ".") == 0 ? "" : "/", name, i);
+		if (r < 0) {
+			paths[i] = NULL;
+			rc = CTL_EXIT_FAIL;
+			continue;
+		}
+		if (t->n_shape > NPY_MAX_RANK) {
+			ctl_errorf(ctx, "%s: cannot write '%s': rank %zu over "
+			    "%d", ctx->cmd->name, paths[i], t->n_shape,
+			    NPY_MAX_RANK);
+			free(paths[i]);
+			paths[i] = NULL;
+			rc = CTL_EXIT_FAIL;
+			continue;
+		}
+		if (npy_array_write(paths[i], t->dtype, (int)t->n_shape,
+		    t->shape, t->data.data, t->data.len, err,
+		    sizeof(err)) < 0) {
+			ctl_errorf(ctx, "%s: output '%s': %s", ctx->cmd->name,
+			    t->name, err);
+			free(paths[i]);
+			paths[i] = NULL;
+			rc = CTL_EXIT_FAIL;
+			continue;
+		}
+		ctl_shape_format(t->shape, t->n_shape, shape, sizeof(shape));
+		if ((int)strlen(t->name) > wn)
+			wn = (int)strlen(t->name);
+		if ((int)strlen(t->dtype) > wd)
+			wd = (int)strlen(t->dtype);
+		if ((int)strlen(shape) > ws)
+			ws = (int)strlen(shape);
+	}
+	if (arr == NULL && n > 0)
+		fprintf(ctx->out, "%-*s  %-*s  %-*s  %s\n", wn, "output", wd,
+		    "dtype", ws, "shape", "file");
+	for (i = 0; i < n; i++) {
+		const Nkid__V1__Tensor *t = outs[i];
+
+		if (paths[i] == NULL)
+			continue;
+		ctl_shape_format(t->shape, t->n_shape, shape, sizeof(shape));
+		if (arr != NULL) {
+			cJSON *o = cJSON_CreateObject(), *s;
+
+			if (o == NULL || !cJSON_AddItemToArray(arr, o))
+				continue;
+			cJSON_AddStringToObject(o, "name", t->name);
+			cJSON_AddStringToObject(o, "dtype", t->dtype);
+			s = cJSON_AddArrayToObject(o, "shape");
+			for (j = 0; s != NULL && j < t->n_shape; j++)
+				cJSON_AddItemToArray(s,
+				    cJSON_CreateNumber((double)t->shape[j]));
+			cJSON_AddStringToObject(o, "path", paths[i]);
+		} else {
+			fprintf(ctx->out, "%-*s  %-*s  %-*s  %s\n", wn, t->name,
+			    wd, t->dtype, ws, shape, paths[i]);
+		}
+	}
+	for (i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+	return rc;
+}
