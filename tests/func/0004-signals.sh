@@ -33,6 +33,6 @@ ms=$(( ($(date +%s%N) - start) / 1000000 ))
 [ $ms -lt 2000 ] || fail "SIGTERM took $ms ms"
 sleep 0.2
 grep -q STOPPING=1 "$T/notify.log" || fail "no STOPPING=1 on NOTIFY_SOCKET"
-wait 2>/dev/null || true
 kill $LISTENER 2>/dev/null || true
+wait 2>/dev/null || true
 echo "ok (stopped in $ms ms)"
