@@ -71,3 +71,17 @@ backend_close(struct backend *b)
 	b->ops->close(b->state);
 	free(b);
 }
+
+void
+backend_traces_free(struct backend_trace *t, size_t n)
+{
+	size_t	i;
+
+	if (t == NULL)
+		return;
+	for (i = 0; i < n; i++) {
+		free(t[i].trace);
+		free(t[i].summary_json);
+	}
+	free(t);
+}

@@ -84,7 +84,43 @@ struct backend_ops {
 	/* Execute p on the simulator with device_print captured. */
 	int	(*simulate)(void *state, const struct backend_program *p,
 		    const struct backend_exec *x, char *diag);
+	/*
+	 * Execute p warmup + iters times on core, timing each of the iters
+	 * executions alone into samples_us[0 .. iters-1]. Inputs may carry
+	 * no data (shapes only): the backend then supplies its own values.
+	 * x->outputs receive the last execution's outputs. NULL: the
+	 * backend cannot benchmark.
+	 */
+	int	(*benchmark)(void *state, const struct backend_program *p,
+		    unsigned core, const struct backend_exec *x,
+		    unsigned warmup, unsigned iters, double *samples_us,
+		    char *diag);
+	/*
+	 * Execute p num_execs times on core and capture a trace of
+	 * executions profile_nth, 2*profile_nth, ... <= num_execs (just
+	 * profile_nth's if num_execs < profile_nth). On success *traces is
+	 * a malloc'd array of *ntraces entries the caller frees with
+	 * backend_traces_free. NULL: the backend cannot profile.
+	 */
+	int	(*profile)(void *state, const struct backend_program *p,
+		    unsigned core, const struct backend_exec *x,
+		    unsigned num_execs, unsigned profile_nth,
+		    struct backend_trace **traces, size_t *ntraces,
+		    char *diag);
 };
+
+/* One profiled execution: the trace (cpu: Chrome trace-event JSON; neuron:
+ * NTFF) and a JSON summary, both malloc'd. */
+struct backend_trace {
+	unsigned	 execution;	/* 1-based */
+	void		*trace;
+	size_t		 trace_len;
+	char		*summary_json;
+	size_t		 summary_len;
+};
+
+/* Free n traces filled by a profile operation, and the array. */
+void	backend_traces_free(struct backend_trace *t, size_t n);
 
 /* An open backend: its ops and state. */
 struct backend {
