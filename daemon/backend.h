@@ -48,6 +48,7 @@ struct backend_exec {
 };
 
 struct backend;
+struct backend_trace;
 
 /*
  * One backend, OpenSMTPD style: a const table of operations. compile,
