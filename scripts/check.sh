@@ -35,7 +35,8 @@ done
 for t in "$BUILD"/tests/fuzz_*; do
 	[ -x "$t" ] || continue
 	corpus="tests/fuzz/corpus/${t##*/fuzz_}"
-	run "fuzz/$(basename "$t")" "$t" "$corpus"
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	    run "fuzz/$(basename "$t")" "$t" "$corpus"
 done
 
 for t in tests/func/[0-9]*; do

@@ -72,6 +72,12 @@ int sim_program_load(const void *image, size_t len, sim_program **out,
     sim_diag *diag);
 void sim_program_free(sim_program *p);
 
+/* An estimate of the work one sim_run does: elements of the tensors it
+ * allocates plus element operations summed over every op execution of
+ * every program (saturating at UINT64_MAX).
+ * Lets a caller refuse or budget a kernel before running it. */
+uint64_t sim_program_cost(const sim_program *p);
+
 /* A kernel parameter or output: borrowed from the program. */
 typedef struct sim_sig {
 	const char *name;

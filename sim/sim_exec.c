@@ -1,0 +1,1267 @@
+/*
+ * sim_exec.c: the interpreter: runs every program of a loaded kernel's
+ * SPMD grid over host memory, row by row through strided views, with
+ * matmul through cblas_sgemm.
+ */
+#include <cblas.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "nkir.pb-c.h"
+#include "sim/sim_impl.h"
+
+struct sim_bind {
+	char *base;
+	int dtype;
+	bool chip;              /* fp32 copy of an on-chip tile */
+	bool f32;               /* storage holds float (chip or fp32 HBM) */
+	bool owned;
+	size_t esize;           /* bytes per stored element */
+	const struct sim_tinfo *ti;
+};
+
+struct sim_run {
+	const sim_program *p;
+	const sim_run_opts *opts;
+	sim_diag *diag;
+	struct sim_bind *t;
+	int64_t *lv;
+	int64_t pid[SIM_GRID_RANK_MAX];
+	float *row[5];
+	uint8_t *act;
+	float *scratch;
+};
+
+/* Row iterator over an iteration space: offsets of up to 4 views at the
+ * start of each innermost row. */
+struct sim_rows {
+	int rank;
+	const uint64_t *shape;
+	uint64_t idx[SIM_MAX_RANK];
+	int nv;
+	const struct sim_view *v[4];
+	uint64_t off[4];
+};
+
+/* ------------------------------------------------------------ helpers */
+
+/* malloc for tensors: large ones on 2 MiB boundaries with transparent
+ * huge pages (as numpy does), which halves the page-fault cost of a
+ * fresh output. Freed with free(). */
+static void *
+sim_exec_tensor_alloc(size_t n)
+{
+	void *p;
+
+	if (n < (4u << 20))
+		return malloc(n ? n : 1);
+	if (posix_memalign(&p, 2u << 20, n) != 0)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	madvise(p, n, MADV_HUGEPAGE);
+#endif
+	return p;
+}
+
+static uint64_t
+sim_exec_lin(const struct sim_run *r, const struct sim_lin *l)
+{
+	uint64_t v = (uint64_t)l->c;
+
+	for (uint32_t i = 0; i < l->nt; i++) {
+		const struct sim_term *t = &l->t[i];
+		int64_t x = t->kind == NKIR__V1__TERM_KIND__TERM_LOOP ?
+		    r->lv[t->index] : r->pid[t->index];
+
+		v += (uint64_t)t->coef * (uint64_t)x;
+	}
+	return v;
+}
+
+/* l at the start of the iterator's current row (axes 0 .. rank-2). */
+static int64_t
+sim_exec_lin_row(const struct sim_run *r, const struct sim_lin *l,
+    const struct sim_rows *it)
+{
+	uint64_t v = sim_exec_lin(r, l);
+
+	for (int a = 0; a < it->rank - 1; a++)
+		v += (uint64_t)l->ax[a] * it->idx[a];
+	return (int64_t)v;
+}
+
+static void
+sim_rows_begin(struct sim_rows *it, const struct sim_run *r, int rank,
+    const uint64_t *shape, const struct sim_view **v, int nv)
+{
+	memset(it, 0, sizeof(*it));
+	it->rank = rank;
+	it->shape = shape;
+	it->nv = nv;
+	for (int k = 0; k < nv; k++) {
+		it->v[k] = v[k];
+		it->off[k] = v[k] != NULL ? sim_exec_lin(r, &v[k]->off) : 0;
+	}
+}
+
+static bool
+sim_rows_next(struct sim_rows *it)
+{
+	for (int a = it->rank - 2; a >= 0; a--) {
+		it->idx[a]++;
+		for (int k = 0; k < it->nv; k++)
+			if (it->v[k] != NULL)
+				it->off[k] += (uint64_t)it->v[k]->off.ax[a];
+		if (it->idx[a] < it->shape[a])
+			return true;
+		for (int k = 0; k < it->nv; k++)
+			if (it->v[k] != NULL)
+				it->off[k] -= (uint64_t)it->v[k]->off.ax[a] *
+				    it->shape[a];
+		it->idx[a] = 0;
+	}
+	return false;
+}
+
+static int
+sim_exec_fail(struct sim_run *r, const struct sim_op *op, int code,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int
+sim_exec_fail(struct sim_run *r, const struct sim_op *op, int code,
+    const char *fmt, ...)
+{
+	char msg[sizeof(r->diag->msg)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	sim_diag_set(r->diag, "%s (%s:%u)", msg, op->file, op->line);
+	return code;
+}
+
+/*
+ * Active flags of the current row: every mask of every view must hold.
+ * Active elements of masked views are bounds-checked here.
+ */
+static int
+sim_exec_active(struct sim_run *r, const struct sim_op *op,
+    const struct sim_rows *it, uint8_t *act, size_t n)
+{
+	int last = it->rank - 1;
+
+	memset(act, 1, n);
+	for (int k = 0; k < it->nv; k++) {
+		const struct sim_view *v = it->v[k];
+
+		if (v == NULL)
+			continue;
+		for (int m = 0; m < v->nmask; m++) {
+			int64_t base = sim_exec_lin_row(r, &v->mask[m], it);
+			int64_t step = v->mask[m].ax[last];
+
+			for (size_t i = 0; i < n; i++)
+				if (base + (int64_t)i * step < 0)
+					act[i] = 0;
+		}
+	}
+	for (int k = 0; k < it->nv; k++) {
+		const struct sim_view *v = it->v[k];
+		const struct sim_tinfo *ti;
+
+		if (v == NULL)
+			continue;
+		ti = r->t[v->tensor].ti;
+		for (int d = 0; d < v->ndim; d++) {
+			int64_t base = sim_exec_lin_row(r, &v->dim[d], it);
+			int64_t step = v->dim[d].ax[last];
+
+			for (size_t i = 0; i < n; i++) {
+				int64_t x = base + (int64_t)i * step;
+
+				if (act[i] && (x < 0 ||
+				    (uint64_t)x >= ti->shape[d]))
+					return sim_exec_fail(r, op,
+					    SIM_ERUNTIME, "Out-of-bound access "
+					    "for tensor `%s` on dimension %d: "
+					    "index %lld exceed dimension size "
+					    "of %llu", ti->name, d,
+					    (long long)x, (unsigned long long)
+					    ti->shape[d]);
+			}
+		}
+	}
+	return 0;
+}
+
+/* Read a row of n elements of operand s at offset off. Returns fp32
+ * values and their stride (0 or 1) in *st; tmp has room for n. */
+static const float *
+sim_exec_read(const struct sim_run *r, const struct sim_operand *s,
+    uint64_t off, size_t n, float *tmp, int64_t *st, const uint8_t *act)
+{
+	const struct sim_bind *bd;
+	int64_t ax;
+
+	if (s->scalar) {
+		*st = 0;
+		return &s->value;
+	}
+	bd = &r->t[s->v.tensor];
+	ax = s->v.off.ax[s->v.rank - 1];
+	if (act != NULL) {
+		for (size_t i = 0; i < n; i++) {
+			uint64_t e = off + (uint64_t)ax * i;
+
+			if (!act[i])
+				tmp[i] = 0.0f;
+			else if (bd->f32)
+				tmp[i] = ((const float *)bd->base)[e];
+			else
+				sim_dtype_decode(bd->dtype,
+				    bd->base + e * bd->esize, 1, 1, &tmp[i]);
+		}
+		*st = 1;
+		return tmp;
+	}
+	if (bd->f32) {
+		const float *p = (const float *)bd->base + off;
+
+		if (ax == 0 || ax == 1) {
+			*st = ax;
+			return p;
+		}
+		for (size_t i = 0; i < n; i++)
+			tmp[i] = p[(int64_t)i * ax];
+		*st = 1;
+		return tmp;
+	}
+	if (ax == 0) {
+		sim_dtype_decode(bd->dtype, bd->base + off * bd->esize, 1, 1,
+		    tmp);
+		*st = 0;
+		return tmp;
+	}
+	sim_dtype_decode(bd->dtype, bd->base + off * bd->esize, ax, n, tmp);
+	*st = 1;
+	return tmp;
+}
+
+/* Write n values src[i * sst] to view v at offset off, rounded to the
+ * tensor's dtype; only active elements when act is set. */
+static void
+sim_exec_write(const struct sim_run *r, const struct sim_view *v,
+    uint64_t off, size_t n, const float *src, int64_t sst,
+    const uint8_t *act)
+{
+	const struct sim_bind *bd = &r->t[v->tensor];
+	int64_t ax = v->off.ax[v->rank - 1];
+
+	if (act != NULL) {
+		for (size_t i = 0; i < n; i++) {
+			uint64_t e = off + (uint64_t)ax * i;
+			float x = src[(int64_t)i * sst];
+
+			if (!act[i])
+				continue;
+			if (bd->chip)
+				((float *)bd->base)[e] =
+				    sim_dtype_round(bd->dtype, x);
+			else
+				sim_dtype_encode(bd->dtype,
+				    bd->base + e * bd->esize, 1, 1, &x, 1);
+		}
+		return;
+	}
+	if (bd->chip) {
+		float *d = (float *)bd->base + off;
+
+		if (bd->dtype == SIM_DT_FLOAT32 && ax == 1 && sst == 1) {
+			if (d != src)
+				memmove(d, src, n * sizeof(float));
+			return;
+		}
+		sim_dtype_round_row(bd->dtype, d, ax, src, sst, n);
+		return;
+	}
+	if (bd->dtype == SIM_DT_FLOAT32 && ax == 1 && sst == 1) {
+		memmove(bd->base + off * 4, src, n * sizeof(float));
+		return;
+	}
+	sim_dtype_encode(bd->dtype, bd->base + off * bd->esize, ax, n, src,
+	    sst);
+}
+
+/* Copy view v into buf (row-major in v's shape); inactive elements get
+ * `inactive` and, if act_out is set, a 0 flag there. */
+static int
+sim_exec_gather(struct sim_run *r, const struct sim_op *op,
+    const struct sim_operand *s, float *buf, uint8_t *act_out,
+    float inactive)
+{
+	const struct sim_view *v = &s->v, *vs[1] = { v };
+	size_t n = v->shape[v->rank - 1];
+	struct sim_rows it;
+	int64_t st;
+	int rc;
+
+	sim_rows_begin(&it, r, v->rank, v->shape, vs, 1);
+	do {
+		const uint8_t *act = NULL;
+		const float *p;
+
+		if (v->nmask) {
+			if ((rc = sim_exec_active(r, op, &it, r->act, n)))
+				return rc;
+			act = r->act;
+		}
+		p = sim_exec_read(r, s, it.off[0], n, r->row[0], &st, act);
+		for (size_t i = 0; i < n; i++)
+			buf[i] = act && !act[i] ? inactive : p[(int64_t)i * st];
+		if (act_out != NULL) {
+			if (act)
+				memcpy(act_out, act, n);
+			else
+				memset(act_out, 1, n);
+			act_out += n;
+		}
+		buf += n;
+	} while (sim_rows_next(&it));
+	return 0;
+}
+
+/* Write buf (row-major in v's shape) through view v. */
+static int
+sim_exec_scatter(struct sim_run *r, const struct sim_op *op,
+    const struct sim_view *v, const float *buf)
+{
+	const struct sim_view *vs[1] = { v };
+	size_t n = v->shape[v->rank - 1];
+	struct sim_rows it;
+	int rc;
+
+	sim_rows_begin(&it, r, v->rank, v->shape, vs, 1);
+	do {
+		const uint8_t *act = NULL;
+
+		if (v->nmask) {
+			if ((rc = sim_exec_active(r, op, &it, r->act, n)))
+				return rc;
+			act = r->act;
+		}
+		sim_exec_write(r, v, it.off[0], n, buf, 1, act);
+		buf += n;
+	} while (sim_rows_next(&it));
+	return 0;
+}
+
+/* ------------------------------------------------------------ math */
+
+static inline int64_t
+sim_exec_f2i(float x)
+{
+	if (!(x == x))
+		return 0;
+	if (x >= 9.2e18f)
+		return INT64_MAX;
+	if (x <= -9.2e18f)
+		return INT64_MIN;
+	return (int64_t)x;
+}
+
+static inline float
+sim_exec_mod(float x, float y)
+{
+	float m = fmodf(x, y);
+
+	if (m != 0.0f && ((m < 0.0f) != (y < 0.0f)))
+		m += y;
+	return m;
+}
+
+static inline float
+sim_exec_shift(float x, float y, bool left)
+{
+	int32_t a = (int32_t)(uint32_t)(sim_exec_f2i(x) & 0xffffffff);
+	int s = (int)(sim_exec_f2i(y) & 31);
+
+	if (left)
+		return (float)(int32_t)((uint32_t)a << s);
+	return (float)(a >> s);
+}
+
+static void
+sim_exec_alu_row(int alu, float *o, const float *a, int64_t sa,
+    const float *b, int64_t sb, size_t n)
+{
+	size_t i;
+
+#define SIM_ALU(EXPR) do { \
+	if (sa == 1 && sb == 1) { \
+		for (i = 0; i < n; i++) { \
+			float x = a[i], y = b[i]; o[i] = (EXPR); \
+		} \
+	} else if (sa == 1) { \
+		float y = b[0]; \
+		for (i = 0; i < n; i++) { float x = a[i]; o[i] = (EXPR); } \
+	} else if (sb == 1) { \
+		float x = a[0]; \
+		for (i = 0; i < n; i++) { float y = b[i]; o[i] = (EXPR); } \
+	} else { \
+		float x = a[0], y = b[0], z = (EXPR); \
+		for (i = 0; i < n; i++) o[i] = z; \
+	} \
+} while (0)
+	switch (alu) {
+	case NKIR__V1__ALU_OP__ALU_ADD: SIM_ALU(x + y); break;
+	case NKIR__V1__ALU_OP__ALU_SUBTRACT: SIM_ALU(x - y); break;
+	case NKIR__V1__ALU_OP__ALU_MULTIPLY: SIM_ALU(x * y); break;
+	case NKIR__V1__ALU_OP__ALU_DIVIDE: SIM_ALU(x / y); break;
+	case NKIR__V1__ALU_OP__ALU_MAXIMUM:
+		SIM_ALU((x != x || x > y) ? x : y); break;
+	case NKIR__V1__ALU_OP__ALU_MINIMUM:
+		SIM_ALU((x != x || x < y) ? x : y); break;
+	case NKIR__V1__ALU_OP__ALU_POWER: SIM_ALU(powf(x, y)); break;
+	case NKIR__V1__ALU_OP__ALU_GREATER: SIM_ALU(x > y ? 1.0f : 0.0f); break;
+	case NKIR__V1__ALU_OP__ALU_GREATER_EQUAL:
+		SIM_ALU(x >= y ? 1.0f : 0.0f); break;
+	case NKIR__V1__ALU_OP__ALU_LESS: SIM_ALU(x < y ? 1.0f : 0.0f); break;
+	case NKIR__V1__ALU_OP__ALU_LESS_EQUAL:
+		SIM_ALU(x <= y ? 1.0f : 0.0f); break;
+	case NKIR__V1__ALU_OP__ALU_EQUAL: SIM_ALU(x == y ? 1.0f : 0.0f); break;
+	case NKIR__V1__ALU_OP__ALU_NOT_EQUAL:
+		SIM_ALU(x != y ? 1.0f : 0.0f); break;
+	case NKIR__V1__ALU_OP__ALU_LOGICAL_AND:
+		SIM_ALU((x != 0.0f && y != 0.0f) ? 1.0f : 0.0f); break;
+	case NKIR__V1__ALU_OP__ALU_LOGICAL_OR:
+		SIM_ALU((x != 0.0f || y != 0.0f) ? 1.0f : 0.0f); break;
+	case NKIR__V1__ALU_OP__ALU_LOGICAL_XOR:
+		SIM_ALU(((x != 0.0f) != (y != 0.0f)) ? 1.0f : 0.0f); break;
+	case NKIR__V1__ALU_OP__ALU_BITWISE_AND:
+		SIM_ALU((float)(sim_exec_f2i(x) & sim_exec_f2i(y))); break;
+	case NKIR__V1__ALU_OP__ALU_BITWISE_OR:
+		SIM_ALU((float)(sim_exec_f2i(x) | sim_exec_f2i(y))); break;
+	case NKIR__V1__ALU_OP__ALU_BITWISE_XOR:
+		SIM_ALU((float)(sim_exec_f2i(x) ^ sim_exec_f2i(y))); break;
+	case NKIR__V1__ALU_OP__ALU_MOD: SIM_ALU(sim_exec_mod(x, y)); break;
+	case NKIR__V1__ALU_OP__ALU_LEFT_SHIFT:
+		SIM_ALU(sim_exec_shift(x, y, true)); break;
+	case NKIR__V1__ALU_OP__ALU_RIGHT_SHIFT:
+		SIM_ALU(sim_exec_shift(x, y, false)); break;
+	default: /* ALU_BYPASS */
+		SIM_ALU(((void)y, x)); break;
+	}
+#undef SIM_ALU
+}
+
+static float
+sim_exec_act1(int act, float t)
+{
+	switch (act) {
+	case NKIR__V1__ACT_FUNC__ACT_EXP: return expf(t);
+	case NKIR__V1__ACT_FUNC__ACT_LOG: return logf(t);
+	case NKIR__V1__ACT_FUNC__ACT_SQUARE: return t * t;
+	case NKIR__V1__ACT_FUNC__ACT_SQRT: return sqrtf(t);
+	case NKIR__V1__ACT_FUNC__ACT_RSQRT: return 1.0f / sqrtf(t);
+	case NKIR__V1__ACT_FUNC__ACT_RECIPROCAL: return 1.0f / t;
+	case NKIR__V1__ACT_FUNC__ACT_TANH: return tanhf(t);
+	case NKIR__V1__ACT_FUNC__ACT_SIGMOID: return 1.0f / (1.0f + expf(-t));
+	case NKIR__V1__ACT_FUNC__ACT_RELU: return t > 0.0f || t != t ? t : 0.0f;
+	case NKIR__V1__ACT_FUNC__ACT_GELU:
+		return 0.5f * t * (1.0f + erff(t * 0.70710678118654752f));
+	case NKIR__V1__ACT_FUNC__ACT_GELU_TANH:
+		return 0.5f * t * (1.0f + tanhf(0.79788456080286536f *
+		    (t + 0.044715f * t * t * t)));
+	case NKIR__V1__ACT_FUNC__ACT_SILU: return t / (1.0f + expf(-t));
+	case NKIR__V1__ACT_FUNC__ACT_NEGATIVE: return -t;
+	case NKIR__V1__ACT_FUNC__ACT_ABS: return fabsf(t);
+	case NKIR__V1__ACT_FUNC__ACT_SIGN:
+		return t > 0.0f ? 1.0f : t < 0.0f ? -1.0f : t;
+	case NKIR__V1__ACT_FUNC__ACT_SIN: return sinf(t);
+	case NKIR__V1__ACT_FUNC__ACT_COS: return cosf(t);
+	case NKIR__V1__ACT_FUNC__ACT_ERF: return erff(t);
+	case NKIR__V1__ACT_FUNC__ACT_SOFTPLUS:
+		return t > 20.0f ? t : log1pf(expf(t));
+	case NKIR__V1__ACT_FUNC__ACT_CEIL: return ceilf(t);
+	case NKIR__V1__ACT_FUNC__ACT_FLOOR: return floorf(t);
+	case NKIR__V1__ACT_FUNC__ACT_TRUNC: return truncf(t);
+	case NKIR__V1__ACT_FUNC__ACT_LOGICAL_NOT: return t == 0.0f ? 1.0f : 0.0f;
+	default: return t;
+	}
+}
+
+static void
+sim_exec_act_row(const struct sim_op *op, float *o, const float *a,
+    int64_t sa, const float *b, int64_t sb, size_t n)
+{
+	float s = op->scale;
+	size_t i;
+
+	if (sa == 1 && sb == 0) {
+		float y = b[0];
+
+		for (i = 0; i < n; i++)
+			o[i] = a[i] * s + y;
+	} else if (sa == 1 && sb == 1) {
+		for (i = 0; i < n; i++)
+			o[i] = a[i] * s + b[i];
+	} else {
+		for (i = 0; i < n; i++)
+			o[i] = a[(int64_t)i * sa] * s + b[(int64_t)i * sb];
+	}
+	switch (op->act) {
+	case NKIR__V1__ACT_FUNC__ACT_IDENTITY:
+		break;
+	case NKIR__V1__ACT_FUNC__ACT_SQUARE:
+		for (i = 0; i < n; i++)
+			o[i] = o[i] * o[i];
+		break;
+	case NKIR__V1__ACT_FUNC__ACT_NEGATIVE:
+		for (i = 0; i < n; i++)
+			o[i] = -o[i];
+		break;
+	case NKIR__V1__ACT_FUNC__ACT_EXP:
+		for (i = 0; i < n; i++)
+			o[i] = expf(o[i]);
+		break;
+	default:
+		for (i = 0; i < n; i++)
+			o[i] = sim_exec_act1(op->act, o[i]);
+		break;
+	}
+}
+
+/* ------------------------------------------------------------ element-wise */
+
+static void
+sim_exec_ew_begin(struct sim_rows *it, const struct sim_run *r,
+    const struct sim_op *op)
+{
+	const struct sim_view *vs[4] = { &op->dst, NULL, NULL, NULL };
+
+	for (int k = 0; k < op->nsrc; k++)
+		if (!op->src[k].scalar)
+			vs[k + 1] = &op->src[k].v;
+	sim_rows_begin(it, r, op->rank, op->shape, vs, 4);
+}
+
+/* Prefetch the next row of a load's HBM source: tiled loads jump by a
+ * whole HBM row between tile rows, which hardware prefetchers miss. */
+static void
+sim_exec_prefetch(const struct sim_run *r, const struct sim_op *op,
+    const struct sim_rows *it, size_t n)
+{
+	const struct sim_view *v = &op->src[0].v;
+	const struct sim_bind *bd = &r->t[v->tensor];
+	int a = op->rank - 2;
+	const char *p;
+
+	if (a < 0 || op->masked || it->idx[a] + 1 >= op->shape[a] ||
+	    v->off.ax[a + 1] != 1)
+		return;
+	p = bd->base + (it->off[1] + (uint64_t)v->off.ax[a]) * bd->esize;
+	for (size_t i = 0; i < n * bd->esize; i += 64)
+		__builtin_prefetch(p + i);
+}
+
+/* One innermost row of an element-wise op at the iterator's position.
+ * With stage set the row's values (and active flags) go to stage[]
+ * instead of dst. */
+static int
+sim_exec_ew_row(struct sim_run *r, const struct sim_op *op,
+    const struct sim_rows *it, float *stage, uint8_t *stage_act)
+{
+	const struct sim_bind *db = &r->t[op->dst.tensor];
+	size_t n = op->shape[op->rank - 1];
+	const float *s[3] = { NULL, NULL, NULL };
+	int64_t ss[3] = { 0, 0, 0 };
+	const uint8_t *act = NULL;
+	bool direct = db->chip && db->dtype == SIM_DT_FLOAT32 &&
+	    op->dst.off.ax[op->rank - 1] == 1 && !op->masked && !stage;
+	float *o;
+	int rc;
+
+	if (op->masked) {
+		if ((rc = sim_exec_active(r, op, it, r->act, n)))
+			return rc;
+		act = r->act;
+	}
+	for (int k = 0; k < op->nsrc; k++) {
+		s[k] = sim_exec_read(r, &op->src[k], it->off[k + 1], n,
+		    r->row[k], &ss[k], act);
+		/* in-place only when reading exactly what is written */
+		if (direct && !op->src[k].scalar &&
+		    op->src[k].v.tensor == op->dst.tensor &&
+		    (it->off[k + 1] != it->off[0] || ss[k] != 1 ||
+		    s[k] == r->row[k]))
+			direct = false;
+	}
+	o = direct ? (float *)db->base + it->off[0] : stage ? stage : r->row[3];
+	if (stage_act != NULL)
+		memcpy(stage_act, act, n);
+	switch (op->kind) {
+	case NKIR__V1__OP_KIND__OP_ALLOC:
+		for (size_t i = 0; i < n; i++)
+			o[i] = op->value;
+		break;
+	case NKIR__V1__OP_KIND__OP_LOAD:
+		sim_exec_prefetch(r, op, it, n);
+		/* fall through */
+	case NKIR__V1__OP_KIND__OP_STORE:
+	case NKIR__V1__OP_KIND__OP_COPY:
+	case NKIR__V1__OP_KIND__OP_TRANSPOSE:
+		if (stage == NULL) {
+			sim_exec_write(r, &op->dst, it->off[0], n, s[0], ss[0],
+			    act);
+			return 0;
+		}
+		for (size_t i = 0; i < n; i++)
+			o[i] = s[0][(int64_t)i * ss[0]];
+		return 0;
+	case NKIR__V1__OP_KIND__OP_TENSOR_TENSOR:
+		sim_exec_alu_row(op->alu, o, s[0], ss[0], s[1], ss[1], n);
+		break;
+	case NKIR__V1__OP_KIND__OP_ACTIVATION: {
+		static const float zero = 0.0f;
+
+		sim_exec_act_row(op, o, s[0], ss[0],
+		    op->nsrc > 1 ? s[1] : &zero, op->nsrc > 1 ? ss[1] : 0, n);
+		break;
+	}
+	case NKIR__V1__OP_KIND__OP_SELECT:
+		for (size_t i = 0; i < n; i++)
+			o[i] = s[0][(int64_t)i * ss[0]] != 0.0f ?
+			    s[1][(int64_t)i * ss[1]] : s[2][(int64_t)i * ss[2]];
+		break;
+	case NKIR__V1__OP_KIND__OP_IOTA: {
+		int64_t base = sim_exec_lin_row(r, &op->expr, it);
+		int64_t step = op->expr.ax[op->rank - 1];
+
+		for (size_t i = 0; i < n; i++)
+			o[i] = (float)(base + (int64_t)i * step);
+		break;
+	}
+	}
+	if (!direct && stage == NULL)
+		sim_exec_write(r, &op->dst, it->off[0], n, o, 1, act);
+	return 0;
+}
+
+static int
+sim_exec_elementwise(struct sim_run *r, const struct sim_op *op)
+{
+	struct sim_rows it;
+	int rc;
+
+	sim_exec_ew_begin(&it, r, op);
+	if (op->stage) {
+		/* dst overlaps a source: read everything before writing */
+		size_t n = op->shape[op->rank - 1];
+		float *stage = r->scratch;
+		uint8_t *sact = (uint8_t *)(r->scratch + op->dst.nelem);
+		const struct sim_view *vs[1] = { &op->dst };
+
+		do {
+			if ((rc = sim_exec_ew_row(r, op, &it, stage,
+			    op->masked ? sact : NULL)))
+				return rc;
+			stage += n;
+			sact += n;
+		} while (sim_rows_next(&it));
+		stage = r->scratch;
+		sact = (uint8_t *)(r->scratch + op->dst.nelem);
+		sim_rows_begin(&it, r, op->rank, op->shape, vs, 1);
+		do {
+			sim_exec_write(r, &op->dst, it.off[0], n, stage, 1,
+			    op->masked ? sact : NULL);
+			stage += n;
+			sact += n;
+		} while (sim_rows_next(&it));
+		return 0;
+	}
+	do {
+		if ((rc = sim_exec_ew_row(r, op, &it, NULL, NULL)))
+			return rc;
+	} while (sim_rows_next(&it));
+	return 0;
+}
+
+/* A fused group (sim_op.fuse): the ops run row by row in lockstep, so a
+ * row stays in cache from load to store. The planner proved this equal
+ * to running them one after the other. */
+static int
+sim_exec_fused(struct sim_run *r, const struct sim_op *ops, size_t k)
+{
+	struct sim_rows it[SIM_FUSE_MAX];
+	bool more;
+	int rc;
+
+	for (size_t j = 0; j < k; j++)
+		sim_exec_ew_begin(&it[j], r, &ops[j]);
+	do {
+		for (size_t j = 0; j < k; j++)
+			if ((rc = sim_exec_ew_row(r, &ops[j], &it[j], NULL,
+			    NULL)))
+				return rc;
+		more = false;
+		for (size_t j = 0; j < k; j++)
+			more = sim_rows_next(&it[j]);
+	} while (more);
+	return 0;
+}
+
+/* ------------------------------------------------------------ reduce */
+
+static float
+sim_exec_reduce_init(int alu)
+{
+	switch (alu) {
+	case NKIR__V1__ALU_OP__ALU_MULTIPLY:
+	case NKIR__V1__ALU_OP__ALU_LOGICAL_AND:
+		return 1.0f;
+	case NKIR__V1__ALU_OP__ALU_MAXIMUM: return -INFINITY;
+	case NKIR__V1__ALU_OP__ALU_MINIMUM: return INFINITY;
+	case NKIR__V1__ALU_OP__ALU_BITWISE_AND: return -1.0f;
+	default: return 0.0f;
+	}
+}
+
+static float
+sim_exec_fold(int alu, float acc, const float *x, int64_t sx,
+    const uint8_t *act, size_t n, const float *mean)
+{
+	float p[8] = { 0 };
+	size_t i = 0;
+
+	if (alu == NKIR__V1__ALU_OP__ALU_VAR) {
+		float m = *mean;
+
+		for (i = 0; i < n; i++)
+			if (!act || act[i]) {
+				float d = x[(int64_t)i * sx] - m;
+
+				acc += d * d;
+			}
+		return acc;
+	}
+	if ((alu == NKIR__V1__ALU_OP__ALU_ADD ||
+	    alu == NKIR__V1__ALU_OP__ALU_MEAN) && !act && sx == 1) {
+		for (; i + 8 <= n; i += 8)
+			for (int j = 0; j < 8; j++)
+				p[j] += x[i + j];
+		for (; i < n; i++)
+			acc += x[i];
+		return acc + (((p[0] + p[1]) + (p[2] + p[3])) +
+		    ((p[4] + p[5]) + (p[6] + p[7])));
+	}
+	for (i = 0; i < n; i++) {
+		float y;
+
+		if (act && !act[i])
+			continue;
+		y = x[(int64_t)i * sx];
+		switch (alu) {
+		case NKIR__V1__ALU_OP__ALU_MULTIPLY: acc *= y; break;
+		case NKIR__V1__ALU_OP__ALU_MAXIMUM:
+			acc = (y != y || y > acc) ? y : acc; break;
+		case NKIR__V1__ALU_OP__ALU_MINIMUM:
+			acc = (y != y || y < acc) ? y : acc; break;
+		case NKIR__V1__ALU_OP__ALU_LOGICAL_AND:
+			acc = (acc != 0.0f && y != 0.0f); break;
+		case NKIR__V1__ALU_OP__ALU_LOGICAL_OR:
+			acc = (acc != 0.0f || y != 0.0f); break;
+		case NKIR__V1__ALU_OP__ALU_LOGICAL_XOR:
+			acc = ((acc != 0.0f) != (y != 0.0f)); break;
+		case NKIR__V1__ALU_OP__ALU_BITWISE_AND:
+			acc = (float)(sim_exec_f2i(acc) & sim_exec_f2i(y)); break;
+		case NKIR__V1__ALU_OP__ALU_BITWISE_OR:
+			acc = (float)(sim_exec_f2i(acc) | sim_exec_f2i(y)); break;
+		case NKIR__V1__ALU_OP__ALU_BITWISE_XOR:
+			acc = (float)(sim_exec_f2i(acc) ^ sim_exec_f2i(y)); break;
+		default: acc += y; break;
+		}
+	}
+	return acc;
+}
+
+/* One pass over src0 folding into acc (dst-shaped, contiguous); for VAR's
+ * second pass mean holds the means. cnt counts active elements. */
+static int
+sim_exec_reduce_pass(struct sim_run *r, const struct sim_op *op, int alu,
+    float *acc, float *cnt, const float *mean)
+{
+	const struct sim_view *vs[1] = { &op->src[0].v };
+	int last = op->rank - 1;
+	size_t n = op->shape[last];
+	uint64_t astride[SIM_MAX_RANK], s = 1;
+	bool inner = op->axes & (1u << last);
+	struct sim_rows it;
+	int rc;
+
+	for (int a = op->rank - 1; a >= 0; a--) {
+		bool red = op->axes & (1u << a);
+
+		astride[a] = red ? 0 : s;
+		s *= red ? 1 : op->shape[a];
+	}
+	sim_rows_begin(&it, r, op->rank, op->shape, vs, 1);
+	do {
+		const uint8_t *act = NULL;
+		const float *x;
+		uint64_t ao = 0;
+		int64_t sx;
+
+		if (op->src[0].v.nmask) {
+			if ((rc = sim_exec_active(r, op, &it, r->act, n)))
+				return rc;
+			act = r->act;
+		}
+		for (int a = 0; a < last; a++)
+			ao += astride[a] * it.idx[a];
+		x = sim_exec_read(r, &op->src[0], it.off[0], n, r->row[0], &sx,
+		    act);
+		if (inner) {
+			acc[ao] = sim_exec_fold(alu, acc[ao], x, sx, act, n,
+			    mean ? &mean[ao] : NULL);
+			for (size_t i = 0; i < n; i++)
+				cnt[ao] += !act || act[i];
+			continue;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (act && !act[i])
+				continue;
+			acc[ao + i] = sim_exec_fold(alu, acc[ao + i],
+			    &x[(int64_t)i * sx], 0, NULL, 1,
+			    mean ? &mean[ao + i] : NULL);
+			cnt[ao + i] += 1.0f;
+		}
+	} while (sim_rows_next(&it));
+	return 0;
+}
+
+static int
+sim_exec_reduce(struct sim_run *r, const struct sim_op *op)
+{
+	size_t m = op->dst.nelem;
+	float *acc = r->scratch, *cnt = acc + m, *mean = cnt + m;
+	int alu = op->alu, rc;
+
+	for (size_t i = 0; i < m; i++) {
+		acc[i] = sim_exec_reduce_init(alu);
+		cnt[i] = 0.0f;
+	}
+	if (alu == NKIR__V1__ALU_OP__ALU_VAR)
+		alu = NKIR__V1__ALU_OP__ALU_MEAN;
+	if ((rc = sim_exec_reduce_pass(r, op, alu, acc, cnt, NULL)))
+		return rc;
+	if (alu == NKIR__V1__ALU_OP__ALU_MEAN)
+		for (size_t i = 0; i < m; i++)
+			acc[i] = cnt[i] > 0.0f ? acc[i] / cnt[i] : NAN;
+	if (op->alu == NKIR__V1__ALU_OP__ALU_VAR) {
+		memcpy(mean, acc, m * sizeof(float));
+		for (size_t i = 0; i < m; i++)
+			acc[i] = cnt[i] = 0.0f;
+		if ((rc = sim_exec_reduce_pass(r, op, op->alu, acc, cnt, mean)))
+			return rc;
+		for (size_t i = 0; i < m; i++)
+			acc[i] = cnt[i] > 0.0f ? acc[i] / cnt[i] : NAN;
+	}
+	return sim_exec_scatter(r, op, &op->dst, acc);
+}
+
+/* ------------------------------------------------------------ matmul */
+
+/* A 2-D unmasked fp32 view with a contiguous inner axis, usable by BLAS
+ * in place: returns its address and leading dimension. */
+static float *
+sim_exec_blas_view(const struct sim_run *r, const struct sim_view *v,
+    int *ld)
+{
+	const struct sim_bind *bd = &r->t[v->tensor];
+
+	if (!bd->f32 || v->nmask || v->rank != 2 || v->off.ax[1] != 1 ||
+	    v->off.ax[0] < (int64_t)v->shape[1] || v->off.ax[0] > INT32_MAX)
+		return NULL;
+	*ld = (int)v->off.ax[0];
+	return (float *)bd->base + sim_exec_lin(r, &v->off);
+}
+
+static int
+sim_exec_matmul(struct sim_run *r, const struct sim_op *op)
+{
+	const struct sim_view *x = &op->src[0].v, *y = &op->src[1].v;
+	int K = (int)(op->transpose_x ? x->shape[0] : x->shape[1]);
+	int M = (int)(op->transpose_x ? x->shape[1] : x->shape[0]);
+	int N = (int)y->shape[1];
+	float *A, *B, *C, *tmp = r->scratch;
+	int lda, ldb, ldc, rc;
+	float beta = op->accumulate ? 1.0f : 0.0f;
+	bool direct_c;
+
+	if ((A = sim_exec_blas_view(r, x, &lda)) == NULL) {
+		A = tmp;
+		tmp += (size_t)K * M;
+		lda = (int)x->shape[1];
+		if ((rc = sim_exec_gather(r, op, &op->src[0], A, NULL, 0.0f)))
+			return rc;
+	}
+	if ((B = sim_exec_blas_view(r, y, &ldb)) == NULL) {
+		B = tmp;
+		tmp += (size_t)K * N;
+		ldb = N;
+		if ((rc = sim_exec_gather(r, op, &op->src[1], B, NULL, 0.0f)))
+			return rc;
+	}
+	C = sim_exec_blas_view(r, &op->dst, &ldc);
+	direct_c = C != NULL;
+	if (!direct_c) {
+		struct sim_operand d = { .v = op->dst };
+
+		C = tmp;
+		ldc = N;
+		if (op->accumulate &&
+		    (rc = sim_exec_gather(r, op, &d, C, NULL, 0.0f)))
+			return rc;
+	}
+	cblas_sgemm(CblasRowMajor,
+	    op->transpose_x ? CblasTrans : CblasNoTrans, CblasNoTrans,
+	    M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+	if (!direct_c)
+		return sim_exec_scatter(r, op, &op->dst, C);
+	return 0;
+}
+
+/* ------------------------------------------------------------ bn */
+
+static int
+sim_exec_bn(struct sim_run *r, const struct sim_op *op)
+{
+	const struct sim_view *s = &op->src[0].v;
+	size_t P = s->shape[0], F = s->shape[1], D = op->dst.shape[1];
+	float *in = r->scratch, *out = in + s->nelem;
+	int rc;
+
+	if ((rc = sim_exec_gather(r, op, &op->src[0], in, NULL, 0.0f)))
+		return rc;
+	for (size_t p = 0; p < P; p++) {
+		const float *x = in + p * F;
+		float *o = out + p * D;
+
+		if (op->kind == NKIR__V1__OP_KIND__OP_BN_STATS) {
+			for (size_t c0 = 0, k = 0; c0 < F; c0 += SIM_BN_FMAX) {
+				size_t c1 = c0 + SIM_BN_FMAX < F ?
+				    c0 + SIM_BN_FMAX : F;
+
+				for (size_t par = 0; par < 2; par++, k += 3) {
+					float cntv = 0, sum = 0, m2 = 0, mean;
+
+					for (size_t i = c0 + par; i < c1; i += 2) {
+						sum += x[i];
+						cntv += 1.0f;
+					}
+					mean = cntv > 0 ? sum / cntv : 0.0f;
+					for (size_t i = c0 + par; i < c1; i += 2)
+						m2 += (x[i] - mean) * (x[i] - mean);
+					o[k] = cntv;
+					o[k + 1] = mean;
+					o[k + 2] = m2;
+				}
+			}
+		} else {
+			float n = 0, sum = 0, m2 = 0, mean;
+
+			for (size_t i = 0; i < F; i += 3) {
+				n += x[i];
+				sum += x[i] * x[i + 1];
+			}
+			mean = sum / n;
+			for (size_t i = 0; i < F; i += 3)
+				m2 += x[i + 2] + x[i] * (x[i + 1] - mean) *
+				    (x[i + 1] - mean);
+			o[0] = mean;
+			o[1] = m2 / n;
+		}
+	}
+	return sim_exec_scatter(r, op, &op->dst, out);
+}
+
+/* ------------------------------------------------------------ print */
+
+static int
+sim_exec_print(struct sim_run *r, const struct sim_op *op)
+{
+	const struct sim_view *v = &op->src[0].v;
+	const struct sim_tinfo *ti = r->t[v->tensor].ti;
+	struct sim_strbuf sb = { 0 };
+	float *vals;
+	uint8_t *act;
+	int rc;
+
+	if (r->opts == NULL || r->opts->print_cb == NULL)
+		return 0;
+	vals = malloc(v->nelem * sizeof(float));
+	act = malloc(v->nelem);
+	if (vals == NULL || act == NULL) {
+		free(vals);
+		free(act);
+		return SIM_ENOMEM;
+	}
+	rc = sim_exec_gather(r, op, &op->src[0], vals, act, 0.0f);
+	if (rc == 0)
+		rc = sim_print_format(&sb, op->text, ti->name, ti->dtype,
+		    v->rank, v->shape, vals, act);
+	if (rc == 0)
+		r->opts->print_cb(r->opts->print_arg, sb.s, sb.len);
+	sim_strbuf_release(&sb);
+	free(vals);
+	free(act);
+	return rc;
+}
+
+/* ------------------------------------------------------------ driver */
+
+static int
+sim_exec_body(struct sim_run *r, const struct sim_op *ops, size_t n)
+{
+	const volatile int *cancel = r->opts ? r->opts->cancel : NULL;
+	int rc = 0;
+
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const struct sim_op *op = &ops[i];
+
+		if (cancel != NULL && *cancel) {
+			sim_diag_set(r->diag, "run cancelled");
+			return SIM_ECANCELED;
+		}
+		if (op->fuse > 1) {
+			rc = sim_exec_fused(r, op, op->fuse);
+			i += op->fuse - 1;
+			continue;
+		}
+		switch (op->kind) {
+		case NKIR__V1__OP_KIND__OP_LOOP:
+			for (uint64_t t = 0; t < op->trips && rc == 0; t++) {
+				r->lv[op->var] = op->start +
+				    (int64_t)t * op->step;
+				rc = sim_exec_body(r, op->body, op->nbody);
+			}
+			break;
+		case NKIR__V1__OP_KIND__OP_REDUCE:
+			rc = sim_exec_reduce(r, op);
+			break;
+		case NKIR__V1__OP_KIND__OP_MATMUL:
+			rc = sim_exec_matmul(r, op);
+			break;
+		case NKIR__V1__OP_KIND__OP_BN_STATS:
+		case NKIR__V1__OP_KIND__OP_BN_AGGR:
+			rc = sim_exec_bn(r, op);
+			break;
+		case NKIR__V1__OP_KIND__OP_PRINT:
+			rc = sim_exec_print(r, op);
+			break;
+		default:
+			rc = sim_exec_elementwise(r, op);
+			break;
+		}
+	}
+	return rc;
+}
+
+static void
+sim_exec_shape_str(char *buf, size_t len, int dtype, int rank,
+    const uint64_t *shape)
+{
+	const char *name = sim_dtype_name(dtype);
+	size_t n = (size_t)snprintf(buf, len, "%s[", name ? name : "invalid");
+
+	for (int i = 0; i < rank && i < SIM_MAX_RANK && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%llu",
+		    i ? ", " : "", (unsigned long long)shape[i]);
+	if (n < len)
+		snprintf(buf + n, len - n, "]");
+}
+
+static int
+sim_exec_check_args(const sim_program *p, const sim_tensor *in, size_t nin,
+    size_t nout, sim_diag *diag)
+{
+	char want[256], got[256];
+
+	if (nin != p->nparams) {
+		sim_diag_set(diag, "kernel '%s' takes %zu arguments, got %zu",
+		    p->name, p->nparams, nin);
+		return SIM_EARG;
+	}
+	if (nout != p->noutputs) {
+		sim_diag_set(diag, "kernel '%s' returns %zu outputs, %zu "
+		    "requested", p->name, p->noutputs, nout);
+		return SIM_EARG;
+	}
+	for (size_t i = 0; i < nin; i++) {
+		const sim_sig *s = &p->params[i];
+		bool same = in[i].dtype == s->dtype && in[i].rank == s->rank;
+		uint64_t nelem = 1;
+
+		for (int d = 0; same && d < s->rank; d++) {
+			same = in[i].shape[d] == s->shape[d];
+			nelem *= s->shape[d];
+		}
+		if (!same) {
+			sim_exec_shape_str(want, sizeof(want), s->dtype,
+			    s->rank, s->shape);
+			sim_exec_shape_str(got, sizeof(got), in[i].dtype,
+			    in[i].rank < 0 ? 0 : in[i].rank, in[i].shape);
+			sim_diag_set(diag, "argument '%s': expected %s, got %s",
+			    s->name, want, got);
+			return SIM_EARG;
+		}
+		if (in[i].data == NULL ||
+		    in[i].nbytes != nelem * sim_dtype_size(s->dtype)) {
+			sim_diag_set(diag, "argument '%s': expected %llu bytes "
+			    "of data, got %zu", s->name, (unsigned long long)
+			    (nelem * sim_dtype_size(s->dtype)),
+			    in[i].data ? in[i].nbytes : 0);
+			return SIM_EARG;
+		}
+	}
+	return 0;
+}
+
+static int
+sim_exec_bind(struct sim_run *r, const sim_tensor *in)
+{
+	const sim_program *p = r->p;
+
+	for (size_t i = 0; i < p->ntensors; i++) {
+		const struct sim_tinfo *ti = &p->tensors[i];
+		struct sim_bind *bd = &r->t[i];
+
+		bd->ti = ti;
+		bd->dtype = ti->dtype;
+		bd->chip = ti->chip;
+		bd->f32 = ti->chip || ti->dtype == SIM_DT_FLOAT32 ||
+		    ti->dtype == SIM_DT_TFLOAT32;
+		bd->esize = ti->chip ? 4 : sim_dtype_size(ti->dtype);
+		if (ti->kind == NKIR__V1__TENSOR_KIND__TENSOR_PARAM)
+			continue;
+		bd->base = sim_exec_tensor_alloc(ti->nelem * bd->esize);
+		if (bd->base == NULL)
+			return SIM_ENOMEM;
+		bd->owned = true;
+		if (ti->chip) {
+			float u = sim_dtype_uninit(ti->dtype);
+			float *f = (float *)bd->base;
+
+			for (uint64_t e = 0; e < ti->nelem; e++)
+				f[e] = u;
+		} else if (ti->covered && !ti->read) {
+			/* fully stored before the kernel ends, never read */
+		} else if (ti->fill == NKIR__V1__FILL__FILL_ZERO) {
+			memset(bd->base, 0, ti->nelem * bd->esize);
+		} else {
+			sim_dtype_fill(ti->dtype, bd->base, ti->nelem,
+			    sim_dtype_uninit(ti->dtype));
+		}
+	}
+	for (size_t i = 0; i < p->nparams; i++) {
+		struct sim_bind *bd = &r->t[p->param_tensor[i]];
+
+		if (!bd->ti->written) {
+			bd->base = in[i].data;
+			continue;
+		}
+		/* the kernel writes its argument: work on a copy */
+		bd->base = sim_exec_tensor_alloc(in[i].nbytes);
+		if (bd->base == NULL)
+			return SIM_ENOMEM;
+		memcpy(bd->base, in[i].data, in[i].nbytes);
+		bd->owned = true;
+	}
+	return 0;
+}
+
+static int
+sim_exec_outputs(struct sim_run *r, sim_tensor *out)
+{
+	const sim_program *p = r->p;
+
+	for (size_t i = 0; i < p->noutputs; i++) {
+		struct sim_bind *bd = &r->t[p->output_tensor[i]];
+		const struct sim_tinfo *ti = bd->ti;
+		size_t nbytes = ti->nelem * bd->esize;
+
+		out[i].dtype = ti->dtype;
+		out[i].rank = ti->rank;
+		memset(out[i].shape, 0, sizeof(out[i].shape));
+		memcpy(out[i].shape, ti->shape, sizeof(uint64_t) * ti->rank);
+		out[i].nbytes = nbytes;
+		if (bd->owned) {
+			out[i].data = bd->base;
+			bd->owned = false;
+			continue;
+		}
+		out[i].data = sim_exec_tensor_alloc(nbytes);
+		if (out[i].data == NULL) {
+			sim_tensors_release(out, i);
+			return SIM_ENOMEM;
+		}
+		memcpy(out[i].data, bd->base, nbytes);
+	}
+	return 0;
+}
+
+int
+sim_run(const sim_program *p, const sim_tensor *inputs, size_t ninputs,
+    sim_tensor *outputs, size_t noutputs, const sim_run_opts *opts,
+    sim_diag *diag)
+{
+	struct sim_run r = { .p = p, .opts = opts, .diag = diag };
+	size_t row = p->row_max ? p->row_max : 1;
+	int rc;
+
+	if (diag != NULL)
+		diag->msg[0] = '\0';
+	if ((rc = sim_exec_check_args(p, inputs, ninputs, noutputs, diag)))
+		return rc;
+	rc = SIM_ENOMEM;
+	r.t = calloc(p->ntensors + 1, sizeof(*r.t));
+	r.lv = calloc(p->nloopvars + 1, sizeof(int64_t));
+	r.act = malloc(row);
+	r.scratch = malloc((p->scratch_max + 1) * sizeof(float));
+	if (r.t == NULL || r.lv == NULL || r.act == NULL || r.scratch == NULL)
+		goto out;
+	for (int i = 0; i < 5; i++)
+		if ((r.row[i] = malloc(row * sizeof(float))) == NULL)
+			goto out;
+	if ((rc = sim_exec_bind(&r, inputs)))
+		goto out;
+	for (uint64_t prog = 0; prog < p->nprograms && rc == 0; prog++) {
+		uint64_t q = prog;
+
+		for (int a = p->grid_rank - 1; a >= 0; a--) {
+			r.pid[a] = (int64_t)(q % p->grid[a]);
+			q /= p->grid[a];
+		}
+		rc = sim_exec_body(&r, p->body, p->nbody);
+	}
+	if (rc == 0)
+		rc = sim_exec_outputs(&r, outputs);
+out:
+	if (rc == SIM_ENOMEM)
+		sim_diag_set(diag, "out of memory");
+	for (size_t i = 0; r.t != NULL && i < p->ntensors; i++)
+		if (r.t[i].owned)
+			free(r.t[i].base);
+	for (int i = 0; i < 5; i++)
+		free(r.row[i]);
+	free(r.t);
+	free(r.lv);
+	free(r.act);
+	free(r.scratch);
+	return rc;
+}

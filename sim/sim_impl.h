@@ -1,0 +1,187 @@
+/*
+ * sim_impl.h: the executor's internal model: a validated kernel lowered to
+ * precomputed strided views, shared by the planner, the image code and the
+ * interpreter. Nothing here is part of the public API (sim.h).
+ */
+#ifndef NKID_SIM_IMPL_H
+#define NKID_SIM_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/sim.h"
+
+/* Executor bounds (SIM_ELIMIT beyond them). docs/nkir.md lists them. */
+#define SIM_IR_MAX          (64u << 20)    /* bytes of NKIR or image */
+#define SIM_OPS_MAX         65536          /* ops, loops included */
+#define SIM_DEPTH_MAX       16             /* loop nesting */
+#define SIM_LOOPVARS_MAX    4096
+#define SIM_TENSORS_MAX     65536
+#define SIM_FILES_MAX       4096
+#define SIM_PARAMS_MAX      256
+#define SIM_TERMS_MAX       16             /* terms per affine expression */
+#define SIM_MASKS_MAX       16             /* mask expressions per access */
+#define SIM_GRID_RANK_MAX   4
+#define SIM_PROGRAMS_MAX    (1u << 20)
+#define SIM_DIM_MAX         (1ull << 32)   /* one dimension */
+#define SIM_ELEMS_MAX       (1ull << 34)   /* elements of one tensor/view */
+#define SIM_TILE_BYTES_MAX  (2ull << 30)   /* all tiles of a kernel, as fp32 */
+#define SIM_HBM_BYTES_MAX   (16ull << 30)  /* all kernel-allocated HBM */
+#define SIM_COEF_MAX        (1ll << 40)    /* |constant|, |coef|, loop bounds */
+#define SIM_IDX_MAX         (1ll << 61)    /* any partial index sum */
+#define SIM_TEXT_MAX        4096           /* names, print prefixes */
+#define SIM_FUSE_MAX        16             /* ops in one fused group */
+#define SIM_PRINT_MAX       (1ull << 24)   /* elements one device_print shows */
+
+/* Hardware limits (NKI, trn1/trn2). */
+#define SIM_PMAX            128            /* partitions */
+#define SIM_PSUM_PART_BYTES 2048           /* one PSUM tile per partition */
+#define SIM_MM_STAT_FMAX    128
+#define SIM_MM_MOVE_FMAX    512
+#define SIM_BN_FMAX         512
+
+/* A loop-variable or program-id term of an affine expression. */
+struct sim_term {
+	uint32_t kind;          /* NKIR__V1__TERM_KIND__TERM_LOOP / _PROGRAM */
+	uint32_t index;
+	int64_t coef;
+};
+
+/* constant + sum(terms) + sum(ax[a] * axis a): an index, a mask, or a
+ * linear element offset (then ax[] are the view's strides). Offsets are
+ * computed modulo 2^64 (only in-bounds elements are ever dereferenced);
+ * index and mask values are exact (bounded by SIM_IDX_MAX at load). */
+struct sim_lin {
+	int64_t c;
+	uint32_t nt;
+	struct sim_term *t;
+	int64_t ax[SIM_MAX_RANK];
+};
+
+/* A strided view of a tensor (nkir Access) in its op's iteration space. */
+struct sim_view {
+	uint32_t tensor;
+	int rank;
+	uint64_t shape[SIM_MAX_RANK];
+	uint64_t nelem;
+	struct sim_lin off;     /* element offset into the tensor */
+	int ndim;               /* tensor rank: dim[] for run-time checks */
+	struct sim_lin *dim;
+	int nmask;
+	struct sim_lin *mask;
+};
+
+struct sim_operand {
+	bool scalar;
+	float value;            /* scalar operand, pre-rounded to fp32 */
+	struct sim_view v;
+};
+
+struct sim_tinfo {
+	char *name;
+	int kind;               /* NKIR TensorKind */
+	int space;
+	int dtype;
+	int rank;
+	uint64_t shape[SIM_MAX_RANK];
+	uint64_t nelem;
+	int fill;               /* TENSOR_HBM launch fill */
+	bool written;           /* dst of some op */
+	bool read;              /* source of some op */
+	bool covered;           /* every element stored by one unmasked op */
+	bool chip;              /* SBUF/PSUM: stored as fp32 */
+};
+
+struct sim_op {
+	int kind;               /* NKIR OpKind */
+	const char *file;       /* borrowed from the program's files */
+	uint32_t line;
+	bool has_dst;
+	struct sim_view dst;
+	int nsrc;
+	struct sim_operand src[3];
+	int alu;
+	int act;
+	float scale;
+	float value;            /* OP_ALLOC: the fill, rounded to dst dtype */
+	uint32_t axes;          /* OP_REDUCE: bit a set = axis a reduced */
+	bool accumulate;
+	bool transpose_x;
+	int engine;
+	char *text;
+	struct sim_lin expr;    /* OP_IOTA */
+	/* OP_LOOP */
+	uint32_t var;
+	int64_t start;
+	int64_t step;
+	uint64_t trips;
+	size_t nbody;
+	struct sim_op *body;
+	/* iteration space of element-wise kinds (dst shape; src0 for reduce) */
+	int rank;
+	uint64_t shape[SIM_MAX_RANK];
+	bool masked;            /* some view of the op has a mask */
+	size_t fuse;            /* > 1: first of a fused group of this size */
+	bool stage;             /* reads its dst tensor through another view:
+	                         * compute everything, then write */
+};
+
+struct sim_program {
+	char *name;
+	size_t nfiles;
+	char **files;
+	size_t ntensors;
+	struct sim_tinfo *tensors;
+	size_t nparams;
+	sim_sig *params;
+	uint32_t *param_tensor;
+	size_t noutputs;
+	sim_sig *outputs;
+	uint32_t *output_tensor;
+	int grid_rank;
+	uint32_t grid[SIM_GRID_RANK_MAX];
+	uint64_t nprograms;
+	uint32_t nloopvars;
+	size_t nbody;
+	struct sim_op *body;
+	void *arena;            /* every allocation of the program */
+	uint64_t cost;          /* see sim_program_cost */
+	size_t row_max;         /* longest innermost axis of any op */
+	size_t scratch_max;     /* floats of gather scratch any op needs */
+};
+
+/* sim_dtype.c */
+bool sim_dtype_is_int(int dt);
+float sim_dtype_round(int dt, float x);
+float sim_dtype_uninit(int dt);
+void sim_dtype_decode(int dt, const void *src, int64_t stride, size_t n,
+    float *dst);
+void sim_dtype_encode(int dt, void *dst, int64_t stride, size_t n,
+    const float *src, int64_t sstride);
+void sim_dtype_fill(int dt, void *dst, size_t n, float v);
+void sim_dtype_round_row(int dt, float *dst, int64_t dstride,
+    const float *src, int64_t sstride, size_t n);
+
+/* sim_plan.c */
+struct Nkir__V1__Kernel;
+int sim_plan_build(const struct Nkir__V1__Kernel *k, sim_program **out,
+    sim_diag *diag);
+void sim_plan_free(sim_program *p);
+
+/* sim_print.c */
+struct sim_strbuf {
+	char *s;
+	size_t len;
+	size_t cap;
+};
+int sim_print_format(struct sim_strbuf *sb, const char *prefix,
+    const char *name, int dtype, int rank, const uint64_t *shape,
+    const float *vals, const uint8_t *active);
+void sim_strbuf_release(struct sim_strbuf *sb);
+
+/* sim.c */
+void sim_diag_set(sim_diag *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif /* NKID_SIM_IMPL_H */

@@ -1,0 +1,1608 @@
+/*
+ * sim_plan.c: validate an unpacked NKIR kernel against the IR contract,
+ * NKI's hardware rules and the executor's bounds, and build the in-memory
+ * program (strided views with precomputed offset tables).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nkir.pb-c.h"
+#include "sim/sim_impl.h"
+
+typedef __int128 sim_i128;
+
+struct sim_arena_block {
+	struct sim_arena_block *next;
+	size_t used;
+	size_t cap;
+	max_align_t data[];
+};
+
+struct sim_build {
+	const Nkir__V1__Kernel *k;
+	sim_program *p;
+	sim_diag *diag;
+	uint8_t *used;          /* loop var already bound by some loop */
+	uint8_t *inscope;
+	int64_t *vlo;
+	int64_t *vhi;
+	int64_t *vstep;
+	int dead;               /* > 0 inside a loop that never runs */
+	uint64_t trips;         /* product of enclosing trip counts (sat.) */
+	int depth;
+	size_t nops;
+	int grid_rank;          /* at least 1 */
+	uint32_t grid[SIM_GRID_RANK_MAX];
+};
+
+static const char *sim_plan_opnames[] = {
+	[NKIR__V1__OP_KIND__OP_ALLOC] = "ndarray",
+	[NKIR__V1__OP_KIND__OP_LOAD] = "load",
+	[NKIR__V1__OP_KIND__OP_STORE] = "store",
+	[NKIR__V1__OP_KIND__OP_COPY] = "tensor_copy",
+	[NKIR__V1__OP_KIND__OP_TENSOR_TENSOR] = "tensor_tensor",
+	[NKIR__V1__OP_KIND__OP_ACTIVATION] = "activation",
+	[NKIR__V1__OP_KIND__OP_REDUCE] = "tensor_reduce",
+	[NKIR__V1__OP_KIND__OP_MATMUL] = "matmul",
+	[NKIR__V1__OP_KIND__OP_TRANSPOSE] = "transpose",
+	[NKIR__V1__OP_KIND__OP_IOTA] = "iota",
+	[NKIR__V1__OP_KIND__OP_SELECT] = "select",
+	[NKIR__V1__OP_KIND__OP_PRINT] = "device_print",
+	[NKIR__V1__OP_KIND__OP_LOOP] = "loop",
+	[NKIR__V1__OP_KIND__OP_BN_STATS] = "bn_stats",
+	[NKIR__V1__OP_KIND__OP_BN_AGGR] = "bn_aggr",
+};
+
+static const char *sim_plan_spaces[] = {
+	"invalid", "hbm", "shared_hbm", "sbuf", "psum",
+};
+
+/* ------------------------------------------------------------ arena */
+
+static void *
+sim_plan_alloc(struct sim_build *b, size_t size)
+{
+	struct sim_arena_block *blk = b->p->arena;
+	size_t need = (size + 15) & ~(size_t)15, cap;
+
+	if (size == 0)
+		need = 16;
+	if (blk == NULL || blk->cap - blk->used < need) {
+		cap = need > 65536 ? need : 65536;
+		blk = calloc(1, sizeof(*blk) + cap);
+		if (blk == NULL)
+			return NULL;
+		blk->cap = cap;
+		blk->next = b->p->arena;
+		b->p->arena = blk;
+	}
+	blk->used += need;
+	return (char *)blk->data + blk->used - need;
+}
+
+static char *
+sim_plan_strdup(struct sim_build *b, const char *s)
+{
+	size_t n;
+	char *d;
+
+	if (s == NULL)
+		s = "";
+	n = strnlen(s, SIM_TEXT_MAX);
+	d = sim_plan_alloc(b, n + 1);
+	if (d != NULL) {
+		memcpy(d, s, n);
+		d[n] = '\0';
+	}
+	return d;
+}
+
+/* Release a program built by sim_plan_build (NULL is fine). */
+void
+sim_plan_free(sim_program *p)
+{
+	struct sim_arena_block *blk, *next;
+
+	if (p == NULL)
+		return;
+	for (blk = p->arena; blk != NULL; blk = next) {
+		next = blk->next;
+		free(blk);
+	}
+	free(p);
+}
+
+/* ------------------------------------------------------------ errors */
+
+static const char *
+sim_plan_file(struct sim_build *b, const Nkir__V1__Loc *loc)
+{
+	if (loc == NULL || loc->file >= b->k->n_files ||
+	    b->k->files[loc->file] == NULL)
+		return "<unknown>";
+	return b->k->files[loc->file];
+}
+
+static int __attribute__((format(printf, 4, 5)))
+sim_plan_err(struct sim_build *b, const Nkir__V1__Loc *loc, int code,
+    const char *fmt, ...)
+{
+	char msg[sizeof(b->diag->msg)];
+	va_list ap;
+
+	if (loc == NULL)
+		loc = b->k->loc;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	sim_diag_set(b->diag, "%s (%s:%u)", msg, sim_plan_file(b, loc),
+	    loc != NULL ? loc->line : 0);
+	return code;
+}
+
+static void
+sim_plan_shape_str(char *buf, size_t len, const char *name, int rank,
+    const uint64_t *shape)
+{
+	size_t n = (size_t)snprintf(buf, len, "%s[", name);
+
+	for (int i = 0; i < rank && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%llu",
+		    i ? ", " : "", (unsigned long long)shape[i]);
+	if (n < len)
+		snprintf(buf + n, len - n, "]");
+}
+
+/* ------------------------------------------------------------ views */
+
+static int
+sim_plan_lin(struct sim_build *b, const Nkir__V1__Op *o,
+    const Nkir__V1__Affine *a, int rank, const uint64_t *shape,
+    struct sim_lin *out, sim_i128 *plo, sim_i128 *phi)
+{
+	sim_i128 lo, hi, abs, vlo, vhi, x, y;
+	uint32_t nt = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (a == NULL) {
+		*plo = *phi = 0;
+		return 0;
+	}
+	if (a->n_terms > SIM_TERMS_MAX)
+		return sim_plan_err(b, o->loc, SIM_ELIMIT,
+		    "affine expression with %zu terms exceeds the executor "
+		    "limit of %d", a->n_terms, SIM_TERMS_MAX);
+	if (a->constant > SIM_COEF_MAX || a->constant < -SIM_COEF_MAX)
+		return sim_plan_err(b, o->loc, SIM_ELIMIT,
+		    "index constant %lld is out of the executor's range",
+		    (long long)a->constant);
+	out->c = a->constant;
+	lo = hi = a->constant;
+	abs = a->constant < 0 ? -(sim_i128)a->constant : a->constant;
+	out->t = sim_plan_alloc(b, a->n_terms * sizeof(*out->t));
+	if (out->t == NULL)
+		return SIM_ENOMEM;
+	for (size_t i = 0; i < a->n_terms; i++) {
+		const Nkir__V1__Term *t = a->terms[i];
+
+		if (t == NULL)
+			return sim_plan_err(b, o->loc, SIM_EPARSE,
+			    "missing index term");
+		if (t->coef > SIM_COEF_MAX || t->coef < -SIM_COEF_MAX)
+			return sim_plan_err(b, o->loc, SIM_ELIMIT,
+			    "index coefficient %lld is out of the executor's "
+			    "range", (long long)t->coef);
+		switch (t->kind) {
+		case NKIR__V1__TERM_KIND__TERM_LOOP:
+			if (t->index >= b->p->nloopvars || !b->inscope[t->index])
+				return sim_plan_err(b, o->loc, SIM_EPARSE,
+				    "index uses loop variable %u outside its "
+				    "loop", t->index);
+			vlo = b->vlo[t->index];
+			vhi = b->vhi[t->index];
+			break;
+		case NKIR__V1__TERM_KIND__TERM_PROGRAM:
+			if ((int)t->index >= b->grid_rank)
+				return sim_plan_err(b, o->loc, SIM_EPARSE,
+				    "program_id(%u) is outside the launch grid",
+				    t->index);
+			vlo = 0;
+			vhi = (int)t->index < b->grid_rank ?
+			    (sim_i128)b->grid[t->index] - 1 : 0;
+			break;
+		case NKIR__V1__TERM_KIND__TERM_AXIS:
+			if ((int)t->index >= rank)
+				return sim_plan_err(b, o->loc, SIM_EPARSE,
+				    "index uses axis %u of a rank-%d access",
+				    t->index, rank);
+			vlo = 0;
+			vhi = (sim_i128)shape[t->index] - 1;
+			break;
+		default:
+			return sim_plan_err(b, o->loc, SIM_EPARSE,
+			    "invalid index term kind %d", (int)t->kind);
+		}
+		x = vlo * t->coef;
+		y = vhi * t->coef;
+		lo += x < y ? x : y;
+		hi += x < y ? y : x;
+		if (x < 0)
+			x = -x;
+		if (y < 0)
+			y = -y;
+		abs += x > y ? x : y;
+		if (abs > SIM_IDX_MAX)
+			return sim_plan_err(b, o->loc, SIM_ELIMIT,
+			    "index expression exceeds the executor's range");
+		if (t->kind == NKIR__V1__TERM_KIND__TERM_AXIS) {
+			out->ax[t->index] += t->coef;
+		} else {
+			out->t[nt].kind = t->kind;
+			out->t[nt].index = t->index;
+			out->t[nt].coef = t->coef;
+			nt++;
+		}
+	}
+	out->nt = nt;
+	*plo = lo;
+	*phi = hi;
+	return 0;
+}
+
+static bool
+sim_plan_is_chip(int space)
+{
+	return space == NKIR__V1__SPACE__SPACE_SBUF ||
+	    space == NKIR__V1__SPACE__SPACE_PSUM;
+}
+
+static int
+sim_plan_view(struct sim_build *b, const Nkir__V1__Op *o,
+    const Nkir__V1__Access *acc, struct sim_view *v, const char *arg)
+{
+	const struct sim_tinfo *ti;
+	uint64_t stride[SIM_MAX_RANK];
+	sim_i128 lo, hi;
+	int rc;
+
+	memset(v, 0, sizeof(*v));
+	if (acc == NULL)
+		return sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "operand '%s' of '%s' is missing", arg,
+		    sim_plan_opnames[o->kind]);
+	if (acc->tensor >= b->p->ntensors)
+		return sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "operand '%s' names tensor %u of %zu", arg, acc->tensor,
+		    b->p->ntensors);
+	ti = &b->p->tensors[acc->tensor];
+	v->tensor = acc->tensor;
+	if (acc->n_shape < 1 || acc->n_shape > SIM_MAX_RANK)
+		return sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "operand '%s' has rank %zu (1 to %d)", arg, acc->n_shape,
+		    SIM_MAX_RANK);
+	v->rank = (int)acc->n_shape;
+	v->nelem = 1;
+	for (int i = 0; i < v->rank; i++) {
+		if (acc->shape[i] < 1 || acc->shape[i] > SIM_DIM_MAX)
+			return sim_plan_err(b, o->loc, SIM_EPARSE,
+			    "operand '%s' has dimension %d of size %llu", arg,
+			    i, (unsigned long long)acc->shape[i]);
+		v->shape[i] = acc->shape[i];
+		if (v->nelem > SIM_ELEMS_MAX / acc->shape[i])
+			return sim_plan_err(b, o->loc, SIM_ELIMIT,
+			    "operand '%s' has too many elements", arg);
+		v->nelem *= acc->shape[i];
+	}
+	if (ti->chip && v->shape[0] > SIM_PMAX)
+		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "Size of partition dimension %llu exceeds architecture "
+		    "limitation of %d", (unsigned long long)v->shape[0],
+		    SIM_PMAX);
+	if ((int)acc->n_index != ti->rank)
+		return sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "operand '%s' indexes tensor `%s` of rank %d with %zu "
+		    "indices", arg, ti->name, ti->rank, acc->n_index);
+	if (acc->n_mask > SIM_MASKS_MAX)
+		return sim_plan_err(b, o->loc, SIM_ELIMIT,
+		    "operand '%s' has %zu masks (executor limit %d)", arg,
+		    acc->n_mask, SIM_MASKS_MAX);
+	stride[ti->rank - 1] = 1;
+	for (int d = ti->rank - 1; d > 0; d--)
+		stride[d - 1] = stride[d] * ti->shape[d];
+	v->ndim = ti->rank;
+	v->dim = sim_plan_alloc(b, (size_t)ti->rank * sizeof(*v->dim));
+	v->nmask = (int)acc->n_mask;
+	v->mask = sim_plan_alloc(b, acc->n_mask * sizeof(*v->mask) + 1);
+	if (v->dim == NULL || v->mask == NULL)
+		return SIM_ENOMEM;
+	for (int d = 0; d < ti->rank; d++) {
+		struct sim_lin *l = &v->dim[d];
+
+		rc = sim_plan_lin(b, o, acc->index[d], v->rank, v->shape, l,
+		    &lo, &hi);
+		if (rc)
+			return rc;
+		/* offset = sum stride[d] * index[d], modulo 2^64 */
+		v->off.c = (int64_t)((uint64_t)v->off.c +
+		    stride[d] * (uint64_t)l->c);
+		for (int a = 0; a < v->rank; a++)
+			v->off.ax[a] = (int64_t)((uint64_t)v->off.ax[a] +
+			    stride[d] * (uint64_t)l->ax[a]);
+		v->off.nt += l->nt;
+	}
+	v->off.t = sim_plan_alloc(b, v->off.nt * sizeof(*v->off.t));
+	if (v->off.t == NULL)
+		return SIM_ENOMEM;
+	v->off.nt = 0;
+	for (int d = 0; d < ti->rank; d++)
+		for (uint32_t i = 0; i < v->dim[d].nt; i++) {
+			struct sim_term t = v->dim[d].t[i];
+
+			t.coef = (int64_t)((uint64_t)t.coef * stride[d]);
+			v->off.t[v->off.nt++] = t;
+		}
+	for (int m = 0; m < v->nmask; m++) {
+		rc = sim_plan_lin(b, o, acc->mask[m], v->rank, v->shape,
+		    &v->mask[m], &lo, &hi);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static void
+sim_plan_lin_range(struct sim_build *b, const struct sim_lin *l, int rank,
+    const uint64_t *shape, sim_i128 *plo, sim_i128 *phi)
+{
+	sim_i128 lo = l->c, hi = l->c, x, y;
+
+	for (uint32_t i = 0; i < l->nt; i++) {
+		const struct sim_term *t = &l->t[i];
+
+		if (t->kind == NKIR__V1__TERM_KIND__TERM_LOOP) {
+			x = (sim_i128)b->vlo[t->index] * t->coef;
+			y = (sim_i128)b->vhi[t->index] * t->coef;
+		} else {
+			x = 0;
+			y = ((sim_i128)b->grid[t->index] - 1) * t->coef;
+		}
+		lo += x < y ? x : y;
+		hi += x < y ? y : x;
+	}
+	for (int a = 0; a < rank; a++) {
+		y = ((sim_i128)shape[a] - 1) * l->ax[a];
+		lo += y < 0 ? y : 0;
+		hi += y < 0 ? 0 : y;
+	}
+	*plo = lo;
+	*phi = hi;
+}
+
+/* Unmasked accesses must stay in bounds over the full ranges of loop
+ * variables, program ids and axes; masked ones are checked per element
+ * at run time (a mask on any access of an op masks the whole op). */
+static int
+sim_plan_bounds(struct sim_build *b, const Nkir__V1__Op *o,
+    const struct sim_view *v)
+{
+	const struct sim_tinfo *ti = &b->p->tensors[v->tensor];
+	sim_i128 lo, hi;
+
+	for (int d = 0; d < v->ndim; d++) {
+		sim_plan_lin_range(b, &v->dim[d], v->rank, v->shape, &lo, &hi);
+		if (lo < 0 || hi >= (sim_i128)ti->shape[d])
+			return sim_plan_err(b, o->loc, SIM_EINVAL,
+			    "Out-of-bound access for tensor `%s` on dimension "
+			    "%d: index range [%lld, %lld] exceed dimension size "
+			    "of %llu", ti->name, d, (long long)lo,
+			    (long long)hi, (unsigned long long)ti->shape[d]);
+	}
+	return 0;
+}
+
+static int
+sim_plan_space(struct sim_build *b, const Nkir__V1__Op *o,
+    const struct sim_view *v, const char *arg, bool want_chip,
+    int want_space)
+{
+	const struct sim_tinfo *ti = &b->p->tensors[v->tensor];
+	bool ok;
+
+	if (want_space)
+		ok = ti->space == want_space ||
+		    (want_space == NKIR__V1__SPACE__SPACE_HBM &&
+		    ti->space == NKIR__V1__SPACE__SPACE_SHARED_HBM);
+	else
+		ok = want_chip ? ti->chip : !ti->chip;
+	if (ok)
+		return 0;
+	return sim_plan_err(b, o->loc, SIM_EINVAL,
+	    "Expected operand '%s' of '%s' to be in address space '%s', but "
+	    "got a %s in '%s' instead", arg, sim_plan_opnames[o->kind],
+	    want_space ? sim_plan_spaces[want_space] :
+	    want_chip ? "sbuf" : "hbm", ti->chip ? "tile" : "tensor",
+	    sim_plan_spaces[ti->space]);
+}
+
+static int
+sim_plan_shape_eq(struct sim_build *b, const Nkir__V1__Op *o,
+    const char *an, int ar, const uint64_t *as, const char *bn, int br,
+    const uint64_t *bs)
+{
+	char sa[256], sb[256];
+	bool same = ar == br;
+
+	for (int i = 0; same && i < ar; i++)
+		same = as[i] == bs[i];
+	if (same)
+		return 0;
+	sim_plan_shape_str(sa, sizeof(sa), an, ar, as);
+	sim_plan_shape_str(sb, sizeof(sb), bn, br, bs);
+	if (as[0] != bs[0])
+		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "number of partitions (dimension 0 size of a tile) "
+		    "mismatch in parameters (%s, %s) of '%s'", sa, sb,
+		    sim_plan_opnames[o->kind]);
+	return sim_plan_err(b, o->loc, SIM_EINVAL,
+	    "shape mismatch in parameters (%s, %s) of '%s'", sa, sb,
+	    sim_plan_opnames[o->kind]);
+}
+
+/* An element-wise operand: an on-chip access of dst's shape, or a scalar
+ * where allowed. */
+static int
+sim_plan_operand(struct sim_build *b, const Nkir__V1__Op *o,
+    struct sim_op *op, int i, const char *arg, bool scalar_ok)
+{
+	const Nkir__V1__Operand *s = (size_t)i < o->n_src ? o->src[i] : NULL;
+	struct sim_operand *d = &op->src[i];
+	int rc;
+
+	if (s == NULL || s->value_case == NKIR__V1__OPERAND__VALUE__NOT_SET)
+		return sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "operand '%s' of '%s' is missing", arg,
+		    sim_plan_opnames[o->kind]);
+	if (s->value_case == NKIR__V1__OPERAND__VALUE_SCALAR) {
+		if (!scalar_ok)
+			return sim_plan_err(b, o->loc, SIM_EINVAL,
+			    "operand '%s' of '%s' must be a tile, not a "
+			    "scalar", arg, sim_plan_opnames[o->kind]);
+		d->scalar = true;
+		d->value = (float)s->scalar;
+		return 0;
+	}
+	if (s->value_case != NKIR__V1__OPERAND__VALUE_ACCESS)
+		return sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "operand '%s' of '%s' is malformed", arg,
+		    sim_plan_opnames[o->kind]);
+	rc = sim_plan_view(b, o, s->access, &d->v, arg);
+	if (rc)
+		return rc;
+	if (d->v.nmask)
+		op->masked = true;
+	return 0;
+}
+
+static int
+sim_plan_src_access(struct sim_build *b, const Nkir__V1__Op *o,
+    struct sim_op *op, int i, const char *arg)
+{
+	int rc = sim_plan_operand(b, o, op, i, arg, false);
+
+	return rc;
+}
+
+static int
+sim_plan_elementwise(struct sim_build *b, const Nkir__V1__Op *o,
+    struct sim_op *op, int nsrc, const char *const *args, bool scalar_ok)
+{
+	int rc;
+
+	for (int i = 0; i < nsrc; i++) {
+		rc = sim_plan_operand(b, o, op, i, args[i + 1], scalar_ok);
+		if (rc)
+			return rc;
+		if (op->src[i].scalar)
+			continue;
+		rc = sim_plan_space(b, o, &op->src[i].v, args[i + 1], true, 0);
+		if (rc)
+			return rc;
+		rc = sim_plan_shape_eq(b, o, args[0], op->dst.rank,
+		    op->dst.shape, args[i + 1], op->src[i].v.rank,
+		    op->src[i].v.shape);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static void
+sim_plan_lin_swap01(struct sim_lin *l)
+{
+	int64_t t = l->ax[0];
+
+	l->ax[0] = l->ax[1];
+	l->ax[1] = t;
+}
+
+/*
+ * True if an unmasked store through acc writes every element of its
+ * tensor: each dimension is `tile * var + axis` with var a step-1 loop
+ * from 0 or a program id, tile * trips == dim, every axis and var used
+ * once (the tiling of the tutorials). Such a tensor, if never read, needs
+ * no launch fill.
+ */
+static bool
+sim_plan_covers_dims(struct sim_build *b, const Nkir__V1__Access *acc,
+    const struct sim_tinfo *ti)
+{
+	uint32_t axes = 0, progs = 0;
+	uint8_t *seen = b->used;    /* scratch: bit 1 = used as tiling var */
+	bool ok = acc->n_shape == (size_t)ti->rank;
+
+	for (int d = 0; ok && d < ti->rank; d++) {
+		const Nkir__V1__Affine *a = acc->index[d];
+		const Nkir__V1__Term *ax = NULL, *v = NULL;
+		uint64_t tile, trips;
+
+		ok = a != NULL && a->constant == 0 && a->n_terms <= 2;
+		for (size_t i = 0; ok && i < a->n_terms; i++) {
+			const Nkir__V1__Term *t = a->terms[i];
+
+			if (t->kind == NKIR__V1__TERM_KIND__TERM_AXIS && !ax)
+				ax = t;
+			else if (t->kind != NKIR__V1__TERM_KIND__TERM_AXIS && !v)
+				v = t;
+			else
+				ok = false;
+		}
+		if (!ok || ax == NULL || ax->coef != 1 ||
+		    (axes & (1u << ax->index)))
+			return false;
+		axes |= 1u << ax->index;
+		tile = acc->shape[ax->index];
+		if (v == NULL) {
+			ok = tile == ti->shape[d];
+			continue;
+		}
+		if (v->coef != (int64_t)tile)
+			return false;
+		if (v->kind == NKIR__V1__TERM_KIND__TERM_PROGRAM) {
+			if (progs & (1u << v->index))
+				return false;
+			progs |= 1u << v->index;
+			trips = b->grid[v->index];
+		} else {
+			if (b->vstep[v->index] != 1 || b->vlo[v->index] != 0 ||
+			    (seen[v->index] & 2))
+				return false;
+			seen[v->index] |= 2;
+			trips = (uint64_t)b->vhi[v->index] + 1;
+		}
+		ok = tile * trips == ti->shape[d];
+	}
+	return ok;
+}
+
+static bool
+sim_plan_covers(struct sim_build *b, const Nkir__V1__Access *acc,
+    const struct sim_tinfo *ti)
+{
+	bool ok = sim_plan_covers_dims(b, acc, ti);
+
+	for (uint32_t i = 0; i < b->p->nloopvars; i++)
+		b->used[i] &= 1;
+	return ok;
+}
+
+/* ------------------------------------------------------------ ops */
+
+static int sim_plan_body(struct sim_build *b, Nkir__V1__Op *const *ops,
+    size_t n, struct sim_op **out);
+static bool sim_plan_fusable(const struct sim_op *op);
+static bool sim_plan_view_same(const struct sim_view *a,
+    const struct sim_view *b);
+
+static uint64_t
+sim_plan_mul_sat(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	if (__builtin_mul_overflow(a, b, &r))
+		return UINT64_MAX;
+	return r;
+}
+
+static int
+sim_plan_loop(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
+{
+	const Nkir__V1__Loop *l = o->loop;
+	sim_i128 trips;
+	int rc;
+
+	if (l == NULL)
+		return sim_plan_err(b, o->loc, SIM_EPARSE, "loop op has no loop");
+	if (l->var >= b->p->nloopvars)
+		return sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "loop variable %u is out of range (%u variables)", l->var,
+		    b->p->nloopvars);
+	if (b->used[l->var])
+		return sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "loop variable %u is bound by two loops", l->var);
+	if (l->kind < NKIR__V1__LOOP_KIND__LOOP_AFFINE ||
+	    l->kind > NKIR__V1__LOOP_KIND__LOOP_STATIC)
+		return sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "invalid loop kind %d", (int)l->kind);
+	if (l->step == 0)
+		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "range() arg 3 must not be zero");
+	if (l->start > SIM_COEF_MAX || l->start < -SIM_COEF_MAX ||
+	    l->stop > SIM_COEF_MAX || l->stop < -SIM_COEF_MAX ||
+	    l->step > SIM_COEF_MAX || l->step < -SIM_COEF_MAX)
+		return sim_plan_err(b, o->loc, SIM_ELIMIT,
+		    "loop bounds are out of the executor's range");
+	if (b->depth >= SIM_DEPTH_MAX)
+		return sim_plan_err(b, o->loc, SIM_ELIMIT,
+		    "loops nested deeper than %d", SIM_DEPTH_MAX);
+	if (l->step > 0)
+		trips = l->start < l->stop ?
+		    ((sim_i128)l->stop - l->start + l->step - 1) / l->step : 0;
+	else
+		trips = l->start > l->stop ?
+		    ((sim_i128)l->start - l->stop - l->step - 1) / -l->step : 0;
+	op->var = l->var;
+	op->start = l->start;
+	op->step = l->step;
+	op->trips = (uint64_t)trips;
+	b->used[l->var] = 1;
+	b->inscope[l->var] = 1;
+	if (trips == 0) {
+		b->vlo[l->var] = b->vhi[l->var] = l->start;
+		b->dead++;
+	} else {
+		int64_t last = (int64_t)(l->start + (trips - 1) * l->step);
+
+		b->vlo[l->var] = l->step > 0 ? l->start : last;
+		b->vhi[l->var] = l->step > 0 ? last : l->start;
+	}
+	b->vstep[l->var] = l->step;
+	b->depth++;
+	{
+		uint64_t saved = b->trips;
+
+		b->trips = sim_plan_mul_sat(b->trips, (uint64_t)trips);
+		rc = sim_plan_body(b, l->body, l->n_body, &op->body);
+		b->trips = saved;
+	}
+	b->depth--;
+	if (trips == 0)
+		b->dead--;
+	b->inscope[l->var] = 0;
+	op->nbody = l->n_body;
+	return rc;
+}
+
+static bool
+sim_plan_reduce_alu_ok(int alu)
+{
+	switch (alu) {
+	case NKIR__V1__ALU_OP__ALU_ADD:
+	case NKIR__V1__ALU_OP__ALU_MULTIPLY:
+	case NKIR__V1__ALU_OP__ALU_MAXIMUM:
+	case NKIR__V1__ALU_OP__ALU_MINIMUM:
+	case NKIR__V1__ALU_OP__ALU_MEAN:
+	case NKIR__V1__ALU_OP__ALU_VAR:
+	case NKIR__V1__ALU_OP__ALU_LOGICAL_AND:
+	case NKIR__V1__ALU_OP__ALU_LOGICAL_OR:
+	case NKIR__V1__ALU_OP__ALU_LOGICAL_XOR:
+	case NKIR__V1__ALU_OP__ALU_BITWISE_AND:
+	case NKIR__V1__ALU_OP__ALU_BITWISE_OR:
+	case NKIR__V1__ALU_OP__ALU_BITWISE_XOR:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int
+sim_plan_reduce(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
+{
+	const struct sim_view *s;
+	uint64_t want[SIM_MAX_RANK];
+	int rc;
+
+	rc = sim_plan_src_access(b, o, op, 0, "data");
+	if (rc)
+		return rc;
+	s = &op->src[0].v;
+	if ((rc = sim_plan_space(b, o, s, "data", true, 0)))
+		return rc;
+	if (!sim_plan_reduce_alu_ok(o->alu))
+		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "unsupported reduce operator %d in 'tensor_reduce'",
+		    (int)o->alu);
+	if (o->n_axes == 0)
+		return sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "'tensor_reduce' has no axes");
+	for (size_t i = 0; i < o->n_axes; i++) {
+		uint32_t a = o->axes[i];
+
+		if (a == 0)
+			return sim_plan_err(b, o->loc, SIM_EINVAL,
+			    "reduction along the partition dimension (axis "
+			    "0) is not supported; reduce axes must be free "
+			    "dimensions");
+		if ((int)a >= s->rank)
+			return sim_plan_err(b, o->loc, SIM_EINVAL,
+			    "reduce axis %u is out of range for a tile of "
+			    "rank %d", a, s->rank);
+		if (op->axes & (1u << a))
+			return sim_plan_err(b, o->loc, SIM_EINVAL,
+			    "reduce axis %u is repeated", a);
+		op->axes |= 1u << a;
+	}
+	for (int a = 0; a < s->rank; a++)
+		want[a] = (op->axes & (1u << a)) ? 1 : s->shape[a];
+	if ((rc = sim_plan_shape_eq(b, o, "dst", op->dst.rank, op->dst.shape,
+	    "data", s->rank, want)))
+		return rc;
+	op->rank = s->rank;
+	memcpy(op->shape, s->shape, sizeof(op->shape));
+	if (op->dst.nelem * 3 + 16 > (1ull << 28))
+		return sim_plan_err(b, o->loc, SIM_ELIMIT,
+		    "reduce result too large for the executor");
+	if (b->p->scratch_max < op->dst.nelem * 3)
+		b->p->scratch_max = op->dst.nelem * 3;
+	return 0;
+}
+
+static int
+sim_plan_matmul(struct sim_build *b, const Nkir__V1__Op *o,
+    struct sim_op *op)
+{
+	const struct sim_view *x, *y, *d = &op->dst;
+	const struct sim_tinfo *dt = &b->p->tensors[d->tensor];
+	uint64_t K, M, N, want[2];
+	char sa[256], sb[256];
+	int rc;
+
+	if ((rc = sim_plan_space(b, o, d, "dst", true,
+	    NKIR__V1__SPACE__SPACE_PSUM)))
+		return rc;
+	if (dt->dtype != SIM_DT_FLOAT32)
+		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "Expected operand 'dst' of 'matmul' to have dtype "
+		    "float32, but got %s instead", sim_dtype_name(dt->dtype));
+	if ((rc = sim_plan_src_access(b, o, op, 0, "stationary")) ||
+	    (rc = sim_plan_src_access(b, o, op, 1, "moving")))
+		return rc;
+	x = &op->src[0].v;
+	y = &op->src[1].v;
+	if ((rc = sim_plan_space(b, o, x, "stationary", true,
+	    NKIR__V1__SPACE__SPACE_SBUF)) ||
+	    (rc = sim_plan_space(b, o, y, "moving", true,
+	    NKIR__V1__SPACE__SPACE_SBUF)))
+		return rc;
+	if (x->rank != 2 || y->rank != 2 || d->rank != 2)
+		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "'matmul' operands must be 2-D tiles");
+	K = o->transpose_x ? x->shape[0] : x->shape[1];
+	M = o->transpose_x ? x->shape[1] : x->shape[0];
+	N = y->shape[1];
+	if (K != y->shape[0]) {
+		sim_plan_shape_str(sa, sizeof(sa), "stationary", 2, x->shape);
+		sim_plan_shape_str(sb, sizeof(sb), "moving", 2, y->shape);
+		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "contraction dimension mismatch in parameters (%s, %s) "
+		    "of 'matmul'", sa, sb);
+	}
+	if (K > SIM_PMAX)
+		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "Size of partition dimension %llu exceeds architecture "
+		    "limitation of %d", (unsigned long long)K, SIM_PMAX);
+	if (M > SIM_MM_STAT_FMAX)
+		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "Size of stationary free dimension %llu exceeds "
+		    "architecture limitation of %d (gemm_stationary_fmax)",
+		    (unsigned long long)M, SIM_MM_STAT_FMAX);
+	if (N > SIM_MM_MOVE_FMAX)
+		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "Size of moving free dimension %llu exceeds architecture "
+		    "limitation of %d (gemm_moving_fmax)",
+		    (unsigned long long)N, SIM_MM_MOVE_FMAX);
+	want[0] = M;
+	want[1] = N;
+	if ((rc = sim_plan_shape_eq(b, o, "dst", 2, d->shape, "result", 2,
+	    want)))
+		return rc;
+	if (op->masked || d->nmask)
+		op->masked = true;
+	if (b->p->scratch_max < K * M + K * N + M * N)
+		b->p->scratch_max = K * M + K * N + M * N;
+	return 0;
+}
+
+static int
+sim_plan_transpose(struct sim_build *b, const Nkir__V1__Op *o,
+    struct sim_op *op)
+{
+	struct sim_view *s;
+	uint64_t want[2], t, lim;
+	int rc;
+
+	if ((rc = sim_plan_src_access(b, o, op, 0, "data")))
+		return rc;
+	s = &op->src[0].v;
+	if ((rc = sim_plan_space(b, o, s, "data", true, 0)))
+		return rc;
+	if (s->rank != 2 || op->dst.rank != 2)
+		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "'transpose' expects 2-D tiles, got rank %d", s->rank);
+	lim = o->engine == NKIR__V1__ENGINE__ENGINE_VECTOR ? 32 : SIM_PMAX;
+	if (s->shape[0] > lim || s->shape[1] > lim)
+		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "'transpose' of a [%llu, %llu] tile exceeds the %s "
+		    "engine limitation of %llux%llu",
+		    (unsigned long long)s->shape[0],
+		    (unsigned long long)s->shape[1],
+		    lim == 32 ? "vector" : "tensor",
+		    (unsigned long long)lim, (unsigned long long)lim);
+	want[0] = s->shape[1];
+	want[1] = s->shape[0];
+	if ((rc = sim_plan_shape_eq(b, o, "dst", 2, op->dst.shape, "data.T",
+	    2, want)))
+		return rc;
+	/* express the source in dst's iteration space: swap its axes */
+	t = s->shape[0];
+	s->shape[0] = s->shape[1];
+	s->shape[1] = t;
+	sim_plan_lin_swap01(&s->off);
+	for (int d = 0; d < s->ndim; d++)
+		sim_plan_lin_swap01(&s->dim[d]);
+	for (int m = 0; m < s->nmask; m++)
+		sim_plan_lin_swap01(&s->mask[m]);
+	return 0;
+}
+
+static int
+sim_plan_bn(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
+{
+	const struct sim_view *s;
+	uint64_t want[2];
+	int rc;
+
+	if ((rc = sim_plan_src_access(b, o, op, 0, "data")))
+		return rc;
+	s = &op->src[0].v;
+	if ((rc = sim_plan_space(b, o, s, "data", true, 0)))
+		return rc;
+	if (s->rank != 2 || op->dst.rank != 2)
+		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "'%s' expects 2-D tiles [partition, free]",
+		    sim_plan_opnames[o->kind]);
+	want[0] = s->shape[0];
+	if (o->kind == NKIR__V1__OP_KIND__OP_BN_STATS) {
+		want[1] = 6 * ((s->shape[1] + SIM_BN_FMAX - 1) / SIM_BN_FMAX);
+	} else {
+		if (s->shape[1] % 3)
+			return sim_plan_err(b, o->loc, SIM_EINVAL,
+			    "the free size %llu of 'data' of 'bn_aggr' must "
+			    "be a multiple of 3",
+			    (unsigned long long)s->shape[1]);
+		want[1] = 2;
+	}
+	if ((rc = sim_plan_shape_eq(b, o, "dst", 2, op->dst.shape, "stats",
+	    2, want)))
+		return rc;
+	if (op->dst.nmask)
+		op->masked = true;
+	if (b->p->scratch_max < s->nelem + op->dst.nelem)
+		b->p->scratch_max = s->nelem + op->dst.nelem;
+	return 0;
+}
+
+static int
+sim_plan_op(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
+{
+	static const char *const ld[] = { "dst", "src" };
+	static const char *const st[] = { "dst", "value" };
+	static const char *const tt[] = { "dst", "data1", "data2" };
+	static const char *const ac[] = { "dst", "data", "bias" };
+	static const char *const se[] = { "dst", "predicate", "on_true",
+	    "on_false" };
+	bool dst_chip = true;
+	int kind = o->kind, rc, nsrc = 0;
+
+	if (kind < NKIR__V1__OP_KIND__OP_ALLOC ||
+	    kind > NKIR__V1__OP_KIND__OP_BN_AGGR)
+		return sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "unknown op kind %d", kind);
+	if (o->loc != NULL && o->loc->file >= b->k->n_files &&
+	    b->k->n_files > 0)
+		return sim_plan_err(b, NULL, SIM_EPARSE,
+		    "op location names file %u of %zu", o->loc->file,
+		    b->k->n_files);
+	if (++b->nops > SIM_OPS_MAX)
+		return sim_plan_err(b, o->loc, SIM_ELIMIT,
+		    "kernel has more than %d ops", SIM_OPS_MAX);
+	op->kind = kind;
+	op->line = o->loc != NULL ? o->loc->line : 0;
+	op->file = sim_plan_strdup(b, sim_plan_file(b, o->loc));
+	if (op->file == NULL)
+		return SIM_ENOMEM;
+	if (o->n_src > 3)
+		return sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "'%s' has %zu operands", sim_plan_opnames[kind], o->n_src);
+	if (kind == NKIR__V1__OP_KIND__OP_LOOP)
+		return sim_plan_loop(b, o, op);
+	if (kind != NKIR__V1__OP_KIND__OP_PRINT) {
+		rc = sim_plan_view(b, o, o->dst, &op->dst, "dst");
+		if (rc)
+			return rc;
+		op->has_dst = true;
+		op->masked = op->dst.nmask > 0;
+		op->rank = op->dst.rank;
+		memcpy(op->shape, op->dst.shape, sizeof(op->shape));
+		if (kind == NKIR__V1__OP_KIND__OP_STORE)
+			dst_chip = false;
+		if (kind != NKIR__V1__OP_KIND__OP_MATMUL &&
+		    (rc = sim_plan_space(b, o, &op->dst, "dst", dst_chip,
+		    kind == NKIR__V1__OP_KIND__OP_LOAD ?
+		    NKIR__V1__SPACE__SPACE_SBUF : 0)))
+			return rc;
+		b->p->tensors[op->dst.tensor].written = true;
+	}
+	switch (kind) {
+	case NKIR__V1__OP_KIND__OP_ALLOC: {
+		int dt = b->p->tensors[op->dst.tensor].dtype;
+
+		if (o->fill == NKIR__V1__FILL__FILL_UNINIT)
+			op->value = sim_dtype_uninit(dt);
+		else if (o->fill == NKIR__V1__FILL__FILL_ZERO)
+			op->value = 0.0f;
+		else if (o->fill == NKIR__V1__FILL__FILL_VALUE)
+			op->value = sim_dtype_round(dt, (float)o->value);
+		else
+			return sim_plan_err(b, o->loc, SIM_EPARSE,
+			    "invalid fill %d", (int)o->fill);
+		break;
+	}
+	case NKIR__V1__OP_KIND__OP_LOAD:
+	case NKIR__V1__OP_KIND__OP_STORE:
+	case NKIR__V1__OP_KIND__OP_COPY: {
+		const char *const *args = kind == NKIR__V1__OP_KIND__OP_STORE ?
+		    st : ld;
+
+		nsrc = 1;
+		if ((rc = sim_plan_src_access(b, o, op, 0, args[1])))
+			return rc;
+		if ((rc = sim_plan_space(b, o, &op->src[0].v, args[1],
+		    kind != NKIR__V1__OP_KIND__OP_LOAD,
+		    kind == NKIR__V1__OP_KIND__OP_LOAD ?
+		    NKIR__V1__SPACE__SPACE_HBM : 0)))
+			return rc;
+		if ((rc = sim_plan_shape_eq(b, o, "dst", op->dst.rank,
+		    op->dst.shape, args[1], op->src[0].v.rank,
+		    op->src[0].v.shape)))
+			return rc;
+		break;
+	}
+	case NKIR__V1__OP_KIND__OP_TENSOR_TENSOR:
+		nsrc = 2;
+		if (o->alu <= NKIR__V1__ALU_OP__ALU_INVALID ||
+		    o->alu > NKIR__V1__ALU_OP__ALU_RIGHT_SHIFT ||
+		    o->alu == NKIR__V1__ALU_OP__ALU_MEAN ||
+		    o->alu == NKIR__V1__ALU_OP__ALU_VAR)
+			return sim_plan_err(b, o->loc, SIM_EINVAL,
+			    "unsupported operator %d in 'tensor_tensor'",
+			    (int)o->alu);
+		if ((rc = sim_plan_elementwise(b, o, op, 2, tt, true)))
+			return rc;
+		break;
+	case NKIR__V1__OP_KIND__OP_ACTIVATION:
+		nsrc = o->n_src >= 2 ? 2 : 1;
+		if (o->act <= NKIR__V1__ACT_FUNC__ACT_INVALID ||
+		    o->act > NKIR__V1__ACT_FUNC__ACT_LOGICAL_NOT)
+			return sim_plan_err(b, o->loc, SIM_EINVAL,
+			    "unsupported activation function %d", (int)o->act);
+		if ((rc = sim_plan_elementwise(b, o, op, nsrc, ac, true)))
+			return rc;
+		op->scale = (float)o->scale;
+		break;
+	case NKIR__V1__OP_KIND__OP_REDUCE:
+		nsrc = 1;
+		if ((rc = sim_plan_reduce(b, o, op)))
+			return rc;
+		break;
+	case NKIR__V1__OP_KIND__OP_MATMUL:
+		nsrc = 2;
+		if ((rc = sim_plan_matmul(b, o, op)))
+			return rc;
+		break;
+	case NKIR__V1__OP_KIND__OP_TRANSPOSE:
+		nsrc = 1;
+		if ((rc = sim_plan_transpose(b, o, op)))
+			return rc;
+		break;
+	case NKIR__V1__OP_KIND__OP_IOTA: {
+		sim_i128 lo, hi;
+
+		if (o->expr == NULL)
+			return sim_plan_err(b, o->loc, SIM_EPARSE,
+			    "'iota' has no expression");
+		if ((rc = sim_plan_lin(b, o, o->expr, op->dst.rank,
+		    op->dst.shape, &op->expr, &lo, &hi)))
+			return rc;
+		break;
+	}
+	case NKIR__V1__OP_KIND__OP_SELECT:
+		nsrc = 3;
+		if ((rc = sim_plan_elementwise(b, o, op, 3, se, true)))
+			return rc;
+		break;
+	case NKIR__V1__OP_KIND__OP_PRINT:
+		nsrc = 1;
+		if ((rc = sim_plan_src_access(b, o, op, 0, "data")))
+			return rc;
+		op->text = sim_plan_strdup(b, o->text);
+		if (op->text == NULL)
+			return SIM_ENOMEM;
+		op->rank = op->src[0].v.rank;
+		memcpy(op->shape, op->src[0].v.shape, sizeof(op->shape));
+		break;
+	case NKIR__V1__OP_KIND__OP_BN_STATS:
+	case NKIR__V1__OP_KIND__OP_BN_AGGR:
+		nsrc = 1;
+		if ((rc = sim_plan_bn(b, o, op)))
+			return rc;
+		break;
+	}
+	op->nsrc = nsrc;
+	for (int i = 0; i < nsrc; i++) {
+		if (op->src[i].scalar)
+			continue;
+		b->p->tensors[op->src[i].v.tensor].read = true;
+		if (op->has_dst && sim_plan_fusable(op) &&
+		    op->src[i].v.tensor == op->dst.tensor &&
+		    !sim_plan_view_same(&op->src[i].v, &op->dst))
+			op->stage = true;
+	}
+	if (op->stage) {
+		if (op->dst.nelem > (1ull << 27))
+			return sim_plan_err(b, o->loc, SIM_ELIMIT,
+			    "in-place '%s' of %llu elements exceeds the "
+			    "executor limit", sim_plan_opnames[kind],
+			    (unsigned long long)op->dst.nelem);
+		if (b->p->scratch_max < op->dst.nelem * 2)
+			b->p->scratch_max = op->dst.nelem * 2;
+	}
+	if (!op->masked && !b->dead) {
+		if (op->has_dst && (rc = sim_plan_bounds(b, o, &op->dst)))
+			return rc;
+		if (kind == NKIR__V1__OP_KIND__OP_STORE &&
+		    sim_plan_covers(b, o->dst, &b->p->tensors[op->dst.tensor]))
+			b->p->tensors[op->dst.tensor].covered = true;
+		for (int i = 0; i < nsrc; i++)
+			if (!op->src[i].scalar &&
+			    (rc = sim_plan_bounds(b, o, &op->src[i].v)))
+				return rc;
+	}
+	if (kind == NKIR__V1__OP_KIND__OP_PRINT &&
+	    op->src[0].v.nelem > SIM_PRINT_MAX)
+		return sim_plan_err(b, o->loc, SIM_ELIMIT,
+		    "'device_print' of %llu elements exceeds the executor "
+		    "limit of %llu", (unsigned long long)op->src[0].v.nelem,
+		    (unsigned long long)SIM_PRINT_MAX);
+	{
+		uint64_t work = 1;
+
+		if (kind == NKIR__V1__OP_KIND__OP_MATMUL)
+			work = op->src[0].v.nelem * op->src[1].v.shape[1];
+		else if (kind == NKIR__V1__OP_KIND__OP_REDUCE)
+			work = op->src[0].v.nelem * 2;
+		else if (op->has_dst || nsrc > 0)
+			work = op->has_dst ? op->dst.nelem : op->src[0].v.nelem;
+		work = sim_plan_mul_sat(work, b->trips);
+		b->p->cost = b->p->cost + work < b->p->cost ? UINT64_MAX :
+		    b->p->cost + work;
+	}
+	op->alu = o->alu;
+	op->act = o->act;
+	op->accumulate = o->accumulate;
+	op->transpose_x = o->transpose_x;
+	op->engine = o->engine;
+	if (op->rank > 0 && op->shape[op->rank - 1] > b->p->row_max)
+		b->p->row_max = op->shape[op->rank - 1];
+	return 0;
+}
+
+/* ------------------------------------------------------------ fusion */
+
+static bool
+sim_plan_fusable(const struct sim_op *op)
+{
+	switch (op->kind) {
+	case NKIR__V1__OP_KIND__OP_ALLOC:
+	case NKIR__V1__OP_KIND__OP_LOAD:
+	case NKIR__V1__OP_KIND__OP_STORE:
+	case NKIR__V1__OP_KIND__OP_COPY:
+	case NKIR__V1__OP_KIND__OP_TENSOR_TENSOR:
+	case NKIR__V1__OP_KIND__OP_ACTIVATION:
+	case NKIR__V1__OP_KIND__OP_SELECT:
+	case NKIR__V1__OP_KIND__OP_IOTA:
+	case NKIR__V1__OP_KIND__OP_TRANSPOSE:
+		return !op->masked && !op->stage;
+	default:
+		return false;
+	}
+}
+
+static bool
+sim_plan_view_same(const struct sim_view *a, const struct sim_view *b)
+{
+	if (a->tensor != b->tensor || a->rank != b->rank ||
+	    a->off.c != b->off.c || a->off.nt != b->off.nt)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (a->shape[i] != b->shape[i] || a->off.ax[i] != b->off.ax[i])
+			return false;
+	for (uint32_t i = 0; i < a->off.nt; i++)
+		if (a->off.t[i].kind != b->off.t[i].kind ||
+		    a->off.t[i].index != b->off.t[i].index ||
+		    a->off.t[i].coef != b->off.t[i].coef)
+			return false;
+	return true;
+}
+
+/* Distinct points of the view's iteration space are distinct elements. */
+static bool
+sim_plan_view_injective(const struct sim_view *v)
+{
+	sim_i128 st[SIM_MAX_RANK], ext[SIM_MAX_RANK], span = 0;
+	int n = 0;
+
+	for (int a = 0; a < v->rank; a++) {
+		if (v->shape[a] == 1)
+			continue;
+		st[n] = v->off.ax[a] < 0 ? -(sim_i128)v->off.ax[a] :
+		    v->off.ax[a];
+		ext[n++] = (sim_i128)v->shape[a] - 1;
+	}
+	for (int i = 1; i < n; i++)        /* insertion sort by stride */
+		for (int j = i; j > 0 && st[j] < st[j - 1]; j--) {
+			sim_i128 t = st[j];
+
+			st[j] = st[j - 1];
+			st[j - 1] = t;
+			t = ext[j];
+			ext[j] = ext[j - 1];
+			ext[j - 1] = t;
+		}
+	for (int i = 0; i < n; i++) {
+		if (st[i] <= span)
+			return false;
+		span += st[i] * ext[i];
+	}
+	return true;
+}
+
+/* Running ops[0 .. k-1] row by row in lockstep equals running them in
+ * order when every tensor any of them writes is accessed by all of them
+ * through one and the same injective view (row i touches only row i). */
+static bool
+sim_plan_group_ok(const struct sim_op *ops, size_t k)
+{
+	for (size_t i = 0; i < k; i++) {
+		const struct sim_view *ref = &ops[i].dst;
+
+		if (!sim_plan_view_injective(ref))
+			return false;
+		for (size_t j = 0; j < k; j++) {
+			const struct sim_op *c = &ops[j];
+
+			if (!sim_plan_view_same(&c->dst, ref) &&
+			    c->dst.tensor == ref->tensor)
+				return false;
+			for (int s = 0; s < c->nsrc; s++)
+				if (!c->src[s].scalar &&
+				    c->src[s].v.tensor == ref->tensor &&
+				    !sim_plan_view_same(&c->src[s].v, ref))
+					return false;
+		}
+	}
+	return true;
+}
+
+static void
+sim_plan_fuse(struct sim_op *ops, size_t n)
+{
+	size_t i = 0, k;
+
+	while (i < n) {
+		if (!sim_plan_fusable(&ops[i])) {
+			i++;
+			continue;
+		}
+		for (k = 1; i + k < n && k < SIM_FUSE_MAX; k++) {
+			const struct sim_op *c = &ops[i + k];
+
+			if (!sim_plan_fusable(c) || c->rank != ops[i].rank ||
+			    memcmp(c->shape, ops[i].shape,
+			    sizeof(c->shape)) != 0 ||
+			    !sim_plan_group_ok(&ops[i], k + 1))
+				break;
+		}
+		if (k > 1)
+			ops[i].fuse = k;
+		i += k;
+	}
+}
+
+static int
+sim_plan_body(struct sim_build *b, Nkir__V1__Op *const *ops, size_t n,
+    struct sim_op **out)
+{
+	struct sim_op *body;
+	int rc;
+
+	if (n > SIM_OPS_MAX)
+		return sim_plan_err(b, NULL, SIM_ELIMIT,
+		    "kernel has more than %d ops", SIM_OPS_MAX);
+	body = sim_plan_alloc(b, n * sizeof(*body));
+	if (body == NULL)
+		return SIM_ENOMEM;
+	*out = body;
+	for (size_t i = 0; i < n; i++) {
+		if (ops[i] == NULL)
+			return sim_plan_err(b, NULL, SIM_EPARSE, "missing op");
+		rc = sim_plan_op(b, ops[i], &body[i]);
+		if (rc)
+			return rc;
+	}
+	sim_plan_fuse(body, n);
+	return 0;
+}
+
+/* ------------------------------------------------------------ kernel */
+
+static uint64_t
+sim_plan_sbuf_limit(const char *target)
+{
+	if (target != NULL && strcmp(target, "trn2") == 0)
+		return 224 * 1024;
+	if (target != NULL && strcmp(target, "trn3") == 0)
+		return 256 * 1024;
+	return 192 * 1024;
+}
+
+static int
+sim_plan_tensors(struct sim_build *b)
+{
+	const Nkir__V1__Kernel *k = b->k;
+	sim_program *p = b->p;
+	uint64_t tile_bytes = 0, hbm_bytes = 0;
+
+	if (k->n_tensors > SIM_TENSORS_MAX)
+		return sim_plan_err(b, NULL, SIM_ELIMIT,
+		    "kernel has %zu tensors (executor limit %d)", k->n_tensors,
+		    SIM_TENSORS_MAX);
+	p->ntensors = k->n_tensors;
+	p->tensors = sim_plan_alloc(b, k->n_tensors * sizeof(*p->tensors));
+	if (p->tensors == NULL)
+		return SIM_ENOMEM;
+	for (size_t i = 0; i < k->n_tensors; i++) {
+		const Nkir__V1__Tensor *t = k->tensors[i];
+		struct sim_tinfo *ti = &p->tensors[i];
+		const Nkir__V1__Loc *loc;
+		uint64_t free_elems = 1, sz;
+
+		if (t == NULL)
+			return sim_plan_err(b, NULL, SIM_EPARSE,
+			    "missing tensor %zu", i);
+		loc = t->loc;
+		if (loc != NULL && loc->file >= k->n_files && k->n_files > 0)
+			return sim_plan_err(b, NULL, SIM_EPARSE,
+			    "tensor %zu location names file %u of %zu", i,
+			    loc->file, k->n_files);
+		ti->name = sim_plan_strdup(b, t->name);
+		if (ti->name == NULL)
+			return SIM_ENOMEM;
+		ti->kind = t->kind;
+		ti->space = t->space;
+		ti->dtype = t->dtype;
+		ti->fill = t->fill;
+		if (sim_dtype_name(t->dtype) == NULL)
+			return sim_plan_err(b, loc, SIM_EPARSE,
+			    "tensor `%s` has invalid dtype %d", ti->name,
+			    (int)t->dtype);
+		if (t->space < NKIR__V1__SPACE__SPACE_HBM ||
+		    t->space > NKIR__V1__SPACE__SPACE_PSUM)
+			return sim_plan_err(b, loc, SIM_EPARSE,
+			    "tensor `%s` has invalid space %d", ti->name,
+			    (int)t->space);
+		ti->chip = sim_plan_is_chip(t->space);
+		switch (t->kind) {
+		case NKIR__V1__TENSOR_KIND__TENSOR_PARAM:
+		case NKIR__V1__TENSOR_KIND__TENSOR_HBM:
+			if (ti->chip)
+				return sim_plan_err(b, loc, SIM_EINVAL,
+				    "kernel argument or HBM tensor `%s` must "
+				    "be in address space 'hbm', not '%s'",
+				    ti->name, sim_plan_spaces[t->space]);
+			if (t->fill > NKIR__V1__FILL__FILL_ZERO)
+				return sim_plan_err(b, loc, SIM_EPARSE,
+				    "tensor `%s` has invalid fill %d",
+				    ti->name, (int)t->fill);
+			break;
+		case NKIR__V1__TENSOR_KIND__TENSOR_TILE:
+			if (!ti->chip)
+				return sim_plan_err(b, loc, SIM_EINVAL,
+				    "tile `%s` must be in 'sbuf' or 'psum', "
+				    "not '%s'", ti->name,
+				    sim_plan_spaces[t->space]);
+			break;
+		default:
+			return sim_plan_err(b, loc, SIM_EPARSE,
+			    "tensor `%s` has invalid kind %d", ti->name,
+			    (int)t->kind);
+		}
+		if (t->n_shape < 1 || t->n_shape > SIM_MAX_RANK)
+			return sim_plan_err(b, loc, SIM_EPARSE,
+			    "tensor `%s` has rank %zu (1 to %d)", ti->name,
+			    t->n_shape, SIM_MAX_RANK);
+		ti->rank = (int)t->n_shape;
+		ti->nelem = 1;
+		for (int d = 0; d < ti->rank; d++) {
+			if (t->shape[d] < 1 || t->shape[d] > SIM_DIM_MAX)
+				return sim_plan_err(b, loc, SIM_EPARSE,
+				    "tensor `%s` has dimension %d of size "
+				    "%llu", ti->name, d,
+				    (unsigned long long)t->shape[d]);
+			ti->shape[d] = t->shape[d];
+			if (ti->nelem > SIM_ELEMS_MAX / t->shape[d])
+				return sim_plan_err(b, loc, SIM_ELIMIT,
+				    "tensor `%s` has too many elements",
+				    ti->name);
+			ti->nelem *= t->shape[d];
+			if (d > 0)
+				free_elems *= t->shape[d];
+		}
+		sz = sim_dtype_size(ti->dtype);
+		if (ti->chip) {
+			if (ti->shape[0] > SIM_PMAX)
+				return sim_plan_err(b, loc, SIM_EINVAL,
+				    "Size of partition dimension %llu exceeds "
+				    "architecture limitation of %d",
+				    (unsigned long long)ti->shape[0],
+				    SIM_PMAX);
+			if (t->space == NKIR__V1__SPACE__SPACE_PSUM &&
+			    free_elems * sz > SIM_PSUM_PART_BYTES)
+				return sim_plan_err(b, loc, SIM_EINVAL,
+				    "PSUM tile `%s` needs %llu bytes per "
+				    "partition, which exceeds architecture "
+				    "limitation of %d (2KiB per partition)",
+				    ti->name,
+				    (unsigned long long)(free_elems * sz),
+				    SIM_PSUM_PART_BYTES);
+			if (t->space == NKIR__V1__SPACE__SPACE_SBUF &&
+			    free_elems * sz > sim_plan_sbuf_limit(k->target))
+				return sim_plan_err(b, loc, SIM_EINVAL,
+				    "SBUF tile `%s` needs %llu bytes per "
+				    "partition, which exceeds architecture "
+				    "limitation of %llu", ti->name,
+				    (unsigned long long)(free_elems * sz),
+				    (unsigned long long)
+				    sim_plan_sbuf_limit(k->target));
+			tile_bytes += ti->nelem * 4;
+			p->cost += ti->nelem;
+			if (tile_bytes > SIM_TILE_BYTES_MAX)
+				return sim_plan_err(b, loc, SIM_ELIMIT,
+				    "tiles of the kernel need more than %llu "
+				    "bytes", (unsigned long long)
+				    SIM_TILE_BYTES_MAX);
+		} else if (t->kind == NKIR__V1__TENSOR_KIND__TENSOR_HBM) {
+			hbm_bytes += ti->nelem * sz;
+			p->cost += ti->nelem;
+			if (hbm_bytes > SIM_HBM_BYTES_MAX)
+				return sim_plan_err(b, loc, SIM_ELIMIT,
+				    "HBM tensors of the kernel need more than "
+				    "%llu bytes", (unsigned long long)
+				    SIM_HBM_BYTES_MAX);
+		}
+	}
+	return 0;
+}
+
+static void
+sim_plan_sig(sim_sig *s, const char *name, const struct sim_tinfo *ti)
+{
+	s->name = name;
+	s->dtype = ti->dtype;
+	s->rank = ti->rank;
+	memcpy(s->shape, ti->shape, sizeof(s->shape));
+}
+
+static int
+sim_plan_signature(struct sim_build *b)
+{
+	const Nkir__V1__Kernel *k = b->k;
+	sim_program *p = b->p;
+
+	if (k->n_params > SIM_PARAMS_MAX || k->n_outputs > SIM_PARAMS_MAX)
+		return sim_plan_err(b, NULL, SIM_ELIMIT,
+		    "kernel has too many parameters or outputs");
+	p->nparams = k->n_params;
+	p->params = sim_plan_alloc(b, k->n_params * sizeof(*p->params));
+	p->param_tensor = sim_plan_alloc(b, k->n_params * sizeof(uint32_t));
+	p->noutputs = k->n_outputs;
+	p->outputs = sim_plan_alloc(b, k->n_outputs * sizeof(*p->outputs));
+	p->output_tensor = sim_plan_alloc(b, k->n_outputs * sizeof(uint32_t));
+	if (!p->params || !p->param_tensor || !p->outputs || !p->output_tensor)
+		return SIM_ENOMEM;
+	for (size_t i = 0; i < k->n_params; i++) {
+		const Nkir__V1__Param *pa = k->params[i];
+		char *name;
+
+		if (pa == NULL || pa->tensor >= p->ntensors ||
+		    p->tensors[pa->tensor].kind !=
+		    NKIR__V1__TENSOR_KIND__TENSOR_PARAM)
+			return sim_plan_err(b, NULL, SIM_EPARSE,
+			    "parameter %zu does not name a kernel argument "
+			    "tensor", i);
+		for (size_t j = 0; j < i; j++)
+			if (p->param_tensor[j] == pa->tensor)
+				return sim_plan_err(b, NULL, SIM_EPARSE,
+				    "parameters %zu and %zu name the same "
+				    "tensor", j, i);
+		name = sim_plan_strdup(b, pa->name);
+		if (name == NULL)
+			return SIM_ENOMEM;
+		p->param_tensor[i] = pa->tensor;
+		sim_plan_sig(&p->params[i], name, &p->tensors[pa->tensor]);
+	}
+	for (size_t i = 0; i < p->ntensors; i++) {
+		bool found = false;
+
+		if (p->tensors[i].kind != NKIR__V1__TENSOR_KIND__TENSOR_PARAM)
+			continue;
+		for (size_t j = 0; j < p->nparams; j++)
+			found = found || p->param_tensor[j] == i;
+		if (!found)
+			return sim_plan_err(b, NULL, SIM_EPARSE,
+			    "kernel argument tensor `%s` is not a parameter",
+			    p->tensors[i].name);
+	}
+	for (size_t i = 0; i < k->n_outputs; i++) {
+		uint32_t t = k->outputs[i];
+
+		if (t >= p->ntensors || p->tensors[t].chip)
+			return sim_plan_err(b, NULL, SIM_EPARSE,
+			    "output %zu does not name an HBM tensor", i);
+		p->output_tensor[i] = t;
+		sim_plan_sig(&p->outputs[i], p->tensors[t].name,
+		    &p->tensors[t]);
+	}
+	return 0;
+}
+
+/*
+ * Validate kernel k and build its program. On success *out is the program
+ * (free with sim_plan_free); on failure diag says why and the code is
+ * SIM_EPARSE, SIM_EINVAL, SIM_ELIMIT or SIM_ENOMEM.
+ */
+int
+sim_plan_build(const Nkir__V1__Kernel *k, sim_program **out, sim_diag *diag)
+{
+	struct sim_build b = { .k = k, .diag = diag };
+	sim_program *p;
+	size_t nv;
+	int rc;
+
+	*out = NULL;
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return SIM_ENOMEM;
+	b.p = p;
+	rc = SIM_ENOMEM;
+	p->name = sim_plan_strdup(&b, k->name);
+	if (p->name == NULL)
+		goto fail;
+	if (k->n_files > SIM_FILES_MAX) {
+		rc = sim_plan_err(&b, NULL, SIM_ELIMIT, "too many files");
+		goto fail;
+	}
+	if (k->loc != NULL && k->loc->file >= k->n_files && k->n_files > 0) {
+		rc = sim_plan_err(&b, NULL, SIM_EPARSE,
+		    "kernel location names a missing file");
+		goto fail;
+	}
+	p->nfiles = k->n_files;
+	p->files = sim_plan_alloc(&b, k->n_files * sizeof(char *));
+	if (p->files == NULL)
+		goto fail;
+	for (size_t i = 0; i < k->n_files; i++)
+		if ((p->files[i] = sim_plan_strdup(&b, k->files[i])) == NULL)
+			goto fail;
+	if (k->n_grid > SIM_GRID_RANK_MAX) {
+		rc = sim_plan_err(&b, NULL, SIM_ELIMIT,
+		    "launch grid of rank %zu (executor limit %d)", k->n_grid,
+		    SIM_GRID_RANK_MAX);
+		goto fail;
+	}
+	p->grid_rank = (int)k->n_grid;
+	p->nprograms = 1;
+	b.grid_rank = 1;
+	b.grid[0] = 1;
+	for (size_t i = 0; i < k->n_grid; i++) {
+		if (k->grid[i] < 1) {
+			rc = sim_plan_err(&b, NULL, SIM_EPARSE,
+			    "launch grid dimension %zu is 0", i);
+			goto fail;
+		}
+		p->grid[i] = k->grid[i];
+		b.grid[i] = k->grid[i];
+		p->nprograms *= k->grid[i];
+		if (p->nprograms > SIM_PROGRAMS_MAX) {
+			rc = sim_plan_err(&b, NULL, SIM_ELIMIT,
+			    "launch grid has more than %u programs",
+			    SIM_PROGRAMS_MAX);
+			goto fail;
+		}
+	}
+	if (k->n_grid > 0)
+		b.grid_rank = (int)k->n_grid;
+	if (k->num_loop_vars > SIM_LOOPVARS_MAX) {
+		rc = sim_plan_err(&b, NULL, SIM_ELIMIT,
+		    "kernel has %u loop variables (executor limit %d)",
+		    k->num_loop_vars, SIM_LOOPVARS_MAX);
+		goto fail;
+	}
+	p->nloopvars = k->num_loop_vars;
+	nv = p->nloopvars + 1;
+	b.used = calloc(nv, 1);
+	b.inscope = calloc(nv, 1);
+	b.vlo = calloc(nv, sizeof(int64_t));
+	b.vhi = calloc(nv, sizeof(int64_t));
+	b.vstep = calloc(nv, sizeof(int64_t));
+	if (!b.used || !b.inscope || !b.vlo || !b.vhi || !b.vstep)
+		goto fail;
+	if ((rc = sim_plan_tensors(&b)) || (rc = sim_plan_signature(&b)))
+		goto fail;
+	p->nbody = k->n_body;
+	b.trips = p->nprograms;
+	if ((rc = sim_plan_body(&b, k->body, k->n_body, &p->body)))
+		goto fail;
+	for (size_t i = 0; i < p->noutputs; i++) {
+		const struct sim_tinfo *ti = &p->tensors[p->output_tensor[i]];
+
+		if (!ti->written &&
+		    ti->kind == NKIR__V1__TENSOR_KIND__TENSOR_HBM) {
+			const Nkir__V1__Tensor *t =
+			    k->tensors[p->output_tensor[i]];
+
+			rc = sim_plan_err(&b, t->loc, SIM_EINVAL,
+			    "output tensor `%s` of kernel '%s' is never "
+			    "written", ti->name, p->name);
+			goto fail;
+		}
+	}
+	free(b.used);
+	free(b.inscope);
+	free(b.vlo);
+	free(b.vhi);
+	free(b.vstep);
+	*out = p;
+	return 0;
+fail:
+	if (rc == SIM_ENOMEM)
+		sim_diag_set(diag, "out of memory");
+	free(b.used);
+	free(b.inscope);
+	free(b.vlo);
+	free(b.vhi);
+	free(b.vstep);
+	sim_plan_free(p);
+	return rc;
+}

@@ -1,0 +1,1393 @@
+/*
+ * check_sim.c: unit tests of the NKIR executor (sim/): kernels built with
+ * protobuf-c structs, compiled, loaded and run, compared with values
+ * computed here.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nkir.pb-c.h"
+#include "sim/sim.h"
+
+/* ------------------------------------------------------------ builder */
+
+#define KB_MAX 64
+
+enum { L = NKIR__V1__TERM_KIND__TERM_LOOP, P = NKIR__V1__TERM_KIND__TERM_PROGRAM,
+    X = NKIR__V1__TERM_KIND__TERM_AXIS };
+
+struct kb {
+	Nkir__V1__Kernel k;
+	void *mem[4096];
+	size_t nmem;
+	Nkir__V1__Op ***body;       /* current body array */
+	size_t *nbody;
+	struct {
+		Nkir__V1__Op ***body;
+		size_t *nbody;
+	} stack[32];
+	int depth;
+	uint32_t line;              /* line of the next op */
+};
+
+static void *
+kb_alloc(struct kb *b, size_t n)
+{
+	void *p = calloc(1, n);
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_lt(b->nmem, 4096);
+	b->mem[b->nmem++] = p;
+	return p;
+}
+
+static Nkir__V1__Loc *
+kb_loc(struct kb *b, uint32_t line)
+{
+	Nkir__V1__Loc *l = kb_alloc(b, sizeof(*l));
+
+	nkir__v1__loc__init(l);
+	l->file = 0;
+	l->line = line;
+	return l;
+}
+
+static void
+kb_init(struct kb *b, const char *name)
+{
+	static char *files[] = { "kernel.py" };
+
+	memset(b, 0, sizeof(*b));
+	nkir__v1__kernel__init(&b->k);
+	b->k.name = (char *)name;
+	b->k.files = files;
+	b->k.n_files = 1;
+	b->k.loc = kb_loc(b, 1);
+	b->k.tensors = kb_alloc(b, KB_MAX * sizeof(void *));
+	b->k.params = kb_alloc(b, KB_MAX * sizeof(void *));
+	b->k.outputs = kb_alloc(b, KB_MAX * sizeof(uint32_t));
+	b->k.grid = kb_alloc(b, 8 * sizeof(uint32_t));
+	b->k.body = kb_alloc(b, KB_MAX * sizeof(void *));
+	b->body = &b->k.body;
+	b->nbody = &b->k.n_body;
+	b->line = 10;
+}
+
+static void
+kb_release(struct kb *b)
+{
+	for (size_t i = 0; i < b->nmem; i++)
+		free(b->mem[i]);
+}
+
+static uint32_t
+kb_tensor(struct kb *b, const char *name, int kind, int space, int dtype,
+    int rank, const uint64_t *shape)
+{
+	Nkir__V1__Tensor *t = kb_alloc(b, sizeof(*t));
+
+	nkir__v1__tensor__init(t);
+	t->name = (char *)name;
+	t->kind = kind;
+	t->space = space;
+	t->dtype = dtype;
+	t->n_shape = (size_t)rank;
+	t->shape = kb_alloc(b, sizeof(uint64_t) * (size_t)rank);
+	memcpy(t->shape, shape, sizeof(uint64_t) * (size_t)rank);
+	t->loc = kb_loc(b, b->line);
+	b->k.tensors[b->k.n_tensors] = t;
+	return (uint32_t)b->k.n_tensors++;
+}
+
+static uint32_t
+kb_param(struct kb *b, const char *name, int dtype, int rank,
+    const uint64_t *shape)
+{
+	uint32_t t = kb_tensor(b, name, NKIR__V1__TENSOR_KIND__TENSOR_PARAM,
+	    NKIR__V1__SPACE__SPACE_HBM, dtype, rank, shape);
+	Nkir__V1__Param *pa = kb_alloc(b, sizeof(*pa));
+
+	nkir__v1__param__init(pa);
+	pa->name = (char *)name;
+	pa->tensor = t;
+	b->k.params[b->k.n_params++] = pa;
+	return t;
+}
+
+static uint32_t
+kb_out(struct kb *b, const char *name, int dtype, int rank,
+    const uint64_t *shape)
+{
+	uint32_t t = kb_tensor(b, name, NKIR__V1__TENSOR_KIND__TENSOR_HBM,
+	    NKIR__V1__SPACE__SPACE_SHARED_HBM, dtype, rank, shape);
+
+	b->k.outputs[b->k.n_outputs++] = t;
+	return t;
+}
+
+static uint32_t
+kb_tile(struct kb *b, const char *name, int space, int dtype, int rank,
+    const uint64_t *shape)
+{
+	return kb_tensor(b, name, NKIR__V1__TENSOR_KIND__TENSOR_TILE, space,
+	    dtype, rank, shape);
+}
+
+/* constant + nt terms given as (kind, index, coef) triples */
+static Nkir__V1__Affine *
+kb_aff(struct kb *b, int64_t c, int nt, ...)
+{
+	Nkir__V1__Affine *a = kb_alloc(b, sizeof(*a));
+	va_list ap;
+
+	nkir__v1__affine__init(a);
+	a->constant = c;
+	a->n_terms = (size_t)nt;
+	a->terms = kb_alloc(b, sizeof(void *) * (size_t)(nt + 1));
+	va_start(ap, nt);
+	for (int i = 0; i < nt; i++) {
+		Nkir__V1__Term *t = kb_alloc(b, sizeof(*t));
+
+		nkir__v1__term__init(t);
+		t->kind = va_arg(ap, int);
+		t->index = (uint32_t)va_arg(ap, int);
+		t->coef = va_arg(ap, int64_t);
+		a->terms[i] = t;
+	}
+	va_end(ap);
+	return a;
+}
+
+#define AX(c, axis) kb_aff(b, (c), 1, X, (axis), (int64_t)1)
+
+/* access of tensor t: shape, then one Affine* per tensor dim */
+static Nkir__V1__Access *
+kb_acc(struct kb *b, uint32_t t, int rank, const uint64_t *shape, ...)
+{
+	Nkir__V1__Access *a = kb_alloc(b, sizeof(*a));
+	size_t trank = b->k.tensors[t]->n_shape;
+	va_list ap;
+
+	nkir__v1__access__init(a);
+	a->tensor = t;
+	a->n_shape = (size_t)rank;
+	a->shape = kb_alloc(b, sizeof(uint64_t) * (size_t)rank);
+	memcpy(a->shape, shape, sizeof(uint64_t) * (size_t)rank);
+	a->n_index = trank;
+	a->index = kb_alloc(b, sizeof(void *) * trank);
+	a->mask = kb_alloc(b, sizeof(void *) * 4);
+	va_start(ap, shape);
+	for (size_t i = 0; i < trank; i++)
+		a->index[i] = va_arg(ap, Nkir__V1__Affine *);
+	va_end(ap);
+	return a;
+}
+
+/* the whole of a rank-2 tensor, offset by (r0, c0) */
+static Nkir__V1__Access *
+kb_full2(struct kb *b, uint32_t t)
+{
+	const uint64_t *s = b->k.tensors[t]->shape;
+
+	return kb_acc(b, t, 2, s, AX(0, 0), AX(0, 1));
+}
+
+static void
+kb_mask(struct kb *b, Nkir__V1__Access *a, Nkir__V1__Affine *m)
+{
+	(void)b;
+	a->mask[a->n_mask++] = m;
+}
+
+static Nkir__V1__Op *
+kb_op(struct kb *b, int kind, Nkir__V1__Access *dst)
+{
+	Nkir__V1__Op *o = kb_alloc(b, sizeof(*o));
+
+	nkir__v1__op__init(o);
+	o->kind = kind;
+	o->loc = kb_loc(b, b->line);
+	o->dst = dst;
+	o->src = kb_alloc(b, sizeof(void *) * 4);
+	o->axes = kb_alloc(b, sizeof(uint32_t) * 8);
+	o->scale = 1.0;
+	o->acc_dtype = NKIR__V1__DTYPE__DT_FLOAT32;
+	ck_assert_uint_lt(*b->nbody, KB_MAX);
+	(*b->body)[(*b->nbody)++] = o;
+	return o;
+}
+
+static void
+kb_src(struct kb *b, Nkir__V1__Op *o, Nkir__V1__Access *a)
+{
+	Nkir__V1__Operand *s = kb_alloc(b, sizeof(*s));
+
+	nkir__v1__operand__init(s);
+	s->value_case = NKIR__V1__OPERAND__VALUE_ACCESS;
+	s->access = a;
+	o->src[o->n_src++] = s;
+}
+
+static void
+kb_scalar(struct kb *b, Nkir__V1__Op *o, double v)
+{
+	Nkir__V1__Operand *s = kb_alloc(b, sizeof(*s));
+
+	nkir__v1__operand__init(s);
+	s->value_case = NKIR__V1__OPERAND__VALUE_SCALAR;
+	s->scalar = v;
+	o->src[o->n_src++] = s;
+}
+
+static Nkir__V1__Op *
+kb_op1(struct kb *b, int kind, Nkir__V1__Access *dst, Nkir__V1__Access *s0)
+{
+	Nkir__V1__Op *o = kb_op(b, kind, dst);
+
+	kb_src(b, o, s0);
+	return o;
+}
+
+static Nkir__V1__Op *
+kb_alloc_op(struct kb *b, uint32_t t, int fill, double v)
+{
+	Nkir__V1__Op *o = kb_op(b, NKIR__V1__OP_KIND__OP_ALLOC,
+	    kb_acc(b, t, (int)b->k.tensors[t]->n_shape,
+	    b->k.tensors[t]->shape, AX(0, 0), AX(0, 1), AX(0, 2)));
+
+	o->fill = fill;
+	o->value = v;
+	return o;
+}
+
+static void
+kb_loop(struct kb *b, uint32_t var, int64_t start, int64_t stop, int64_t step)
+{
+	Nkir__V1__Op *o = kb_op(b, NKIR__V1__OP_KIND__OP_LOOP, NULL);
+	Nkir__V1__Loop *l = kb_alloc(b, sizeof(*l));
+
+	nkir__v1__loop__init(l);
+	l->var = var;
+	l->kind = NKIR__V1__LOOP_KIND__LOOP_AFFINE;
+	l->start = start;
+	l->stop = stop;
+	l->step = step;
+	l->body = kb_alloc(b, KB_MAX * sizeof(void *));
+	o->loop = l;
+	if (var + 1 > b->k.num_loop_vars)
+		b->k.num_loop_vars = var + 1;
+	b->stack[b->depth].body = b->body;
+	b->stack[b->depth].nbody = b->nbody;
+	b->depth++;
+	b->body = &l->body;
+	b->nbody = &l->n_body;
+}
+
+static void
+kb_end(struct kb *b)
+{
+	b->depth--;
+	b->body = b->stack[b->depth].body;
+	b->nbody = b->stack[b->depth].nbody;
+}
+
+static uint8_t *
+kb_pack(struct kb *b, size_t *len)
+{
+	uint8_t *buf;
+
+	*len = nkir__v1__kernel__get_packed_size(&b->k);
+	buf = malloc(*len + 1);
+	ck_assert_ptr_nonnull(buf);
+	nkir__v1__kernel__pack(&b->k, buf);
+	return buf;
+}
+
+/* compile + load; returns the sim code, message in diag */
+static int
+kb_build(struct kb *b, sim_program **prog, sim_diag *diag)
+{
+	size_t len, ilen;
+	uint8_t *ir = kb_pack(b, &len);
+	void *img;
+	int rc;
+
+	*prog = NULL;
+	memset(diag, 0, sizeof(*diag));
+	rc = sim_compile(ir, len, &img, &ilen, diag);
+	free(ir);
+	if (rc)
+		return rc;
+	rc = sim_program_load(img, ilen, prog, diag);
+	free(img);
+	return rc;
+}
+
+/* With SIM_CORPUS_DIR set, save the kernel as a fuzz seed. */
+static void
+kb_seed(struct kb *b)
+{
+	const char *dir = getenv("SIM_CORPUS_DIR");
+	static int n;
+	char path[512];
+	uint8_t *ir;
+	size_t len;
+	FILE *f;
+
+	if (dir == NULL)
+		return;
+	ir = kb_pack(b, &len);
+	snprintf(path, sizeof(path), "%s/%s-%d.nkir", dir, b->k.name, n++);
+	f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	fwrite(ir, 1, len, f);
+	fclose(f);
+	free(ir);
+}
+
+static sim_program *
+kb_program(struct kb *b)
+{
+	sim_program *p;
+	sim_diag d;
+	int rc = kb_build(b, &p, &d);
+
+	kb_seed(b);
+	ck_assert_msg(rc == 0, "build failed: %d %s", rc, d.msg);
+	return p;
+}
+
+static void
+kb_expect_error(struct kb *b, int code, const char *msg)
+{
+	sim_program *p;
+	sim_diag d;
+	int rc = kb_build(b, &p, &d);
+
+	ck_assert_int_eq(rc, code);
+	if (msg != NULL)
+		ck_assert_str_eq(d.msg, msg);
+	sim_program_free(p);
+}
+
+static sim_tensor
+kb_host(int dtype, int rank, const uint64_t *shape, void *data)
+{
+	sim_tensor t = { .dtype = dtype, .rank = rank, .data = data };
+	size_t n = 1;
+
+	for (int i = 0; i < rank; i++) {
+		t.shape[i] = shape[i];
+		n *= shape[i];
+	}
+	t.nbytes = n * sim_dtype_size(dtype);
+	return t;
+}
+
+static float *
+kb_randf(size_t n, unsigned seed)
+{
+	float *f = malloc(n * sizeof(float));
+
+	srand(seed);
+	for (size_t i = 0; i < n; i++)
+		f[i] = (float)(rand() % 2001 - 1000) / 64.0f;
+	return f;
+}
+
+#define F32 NKIR__V1__DTYPE__DT_FLOAT32
+#define BF16 NKIR__V1__DTYPE__DT_BFLOAT16
+#define SBUF NKIR__V1__SPACE__SPACE_SBUF
+#define PSUM NKIR__V1__SPACE__SPACE_PSUM
+#define OPK(x) NKIR__V1__OP_KIND__OP_##x
+#define SH(...) ((const uint64_t[]){ __VA_ARGS__ })
+
+/* ------------------------------------------------------------ core */
+
+/* c = a + b over [R, C] with [128, 512]-style tiles [TP, TF] in loops. */
+static void
+kb_tiled_add(struct kb *b, uint64_t R, uint64_t C, uint64_t TP, uint64_t TF,
+    bool spmd)
+{
+	uint32_t a, bb, c, ta, tb, tc;
+	Nkir__V1__Affine *r0, *c0, *r1, *c1, *r2, *c2;
+	Nkir__V1__Op *o;
+
+	kb_init(b, "tensor_add");
+	a = kb_param(b, "a", F32, 2, SH(R, C));
+	bb = kb_param(b, "b", F32, 2, SH(R, C));
+	c = kb_out(b, "c", F32, 2, SH(R, C));
+	ta = kb_tile(b, "a_tile", SBUF, F32, 2, SH(TP, TF));
+	tb = kb_tile(b, "b_tile", SBUF, F32, 2, SH(TP, TF));
+	tc = kb_tile(b, "c_tile", SBUF, F32, 2, SH(TP, TF));
+	if (spmd) {
+		b->k.n_grid = 2;
+		b->k.grid[0] = (uint32_t)(R / TP);
+		b->k.grid[1] = (uint32_t)(C / TF);
+	} else {
+		kb_loop(b, 0, 0, (int64_t)(R / TP), 1);
+		kb_loop(b, 1, 0, (int64_t)(C / TF), 1);
+	}
+#define IDX(r, c) do { \
+	int kind = spmd ? P : L; \
+	r = kb_aff(b, 0, 2, kind, 0, (int64_t)TP, X, 0, (int64_t)1); \
+	c = kb_aff(b, 0, 2, kind, 1, (int64_t)TF, X, 1, (int64_t)1); \
+} while (0)
+	IDX(r0, c0);
+	IDX(r1, c1);
+	IDX(r2, c2);
+	kb_op1(b, OPK(LOAD), kb_full2(b, ta), kb_acc(b, a, 2, SH(TP, TF), r0, c0));
+	kb_op1(b, OPK(LOAD), kb_full2(b, tb), kb_acc(b, bb, 2, SH(TP, TF), r1, c1));
+	o = kb_op1(b, OPK(TENSOR_TENSOR), kb_full2(b, tc), kb_full2(b, ta));
+	kb_src(b, o, kb_full2(b, tb));
+	o->alu = NKIR__V1__ALU_OP__ALU_ADD;
+	kb_op1(b, OPK(STORE), kb_acc(b, c, 2, SH(TP, TF), r2, c2),
+	    kb_full2(b, tc));
+	if (!spmd) {
+		kb_end(b);
+		kb_end(b);
+	}
+#undef IDX
+}
+
+static void
+kb_check_add(struct kb *b, uint64_t R, uint64_t C)
+{
+	sim_program *p = kb_program(b);
+	float *x = kb_randf(R * C, 1), *y = kb_randf(R * C, 2);
+	sim_tensor in[2] = { kb_host(F32, 2, SH(R, C), x),
+	    kb_host(F32, 2, SH(R, C), y) }, out[1];
+	sim_diag d;
+	int rc;
+
+	ck_assert_uint_eq(sim_program_nparams(p), 2);
+	ck_assert_str_eq(sim_program_param(p, 1)->name, "b");
+	rc = sim_run(p, in, 2, out, 1, NULL, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	ck_assert_int_eq(out[0].dtype, SIM_DT_FLOAT32);
+	ck_assert_uint_eq(out[0].nbytes, R * C * 4);
+	for (size_t i = 0; i < R * C; i++)
+		ck_assert_float_eq(((float *)out[0].data)[i], x[i] + y[i]);
+	sim_tensors_release(out, 1);
+	sim_program_free(p);
+	free(x);
+	free(y);
+	kb_release(b);
+}
+
+START_TEST(test_sim_tiled_add_loops)
+{
+	struct kb b;
+
+	kb_tiled_add(&b, 256, 1024, 128, 512, false);
+	kb_check_add(&b, 256, 1024);
+}
+END_TEST
+
+START_TEST(test_sim_spmd_grid)
+{
+	struct kb b;
+
+	kb_tiled_add(&b, 384, 64, 128, 32, true);
+	kb_check_add(&b, 384, 64);
+}
+END_TEST
+
+/* out[M, N] = sum over K chunks of lhs . rhs, with transpose_x either way */
+static void
+kb_matmul_case(bool transpose_x)
+{
+	enum { M = 64, K = 256, N = 96, KT = 128 };
+	struct kb kb, *b = &kb;
+	uint32_t lhs, rhs, out, tl, tr, ps, res;
+	float *x, *y, *got;
+	sim_tensor in[2], o[1];
+	sim_program *p;
+	sim_diag d;
+	Nkir__V1__Op *op;
+	int rc;
+
+	kb_init(b, "matmul");
+	/* lhs is x [M, K] or its transpose [K, M] */
+	lhs = transpose_x ? kb_param(b, "lhsT", F32, 2, SH(K, M)) :
+	    kb_param(b, "lhs", F32, 2, SH(M, K));
+	rhs = kb_param(b, "rhs", F32, 2, SH(K, N));
+	out = kb_out(b, "out", F32, 2, SH(M, N));
+	tl = transpose_x ? kb_tile(b, "lt", SBUF, F32, 2, SH(KT, M)) :
+	    kb_tile(b, "lt", SBUF, F32, 2, SH(M, KT));
+	tr = kb_tile(b, "rt", SBUF, F32, 2, SH(KT, N));
+	ps = kb_tile(b, "ps", PSUM, F32, 2, SH(M, N));
+	res = kb_tile(b, "res", SBUF, F32, 2, SH(M, N));
+	kb_alloc_op(b, ps, NKIR__V1__FILL__FILL_ZERO, 0);
+	kb_loop(b, 0, 0, K / KT, 1);
+	if (transpose_x)
+		kb_op1(b, OPK(LOAD), kb_full2(b, tl), kb_acc(b, lhs, 2,
+		    SH(KT, M), kb_aff(b, 0, 2, L, 0, (int64_t)KT, X, 0,
+		    (int64_t)1), AX(0, 1)));
+	else
+		kb_op1(b, OPK(LOAD), kb_full2(b, tl), kb_acc(b, lhs, 2,
+		    SH(M, KT), AX(0, 0), kb_aff(b, 0, 2, L, 0, (int64_t)KT,
+		    X, 1, (int64_t)1)));
+	kb_op1(b, OPK(LOAD), kb_full2(b, tr), kb_acc(b, rhs, 2, SH(KT, N),
+	    kb_aff(b, 0, 2, L, 0, (int64_t)KT, X, 0, (int64_t)1), AX(0, 1)));
+	op = kb_op1(b, OPK(MATMUL), kb_full2(b, ps), kb_full2(b, tl));
+	kb_src(b, op, kb_full2(b, tr));
+	op->accumulate = true;
+	op->transpose_x = transpose_x;
+	kb_end(b);
+	kb_op1(b, OPK(COPY), kb_full2(b, res), kb_full2(b, ps));
+	kb_op1(b, OPK(STORE), kb_full2(b, out), kb_full2(b, res));
+	p = kb_program(b);
+	x = kb_randf(M * K, 3);
+	y = kb_randf(K * N, 4);
+	in[0] = transpose_x ? kb_host(F32, 2, SH(K, M), x) :
+	    kb_host(F32, 2, SH(M, K), x);
+	in[1] = kb_host(F32, 2, SH(K, N), y);
+	rc = sim_run(p, in, 2, o, 1, NULL, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	got = o[0].data;
+	for (int m = 0; m < M; m++)
+		for (int n = 0; n < N; n++) {
+			double s = 0;
+
+			for (int k = 0; k < K; k++)
+				s += (double)(transpose_x ? x[k * M + m] :
+				    x[m * K + k]) * y[k * N + n];
+			ck_assert_double_eq_tol(got[m * N + n], s,
+			    1e-4 * (fabs(s) + 100));
+		}
+	sim_tensors_release(o, 1);
+	sim_program_free(p);
+	free(x);
+	free(y);
+	kb_release(b);
+}
+
+START_TEST(test_sim_matmul_transpose_x)
+{
+	kb_matmul_case(true);
+}
+END_TEST
+
+START_TEST(test_sim_matmul_plain)
+{
+	kb_matmul_case(false);
+}
+END_TEST
+
+/* reduce [4, 3, 5] along `axis` with keepdims, for alu */
+static void
+kb_reduce_case(int alu, uint32_t axis)
+{
+	struct kb kb, *b = &kb;
+	uint64_t ds[3] = { 4, 3, 5 };
+	uint32_t in, out, t, r;
+	float x[60], want[60], *got;
+	sim_tensor ti, to;
+	sim_program *p;
+	sim_diag d;
+	Nkir__V1__Op *o;
+	int rc;
+
+	ds[axis] = 1;
+	kb_init(b, "reduce");
+	in = kb_param(b, "x", F32, 3, SH(4, 3, 5));
+	out = kb_out(b, "y", F32, 3, ds);
+	t = kb_tile(b, "t", SBUF, F32, 3, SH(4, 3, 5));
+	r = kb_tile(b, "r", SBUF, F32, 3, ds);
+	kb_op1(b, OPK(LOAD), kb_acc(b, t, 3, SH(4, 3, 5), AX(0, 0), AX(0, 1),
+	    AX(0, 2)), kb_acc(b, in, 3, SH(4, 3, 5), AX(0, 0), AX(0, 1),
+	    AX(0, 2)));
+	o = kb_op1(b, OPK(REDUCE), kb_acc(b, r, 3, ds, AX(0, 0), AX(0, 1),
+	    AX(0, 2)), kb_acc(b, t, 3, SH(4, 3, 5), AX(0, 0), AX(0, 1),
+	    AX(0, 2)));
+	o->alu = alu;
+	o->axes[o->n_axes++] = axis;
+	kb_op1(b, OPK(STORE), kb_acc(b, out, 3, ds, AX(0, 0), AX(0, 1),
+	    AX(0, 2)), kb_acc(b, r, 3, ds, AX(0, 0), AX(0, 1), AX(0, 2)));
+	p = kb_program(b);
+	for (int i = 0; i < 60; i++)
+		x[i] = (float)((i * 7) % 11) - 3.0f;
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < (int)ds[1]; j++)
+			for (int k = 0; k < (int)ds[2]; k++) {
+				int nr = axis == 1 ? 3 : 5;
+				double s = 0, s2 = 0, mx = -INFINITY;
+
+				for (int q = 0; q < nr; q++) {
+					int jj = axis == 1 ? q : j;
+					int kk = axis == 2 ? q : k;
+					double v = x[i * 15 + jj * 5 + kk];
+
+					s += v;
+					mx = v > mx ? v : mx;
+				}
+				for (int q = 0; q < nr; q++) {
+					int jj = axis == 1 ? q : j;
+					int kk = axis == 2 ? q : k;
+					double v = x[i * 15 + jj * 5 + kk];
+
+					s2 += (v - s / nr) * (v - s / nr);
+				}
+				want[(i * ds[1] + j) * ds[2] + k] = (float)(
+				    alu == NKIR__V1__ALU_OP__ALU_ADD ? s :
+				    alu == NKIR__V1__ALU_OP__ALU_MEAN ? s / nr :
+				    alu == NKIR__V1__ALU_OP__ALU_VAR ? s2 / nr :
+				    mx);
+			}
+	ti = kb_host(F32, 3, SH(4, 3, 5), x);
+	rc = sim_run(p, &ti, 1, &to, 1, NULL, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	ck_assert_int_eq(to.rank, 3);
+	ck_assert_uint_eq(to.shape[axis], 1);
+	got = to.data;
+	for (size_t i = 0; i < 4 * ds[1] * ds[2]; i++)
+		ck_assert_float_eq_tol(got[i], want[i], 1e-4);
+	sim_tensors_release(&to, 1);
+	sim_program_free(p);
+	kb_release(b);
+}
+
+START_TEST(test_sim_reduce_keepdims)
+{
+	kb_reduce_case(NKIR__V1__ALU_OP__ALU_ADD, 2);
+	kb_reduce_case(NKIR__V1__ALU_OP__ALU_ADD, 1);
+	kb_reduce_case(NKIR__V1__ALU_OP__ALU_MAXIMUM, 2);
+	kb_reduce_case(NKIR__V1__ALU_OP__ALU_MEAN, 1);
+	kb_reduce_case(NKIR__V1__ALU_OP__ALU_VAR, 2);
+}
+END_TEST
+
+/* fp32 values through a bf16 tile and a bf16 output: round to even */
+START_TEST(test_sim_bf16_round_nearest_even)
+{
+	struct kb kb, *b = &kb;
+	float x[8] = {
+		1.0f + 0x1p-8f,             /* tie -> 1.0 (even) */
+		1.0f + 3 * 0x1p-8f,         /* tie -> 1 + 2^-6 (even) */
+		1.0f + 0x1p-8f + 0x1p-20f,  /* above tie -> up */
+		-1.0f - 0x1p-8f,
+		65504.0f, 3.0e38f, 1e-40f, 0.0f,
+	};
+	uint16_t want[8] = { 0x3f80, 0x3f82, 0x3f81, 0xbf80, 0x4780, 0x7f62,
+	    0x0001, 0x0000 };
+	uint32_t in, out, t;
+	sim_tensor ti, to;
+	sim_program *p;
+	sim_diag d;
+	int rc;
+
+	kb_init(b, "round");
+	in = kb_param(b, "x", F32, 2, SH(1, 8));
+	out = kb_out(b, "y", BF16, 2, SH(1, 8));
+	t = kb_tile(b, "t", SBUF, BF16, 2, SH(1, 8));
+	kb_op1(b, OPK(LOAD), kb_full2(b, t), kb_full2(b, in));
+	kb_op1(b, OPK(STORE), kb_full2(b, out), kb_full2(b, t));
+	p = kb_program(b);
+	ti = kb_host(F32, 2, SH(1, 8), x);
+	rc = sim_run(p, &ti, 1, &to, 1, NULL, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	ck_assert_int_eq(to.dtype, SIM_DT_BFLOAT16);
+	ck_assert_uint_eq(to.nbytes, 16);
+	for (int i = 0; i < 8; i++)
+		ck_assert_msg(((uint16_t *)to.data)[i] == want[i],
+		    "element %d: %04x != %04x", i, ((uint16_t *)to.data)[i],
+		    want[i]);
+	sim_tensors_release(&to, 1);
+	sim_program_free(p);
+	kb_release(b);
+}
+END_TEST
+
+/* Uninitialized HBM and tiles read as NaN; int tiles as the minimum. */
+START_TEST(test_sim_nan_fill_visible)
+{
+	struct kb kb, *b = &kb;
+	uint32_t out, out8, t, t8;
+	sim_tensor to[2];
+	sim_program *p;
+	sim_diag d;
+	int rc;
+
+	kb_init(b, "uninit");
+	out = kb_out(b, "y", F32, 2, SH(4, 8));
+	out8 = kb_out(b, "z", NKIR__V1__DTYPE__DT_INT8, 2, SH(4, 8));
+	t = kb_tile(b, "t", SBUF, F32, 2, SH(4, 4));
+	t8 = kb_tile(b, "t8", SBUF, NKIR__V1__DTYPE__DT_INT8, 2, SH(4, 8));
+	kb_alloc_op(b, t, NKIR__V1__FILL__FILL_UNINIT, 0);
+	kb_alloc_op(b, t8, NKIR__V1__FILL__FILL_UNINIT, 0);
+	/* only the left half of y is stored, from an uninitialized tile */
+	kb_op1(b, OPK(STORE), kb_acc(b, out, 2, SH(4, 4), AX(0, 0), AX(0, 1)),
+	    kb_full2(b, t));
+	kb_op1(b, OPK(STORE), kb_full2(b, out8), kb_full2(b, t8));
+	p = kb_program(b);
+	rc = sim_run(p, NULL, 0, to, 2, NULL, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	for (int i = 0; i < 32; i++) {
+		ck_assert(isnan(((float *)to[0].data)[i]));
+		ck_assert_int_eq(((int8_t *)to[1].data)[i], -128);
+	}
+	sim_tensors_release(to, 2);
+	sim_program_free(p);
+	kb_release(b);
+}
+END_TEST
+
+/* 200 rows in two 128-row tiles: the second tile is masked to 72 rows. */
+START_TEST(test_sim_masked_tail)
+{
+	struct kb kb, *b = &kb;
+	uint32_t in, out, t;
+	Nkir__V1__Access *src, *dst;
+	float x[200 * 4];
+	sim_tensor ti, to;
+	sim_program *p;
+	sim_diag d;
+	Nkir__V1__Op *o;
+	int rc;
+
+	kb_init(b, "masked");
+	in = kb_param(b, "x", F32, 2, SH(200, 4));
+	out = kb_out(b, "y", F32, 2, SH(200, 4));
+	t = kb_tile(b, "t", SBUF, F32, 2, SH(128, 4));
+	kb_loop(b, 0, 0, 2, 1);
+	src = kb_acc(b, in, 2, SH(128, 4), kb_aff(b, 0, 2, L, 0,
+	    (int64_t)128, X, 0, (int64_t)1), AX(0, 1));
+	/* 199 - (128 i + p) >= 0 */
+	kb_mask(b, src, kb_aff(b, 199, 2, L, 0, (int64_t)-128, X, 0,
+	    (int64_t)-1));
+	kb_op1(b, OPK(LOAD), kb_full2(b, t), src);
+	o = kb_op1(b, OPK(TENSOR_TENSOR), kb_full2(b, t), kb_full2(b, t));
+	kb_scalar(b, o, 2.0);
+	o->alu = NKIR__V1__ALU_OP__ALU_MULTIPLY;
+	dst = kb_acc(b, out, 2, SH(128, 4), kb_aff(b, 0, 2, L, 0,
+	    (int64_t)128, X, 0, (int64_t)1), AX(0, 1));
+	kb_mask(b, dst, kb_aff(b, 199, 2, L, 0, (int64_t)-128, X, 0,
+	    (int64_t)-1));
+	kb_op1(b, OPK(STORE), dst, kb_full2(b, t));
+	kb_end(b);
+	p = kb_program(b);
+	for (int i = 0; i < 800; i++)
+		x[i] = (float)i;
+	ti = kb_host(F32, 2, SH(200, 4), x);
+	rc = sim_run(p, &ti, 1, &to, 1, NULL, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	for (int i = 0; i < 800; i++)
+		ck_assert_float_eq(((float *)to.data)[i], 2.0f * x[i]);
+	sim_tensors_release(&to, 1);
+	sim_program_free(p);
+	kb_release(b);
+}
+END_TEST
+
+static void
+kb_print_cb(void *arg, const char *text, size_t len)
+{
+	char **s = arg;
+	size_t old = *s ? strlen(*s) : 0;
+
+	*s = realloc(*s, old + len + 1);
+	memcpy(*s + old, text, len);
+	(*s)[old + len] = '\0';
+}
+
+/* iota, activation with scale and bias, select, transpose, print */
+START_TEST(test_sim_iota_activation_print)
+{
+	struct kb kb, *b = &kb;
+	uint32_t out, t, u, tt;
+	Nkir__V1__Op *o;
+	sim_program *p;
+	sim_tensor to;
+	sim_run_opts opts = { .print_cb = kb_print_cb };
+	char *text = NULL;
+	sim_diag d;
+	int rc;
+
+	opts.print_arg = &text;
+	kb_init(b, "misc");
+	out = kb_out(b, "y", F32, 2, SH(3, 2));
+	t = kb_tile(b, "t", SBUF, F32, 2, SH(2, 3));
+	u = kb_tile(b, "u", SBUF, F32, 2, SH(2, 3));
+	tt = kb_tile(b, "tt", PSUM, F32, 2, SH(3, 2));
+	/* t[p, f] = 10 p + f */
+	o = kb_op(b, OPK(IOTA), kb_full2(b, t));
+	o->expr = kb_aff(b, 0, 2, X, 0, (int64_t)10, X, 1, (int64_t)1);
+	o = kb_op1(b, OPK(PRINT), NULL, kb_full2(b, t));
+	o->text = "t";
+	/* u = relu(t * 2 + bias[p]) with bias = -t[:, 1] (broadcast) */
+	o = kb_op1(b, OPK(ACTIVATION), kb_full2(b, u), kb_full2(b, t));
+	kb_src(b, o, kb_acc(b, t, 2, SH(2, 3), AX(0, 0),
+	    kb_aff(b, 1, 0)));
+	o->act = NKIR__V1__ACT_FUNC__ACT_RELU;
+	o->scale = 2.0;
+	/* u = u > 15 ? u : -1 */
+	o = kb_op1(b, OPK(TENSOR_TENSOR), kb_full2(b, t), kb_full2(b, u));
+	kb_scalar(b, o, 15.0);
+	o->alu = NKIR__V1__ALU_OP__ALU_GREATER;
+	o = kb_op1(b, OPK(SELECT), kb_full2(b, u), kb_full2(b, t));
+	kb_src(b, o, kb_full2(b, u));
+	kb_scalar(b, o, -1.0);
+	o = kb_op1(b, OPK(TRANSPOSE), kb_full2(b, tt), kb_full2(b, u));
+	kb_op1(b, OPK(STORE), kb_full2(b, out), kb_full2(b, tt));
+	p = kb_program(b);
+	rc = sim_run(p, NULL, 0, &to, 1, &opts, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	ck_assert_str_eq(text, "t: t[2, 3] float32\n[[0 1 2]\n [10 11 12]]\n");
+	{
+		/* u = relu(2 t + t[:, 1]): row 0 stays <= 15, row 1 above */
+		float want[6];
+
+		for (int pp = 0; pp < 2; pp++)
+			for (int f = 0; f < 3; f++) {
+				float tv = 10.0f * pp + f;
+				float uv = fmaxf(tv * 2 + (10.0f * pp + 1), 0);
+
+				want[f * 2 + pp] = uv > 15 ? uv : -1;
+			}
+		for (int i = 0; i < 6; i++)
+			ck_assert_float_eq(((float *)to.data)[i], want[i]);
+	}
+	free(text);
+	sim_tensors_release(&to, 1);
+	sim_program_free(p);
+	kb_release(b);
+}
+END_TEST
+
+/* bn_stats + bn_aggr give the mean and population variance per row */
+START_TEST(test_sim_bn_stats_aggr)
+{
+	struct kb kb, *b = &kb;
+	uint32_t in, out, t, st, ag;
+	float x[2 * 10];
+	sim_tensor ti, to;
+	sim_program *p;
+	sim_diag d;
+	int rc;
+
+	kb_init(b, "bn");
+	in = kb_param(b, "x", F32, 2, SH(2, 10));
+	out = kb_out(b, "y", F32, 2, SH(2, 2));
+	t = kb_tile(b, "t", SBUF, F32, 2, SH(2, 10));
+	st = kb_tile(b, "st", SBUF, F32, 2, SH(2, 6));
+	ag = kb_tile(b, "ag", SBUF, F32, 2, SH(2, 2));
+	kb_op1(b, OPK(LOAD), kb_full2(b, t), kb_full2(b, in));
+	kb_op1(b, OPK(BN_STATS), kb_full2(b, st), kb_full2(b, t));
+	kb_op1(b, OPK(BN_AGGR), kb_full2(b, ag), kb_full2(b, st));
+	kb_op1(b, OPK(STORE), kb_full2(b, out), kb_full2(b, ag));
+	p = kb_program(b);
+	for (int i = 0; i < 20; i++)
+		x[i] = (float)(i * i % 7);
+	ti = kb_host(F32, 2, SH(2, 10), x);
+	rc = sim_run(p, &ti, 1, &to, 1, NULL, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	for (int r = 0; r < 2; r++) {
+		double m = 0, v = 0;
+
+		for (int i = 0; i < 10; i++)
+			m += x[r * 10 + i] / 10.0;
+		for (int i = 0; i < 10; i++)
+			v += (x[r * 10 + i] - m) * (x[r * 10 + i] - m) / 10.0;
+		ck_assert_double_eq_tol(((float *)to.data)[r * 2], m, 1e-5);
+		ck_assert_double_eq_tol(((float *)to.data)[r * 2 + 1], v, 1e-4);
+	}
+	sim_tensors_release(&to, 1);
+	sim_program_free(p);
+	kb_release(b);
+}
+END_TEST
+
+/* in-place transpose and an overlapping shift read before they write */
+START_TEST(test_sim_inplace_overlap)
+{
+	struct kb kb, *b = &kb;
+	uint32_t out, t;
+	Nkir__V1__Op *o;
+	sim_program *p;
+	sim_tensor to;
+	sim_diag d;
+	int rc;
+
+	kb_init(b, "inplace");
+	out = kb_out(b, "y", F32, 2, SH(4, 4));
+	t = kb_tile(b, "t", SBUF, F32, 2, SH(4, 4));
+	o = kb_op(b, OPK(IOTA), kb_full2(b, t));
+	o->expr = kb_aff(b, 0, 2, X, 0, (int64_t)10, X, 1, (int64_t)1);
+	kb_op1(b, OPK(TRANSPOSE), kb_full2(b, t), kb_full2(b, t));
+	/* t[1:4, :] = t[0:3, :] */
+	kb_op1(b, OPK(COPY), kb_acc(b, t, 2, SH(3, 4), AX(1, 0), AX(0, 1)),
+	    kb_acc(b, t, 2, SH(3, 4), AX(0, 0), AX(0, 1)));
+	kb_op1(b, OPK(STORE), kb_full2(b, out), kb_full2(b, t));
+	p = kb_program(b);
+	ck_assert_uint_gt(sim_program_cost(p), 16);
+	rc = sim_run(p, NULL, 0, &to, 1, NULL, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	for (int pp = 0; pp < 4; pp++)
+		for (int f = 0; f < 4; f++) {
+			int src = pp == 0 ? 0 : pp - 1;
+
+			ck_assert_float_eq(((float *)to.data)[pp * 4 + f],
+			    10.0f * f + src);
+		}
+	sim_tensors_release(&to, 1);
+	sim_program_free(p);
+	kb_release(b);
+}
+END_TEST
+
+/* ------------------------------------------------------------ errors */
+
+/* a one-load kernel: x [R, C] HBM -> tile [TP, TF] at line 14 */
+static void
+kb_one_load(struct kb *b, uint64_t R, uint64_t C, uint64_t TP, uint64_t TF)
+{
+	uint32_t x, t, y;
+
+	kb_init(b, "k");
+	x = kb_param(b, "x", F32, 2, SH(R, C));
+	y = kb_out(b, "y", F32, 2, SH(TP, TF));
+	b->line = 14;
+	t = kb_tile(b, "t", SBUF, F32, 2, SH(TP, TF));
+	kb_op1(b, OPK(LOAD), kb_full2(b, t), kb_acc(b, x, 2, SH(TP, TF),
+	    AX(0, 0), AX(0, 1)));
+	b->line = 15;
+	kb_op1(b, OPK(STORE), kb_full2(b, y), kb_full2(b, t));
+}
+
+START_TEST(test_sim_error_partition_256)
+{
+	struct kb b;
+
+	kb_one_load(&b, 256, 64, 256, 64);
+	kb_expect_error(&b, SIM_EINVAL, "Size of partition dimension 256 "
+	    "exceeds architecture limitation of 128 (kernel.py:14)");
+	kb_release(&b);
+}
+END_TEST
+
+START_TEST(test_sim_error_load_from_sbuf)
+{
+	struct kb kb, *b = &kb;
+	uint32_t t, u, y;
+
+	kb_init(b, "k");
+	y = kb_out(b, "y", F32, 2, SH(4, 4));
+	t = kb_tile(b, "t", SBUF, F32, 2, SH(4, 4));
+	u = kb_tile(b, "u", SBUF, F32, 2, SH(4, 4));
+	kb_alloc_op(b, t, NKIR__V1__FILL__FILL_ZERO, 0);
+	b->line = 14;
+	kb_op1(b, OPK(LOAD), kb_full2(b, u), kb_full2(b, t));
+	kb_op1(b, OPK(STORE), kb_full2(b, y), kb_full2(b, u));
+	kb_expect_error(b, SIM_EINVAL, "Expected operand 'src' of 'load' to "
+	    "be in address space 'hbm', but got a tile in 'sbuf' instead "
+	    "(kernel.py:14)");
+	kb_release(b);
+}
+END_TEST
+
+START_TEST(test_sim_error_out_of_bounds)
+{
+	struct kb kb, *b = &kb;
+	uint32_t x, t, y;
+
+	kb_init(b, "k");
+	x = kb_param(b, "x", F32, 2, SH(128, 4000));
+	y = kb_out(b, "y", F32, 2, SH(128, 512));
+	t = kb_tile(b, "t", SBUF, F32, 2, SH(128, 512));
+	kb_loop(b, 0, 0, 8, 1);
+	b->line = 14;
+	kb_op1(b, OPK(LOAD), kb_full2(b, t), kb_acc(b, x, 2, SH(128, 512),
+	    AX(0, 0), kb_aff(b, 0, 2, L, 0, (int64_t)512, X, 1, (int64_t)1)));
+	kb_end(b);
+	b->line = 20;
+	kb_op1(b, OPK(STORE), kb_full2(b, y), kb_full2(b, t));
+	kb_expect_error(b, SIM_EINVAL, "Out-of-bound access for tensor `x` on "
+	    "dimension 1: index range [0, 4095] exceed dimension size of "
+	    "4000 (kernel.py:14)");
+	kb_release(b);
+}
+END_TEST
+
+START_TEST(test_sim_error_psum_too_large)
+{
+	struct kb kb, *b = &kb;
+
+	kb_init(b, "k");
+	b->line = 14;
+	kb_tile(b, "acc", PSUM, F32, 2, SH(128, 1024));
+	kb_expect_error(b, SIM_EINVAL, "PSUM tile `acc` needs 4096 bytes per "
+	    "partition, which exceeds architecture limitation of 2048 (2KiB "
+	    "per partition) (kernel.py:14)");
+	kb_release(b);
+}
+END_TEST
+
+START_TEST(test_sim_error_matmul_limits)
+{
+	struct kb kb, *b = &kb;
+	uint32_t s, m, ps, pb;
+	Nkir__V1__Op *o;
+
+	kb_init(b, "k");
+	s = kb_tile(b, "s", SBUF, F32, 2, SH(128, 128));
+	m = kb_tile(b, "m", SBUF, F32, 2, SH(128, 1024));
+	ps = kb_tile(b, "ps", PSUM, F32, 2, SH(128, 512));
+	pb = kb_tile(b, "pb", PSUM, BF16, 2, SH(128, 512));
+	kb_alloc_op(b, s, NKIR__V1__FILL__FILL_ZERO, 0);
+	kb_alloc_op(b, m, NKIR__V1__FILL__FILL_ZERO, 0);
+	b->line = 14;
+	o = kb_op1(b, OPK(MATMUL), kb_full2(b, ps), kb_full2(b, s));
+	kb_src(b, o, kb_acc(b, m, 2, SH(128, 1024), AX(0, 0), AX(0, 1)));
+	o->transpose_x = true;
+	kb_expect_error(b, SIM_EINVAL, "Size of moving free dimension 1024 "
+	    "exceeds architecture limitation of 512 (gemm_moving_fmax) "
+	    "(kernel.py:14)");
+	/* bf16 PSUM output */
+	o->dst = kb_full2(b, pb);
+	o->src[1]->access = kb_acc(b, m, 2, SH(128, 512), AX(0, 0), AX(0, 1));
+	kb_expect_error(b, SIM_EINVAL, "Expected operand 'dst' of 'matmul' "
+	    "to have dtype float32, but got bfloat16 instead (kernel.py:14)");
+	/* output in SBUF */
+	o->dst = kb_acc(b, m, 2, SH(128, 512), AX(0, 0), AX(0, 1));
+	kb_expect_error(b, SIM_EINVAL, "Expected operand 'dst' of 'matmul' "
+	    "to be in address space 'psum', but got a tile in 'sbuf' instead "
+	    "(kernel.py:14)");
+	/* K mismatch */
+	o->dst = kb_full2(b, ps);
+	o->src[1]->access = kb_acc(b, m, 2, SH(64, 512), AX(0, 0), AX(0, 1));
+	kb_expect_error(b, SIM_EINVAL, "contraction dimension mismatch in "
+	    "parameters (stationary[128, 128], moving[64, 512]) of 'matmul' "
+	    "(kernel.py:14)");
+	kb_release(b);
+}
+END_TEST
+
+START_TEST(test_sim_error_reduce_axis0_and_partitions)
+{
+	struct kb kb, *b = &kb;
+	uint32_t t, u, r;
+	Nkir__V1__Op *o;
+
+	kb_init(b, "k");
+	t = kb_tile(b, "t", SBUF, F32, 2, SH(128, 512));
+	u = kb_tile(b, "u", SBUF, F32, 2, SH(1, 512));
+	r = kb_tile(b, "r", SBUF, F32, 2, SH(1, 512));
+	kb_alloc_op(b, t, NKIR__V1__FILL__FILL_ZERO, 0);
+	kb_alloc_op(b, u, NKIR__V1__FILL__FILL_ZERO, 0);
+	b->line = 14;
+	o = kb_op1(b, OPK(REDUCE), kb_full2(b, r), kb_full2(b, t));
+	o->alu = NKIR__V1__ALU_OP__ALU_ADD;
+	o->axes[o->n_axes++] = 0;
+	kb_expect_error(b, SIM_EINVAL, "reduction along the partition "
+	    "dimension (axis 0) is not supported; reduce axes must be free "
+	    "dimensions (kernel.py:14)");
+	o->kind = OPK(TENSOR_TENSOR);
+	o->n_axes = 0;
+	o->dst = kb_full2(b, t);
+	kb_src(b, o, kb_full2(b, u));
+	kb_expect_error(b, SIM_EINVAL, "number of partitions (dimension 0 "
+	    "size of a tile) mismatch in parameters (dst[128, 512], "
+	    "data2[1, 512]) of 'tensor_tensor' (kernel.py:14)");
+	kb_release(b);
+}
+END_TEST
+
+START_TEST(test_sim_error_output_never_written)
+{
+	struct kb kb, *b = &kb;
+
+	kb_init(b, "k");
+	b->line = 14;
+	kb_out(b, "y", F32, 2, SH(4, 4));
+	kb_expect_error(b, SIM_EINVAL, "output tensor `y` of kernel 'k' is "
+	    "never written (kernel.py:14)");
+	kb_release(b);
+}
+END_TEST
+
+START_TEST(test_sim_error_transpose_vector_limit)
+{
+	struct kb kb, *b = &kb;
+	uint32_t t, u;
+	Nkir__V1__Op *o;
+
+	kb_init(b, "k");
+	t = kb_tile(b, "t", SBUF, F32, 2, SH(64, 64));
+	u = kb_tile(b, "u", SBUF, F32, 2, SH(64, 64));
+	kb_alloc_op(b, t, NKIR__V1__FILL__FILL_ZERO, 0);
+	b->line = 14;
+	o = kb_op1(b, OPK(TRANSPOSE), kb_full2(b, u), kb_full2(b, t));
+	o->engine = NKIR__V1__ENGINE__ENGINE_VECTOR;
+	kb_expect_error(b, SIM_EINVAL, "'transpose' of a [64, 64] tile "
+	    "exceeds the vector engine limitation of 32x32 (kernel.py:14)");
+	kb_release(b);
+}
+END_TEST
+
+START_TEST(test_sim_error_bad_ids)
+{
+	struct kb kb, *b = &kb;
+
+	kb_one_load(b, 128, 64, 128, 64);
+	b->k.body[0]->dst->tensor = 99;
+	kb_expect_error(b, SIM_EPARSE, NULL);
+	b->k.body[0]->dst->tensor = 2;
+	b->k.tensors[0]->dtype = 77;
+	kb_expect_error(b, SIM_EPARSE, NULL);
+	b->k.tensors[0]->dtype = F32;
+	b->k.body[0]->src[0]->access->index[1] = kb_aff(b, 0, 1, L, 3,
+	    (int64_t)1);
+	kb_expect_error(b, SIM_EPARSE, NULL);
+	kb_release(b);
+}
+END_TEST
+
+START_TEST(test_sim_error_argument_mismatch)
+{
+	struct kb b;
+	sim_program *p;
+	float x[64 * 64];
+	uint16_t h[64 * 64];
+	sim_tensor in, out;
+	sim_diag d;
+
+	kb_one_load(&b, 64, 64, 64, 64);
+	p = kb_program(&b);
+	in = kb_host(SIM_DT_FLOAT16, 2, SH(64, 64), h);
+	ck_assert_int_eq(sim_run(p, &in, 1, &out, 1, NULL, &d), SIM_EARG);
+	ck_assert_str_eq(d.msg, "argument 'x': expected float32[64, 64], "
+	    "got float16[64, 64]");
+	in = kb_host(SIM_DT_FLOAT32, 2, SH(64, 32), x);
+	ck_assert_int_eq(sim_run(p, &in, 1, &out, 1, NULL, &d), SIM_EARG);
+	in = kb_host(SIM_DT_FLOAT32, 2, SH(64, 64), x);
+	in.nbytes = 10;
+	ck_assert_int_eq(sim_run(p, &in, 1, &out, 1, NULL, &d), SIM_EARG);
+	ck_assert_int_eq(sim_run(p, NULL, 0, &out, 1, NULL, &d), SIM_EARG);
+	sim_program_free(p);
+	kb_release(&b);
+}
+END_TEST
+
+/* ------------------------------------------------------------ limits */
+
+START_TEST(test_sim_limits_ir_size_constant_in_trips)
+{
+	struct kb b1, b4;
+	size_t n1, n4;
+	uint8_t *p1, *p4;
+
+	kb_tiled_add(&b1, 128 * 1024, 512, 128, 512, false);
+	kb_tiled_add(&b4, 128 * 4, 512, 128, 512, false);
+	p1 = kb_pack(&b1, &n1);
+	p4 = kb_pack(&b4, &n4);
+	ck_assert_uint_le(n1, n4 + 8);
+	free(p1);
+	free(p4);
+	kb_release(&b1);
+	kb_release(&b4);
+}
+END_TEST
+
+START_TEST(test_sim_limits_nesting_and_rank)
+{
+	struct kb kb, *b = &kb;
+
+	kb_init(b, "deep");
+	for (int i = 0; i < 20; i++)
+		kb_loop(b, (uint32_t)i, 0, 1, 1);
+	kb_expect_error(b, SIM_ELIMIT, NULL);
+	kb_release(b);
+
+	kb_init(b, "rank");
+	kb_tile(b, "t", SBUF, F32, 9, SH(1, 1, 1, 1, 1, 1, 1, 1, 1));
+	kb_expect_error(b, SIM_EPARSE, NULL);
+	kb_release(b);
+
+	kb_init(b, "huge");
+	kb_tensor(b, "h", NKIR__V1__TENSOR_KIND__TENSOR_HBM,
+	    NKIR__V1__SPACE__SPACE_HBM, F32, 3,
+	    SH(1ull << 31, 1ull << 31, 1ull << 31));
+	kb_expect_error(b, SIM_ELIMIT, NULL);
+	kb_release(b);
+}
+END_TEST
+
+/* ------------------------------------------------------------ recovery */
+
+START_TEST(test_sim_recovery_truncated_ir)
+{
+	struct kb b;
+	size_t len, ilen;
+	uint8_t *ir;
+	void *img;
+	sim_diag d;
+
+	kb_tiled_add(&b, 256, 1024, 128, 512, false);
+	ir = kb_pack(&b, &len);
+	/* a prefix may still be a valid kernel; it must never crash and a
+	 * failure must leave no image */
+	for (size_t cut = 1; cut < len; cut++) {
+		int rc = sim_compile(ir, cut, &img, &ilen, &d);
+
+		if (rc != 0)
+			ck_assert_ptr_null(img);
+		free(img);
+	}
+	ck_assert_int_ne(sim_compile(ir, len / 2, &img, &ilen, &d), 0);
+	ck_assert_int_eq(sim_compile("\xff\xff\xff", 3, &img, &ilen, &d),
+	    SIM_EPARSE);
+	free(ir);
+	kb_release(&b);
+}
+END_TEST
+
+START_TEST(test_sim_recovery_corrupted_image)
+{
+	struct kb b;
+	size_t len, ilen;
+	uint8_t *ir, *img;
+	void *vimg;
+	sim_program *p;
+	sim_diag d;
+
+	kb_tiled_add(&b, 256, 1024, 128, 512, false);
+	ir = kb_pack(&b, &len);
+	ck_assert_int_eq(sim_compile(ir, len, &vimg, &ilen, &d), 0);
+	img = vimg;
+	ck_assert_mem_eq(img, "NKIX", 4);
+	for (size_t cut = 0; cut < ilen; cut++)
+		ck_assert_int_eq(sim_program_load(img, cut, &p, &d),
+		    SIM_EPARSE);
+	for (size_t i = 0; i < ilen; i++) {
+		img[i] ^= 0x20;
+		ck_assert_int_eq(sim_program_load(img, ilen, &p, &d),
+		    SIM_EPARSE);
+		img[i] ^= 0x20;
+	}
+	ck_assert_int_eq(sim_program_load(img, ilen, &p, &d), 0);
+	ck_assert_str_eq(sim_program_name(p), "tensor_add");
+	sim_program_free(p);
+	free(img);
+	free(ir);
+	kb_release(&b);
+}
+END_TEST
+
+static volatile int kb_cancel_flag;
+
+START_TEST(test_sim_recovery_cancel)
+{
+	struct kb b;
+	sim_program *p;
+	float *x = kb_randf(256 * 1024, 1);
+	sim_tensor in[2], out[1];
+	sim_run_opts o = { .cancel = &kb_cancel_flag };
+	sim_diag d;
+
+	kb_tiled_add(&b, 256, 1024, 128, 512, false);
+	p = kb_program(&b);
+	in[0] = in[1] = kb_host(F32, 2, SH(256, 1024), x);
+	kb_cancel_flag = 1;
+	ck_assert_int_eq(sim_run(p, in, 2, out, 1, &o, &d), SIM_ECANCELED);
+	kb_cancel_flag = 0;
+	ck_assert_int_eq(sim_run(p, in, 2, out, 1, &o, &d), 0);
+	sim_tensors_release(out, 1);
+	sim_program_free(p);
+	free(x);
+	kb_release(&b);
+}
+END_TEST
+
+/* masked access that goes out of bounds on an active element */
+START_TEST(test_sim_recovery_masked_oob_at_runtime)
+{
+	struct kb kb, *b = &kb;
+	uint32_t in, out, t;
+	Nkir__V1__Access *src;
+	float x[100 * 4] = { 0 };
+	sim_tensor ti, to;
+	sim_program *p;
+	sim_diag d;
+
+	kb_init(b, "k");
+	in = kb_param(b, "x", F32, 2, SH(100, 4));
+	out = kb_out(b, "y", F32, 2, SH(128, 4));
+	t = kb_tile(b, "t", SBUF, F32, 2, SH(128, 4));
+	src = kb_acc(b, in, 2, SH(128, 4), AX(0, 0), AX(0, 1));
+	kb_mask(b, src, kb_aff(b, 119, 1, X, 0, (int64_t)-1)); /* p < 120 */
+	b->line = 14;
+	kb_op1(b, OPK(LOAD), kb_full2(b, t), src);
+	kb_op1(b, OPK(STORE), kb_full2(b, out), kb_full2(b, t));
+	p = kb_program(b);
+	ti = kb_host(F32, 2, SH(100, 4), x);
+	ck_assert_int_eq(sim_run(p, &ti, 1, &to, 1, NULL, &d), SIM_ERUNTIME);
+	ck_assert_str_eq(d.msg, "Out-of-bound access for tensor `x` on "
+	    "dimension 0: index 100 exceed dimension size of 100 "
+	    "(kernel.py:14)");
+	sim_program_free(p);
+	kb_release(b);
+}
+END_TEST
+
+static Suite *
+sim_suite(void)
+{
+	Suite *s = suite_create("sim");
+	TCase *core = tcase_create("core");
+	TCase *limits = tcase_create("limits");
+	TCase *errors = tcase_create("errors");
+	TCase *recovery = tcase_create("recovery");
+
+	tcase_set_timeout(core, 60);
+	tcase_add_test(core, test_sim_tiled_add_loops);
+	tcase_add_test(core, test_sim_spmd_grid);
+	tcase_add_test(core, test_sim_matmul_transpose_x);
+	tcase_add_test(core, test_sim_matmul_plain);
+	tcase_add_test(core, test_sim_reduce_keepdims);
+	tcase_add_test(core, test_sim_bf16_round_nearest_even);
+	tcase_add_test(core, test_sim_nan_fill_visible);
+	tcase_add_test(core, test_sim_masked_tail);
+	tcase_add_test(core, test_sim_iota_activation_print);
+	tcase_add_test(core, test_sim_bn_stats_aggr);
+	tcase_add_test(core, test_sim_inplace_overlap);
+	tcase_add_test(limits, test_sim_limits_ir_size_constant_in_trips);
+	tcase_add_test(limits, test_sim_limits_nesting_and_rank);
+	tcase_add_test(errors, test_sim_error_partition_256);
+	tcase_add_test(errors, test_sim_error_load_from_sbuf);
+	tcase_add_test(errors, test_sim_error_out_of_bounds);
+	tcase_add_test(errors, test_sim_error_psum_too_large);
+	tcase_add_test(errors, test_sim_error_matmul_limits);
+	tcase_add_test(errors, test_sim_error_reduce_axis0_and_partitions);
+	tcase_add_test(errors, test_sim_error_output_never_written);
+	tcase_add_test(errors, test_sim_error_transpose_vector_limit);
+	tcase_add_test(errors, test_sim_error_bad_ids);
+	tcase_add_test(errors, test_sim_error_argument_mismatch);
+	tcase_set_timeout(recovery, 60);
+	tcase_add_test(recovery, test_sim_recovery_truncated_ir);
+	tcase_add_test(recovery, test_sim_recovery_corrupted_image);
+	tcase_add_test(recovery, test_sim_recovery_cancel);
+	tcase_add_test(recovery, test_sim_recovery_masked_oob_at_runtime);
+	suite_add_tcase(s, core);
+	suite_add_tcase(s, limits);
+	suite_add_tcase(s, errors);
+	suite_add_tcase(s, recovery);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(sim_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
