@@ -1,0 +1,147 @@
+"""The gRPC client of nkid.
+
+nkid listens on a Unix socket: ``$NKID_SOCKET`` if set, else
+``/run/nkid/nkid.sock``.  :func:`get_client` returns one :class:`Client` per
+process and socket.  Failed calls raise :class:`nkid.NkidError` carrying the
+daemon's message verbatim and the gRPC status name in ``.code``; a daemon
+that cannot be reached raises :class:`nkid.NkidConnectionError`.
+"""
+
+import os
+import threading
+
+import grpc
+import numpy as np
+
+from ._proto import nkid_pb2 as pb
+from ._proto import nkid_pb2_grpc as pb_grpc
+from .errors import NkidError, NkidConnectionError
+from .tracer import dtypes as _dt
+
+__all__ = ["DEFAULT_SOCKET", "socket_path", "Client", "get_client", "to_wire", "from_wire",
+           "kernel_ref"]
+
+DEFAULT_SOCKET = "/run/nkid/nkid.sock"
+#: Client-side message limits (tensors travel inline): 2 GiB - 1.
+MAX_MESSAGE = 2 ** 31 - 1
+
+
+def socket_path():
+    """The socket nkid is expected on."""
+    return os.environ.get("NKID_SOCKET") or DEFAULT_SOCKET
+
+
+def to_wire(name, arr):
+    """A host array as nkid.v1.Tensor (little-endian, row-major)."""
+    arr = np.asarray(arr)
+    if arr.dtype.byteorder == ">":
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    arr = np.ascontiguousarray(arr)
+    return pb.Tensor(name=name, dtype=_dt.wire_name(_dt.normalize(arr.dtype)),
+                     shape=list(arr.shape), data=arr.tobytes())
+
+
+def from_wire(t):
+    """nkid.v1.Tensor -> numpy array (ml_dtypes for bf16 and fp8)."""
+    dt = _dt.from_wire_name(t.dtype)
+    shape = tuple(int(s) for s in t.shape)
+    a = np.frombuffer(t.data, dtype=dt.newbyteorder("<") if dt.itemsize > 1 else dt)
+    if a.size != int(np.prod(shape, dtype=np.int64)):
+        raise NkidError("nkid returned %d bytes for tensor '%s' of shape %s and dtype %s"
+                        % (len(t.data), t.name, list(shape), t.dtype), "DATA_LOSS")
+    return a.astype(dt, copy=True).reshape(shape)
+
+
+def kernel_ref(traced, target="", options="", neff_key=""):
+    """nkid.v1.KernelRef for a traced kernel (IR inline, spec key set)."""
+    k = pb.Kernel(name=traced.name, format=traced.format, ir=traced.ir,
+                  source_files=traced.files)
+    return pb.KernelRef(kernel=k, spec_key=traced.spec_key, target=target or "",
+                        options=options or "", neff_key=neff_key)
+
+
+class Client:
+    """A connection to nkid on ``socket`` (default: :func:`socket_path`)."""
+
+    def __init__(self, socket=None):
+        self.socket = socket or socket_path()
+        target = "unix:" + os.path.abspath(self.socket)
+        self._channel = grpc.insecure_channel(target, options=[
+            ("grpc.max_send_message_length", MAX_MESSAGE),
+            ("grpc.max_receive_message_length", MAX_MESSAGE),
+            ("grpc.enable_http_proxy", 0),
+        ])
+        self._stub = pb_grpc.NkidStub(self._channel)
+
+    def close(self):
+        self._channel.close()
+
+    def _unreachable(self, detail):
+        exists = os.path.exists(self.socket)
+        why = ("the socket exists but nothing accepted the connection" if exists
+               else "the socket does not exist")
+        return NkidConnectionError(
+            "cannot connect to nkid at %s (%s: %s). Is nkid running? Check"
+            " `systemctl status nkid`, or start it with `nkid -s %s`; set NKID_SOCKET"
+            " to use another socket." % (self.socket, why, detail, self.socket),
+            "UNAVAILABLE")
+
+    def call(self, method, request, timeout=None):
+        """Call an RPC by name; gRPC failures become NkidError."""
+        if not os.path.exists(self.socket):
+            raise self._unreachable("No such file or directory")
+        try:
+            return getattr(self._stub, method)(request, timeout=timeout)
+        except grpc.RpcError as e:
+            code = e.code() if hasattr(e, "code") else None
+            details = e.details() if hasattr(e, "details") else str(e)
+            if code == grpc.StatusCode.UNAVAILABLE and (
+                    not os.path.exists(self.socket) or "connect" in (details or "").lower()):
+                raise self._unreachable(details) from None
+            raise NkidError(details or str(code), code.name if code else None) from None
+
+    # -- convenience wrappers
+    def ping(self, payload=b""):
+        return self.call("Ping", pb.PingRequest(payload=payload), timeout=10).payload
+
+    def status(self):
+        return self.call("Status", pb.StatusRequest(), timeout=10)
+
+    def run(self, ref, inputs, core=-1, job_class=pb.JOB_CLASS_INTERACTIVE):
+        """Run a kernel; returns the RunReply (outputs still on the wire)."""
+        req = pb.RunRequest(ref=ref, inputs=inputs, core=core, job_class=job_class)
+        return self.call("Run", req)
+
+    def simulate(self, ref, inputs):
+        return self.call("Simulate", pb.SimulateRequest(ref=ref, inputs=inputs))
+
+    def benchmark(self, ref, inputs, warmup=10, iters=100, core=-1):
+        req = pb.BenchmarkRequest(ref=ref, inputs=inputs, warmup=warmup, iters=iters,
+                                  core=core)
+        return self.call("Benchmark", req)
+
+    def profile(self, ref, inputs, num_execs=1, profile_nth=1, core=-1):
+        req = pb.ProfileRequest(ref=ref, inputs=inputs, num_execs=num_execs,
+                                profile_nth=profile_nth, core=core)
+        return self.call("Profile", req)
+
+    def compile(self, ref, return_neff=False):
+        return self.call("Compile", pb.CompileRequest(ref=ref, return_neff=return_neff))
+
+    def lookup(self, spec_key):
+        return self.call("Lookup", pb.LookupRequest(spec_key=spec_key), timeout=30)
+
+
+_clients = {}
+_lock = threading.Lock()
+
+
+def get_client(socket=None):
+    """The process's client for ``socket`` (re-created after fork)."""
+    path = socket or socket_path()
+    key = (os.getpid(), path)
+    with _lock:
+        c = _clients.get(key)
+        if c is None:
+            c = _clients[key] = Client(path)
+        return c

@@ -1,0 +1,191 @@
+"""The NKI tracer: run a kernel function on symbolic tensors and record NKIR.
+
+``trace(func, args, kwargs, grid)`` calls ``func`` once.  Array arguments
+(numpy arrays, ``nt.tensor[...]`` placeholders, anything with ``shape`` and
+``dtype``) become TENSOR_PARAM tensors in HBM; every other argument is a
+static Python value the kernel may compute with.  The ``nki.language``
+functions called by the kernel append ops to the trace; NKI loops
+(``nl.affine_range``, ``sequential_range``, ``static_range``) are traced once
+with a symbolic loop variable, so the IR does not grow with trip counts.
+A plain Python ``range`` loop runs as Python: it is unrolled.
+
+The result is a :class:`TracedKernel`: the ``nkir.v1.Kernel`` message, its
+bytes, the parameter and output signatures, and a specialization key.
+"""
+
+import hashlib
+import inspect
+import linecache
+import os
+
+import numpy as np
+
+from .. import __version__
+from .._proto import nkir_pb2 as ir
+from ..errors import NKIError
+from . import dtypes as _dt
+from .builder import KernelBuilder
+from .tensor import NkiTensor, new_param
+
+__all__ = ["trace", "TracedKernel", "is_array_arg", "arg_signature", "spec_key"]
+
+FORMAT = "nkir/1"
+
+
+def is_array_arg(x):
+    """True if a kernel argument is a tensor (numpy array or placeholder)."""
+    if isinstance(x, np.ndarray):
+        return True
+    if isinstance(x, (int, float, complex, str, bytes, bool, tuple, list, dict, type(None))):
+        return False
+    return hasattr(x, "shape") and hasattr(x, "dtype") and not np.isscalar(x)
+
+
+def arg_signature(x):
+    """A hashable description of one argument for the memo and spec key."""
+    if is_array_arg(x):
+        return ("T", tuple(int(s) for s in x.shape), _dt.name_of(_dt.normalize(x.dtype)))
+    try:
+        hash(x)
+        return ("S", type(x).__name__, x)
+    except TypeError:
+        return ("R", type(x).__name__, repr(x))
+
+
+class TracedKernel:
+    """A kernel traced for one specialization (shapes, dtypes, statics, grid)."""
+
+    def __init__(self, name, kernel, params, outputs, inplace, ret_kind, spec):
+        self.name = name
+        self.kernel = kernel              # nkir.v1.Kernel
+        self.ir = kernel.SerializeToString(deterministic=True)
+        self.files = list(kernel.files)
+        self.params = params              # [(name, shape, dtype)]
+        self.outputs = outputs            # [(name, shape, dtype)]
+        self.inplace = inplace            # param positions written back (kernel returned None)
+        self.ret_kind = ret_kind          # "none", "single", "tuple", "list"
+        self.spec_key = spec
+        self.format = FORMAT
+
+    def __repr__(self):
+        return "<TracedKernel %s: %d params, %d outputs, %d bytes of %s>" % (
+            self.name, len(self.params), len(self.outputs), len(self.ir), self.format)
+
+
+def _def_line(func):
+    code = func.__code__
+    line = code.co_firstlineno
+    for i in range(line, line + 50):
+        text = linecache.getline(code.co_filename, i).lstrip()
+        if text.startswith("def ") or text.startswith("async def "):
+            return i
+        if not text and i > line + 1:
+            break
+    return line
+
+
+def _source_identity(func):
+    code = getattr(func, "__code__", None)
+    h = hashlib.sha256()
+    h.update(getattr(func, "__module__", "").encode())
+    h.update(getattr(func, "__qualname__", getattr(func, "__name__", "")).encode())
+    if code is not None:
+        h.update(code.co_filename.encode())
+        try:
+            h.update(inspect.getsource(func).encode())
+        except (OSError, TypeError):
+            h.update(code.co_code)
+    return h.hexdigest()
+
+
+def spec_key(func, signature, grid, target="", options=""):
+    """Specialization key: digest of (kernel source identity, argument shapes
+    and dtypes, static arguments, grid, target, options, client version)."""
+    h = hashlib.sha256()
+    for part in (_source_identity(func), repr(signature), repr(tuple(grid)), target,
+                 options, "nkid-python/" + __version__, FORMAT):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def trace(func, args=(), kwargs=None, grid=(), name=None, target="", options=""):
+    """Trace ``func(*args, **kwargs)`` launched on ``grid``."""
+    kwargs = kwargs or {}
+    grid = tuple(int(g) for g in grid)
+    name = name or getattr(func, "__name__", "kernel")
+    b = KernelBuilder(name, grid, target)
+    b.def_loc = (b.file_index(func.__code__.co_filename), _def_line(func))
+
+    sig = inspect.signature(func)
+    bound = sig.bind(*args, **kwargs)
+    key = spec_key(func, _sig_of(bound), grid, target, options)
+    params = []
+    param_objs = {}
+
+    def convert(pname, v):
+        if is_array_arg(v):
+            shape = tuple(int(s) for s in v.shape)
+            t = new_param(b, pname, shape, v.dtype)
+            params.append((pname, shape, t.dtype))
+            param_objs[t._tid] = len(params) - 1
+            return t
+        return v
+
+    with b:
+        new_args = {}
+        for pname, v in bound.arguments.items():
+            kind = sig.parameters[pname].kind
+            if kind == inspect.Parameter.VAR_POSITIONAL:
+                new_args[pname] = tuple(convert("%s_%d" % (pname, i), x) for i, x in enumerate(v))
+            elif kind == inspect.Parameter.VAR_KEYWORD:
+                new_args[pname] = {k: convert(k, x) for k, x in v.items()}
+            else:
+                new_args[pname] = convert(pname, v)
+        bound.arguments.update(new_args)
+        ret = func(*bound.args, **bound.kwargs)
+
+        if ret is None:
+            ret_kind = "none"
+            outs = [t for t in range(len(b.tensors))
+                    if b.tensors[t].kind == ir.TENSOR_PARAM and b.tensors[t].written]
+        elif isinstance(ret, NkiTensor):
+            ret_kind, outs = "single", [ret]
+        elif isinstance(ret, (tuple, list)):
+            ret_kind, outs = ("list" if isinstance(ret, list) else "tuple"), list(ret)
+        else:
+            raise NKIError("kernel '%s' returned %r; a NKI kernel returns HBM tensors"
+                           " (nl.ndarray(..., buffer=nl.shared_hbm)), a tuple of them or None"
+                           % (name, type(ret).__name__))
+    outputs, out_ids, inplace = [], [], []
+    for o in outs:
+        if isinstance(o, int):
+            tid = o
+            inplace.append(param_objs[tid])
+        else:
+            if not isinstance(o, NkiTensor) or o._space not in (ir.SPACE_HBM, ir.SPACE_SHARED_HBM):
+                raise NKIError("kernel '%s' must return tensors in HBM"
+                               " (nl.ndarray(..., buffer=nl.shared_hbm)), got %r" % (name, o))
+            tid = o._tid
+        t = b.tensors[tid]
+        out_ids.append(tid)
+        outputs.append((t.name, t.shape, t.dtype))
+    b.outputs = out_ids
+    kernel = b.finish()
+    return TracedKernel(name, kernel, params, outputs, inplace, ret_kind, key)
+
+
+def _sig_of(bound):
+    out = []
+    for k, v in bound.arguments.items():
+        if isinstance(v, tuple) and any(is_array_arg(x) for x in v):
+            out.append((k, tuple(arg_signature(x) for x in v)))
+        elif isinstance(v, dict) and any(is_array_arg(x) for x in v.values()):
+            out.append((k, tuple((kk, arg_signature(x)) for kk, x in sorted(v.items()))))
+        else:
+            out.append((k, arg_signature(v)))
+    return tuple(out)
+
+
+def kernel_source_files(traced):
+    return [os.path.abspath(f) if not f.startswith("<") else f for f in traced.files]

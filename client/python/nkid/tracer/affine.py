@@ -1,0 +1,459 @@
+"""Affine index arithmetic for the tracer.
+
+NKI kernels index tensors with ``nl.arange``/``nl.mgrid`` index tiles, loop
+variables, ``nl.program_id`` and integers.  Every such value is traced as an
+:class:`IndexExpr`: an affine expression (:class:`Aff`) over
+
+* access axes (``int`` keys ``0, 1, ...``: positions in ``IndexExpr.shape``),
+* loop variables (key ``("l", var)``) and
+* SPMD program ids (key ``("p", axis)``),
+
+together with a numpy-style broadcast ``shape``.  Scalars (loop variables,
+program ids, Python ints) have the shape ``()``.  Comparisons build a
+:class:`Predicate` (a conjunction of ``expr >= 0`` constraints), which is what
+``mask=`` takes.  Using either in Python control flow raises NKI's
+``err_control_flow_condition_depending_on_arange``.
+"""
+
+import math
+import numbers
+
+from ..errors import NKISyntaxError
+
+__all__ = ["Aff", "IndexExpr", "Predicate", "MGrid", "broadcast_shapes",
+           "as_index", "loop_var", "program_var", "arange", "mgrid"]
+
+
+class Aff:
+    """``c + sum(coef * key)`` with integer coefficients."""
+
+    __slots__ = ("c", "t")
+
+    def __init__(self, c=0, t=None):
+        self.c = c
+        self.t = t if t is not None else {}
+
+    @staticmethod
+    def axis(j, coef=1, c=0):
+        return Aff(c, {j: coef} if coef else {})
+
+    def copy(self):
+        return Aff(self.c, dict(self.t))
+
+    def is_const(self):
+        return not self.t
+
+    def axes(self):
+        return [k for k in self.t if isinstance(k, int)]
+
+    def __add__(self, o):
+        r = Aff(self.c + o.c, dict(self.t))
+        for k, v in o.t.items():
+            n = r.t.get(k, 0) + v
+            if n:
+                r.t[k] = n
+            else:
+                r.t.pop(k, None)
+        return r
+
+    def scale(self, k):
+        if k == 0:
+            return Aff(0)
+        return Aff(self.c * k, {key: v * k for key, v in self.t.items()})
+
+    def __neg__(self):
+        return self.scale(-1)
+
+    def __sub__(self, o):
+        return self + o.scale(-1)
+
+    def shift(self, off):
+        """Renumber axes ``j -> j + off`` (numpy right-alignment)."""
+        if not off:
+            return self
+        return Aff(self.c, {(k + off if isinstance(k, int) else k): v
+                            for k, v in self.t.items()})
+
+    def subst(self, m):
+        """Replace axis ``j`` by the affine ``m[j]`` (``None`` means 0)."""
+        r = Aff(self.c)
+        for k, v in self.t.items():
+            if isinstance(k, int):
+                e = m[k]
+                if e is not None:
+                    r = r + e.scale(v)
+            else:
+                n = r.t.get(k, 0) + v
+                if n:
+                    r.t[k] = n
+                else:
+                    r.t.pop(k, None)
+        return r
+
+    def __eq__(self, o):
+        return isinstance(o, Aff) and self.c == o.c and self.t == o.t
+
+    __hash__ = None
+
+    def __repr__(self):
+        parts = [str(self.c)] if self.c or not self.t else []
+        for k, v in self.t.items():
+            name = ("ax%d" % k if isinstance(k, int)
+                    else ("loop%d" % k[1] if k[0] == "l" else "pid%d" % k[1]))
+            parts.append(name if v == 1 else "%d*%s" % (v, name))
+        return " + ".join(parts)
+
+
+def broadcast_shapes(*shapes):
+    """numpy's broadcasting rule over index shapes."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = [1] * rank
+    for s in shapes:
+        off = rank - len(s)
+        for i, n in enumerate(s):
+            cur = out[off + i]
+            if cur == 1:
+                out[off + i] = n
+            elif n != 1 and n != cur:
+                raise IndexError(
+                    "shape mismatch: index shapes %s cannot be broadcast together"
+                    % " ".join(str(tuple(x)) for x in shapes))
+    return tuple(out)
+
+
+def _control_flow_error():
+    from .builder import loc_suffix
+    return NKISyntaxError(
+        "Control-flow depending on `nl.arange` or `nl.mgrid` is not supported."
+        " (err_control_flow_condition_depending_on_arange)" + loc_suffix())
+
+
+def _not_affine(what):
+    from .builder import loc_suffix
+    return NKISyntaxError(
+        "index expression is not affine: %s; NKI indices must be affine in"
+        " loop variables, program ids and nl.arange/nl.mgrid%s"
+        % (what, loc_suffix()))
+
+
+def as_index(x):
+    """An IndexExpr for ``x`` (int or IndexExpr), or None."""
+    if isinstance(x, IndexExpr):
+        return x
+    if isinstance(x, (bool,)):
+        return IndexExpr((), Aff(int(x)))
+    if isinstance(x, numbers.Integral):
+        return IndexExpr((), Aff(int(x)))
+    return None
+
+
+class IndexExpr:
+    """An affine index value with a numpy broadcast shape."""
+
+    __slots__ = ("shape", "aff")
+    __array_priority__ = 1000
+
+    def __init__(self, shape, aff):
+        self.shape = tuple(shape)
+        self.aff = aff
+
+    # -- inspection
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def is_const(self):
+        return self.aff.is_const()
+
+    def const_value(self):
+        if not self.aff.is_const():
+            raise _not_affine("a constant was expected")
+        return self.aff.c
+
+    def __repr__(self):
+        return "IndexExpr(shape=%s, %r)" % (self.shape, self.aff)
+
+    # -- arithmetic
+    def _binary(self, o, sign):
+        o = as_index(o)
+        if o is None:
+            return NotImplemented
+        shape = broadcast_shapes(self.shape, o.shape)
+        a = self.aff.shift(len(shape) - len(self.shape))
+        b = o.aff.shift(len(shape) - len(o.shape))
+        return IndexExpr(shape, a + b.scale(sign))
+
+    def __add__(self, o):
+        return self._binary(o, 1)
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return self._binary(o, -1)
+
+    def __rsub__(self, o):
+        o = as_index(o)
+        if o is None:
+            return NotImplemented
+        return o._binary(self, -1)
+
+    def __neg__(self):
+        return IndexExpr(self.shape, -self.aff)
+
+    def __pos__(self):
+        return self
+
+    def __mul__(self, o):
+        oi = as_index(o)
+        if oi is None:
+            if isinstance(o, float) and o.is_integer():
+                oi = as_index(int(o))
+            else:
+                return NotImplemented
+        if not oi.is_const() and not self.is_const():
+            raise _not_affine("product of two non-constant indices")
+        if oi.is_const():
+            k, e = oi.aff.c, self
+        else:
+            k, e = self.aff.c, oi
+        shape = broadcast_shapes(self.shape, oi.shape)
+        return IndexExpr(shape, e.aff.shift(len(shape) - len(e.shape)).scale(k))
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, o):
+        if not isinstance(o, numbers.Integral):
+            oi = as_index(o)
+            if oi is None or not oi.is_const():
+                return NotImplemented
+            o = oi.aff.c
+        if self.is_const():
+            return IndexExpr(self.shape, Aff(self.aff.c // o))
+        if all(v % o == 0 for v in self.aff.t.values()) and self.aff.c % o == 0:
+            return IndexExpr(self.shape, Aff(self.aff.c // o,
+                                             {k: v // o for k, v in self.aff.t.items()}))
+        raise _not_affine("floor division of a loop or arange index")
+
+    def __mod__(self, o):
+        if isinstance(o, numbers.Integral) and self.is_const():
+            return IndexExpr(self.shape, Aff(self.aff.c % o))
+        raise _not_affine("modulo of a loop or arange index")
+
+    def __rfloordiv__(self, o):
+        raise _not_affine("division by an index")
+
+    __rmod__ = __rfloordiv__
+
+    def __truediv__(self, o):
+        raise _not_affine("true division of an index (use //)")
+
+    __rtruediv__ = __truediv__
+
+    # -- comparisons build predicates (mask=...)
+    def _cmp(self, o, op):
+        if isinstance(o, float) and not o.is_integer():
+            # integer-valued left side: round the bound the right way
+            if op in ("lt", "ge"):
+                o = math.ceil(o)
+            else:
+                o = math.floor(o)
+        oi = as_index(o)
+        if oi is None:
+            if isinstance(o, float):
+                oi = as_index(int(o))
+            else:
+                return NotImplemented
+        d = self - oi                       # self - o
+        if op == "lt":                      # o - self - 1 >= 0
+            return Predicate([(-d) + (-1)])
+        if op == "le":
+            return Predicate([-d])
+        if op == "gt":
+            return Predicate([d + (-1)])
+        if op == "ge":
+            return Predicate([d])
+        if op == "eq":
+            return Predicate([d, -d])
+        raise _not_affine("'!=' in a mask")
+
+    def __lt__(self, o):
+        return self._cmp(o, "lt")
+
+    def __le__(self, o):
+        return self._cmp(o, "le")
+
+    def __gt__(self, o):
+        return self._cmp(o, "gt")
+
+    def __ge__(self, o):
+        return self._cmp(o, "ge")
+
+    def __eq__(self, o):
+        return self._cmp(o, "eq")
+
+    def __ne__(self, o):
+        return self._cmp(o, "ne")
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        if self.is_const() and not self.shape:
+            return bool(self.aff.c)
+        raise _control_flow_error()
+
+    def __index__(self):
+        if self.is_const() and not self.shape:
+            return self.aff.c
+        raise _control_flow_error()
+
+    def __int__(self):
+        return self.__index__()
+
+    def __iter__(self):
+        raise TypeError("an index expression is not iterable")
+
+    # -- reshaping index tiles: arange(n)[:, None]
+    def __getitem__(self, key):
+        if not isinstance(key, tuple):
+            key = (key,)
+        if any(k is Ellipsis for k in key):
+            i = key.index(Ellipsis)
+            nfill = len(self.shape) - (len(key) - 1 - key.count(None))
+            key = key[:i] + (slice(None),) * nfill + key[i + 1:]
+        shape, m, old = [], {}, 0
+        for k in key:
+            if k is None:
+                shape.append(1)
+            elif isinstance(k, slice) and k == slice(None):
+                if old >= len(self.shape):
+                    raise IndexError("too many indices for an index expression")
+                m[old] = Aff.axis(len(shape))
+                shape.append(self.shape[old])
+                old += 1
+            else:
+                raise IndexError("an index expression supports only ':' and None"
+                                 " in subscripts")
+        if old != len(self.shape):
+            raise IndexError("index expression of rank %d indexed with %d axes"
+                             % (len(self.shape), old))
+        return IndexExpr(shape, self.aff.subst(m))
+
+
+class Predicate:
+    """A conjunction of ``expr >= 0`` constraints: an NKI mask."""
+
+    __slots__ = ("terms",)
+
+    def __init__(self, terms):
+        self.terms = list(terms)
+
+    @property
+    def shape(self):
+        return broadcast_shapes(*[t.shape for t in self.terms])
+
+    def __and__(self, o):
+        if isinstance(o, Predicate):
+            return Predicate(self.terms + o.terms)
+        if o is True:
+            return self
+        return NotImplemented
+
+    __rand__ = __and__
+
+    def __or__(self, o):
+        raise _not_affine("'|' in a mask (masks are conjunctions: use '&')")
+
+    __ror__ = __or__
+
+    def __bool__(self):
+        raise _control_flow_error()
+
+    def __repr__(self):
+        return "Predicate(%s)" % " & ".join("(%r >= 0)" % t.aff for t in self.terms)
+
+
+def loop_var(var):
+    return IndexExpr((), Aff(0, {("l", var): 1}))
+
+
+def program_var(axis):
+    return IndexExpr((), Aff(0, {("p", axis): 1}))
+
+
+def _range_len(start, stop, step):
+    return len(range(start, stop, step))
+
+
+def arange(*args):
+    """``nl.arange([start,] stop[, step])``: a 1-D index tile."""
+    if len(args) == 1:
+        start, stop, step = 0, args[0], 1
+    elif len(args) == 2:
+        (start, stop), step = args, 1
+    elif len(args) == 3:
+        start, stop, step = args
+    else:
+        raise TypeError("arange expects 1 to 3 arguments")
+    start, stop, step = (int(operator_index(v)) for v in (start, stop, step))
+    n = _range_len(start, stop, step)
+    if n <= 0:
+        raise ValueError("nl.arange(%d, %d, %d) is empty" % (start, stop, step))
+    return IndexExpr((n,), Aff.axis(0, step if n > 1 else 0, start))
+
+
+def operator_index(v):
+    i = as_index(v)
+    if i is None:
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        raise TypeError("expected an integer, got %r" % (v,))
+    return i.__index__()
+
+
+class MGrid(tuple):
+    """The index tiles of ``nl.mgrid[...]``: unpack it or use .p/.x/.y/.z."""
+
+    @property
+    def p(self):
+        return self[0]
+
+    @property
+    def x(self):
+        return self[1]
+
+    @property
+    def y(self):
+        return self[2]
+
+    @property
+    def z(self):
+        return self[3]
+
+
+class _MGridMaker:
+    """``nl.mgrid[0:128, 0:512]``: one index tile per slice, each varying
+    along its own axis (shapes [128, 1] and [1, 512])."""
+
+    def __getitem__(self, key):
+        if not isinstance(key, tuple):
+            key = (key,)
+        rank = len(key)
+        out = []
+        for d, s in enumerate(key):
+            if not isinstance(s, slice):
+                raise TypeError("nl.mgrid takes slices, e.g. nl.mgrid[0:128, 0:512]")
+            start = 0 if s.start is None else operator_index(s.start)
+            stop = operator_index(s.stop)
+            step = 1 if s.step is None else operator_index(s.step)
+            n = _range_len(start, stop, step)
+            if n <= 0:
+                raise ValueError("empty nl.mgrid range %r" % (s,))
+            shape = tuple(n if i == d else 1 for i in range(rank))
+            out.append(IndexExpr(shape, Aff.axis(d, step if n > 1 else 0, start)))
+        return MGrid(out)
+
+    def __repr__(self):
+        return "nl.mgrid"
+
+
+mgrid = _MGridMaker()

@@ -1,0 +1,322 @@
+"""The kernel builder: the state of one trace and its NKIR serialization.
+
+A :class:`KernelBuilder` collects tensors and ops while a kernel function
+runs with symbolic arguments; :meth:`KernelBuilder.finish` turns them into a
+``nkir.v1.Kernel`` message (proto/nkir.proto).  The active builder is
+thread-local: tracing is re-entrant per thread and independent across
+threads.
+"""
+
+import os
+import sys
+import threading
+
+from .._proto import nkir_pb2 as ir
+from ..errors import NKIError
+from .affine import Aff
+
+__all__ = ["KernelBuilder", "current", "require", "caller_loc", "loc_suffix",
+           "Access", "Op"]
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_state = threading.local()
+
+
+def current():
+    """The builder of the trace running on this thread, or None."""
+    stack = getattr(_state, "stack", None)
+    return stack[-1] if stack else None
+
+
+def require(what):
+    b = current()
+    if b is None:
+        raise NKIError("%s can only be used inside a NKI kernel while it is traced"
+                       " (call the kernel, or nki.baremetal / nki.simulate_kernel)" % what)
+    return b
+
+
+def caller_frame():
+    """The innermost frame outside the nkid package (the kernel's line)."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+        f = f.f_back
+    return f
+
+
+def caller_loc():
+    f = caller_frame()
+    if f is None:
+        return ("<unknown>", 0)
+    return (f.f_code.co_filename, f.f_lineno)
+
+
+def loc_suffix():
+    """`` (file.py:LINE)`` for the kernel line being traced."""
+    path, line = caller_loc()
+    return " (%s:%d)" % (os.path.basename(path), line)
+
+
+class Access:
+    """A view: tensor id, per-dimension Aff over the view's axes, the
+    iteration shape, and mask constraints (Aff >= 0)."""
+
+    __slots__ = ("tensor", "index", "shape", "mask")
+
+    def __init__(self, tensor, index, shape, mask=()):
+        self.tensor = tensor
+        self.index = list(index)
+        self.shape = tuple(shape)
+        self.mask = list(mask)
+
+
+class Op:
+    """One NKIR op under construction (fields as in nkir.v1.Op)."""
+
+    __slots__ = ("kind", "loc", "dst", "src", "fields", "loop")
+
+    def __init__(self, kind, loc, dst=None, src=(), fields=None, loop=None):
+        self.kind = kind
+        self.loc = loc
+        self.dst = dst
+        self.src = list(src)          # Access or float
+        self.fields = fields or {}
+        self.loop = loop              # (var, kind, start, stop, step, body)
+
+
+class TensorInfo:
+    __slots__ = ("name", "kind", "space", "dtype", "shape", "loc", "fill",
+                 "pending_alloc", "written")
+
+    def __init__(self, name, kind, space, dtype, shape, loc, fill=ir.FILL_UNINIT):
+        self.name = name
+        self.kind = kind
+        self.space = space
+        self.dtype = dtype
+        self.shape = tuple(int(s) for s in shape)
+        self.loc = loc
+        self.fill = fill
+        self.pending_alloc = None     # (op, body) of an OP_ALLOC FILL_UNINIT
+        self.written = False
+
+
+class KernelBuilder:
+    """Collects the tensors and ops of one kernel trace."""
+
+    def __init__(self, name, grid=(), target=""):
+        self.name = name
+        self.grid = tuple(int(g) for g in grid)
+        self.target = target
+        self.files = []
+        self._file_idx = {}
+        self.tensors = []
+        self.params = []
+        self.outputs = []
+        self.body = []
+        self._bodies = [self.body]
+        self._loops = []
+        self.num_loop_vars = 0
+        self.def_loc = None
+
+    # -- activation
+    def __enter__(self):
+        stack = getattr(_state, "stack", None)
+        if stack is None:
+            stack = _state.stack = []
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _state.stack.pop()
+        return False
+
+    # -- locations
+    def file_index(self, path):
+        i = self._file_idx.get(path)
+        if i is None:
+            i = self._file_idx[path] = len(self.files)
+            self.files.append(path)
+        return i
+
+    def loc_here(self):
+        """(file index, line) of the kernel line being traced."""
+        path, line = caller_loc()
+        return (self.file_index(path), line)
+
+    # -- tensors
+    def add_tensor(self, name, kind, space, dtype, shape, fill=ir.FILL_UNINIT, loc=None):
+        if loc is None:
+            loc = self.loc_here()
+        self.tensors.append(TensorInfo(name, kind, space, dtype, shape, loc, fill))
+        return len(self.tensors) - 1
+
+    def add_param(self, name, dtype, shape):
+        tid = self.add_tensor(name, ir.TENSOR_PARAM, ir.SPACE_HBM, dtype, shape,
+                              loc=self.def_loc or (0, 0))
+        self.params.append((name, tid))
+        return tid
+
+    def drop_tensor_if_last(self, tid):
+        if tid == len(self.tensors) - 1:
+            self.tensors.pop()
+
+    # -- ops
+    @property
+    def cur_body(self):
+        return self._bodies[-1]
+
+    def emit(self, op):
+        self._bodies[-1].append(op)
+        return op
+
+    def is_last_op(self, op):
+        body = self._bodies[-1]
+        return bool(body) and body[-1] is op
+
+    def alloc(self, tid, fill, value=0.0, loc=None):
+        """OP_ALLOC of a whole tile.  An uninitialized allocation is dropped
+        again if the tile's first access overwrites all of it."""
+        t = self.tensors[tid]
+        acc = full_access(tid, t.shape)
+        fields = {"fill": fill}
+        if fill == ir.FILL_VALUE:
+            fields["value"] = float(value)
+        op = self.emit(Op(ir.OP_ALLOC, loc or self.loc_here(), acc, (), fields))
+        if fill == ir.FILL_UNINIT:
+            t.pending_alloc = (op, self._bodies[-1])
+        return op
+
+    def note_read(self, acc):
+        t = self.tensors[acc.tensor]
+        t.pending_alloc = None
+
+    def note_write(self, acc):
+        t = self.tensors[acc.tensor]
+        t.written = True
+        p = t.pending_alloc
+        if p is not None:
+            t.pending_alloc = None
+            if covers(acc, t.shape):
+                op, body = p
+                for i in range(len(body) - 1, -1, -1):
+                    if body[i] is op:
+                        del body[i]
+                        break
+
+    # -- loops
+    def begin_loop(self, kind, start, stop, step, loc=None):
+        var = self.num_loop_vars
+        self.num_loop_vars += 1
+        body = []
+        self._loops.append((var, kind, start, stop, step, body, loc or self.loc_here()))
+        self._bodies.append(body)
+        return var
+
+    def end_loop(self, var):
+        if not self._loops or self._loops[-1][0] != var:
+            return          # abandoned trace (an exception left the loop)
+        var, kind, start, stop, step, body, loc = self._loops.pop()
+        self._bodies.pop()
+        self.emit(Op(ir.OP_LOOP, loc, loop=(var, kind, start, stop, step, body)))
+
+    # -- serialization
+    def finish(self):
+        """The traced kernel as a nkir.v1.Kernel message."""
+        k = ir.Kernel(name=self.name, files=self.files, grid=list(self.grid),
+                      num_loop_vars=self.num_loop_vars, target=self.target)
+        if self.def_loc:
+            k.loc.file, k.loc.line = self.def_loc
+        for t in self.tensors:
+            m = k.tensors.add(name=t.name, kind=t.kind, space=t.space,
+                              dtype=_dtype_ir(t.dtype), shape=list(t.shape))
+            m.loc.file, m.loc.line = t.loc
+            if t.kind == ir.TENSOR_HBM:
+                m.fill = t.fill
+        for name, tid in self.params:
+            k.params.add(name=name, tensor=tid)
+        k.outputs.extend(self.outputs)
+        _ops_to_pb(self.body, k.body)
+        return k
+
+
+def _dtype_ir(dt):
+    from .dtypes import to_ir
+    return to_ir(dt)
+
+
+def full_access(tid, shape, mask=()):
+    return Access(tid, [Aff.axis(j) for j in range(len(shape))], shape, mask)
+
+
+def covers(acc, shape):
+    """True if ``acc`` writes every element of a tensor of ``shape``."""
+    if acc.mask or len(acc.index) != len(shape):
+        return False
+    n = 1
+    for s in acc.shape:
+        n *= s
+    total = 1
+    for s in shape:
+        total *= s
+    if n != total:
+        return False
+    seen = set()
+    for d, a in enumerate(acc.index):
+        if a.c != 0 or len(a.t) != 1:
+            return shape[d] == 1 and a.c == 0 and not a.t
+        (k, v), = a.t.items()
+        if not isinstance(k, int) or v != 1 or k in seen or acc.shape[k] != shape[d]:
+            return False
+        seen.add(k)
+    return True
+
+
+_TERM = {"l": ir.TERM_LOOP, "p": ir.TERM_PROGRAM}
+
+
+def _aff_to_pb(a, m):
+    m.constant = a.c
+    items = []
+    for key, coef in a.t.items():
+        if isinstance(key, int):
+            items.append((ir.TERM_AXIS, key, coef))
+        else:
+            items.append((_TERM[key[0]], key[1], coef))
+    items.sort()
+    for kind, index, coef in items:
+        m.terms.add(kind=kind, index=index, coef=coef)
+
+
+def _access_to_pb(acc, m):
+    m.tensor = acc.tensor
+    for a in acc.index:
+        _aff_to_pb(a, m.index.add())
+    m.shape.extend(acc.shape)
+    for a in acc.mask:
+        _aff_to_pb(a, m.mask.add())
+
+
+def _ops_to_pb(ops, out):
+    for op in ops:
+        m = out.add(kind=op.kind)
+        m.loc.file, m.loc.line = op.loc
+        if op.dst is not None:
+            _access_to_pb(op.dst, m.dst)
+        for s in op.src:
+            o = m.src.add()
+            if isinstance(s, Access):
+                _access_to_pb(s, o.access)
+            else:
+                o.scalar = float(s)
+        for name, value in op.fields.items():
+            if name == "axes":
+                m.axes.extend(value)
+            elif name == "expr":
+                _aff_to_pb(value, m.expr)
+            else:
+                setattr(m, name, value)
+        if op.loop is not None:
+            var, kind, start, stop, step, body = op.loop
+            lp = m.loop
+            lp.var, lp.kind, lp.start, lp.stop, lp.step = var, kind, start, stop, step
+            _ops_to_pb(body, lp.body)

@@ -1,0 +1,109 @@
+"""Matrix multiplication kernels, from a single tile to blocked loops."""
+
+from nkid import nki
+import nkid.nki.isa as nisa
+import nkid.nki.language as nl
+
+TK = nl.tile_size.pmax                  # contraction tile (partitions)
+TM = nl.tile_size.gemm_stationary_fmax  # stationary free size
+TN = nl.tile_size.gemm_moving_fmax      # moving free size
+
+
+@nki.jit
+def mm_single(xT, y):
+    """[K=128, M=64]^T @ [128, 512] in one matmul."""
+    z = nl.ndarray((xT.shape[1], y.shape[1]), dtype=xT.dtype, buffer=nl.shared_hbm)
+    kx, mx = nl.mgrid[0:xT.shape[0], 0:xT.shape[1]]
+    ky, ny = nl.mgrid[0:y.shape[0], 0:y.shape[1]]
+    a = nl.load(xT[kx, mx])
+    b = nl.load(y[ky, ny])
+    acc = nl.matmul(a, b, transpose_x=True)
+    nl.store(z, value=nl.copy(acc, dtype=z.dtype))
+    return z
+
+
+@nki.jit
+def mm_plain(x, y):
+    """x [M<=128, K<=128] @ y [K, N<=512] without transpose_x."""
+    z = nl.ndarray((x.shape[0], y.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.matmul(nl.load(x), nl.load(y))
+    nl.store(z, value=acc)
+    return z
+
+
+@nki.jit
+def mm_tiled(xT, y):
+    """Tiled [K, M]^T @ [K, N] with a PSUM accumulator per output tile."""
+    K, M = xT.shape
+    _, N = y.shape
+    z = nl.ndarray((M, N), dtype=xT.dtype, buffer=nl.shared_hbm)
+    for m in nl.affine_range(M // TM):
+        for n in nl.affine_range(N // TN):
+            acc = nl.zeros((TM, TN), nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(K // TK):
+                a = nl.ndarray((TK, TM), dtype=xT.dtype, buffer=nl.sbuf)
+                b = nl.ndarray((TK, TN), dtype=y.dtype, buffer=nl.sbuf)
+                a[...] = nl.load(xT[k * TK:(k + 1) * TK, m * TM:(m + 1) * TM])
+                b[...] = nl.load(y[k * TK:(k + 1) * TK, n * TN:(n + 1) * TN])
+                acc += nl.matmul(a[...], b[...], transpose_x=True)
+            out = nl.copy(acc, dtype=z.dtype)
+            nl.store(z[m * TM:(m + 1) * TM, n * TN:(n + 1) * TN], value=out)
+    return z
+
+
+@nki.jit
+def mm_hoisted(xT, y):
+    """Loads hoisted out of the inner loop into par_dim tile arrays."""
+    K, M = xT.shape
+    _, N = y.shape
+    z = nl.ndarray((M, N), dtype=xT.dtype, buffer=nl.shared_hbm)
+    ia = nl.mgrid[0:TK, 0:TM]
+    ib = nl.mgrid[0:TK, 0:TN]
+    iz = nl.mgrid[0:TM, 0:TN]
+    for m in nl.affine_range(M // TM):
+        a_all = nl.ndarray((K // TK, nl.par_dim(TK), TM), dtype=xT.dtype, buffer=nl.sbuf)
+        for k in nl.affine_range(K // TK):
+            a_all[k, ia.p, ia.x] = nl.load(xT[k * TK + ia.p, m * TM + ia.x])
+        for n in nl.affine_range(N // TN):
+            b_all = nl.ndarray((K // TK, nl.par_dim(TK), TN), dtype=y.dtype, buffer=nl.sbuf)
+            for k in nl.affine_range(K // TK):
+                b_all[k, ib.p, ib.x] = nl.load(y[k * TK + ib.p, n * TN + ib.x])
+            acc = nl.zeros((TM, TN), nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(K // TK):
+                acc[...] += nisa.nc_matmul(a_all[k, ia.p, ia.x], b_all[k, ib.p, ib.x])
+            nl.store(z[m * TM + iz.p, n * TN + iz.x], value=nl.copy(acc, dtype=z.dtype))
+    return z
+
+
+@nki.jit
+def mm_blocked(xT, y, bm=2, bn=2):
+    """Free dimensions blocked by bm x bn tiles; results accumulated in SBUF."""
+    K, M = xT.shape
+    _, N = y.shape
+    z = nl.ndarray((M, N), dtype=xT.dtype, buffer=nl.shared_hbm)
+    ia = nl.mgrid[0:TK, 0:TM]
+    ib = nl.mgrid[0:TK, 0:TN]
+    iz = nl.mgrid[0:TM, 0:TN]
+    for mb in nl.affine_range(M // (TM * bm)):
+        a_blk = nl.ndarray((bm, K // TK, nl.par_dim(TK), TM), dtype=xT.dtype, buffer=nl.sbuf)
+        for i in nl.affine_range(bm):
+            for k in nl.affine_range(K // TK):
+                a_blk[i, k, ia.p, ia.x] = nl.load(
+                    xT[k * TK + ia.p, (mb * bm + i) * TM + ia.x])
+        for nb in nl.affine_range(N // (TN * bn)):
+            b_blk = nl.ndarray((bn, K // TK, nl.par_dim(TK), TN), dtype=y.dtype, buffer=nl.sbuf)
+            for j in nl.affine_range(bn):
+                for k in nl.affine_range(K // TK):
+                    b_blk[j, k, ib.p, ib.x] = nl.load(
+                        y[k * TK + ib.p, (nb * bn + j) * TN + ib.x])
+            res = nl.zeros((bm, bn, nl.par_dim(TM), TN), dtype=nl.float32, buffer=nl.sbuf)
+            for i in nl.affine_range(bm):
+                for j in nl.affine_range(bn):
+                    acc = nl.zeros((TM, TN), nl.float32, buffer=nl.psum)
+                    for k in nl.sequential_range(K // TK):
+                        acc += nl.matmul(a_blk[i, k, ia.p, ia.x], b_blk[j, k, ib.p, ib.x],
+                                         transpose_x=True)
+                    res[i, j, iz.p, iz.x] += acc[iz.p, iz.x]
+                    nl.store(z[(mb * bm + i) * TM + iz.p, (nb * bn + j) * TN + iz.x],
+                             value=res[i, j, iz.p, iz.x])
+    return z
