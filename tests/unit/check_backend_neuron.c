@@ -1,0 +1,996 @@
+/* check_backend_neuron.c: the neuron backend against the test doubles of neuronx-cc, neuron-profile and libnrt (tests/neuron/). */
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "daemon/backend.h"
+#include "daemon/config.h"
+#include "daemon/neuron_cmd.h"
+#include "daemon/neuron_proc.h"
+
+/* Where the doubles are: the scripts under $TOP/tests/neuron (TOP: the
+ * working directory by default, as scripts/check.sh runs the tests), the
+ * library beside this test binary. */
+static char	top[1024], fakelib[1200], fakecc[1200], fakeprof[1200];
+/* Per test: a private directory with devices, state and a busy file. */
+static char	T[256], busy[300], argvlog[300];
+
+struct fake_nrt_counters {
+	long	inits, closes, loads, unloads, executes, live_tensors,
+		live_sets, live_models;
+};
+
+static const char penguin_ok[] =
+    "# a stand-in for the Penguin IR NKI's tracer writes\n"
+    "# fake-neff: input a float32 4 2\n"
+    "# fake-neff: input b int32 3\n"
+    "# fake-neff: output out float32 4 2\n"
+    "# fake-neff: output out2 int32 3\n"
+    "def kernel(a, b): pass\n";
+
+static void
+paths_init(const char *argv0)
+{
+	const char	*env = getenv("TOP");
+	char		 self[1024], *slash;
+	ssize_t		 n;
+
+	if (env != NULL)
+		snprintf(top, sizeof top, "%s", env);
+	else if (getcwd(top, sizeof top) == NULL)
+		abort();
+	n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0)
+		snprintf(self, sizeof self, "%s", argv0);
+	else
+		self[n] = '\0';
+	if ((slash = strrchr(self, '/')) != NULL)
+		*slash = '\0';
+	snprintf(fakelib, sizeof fakelib, "%s/libfake_nrt.so", self);
+	snprintf(fakecc, sizeof fakecc, "%s/tests/neuron/fake-neuronx-cc", top);
+	snprintf(fakeprof, sizeof fakeprof, "%s/tests/neuron/fake-neuron-profile",
+	    top);
+}
+
+static void
+file_put(const char *path, const char *text)
+{
+	FILE	*f = fopen(path, "w");
+
+	ck_assert_msg(f != NULL, "cannot write %s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+static char *
+file_get(const char *path)
+{
+	static char	buf[65536];
+	FILE		*f = fopen(path, "r");
+	size_t		 n;
+
+	if (f == NULL)
+		return (NULL);
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return (buf);
+}
+
+static void
+setup(void)
+{
+	char	p[PATH_MAX + 32];
+
+	snprintf(T, sizeof T, "/tmp/check-neuron.XXXXXX");
+	ck_assert(mkdtemp(T) != NULL);
+	snprintf(p, sizeof p, "%s/dev", T);
+	mkdir(p, 0755);
+	snprintf(p, sizeof p, "%s/dev/neuron0", T);
+	file_put(p, "");
+	snprintf(p, sizeof p, "%s/dev/neuron1", T);
+	file_put(p, "");
+	snprintf(p, sizeof p, "%s/state", T);
+	mkdir(p, 0750);
+	snprintf(busy, sizeof busy, "%s/busy", T);
+	snprintf(argvlog, sizeof argvlog, "%s/argv", T);
+	unsetenv("NEURON_RT_VISIBLE_CORES");
+	setenv("FAKE_NRT_BUSY_FILE", busy, 1);
+	setenv("FAKE_NEURONX_CC_ARGV", argvlog, 1);
+	unsetenv("FAKE_NEURONX_CC_PIDS");
+	unsetenv("FAKE_NEURON_PROFILE_ARGV");
+}
+
+static void
+teardown(void)
+{
+	neuron_proc_rmtree(T);
+}
+
+/* Load a config for the doubles; extra is JSON members inside "neuron". */
+static void
+cfg_make(struct config *cfg, const char *extra)
+{
+	char	json[16384], err[1024];
+
+	char	cc[1300] = "", rt[1300] = "", dev[400] = "";
+
+	/* The doubles, unless extra names something else. */
+	if (extra == NULL || strstr(extra, "\"compiler\"") == NULL)
+		snprintf(cc, sizeof cc, "\"compiler\": \"%s\", ", fakecc);
+	if (extra == NULL || strstr(extra, "\"runtime_library\"") == NULL)
+		snprintf(rt, sizeof rt, "\"runtime_library\": \"%s\", ",
+		    fakelib);
+	if (extra == NULL || strstr(extra, "\"device_glob\"") == NULL)
+		snprintf(dev, sizeof dev, "\"device_glob\": "
+		    "\"%s/dev/neuron*\", ", T);
+	snprintf(json, sizeof json,
+	    "{ \"backend\": \"neuron\", \"state_dir\": \"%s/state\", "
+	    "\"neuron\": { %s%s%s\"profiler\": \"%s\"%s%s } }", T, cc, rt,
+	    dev, fakeprof, extra != NULL ? ", " : "",
+	    extra != NULL ? extra : "");
+	ck_assert_msg(config_load_string(cfg, "test", json, strlen(json), NULL,
+	    err, sizeof err) == 0, "config: %s", err);
+}
+
+static struct backend *
+open_ok(const char *extra)
+{
+	struct config	 cfg;
+	struct backend	*b = NULL;
+	char		 err[1024];
+	int		 rc;
+
+	cfg_make(&cfg, extra);
+	rc = backend_open(&cfg, &b, err, sizeof err);
+	config_release(&cfg);
+	ck_assert_msg(rc == 0, "open: %s", err);
+	return (b);
+}
+
+static int
+open_fail(const char *extra, char *err, size_t errlen)
+{
+	struct config	 cfg;
+	struct backend	*b = NULL;
+	int		 rc;
+
+	cfg_make(&cfg, extra);
+	rc = backend_open(&cfg, &b, err, errlen);
+	config_release(&cfg);
+	ck_assert(b == NULL);
+	return (rc);
+}
+
+/* The work directory holds no compile.* or profile.* directory. */
+static void
+workdir_empty(void)
+{
+	char		 p[PATH_MAX + 16];
+	DIR		*d;
+	struct dirent	*e;
+
+	snprintf(p, sizeof p, "%s/state/neuron", T);
+	d = opendir(p);
+	ck_assert_msg(d != NULL, "no work directory %s", p);
+	while ((e = readdir(d)) != NULL)
+		ck_assert_msg(e->d_name[0] == '.', "left behind: %s/%s", p,
+		    e->d_name);
+	closedir(d);
+}
+
+static struct fake_nrt_counters *
+counters(void)
+{
+	void	*h = dlopen(fakelib, RTLD_NOW | RTLD_NOLOAD);
+	struct fake_nrt_counters *(*fn)(void);
+
+	ck_assert_msg(h != NULL, "libfake_nrt.so is not loaded");
+	*(void **)&fn = dlsym(h, "fake_nrt_counters");
+	ck_assert(fn != NULL);
+	dlclose(h);
+	return (fn());
+}
+
+static int
+compile_src(struct backend *b, const char *src, void **img, size_t *len,
+    char *diag)
+{
+	return (b->ops->compile(b->state, src, strlen(src), img, len, diag));
+}
+
+/* Is pid gone (or a zombie waiting for its reaper)? */
+static int
+pid_dead(long pid)
+{
+	char	 p[64], *s, *rp;
+
+	snprintf(p, sizeof p, "/proc/%ld/stat", pid);
+	if ((s = file_get(p)) == NULL)
+		return (1);
+	rp = strrchr(s, ')');
+	return (rp != NULL && (rp[2] == 'Z' || rp[2] == 'X'));
+}
+
+static double
+now_s(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
+}
+
+/* ------------------------------------------------------------ core */
+
+START_TEST(test_backend_neuron_compile_argv)
+{
+	static const char *want[] = { "neuronx-cc", "compile", "--framework",
+	    "XLA", "penguin.py", "--internal-tensorizer-opt-level=nki",
+	    "--pipeline", "compile", "SaveTemps", "--target", "trn2", "-O1",
+	    "--auto-cast", "none", "--tensorizer-options=a b", NULL };
+	char	**argv, err[256];
+	size_t	  i;
+
+	ck_assert_int_eq(neuron_cmd_compile_argv("neuronx-cc", "trn2",
+	    "  -O1\t--auto-cast none '--tensorizer-options=a b' ", &argv, err,
+	    sizeof err), 0);
+	for (i = 0; want[i] != NULL; i++) {
+		ck_assert_ptr_nonnull(argv[i]);
+		ck_assert_str_eq(argv[i], want[i]);
+	}
+	ck_assert_ptr_null(argv[i]);
+	neuron_proc_argv_free(argv);
+
+	/* No options: NKI's command line and nothing else. */
+	ck_assert_int_eq(neuron_cmd_compile_argv("/opt/nx/neuronx-cc", "inf2",
+	    "", &argv, err, sizeof err), 0);
+	for (i = 0; argv[i] != NULL; i++)
+		;
+	ck_assert_uint_eq(i, 11);
+	ck_assert_str_eq(argv[0], "/opt/nx/neuronx-cc");
+	ck_assert_str_eq(argv[10], "inf2");
+	neuron_proc_argv_free(argv);
+
+	/* A target is a platform name, never an option or a path. */
+	ck_assert_int_eq(neuron_cmd_compile_argv("neuronx-cc", "--output=x",
+	    "", &argv, err, sizeof err), -1);
+	ck_assert_ptr_nonnull(strstr(err, "invalid compile target"));
+	ck_assert_int_eq(neuron_cmd_compile_argv("neuronx-cc", "../trn1",
+	    "", &argv, err, sizeof err), -1);
+	ck_assert_int_eq(neuron_cmd_compile_argv("neuronx-cc", "TRN1", "",
+	    &argv, err, sizeof err), -1);
+}
+END_TEST
+
+START_TEST(test_backend_neuron_options_split)
+{
+	static const char *want[] = { "--a", "b c", "d \"e\" $x", "f g", "",
+	    "h'i", NULL };
+	static const char *inj[] = { ";", "rm", "-rf", "/;", "$(id)", "`id`",
+	    "|", "&&", ">x", "${HOME}", NULL };
+	char	**v, err[256];
+	size_t	  n, i;
+
+	ck_assert_int_eq(neuron_proc_split("--a 'b c' \"d \\\"e\\\" \\$x\" "
+	    "f\\ g '' h\"'\"i", 16, &v, &n, err, sizeof err), 0);
+	ck_assert_uint_eq(n, 6);
+	for (i = 0; want[i] != NULL; i++)
+		ck_assert_str_eq(v[i], want[i]);
+	ck_assert_ptr_null(v[n]);
+	neuron_proc_argv_free(v);
+
+	/* Shell syntax is plain text: nothing is run or expanded. */
+	ck_assert_int_eq(neuron_proc_split("; rm -rf /; $(id) `id` | && >x "
+	    "${HOME}", 16, &v, &n, err, sizeof err), 0);
+	ck_assert_uint_eq(n, 10);
+	for (i = 0; inj[i] != NULL; i++)
+		ck_assert_str_eq(v[i], inj[i]);
+	neuron_proc_argv_free(v);
+
+	ck_assert_int_eq(neuron_proc_split("", 16, &v, &n, err, sizeof err),
+	    0);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_ptr_null(v[0]);
+	neuron_proc_argv_free(v);
+
+	ck_assert_int_eq(neuron_proc_split("-O1 'open", 16, &v, &n, err,
+	    sizeof err), -1);
+	ck_assert_ptr_nonnull(strstr(err, "unterminated"));
+	ck_assert_int_eq(neuron_proc_split("-O1 \"open", 16, &v, &n, err,
+	    sizeof err), -1);
+	ck_assert_int_eq(neuron_proc_split("-O1 \\", 16, &v, &n, err,
+	    sizeof err), -1);
+	ck_assert_int_eq(neuron_proc_split("a b c d", 3, &v, &n, err,
+	    sizeof err), -1);
+	ck_assert_ptr_nonnull(strstr(err, "more than 3"));
+}
+END_TEST
+
+START_TEST(test_backend_neuron_cores_parse)
+{
+	unsigned	*c;
+	size_t		 n;
+	char		 err[256], buf[64];
+
+	ck_assert_int_eq(neuron_cmd_cores_parse("0-3,6", 8, &c, &n, err,
+	    sizeof err), 0);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_uint_eq(c[4], 6);
+	neuron_cmd_cores_format(c, n, buf, sizeof buf);
+	ck_assert_str_eq(buf, "0-3,6");
+	free(c);
+	ck_assert_int_eq(neuron_cmd_cores_parse("5", 0, &c, &n, err,
+	    sizeof err), 0);
+	ck_assert_uint_eq(n, 1);
+	free(c);
+	ck_assert_int_eq(neuron_cmd_cores_parse("3-1", 8, &c, &n, err,
+	    sizeof err), -1);
+	ck_assert_int_eq(neuron_cmd_cores_parse("1,1", 8, &c, &n, err,
+	    sizeof err), -1);
+	ck_assert_int_eq(neuron_cmd_cores_parse("a", 8, &c, &n, err,
+	    sizeof err), -1);
+	ck_assert_int_eq(neuron_cmd_cores_parse("1,", 8, &c, &n, err,
+	    sizeof err), -1);
+	ck_assert_int_eq(neuron_cmd_cores_parse("0-8", 8, &c, &n, err,
+	    sizeof err), -1);
+	ck_assert_ptr_nonnull(strstr(err, "core 8"));
+}
+END_TEST
+
+struct versions {
+	char	compiler[64], runtime[128], cores[64], devices[16];
+};
+
+static void
+versions_add(void *arg, const char *k, const char *v)
+{
+	struct versions	*vs = arg;
+
+	if (strcmp(k, "neuronx-cc") == 0)
+		snprintf(vs->compiler, sizeof vs->compiler, "%s", v);
+	else if (strcmp(k, "runtime") == 0)
+		snprintf(vs->runtime, sizeof vs->runtime, "%s", v);
+	else if (strcmp(k, "cores") == 0)
+		snprintf(vs->cores, sizeof vs->cores, "%s", v);
+	else if (strcmp(k, "devices") == 0)
+		snprintf(vs->devices, sizeof vs->devices, "%s", v);
+}
+
+START_TEST(test_backend_neuron_open_versions)
+{
+	struct backend	*b;
+	struct versions	 vs;
+
+	setenv("FAKE_NEURONX_CC_VERSION", "2.99.1.0+cafe", 1);
+	b = open_ok(NULL);
+	ck_assert_str_eq(b->ops->name, "neuron");
+	ck_assert_str_eq(b->ops->format, "penguin");
+	/* 2 devices x 2 cores per device. */
+	ck_assert_uint_eq(b->ncores, 4);
+	ck_assert_str_eq(b->ops->compiler_version(b->state),
+	    "NeuronX Compiler version 2.99.1.0+cafe");
+	memset(&vs, 0, sizeof vs);
+	b->ops->versions(b->state, versions_add, &vs);
+	ck_assert_str_eq(vs.compiler, "2.99.1.0+cafe");
+	ck_assert_str_eq(vs.runtime, "2.99.7.0 fake_nrt");
+	ck_assert_str_eq(vs.cores, "0-3");
+	ck_assert_str_eq(vs.devices, "2");
+	/* The runtime will reserve exactly these. */
+	ck_assert_str_eq(getenv("NEURON_RT_VISIBLE_CORES"), "0-3");
+	backend_close(b);
+}
+END_TEST
+
+START_TEST(test_backend_neuron_round_trip)
+{
+	struct backend			*b;
+	struct backend_program		*p = NULL;
+	struct backend_exec		 x;
+	struct fake_nrt_counters	*fc;
+	sim_tensor			 in[2], out[2];
+	float				 a[8];
+	int32_t				 bb[3] = { 7, -8, 9 };
+	char				 diag[BACKEND_DIAG_LEN];
+	void				*img;
+	size_t				 len;
+	int				 i;
+
+	b = open_ok(NULL);
+	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
+	ck_assert_int_eq(memcmp(img, "FAKENEFF 1\ntarget trn1\n", 23), 0);
+	workdir_empty();
+	ck_assert_int_eq(b->ops->load(b->state, img, len, &p, diag), 0);
+	ck_assert_uint_eq(p->nparams, 2);
+	ck_assert_uint_eq(p->noutputs, 2);
+	ck_assert_str_eq(p->param(p, 0)->name, "a");
+	ck_assert_int_eq(p->param(p, 1)->dtype, SIM_DT_INT32);
+	ck_assert_int_eq(p->output(p, 0)->rank, 2);
+	ck_assert_uint_eq(p->output(p, 0)->shape[0], 4);
+
+	for (i = 0; i < 8; i++)
+		a[i] = (float)i * 1.5f;
+	memset(in, 0, sizeof in);
+	in[0].dtype = SIM_DT_FLOAT32;
+	in[0].rank = 2;
+	in[0].shape[0] = 4;
+	in[0].shape[1] = 2;
+	in[0].data = a;
+	in[0].nbytes = sizeof a;
+	in[1].dtype = SIM_DT_INT32;
+	in[1].rank = 1;
+	in[1].shape[0] = 3;
+	in[1].data = bb;
+	in[1].nbytes = sizeof bb;
+	memset(&x, 0, sizeof x);
+	memset(out, 0, sizeof out);
+	x.inputs = in;
+	x.ninputs = 2;
+	x.outputs = out;
+	x.noutputs = 2;
+	/* nkid core 3: loaded there on first use. */
+	ck_assert_int_eq(b->ops->execute(b->state, p, 3, &x, diag), 0);
+	ck_assert_uint_eq(out[0].nbytes, sizeof a);
+	ck_assert_int_eq(memcmp(out[0].data, a, sizeof a), 0);
+	ck_assert_int_eq(memcmp(out[1].data, bb, sizeof bb), 0);
+	ck_assert_int_eq(out[1].dtype, SIM_DT_INT32);
+	sim_tensors_release(out, 2);
+
+	fc = counters();
+	ck_assert_int_eq(fc->inits, 1);
+	ck_assert_int_eq(fc->executes, 1);
+	ck_assert_int_eq(fc->live_models, 2);	/* cores 0 and 3 */
+	ck_assert_int_eq(fc->live_tensors, 0);
+	ck_assert_int_eq(fc->live_sets, 0);
+
+	/* Wrong shapes never reach the runtime. */
+	in[0].shape[1] = 3;
+	ck_assert_int_eq(b->ops->execute(b->state, p, 0, &x, diag),
+	    BACKEND_EARG);
+	ck_assert_ptr_nonnull(strstr(diag, "'a'"));
+	ck_assert_int_eq(fc->executes, 1);
+
+	b->ops->unload(b->state, p);
+	ck_assert_int_eq(fc->live_models, 0);
+	free(img);
+	backend_close(b);
+}
+END_TEST
+
+START_TEST(test_backend_neuron_compile_target_options)
+{
+	struct backend	*b;
+	char		 diag[BACKEND_DIAG_LEN], *log, *cwd, want[2048];
+	void		*img;
+	size_t		 len;
+	struct stat	 st;
+
+	b = open_ok("\"target\": \"trn2\"");
+	ck_assert_ptr_nonnull(b->ops->compile_opts);
+	ck_assert_int_eq(b->ops->compile_opts(b->state, penguin_ok,
+	    strlen(penguin_ok), "inf2", "-O1 '--x=a; rm -rf /'", &img, &len,
+	    diag), 0);
+	free(img);
+	log = file_get(argvlog);
+	snprintf(want, sizeof want, "%s\ncompile\n--framework\nXLA\n"
+	    "penguin.py\n--internal-tensorizer-opt-level=nki\n--pipeline\n"
+	    "compile\nSaveTemps\n--target\ninf2\n-O1\n--x=a; rm -rf /\n",
+	    fakecc);
+	ck_assert_str_eq(log, want);
+	/* It ran in a private directory, gone now. */
+	snprintf(want, sizeof want, "%s.cwd", argvlog);
+	cwd = file_get(want);
+	ck_assert_ptr_nonnull(strstr(cwd, "/state/neuron/compile."));
+	cwd[strcspn(cwd, "\n")] = '\0';
+	ck_assert_int_eq(stat(cwd, &st), -1);
+
+	/* No target in the request: the configured one. */
+	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
+	free(img);
+	ck_assert_ptr_nonnull(strstr(file_get(argvlog), "--target\ntrn2\n"));
+	ck_assert_int_eq(b->ops->compile_opts(b->state, penguin_ok,
+	    strlen(penguin_ok), "", "--bogus-flag", &img, &len, diag),
+	    BACKEND_EINVAL);
+	ck_assert_ptr_nonnull(strstr(diag, "unrecognized arguments"));
+	ck_assert_int_eq(b->ops->compile_opts(b->state, penguin_ok,
+	    strlen(penguin_ok), "", "'unterminated", &img, &len, diag),
+	    BACKEND_EINVAL);
+	ck_assert_int_eq(b->ops->compile_opts(b->state, penguin_ok,
+	    strlen(penguin_ok), "x/../y", "", &img, &len, diag),
+	    BACKEND_EINVAL);
+	workdir_empty();
+	backend_close(b);
+}
+END_TEST
+
+START_TEST(test_backend_neuron_benchmark)
+{
+	struct backend			*b;
+	struct backend_program		*p = NULL;
+	struct backend_exec		 x;
+	struct fake_nrt_counters	*fc;
+	sim_tensor			 in[2], out[2];
+	double				 samples[5];
+	char				 diag[BACKEND_DIAG_LEN];
+	void				*img;
+	size_t				 len;
+	int				 i;
+
+	b = open_ok(NULL);
+	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
+	ck_assert_int_eq(b->ops->load(b->state, img, len, &p, diag), 0);
+	/* Shapes only: the backend supplies zeros. */
+	memset(in, 0, sizeof in);
+	in[0].dtype = SIM_DT_FLOAT32;
+	in[0].rank = 2;
+	in[0].shape[0] = 4;
+	in[0].shape[1] = 2;
+	in[1].dtype = SIM_DT_INT32;
+	in[1].rank = 1;
+	in[1].shape[0] = 3;
+	memset(&x, 0, sizeof x);
+	memset(out, 0, sizeof out);
+	x.inputs = in;
+	x.ninputs = 2;
+	x.outputs = out;
+	x.noutputs = 2;
+	fc = counters();
+	for (i = 0; i < 5; i++)
+		samples[i] = -1;
+	ck_assert_int_eq(b->ops->benchmark(b->state, p, 1, &x, 3, 5, samples,
+	    diag), 0);
+	ck_assert_int_eq(fc->executes, 8);
+	for (i = 0; i < 5; i++)
+		ck_assert(samples[i] >= 0);
+	ck_assert_uint_eq(out[0].nbytes, 32);
+	sim_tensors_release(out, 2);
+	ck_assert_int_eq(fc->live_tensors, 0);
+	b->ops->unload(b->state, p);
+	free(img);
+	backend_close(b);
+}
+END_TEST
+
+START_TEST(test_backend_neuron_profile)
+{
+	struct backend		*b;
+	struct backend_program	*p = NULL;
+	struct backend_exec	 x;
+	struct backend_trace	*t = NULL;
+	sim_tensor		 in[2];
+	float			 a[8] = { 0 };
+	int32_t			 bb[3] = { 0 };
+	char			 diag[BACKEND_DIAG_LEN], plog[PATH_MAX + 16];
+	char			*log;
+	void			*img;
+	size_t			 len, n = 0;
+
+	snprintf(plog, sizeof plog, "%s/profile-argv", T);
+	setenv("FAKE_NEURON_PROFILE_ARGV", plog, 1);
+	b = open_ok("\"visible_cores\": \"1,3\"");
+	ck_assert_uint_eq(b->ncores, 2);
+	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
+	ck_assert_int_eq(b->ops->load(b->state, img, len, &p, diag), 0);
+	memset(in, 0, sizeof in);
+	in[0].dtype = SIM_DT_FLOAT32;
+	in[0].rank = 2;
+	in[0].shape[0] = 4;
+	in[0].shape[1] = 2;
+	in[0].data = a;
+	in[0].nbytes = sizeof a;
+	in[1].dtype = SIM_DT_INT32;
+	in[1].rank = 1;
+	in[1].shape[0] = 3;
+	in[1].data = bb;
+	in[1].nbytes = sizeof bb;
+	memset(&x, 0, sizeof x);
+	x.inputs = in;
+	x.ninputs = 2;
+	/* nkid core 1 is NeuronCore 3; executions 2 and 4 of 5. */
+	ck_assert_msg(b->ops->profile(b->state, p, 1, &x, 5, 2, &t, &n,
+	    diag) == 0, "profile: %s", diag);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(t[0].execution, 2);
+	ck_assert_uint_eq(t[1].execution, 4);
+	ck_assert_ptr_nonnull(strstr(t[0].trace, "exec=2 core=3 inputs=a,b,"));
+	ck_assert_ptr_nonnull(strstr(t[1].trace, "exec=4 core=3"));
+	ck_assert_ptr_nonnull(strstr(t[1].summary_json, "\"nc_idx\": 3"));
+	ck_assert_ptr_nonnull(strstr(t[1].summary_json,
+	    "profile_exec_4.ntff"));
+	backend_traces_free(t, n);
+	log = file_get(plog);
+	ck_assert_ptr_nonnull(strstr(log, "\ncapture\n-n\nfile.neff\n-s\n"
+	    "profile.ntff\n--profile-nth-exec=2\n--num-exec=5\na\n"
+	    "input0.npy\nb\ninput1.npy\n-- NEURON_RT_VISIBLE_CORES=3\n"));
+	ck_assert_ptr_nonnull(strstr(log, "\nview\n--output-format\n"
+	    "summary-json\n-n\nfile.neff\n-s\nprofile.ntff\n--output-file\n"
+	    "profile.ntff.json\n"));
+
+	/* num_execs below profile_nth: that one execution alone. */
+	ck_assert_int_eq(b->ops->profile(b->state, p, 0, &x, 1, 3, &t, &n,
+	    diag), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(t[0].execution, 3);
+	backend_traces_free(t, n);
+
+	/* A failing capture is an error with its log; nothing is left. */
+	setenv("FAKE_NEURON_PROFILE_FAIL", "1", 1);
+	ck_assert_int_eq(b->ops->profile(b->state, p, 0, &x, 1, 1, &t, &n,
+	    diag), BACKEND_ERUNTIME);
+	ck_assert_ptr_nonnull(strstr(diag, "not available"));
+	ck_assert_ptr_null(t);
+	unsetenv("FAKE_NEURON_PROFILE_FAIL");
+	workdir_empty();
+	b->ops->unload(b->state, p);
+	free(img);
+	backend_close(b);
+}
+END_TEST
+
+/* ------------------------------------------------------------ limits */
+
+START_TEST(test_backend_neuron_timeout_kills_group)
+{
+	struct backend	*b;
+	char		 diag[BACKEND_DIAG_LEN], pids[PATH_MAX + 16], *s;
+	void		*img;
+	size_t		 len;
+	long		 sh, child;
+	double		 t0;
+
+	snprintf(pids, sizeof pids, "%s/pids", T);
+	setenv("FAKE_NEURONX_CC_PIDS", pids, 1);
+	b = open_ok("\"compile_timeout_ms\": 400, \"kill_grace_ms\": 300");
+	t0 = now_s();
+	ck_assert_int_eq(compile_src(b, "FAKE_CC_HANG\n", &img, &len, diag),
+	    BACKEND_ELIMIT);
+	ck_assert(now_s() - t0 < 5);
+	ck_assert_ptr_nonnull(strstr(diag, "did not finish within 400 ms"));
+	ck_assert_ptr_nonnull(strstr(diag, "compile_timeout_ms"));
+	ck_assert_ptr_nonnull(strstr(diag, "compiling forever"));
+	s = file_get(pids);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_int_eq(sscanf(s, "%ld %ld", &sh, &child), 2);
+	/* The compiler and the child it started are both gone. */
+	ck_assert(pid_dead(sh));
+	ck_assert(pid_dead(child));
+	workdir_empty();
+
+	/* One that ignores SIGTERM gets SIGKILL after the grace. */
+	t0 = now_s();
+	ck_assert_int_eq(compile_src(b, "FAKE_CC_HANG FAKE_CC_HANG_TERM_PROOF",
+	    &img, &len, diag), BACKEND_ELIMIT);
+	ck_assert(now_s() - t0 >= 0.6);
+	ck_assert(now_s() - t0 < 5);
+	s = file_get(pids);
+	ck_assert_int_eq(sscanf(s, "%ld %ld", &sh, &child), 2);
+	ck_assert(pid_dead(sh));
+	ck_assert(pid_dead(child));
+	workdir_empty();
+	backend_close(b);
+}
+END_TEST
+
+START_TEST(test_backend_neuron_orphan_killed)
+{
+	struct backend	*b;
+	char		 diag[BACKEND_DIAG_LEN], pids[PATH_MAX + 16], src[512];
+	void		*img;
+	size_t		 len;
+	long		 sh, child;
+	double		 t0;
+
+	snprintf(pids, sizeof pids, "%s/pids", T);
+	setenv("FAKE_NEURONX_CC_PIDS", pids, 1);
+	b = open_ok(NULL);
+	snprintf(src, sizeof src, "%sFAKE_CC_ORPHAN\n", penguin_ok);
+	t0 = now_s();
+	/* Done when the compiler exits, not when its leftover child does. */
+	ck_assert_int_eq(compile_src(b, src, &img, &len, diag), 0);
+	ck_assert(now_s() - t0 < 5);
+	free(img);
+	ck_assert_int_eq(sscanf(file_get(pids), "%ld %ld", &sh, &child), 2);
+	ck_assert(pid_dead(child));
+	backend_close(b);
+}
+END_TEST
+
+START_TEST(test_backend_neuron_log_cap)
+{
+	struct neuron_proc		p;
+	struct neuron_proc_result	r;
+	char				*argv[] = { "sh", "-c", "i=0; while [ $i "
+					    "-lt 5000 ]; do echo line $i; "
+					    "i=$((i+1)); done; echo last >&2; "
+					    "exit 3", NULL };
+	char				 err[256], how[128];
+	struct backend			*b;
+	char				 diag[BACKEND_DIAG_LEN];
+	void				*img;
+	size_t				 len;
+
+	memset(&p, 0, sizeof p);
+	p.argv = argv;
+	p.timeout_ms = 20000;
+	p.log_max = 1000;
+	ck_assert_int_eq(neuron_proc_run(&p, &r, err, sizeof err), 0);
+	ck_assert(!neuron_proc_ok(&r));
+	neuron_proc_describe(&r, 0, how, sizeof how);
+	ck_assert_str_eq(how, "exited with status 3");
+	ck_assert(r.log_total > 40000);
+	ck_assert(r.log_len <= 1000 + 64);
+	ck_assert_int_eq(strncmp(r.log, "line 0\nline 1\n", 14), 0);
+	ck_assert_ptr_nonnull(strstr(r.log, "bytes omitted"));
+	ck_assert_ptr_nonnull(strstr(r.log, "line 4999\nlast\n"));
+	ck_assert_str_eq(r.log + r.log_len - 5, "last\n");
+	neuron_proc_result_release(&r);
+
+	/* Through the backend: the diag keeps the end, where the error is. */
+	b = open_ok("\"log_max_bytes\": 4096");
+	ck_assert_int_eq(compile_src(b, "FAKE_CC_CHATTY", &img, &len, diag),
+	    BACKEND_EINVAL);
+	ck_assert(strlen(diag) < BACKEND_DIAG_LEN);
+	ck_assert_ptr_nonnull(strstr(diag, "exited with status 1"));
+	ck_assert_ptr_nonnull(strstr(diag, "NCC_FAKE001"));
+	workdir_empty();
+	backend_close(b);
+}
+END_TEST
+
+/* ------------------------------------------------------------ errors */
+
+START_TEST(test_backend_neuron_compile_failures)
+{
+	struct backend		*b;
+	struct backend_program	*p = NULL;
+	char			 diag[BACKEND_DIAG_LEN];
+	void			*img = NULL;
+	size_t			 len;
+
+	b = open_ok(NULL);
+	/* The compiler's error comes back with its log. */
+	ck_assert_int_eq(compile_src(b, "FAKE_CC_FAIL", &img, &len, diag),
+	    BACKEND_EINVAL);
+	ck_assert_ptr_nonnull(strstr(diag, "exited with status 1"));
+	ck_assert_ptr_nonnull(strstr(diag, "Size of partition dimension 256"));
+	ck_assert_ptr_null(img);
+	workdir_empty();
+	/* A crash is not the kernel's fault. */
+	ck_assert_int_eq(compile_src(b, "FAKE_CC_CRASH", &img, &len, diag),
+	    BACKEND_ERUNTIME);
+	ck_assert_ptr_nonnull(strstr(diag, "signal 11"));
+	workdir_empty();
+	/* Success without a NEFF. */
+	ck_assert_int_eq(compile_src(b, "FAKE_CC_NONEFF", &img, &len, diag),
+	    BACKEND_ERUNTIME);
+	ck_assert_ptr_nonnull(strstr(diag, "no usable NEFF"));
+	ck_assert_ptr_nonnull(strstr(diag, "file.neff"));
+	workdir_empty();
+	/* Garbage: compiled, then the runtime rejects it at load. */
+	ck_assert_int_eq(compile_src(b, "FAKE_CC_GARBAGE", &img, &len, diag),
+	    0);
+	ck_assert_int_eq(b->ops->load(b->state, img, len, &p, diag),
+	    BACKEND_EINVAL);
+	ck_assert_ptr_nonnull(strstr(diag, "rejected the NEFF"));
+	ck_assert_ptr_nonnull(strstr(diag, "NRT_INVALID"));
+	ck_assert_ptr_null(p);
+	free(img);
+	ck_assert_int_eq(counters()->live_models, 0);
+	/* Simulation is the cpu backend's. */
+	ck_assert_int_eq(b->ops->simulate(b->state, NULL, NULL, diag),
+	    BACKEND_EFORMAT);
+	backend_close(b);
+}
+END_TEST
+
+START_TEST(test_backend_neuron_missing_runtime)
+{
+	char	err[1024], extra[PATH_MAX + 64];
+
+	/* dlopen fails: the library is named. */
+	ck_assert_int_eq(open_fail("\"runtime_library\": "
+	    "\"/nonexistent/libnrt.so.1\"", err, sizeof err), BACKEND_EOPEN);
+	ck_assert_ptr_nonnull(strstr(err, "cannot load the Neuron runtime "
+	    "'/nonexistent/libnrt.so.1'"));
+	/* A library that is not the runtime: the missing symbol is named. */
+	ck_assert_int_eq(open_fail("\"runtime_library\": \"libm.so.6\"", err,
+	    sizeof err), BACKEND_EOPEN);
+	ck_assert_ptr_nonnull(strstr(err, "lacks the symbol 'nrt_init'"));
+	/* No devices, no runtime: both named. */
+	snprintf(extra, sizeof extra, "\"runtime_library\": \"libnope.so.1\", "
+	    "\"device_glob\": \"%s/none/neuron*\"", T);
+	ck_assert_int_eq(open_fail(extra, err, sizeof err), BACKEND_EOPEN);
+	ck_assert_ptr_nonnull(strstr(err, "libnope.so.1"));
+	ck_assert_ptr_nonnull(strstr(err, "no Neuron devices match"));
+	/* No compiler. */
+	ck_assert_int_eq(open_fail("\"compiler\": \"/nonexistent/neuronx-cc\"",
+	    err, sizeof err), BACKEND_EOPEN);
+	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/neuronx-cc"));
+	/* Cores that do not exist, or disagree with the environment. */
+	ck_assert_int_eq(open_fail("\"visible_cores\": \"2-4\"", err,
+	    sizeof err), BACKEND_EOPEN);
+	ck_assert_msg(strstr(err, "core 4") != NULL, "%s", err);
+	setenv("NEURON_RT_VISIBLE_CORES", "0", 1);
+	ck_assert_int_eq(open_fail("\"visible_cores\": \"1\"", err,
+	    sizeof err), BACKEND_EOPEN);
+	ck_assert_ptr_nonnull(strstr(err, "disagrees"));
+}
+END_TEST
+
+START_TEST(test_backend_neuron_busy_core)
+{
+	struct backend		*b;
+	struct backend_program	*p = NULL;
+	struct backend_exec	 x;
+	sim_tensor		 in[2], out[2];
+	char			 diag[BACKEND_DIAG_LEN];
+	void			*img;
+	size_t			 len;
+
+	b = open_ok(NULL);
+	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
+	/* Another process holds NeuronCore 2: the runtime cannot start. */
+	file_put(busy, "2\n");
+	ck_assert_int_eq(b->ops->load(b->state, img, len, &p, diag),
+	    BACKEND_EBUSY);
+	ck_assert_ptr_nonnull(strstr(diag, "NeuronCores 0-3"));
+	ck_assert_ptr_nonnull(strstr(diag, "NRT_RESOURCE"));
+	/* Released: the next request starts it. */
+	file_put(busy, "");
+	ck_assert_int_eq(b->ops->load(b->state, img, len, &p, diag), 0);
+
+	/* Taken while nkid runs: the execution names the core. */
+	file_put(busy, "1\n");
+	memset(in, 0, sizeof in);
+	in[0].dtype = SIM_DT_FLOAT32;
+	in[0].rank = 2;
+	in[0].shape[0] = 4;
+	in[0].shape[1] = 2;
+	in[1].dtype = SIM_DT_INT32;
+	in[1].rank = 1;
+	in[1].shape[0] = 3;
+	memset(&x, 0, sizeof x);
+	memset(out, 0, sizeof out);
+	x.inputs = in;
+	x.ninputs = 2;
+	x.outputs = out;
+	x.noutputs = 2;
+	ck_assert_int_eq(b->ops->execute(b->state, p, 1, &x, diag),
+	    BACKEND_EBUSY);
+	ck_assert_ptr_nonnull(strstr(diag, "NeuronCore 1 (nkid core 1) is "
+	    "not available"));
+	ck_assert_ptr_nonnull(strstr(diag, "NRT_EXEC_NC_BUSY"));
+	ck_assert_str_eq(backend_strerror(BACKEND_EBUSY),
+	    "core held by another process");
+	ck_assert_int_eq(counters()->live_tensors, 0);
+	/* Other cores keep working. */
+	ck_assert_int_eq(b->ops->execute(b->state, p, 0, &x, diag), 0);
+	sim_tensors_release(out, 2);
+	b->ops->unload(b->state, p);
+	free(img);
+	backend_close(b);
+}
+END_TEST
+
+/* ------------------------------------------------------------ recovery */
+
+START_TEST(test_backend_neuron_stale_workdir_cleaned)
+{
+	struct backend	*b;
+	char		 p[PATH_MAX + 64];
+
+	snprintf(p, sizeof p, "%s/state/neuron", T);
+	mkdir(p, 0700);
+	snprintf(p, sizeof p, "%s/state/neuron/compile.dead01", T);
+	mkdir(p, 0700);
+	snprintf(p, sizeof p, "%s/state/neuron/compile.dead01/sub", T);
+	mkdir(p, 0700);
+	snprintf(p, sizeof p, "%s/state/neuron/compile.dead01/sub/file.neff",
+	    T);
+	file_put(p, "x");
+	snprintf(p, sizeof p, "%s/state/neuron/profile.dead02", T);
+	mkdir(p, 0700);
+	b = open_ok(NULL);
+	workdir_empty();
+	backend_close(b);
+}
+END_TEST
+
+START_TEST(test_backend_neuron_serves_after_failures)
+{
+	struct backend		*b;
+	struct backend_program	*p = NULL;
+	char			 diag[BACKEND_DIAG_LEN];
+	void			*img;
+	size_t			 len;
+
+	b = open_ok("\"compile_timeout_ms\": 300, \"kill_grace_ms\": 100");
+	ck_assert_int_eq(compile_src(b, "FAKE_CC_FAIL", &img, &len, diag),
+	    BACKEND_EINVAL);
+	ck_assert_int_eq(compile_src(b, "FAKE_CC_HANG", &img, &len, diag),
+	    BACKEND_ELIMIT);
+	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
+	ck_assert_int_eq(b->ops->load(b->state, img, len, &p, diag), 0);
+	b->ops->unload(b->state, p);
+	free(img);
+	workdir_empty();
+	backend_close(b);
+}
+END_TEST
+
+static Suite *
+backend_neuron_suite(void)
+{
+	Suite	*s = suite_create("backend_neuron");
+	TCase	*tc;
+
+	tc = tcase_create("core");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_backend_neuron_compile_argv);
+	tcase_add_test(tc, test_backend_neuron_options_split);
+	tcase_add_test(tc, test_backend_neuron_cores_parse);
+	tcase_add_test(tc, test_backend_neuron_open_versions);
+	tcase_add_test(tc, test_backend_neuron_round_trip);
+	tcase_add_test(tc, test_backend_neuron_compile_target_options);
+	tcase_add_test(tc, test_backend_neuron_benchmark);
+	tcase_add_test(tc, test_backend_neuron_profile);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("limits");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_backend_neuron_timeout_kills_group);
+	tcase_add_test(tc, test_backend_neuron_orphan_killed);
+	tcase_add_test(tc, test_backend_neuron_log_cap);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("errors");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_backend_neuron_compile_failures);
+	tcase_add_test(tc, test_backend_neuron_missing_runtime);
+	tcase_add_test(tc, test_backend_neuron_busy_core);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("recovery");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_backend_neuron_stale_workdir_cleaned);
+	tcase_add_test(tc, test_backend_neuron_serves_after_failures);
+	suite_add_tcase(s, tc);
+	return (s);
+}
+
+int
+main(int argc, char **argv)
+{
+	SRunner	*sr;
+	int	 failed;
+
+	paths_init(argv[0]);
+	if (access(fakelib, R_OK) != 0 || access(fakecc, X_OK) != 0) {
+		fprintf(stderr, "check_backend_neuron: missing test doubles "
+		    "'%s' or '%s' (run from the top of the tree after make "
+		    "unit)\n", fakelib, fakecc);
+		return (EXIT_FAILURE);
+	}
+	sr = srunner_create(backend_neuron_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+}
