@@ -91,6 +91,95 @@ def bench_ping(tmp, n=10000):
             p.wait()
 
 
+def start_nkid(tmp, name="nkid", extra=()):
+    sock = os.path.join(tmp, name + ".sock")
+    proc = subprocess.Popen([os.path.join(BIN, "nkid"), "-s", sock, "--state-dir",
+                             os.path.join(tmp, name + "-state")] + list(extra),
+                            stderr=subprocess.DEVNULL)
+    wait_socket(sock, proc)
+    os.environ["NKID_SOCKET"] = sock
+    return proc, sock
+
+
+def stop(proc):
+    proc.terminate()
+    proc.wait()
+
+
+def p50(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
+def executor_cases():
+    """(key, kernel, args, numpy function): each tutorial's computation at the
+    tutorial's shapes, written for this project (tests/python/kernels)."""
+    import numpy as np
+    import ml_dtypes
+    sys.path.insert(0, os.path.join(TOP, "tests", "python"))
+    from kernels import elementwise, layout, matmul, norms
+    rng = np.random.default_rng(1)
+    f32 = np.float32
+    a = rng.random((4096, 4096), dtype=f32)
+    b = rng.random((4096, 4096), dtype=f32)
+    x = rng.random((1024, 1024), dtype=f32)
+    y = rng.random((1024, 1024), dtype=f32)
+    xT = np.ascontiguousarray(x.T)
+    img = rng.random((128, 64, 64), dtype=f32)
+    t2 = np.arange(128 * 64 * 64).astype(f32).reshape(128, 64 * 64)
+    r = rng.random((4096, 512), dtype=f32)
+    g = rng.random((512,), dtype=f32)
+    cases = [
+        ("executor_ratio_tensor_add", elementwise.add_spmd, (a, b), lambda: a + b),
+        ("executor_ratio_matmul_tiled", matmul.mm_tiled, (xT, y), lambda: x @ y),
+        ("executor_ratio_matmul_hoisted", matmul.mm_hoisted, (xT, y), lambda: x @ y),
+        ("executor_ratio_matmul_blocked", matmul.mm_blocked, (xT, y), lambda: x @ y),
+        ("executor_ratio_transpose2d", layout.swap_blocks, (t2, (64, 64)),
+         lambda: np.ascontiguousarray(
+             t2.reshape(128, 64, 64).transpose(0, 2, 1)).reshape(128, 4096)),
+        ("executor_ratio_average_pool2d", layout.pool_mean, (img, 2),
+         lambda: img.reshape(128, 32, 2, 32, 2).mean(axis=(2, 4))),
+        ("executor_ratio_rmsnorm", norms.rms_norm, (r, g),
+         lambda: r / np.sqrt(np.mean(r * r, axis=1, keepdims=True) + 1e-6) * g),
+        ("executor_ratio_softmax", norms.softmax_rows, (r,),
+         lambda: (lambda e: e / e.sum(axis=1, keepdims=True))(
+             np.exp(r - r.max(axis=1, keepdims=True)))),
+    ]
+    grids = {"executor_ratio_tensor_add": (4096 // 128, 4096 // 512)}
+    return [c + (grids.get(c[0], ()),) for c in cases]
+
+
+def bench_executor(tmp):
+    """The cpu backend's execution time (as nkid measures it) over numpy
+    computing the same result in this process, p50 of several runs."""
+    from nkid.client import get_client, kernel_ref
+    from nkid.nki._numpy_kernel import BaremetalKernel
+    proc, sock = start_nkid(tmp, "exec")
+    worst = 0.0
+    try:
+        client = get_client(sock)
+        for key, kern, args, ref, grid in executor_cases():
+            k = BaremetalKernel(getattr(kern, "func", kern), grid=grid)
+            traced = k.specialize(args, {})
+            inputs, _ = k._inputs(traced, args, {})
+            refk = kernel_ref(traced)
+            client.run(refk, inputs)                 # compile + warm
+            ours = [client.run(refk, inputs).exec_us for _ in range(5)]
+            base = []
+            for _ in range(5):
+                t0 = time.perf_counter()
+                ref()
+                base.append((time.perf_counter() - t0) * 1e6)
+            o, b = p50(ours), p50(base)
+            worst = max(worst, o / b)
+            record(key, round(o, 0), round(b, 0), round(o / b, 3), "<= 2.0",
+                   "RunReply.exec_us vs numpy in-process (us, p50 of 5)")
+    finally:
+        stop(proc)
+    record("executor_ratio_vs_numpy_max", None, None, round(worst, 3), "<= 2.0",
+           "max of the executor_ratio_* rows")
+
+
 def write_report():
     os.makedirs(os.path.join(TOP, "bench"), exist_ok=True)
     with open(os.path.join(TOP, "bench", "results.json"), "w") as f:
@@ -114,6 +203,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="nkid-bench.")
     try:
         bench_ping(tmp)
+        bench_executor(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     write_report()
