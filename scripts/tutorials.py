@@ -4,10 +4,11 @@
 
 Each tutorial module is copied into a scratch directory with only its
 `neuronxcc.nki` imports renamed to `nkid.nki`, then checked against numpy
-the way the tutorial checks itself: modules with a numpy check in their
-`__main__` run as scripts; the matrix multiplication kernels (whose own
-check needs torch) are called with bf16 numpy inputs and compared with
-numpy at the tutorial's tolerance. With --simulate every kernel is called
+the way the tutorial checks itself, at its tolerance: modules with a numpy
+check in their `__main__` run as scripts; rmsnorm, softmax, layernorm and
+the matrix multiplication kernels (whose own checks need torch) are called
+with numpy inputs and compared with the numpy form of their torch check;
+attention v1 and v2 run test_attention.py's accuracy check. With --simulate every kernel is called
 through nki.simulate_kernel(kernel[grid], *args) instead. Needs a running nkid ($NKID_SOCKET).
 The tutorials are not part of this repository; point this at a checkout.
 """
@@ -33,11 +34,84 @@ TUTORIALS = {
     "transpose2d": ("transpose2d", "transpose2d_nki_kernels", "main"),
     "average_pool2d": ("average_pool2d", "average_pool2d_nki_kernels", "main"),
     "matmul": ("matrix_multiplication", "matrix_multiplication_nki_kernels", "matmul"),
+    "rmsnorm": ("rmsnorm", "rmsnorm_nki_kernels", "rmsnorm"),
+    "softmax": ("softmax", "softmax_nki_kernels", "softmax"),
+    "layernorm": ("layernorm", "layernorm_nki_kernel", "layernorm"),
+    "attention_v1": ("attention_fwd_performance", "test_attention", "attention"),
+    "attention_v2": ("attention_fwd_performance", "test_attention", "attention"),
 }
+
+
+def stub_torch_xla():
+    """softmax_nki_kernels imports torch_xla.core.xla_model without using it
+    in the kernel: an empty stand-in module satisfies the import."""
+    import types
+    for name in ("torch_xla", "torch_xla.core", "torch_xla.core.xla_model"):
+        sys.modules.setdefault(name, types.ModuleType(name))
+    sys.modules["torch_xla.core"].xla_model = sys.modules["torch_xla.core.xla_model"]
+
+
+def check_rmsnorm(mod, call):
+    """rmsnorm's own __main__ check (atol=1e-4, rtol=1e-2), also on a row
+    count that is not a multiple of 128 (the kernel's masks)."""
+    for rows in (128, 300):
+        a = np.random.rand(rows, 512).astype(np.float32)
+        g = np.random.rand(512).astype(np.float32)
+        out = call(mod.nki_rmsnorm_kernel, a, g)
+        want = a * (1.0 / np.sqrt(np.mean(a * a, axis=1).reshape(a.shape[0], 1))) * g
+        assert np.allclose(want, out, atol=1e-4, rtol=1e-2), "rmsnorm %d rows" % rows
+        print("  nki_rmsnorm_kernel [%d, 512]: match" % rows)
+
+
+def check_softmax(mod, call):
+    """softmax_torch.py's check (naive softmax, rtol=atol=1e-5) on its
+    logits, and on a [300, 1000] random input."""
+    for x in (np.array([[1.0, 2.0, 3.0, 4.0, 5.0], [5.0, 4.0, 3.0, 2.0, 1.0]], np.float32),
+              np.random.rand(300, 1000).astype(np.float32)):
+        e = np.exp(x)
+        want = e / e.sum(-1, keepdims=True)
+        out = call(mod.nki_softmax_kernel, x)
+        assert np.allclose(want, out, rtol=1e-5, atol=1e-5), "softmax %s" % (x.shape,)
+        print("  nki_softmax_kernel %s: match" % (list(x.shape),))
+
+
+def check_layernorm(mod, call):
+    """layernorm_torch.py's check of both kernels against the reference
+    (atol=1e-3, rtol=1e-2), on shapes that exercise the row mask and
+    bn_stats' masked last chunk."""
+    for rows, cols in ((256, 1024), (300, 1000)):
+        x = np.random.rand(rows, cols).astype(np.float32)
+        g = np.random.rand(cols).astype(np.float32)
+        b = np.random.rand(cols).astype(np.float32)
+        eps = 1e-5
+        mean = x.mean(-1, keepdims=True)
+        var = x.var(-1, keepdims=True)
+        want = (x - mean) / np.sqrt(var + eps) * g + b
+        for name in ("nki_layernorm_kernel_v1", "nki_layernorm_kernel_v2"):
+            out = call(getattr(mod, name), x, eps, g, b)
+            assert np.allclose(want, out, atol=1e-3, rtol=1e-2), "%s %dx%d" % (name, rows, cols)
+            print("  %s [%d, %d]: match" % (name, rows, cols))
+
+
+def check_attention(name, mod, simulate):
+    """test_attention.py's accuracy check (float32, seqlen 128, atol=1e-2):
+    importing the module already ran it for v1 through nki.jit."""
+    from nkid import nki
+    version = mod.attn_fwd_v1 if name.endswith("v1") else mod.attn_fwd_v2
+    if not simulate:
+        mod.test_attn_tutorial("accuracy", version)
+    else:
+        import nkid.nki.language as nl
+        q, k, v = (nl.static_cast((np.random.random_sample([128, 128]) - 0.5) * 2, nl.float32)
+                   for _ in range(3))
+        out = nki.simulate_kernel(version, q, k, v)
+        assert np.allclose(out, mod.numpy_attention(q, k, v), atol=1e-2)
+    print("  %s: match" % version.__name__)
 
 
 def rename_imports(text):
     """Rename neuronxcc.nki imports to nkid.nki, and nothing else."""
+    text = re.sub(r"\bfrom neuronxcc import nki\b", "from nkid import nki", text)
     return re.sub(r"\bneuronxcc\.nki\b", "nkid.nki", text)
 
 
@@ -133,8 +207,20 @@ def main(argv):
             sys.path.insert(0, d)
             print("%s (%s):" % (name, module))
             try:
+                if how == "softmax":
+                    stub_torch_xla()
                 mod = importlib.import_module(module)
-                if how == "matmul":
+                from nkid import nki
+                call = nki.simulate_kernel if simulate else (lambda k, *a: k(*a))
+                if how == "rmsnorm":
+                    check_rmsnorm(mod, call)
+                elif how == "softmax":
+                    check_softmax(mod, call)
+                elif how == "layernorm":
+                    check_layernorm(mod, call)
+                elif how == "attention":
+                    check_attention(name, mod, simulate)
+                elif how == "matmul":
                     if simulate:
                         from nkid import nki
                         check_matmul(mod, nki.simulate_kernel)

@@ -47,6 +47,9 @@ const char *sim_dtype_name(int dtype);
 int sim_dtype_from_name(const char *name);
 /* Bytes per element, 0 if invalid. */
 size_t sim_dtype_size(int dtype);
+/* Encode n floats as dtype into dst (n * sim_dtype_size bytes), rounded
+ * the way the executor rounds (integers saturate). */
+void sim_dtype_from_float(int dtype, void *dst, const float *src, size_t n);
 
 /* Error detail: a message in NKI's words with the kernel's file and line,
  * e.g. "Size of partition dimension 256 exceeds architecture limitation
@@ -103,6 +106,19 @@ typedef struct sim_tensor {
 	size_t nbytes;
 } sim_tensor;
 
+/* One executed op, for profiling (sim_run_opts.op_cb). */
+typedef struct sim_op_event {
+	const char *op;         /* "load", "matmul", ... (static) */
+	const char *engine;     /* "dma", "tensor", "vector", "scalar",
+	                         * "gpsimd" (static) */
+	const char *file;       /* kernel source file (borrowed) or NULL */
+	uint32_t line;
+	uint64_t program;       /* SPMD program index */
+	uint64_t start_ns;      /* since sim_run began */
+	uint64_t dur_ns;
+	uint64_t elements;      /* elements the op produced */
+} sim_op_event;
+
 typedef struct sim_run_opts {
 	/* device_print output, called in execution order; may be NULL. */
 	void (*print_cb)(void *arg, const char *text, size_t len);
@@ -110,6 +126,12 @@ typedef struct sim_run_opts {
 	/* Checked between ops; when it becomes non-zero the run stops with
 	 * SIM_ECANCELED. May be NULL. */
 	const volatile int *cancel;
+	/* Called after every executed op (loops excluded; each op of a
+	 * fused group separately, the group then runs unfused), in
+	 * execution order, with the event borrowed for the call. May be
+	 * NULL; when set, runs are slower. */
+	void (*op_cb)(void *arg, const sim_op_event *ev);
+	void *op_arg;
 } sim_run_opts;
 
 /*

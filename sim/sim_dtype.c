@@ -403,3 +403,9 @@ sim_dtype_round_row(int dt, float *dst, int64_t dstride, const float *src,
 		break;
 	}
 }
+
+void
+sim_dtype_from_float(int dt, void *dst, const float *src, size_t n)
+{
+	sim_dtype_encode(dt, dst, 1, n, src, 1);
+}

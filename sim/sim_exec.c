@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "nkir.pb-c.h"
 #include "sim/sim_impl.h"
@@ -34,6 +35,8 @@ struct sim_run {
 	float *row[5];
 	uint8_t *act;
 	float *scratch;
+	uint64_t prog;          /* SPMD program being run */
+	uint64_t t0_ns;         /* when sim_run began (op events) */
 };
 
 /* Row iterator over an iteration space: offsets of up to 4 views at the
@@ -944,15 +947,21 @@ sim_exec_bn(struct sim_run *r, const struct sim_op *op)
 	const struct sim_view *s = &op->src[0].v;
 	size_t P = s->shape[0], F = s->shape[1], D = op->dst.shape[1];
 	float *in = r->scratch, *out = in + s->nelem;
+	/* bn_stats: which source elements are active (masked-off ones
+	 * count for nothing), after out in the scratch (see sim_plan_bn). */
+	uint8_t *on = (uint8_t *)(out + op->dst.nelem);
 	int rc;
 
-	if ((rc = sim_exec_gather(r, op, &op->src[0], in, NULL, 0.0f)))
+	if ((rc = sim_exec_gather(r, op, &op->src[0], in,
+	    op->kind == NKIR__V1__OP_KIND__OP_BN_STATS ? on : NULL, 0.0f)))
 		return rc;
 	for (size_t p = 0; p < P; p++) {
 		const float *x = in + p * F;
 		float *o = out + p * D;
 
 		if (op->kind == NKIR__V1__OP_KIND__OP_BN_STATS) {
+			const uint8_t *a = on + p * F;
+
 			for (size_t c0 = 0, k = 0; c0 < F; c0 += SIM_BN_FMAX) {
 				size_t c1 = c0 + SIM_BN_FMAX < F ?
 				    c0 + SIM_BN_FMAX : F;
@@ -961,12 +970,16 @@ sim_exec_bn(struct sim_run *r, const struct sim_op *op)
 					float cntv = 0, sum = 0, m2 = 0, mean;
 
 					for (size_t i = c0 + par; i < c1; i += 2) {
+						if (!a[i])
+							continue;
 						sum += x[i];
 						cntv += 1.0f;
 					}
 					mean = cntv > 0 ? sum / cntv : 0.0f;
 					for (size_t i = c0 + par; i < c1; i += 2)
-						m2 += (x[i] - mean) * (x[i] - mean);
+						if (a[i])
+							m2 += (x[i] - mean) *
+							    (x[i] - mean);
 					o[k] = cntv;
 					o[k + 1] = mean;
 					o[k + 2] = m2;
@@ -979,12 +992,12 @@ sim_exec_bn(struct sim_run *r, const struct sim_op *op)
 				n += x[i];
 				sum += x[i] * x[i + 1];
 			}
-			mean = sum / n;
+			mean = n > 0 ? sum / n : 0.0f;
 			for (size_t i = 0; i < F; i += 3)
 				m2 += x[i + 2] + x[i] * (x[i + 1] - mean) *
 				    (x[i + 1] - mean);
 			o[0] = mean;
-			o[1] = m2 / n;
+			o[1] = n > 0 ? m2 / n : 0.0f;
 		}
 	}
 	return sim_exec_scatter(r, op, &op->dst, out);
@@ -1025,6 +1038,93 @@ sim_exec_print(struct sim_run *r, const struct sim_op *op)
 
 /* ------------------------------------------------------------ driver */
 
+static int sim_exec_body(struct sim_run *r, const struct sim_op *ops,
+    size_t n);
+static int sim_exec_body_one(struct sim_run *r, const struct sim_op *op);
+
+/* Op names as NKI calls them (profiles). */
+static const char *const sim_exec_opnames[] = {
+	[NKIR__V1__OP_KIND__OP_ALLOC] = "ndarray",
+	[NKIR__V1__OP_KIND__OP_LOAD] = "load",
+	[NKIR__V1__OP_KIND__OP_STORE] = "store",
+	[NKIR__V1__OP_KIND__OP_COPY] = "tensor_copy",
+	[NKIR__V1__OP_KIND__OP_TENSOR_TENSOR] = "tensor_tensor",
+	[NKIR__V1__OP_KIND__OP_ACTIVATION] = "activation",
+	[NKIR__V1__OP_KIND__OP_REDUCE] = "tensor_reduce",
+	[NKIR__V1__OP_KIND__OP_MATMUL] = "matmul",
+	[NKIR__V1__OP_KIND__OP_TRANSPOSE] = "transpose",
+	[NKIR__V1__OP_KIND__OP_IOTA] = "iota",
+	[NKIR__V1__OP_KIND__OP_SELECT] = "select",
+	[NKIR__V1__OP_KIND__OP_PRINT] = "device_print",
+	[NKIR__V1__OP_KIND__OP_LOOP] = "loop",
+	[NKIR__V1__OP_KIND__OP_BN_STATS] = "bn_stats",
+	[NKIR__V1__OP_KIND__OP_BN_AGGR] = "bn_aggr",
+};
+
+static uint64_t
+sim_exec_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The engine an op runs on, as NKI places it. */
+static const char *
+sim_exec_engine(const struct sim_op *op)
+{
+	switch (op->engine) {
+	case NKIR__V1__ENGINE__ENGINE_TENSOR: return "tensor";
+	case NKIR__V1__ENGINE__ENGINE_VECTOR: return "vector";
+	case NKIR__V1__ENGINE__ENGINE_SCALAR: return "scalar";
+	case NKIR__V1__ENGINE__ENGINE_GPSIMD: return "gpsimd";
+	default: break;
+	}
+	switch (op->kind) {
+	case NKIR__V1__OP_KIND__OP_LOAD:
+	case NKIR__V1__OP_KIND__OP_STORE:
+		return "dma";
+	case NKIR__V1__OP_KIND__OP_MATMUL:
+	case NKIR__V1__OP_KIND__OP_TRANSPOSE:
+		return "tensor";
+	case NKIR__V1__OP_KIND__OP_ACTIVATION:
+	case NKIR__V1__OP_KIND__OP_COPY:
+		return "scalar";
+	case NKIR__V1__OP_KIND__OP_IOTA:
+	case NKIR__V1__OP_KIND__OP_ALLOC:
+	case NKIR__V1__OP_KIND__OP_PRINT:
+		return "gpsimd";
+	default:
+		return "vector";
+	}
+}
+
+/* Run one op (not a loop) alone and report it to opts->op_cb. */
+static int
+sim_exec_timed(struct sim_run *r, const struct sim_op *op)
+{
+	sim_op_event ev;
+	uint64_t t0 = sim_exec_now_ns();
+	int rc;
+
+	rc = sim_exec_body_one(r, op);
+	memset(&ev, 0, sizeof ev);
+	ev.op = op->kind < (int)(sizeof sim_exec_opnames /
+	    sizeof sim_exec_opnames[0]) && sim_exec_opnames[op->kind] ?
+	    sim_exec_opnames[op->kind] : "op";
+	ev.engine = sim_exec_engine(op);
+	ev.file = op->file;
+	ev.line = op->line;
+	ev.program = r->prog;
+	ev.start_ns = t0 - r->t0_ns;
+	ev.dur_ns = sim_exec_now_ns() - t0;
+	ev.elements = op->has_dst ? op->dst.nelem : op->nsrc > 0 ?
+	    op->src[0].v.nelem : 0;
+	r->opts->op_cb(r->opts->op_arg, &ev);
+	return rc;
+}
+
 static int
 sim_exec_body(struct sim_run *r, const struct sim_op *ops, size_t n)
 {
@@ -1038,38 +1138,47 @@ sim_exec_body(struct sim_run *r, const struct sim_op *ops, size_t n)
 			sim_diag_set(r->diag, "run cancelled");
 			return SIM_ECANCELED;
 		}
-		if (op->fuse > 1) {
+		if (op->fuse > 1 && (r->opts == NULL ||
+		    r->opts->op_cb == NULL)) {
 			rc = sim_exec_fused(r, op, op->fuse);
 			i += op->fuse - 1;
 			continue;
 		}
-		switch (op->kind) {
-		case NKIR__V1__OP_KIND__OP_LOOP:
-			for (uint64_t t = 0; t < op->trips && rc == 0; t++) {
-				r->lv[op->var] = op->start +
-				    (int64_t)t * op->step;
-				rc = sim_exec_body(r, op->body, op->nbody);
-			}
-			break;
-		case NKIR__V1__OP_KIND__OP_REDUCE:
-			rc = sim_exec_reduce(r, op);
-			break;
-		case NKIR__V1__OP_KIND__OP_MATMUL:
-			rc = sim_exec_matmul(r, op);
-			break;
-		case NKIR__V1__OP_KIND__OP_BN_STATS:
-		case NKIR__V1__OP_KIND__OP_BN_AGGR:
-			rc = sim_exec_bn(r, op);
-			break;
-		case NKIR__V1__OP_KIND__OP_PRINT:
-			rc = sim_exec_print(r, op);
-			break;
-		default:
-			rc = sim_exec_elementwise(r, op);
-			break;
+		if (r->opts != NULL && r->opts->op_cb != NULL &&
+		    op->kind != NKIR__V1__OP_KIND__OP_LOOP) {
+			rc = sim_exec_timed(r, op);
+			continue;
 		}
+		rc = sim_exec_body_one(r, op);
 	}
 	return rc;
+}
+
+/* Run one op (a loop with its body). */
+static int
+sim_exec_body_one(struct sim_run *r, const struct sim_op *op)
+{
+	int rc = 0;
+
+	switch (op->kind) {
+	case NKIR__V1__OP_KIND__OP_LOOP:
+		for (uint64_t t = 0; t < op->trips && rc == 0; t++) {
+			r->lv[op->var] = op->start + (int64_t)t * op->step;
+			rc = sim_exec_body(r, op->body, op->nbody);
+		}
+		return rc;
+	case NKIR__V1__OP_KIND__OP_REDUCE:
+		return sim_exec_reduce(r, op);
+	case NKIR__V1__OP_KIND__OP_MATMUL:
+		return sim_exec_matmul(r, op);
+	case NKIR__V1__OP_KIND__OP_BN_STATS:
+	case NKIR__V1__OP_KIND__OP_BN_AGGR:
+		return sim_exec_bn(r, op);
+	case NKIR__V1__OP_KIND__OP_PRINT:
+		return sim_exec_print(r, op);
+	default:
+		return sim_exec_elementwise(r, op);
+	}
 }
 
 static void
@@ -1226,6 +1335,8 @@ sim_run(const sim_program *p, const sim_tensor *inputs, size_t ninputs,
 
 	if (diag != NULL)
 		diag->msg[0] = '\0';
+	if (opts != NULL && opts->op_cb != NULL)
+		r.t0_ns = sim_exec_now_ns();
 	if ((rc = sim_exec_check_args(p, inputs, ninputs, noutputs, diag)))
 		return rc;
 	rc = SIM_ENOMEM;
@@ -1247,6 +1358,7 @@ sim_run(const sim_program *p, const sim_tensor *inputs, size_t ninputs,
 			r.pid[a] = (int64_t)(q % p->grid[a]);
 			q /= p->grid[a];
 		}
+		r.prog = prog;
 		rc = sim_exec_body(&r, p->body, p->nbody);
 	}
 	if (rc == 0)

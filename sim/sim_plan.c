@@ -870,7 +870,7 @@ static int
 sim_plan_bn(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 {
 	const struct sim_view *s;
-	uint64_t want[2];
+	uint64_t want[2], need;
 	int rc;
 
 	if ((rc = sim_plan_src_access(b, o, op, 0, "data")))
@@ -898,8 +898,10 @@ sim_plan_bn(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 		return rc;
 	if (op->dst.nmask)
 		op->masked = true;
-	if (b->p->scratch_max < s->nelem + op->dst.nelem)
-		b->p->scratch_max = s->nelem + op->dst.nelem;
+	/* in, out and one active byte per input element (in floats) */
+	need = s->nelem + op->dst.nelem + (s->nelem + 3) / 4;
+	if (b->p->scratch_max < need)
+		b->p->scratch_max = need;
 	return 0;
 }
 
@@ -1115,6 +1117,18 @@ sim_plan_op(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 	op->engine = o->engine;
 	if (op->rank > 0 && op->shape[op->rank - 1] > b->p->row_max)
 		b->p->row_max = op->shape[op->rank - 1];
+	/* Rows are gathered per view: a view may be longer than the
+	 * iteration space (bn_stats, matmul, transpose sources). */
+	for (int i = 0; i < op->nsrc; i++) {
+		const struct sim_view *v = &op->src[i].v;
+
+		if (!op->src[i].scalar && v->rank > 0 &&
+		    v->shape[v->rank - 1] > b->p->row_max)
+			b->p->row_max = v->shape[v->rank - 1];
+	}
+	if (op->has_dst && op->dst.rank > 0 &&
+	    op->dst.shape[op->dst.rank - 1] > b->p->row_max)
+		b->p->row_max = op->dst.shape[op->dst.rank - 1];
 	return 0;
 }
 

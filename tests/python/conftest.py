@@ -1,10 +1,10 @@
 """Fixtures for the Python tests.
 
-``nkid_socket`` starts the real daemon (build/bin/nkid) on a private socket
-and state directory, sets NKID_SOCKET and stops it at the end; tests that use
-it are skipped only when build/bin/nkid has not been built.  ``ref_backend``
-swaps the client for tests/python/nkir_ref.py's reference interpreter, so the
-front doors can be tested without a daemon.
+``nkid_socket`` starts the real daemon ($NKID, default build/bin/nkid) once
+per session on a private socket and state directory, sets NKID_SOCKET and
+stops it at the end; tests that use it are skipped only when the binary has
+not been built.  Every execution test goes through it: there is no stand-in
+for nkid or its executor.
 """
 
 import os
@@ -18,7 +18,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-NKID = os.path.join(ROOT, "build", "bin", "nkid")
+NKID = os.path.abspath(os.environ.get("NKID") or os.path.join(ROOT, "build", "bin", "nkid"))
 
 sys.path.insert(0, HERE)
 
@@ -26,7 +26,7 @@ sys.path.insert(0, HERE)
 @pytest.fixture(scope="session")
 def nkid_socket():
     if not os.path.exists(NKID):
-        pytest.skip("build/bin/nkid does not exist (run make)")
+        pytest.skip("%s does not exist (run make, or set NKID)" % NKID)
     tmp = tempfile.mkdtemp(prefix="nkid-pytest-")
     sock = os.path.join(tmp, "nkid.sock")
     state = os.path.join(tmp, "state")
@@ -66,13 +66,3 @@ def nkid_socket():
             proc.wait()
         log.close()
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-@pytest.fixture
-def ref_backend(monkeypatch):
-    """Run kernels on the reference interpreter instead of nkid."""
-    import nkir_ref
-    from nkid.nki import _numpy_kernel
-    client = nkir_ref.RefClient()
-    monkeypatch.setattr(_numpy_kernel, "get_client", lambda: client)
-    return client

@@ -50,10 +50,37 @@ def test_device_print(nkid_socket):
 def test_partition_dim_256_is_rejected_with_the_kernel_line(nkid_socket):
     src, start = inspect.getsourcelines(ew.wide_partition.func)
     line = start + next(i for i, s in enumerate(src) if "big = nl.load" in s)
-    x = np.zeros((256, 64), np.float32)
+    x = np.zeros((256, 48), np.float32)          # not compiled before in this session
     with pytest.raises(nkid.NkidError) as e:
         ew.wide_partition(x)
     msg = str(e.value)
     assert "Size of partition dimension 256 exceeds architecture limitation of 128" in msg
     assert "elementwise.py:%d" % line in msg
     assert e.value.code == "INVALID_ARGUMENT"
+
+
+def test_bn_stats_masked_last_chunk(nkid_socket):
+    """bn_stats over chunks of 512 with the last one masked: masked-off
+    elements count for nothing (and the chunk reads past the tile)."""
+    import math
+    import nkid.nki.isa as nisa
+    import nkid.nki.language as nl
+
+    def stats(x):
+        out = nl.ndarray((x.shape[0], 2), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        n = math.ceil(x.shape[1] / 512)
+        st = nl.ndarray((128, 6 * n), dtype=nl.float32)
+        i_p = nl.arange(128)[:, None]
+        i_f = nl.arange(512)[None, :]
+        i_s = nl.arange(6)[None, :]
+        for j in nl.affine_range(n):
+            st[i_p, j * 6 + i_s] = nisa.bn_stats(t[i_p, j * 512 + i_f],
+                                                 mask=(j * 512 + i_f < x.shape[1]))
+        nl.store(out, value=nisa.bn_aggr(st))
+        return out
+    for cols in (100, 700, 1024):
+        x = np.random.rand(128, cols).astype(np.float32)
+        got = nki.baremetal(stats)(x)
+        np.testing.assert_allclose(got[:, 0], x.mean(1), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got[:, 1], x.var(1), rtol=1e-4, atol=1e-6)

@@ -624,6 +624,253 @@ START_TEST(test_backend_cpu_serves_after_bad_kernel)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------ benchmark, profile */
+
+/* Load the tensor_add program; the caller unloads it and frees *image. */
+static struct backend_program *
+program_load(void **image)
+{
+	struct backend		*b = d.backend;
+	struct backend_program	*p = NULL;
+	size_t			 len, image_len;
+	uint8_t			*ir = ir_tensor_add(&len, 0, P);
+	char			 diag[BACKEND_DIAG_LEN] = "";
+
+	ck_assert_msg(b->ops->compile(b->state, ir, len, image, &image_len,
+	    diag) == 0, "%s", diag);
+	ck_assert_msg(b->ops->load(b->state, *image, image_len, &p, diag) == 0,
+	    "%s", diag);
+	free(ir);
+	return (p);
+}
+
+START_TEST(test_backend_cpu_benchmark_shapes_only)
+{
+	struct backend		*b = d.backend;
+	struct backend_program	*p;
+	struct backend_exec	 x;
+	sim_tensor		 in[2], out[1], out2[1];
+	double			 samples[5];
+	void			*image = NULL;
+	char			 diag[BACKEND_DIAG_LEN] = "";
+	int			 i;
+
+	p = program_load(&image);
+	memset(in, 0, sizeof in);
+	for (i = 0; i < 2; i++) {
+		in[i].dtype = SIM_DT_FLOAT32;
+		in[i].rank = 2;
+		in[i].shape[0] = P;
+		in[i].shape[1] = F;
+		in[i].data = NULL;		/* shapes only */
+		in[i].nbytes = sizeof in_a;
+	}
+	memset(&x, 0, sizeof x);
+	memset(out, 0, sizeof out);
+	x.inputs = in;
+	x.ninputs = 2;
+	x.outputs = out;
+	x.noutputs = 1;
+	for (i = 0; i < 5; i++)
+		samples[i] = -1;
+	ck_assert_msg(b->ops->benchmark(b->state, p, 0, &x, 3, 5, samples,
+	    diag) == 0, "%s", diag);
+	for (i = 0; i < 5; i++)
+		ck_assert(samples[i] > 0);
+	/* The backend's values: deterministic, in [-1, 1), a + b in [-2, 2). */
+	for (i = 0; i < P * F; i++)
+		ck_assert(fabsf(((float *)out[0].data)[i]) < 2.0f);
+	x.outputs = out2;
+	memset(out2, 0, sizeof out2);
+	ck_assert(b->ops->benchmark(b->state, p, 1, &x, 0, 1, samples,
+	    diag) == 0);
+	ck_assert_mem_eq(out[0].data, out2[0].data, out[0].nbytes);
+	ck_assert(in[0].data == NULL);
+	sim_tensors_release(out, 1);
+	sim_tensors_release(out2, 1);
+	b->ops->unload(b->state, p);
+	free(image);
+}
+END_TEST
+
+START_TEST(test_backend_cpu_profile_traces)
+{
+	struct backend		*b = d.backend;
+	struct backend_program	*p;
+	struct backend_exec	 x;
+	struct backend_trace	*t = NULL;
+	sim_tensor		 in[2], out[1];
+	size_t			 nt = 0;
+	void			*image = NULL;
+	char			 diag[BACKEND_DIAG_LEN] = "", *s;
+	int			 i;
+
+	p = program_load(&image);
+	inputs_fill();
+	memset(in, 0, sizeof in);
+	for (i = 0; i < 2; i++) {
+		in[i].dtype = SIM_DT_FLOAT32;
+		in[i].rank = 2;
+		in[i].shape[0] = P;
+		in[i].shape[1] = F;
+		in[i].data = i == 0 ? in_a : in_b;
+		in[i].nbytes = sizeof in_a;
+	}
+	memset(&x, 0, sizeof x);
+	memset(out, 0, sizeof out);
+	x.inputs = in;
+	x.ninputs = 2;
+	x.outputs = out;
+	x.noutputs = 1;
+	ck_assert_msg(b->ops->profile(b->state, p, 0, &x, 7, 3, &t, &nt,
+	    diag) == 0, "%s", diag);
+	ck_assert_uint_eq(nt, 2);
+	ck_assert_uint_eq(t[0].execution, 3);
+	ck_assert_uint_eq(t[1].execution, 6);
+	for (i = 0; i < P * F; i++)
+		ck_assert_float_eq(((float *)out[0].data)[i], in_a[i] + in_b[i]);
+	s = strndup(t[0].trace, t[0].trace_len);
+	ck_assert_ptr_nonnull(strstr(s, "\"traceEvents\":["));
+	ck_assert_ptr_nonnull(strstr(s, "\"name\":\"thread_name\""));
+	ck_assert_ptr_nonnull(strstr(s, "\"name\":\"load\",\"cat\":\"dma\","
+	    "\"ph\":\"X\""));
+	ck_assert_ptr_nonnull(strstr(s, "\"file\":\"kernel.py\""));
+	ck_assert(s[t[0].trace_len - 2] == '}');
+	free(s);
+	ck_assert_ptr_nonnull(strstr(t[0].summary_json, "\"execution\":3"));
+	ck_assert_ptr_nonnull(strstr(t[0].summary_json, "{\"op\":\"load\","
+	    "\"engine\":\"dma\",\"file\":\"kernel.py\""));
+	backend_traces_free(t, nt);
+	sim_tensors_release(out, 1);
+
+	/* num_execs < profile_nth: profile_nth's execution alone. */
+	memset(out, 0, sizeof out);
+	ck_assert(b->ops->profile(b->state, p, 1, &x, 1, 4, &t, &nt,
+	    diag) == 0);
+	ck_assert_uint_eq(nt, 1);
+	ck_assert_uint_eq(t[0].execution, 4);
+	backend_traces_free(t, nt);
+	sim_tensors_release(out, 1);
+	ck_assert_int_eq(b->ops->profile(b->state, p, 0, &x, 1, 0, &t, &nt,
+	    diag), BACKEND_EARG);
+	b->ops->unload(b->state, p);
+	free(image);
+}
+END_TEST
+
+static void
+kernel_ref_init(Nkid__V1__KernelRef *ref, Nkid__V1__Kernel *k, uint8_t *ir,
+    size_t len)
+{
+	k->name = "tensor_add";
+	k->format = "nkir/1";
+	k->ir.data = ir;
+	k->ir.len = len;
+	ref->kernel = k;
+}
+
+START_TEST(test_backend_cpu_rpc_benchmark)
+{
+	Nkid__V1__BenchmarkRequest req = NKID__V1__BENCHMARK_REQUEST__INIT;
+	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
+	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
+	Nkid__V1__BenchmarkReply *rep;
+	Nkid__V1__Tensor	 t[2], *tp[2];
+	struct fake_call	 fc;
+	uint64_t		 shape[2];
+	size_t			 len, i;
+	uint8_t			*ir = ir_tensor_add(&len, 0, P);
+
+	kernel_ref_init(&ref, &k, ir, len);
+	wire_inputs(t, tp, shape);
+	t[1].data.data = NULL;		/* shapes only */
+	t[1].data.len = 0;
+	req.ref = &ref;
+	req.inputs = tp;
+	req.n_inputs = 2;
+	req.warmup = 2;
+	req.iters = 9;
+	req.core = -1;
+	fake_call_start(&fc, "Benchmark", &req.base);
+	fake_call_wait(&fc);
+	ck_assert_msg(fc.rc.status == GRPC_STATUS_OK, "%s", fc.rc.message);
+	rep = nkid__v1__benchmark_reply__unpack(NULL, fc.reply_len, fc.reply);
+	ck_assert_uint_eq(rep->n_samples_us, 9);
+	ck_assert_uint_eq(rep->n_percentiles, 8);
+	ck_assert_double_eq(rep->percentiles[0]->p, 0);
+	ck_assert_double_eq(rep->percentiles[7]->p, 100);
+	for (i = 1; i < 8; i++)
+		ck_assert(rep->percentiles[i]->us >= rep->percentiles[i - 1]->us);
+	ck_assert_uint_gt(rep->job_id, 0);
+	ck_assert_uint_eq(strlen(rep->neff_key), 64);
+	nkid__v1__benchmark_reply__free_unpacked(rep, NULL);
+	fake_call_release(&fc);
+
+	/* One timed execution: no percentiles. */
+	req.iters = 1;
+	fake_call_start(&fc, "Benchmark", &req.base);
+	fake_call_wait(&fc);
+	rep = nkid__v1__benchmark_reply__unpack(NULL, fc.reply_len, fc.reply);
+	ck_assert_uint_eq(rep->n_percentiles, 0);
+	ck_assert_uint_eq(rep->n_samples_us, 1);
+	nkid__v1__benchmark_reply__free_unpacked(rep, NULL);
+	fake_call_release(&fc);
+
+	req.iters = 0;
+	fake_call_start(&fc, "Benchmark", &req.base);
+	fake_call_wait(&fc);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
+	ck_assert_ptr_nonnull(strstr(fc.rc.message, "iters must be 1 to"));
+	fake_call_release(&fc);
+	free(ir);
+}
+END_TEST
+
+START_TEST(test_backend_cpu_rpc_profile)
+{
+	Nkid__V1__ProfileRequest req = NKID__V1__PROFILE_REQUEST__INIT;
+	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
+	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
+	Nkid__V1__ProfileReply	*rep;
+	Nkid__V1__Tensor	 t[2], *tp[2];
+	struct fake_call	 fc;
+	uint64_t		 shape[2];
+	size_t			 len;
+	uint8_t			*ir = ir_tensor_add(&len, 0, P);
+
+	kernel_ref_init(&ref, &k, ir, len);
+	wire_inputs(t, tp, shape);
+	req.ref = &ref;
+	req.inputs = tp;
+	req.n_inputs = 2;
+	req.num_execs = 4;
+	req.profile_nth = 2;
+	req.core = -1;
+	fake_call_start(&fc, "Profile", &req.base);
+	fake_call_wait(&fc);
+	ck_assert_msg(fc.rc.status == GRPC_STATUS_OK, "%s", fc.rc.message);
+	rep = nkid__v1__profile_reply__unpack(NULL, fc.reply_len, fc.reply);
+	ck_assert_uint_eq(rep->n_traces, 2);
+	ck_assert_uint_eq(rep->traces[0]->execution, 2);
+	ck_assert_uint_eq(rep->traces[1]->execution, 4);
+	ck_assert_uint_gt(rep->traces[0]->trace.len, 0);
+	ck_assert_uint_gt(rep->traces[0]->summary_json.len, 0);
+	ck_assert_uint_gt(rep->neff.len, 0);
+	ck_assert_uint_eq(rep->n_outputs, 1);
+	check_sum(rep->outputs[0]);
+	nkid__v1__profile_reply__free_unpacked(rep, NULL);
+	fake_call_release(&fc);
+
+	req.num_execs = 100000;
+	fake_call_start(&fc, "Profile", &req.base);
+	fake_call_wait(&fc);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
+	fake_call_release(&fc);
+	free(ir);
+}
+END_TEST
+
 static Suite *
 backend_cpu_suite(void)
 {
@@ -635,6 +882,10 @@ backend_cpu_suite(void)
 	tcase_add_test(tc, test_backend_cpu_compile_execute);
 	tcase_add_test(tc, test_backend_cpu_compile_then_run_by_key);
 	tcase_add_test(tc, test_backend_cpu_simulate_prints);
+	tcase_add_test(tc, test_backend_cpu_benchmark_shapes_only);
+	tcase_add_test(tc, test_backend_cpu_profile_traces);
+	tcase_add_test(tc, test_backend_cpu_rpc_benchmark);
+	tcase_add_test(tc, test_backend_cpu_rpc_profile);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("limits");

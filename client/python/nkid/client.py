@@ -107,20 +107,23 @@ class Client:
     def status(self):
         return self.call("Status", pb.StatusRequest(), timeout=10)
 
-    def run(self, ref, inputs, core=-1, job_class=pb.JOB_CLASS_INTERACTIVE):
+    def run(self, ref, inputs, core=-1, job_class=pb.JOB_CLASS_INTERACTIVE, return_neff=False):
         """Run a kernel; returns the RunReply (outputs still on the wire)."""
-        req = pb.RunRequest(ref=ref, inputs=inputs, core=core, job_class=job_class)
+        req = pb.RunRequest(ref=ref, inputs=inputs, core=core, job_class=job_class,
+                            return_neff=return_neff)
         return self.call("Run", req)
 
     def simulate(self, ref, inputs):
         return self.call("Simulate", pb.SimulateRequest(ref=ref, inputs=inputs))
 
-    def benchmark(self, ref, inputs, warmup=10, iters=100, core=-1):
+    def benchmark(self, ref, inputs, warmup=10, iters=100, core=-1, return_neff=False):
+        """Benchmark a kernel (inputs may carry shapes only)."""
         req = pb.BenchmarkRequest(ref=ref, inputs=inputs, warmup=warmup, iters=iters,
-                                  core=core)
+                                  core=core, return_neff=return_neff)
         return self.call("Benchmark", req)
 
     def profile(self, ref, inputs, num_execs=1, profile_nth=1, core=-1):
+        """Profile a kernel: the NEFF, one trace per profiled execution."""
         req = pb.ProfileRequest(ref=ref, inputs=inputs, num_execs=num_execs,
                                 profile_nth=profile_nth, core=core)
         return self.call("Profile", req)

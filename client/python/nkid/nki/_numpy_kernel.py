@@ -13,8 +13,10 @@ return numpy outputs:
 * ProfileKernel: ``Profile`` (artifacts written by the client).
 """
 
+import base64
 import functools
 import inspect
+import json
 import os
 import sys
 import threading
@@ -23,11 +25,17 @@ import numpy as np
 
 from .. import tracer as _tracer
 from ..client import get_client, to_wire, from_wire, kernel_ref
+from ..errors import NkidError
+from .._proto import nkid_pb2 as pb
 from ..tracer import dtypes as _dt
 
 __all__ = ["TraceKernel", "NumpyKernel", "BaremetalKernel", "SimulateKernel",
            "BenchmarkKernel", "ProfileKernel", "BenchmarkResult", "NCLatency",
-           "normalize_grid", "array_args"]
+           "normalize_grid", "array_args", "dump_config", "MIN_LATENCY_ITERS"]
+
+#: Fewer timed iterations than this and nki.benchmark has no latency
+#: percentiles (``benchmark_result.nc_latency`` is None).
+MIN_LATENCY_ITERS = 2
 
 _memo = {}
 _memo_lock = threading.Lock()
@@ -64,15 +72,44 @@ def array_args(func, args, kwargs):
     return out
 
 
+def dump_config(traced, platform_target="", additional_compile_opt="", grid=()):
+    """The ``backend_config`` of a traced kernel: base64 of a JSON object
+    holding the kernel's NKIR (itself base64) with everything needed to
+    compile and run it.  Shared by every kernel class; the framework
+    bridges put it in their XLA custom call."""
+    from ..tracer import dtypes as dt
+
+    def sig(items):
+        return [{"name": n, "shape": list(shape), "dtype": dt.name_of(d)}
+                for n, shape, d in items]
+    from .. import __version__
+    cfg = {
+        "format": traced.format,
+        "kernel_name": traced.name,
+        "spec_key": traced.spec_key,
+        "ir": base64.b64encode(traced.ir).decode("ascii"),
+        "source_files": list(traced.files),
+        "grid": list(grid),
+        "platform_target": platform_target or "",
+        "additional_compile_opt": additional_compile_opt or "",
+        "inputs": sig(traced.params),
+        "outputs": sig(traced.outputs),
+        "inplace": list(traced.inplace),
+        "producer": "nkid-python/" + __version__,
+    }
+    text = json.dumps(cfg, sort_keys=True, separators=(",", ":"))
+    return base64.b64encode(text.encode()).decode("ascii")
+
+
 class TraceKernel:
     """A kernel function with its grid and options, traced per specialization."""
 
-    #: keyword options this class accepts (others are kept and ignored)
     def __init__(self, func=None, grid=(), **kwargs):
         inner = getattr(func, "func", None)
         if func is not None and inner is not None and callable(inner) and \
                 not inspect.isfunction(func):
             grid = grid or getattr(func, "grid", ())   # a kernel object: take its function
+            kwargs = {**getattr(func, "kwargs", {}), **kwargs}
             func = inner
         self.func = func
         self.grid = normalize_grid(grid)
@@ -89,15 +126,15 @@ class TraceKernel:
         return type(self)(func, **kwargs)
 
     def __getitem__(self, grid):
-        k = type(self)(self.func, grid=grid, **self.kwargs)
-        return k
+        return type(self)(self.func, grid=grid, **self.kwargs)
 
     def __repr__(self):
         name = getattr(self.func, "__name__", None)
         return "<%s %s grid=%s>" % (type(self).__name__, name, list(self.grid))
 
-    def specialize(self, args, kwargs):
-        """The TracedKernel for these arguments (traced at most once per process)."""
+    def specialize(self, args, kwargs, memo=True):
+        """The TracedKernel for these arguments (traced at most once per
+        process and specialization unless memo is False)."""
         sig = inspect.signature(self.func).bind(*args, **kwargs)
         key = (self.func, self.grid, _tracer._sig_of(sig), self.platform_target,
                self.additional_compile_opt)
@@ -105,7 +142,7 @@ class TraceKernel:
             hash(key)
         except TypeError:
             key = None
-        if key is not None:
+        if key is not None and memo:
             t = _memo.get(key)
             if t is not None:
                 return t
@@ -115,6 +152,11 @@ class TraceKernel:
             with _memo_lock:
                 _memo[key] = t
         return t
+
+    def dump_config(self, traced):
+        """This kernel's ``backend_config`` for a traced specialization."""
+        return dump_config(traced, self.platform_target, self.additional_compile_opt,
+                           self.grid)
 
     def __call__(self, *args, **kwargs):
         traced = self.specialize(args, kwargs)
@@ -131,21 +173,50 @@ class NumpyKernel(TraceKernel):
         arrays = array_args(self.func, args, kwargs)
         out = []
         for (name, shape, dtype), a in zip(traced.params, arrays):
-            if isinstance(a, np.ndarray):
-                arr = a
-            elif hasattr(a, "zeros"):
-                arr = a.zeros() if values else None
-            else:
-                arr = np.asarray(a)
-            if arr is None:
-                from .._proto import nkid_pb2 as pb
-                out.append(pb.Tensor(name=name, dtype=_dt.wire_name(dtype), shape=list(shape)))
-            else:
-                out.append(to_wire(name, arr))
+            if not values or not isinstance(a, np.ndarray):
+                if values and hasattr(a, "zeros"):
+                    a = a.zeros()           # a placeholder: zeros
+                elif not values:
+                    out.append(pb.Tensor(name=name, dtype=_dt.wire_name(dtype),
+                                         shape=list(shape)))
+                    continue
+            out.append(to_wire(name, np.asarray(a)))
         return out, arrays
 
     def _ref(self, traced):
-        return kernel_ref(traced, self.platform_target, self.additional_compile_opt)
+        """The KernelRef: after the first nkid answer for this
+        specialization, its NEFF key alone (a warm process asks Lookup
+        first and sends no IR when nkid knows the spec key)."""
+        ref = kernel_ref(traced, self.platform_target, self.additional_compile_opt)
+        key = _neff_keys.get(traced.spec_key)
+        if key is None and traced.spec_key not in _looked_up:
+            _looked_up.add(traced.spec_key)
+            try:
+                rep = get_client().lookup(traced.spec_key)
+                if rep.found:
+                    key = _neff_keys[traced.spec_key] = rep.neff_key
+            except NkidError as e:
+                if e.code != "UNIMPLEMENTED":
+                    raise
+        if key:
+            ref.neff_key = key
+            ref.ClearField("kernel")
+        return ref
+
+    def _call(self, traced, method, *args, **kwargs):
+        """Call nkid; a NEFF key nkid no longer has falls back to the IR."""
+        ref = self._ref(traced)
+        try:
+            reply = getattr(get_client(), method)(ref, *args, **kwargs)
+        except NkidError as e:
+            if not ref.neff_key or e.code not in ("NOT_FOUND", "FAILED_PRECONDITION"):
+                raise
+            _neff_keys.pop(traced.spec_key, None)
+            ref = kernel_ref(traced, self.platform_target, self.additional_compile_opt)
+            reply = getattr(get_client(), method)(ref, *args, **kwargs)
+        if getattr(reply, "neff_key", ""):
+            _neff_keys[traced.spec_key] = reply.neff_key
+        return reply
 
     def _results(self, traced, outputs, arrays):
         res = [from_wire(t) for t in outputs]
@@ -168,12 +239,29 @@ class NumpyKernel(TraceKernel):
         return self._results(traced, outputs, arrays)
 
 
+def _write_new(path, data, overwrite):
+    if not overwrite and os.path.exists(path):
+        raise FileExistsError("%s already exists; pass overwrite=True to replace it" % path)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def _trace_names(save_trace_name, executions):
+    """NKI's trace file names: <name> for the first profiled execution,
+    <stem>_exec_<n><ext> for the later ones."""
+    stem, ext = os.path.splitext(save_trace_name)
+    return [save_trace_name if i == 0 else "%s_exec_%d%s" % (stem, n, ext)
+            for i, n in enumerate(executions)]
+
+
 class BaremetalKernel(NumpyKernel):
     """Compile and run a kernel once through nkid (nki.baremetal)."""
 
     def __init__(self, func=None, grid=(), save_neff_name=None, save_trace_name=None,
                  additional_compile_opt=None, artifacts_dir=None, **kwargs):
-        if save_trace_name is not None and save_neff_name not in (None, "file.neff"):
+        if save_trace_name is not None and save_neff_name != "file.neff":
             raise ValueError('Known issue: if save_trace_name is specified, save_neff_name'
                              ' must be set to "file.neff".')
         super().__init__(func, grid, save_neff_name=save_neff_name,
@@ -185,13 +273,28 @@ class BaremetalKernel(NumpyKernel):
         self.artifacts_dir = artifacts_dir
         self.last_reply = None
 
+    def post_process_call(self, traced, args, kwargs):
+        d = self.artifacts_dir
+        if d is not None and os.path.isdir(d) and os.listdir(d):
+            raise ValueError("artifacts_dir '%s' must be empty: a non-empty directory would"
+                             " lead to a compilation error" % d)
+        return super().post_process_call(traced, args, kwargs)
+
     def execute(self, traced, inputs):
-        reply = get_client().run(self._ref(traced), inputs)
+        d = self.artifacts_dir or os.getcwd()
+        if self.artifacts_dir:
+            os.makedirs(d, exist_ok=True)
+        if self.save_trace_name:
+            reply = self._call(traced, "profile", inputs, 1, 1)
+            self.last_reply = reply
+            _write_new(os.path.join(d, self.save_neff_name), reply.neff, True)
+            if reply.traces:
+                _write_new(os.path.join(d, self.save_trace_name), reply.traces[0].trace, True)
+            return reply.outputs
+        reply = self._call(traced, "run", inputs, return_neff=bool(self.save_neff_name))
         self.last_reply = reply
-        if self.save_neff_name and reply.neff:
-            d = self.artifacts_dir or os.getcwd()
-            with open(os.path.join(d, self.save_neff_name), "wb") as f:
-                f.write(reply.neff)
+        if self.save_neff_name:
+            _write_new(os.path.join(d, self.save_neff_name), reply.neff, True)
         return reply.outputs
 
 
@@ -203,15 +306,16 @@ class SimulateKernel(NumpyKernel):
         self._dump_file = dump_file
         self.last_reply = None
 
-    def post_process_call(self, traced, args, kwargs):
+    def __call__(self, *args, **kwargs):
         for a in array_args(self.func, args, kwargs):
             if not isinstance(a, np.ndarray):
                 raise TypeError("All input and output tensors to the kernel must be"
-                                " numpy.ndarray when using this simulate_kernel API.")
-        return super().post_process_call(traced, args, kwargs)
+                                " numpy.ndarray when using this simulate_kernel API"
+                                " (got %s)" % type(a).__name__)
+        return super().__call__(*args, **kwargs)
 
     def execute(self, traced, inputs):
-        reply = get_client().simulate(self._ref(traced), inputs)
+        reply = self._call(traced, "simulate", inputs)
         self.last_reply = reply
         if reply.device_print:
             if self._dump_file:
@@ -229,12 +333,16 @@ class NCLatency:
     PERCENTILES = (0, 1, 10, 25, 50, 90, 99, 100)
 
     def __init__(self, result_dicts):
+        #: {percentile: microseconds}
         self.result_dicts = dict(result_dicts)
 
     def get_latency_percentile(self, p):
-        """The p-th percentile latency (p in 0, 1, 10, 25, 50, 90, 99, 100), in us."""
+        """The p-th percentile latency in microseconds.  result_dicts must
+        be in form of {x: } where x is the percentile: p0, p1, p10, p25,
+        p50, p90, p99 and p100."""
         if p not in self.result_dicts:
-            raise ValueError("percentile must be one of %s" % (list(self.PERCENTILES),))
+            raise ValueError("percentile must be one of %s, got %r"
+                             % (list(self.PERCENTILES), p))
         return self.result_dicts[p]
 
     def __str__(self):
@@ -242,14 +350,23 @@ class NCLatency:
         return ("min %.2f us, p25 %.2f us, p50 %.2f us, p90 %.2f us, max %.2f us"
                 % (g(0, 0.0), g(25, 0.0), g(50, 0.0), g(90, 0.0), g(100, 0.0)))
 
+    def __repr__(self):
+        return "<NCLatency %s>" % self
+
 
 class BenchmarkResult:
-    def __init__(self, nc_latency):
+    """What ``bench.benchmark_result`` holds: ``nc_latency`` (an
+    :class:`NCLatency`, or None when iters < MIN_LATENCY_ITERS) and the raw
+    per-iteration ``samples_us``."""
+
+    def __init__(self, nc_latency, samples_us=()):
         self.nc_latency = nc_latency
+        self.samples_us = list(samples_us)
 
 
 class BenchmarkKernel(NumpyKernel):
-    """Benchmark a kernel through nkid (nki.benchmark); shapes only."""
+    """Benchmark a kernel through nkid (nki.benchmark): shapes only, one
+    core, the batch class."""
 
     def __init__(self, func=None, grid=(), warmup=10, iters=100, save_neff_name=None,
                  save_trace_name=None, additional_compile_opt=None, **kwargs):
@@ -257,55 +374,83 @@ class BenchmarkKernel(NumpyKernel):
                          save_neff_name=save_neff_name, save_trace_name=save_trace_name,
                          additional_compile_opt=additional_compile_opt, **kwargs)
         self.warmup, self.iters = int(warmup), int(iters)
+        self.save_neff_name = save_neff_name
+        self.save_trace_name = save_trace_name
         self.benchmark_result = None
 
     def post_process_call(self, traced, args, kwargs):
         inputs, _ = self._inputs(traced, args, kwargs, values=False)
-        reply = get_client().benchmark(self._ref(traced), inputs, self.warmup, self.iters)
+        reply = self._call(traced, "benchmark", inputs, self.warmup, self.iters,
+                           return_neff=bool(self.save_neff_name))
         pct = {int(p.p): p.us for p in reply.percentiles}
-        self.benchmark_result = BenchmarkResult(NCLatency(pct) if pct else None)
+        lat = NCLatency(pct) if pct and self.iters >= MIN_LATENCY_ITERS else None
+        self.benchmark_result = BenchmarkResult(lat, reply.samples_us)
+        if self.save_neff_name:
+            _write_new(os.path.abspath(self.save_neff_name), reply.neff, True)
+        if self.save_trace_name:
+            rep = self._call(traced, "profile", self._inputs(traced, args, kwargs)[0], 1, 1)
+            if rep.traces:
+                _write_new(os.path.abspath(self.save_trace_name), rep.traces[0].trace, True)
         return None
 
 
 class ProfileKernel(NumpyKernel):
-    """Profile a kernel through nkid (nki.profile); artifacts in working_directory."""
+    """Profile a kernel through nkid (nki.profile); the client writes the
+    artifacts into working_directory in NKI's layout."""
 
     def __init__(self, func=None, grid=(), working_directory=None, save_neff_name="file.neff",
                  save_trace_name="profile.ntff", additional_compile_opt=None, overwrite=False,
                  profile_nth=1, num_execs=None, **kwargs):
         if func is not None and working_directory is None:
             raise ValueError("Please specify working directory")
+        if working_directory is not None and not os.path.isabs(working_directory):
+            raise ValueError("working_directory must be an absolute path, got '%s'"
+                             % (working_directory,))
         super().__init__(func, grid, working_directory=working_directory,
                          save_neff_name=save_neff_name, save_trace_name=save_trace_name,
                          additional_compile_opt=additional_compile_opt, overwrite=overwrite,
                          profile_nth=profile_nth, num_execs=num_execs, **kwargs)
         self.work_dir = working_directory
-        self.save_neff_name = save_neff_name
-        self.save_trace_name = save_trace_name
-        self.overwrite = overwrite
+        self.save_neff_name = save_neff_name or "file.neff"
+        self.save_trace_name = save_trace_name or "profile.ntff"
+        self.overwrite = bool(overwrite)
         self.profile_nth = int(profile_nth or 1)
         self.num_execs = int(num_execs or self.profile_nth)
+        if self.profile_nth < 1 or self.num_execs < 1:
+            raise ValueError("profile_nth and num_execs must be at least 1")
+
+    def executions(self):
+        """The executions that get a trace: profile_nth, 2*profile_nth, ...
+        <= num_execs (profile_nth alone if num_execs < profile_nth)."""
+        n = self.profile_nth
+        return list(range(n, max(self.num_execs, n) + 1, n))
+
+    def _paths(self, executions):
+        wd = self.work_dir
+        traces = [os.path.join(wd, t) for t in _trace_names(self.save_trace_name, executions)]
+        reports = [os.path.join(wd, "json_reports", "%s.json" % os.path.splitext(
+            os.path.basename(t))[0]) for t in traces]
+        return os.path.join(wd, self.save_neff_name), traces, reports
 
     def post_process_call(self, traced, args, kwargs):
-        inputs, arrays = self._inputs(traced, args, kwargs)
-        reply = get_client().profile(self._ref(traced), inputs, self.num_execs, self.profile_nth)
-        wd = self.work_dir
-        os.makedirs(os.path.join(wd, "json_reports"), exist_ok=True)
-        stem, ext = os.path.splitext(self.save_trace_name)
-        paths = [os.path.join(wd, self.save_neff_name)]
-        for i, tr in enumerate(reply.traces):
-            name = self.save_trace_name if i == 0 else "%s_exec_%d%s" % (stem, tr.execution, ext)
-            paths.append(os.path.join(wd, name))
+        neff, traces, reports = self._paths(self.executions())
         if not self.overwrite:
-            for p in paths:
+            for p in [neff] + traces + reports:
                 if os.path.exists(p):
-                    raise FileExistsError("%s exists (pass overwrite=True)" % p)
-        with open(paths[0], "wb") as f:
-            f.write(reply.neff)
-        for tr, p in zip(reply.traces, paths[1:]):
-            with open(p, "wb") as f:
-                f.write(tr.trace)
-            with open(os.path.join(wd, "json_reports", "exec_%d.json" % tr.execution), "wb") as f:
-                f.write(tr.summary_json)
-        print("Profile results are written to " + wd)
+                    raise FileExistsError("%s already exists; pass overwrite=True to"
+                                          " replace the profile artifacts" % p)
+        inputs, arrays = self._inputs(traced, args, kwargs)
+        reply = self._call(traced, "profile", inputs, self.num_execs, self.profile_nth)
+        os.makedirs(os.path.join(self.work_dir, "json_reports"), exist_ok=True)
+        neff, traces, reports = self._paths([t.execution for t in reply.traces])
+        _write_new(neff, reply.neff, True)
+        for tr, tpath, rpath in zip(reply.traces, traces, reports):
+            _write_new(tpath, tr.trace, True)
+            _write_new(rpath, tr.summary_json, True)
+        self.last_reply = reply
+        print("Profile results are written to " + self.work_dir)
         return self._results(traced, reply.outputs, arrays)
+
+
+_neff_keys = {}      # spec key -> NEFF key nkid answered with
+_looked_up = set()   # spec keys already asked about (Lookup)

@@ -8,11 +8,12 @@ torch tensor selects PyTorchXLAKernel; anything else BaremetalKernel).
 """
 
 import functools
-import sys
 
 from ._numpy_kernel import (TraceKernel, BaremetalKernel, BenchmarkKernel, SimulateKernel,
                             ProfileKernel, normalize_grid)
 from ._framework import JAXKernel, PyTorchXLAKernel
+from ._jax import is_jax_tensor as _is_jax_tensor
+from ._torch_xla import is_torch_tensor as _is_torch_tensor
 
 __all__ = ["compute_mode", "GenericKernel", "simulate_kernel", "_native_mode_map"]
 
@@ -23,23 +24,6 @@ _native_mode_map = {
     "benchmark": BenchmarkKernel,
     "simulation": SimulateKernel,
 }
-
-
-def _is_jax_tensor(a):
-    for c in type(a).__mro__:
-        if c.__name__ in ("Array", "ArrayImpl", "Tracer") and \
-                c.__module__.split(".")[0] in ("jax", "jaxlib"):
-            return True
-    return False
-
-
-def _is_torch_tensor(a):
-    if type(a).__module__.split(".")[0] != "torch":
-        return False
-    torch = sys.modules.get("torch")
-    if torch is not None and hasattr(torch, "is_tensor"):
-        return bool(torch.is_tensor(a))
-    return any(c.__name__ == "Tensor" for c in type(a).__mro__)
 
 
 def _jax_platform():

@@ -1,0 +1,274 @@
+/* rpc_benchmark.c: Benchmark, like Run executed warmup + iters times in the batch class, with latency percentiles computed here. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nkid.pb-c.h"
+
+#include "daemon/daemon.h"
+#include "daemon/dispatch.h"
+#include "daemon/job.h"
+#include "daemon/jobs.h"
+#include "daemon/kcache.h"
+#include "daemon/kernel.h"
+#include "daemon/sched.h"
+#include "daemon/tensor.h"
+#include "daemon/xmalloc.h"
+
+/* Most executions one request may ask for (warmup and iters each). */
+#define RPC_BENCHMARK_MAX		1000000u
+/* Fewer timed executions than this: no percentiles in the reply (the
+ * client's nc_latency is None). */
+#define RPC_BENCHMARK_MIN_ITERS		2u
+
+static const double rpc_benchmark_ps[] = { 0, 1, 10, 25, 50, 90, 99, 100 };
+#define RPC_BENCHMARK_NPS	(sizeof rpc_benchmark_ps / sizeof rpc_benchmark_ps[0])
+
+/* A benchmark job: a job (first, so job_free frees it all) and samples. */
+struct rpc_benchmark {
+	struct job	 j;
+	double		*samples_us;
+	unsigned	 warmup;
+	unsigned	 iters;
+};
+
+static void
+rpc_benchmark_free(struct rpc_benchmark *rb)
+{
+	free(rb->samples_us);
+	rb->samples_us = NULL;
+	job_free(&rb->j);
+}
+
+static void
+rpc_benchmark_release_cb(void *arg)
+{
+	rpc_benchmark_free(arg);
+}
+
+static int
+rpc_benchmark_dcmp(const void *a, const void *b)
+{
+	double	x = *(const double *)a, y = *(const double *)b;
+
+	return (x < y ? -1 : x > y);
+}
+
+/*
+ * The p-th percentile (0 <= p <= 100) of n sorted samples, interpolated
+ * linearly between closest ranks (numpy's default).
+ */
+static double
+rpc_benchmark_percentile(const double *sorted, size_t n, double p)
+{
+	double	rank = p / 100.0 * (double)(n - 1), lo;
+	size_t	i;
+
+	lo = floor(rank);
+	i = (size_t)lo;
+	if (i + 1 >= n)
+		return (sorted[n - 1]);
+	return (sorted[i] + (rank - lo) * (sorted[i + 1] - sorted[i]));
+}
+
+static void
+rpc_benchmark_work_cb(struct sched_job *sj, unsigned core)
+{
+	struct rpc_benchmark	*rb = (struct rpc_benchmark *)sj;
+	struct job		*j = &rb->j;
+	struct backend_exec	 x = { 0 };
+	uint64_t		 t0 = uv_hrtime();
+
+	x.inputs = j->inputs;
+	x.ninputs = j->ninputs;
+	x.outputs = j->outputs;
+	x.noutputs = j->noutputs;
+	x.cancel = &j->c->cancelled;
+	j->error = j->b->ops->benchmark(j->b->state,
+	    kcache_entry_program(j->e), core, &x, rb->warmup, rb->iters,
+	    rb->samples_us, j->diag);
+	j->outputs_filled = j->error == 0;
+	j->exec_ns = uv_hrtime() - t0;
+}
+
+static void
+rpc_benchmark_done_cb(struct sched_job *sj, int ran)
+{
+	struct rpc_benchmark		*rb = (struct rpc_benchmark *)sj;
+	struct job			*j = &rb->j;
+	struct rpc_call			*c = j->c;
+	const Nkid__V1__BenchmarkRequest *req = (const void *)c->req;
+	Nkid__V1__BenchmarkReply	 r = NKID__V1__BENCHMARK_REPLY__INIT;
+	Nkid__V1__Percentile		 pv[RPC_BENCHMARK_NPS];
+	Nkid__V1__Percentile		*pp[RPC_BENCHMARK_NPS];
+	double				*sorted = NULL;
+	const void			*image;
+	size_t				 len, i;
+
+	if (ran != SCHED_RAN) {
+		jobs_fail_unrun(c, sj, ran, "benchmark",
+		    kcache_entry_name(j->e));
+		rpc_benchmark_free(rb);
+		return;
+	}
+	if (j->error != 0) {
+		job_fail(j, "benchmark");
+		rpc_benchmark_free(rb);
+		return;
+	}
+	if (rb->iters >= RPC_BENCHMARK_MIN_ITERS) {
+		sorted = xreallocarray(NULL, rb->iters, sizeof *sorted);
+		memcpy(sorted, rb->samples_us, rb->iters * sizeof *sorted);
+		qsort(sorted, rb->iters, sizeof *sorted, rpc_benchmark_dcmp);
+		for (i = 0; i < RPC_BENCHMARK_NPS; i++) {
+			nkid__v1__percentile__init(&pv[i]);
+			pv[i].p = rpc_benchmark_ps[i];
+			pv[i].us = rpc_benchmark_percentile(sorted, rb->iters,
+			    rpc_benchmark_ps[i]);
+			pp[i] = &pv[i];
+		}
+		r.n_percentiles = RPC_BENCHMARK_NPS;
+		r.percentiles = pp;
+	}
+	r.n_samples_us = rb->iters;
+	r.samples_us = rb->samples_us;
+	r.neff_key = (char *)kcache_entry_key(j->e);
+	r.job_id = sj->id;
+	r.core = sj->core;
+	if (req->return_neff) {
+		image = kcache_entry_image(j->e, &len);
+		r.neff.data = (uint8_t *)image;
+		r.neff.len = len;
+	}
+	rpc_reply(c, &r.base);
+	free(sorted);
+	rpc_benchmark_free(rb);
+}
+
+static void
+rpc_benchmark_kernel_cb(struct rpc_call *c, struct kcache_entry *e,
+    int cache_hit, double compile_ms)
+{
+	const Nkid__V1__BenchmarkRequest *req = (const void *)c->req;
+	struct rpc_benchmark		*rb = c->job;
+
+	if (job_kernel_set(&rb->j, e, cache_hit) != 0) {
+		rpc_benchmark_free(rb);
+		return;
+	}
+	rb->j.sj.work = rpc_benchmark_work_cb;
+	rb->j.sj.done = rpc_benchmark_done_cb;
+	if (jobs_submit(c, &rb->j.sj, "benchmark", kcache_entry_name(e),
+	    req->core, NKID__V1__JOB_CLASS__JOB_CLASS_BATCH,
+	    "benchmark") != 0)
+		rpc_benchmark_free(rb);
+}
+
+/*
+ * Convert the inputs. A tensor without data (shapes only, what
+ * nki.benchmark sends) is checked like the others and reaches the
+ * backend with data == NULL: the backend supplies its values.
+ */
+static int
+rpc_benchmark_inputs(struct rpc_call *c, Nkid__V1__Tensor *const *in,
+    size_t n, sim_tensor **out)
+{
+	Nkid__V1__Tensor	*shadow, **sp;
+	static uint8_t		 none[1];
+	char			 err[512];
+	size_t			 i, k, nbytes;
+	int			 dtype, error;
+
+	shadow = xcalloc(n + 1, sizeof *shadow);
+	sp = xcalloc(n + 1, sizeof *sp);
+	for (i = 0; i < n; i++) {
+		shadow[i] = *in[i];
+		sp[i] = &shadow[i];
+		if (in[i]->data.len != 0 ||
+		    (dtype = sim_dtype_from_name(in[i]->dtype)) ==
+		    SIM_DT_INVALID || in[i]->n_shape > SIM_MAX_RANK)
+			continue;
+		nbytes = sim_dtype_size(dtype);
+		for (k = 0; k < in[i]->n_shape; k++)
+			if (__builtin_mul_overflow(nbytes, in[i]->shape[k],
+			    &nbytes))
+				break;
+		if (k < in[i]->n_shape)
+			continue;	/* tensor_inputs_convert says why */
+		shadow[i].data.len = nbytes;
+		shadow[i].data.data = none;
+	}
+	error = tensor_inputs_convert(sp, n, c->d->cfg.max_tensors,
+	    c->d->cfg.max_tensor_bytes, out, err, sizeof err);
+	if (error == 0)
+		for (i = 0; i < n; i++)
+			if (in[i]->data.len == 0)
+				(*out)[i].data = NULL;
+	free(sp);
+	free(shadow);
+	if (error != 0) {
+		rpc_fail(c, error == TENSOR_ELIMIT ?
+		    GRPC_STATUS_RESOURCE_EXHAUSTED :
+		    GRPC_STATUS_INVALID_ARGUMENT, "%s", err);
+		return (-1);
+	}
+	return (0);
+}
+
+static void
+rpc_benchmark(struct rpc_call *c)
+{
+	const Nkid__V1__BenchmarkRequest *req = (const void *)c->req;
+	struct daemon			*d = c->d;
+	struct rpc_benchmark		*rb;
+	unsigned			 ncores = sched_core_count(d->sched);
+	sim_tensor			*in;
+
+	if (d->backend->ops->benchmark == NULL) {
+		rpc_fail(c, GRPC_STATUS_UNIMPLEMENTED, "cannot benchmark '%s': "
+		    "the %s backend does not benchmark", kernel_ref_name(
+		    req->ref), d->backend->ops->name);
+		return;
+	}
+	if (req->core < -1 || (req->core >= 0 && (unsigned)req->core >=
+	    ncores)) {
+		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT,
+		    "core %d does not exist: nkid has %u core%s (0 to %u, or -1 "
+		    "for any)", req->core, ncores, ncores == 1 ? "" : "s",
+		    ncores - 1);
+		return;
+	}
+	if (req->iters < 1 || req->iters > RPC_BENCHMARK_MAX ||
+	    req->warmup > RPC_BENCHMARK_MAX) {
+		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "cannot benchmark "
+		    "'%s': iters must be 1 to %u and warmup 0 to %u (got "
+		    "iters=%u, warmup=%u)", kernel_ref_name(req->ref),
+		    RPC_BENCHMARK_MAX, RPC_BENCHMARK_MAX, req->iters,
+		    req->warmup);
+		return;
+	}
+	if (rpc_benchmark_inputs(c, req->inputs, req->n_inputs, &in) != 0)
+		return;
+	rb = xcalloc(1, sizeof *rb);
+	rb->j.c = c;
+	rb->j.b = d->backend;
+	rb->j.inputs = in;
+	rb->j.ninputs = req->n_inputs;
+	rb->warmup = req->warmup;
+	rb->iters = req->iters;
+	rb->samples_us = xreallocarray(NULL, req->iters, sizeof(double));
+	c->job = &rb->j;
+	c->job_release = rpc_benchmark_release_cb;
+	kernel_resolve(c, req->ref, rpc_benchmark_kernel_cb);
+}
+
+const struct rpc_method rpc_benchmark_method = {
+	.name = "Benchmark",
+	.path = DISPATCH_SERVICE "Benchmark",
+	.kind = RPC_UNARY,
+	.request = &nkid__v1__benchmark_request__descriptor,
+	.cap = CONFIG_CAP_TENSOR,
+	.flags = RPC_F_ASYNC,
+	.handler = rpc_benchmark,
+};
