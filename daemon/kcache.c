@@ -1,4 +1,4 @@
-/* kcache.c: an in-memory LRU of compiled kernels keyed by SHA-256 NEFF keys. */
+/* kcache.c: loaded kernels in memory over the persistent cache; single-flight lookups and compiles on the thread pool. */
 #include <sys/queue.h>
 
 #include <assert.h>
@@ -6,13 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
 #include "daemon/backend.h"
+#include "daemon/config.h"
+#include "daemon/dispatch.h"
 #include "daemon/kcache.h"
 #include "daemon/log.h"
 #include "daemon/xmalloc.h"
 
+/* A loaded kernel in the memory table. */
 struct kcache_entry {
 	char			 key[KCACHE_KEY_LEN + 1];
 	char			*name;
@@ -21,214 +22,285 @@ struct kcache_entry {
 	struct backend_program	*prog;
 	double			 compile_ms;
 	unsigned		 refs;
+	int			 forget;	/* drop when unused */
+	char			*spec_key;	/* last recorded */
 	TAILQ_ENTRY(kcache_entry) lru;		/* head: most recent */
 };
-
 TAILQ_HEAD(kcache_list, kcache_entry);
 
+/* A request waiting for a flight. */
+struct kcache_waiter {
+	struct rpc_call			*c;
+	kcache_done_cb			 cb;
+	void				*arg;
+	int				 coalesced;
+	TAILQ_ENTRY(kcache_waiter)	 link;
+};
+TAILQ_HEAD(kcache_waiters, kcache_waiter);
+
+/* One NEFF key being looked up on disk, then maybe compiled. */
+struct kcache_flight {
+	uv_work_t		 work;
+	struct kcache		*kc;
+	char			 key[KCACHE_KEY_LEN + 1];
+	char			*name;
+	/* Borrowed from the first waiter's request (alive until it is
+	 * answered, which happens after the flight ends). */
+	const char		*format;	/* NULL: key only */
+	const void		*ir;
+	size_t			 ir_len;
+	const char		*target;
+	const char		*options;
+	char			*spec_key;
+	int			 retry_failed;
+
+	int			 stage;		/* 0 lookup, 1 compile */
+	int			 hit;
+	int			 failed_cached;
+	int			 store_rc;
+	int			 error;
+	int			 load_stage;	/* error in 0 compile, 1 load */
+	void			*image;
+	size_t			 image_len;
+	struct backend_program	*prog;
+	double			 ms;
+	char			*log;
+	char			 diag[BACKEND_DIAG_LEN];
+	struct kcache_waiters	 waiters;
+	LIST_ENTRY(kcache_flight) link;
+	TAILQ_ENTRY(kcache_flight) pending;
+};
+LIST_HEAD(kcache_flights, kcache_flight);
+TAILQ_HEAD(kcache_pending, kcache_flight);
+
 struct kcache {
+	uv_loop_t		*loop;
 	struct backend		*backend;
+	struct cache		*disk;		/* NULL: memory only */
 	struct kcache_list	 lru;
-	struct kcache_stats	 st;
+	uint64_t		 mem_bytes;
+	uint64_t		 mem_max;
+	uint64_t		 mem_entries;
+	unsigned		 workers;	/* compiles at once */
+	unsigned		 compiling;
+	struct kcache_flights	 flights;
+	struct kcache_pending	 pending;
+	struct kcache_stats	 st;		/* hits ... failures */
+	uint64_t		 mem_evictions;
+	uv_work_t		 check;		/* quick_check after start */
+	int			 checking;
 };
 
-static void
-kcache_digest_field(EVP_MD_CTX *ctx, const void *p, size_t len)
-{
-	uint8_t		hdr[8];
-	uint64_t	n = len;
-	int		i;
+struct kcache_async {
+	uv_work_t	 work;
+	struct kcache	*kc;
+	struct rpc_call	*c;
+	void		(*fn)(struct cache *, void *);
+	void		(*done)(struct rpc_call *, void *);
+	void		*arg;
+};
 
-	for (i = 0; i < 8; i++)
-		hdr[i] = (uint8_t)(n >> (8 * i));
-	EVP_DigestUpdate(ctx, hdr, sizeof hdr);
-	if (len > 0)
-		EVP_DigestUpdate(ctx, p, len);
+static void	kcache_flight_compile_queue(struct kcache *kc,
+		    struct kcache_flight *f);
+
+static void
+kcache_log_cb(void *arg, int level, const char *msg)
+{
+	switch (level) {
+	case CACHE_LOG_ERROR:
+		log_error("%s", msg);
+		break;
+	case CACHE_LOG_WARN:
+		log_warn("%s", msg);
+		break;
+	case CACHE_LOG_INFO:
+		log_info("%s", msg);
+		break;
+	default:
+		log_debug("%s", msg);
+		break;
+	}
 }
 
-void
-kcache_key_compute(const struct kcache_key_input *in, char *key)
+static void
+kcache_check_work_cb(uv_work_t *w)
 {
-	static const char	 hex[] = "0123456789abcdef";
-	EVP_MD_CTX		*ctx;
-	uint8_t			 md[EVP_MAX_MD_SIZE];
-	unsigned		 mdlen = 0, i;
-	char			*opts, *o;
-	const char		*s;
-	int			 blank = 1;
+	struct kcache	*kc = w->data;
 
-	/* Normalize the options: one blank between words, none at the ends. */
-	o = opts = xmalloc(strlen(in->options) + 1);
-	for (s = in->options; *s != '\0'; s++) {
-		if (*s == ' ' || *s == '\t' || *s == '\n') {
-			blank = 1;
-			continue;
-		}
-		if (blank && o != opts)
-			*o++ = ' ';
-		blank = 0;
-		*o++ = *s;
-	}
-	*o = '\0';
+	cache_check(kc->disk);
+}
 
-	if ((ctx = EVP_MD_CTX_new()) == NULL)
-		fatal("out of memory creating a digest context");
-	if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
-		fatal("cannot initialize SHA-256");
-	kcache_digest_field(ctx, "nkid-neff-key/1", 15);
-	kcache_digest_field(ctx, in->format, strlen(in->format));
-	kcache_digest_field(ctx, in->ir, in->ir_len);
-	kcache_digest_field(ctx, in->target, strlen(in->target));
-	kcache_digest_field(ctx, opts, strlen(opts));
-	kcache_digest_field(ctx, in->backend, strlen(in->backend));
-	kcache_digest_field(ctx, in->compiler_version,
-	    strlen(in->compiler_version));
-	if (EVP_DigestFinal_ex(ctx, md, &mdlen) != 1 || mdlen != 32)
-		fatal("cannot compute SHA-256");
-	EVP_MD_CTX_free(ctx);
-	free(opts);
-	for (i = 0; i < mdlen; i++) {
-		key[2 * i] = hex[md[i] >> 4];
-		key[2 * i + 1] = hex[md[i] & 0xf];
-	}
-	key[2 * mdlen] = '\0';
+static void
+kcache_check_after_cb(uv_work_t *w, int status)
+{
+	struct kcache	*kc = w->data;
+
+	kc->checking = 0;
 }
 
 struct kcache *
-kcache_new(struct backend *b, uint64_t max_bytes)
+kcache_open(uv_loop_t *loop, struct backend *b, const struct config *cfg)
 {
-	struct kcache	*kc;
+	struct kcache		*kc;
+	struct cache_opts	 o;
+	struct cache_stats	 cs;
+	char			 err[1024];
+	uint64_t		 t0 = uv_hrtime();
+	int			 rc;
 
 	kc = xcalloc(1, sizeof *kc);
+	kc->loop = loop;
 	kc->backend = b;
-	kc->st.max_bytes = max_bytes;
+	kc->mem_max = cfg->cache_memory_bytes;
+	kc->workers = cfg->cache_compile_workers > 0 ?
+	    cfg->cache_compile_workers : 1;
 	TAILQ_INIT(&kc->lru);
+	LIST_INIT(&kc->flights);
+	TAILQ_INIT(&kc->pending);
+	memset(&o, 0, sizeof o);
+	o.dir = cfg->cache_dir;
+	o.max_bytes = cfg->cache_max_bytes;
+	o.backend = b != NULL ? b->ops->name : "";
+	o.compiler_version = b != NULL ?
+	    b->ops->compiler_version(b->state) : "";
+	o.recover = 1;
+	o.defer_check = 1;
+	/* Tests put small blobs in files: the threshold is measured for
+	 * production (docs/cache.md). */
+	if (getenv("NKID_CACHE_INLINE_MAX") != NULL)
+		o.inline_max = strtoull(getenv("NKID_CACHE_INLINE_MAX"), NULL,
+		    10);
+	o.log = kcache_log_cb;
+	if (cfg->cache_dir == NULL || (rc = cache_open(&kc->disk, &o, err,
+	    sizeof err)) != 0) {
+		log_warn("%s; running without a persistent cache",
+		    cfg->cache_dir == NULL ? "no cache_dir" : err);
+		kc->disk = NULL;
+	} else {
+		cache_stats_get(kc->disk, &cs);
+		log_info("cache '%s': %llu entries, %llu bytes, opened in "
+		    "%.1f ms", cfg->cache_dir, (unsigned long long)cs.entries,
+		    (unsigned long long)cs.bytes,
+		    (double)(uv_hrtime() - t0) / 1e6);
+		/* quick_check reads the whole database: after ready, off the
+		 * loop; a damaged one is set aside then (cache_check). */
+		kc->check.data = kc;
+		if (uv_queue_work(loop, &kc->check, kcache_check_work_cb,
+		    kcache_check_after_cb) == 0)
+			kc->checking = 1;
+	}
 	return (kc);
 }
 
 static void
-kcache_entry_free(struct kcache *kc, struct kcache_entry *e)
+kcache_mem_free(struct kcache *kc, struct kcache_entry *e)
 {
-	kc->st.entries--;
-	kc->st.bytes -= e->image_len;
+	kc->mem_entries--;
+	kc->mem_bytes -= e->image_len;
 	if (kc->backend != NULL)
 		kc->backend->ops->unload(kc->backend->state, e->prog);
 	free(e->image);
 	free(e->name);
+	free(e->spec_key);
 	free(e);
 }
 
 void
-kcache_free(struct kcache *kc)
+kcache_close(struct kcache *kc)
 {
 	struct kcache_entry	*e;
 
 	if (kc == NULL)
 		return;
+	assert(LIST_EMPTY(&kc->flights));
+	while (kc->checking)
+		uv_run(kc->loop, UV_RUN_ONCE);
 	while ((e = TAILQ_FIRST(&kc->lru)) != NULL) {
 		assert(e->refs == 0);
 		TAILQ_REMOVE(&kc->lru, e, lru);
-		kcache_entry_free(kc, e);
+		kcache_mem_free(kc, e);
 	}
+	cache_close(kc->disk);
 	free(kc);
 }
 
+struct cache *
+kcache_disk(struct kcache *kc)
+{
+	return (kc->disk);
+}
+
 static void
-kcache_evict(struct kcache *kc)
+kcache_mem_evict(struct kcache *kc)
 {
 	struct kcache_entry	*e, *prev;
 
-	for (e = TAILQ_LAST(&kc->lru, kcache_list);
-	    e != NULL && kc->st.bytes > kc->st.max_bytes; e = prev) {
+	for (e = TAILQ_LAST(&kc->lru, kcache_list); e != NULL; e = prev) {
 		prev = TAILQ_PREV(e, kcache_list, lru);
-		if (e->refs > 0)
+		if (e->refs > 0 || (kc->mem_bytes <= kc->mem_max && !e->forget))
 			continue;
-		log_debug("kcache: evicting '%s' (%zu bytes)", e->key,
+		log_debug("kcache: unloading '%s' (%zu bytes)", e->key,
 		    e->image_len);
 		TAILQ_REMOVE(&kc->lru, e, lru);
-		kcache_entry_free(kc, e);
-		kc->st.evictions++;
+		kcache_mem_free(kc, e);
+		kc->mem_evictions++;
 	}
 }
 
 void
-kcache_max_bytes_set(struct kcache *kc, uint64_t max_bytes)
+kcache_config_apply(struct kcache *kc, const struct config *cfg)
 {
-	kc->st.max_bytes = max_bytes;
-	kcache_evict(kc);
+	kc->mem_max = cfg->cache_memory_bytes;
+	kc->workers = cfg->cache_compile_workers > 0 ?
+	    cfg->cache_compile_workers : 1;
+	kcache_mem_evict(kc);
+	/* Eviction on disk is quick (rows, then unlinks); the budget
+	 * shrinks rarely. */
+	if (kc->disk != NULL)
+		cache_max_bytes_set(kc->disk, cfg->cache_max_bytes);
 }
 
 static struct kcache_entry *
-kcache_lookup(struct kcache *kc, const char *key)
+kcache_mem_find(struct kcache *kc, const char *key)
 {
 	struct kcache_entry	*e;
 
 	TAILQ_FOREACH(e, &kc->lru, lru) {
-		if (strcmp(e->key, key) == 0)
+		if (strcmp(e->key, key) == 0 && !e->forget)
 			return (e);
 	}
 	return (NULL);
 }
 
-struct kcache_entry *
-kcache_get(struct kcache *kc, const char *key)
+static void
+kcache_entry_ref(struct kcache *kc, struct kcache_entry *e)
 {
-	struct kcache_entry	*e;
-
-	if ((e = kcache_lookup(kc, key)) == NULL) {
-		kc->st.misses++;
-		return (NULL);
-	}
-	kc->st.hits++;
-	e->refs++;
-	TAILQ_REMOVE(&kc->lru, e, lru);
-	TAILQ_INSERT_HEAD(&kc->lru, e, lru);
-	return (e);
-}
-
-struct kcache_entry *
-kcache_put(struct kcache *kc, const char *key, const char *kernel_name,
-    void *image, size_t image_len, struct backend_program *prog,
-    double compile_ms)
-{
-	struct kcache_entry	*e;
-
-	assert(strlen(key) == KCACHE_KEY_LEN);
-	kc->st.compiles++;
-	if ((e = kcache_lookup(kc, key)) != NULL) {
-		if (kc->backend != NULL)
-			kc->backend->ops->unload(kc->backend->state, prog);
-		free(image);
-		e->refs++;
-		return (e);
-	}
-	e = xcalloc(1, sizeof *e);
-	memcpy(e->key, key, KCACHE_KEY_LEN + 1);
-	e->name = xstrdup(kernel_name);
-	e->image = image;
-	e->image_len = image_len;
-	e->prog = prog;
-	e->compile_ms = compile_ms;
-	e->refs = 1;
-	TAILQ_INSERT_HEAD(&kc->lru, e, lru);
-	kc->st.entries++;
-	kc->st.bytes += image_len;
-	kcache_evict(kc);
-	return (e);
+	if (e->refs++ == 0 && kc->disk != NULL)
+		cache_hold(kc->disk, e->key);
 }
 
 void
 kcache_entry_unref(struct kcache *kc, struct kcache_entry *e)
 {
 	assert(e->refs > 0);
-	if (--e->refs == 0 && kc->st.bytes > kc->st.max_bytes)
-		kcache_evict(kc);
+	if (--e->refs == 0) {
+		if (kc->disk != NULL)
+			cache_release(kc->disk, e->key);
+		if (kc->mem_bytes > kc->mem_max || e->forget)
+			kcache_mem_evict(kc);
+	}
 }
 
 void
-kcache_failure_count(struct kcache *kc)
+kcache_forget(struct kcache *kc, const char *key)
 {
-	kc->st.failures++;
+	struct kcache_entry	*e;
+
+	if ((e = kcache_mem_find(kc, key)) == NULL)
+		return;
+	e->forget = 1;
+	if (e->refs == 0)
+		kcache_mem_evict(kc);
 }
 
 const char *
@@ -260,5 +332,482 @@ kcache_entry_program(const struct kcache_entry *e)
 void
 kcache_stats_get(const struct kcache *kc, struct kcache_stats *st)
 {
+	struct cache_stats	cs;
+
 	*st = kc->st;
+	if (kc->disk != NULL) {
+		cache_stats_get(kc->disk, &cs);
+		st->entries = cs.entries;
+		st->bytes = cs.bytes;
+		st->max_bytes = cs.max_bytes;
+		st->evictions = cs.evictions;
+		st->corrupt = cs.corrupt;
+	} else {
+		st->entries = kc->mem_entries;
+		st->bytes = kc->mem_bytes;
+		st->max_bytes = kc->mem_max;
+		st->evictions = kc->mem_evictions;
+	}
+}
+
+/* ------------------------------------------------------------ async */
+
+static void
+kcache_async_work_cb(uv_work_t *w)
+{
+	struct kcache_async	*a = w->data;
+
+	a->fn(a->kc->disk, a->arg);
+}
+
+static void
+kcache_async_after_cb(uv_work_t *w, int status)
+{
+	struct kcache_async	*a = w->data;
+
+	a->done(a->c, a->arg);
+	free(a);
+}
+
+void
+kcache_async(struct kcache *kc, struct rpc_call *c,
+    void (*work)(struct cache *disk, void *arg),
+    void (*done)(struct rpc_call *c, void *arg), void *arg)
+{
+	struct kcache_async	*a;
+	int			 error;
+
+	a = xcalloc(1, sizeof *a);
+	a->work.data = a;
+	a->kc = kc;
+	a->c = c;
+	a->fn = work;
+	a->done = done;
+	a->arg = arg;
+	if ((error = uv_queue_work(kc->loop, &a->work, kcache_async_work_cb,
+	    kcache_async_after_cb)) != 0)
+		fatal("cannot queue cache work: %s", uv_strerror(error));
+}
+
+/* ------------------------------------------------------------ flights */
+
+/* Off the loop: the disk cache. */
+static void
+kcache_flight_lookup_cb(uv_work_t *w)
+{
+	struct kcache_flight	*f = w->data;
+	struct backend		*b = f->kc->backend;
+	struct cache_entry	 ce;
+	int			 rc;
+
+	if (f->kc->disk == NULL)
+		return;
+	rc = cache_get(f->kc->disk, f->key, CACHE_GET_DATA | CACHE_GET_TOUCH,
+	    &ce);
+	if (rc == CACHE_EFAILED) {
+		if (!f->retry_failed) {
+			f->failed_cached = 1;
+			f->log = ce.log;
+			ce.log = NULL;
+		}
+		cache_entry_release(&ce);
+		return;
+	}
+	if (rc == CACHE_ESTALE) {
+		cache_entry_release(&ce);
+		return;
+	}
+	if (rc != 0)
+		return;
+	f->image = ce.data;
+	f->image_len = ce.len;
+	f->ms = ce.compile_ms;
+	ce.data = NULL;
+	if (f->name[0] == '\0' || strcmp(f->name, "kernel") == 0) {
+		free(f->name);
+		f->name = xstrdup(ce.kernel);
+	}
+	cache_entry_release(&ce);
+	if (b->ops->load(b->state, f->image, f->image_len, &f->prog,
+	    f->diag) != 0) {
+		/* Verified but not loadable: compile it anew. */
+		free(f->image);
+		f->image = NULL;
+		f->prog = NULL;
+		return;
+	}
+	f->hit = 1;
+}
+
+/* Off the loop: compile, load, store. */
+static void
+kcache_flight_compile_cb(uv_work_t *w)
+{
+	struct kcache_flight	*f = w->data;
+	struct backend		*b = f->kc->backend;
+	struct cache_entry	 ce;
+	uint64_t		 t0 = uv_hrtime();
+
+	if (b->ops->compile_opts != NULL)
+		f->error = b->ops->compile_opts(b->state, f->ir, f->ir_len,
+		    f->target, f->options, &f->image, &f->image_len, f->diag);
+	else
+		f->error = b->ops->compile(b->state, f->ir, f->ir_len,
+		    &f->image, &f->image_len, f->diag);
+	if (f->error == 0) {
+		f->load_stage = 1;
+		f->error = b->ops->load(b->state, f->image, f->image_len,
+		    &f->prog, f->diag);
+	}
+	f->ms = (double)(uv_hrtime() - t0) / 1e6;
+	if (f->kc->disk == NULL)
+		return;
+	memset(&ce, 0, sizeof ce);
+	memcpy(ce.key, f->key, sizeof ce.key);
+	ce.kernel = f->name;
+	ce.format = (char *)f->format;
+	ce.target = (char *)f->target;
+	ce.options = (char *)f->options;
+	ce.compile_ms = f->ms;
+	if (f->error == 0) {
+		ce.data = f->image;
+		ce.len = f->image_len;
+	} else if (f->load_stage == 0 && (f->error == BACKEND_EINVAL ||
+	    f->error == BACKEND_EPARSE)) {
+		/* Deterministic: the same IR fails the same way. */
+		ce.failed = 1;
+		ce.log = f->diag;
+	} else
+		return;
+	f->store_rc = cache_put(f->kc->disk, &ce);
+	if (f->store_rc == 0 && f->error == 0 && f->spec_key != NULL)
+		cache_spec_put(f->kc->disk, f->spec_key, f->key, f->name, NULL);
+}
+
+static void
+kcache_flight_fail_message(struct kcache_flight *f, grpc_status_code *code,
+    char *msg, size_t len)
+{
+	if (f->failed_cached) {
+		*code = GRPC_STATUS_FAILED_PRECONDITION;
+		snprintf(msg, len, "cannot compile '%s': %s (a failure cached "
+		    "for key %.12s; retry_failed recompiles)", f->name,
+		    f->log != NULL ? f->log : "", f->key);
+		return;
+	}
+	if (f->format == NULL) {
+		*code = GRPC_STATUS_NOT_FOUND;
+		snprintf(msg, len, "neff key '%s' is not in the cache; send the "
+		    "kernel IR", f->key);
+		return;
+	}
+	switch (f->error) {
+	case BACKEND_EINVAL:
+	case BACKEND_EPARSE:
+	case BACKEND_EARG:
+		*code = GRPC_STATUS_INVALID_ARGUMENT;
+		snprintf(msg, len, "cannot compile '%s': %s", f->name, f->diag);
+		break;
+	case BACKEND_ELIMIT:
+	case BACKEND_ENOMEM:
+		*code = GRPC_STATUS_RESOURCE_EXHAUSTED;
+		snprintf(msg, len, "cannot compile '%s': %s", f->name, f->diag);
+		break;
+	case BACKEND_ECANCELED:
+		*code = GRPC_STATUS_CANCELLED;
+		snprintf(msg, len, "compile of '%s' cancelled", f->name);
+		break;
+	default:
+		*code = GRPC_STATUS_INTERNAL;
+		snprintf(msg, len, "cannot %s '%s': %s", f->load_stage == 0 ?
+		    "compile" : "load", f->name, f->diag);
+		break;
+	}
+}
+
+/* On the loop: answer every waiter and free f. */
+static void
+kcache_flight_finish(struct kcache *kc, struct kcache_flight *f)
+{
+	struct kcache_waiter	*wt;
+	struct kcache_entry	*e = NULL;
+	struct kcache_result	 r;
+	char			 msg[BACKEND_DIAG_LEN + 256];
+
+	LIST_REMOVE(f, link);
+	memset(&r, 0, sizeof r);
+	r.key = f->key;
+	r.log = "";
+	if (f->prog != NULL && f->error == 0) {
+		if (!f->hit && f->store_rc != 0)
+			log_warn("cache: '%s' (%s) served uncached: %s",
+			    f->name, f->key, cache_strerror(f->store_rc));
+		e = xcalloc(1, sizeof *e);
+		memcpy(e->key, f->key, sizeof e->key);
+		e->name = f->name;
+		f->name = NULL;
+		e->image = f->image;
+		e->image_len = f->image_len;
+		e->prog = f->prog;
+		e->compile_ms = f->ms;
+		f->image = NULL;
+		f->prog = NULL;
+		if (f->spec_key != NULL) {
+			e->spec_key = f->spec_key;
+			f->spec_key = NULL;
+		}
+		TAILQ_INSERT_HEAD(&kc->lru, e, lru);
+		kc->mem_entries++;
+		kc->mem_bytes += e->image_len;
+		r.cache_hit = f->hit;
+		r.compile_ms = f->hit ? 0 : f->ms;
+		r.status = GRPC_STATUS_OK;
+	} else {
+		if (f->prog != NULL)
+			kc->backend->ops->unload(kc->backend->state, f->prog);
+		f->prog = NULL;
+		kcache_flight_fail_message(f, &r.status, msg, sizeof msg);
+		r.message = msg;
+		if (f->failed_cached)
+			r.log = f->log != NULL ? f->log : "";
+		else if (f->format != NULL && f->error != BACKEND_ECANCELED)
+			r.log = f->diag;
+	}
+	/* Take the first reference so a waiter cannot evict it early. */
+	if (e != NULL)
+		kcache_entry_ref(kc, e);
+	while ((wt = TAILQ_FIRST(&f->waiters)) != NULL) {
+		TAILQ_REMOVE(&f->waiters, wt, link);
+		r.coalesced = wt->coalesced;
+		if (wt->coalesced)
+			r.cache_hit = 0;
+		r.e = e;
+		if (e != NULL)
+			kcache_entry_ref(kc, e);
+		wt->cb(wt->c, wt->arg, &r);
+		free(wt);
+	}
+	if (e != NULL) {
+		kcache_entry_unref(kc, e);
+		kcache_mem_evict(kc);
+	}
+	free(f->image);
+	free(f->name);
+	free(f->spec_key);
+	free(f->log);
+	free(f);
+}
+
+static void
+kcache_flight_after_cb(uv_work_t *w, int status)
+{
+	struct kcache_flight	*f = w->data;
+	struct kcache		*kc = f->kc;
+	struct kcache_flight	*next;
+
+	if (f->stage == 1) {
+		kc->compiling--;
+		if ((next = TAILQ_FIRST(&kc->pending)) != NULL) {
+			TAILQ_REMOVE(&kc->pending, next, pending);
+			kcache_flight_compile_queue(kc, next);
+		}
+		if (status != 0 && f->error == 0) {
+			f->error = BACKEND_ECANCELED;
+			snprintf(f->diag, sizeof f->diag, "%s",
+			    uv_strerror(status));
+		}
+		if (f->error != 0 || f->prog == NULL)
+			kc->st.failures++;
+		else
+			kc->st.compiles++;
+		kcache_flight_finish(kc, f);
+		return;
+	}
+	if (f->hit) {
+		kc->st.hits++;
+		kcache_flight_finish(kc, f);
+		return;
+	}
+	kc->st.misses++;
+	if (f->failed_cached || f->format == NULL) {
+		if (f->failed_cached)
+			kc->st.failures++;
+		kcache_flight_finish(kc, f);
+		return;
+	}
+	f->stage = 1;
+	if (kc->compiling >= kc->workers)
+		TAILQ_INSERT_TAIL(&kc->pending, f, pending);
+	else
+		kcache_flight_compile_queue(kc, f);
+}
+
+static void
+kcache_flight_compile_queue(struct kcache *kc, struct kcache_flight *f)
+{
+	int	error;
+
+	kc->compiling++;
+	if ((error = uv_queue_work(kc->loop, &f->work, kcache_flight_compile_cb,
+	    kcache_flight_after_cb)) != 0)
+		fatal("cannot queue a compile: %s", uv_strerror(error));
+}
+
+static struct kcache_flight *
+kcache_flight_find(struct kcache *kc, const char *key)
+{
+	struct kcache_flight	*f;
+
+	LIST_FOREACH(f, &kc->flights, link) {
+		if (strcmp(f->key, key) == 0)
+			return (f);
+	}
+	return (NULL);
+}
+
+/* Off the loop: record a specialization seen on a memory hit. */
+struct kcache_spec {
+	uv_work_t	 work;
+	struct kcache	*kc;
+	char		 key[KCACHE_KEY_LEN + 1];
+	char		*spec_key;
+	char		*name;
+};
+
+static void
+kcache_spec_work_cb(uv_work_t *w)
+{
+	struct kcache_spec	*s = w->data;
+
+	cache_spec_put(s->kc->disk, s->spec_key, s->key, s->name, NULL);
+}
+
+static void
+kcache_spec_after_cb(uv_work_t *w, int status)
+{
+	struct kcache_spec	*s = w->data;
+
+	free(s->spec_key);
+	free(s->name);
+	free(s);
+}
+
+static void
+kcache_spec_record(struct kcache *kc, struct kcache_entry *e,
+    const char *spec_key)
+{
+	struct kcache_spec	*s;
+
+	if (kc->disk == NULL || spec_key == NULL || spec_key[0] == '\0' ||
+	    (e->spec_key != NULL && strcmp(e->spec_key, spec_key) == 0))
+		return;
+	free(e->spec_key);
+	e->spec_key = xstrdup(spec_key);
+	s = xcalloc(1, sizeof *s);
+	s->work.data = s;
+	s->kc = kc;
+	memcpy(s->key, e->key, sizeof s->key);
+	s->spec_key = xstrdup(spec_key);
+	s->name = xstrdup(e->name);
+	if (uv_queue_work(kc->loop, &s->work, kcache_spec_work_cb,
+	    kcache_spec_after_cb) != 0)
+		kcache_spec_after_cb(&s->work, 0);
+}
+
+void
+kcache_resolve(struct kcache *kc, struct rpc_call *c,
+    const struct kcache_request *rq, kcache_done_cb cb, void *arg)
+{
+	struct kcache_key_input	 in;
+	struct kcache_entry	*e;
+	struct kcache_flight	*f;
+	struct kcache_waiter	*wt;
+	struct kcache_result	 r;
+	char			 key[KCACHE_KEY_LEN + 1], msg[160];
+	int			 error;
+
+	assert(cb != NULL);
+	/* A key the client already knows: memory, else the disk. */
+	if (rq->neff_key != NULL && rq->neff_key[0] != '\0') {
+		if ((e = kcache_mem_find(kc, rq->neff_key)) != NULL)
+			goto hit;
+		if (!cache_key_valid(rq->neff_key) && rq->format == NULL) {
+			/* Not a key: no entry can have it. */
+			snprintf(msg, sizeof msg, "neff key '%.80s' is not in "
+			    "the cache; send the kernel IR", rq->neff_key);
+			memset(&r, 0, sizeof r);
+			r.status = GRPC_STATUS_NOT_FOUND;
+			r.message = msg;
+			r.key = r.log = "";
+			cb(c, arg, &r);
+			return;
+		}
+	}
+	if (rq->format != NULL) {
+		memset(&in, 0, sizeof in);
+		in.format = rq->format;
+		in.ir = rq->ir;
+		in.ir_len = rq->ir_len;
+		in.target = rq->target;
+		in.options = rq->options;
+		in.backend = kc->backend->ops->name;
+		in.compiler_version = kc->backend->ops->compiler_version(
+		    kc->backend->state);
+		kcache_key_compute(&in, key);
+	} else
+		snprintf(key, sizeof key, "%s", rq->neff_key);
+
+	if ((e = kcache_mem_find(kc, key)) != NULL)
+		goto hit;
+
+	wt = xcalloc(1, sizeof *wt);
+	wt->c = c;
+	wt->cb = cb;
+	wt->arg = arg;
+	if ((f = kcache_flight_find(kc, key)) != NULL &&
+	    (f->format != NULL || rq->format == NULL)) {
+		wt->coalesced = 1;
+		kc->st.coalesced++;
+		TAILQ_INSERT_TAIL(&f->waiters, wt, link);
+		return;
+	}
+	f = xcalloc(1, sizeof *f);
+	f->work.data = f;
+	f->kc = kc;
+	memcpy(f->key, key, sizeof key);
+	f->name = xstrdup(rq->name != NULL ? rq->name : "kernel");
+	f->format = rq->format;
+	f->ir = rq->ir;
+	f->ir_len = rq->ir_len;
+	f->target = rq->target != NULL ? rq->target : "";
+	f->options = rq->options != NULL ? rq->options : "";
+	f->retry_failed = rq->retry_failed;
+	if (rq->spec_key != NULL && rq->spec_key[0] != '\0')
+		f->spec_key = xstrdup(rq->spec_key);
+	TAILQ_INIT(&f->waiters);
+	TAILQ_INSERT_TAIL(&f->waiters, wt, link);
+	LIST_INSERT_HEAD(&kc->flights, f, link);
+	if (kc->disk == NULL) {
+		/* Nothing to look up: straight to the compile stage. */
+		kcache_flight_after_cb(&f->work, 0);
+		return;
+	}
+	if ((error = uv_queue_work(kc->loop, &f->work, kcache_flight_lookup_cb,
+	    kcache_flight_after_cb)) != 0)
+		fatal("cannot queue a cache lookup: %s", uv_strerror(error));
+	return;
+
+hit:
+	kc->st.hits++;
+	TAILQ_REMOVE(&kc->lru, e, lru);
+	TAILQ_INSERT_HEAD(&kc->lru, e, lru);
+	kcache_spec_record(kc, e, rq->spec_key);
+	kcache_entry_ref(kc, e);
+	memset(&r, 0, sizeof r);
+	r.e = e;
+	r.cache_hit = 1;
+	r.status = GRPC_STATUS_OK;
+	r.key = e->key;
+	r.log = "";
+	cb(c, arg, &r);
 }

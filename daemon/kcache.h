@@ -1,68 +1,111 @@
-/* kcache.h: compiled kernels in memory, keyed by the NEFF key (the SQLite cache replaces the store later). */
+/* kcache.h: the daemon side of the kernel cache: loaded kernels in memory over libnkicache, single-flight compiles off the loop. */
 #ifndef NKID_KCACHE_H
 #define NKID_KCACHE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define KCACHE_KEY_LEN	64	/* hex SHA-256 */
+#include <grpc/status.h>
+#include <uv.h>
+
+#include "cache/cache.h"
+
+#define KCACHE_KEY_LEN	CACHE_KEY_LEN	/* hex SHA-256 */
 
 struct backend;
 struct backend_program;
+struct config;
 struct kcache;
 struct kcache_entry;
+struct rpc_call;
 
 struct kcache_stats {
-	uint64_t	entries;
+	uint64_t	entries;	/* on disk (in memory without a disk) */
 	uint64_t	bytes;
 	uint64_t	max_bytes;
 	uint64_t	hits;
 	uint64_t	misses;
 	uint64_t	compiles;
+	uint64_t	coalesced;
 	uint64_t	failures;
 	uint64_t	evictions;
+	uint64_t	corrupt;
 };
 
-/* Inputs of the NEFF key. Strings may be empty, never NULL. */
-struct kcache_key_input {
-	const char	*format;
+/* Inputs of the NEFF key (see cache_key_compute). */
+#define kcache_key_input	cache_key_input
+#define kcache_key_compute	cache_key_compute
+
+/*
+ * Open the cache of d's config: cfg->cache_dir through libnkicache
+ * (budget cache.max_bytes) under an in-memory table of loaded kernels
+ * (cache.max_memory_bytes), compiles and loads through b on loop's thread
+ * pool, at most cache.compile_workers at a time. If the directory cannot
+ * be opened the daemon runs with the memory table only (logged). Freed
+ * with kcache_close once no call is pending.
+ */
+struct kcache *kcache_open(uv_loop_t *loop, struct backend *b,
+	    const struct config *cfg);
+void	kcache_close(struct kcache *kc);
+/* Apply the live cache settings of cfg (reload). */
+void	kcache_config_apply(struct kcache *kc, const struct config *cfg);
+/* The persistent cache, or NULL when running without one. */
+struct cache *kcache_disk(struct kcache *kc);
+
+/* What the compile path needs; borrowed until the callback runs. */
+struct kcache_request {
+	const char	*name;		/* for messages */
+	const char	*format;	/* NULL: no IR, neff_key only */
 	const void	*ir;
 	size_t		 ir_len;
 	const char	*target;
-	const char	*options;	/* normalized: runs of blanks are one */
-	const char	*backend;
-	const char	*compiler_version;
+	const char	*options;
+	const char	*neff_key;	/* "" or a key to try first */
+	const char	*spec_key;	/* "" or recorded on success */
+	int		 retry_failed;
 };
 
-/*
- * Write the NEFF key of in into key (KCACHE_KEY_LEN + 1 bytes): the hex
- * SHA-256 of the length-prefixed fields, options normalized.
- */
-void	kcache_key_compute(const struct kcache_key_input *in, char *key);
+/* How a resolve ended. On success e is referenced (the callee drops it
+ * with kcache_entry_unref); on failure e is NULL and status/message say
+ * why (message valid during the callback only). */
+struct kcache_result {
+	struct kcache_entry	*e;
+	int			 cache_hit;
+	int			 coalesced;	/* joined a compile in flight */
+	double			 compile_ms;
+	grpc_status_code	 status;
+	const char		*message;
+	const char		*key;		/* the NEFF key, "" if none */
+	const char		*log;		/* compiler log, "" if none */
+};
 
-/* A table of at most max_bytes of images whose programs are unloaded
- * through b. Freed with kcache_free once no entry is referenced. */
-struct kcache *kcache_new(struct backend *b, uint64_t max_bytes);
-void	kcache_free(struct kcache *kc);
-/* Change the size budget (reload); evicts at once if needed. */
-void	kcache_max_bytes_set(struct kcache *kc, uint64_t max_bytes);
+typedef void (*kcache_done_cb)(struct rpc_call *c, void *arg,
+    const struct kcache_result *r);
 
-/* The entry of key with a reference the caller drops with
- * kcache_entry_unref, or NULL (a miss, counted). */
-struct kcache_entry *kcache_get(struct kcache *kc, const char *key);
 /*
- * Insert a compiled kernel; takes ownership of image (malloc'd) and prog.
- * If key is already there the new copy is dropped and the old entry
- * returned. Returns a referenced entry. May evict unreferenced entries,
- * least recently used first, to stay within the budget.
+ * The compile path of Compile, Run, Simulate, Benchmark, Profile and
+ * Warmup, on the loop thread: a loaded kernel in memory is served now;
+ * the same key already in flight is joined (single-flight); otherwise the
+ * disk cache is read and verified off the loop, and on a miss the kernel
+ * is compiled off the loop, stored (off the loop) and served. A cached
+ * deterministic failure answers FAILED_PRECONDITION with its log unless
+ * rq->retry_failed. cb runs exactly once, maybe before this returns.
  */
-struct kcache_entry *kcache_put(struct kcache *kc, const char *key,
-	    const char *kernel_name, void *image, size_t image_len,
-	    struct backend_program *prog, double compile_ms);
+void	kcache_resolve(struct kcache *kc, struct rpc_call *c,
+	    const struct kcache_request *rq, kcache_done_cb cb, void *arg);
+
+/*
+ * Run work(disk, arg) on the thread pool (disk may be NULL), then
+ * done(c, arg) on the loop thread. For the cache RPCs: the loop never
+ * touches the database.
+ */
+void	kcache_async(struct kcache *kc, struct rpc_call *c,
+	    void (*work)(struct cache *disk, void *arg),
+	    void (*done)(struct rpc_call *c, void *arg), void *arg);
+/* Forget key's loaded kernel (after CacheRemove) once unused. */
+void	kcache_forget(struct kcache *kc, const char *key);
+
 void	kcache_entry_unref(struct kcache *kc, struct kcache_entry *e);
-/* Count a compile that failed. */
-void	kcache_failure_count(struct kcache *kc);
-
 const char *kcache_entry_key(const struct kcache_entry *e);
 const char *kcache_entry_name(const struct kcache_entry *e);
 const void *kcache_entry_image(const struct kcache_entry *e, size_t *len);

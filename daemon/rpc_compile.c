@@ -1,4 +1,6 @@
-/* rpc_compile.c: Compile, a kernel into the compiled-kernel table; returns its NEFF key. */
+/* rpc_compile.c: Compile, a kernel through the cache's compile path; returns its NEFF key. */
+#include <string.h>
+
 #include "nkid.pb-c.h"
 
 #include "daemon/daemon.h"
@@ -7,20 +9,27 @@
 #include "daemon/kernel.h"
 
 static void
-rpc_compile_done_cb(struct rpc_call *c, struct kcache_entry *e, int cache_hit,
-    double compile_ms)
+rpc_compile_done_cb(struct rpc_call *c, void *arg,
+    const struct kcache_result *res)
 {
 	const Nkid__V1__CompileRequest	*req = (const void *)c->req;
 	Nkid__V1__CompileReply		 r = NKID__V1__COMPILE_REPLY__INIT;
+	struct kcache_entry		*e = res->e;
 	const void			*image;
 	size_t				 len;
 
+	if (e == NULL) {
+		rpc_fail(c, res->status, "%s", res->message);
+		return;
+	}
 	image = kcache_entry_image(e, &len);
 	r.neff_key = (char *)kcache_entry_key(e);
 	r.kernel_name = (char *)kcache_entry_name(e);
-	r.cache_hit = cache_hit;
-	r.compile_ms = compile_ms;
+	r.cache_hit = res->cache_hit;
+	r.coalesced = res->coalesced;
+	r.compile_ms = res->compile_ms;
 	r.neff_size = len;
+	r.log = (char *)res->log;
 	if (req->return_neff) {
 		r.neff.data = (uint8_t *)image;
 		r.neff.len = len;
@@ -33,8 +42,16 @@ static void
 rpc_compile(struct rpc_call *c)
 {
 	const Nkid__V1__CompileRequest	*req = (const void *)c->req;
+	struct kcache_request		 rq;
+	grpc_status_code		 code;
+	char				 msg[512];
 
-	kernel_resolve(c, req->ref, rpc_compile_done_cb);
+	if (kernel_request_init(c->d, "Compile", req->ref, &rq, &code, msg,
+	    sizeof msg) != 0) {
+		rpc_fail(c, code, "%s", msg);
+		return;
+	}
+	kcache_resolve(c->d->kcache, c, &rq, rpc_compile_done_cb, NULL);
 }
 
 const struct rpc_method rpc_compile_method = {

@@ -1,0 +1,229 @@
+/* cache.h: libnkicache, the persistent NEFF and specialization cache (SQLite index, content-addressed blobs, bundles). */
+#ifndef NKID_CACHE_H
+#define NKID_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CACHE_KEY_LEN		64	/* hex SHA-256 */
+#define CACHE_SCHEMA_VERSION	1
+/* Blobs up to this size live in the index row, larger ones in files
+ * (measured: docs/cache.md, "Inline threshold"). */
+#define CACHE_INLINE_MAX	(32 * 1024)
+/* Longest compiler log kept with a failed entry. */
+#define CACHE_LOG_MAX		(64 * 1024)
+/* Largest blob the cache stores or a bundle may carry. */
+#define CACHE_BLOB_MAX		(1ULL << 30)
+
+/* Error codes: 0 or one of these; cache_strerror names them. */
+enum cache_err {
+	CACHE_OK = 0,
+	CACHE_ENOENT = -1,	/* no such entry */
+	CACHE_ECORRUPT = -2,	/* digest mismatch (entry quarantined) */
+	CACHE_ENOSPC = -3,	/* the disk is full */
+	CACHE_EFULL = -4,	/* does not fit in max_bytes */
+	CACHE_EIO = -5,		/* a file operation failed */
+	CACHE_EDB = -6,		/* SQLite failed */
+	CACHE_EINVAL = -7,	/* bad argument */
+	CACHE_EBUNDLE = -8,	/* malformed or hostile bundle */
+	CACHE_ESTALE = -9,	/* entry of another backend or compiler version */
+	CACHE_EFAILED = -10,	/* a cached compile failure */
+	CACHE_EREADONLY = -11,	/* opened read-only */
+};
+
+enum cache_log_level { CACHE_LOG_ERROR, CACHE_LOG_WARN, CACHE_LOG_INFO,
+	CACHE_LOG_DEBUG };
+
+struct cache;
+
+struct cache_opts {
+	const char	*dir;		/* must exist; index.db, blobs/, tmp/ */
+	uint64_t	 max_bytes;	/* budget; 0: no limit */
+	/* The compiler whose entries are served (others are kept). NULL:
+	 * take them from the index's metadata (offline tools). */
+	const char	*backend;
+	const char	*compiler_version;
+	int		 readonly;	/* no writes */
+	/* Skip quick_check in cache_open (O(database size)); the caller
+	 * runs cache_check later, off its critical path (the daemon). */
+	int		 defer_check;
+	/* Largest inline blob; 0: CACHE_INLINE_MAX (tests lower it). */
+	size_t		 inline_max;
+	/* Set a failing database aside and start empty (the daemon); else
+	 * a failing quick_check is an error (offline tools). */
+	int		 recover;
+	/* Messages (recovery, eviction, faults); may be NULL. */
+	void		(*log)(void *arg, int level, const char *msg);
+	void		*log_arg;
+};
+
+/* One NEFF entry. Strings are malloc'd and freed by cache_entry_release. */
+struct cache_entry {
+	char		 key[CACHE_KEY_LEN + 1];
+	char		*kernel;
+	char		*format;
+	char		*target;
+	char		*backend;
+	char		*compiler_version;
+	char		*options;
+	uint64_t	 size;
+	char		 digest[CACHE_KEY_LEN + 1];
+	int		 is_inline;
+	double		 created;	/* seconds since the epoch */
+	double		 last_used;
+	uint64_t	 hits;
+	double		 compile_ms;
+	int		 pinned;
+	int		 failed;	/* status "failed": log holds why */
+	char		*log;
+	void		*data;		/* blob, with CACHE_GET_DATA */
+	size_t		 len;
+};
+
+struct cache_stats {
+	uint64_t	entries;
+	uint64_t	bytes;
+	uint64_t	max_bytes;
+	uint64_t	evictions;
+	uint64_t	corrupt;	/* blobs quarantined + databases set aside */
+	uint64_t	recovered;	/* databases set aside at open */
+	uint64_t	store_errors;	/* stores that failed (disk full, ...) */
+};
+
+/* cache_get flags. */
+#define CACHE_GET_DATA		0x1	/* read the blob and verify its digest */
+#define CACHE_GET_TOUCH		0x2	/* count a hit, update last_used */
+#define CACHE_GET_ANY		0x4	/* serve other compiler versions too */
+
+const char *cache_strerror(int err);
+
+/*
+ * Open the cache in o->dir: create blobs/, tmp/, quarantine/ as needed,
+ * remove leftover temp files, open index.db (WAL, synchronous=NORMAL,
+ * busy_timeout), migrate the schema, run quick_check. A database that
+ * fails quick_check (or is not a database) is renamed aside with its
+ * -wal/-shm and an empty one created; that is logged and counted. Open
+ * reads no blob and scans no directory but tmp/. On success *out is freed
+ * with cache_close; on failure err holds the reason.
+ * The handle may be used from any thread; one writer at a time.
+ */
+int	cache_open(struct cache **out, const struct cache_opts *o, char *err,
+	    size_t errlen);
+void	cache_close(struct cache *c);
+/*
+ * PRAGMA quick_check on a connection of its own (readers do not wait for
+ * it). On failure with o->recover the database is set aside as at open and
+ * c continues on an empty one (logged, counted). Returns 0, or
+ * CACHE_ECORRUPT when the database was damaged.
+ */
+int	cache_check(struct cache *c);
+
+/* Current totals and counters (no disk access). */
+void	cache_stats_get(struct cache *c, struct cache_stats *st);
+/* Change the budget; evicts at once to fit. */
+int	cache_max_bytes_set(struct cache *c, uint64_t max_bytes);
+/* The backend and compiler whose entries are served: static strings of c. */
+const char *cache_backend(struct cache *c);
+const char *cache_compiler_version(struct cache *c);
+
+/*
+ * Look key up. flags: CACHE_GET_DATA reads the blob into e->data
+ * (malloc'd) and checks its digest: a mismatch quarantines the entry
+ * (file moved to quarantine/, row removed), counts it and returns
+ * CACHE_ECORRUPT. A failed entry returns CACHE_EFAILED with e filled (its
+ * log). An entry of another compiler returns CACHE_ESTALE unless
+ * CACHE_GET_ANY. e may be NULL (presence only). The caller releases e
+ * with cache_entry_release whenever the return is 0, CACHE_EFAILED or
+ * CACHE_ESTALE.
+ */
+int	cache_get(struct cache *c, const char *key, int flags,
+	    struct cache_entry *e);
+/*
+ * Store e (key, kernel, format, target, options, compile_ms, failed, log
+ * and, unless failed, data/len; backend and compiler default to c's): the
+ * blob is written (file: temp, fsync, rename, dir fsync) before the row.
+ * Evicts least recently used entries that are neither pinned nor held to
+ * stay within max_bytes; CACHE_EFULL if that is impossible (nothing
+ * stored). CACHE_ENOSPC if the disk is full (nothing stored). An existing
+ * entry of key is replaced.
+ */
+int	cache_put(struct cache *c, const struct cache_entry *e);
+void	cache_entry_release(struct cache_entry *e);
+
+/* Mark key in use (never evicted) until the matching cache_release. */
+void	cache_hold(struct cache *c, const char *key);
+void	cache_release(struct cache *c, const char *key);
+
+/* Remove key (its file too when no other entry shares it). */
+int	cache_remove(struct cache *c, const char *key);
+/* Pin (pinned != 0) or unpin key. */
+int	cache_pin(struct cache *c, const char *key, int pinned);
+/*
+ * Call cb for each entry whose key starts with prefix (NULL: all), most
+ * recently used first, at most limit (0: no limit); without data. cb
+ * returning non-zero stops the walk.
+ */
+int	cache_list(struct cache *c, const char *prefix, unsigned limit,
+	    int (*cb)(void *arg, const struct cache_entry *e), void *arg);
+
+/* Record spec_key -> neff_key (kernel and signature may be NULL). */
+int	cache_spec_put(struct cache *c, const char *spec_key,
+	    const char *neff_key, const char *kernel, const char *signature);
+/* The NEFF key of spec_key into neff_key (CACHE_KEY_LEN + 1 bytes) and,
+ * if kernel is not NULL, the kernel name (malloc'd, caller frees). */
+int	cache_spec_get(struct cache *c, const char *spec_key, char *neff_key,
+	    char **kernel);
+
+struct cache_gc_result {
+	unsigned	orphans;	/* blob files no entry names */
+	unsigned	temps;		/* temp files */
+	unsigned	quarantined;	/* quarantined files removed */
+	unsigned	evicted;	/* entries evicted to fit the budget */
+	unsigned	failed;		/* failed entries removed */
+};
+/* Remove orphan blob files older than min_age_s seconds, quarantined
+ * files, failed entries (if drop_failed) and evict to the budget. */
+int	cache_gc(struct cache *c, double min_age_s, int drop_failed,
+	    struct cache_gc_result *r);
+
+/*
+ * Bundles (format: docs/cache.md). Export writes the entries named by
+ * keys (nkeys > 0), else the pinned ones (pinned_only), else all, through
+ * write_cb (returns 0 or -1). *count receives the number of entries.
+ */
+int	cache_bundle_export(struct cache *c, const char *const *keys,
+	    size_t nkeys, int pinned_only,
+	    int (*write_cb)(void *arg, const void *p, size_t n), void *arg,
+	    unsigned *count, char *err, size_t errlen);
+/*
+ * Import the bundle at path all or nothing: the whole file is checked
+ * first (magic, sizes, every digest, the trailer), then every entry is
+ * stored in one transaction. Entries already present are skipped. On
+ * failure nothing changed and err says why.
+ */
+int	cache_bundle_import(struct cache *c, const char *path,
+	    unsigned *imported, unsigned *skipped, char *err, size_t errlen);
+
+/* SHA-256 of p as hex into hex (CACHE_KEY_LEN + 1 bytes). */
+void	cache_digest_hex(const void *p, size_t len, char *hex);
+
+/* Inputs of the NEFF key. Strings may be empty, never NULL. */
+struct cache_key_input {
+	const char	*format;
+	const void	*ir;
+	size_t		 ir_len;
+	const char	*target;
+	const char	*options;	/* normalized: runs of blanks are one */
+	const char	*backend;
+	const char	*compiler_version;
+};
+/* The NEFF key of in into key (CACHE_KEY_LEN + 1 bytes): hex SHA-256 of
+ * the length-prefixed fields, options normalized. */
+void	cache_key_compute(const struct cache_key_input *in, char *key);
+/* Nonzero if s is CACHE_KEY_LEN lower-case hex digits. */
+int	cache_key_valid(const char *s);
+
+/* Fault injection for tests: the next n blob writes fail with ENOSPC. */
+void	cache_fault_enospc(struct cache *c, unsigned n);
+
+#endif /* NKID_CACHE_H */

@@ -1,0 +1,71 @@
+/* cache_impl.h: what the files of libnkicache share and nobody else sees. */
+#ifndef NKID_CACHE_IMPL_H
+#define NKID_CACHE_IMPL_H
+
+#include <pthread.h>
+
+#include <sqlite3.h>
+
+#include "cache/cache.h"
+
+struct cache_hold {
+	char			 key[CACHE_KEY_LEN + 1];
+	unsigned		 n;
+	struct cache_hold	*next;
+};
+
+enum cache_stmt {
+	CST_GET, CST_TOUCH, CST_PUT, CST_DEL, CST_PIN, CST_LRU, CST_REFS,
+	CST_SIZE, CST_SPEC_PUT, CST_SPEC_GET, CST_SPEC_TOUCH, CST_META_PUT,
+	CST_COUNT,
+};
+
+struct cache {
+	pthread_mutex_t		 mu;		/* one user of db at a time */
+	sqlite3			*db;
+	sqlite3_stmt		*stmt[CST_COUNT];
+	char			*dir;
+	char			*dbpath;
+	char			 backend[128];
+	char			 compiler[256];
+	int			 readonly;
+	int			 recover;
+	int			 skip_check;
+	size_t			 inline_max;
+	struct cache_stats	 st;		/* fields read with atomics */
+	pthread_mutex_t		 holds_mu;	/* after mu; never held long */
+	struct cache_hold	*holds;
+	unsigned		 fault_enospc;
+	unsigned		 tmpseq;
+	void			(*log)(void *, int, const char *);
+	void			*log_arg;
+};
+
+void	cache_logf(struct cache *c, int level, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+/* Store st field v (a uint64_t of c->st) atomically. */
+#define CACHE_ST_SET(c, f, v)	__atomic_store_n(&(c)->st.f, (v), \
+				    __ATOMIC_RELAXED)
+#define CACHE_ST_ADD(c, f, v)	__atomic_add_fetch(&(c)->st.f, (v), \
+				    __ATOMIC_RELAXED)
+#define CACHE_ST(c, f)		__atomic_load_n(&(c)->st.f, __ATOMIC_RELAXED)
+
+/* Path of the blob file of digest into buf (PATH_MAX). */
+void	cache_blob_path(struct cache *c, const char *digest, char *buf,
+	    size_t len);
+/* Write p to the blob file of digest (temp, fsync, rename, dir fsync).
+ * Returns 0, CACHE_ENOSPC or CACHE_EIO. Takes no lock. */
+int	cache_blob_write(struct cache *c, const char *digest, const void *p,
+	    size_t len);
+/* Unlink digest's file when no row names it any more. Locked. */
+void	cache_blob_unref(struct cache *c, const char *digest);
+/* Insert or replace the row of e (data if inline) and fit the budget, in
+ * the current transaction; locked. Returns 0, CACHE_EFULL or CACHE_EDB;
+ * evicted digests to unlink after commit go to *gone (malloc'd array). */
+int	cache_row_put(struct cache *c, const struct cache_entry *e,
+	    const char *digest, int is_inline, char ***gone, size_t *ngone);
+int	cache_exec(struct cache *c, const char *sql);
+/* Map a SQLite result to a cache_err. */
+int	cache_sqlite_err(int rc);
+
+#endif /* NKID_CACHE_IMPL_H */

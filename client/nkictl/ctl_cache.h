@@ -1,0 +1,95 @@
+/*
+ * ctl_cache.h: what the `nkictl cache ...` and `nkictl warmup` commands
+ * share: their descriptors, the offline cache (--cache-dir/--state-dir),
+ * entry printing and kernel manifests.
+ */
+#ifndef NKID_CTL_CACHE_H
+#define NKID_CTL_CACHE_H
+
+#include <stddef.h>
+
+#include "nkid.pb-c.h"
+#include "cache/cache.h"
+#include "ctl.h"
+
+extern const ctl_cmd ctl_cache_export_cmd;
+extern const ctl_cmd ctl_cache_gc_cmd;
+extern const ctl_cmd ctl_cache_import_cmd;
+extern const ctl_cmd ctl_cache_ls_cmd;
+extern const ctl_cmd ctl_cache_pin_cmd;
+extern const ctl_cmd ctl_cache_rm_cmd;
+extern const ctl_cmd ctl_cache_show_cmd;
+extern const ctl_cmd ctl_cache_stat_cmd;
+extern const ctl_cmd ctl_cache_unpin_cmd;
+extern const ctl_cmd ctl_cache_verify_cmd;
+extern const ctl_cmd ctl_warmup_cmd;
+
+/* Default cache directory of offline commands (nkid's default cache_dir). */
+#define CTL_CACHE_DEFAULT_DIR "/var/cache/nkid"
+
+/* Long options of commands that can work on a cache directory. */
+#define CTL_CACHE_OPT_DIR   0x300
+#define CTL_CACHE_OPT_STATE 0x301
+#define CTL_CACHE_LONGOPTS_DIR \
+	{ "cache-dir", required_argument, NULL, CTL_CACHE_OPT_DIR }, \
+	{ "state-dir", required_argument, NULL, CTL_CACHE_OPT_STATE }
+
+/* Where an offline command works: dir (malloc'd) or NULL (not given). */
+typedef struct ctl_cache_where {
+	char *dir;
+} ctl_cache_where;
+
+/* Handle CTL_CACHE_OPT_DIR/STATE (returns 1) or not (0). */
+int ctl_cache_where_opt(ctl_cache_where *w, int opt, const char *arg);
+void ctl_cache_where_release(ctl_cache_where *w);
+
+/*
+ * Open the cache in w->dir (default CTL_CACHE_DEFAULT_DIR) for an offline
+ * command; readonly for inspection. Prints the failure and returns
+ * CTL_EXIT_FAIL, else 0 with *out to close with cache_close.
+ */
+int ctl_cache_open(ctl_ctx *ctx, const ctl_cache_where *w, int readonly,
+    struct cache **out);
+
+/* A CacheEntry message from a library entry (strings borrowed). */
+void ctl_cache_entry_msg(const struct cache_entry *e, Nkid__V1__CacheEntry *m);
+/* JSON object of an entry (log only if with_log). */
+struct cJSON *ctl_cache_entry_json(const Nkid__V1__CacheEntry *m,
+    int with_log);
+
+/* One kernel of a manifest: its file, read, with the manifest's target and
+ * options applied. */
+typedef struct ctl_manifest_item {
+	char *path;
+	Nkid__V1__KernelRef *ref;     /* ctl_kernel_read's */
+	char *target;                 /* NULL: the file's */
+	char *options;
+} ctl_manifest_item;
+
+typedef struct ctl_manifest {
+	ctl_manifest_item *items;
+	size_t n;
+} ctl_manifest;
+
+/*
+ * Read a manifest (docs/cache.md): {"target": T, "options": O,
+ * "kernels": ["file.nkir" | {"path": P, "target": T, "options": O}, ...]}
+ * with paths relative to the manifest's directory, and every kernel file
+ * it names. On failure err says why and -1 is returned.
+ */
+int ctl_manifest_read(const char *path, ctl_manifest *m, char *err,
+    size_t errlen);
+void ctl_manifest_release(ctl_manifest *m);
+/* The effective KernelRef of item i (borrowing from m). */
+void ctl_manifest_ref(const ctl_manifest *m, size_t i,
+    Nkid__V1__KernelRef *ref);
+
+/* CacheList done on a cache directory (ctl_cache_ls.c): r's entries
+ * borrow from *store; free both with ctl_cache_list_offline_free. */
+int ctl_cache_list_offline(ctl_ctx *ctx, const ctl_cache_where *w,
+    const char *prefix, unsigned limit, Nkid__V1__CacheListReply *r,
+    struct cache_entry **store);
+void ctl_cache_list_offline_free(Nkid__V1__CacheListReply *r,
+    struct cache_entry *store);
+
+#endif

@@ -1,0 +1,171 @@
+/*
+ * ctl_cache_ls.c: `nkictl cache ls [PREFIX]`: entries, most recently used
+ * first, from nkid or from a cache directory.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "ctl_cache.h"
+
+struct ctl_cache_ls {
+	Nkid__V1__CacheEntry **v;
+	struct cache_entry *e;
+	size_t n;
+};
+
+static int
+ctl_cache_ls_cb(void *arg, const struct cache_entry *e)
+{
+	struct ctl_cache_ls *l = arg;
+
+	l->e = realloc(l->e, (l->n + 1) * sizeof(*l->e));
+	if (l->e == NULL)
+		abort();
+	memset(&l->e[l->n], 0, sizeof(l->e[l->n]));
+	memcpy(l->e[l->n].key, e->key, sizeof(e->key));
+	memcpy(l->e[l->n].digest, e->digest, sizeof(e->digest));
+#define D(f) l->e[l->n].f = strdup(e->f)
+	D(kernel); D(format); D(target); D(backend); D(compiler_version);
+	D(options); D(log);
+#undef D
+	l->e[l->n].size = e->size;
+	l->e[l->n].created = e->created;
+	l->e[l->n].last_used = e->last_used;
+	l->e[l->n].hits = e->hits;
+	l->e[l->n].compile_ms = e->compile_ms;
+	l->e[l->n].pinned = e->pinned;
+	l->e[l->n].failed = e->failed;
+	l->n++;
+	return 0;
+}
+
+/* Offline listing into reply-shaped messages. */
+int
+ctl_cache_list_offline(ctl_ctx *ctx, const ctl_cache_where *w,
+    const char *prefix, unsigned limit, Nkid__V1__CacheListReply *r,
+    struct cache_entry **store)
+{
+	struct ctl_cache_ls l = { NULL, NULL, 0 };
+	struct cache *c;
+	size_t i;
+	int rc;
+
+	if ((rc = ctl_cache_open(ctx, w, 1, &c)) != 0)
+		return rc;
+	rc = cache_list(c, prefix, limit, ctl_cache_ls_cb, &l);
+	cache_close(c);
+	if (rc != 0) {
+		ctl_errorf(ctx, "%s: %s", ctx->cmd->name, cache_strerror(rc));
+		return CTL_EXIT_FAIL;
+	}
+	r->entries = calloc(l.n + 1, sizeof(*r->entries));
+	for (i = 0; i < l.n; i++) {
+		r->entries[i] = malloc(sizeof(**r->entries));
+		ctl_cache_entry_msg(&l.e[i], r->entries[i]);
+	}
+	r->n_entries = l.n;
+	*store = l.e;
+	return 0;
+}
+
+void
+ctl_cache_list_offline_free(Nkid__V1__CacheListReply *r,
+    struct cache_entry *store)
+{
+	size_t i;
+
+	for (i = 0; i < r->n_entries; i++) {
+		cache_entry_release(&store[i]);
+		free(r->entries[i]);
+	}
+	free(r->entries);
+	free(store);
+}
+
+static int
+ctl_cache_ls_exec(ctl_ctx *ctx, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		CTL_LONGOPTS_COMMON, CTL_CACHE_LONGOPTS_DIR, { 0, 0, 0, 0 } };
+	Nkid__V1__CacheListRequest req = NKID__V1__CACHE_LIST_REQUEST__INIT;
+	Nkid__V1__CacheListReply *r = NULL, off = NKID__V1__CACHE_LIST_REPLY__INIT;
+	struct cache_entry *store = NULL;
+	ctl_cache_where w = { NULL };
+	unsigned long long n;
+	size_t i;
+	int rc = 0, opt;
+
+	while ((opt = ctl_opt_next(ctx, argc, argv, "n:", longopts, &rc)) !=
+	    -1) {
+		if (opt == CTL_OPT_DONE)
+			goto out;
+		if (opt == 'n') {
+			if (ctl_parse_uint(optarg, 1, 1000000, &n) < 0) {
+				rc = ctl_usage_fail(ctx, "bad -n '%s'", optarg);
+				goto out;
+			}
+			req.limit = (uint32_t)n;
+		} else if (!ctl_cache_where_opt(&w, opt, optarg)) {
+			rc = ctl_usage_fail(ctx, "unexpected option");
+			goto out;
+		}
+	}
+	if (optind < argc)
+		req.prefix = argv[optind++];
+	if (optind < argc) {
+		rc = ctl_usage_fail(ctx, "unexpected argument '%s'", argv[optind]);
+		goto out;
+	}
+	if (w.dir != NULL) {
+		if ((rc = ctl_cache_list_offline(ctx, &w, *req.prefix ?
+		    req.prefix : NULL, req.limit, &off, &store)) != 0)
+			goto out;
+		r = &off;
+	} else if ((rc = ctl_call(ctx, "CacheList", &req.base,
+	    &nkid__v1__cache_list_reply__descriptor, (ProtobufCMessage **)&r))
+	    != 0)
+		goto out;
+	if (ctx->json) {
+		cJSON *o = cJSON_CreateObject(), *a;
+
+		a = o != NULL ? cJSON_AddArrayToObject(o, "entries") : NULL;
+		for (i = 0; a != NULL && i < r->n_entries; i++)
+			cJSON_AddItemToArray(a, ctl_cache_entry_json(
+			    r->entries[i], 0));
+		rc = ctl_json_print(ctx, o);
+	} else {
+		fprintf(ctx->out, "%-16s  %-24s  %10s  %6s  %-6s  %s\n", "KEY",
+		    "KERNEL", "SIZE", "HITS", "STATUS", "LAST USED");
+		for (i = 0; i < r->n_entries; i++) {
+			const Nkid__V1__CacheEntry *e = r->entries[i];
+			char when[32];
+			time_t t = (time_t)e->last_used;
+
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S",
+			    localtime(&t));
+			fprintf(ctx->out, "%.16s  %-24.24s  %10llu  %6llu  "
+			    "%-6s  %s%s\n", e->key, e->kernel,
+			    (unsigned long long)e->size,
+			    (unsigned long long)e->hits, e->status, when,
+			    e->pinned ? "  pinned" : "");
+		}
+	}
+out:
+	if (r == &off)
+		ctl_cache_list_offline_free(&off, store);
+	else if (r != NULL)
+		protobuf_c_message_free_unpacked(&r->base, NULL);
+	ctl_cache_where_release(&w);
+	return rc;
+}
+
+const ctl_cmd ctl_cache_ls_cmd = {
+	.name = "cache ls",
+	.usage = "[PREFIX] [-n LIMIT] [--cache-dir DIR | --state-dir DIR]",
+	.help = "list cache entries, most recently used first",
+	.exec = ctl_cache_ls_exec,
+};

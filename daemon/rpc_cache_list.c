@@ -1,0 +1,107 @@
+/* rpc_cache_list.c: CacheList, entries by key prefix, most recently used first, read off the loop. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nkid.pb-c.h"
+
+#include "daemon/daemon.h"
+#include "daemon/dispatch.h"
+#include "daemon/kcache.h"
+#include "daemon/xmalloc.h"
+
+/* Most entries one reply carries when the request sets no limit. */
+#define RPC_CACHE_LIST_MAX	10000
+
+struct rpc_cache_list {
+	char			 *prefix;
+	unsigned		  limit;
+	Nkid__V1__CacheEntry	**v;
+	size_t			  n;
+	int			  error;
+};
+
+static int
+rpc_cache_list_entry_cb(void *arg, const struct cache_entry *e)
+{
+	struct rpc_cache_list	*l = arg;
+	Nkid__V1__CacheEntry	*m;
+
+	m = xmalloc(sizeof *m);
+	nkid__v1__cache_entry__init(m);
+	m->key = xstrdup(e->key);
+	m->kernel = xstrdup(e->kernel);
+	m->format = xstrdup(e->format);
+	m->target = xstrdup(e->target);
+	m->backend = xstrdup(e->backend);
+	m->compiler_version = xstrdup(e->compiler_version);
+	m->size = e->size;
+	m->created = e->created;
+	m->last_used = e->last_used;
+	m->hits = e->hits;
+	m->compile_ms = e->compile_ms;
+	m->pinned = e->pinned;
+	m->status = xstrdup(e->failed ? "failed" : "ok");
+	m->digest = xstrdup(e->digest);
+	m->log = xstrdup(e->log);
+	l->v = xreallocarray(l->v, l->n + 1, sizeof *l->v);
+	l->v[l->n++] = m;
+	return (0);
+}
+
+static void
+rpc_cache_list_work_cb(struct cache *disk, void *arg)
+{
+	struct rpc_cache_list	*l = arg;
+
+	if (disk == NULL)
+		return;
+	l->error = cache_list(disk, l->prefix[0] != '\0' ? l->prefix : NULL,
+	    l->limit, rpc_cache_list_entry_cb, l);
+}
+
+static void
+rpc_cache_list_done_cb(struct rpc_call *c, void *arg)
+{
+	struct rpc_cache_list	*l = arg;
+	Nkid__V1__CacheListReply r = NKID__V1__CACHE_LIST_REPLY__INIT;
+	size_t			 i;
+
+	if (l->error != 0)
+		rpc_fail(c, l->error == CACHE_EINVAL ?
+		    GRPC_STATUS_INVALID_ARGUMENT : GRPC_STATUS_INTERNAL,
+		    "cannot list the cache: %s", cache_strerror(l->error));
+	else {
+		r.n_entries = l->n;
+		r.entries = l->v;
+		rpc_reply(c, &r.base);
+	}
+	for (i = 0; i < l->n; i++)
+		nkid__v1__cache_entry__free_unpacked(l->v[i], NULL);
+	free(l->v);
+	free(l->prefix);
+	free(l);
+}
+
+static void
+rpc_cache_list(struct rpc_call *c)
+{
+	const Nkid__V1__CacheListRequest	*req = (const void *)c->req;
+	struct rpc_cache_list			*l;
+
+	l = xcalloc(1, sizeof *l);
+	l->prefix = xstrdup(req->prefix);
+	l->limit = req->limit > 0 && req->limit < RPC_CACHE_LIST_MAX ?
+	    req->limit : RPC_CACHE_LIST_MAX;
+	kcache_async(c->d->kcache, c, rpc_cache_list_work_cb,
+	    rpc_cache_list_done_cb, l);
+}
+
+const struct rpc_method rpc_cache_list_method = {
+	.name = "CacheList",
+	.path = DISPATCH_SERVICE "CacheList",
+	.kind = RPC_UNARY,
+	.request = &nkid__v1__cache_list_request__descriptor,
+	.cap = CONFIG_CAP_CONTROL,
+	.flags = RPC_F_ASYNC,
+	.handler = rpc_cache_list,
+};

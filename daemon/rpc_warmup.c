@@ -1,0 +1,133 @@
+/* rpc_warmup.c: Warmup, every kernel of a manifest through the compile path at once (compiles bounded by cache.compile_workers). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nkid.pb-c.h"
+
+#include "daemon/daemon.h"
+#include "daemon/dispatch.h"
+#include "daemon/kcache.h"
+#include "daemon/kernel.h"
+#include "daemon/xmalloc.h"
+
+/* Most items one Warmup request may carry. */
+#define RPC_WARMUP_MAX_ITEMS	4096
+
+struct rpc_warmup;
+
+struct rpc_warmup_item {
+	struct rpc_warmup	*w;
+	Nkid__V1__WarmupResult	 res;
+};
+
+struct rpc_warmup {
+	struct rpc_warmup_item	*items;
+	Nkid__V1__WarmupResult	**resp;
+	size_t			 n;
+	size_t			 pending;
+	uint32_t		 compiled, cached, failed;
+};
+
+static void
+rpc_warmup_reply(struct rpc_call *c, struct rpc_warmup *w)
+{
+	Nkid__V1__WarmupReply	r = NKID__V1__WARMUP_REPLY__INIT;
+	size_t			i;
+
+	r.compiled = w->compiled;
+	r.cached = w->cached;
+	r.failed = w->failed;
+	r.n_results = w->n;
+	r.results = w->resp;
+	rpc_reply(c, &r.base);
+	for (i = 0; i < w->n; i++) {
+		free(w->items[i].res.neff_key);
+		free(w->items[i].res.message);
+	}
+	free(w->items);
+	free(w->resp);
+	free(w);
+}
+
+static void
+rpc_warmup_done_cb(struct rpc_call *c, void *arg,
+    const struct kcache_result *r)
+{
+	struct rpc_warmup_item	*it = arg;
+	struct rpc_warmup	*w = it->w;
+
+	it->res.neff_key = xstrdup(r->key != NULL ? r->key : "");
+	if (r->e == NULL) {
+		it->res.state = (char *)"failed";
+		it->res.message = xstrdup(r->message);
+		w->failed++;
+	} else {
+		it->res.message = xstrdup("");
+		if (r->cache_hit) {
+			it->res.state = (char *)"cached";
+			w->cached++;
+		} else {
+			it->res.state = (char *)"compiled";
+			w->compiled++;
+		}
+		kcache_entry_unref(c->d->kcache, r->e);
+	}
+	if (--w->pending == 0)
+		rpc_warmup_reply(c, w);
+}
+
+static void
+rpc_warmup(struct rpc_call *c)
+{
+	const Nkid__V1__WarmupRequest	*req = (const void *)c->req;
+	struct kcache_request		 rq;
+	struct rpc_warmup		*w;
+	struct kcache_result		 r;
+	grpc_status_code		 code;
+	char				 msg[512];
+	size_t				 i;
+
+	if (req->n_items == 0 || req->n_items > RPC_WARMUP_MAX_ITEMS) {
+		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "Warmup takes 1 to "
+		    "%d items, %zu given", RPC_WARMUP_MAX_ITEMS, req->n_items);
+		return;
+	}
+	w = xcalloc(1, sizeof *w);
+	w->n = req->n_items;
+	w->items = xcalloc(w->n, sizeof *w->items);
+	w->resp = xcalloc(w->n, sizeof *w->resp);
+	/* One extra count so that no reply leaves before the loop ends. */
+	w->pending = w->n + 1;
+	for (i = 0; i < w->n; i++) {
+		nkid__v1__warmup_result__init(&w->items[i].res);
+		w->items[i].w = w;
+		w->resp[i] = &w->items[i].res;
+		w->items[i].res.kernel = (char *)kernel_ref_name(
+		    req->items[i]->ref);
+	}
+	for (i = 0; i < w->n; i++) {
+		if (kernel_request_init(c->d, "Warmup", req->items[i]->ref,
+		    &rq, &code, msg, sizeof msg) != 0) {
+			memset(&r, 0, sizeof r);
+			r.status = code;
+			r.message = msg;
+			r.key = "";
+			rpc_warmup_done_cb(c, &w->items[i], &r);
+			continue;
+		}
+		kcache_resolve(c->d->kcache, c, &rq, rpc_warmup_done_cb,
+		    &w->items[i]);
+	}
+	if (--w->pending == 0)
+		rpc_warmup_reply(c, w);
+}
+
+const struct rpc_method rpc_warmup_method = {
+	.name = "Warmup",
+	.path = DISPATCH_SERVICE "Warmup",
+	.kind = RPC_UNARY,
+	.request = &nkid__v1__warmup_request__descriptor,
+	.cap = CONFIG_CAP_KERNEL,
+	.flags = RPC_F_ASYNC,
+	.handler = rpc_warmup,
+};

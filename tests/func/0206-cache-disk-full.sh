@@ -1,0 +1,33 @@
+#!/bin/sh
+# Disk full during a store: the request still succeeds, uncached, with a
+# warning; caching resumes when space returns. The cache lives on a 1 MiB
+# tmpfs (root only; skipped otherwise).
+. "$(dirname "$0")/lib.sh"
+
+if [ "$(id -u)" != 0 ]; then echo "skip: needs root for tmpfs"; exit 0; fi
+mkdir -p "$T/state/cache"
+mount -t tmpfs -o size=1m tmpfs "$T/state/cache" || { echo "skip: cannot mount tmpfs"; exit 0; }
+trap 'umount "$T/state/cache" 2>/dev/null; cleanup' EXIT
+
+"$PY" -m nkid.trace examples.matmul:matmul --shape 512,256 --dtype float32 \
+	--shape 512,1024 --dtype float32 -o "$T/mm.nkir" >/dev/null || fail "trace"
+export NKID_CACHE_INLINE_MAX=100
+start_nkid
+"$NKICTL" compile --options "-a" "$T/mm.nkir" >/dev/null || fail "first compile"
+# Fill the disk.
+dd if=/dev/zero of="$T/state/cache/filler" bs=4k 2>/dev/null || true
+"$NKICTL" --json compile --options "-b" "$T/mm.nkir" >"$T/c.json" || fail "compile on a full disk failed"
+[ "$(json_get "$T/c.json" "d['cache_hit']")" = False ] || fail "hit on a full disk"
+grep -q "served uncached" "$LOG" || fail "no warning about the uncached store"
+n=$("$NKICTL" --json cache stat | "$PY" -c 'import sys,json; print(json.load(sys.stdin)["entries"])')
+[ "$n" = 1 ] || fail "entries $n on a full disk, want 1"
+# Space returns: caching resumes.
+rm -f "$T/state/cache/filler"
+"$NKICTL" --json compile --options "-c" "$T/mm.nkir" >/dev/null || fail "compile after space returned"
+"$NKICTL" --json compile --options "-c" "$T/mm.nkir" >"$T/c.json" || fail "compile"
+[ "$(json_get "$T/c.json" "d['cache_hit']")" = True ] || fail "caching did not resume"
+n=$("$NKICTL" --json cache stat | "$PY" -c 'import sys,json; print(json.load(sys.stdin)["entries"])')
+[ "$n" = 2 ] || fail "entries $n after space returned, want 2"
+stop_nkid || fail "nkid exited non-zero"
+"$NKICTL" cache verify --state-dir "$T/state" >/dev/null || fail "cache does not verify"
+echo ok

@@ -1,0 +1,646 @@
+/* check_cache.c: unit tests of libnkicache (index, blobs, budget, bundles, recovery). */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <check.h>
+#include <sqlite3.h>
+
+#include "cache/cache.h"
+
+static char	dir[256];
+
+static void
+setup(void)
+{
+	snprintf(dir, sizeof dir, "/tmp/check_cache.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void
+teardown(void)
+{
+	char	cmd[300];
+
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static struct cache *
+open_cache(uint64_t max_bytes, size_t inline_max)
+{
+	struct cache_opts	 o = { 0 };
+	struct cache		*c;
+	char			 err[512];
+
+	o.dir = dir;
+	o.max_bytes = max_bytes;
+	o.backend = "cpu";
+	o.compiler_version = "sim nkir/1";
+	o.recover = 1;
+	o.inline_max = inline_max;
+	ck_assert_msg(cache_open(&c, &o, err, sizeof err) == 0, "%s", err);
+	return (c);
+}
+
+/* Key number i and a blob of len bytes derived from it. */
+static void
+mk_key(unsigned i, char *key)
+{
+	char	s[32];
+
+	snprintf(s, sizeof s, "entry-%u", i);
+	cache_digest_hex(s, strlen(s), key);
+}
+
+static int
+put(struct cache *c, unsigned i, size_t len)
+{
+	struct cache_entry	e = { 0 };
+	unsigned char		*b = malloc(len + 1);
+	size_t			j;
+	int			rc;
+
+	for (j = 0; j < len; j++)
+		b[j] = (unsigned char)(i * 31 + j);
+	mk_key(i, e.key);
+	e.kernel = "k";
+	e.format = "nkir/1";
+	e.data = b;
+	e.len = len;
+	rc = cache_put(c, &e);
+	free(b);
+	return (rc);
+}
+
+static int
+get(struct cache *c, unsigned i, int flags)
+{
+	struct cache_entry	e;
+	char			key[CACHE_KEY_LEN + 1];
+	int			rc;
+
+	mk_key(i, key);
+	rc = cache_get(c, key, flags, &e);
+	if (rc == 0 || rc == CACHE_EFAILED || rc == CACHE_ESTALE)
+		cache_entry_release(&e);
+	return (rc);
+}
+
+static unsigned
+count_files(const char *sub)
+{
+	char		 p[512];
+	DIR		*d;
+	struct dirent	*de;
+	unsigned	 n = 0;
+
+	snprintf(p, sizeof p, "%s/%s", dir, sub);
+	if ((d = opendir(p)) == NULL)
+		return (0);
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return (n);
+}
+
+/* ------------------------------------------------------------ core */
+
+START_TEST(test_cache_put_get_inline_and_file)
+{
+	struct cache		*c = open_cache(0, 100);
+	struct cache_entry	 e;
+	char			 key[CACHE_KEY_LEN + 1];
+
+	ck_assert_int_eq(put(c, 1, 50), 0);
+	ck_assert_int_eq(put(c, 2, 5000), 0);
+	mk_key(1, key);
+	ck_assert_int_eq(cache_get(c, key, CACHE_GET_DATA | CACHE_GET_TOUCH,
+	    &e), 0);
+	ck_assert(e.is_inline);
+	ck_assert_uint_eq(e.len, 50);
+	ck_assert_uint_eq(((unsigned char *)e.data)[3], (31 + 3) & 0xff);
+	ck_assert_uint_eq(e.hits, 1);
+	cache_entry_release(&e);
+	mk_key(2, key);
+	ck_assert_int_eq(cache_get(c, key, CACHE_GET_DATA, &e), 0);
+	ck_assert(!e.is_inline);
+	ck_assert_uint_eq(e.len, 5000);
+	cache_entry_release(&e);
+	ck_assert_int_eq(get(c, 3, 0), CACHE_ENOENT);
+	cache_close(c);
+
+	/* The index is the truth after a reopen. */
+	c = open_cache(0, 100);
+	ck_assert_int_eq(get(c, 2, CACHE_GET_DATA), 0);
+	{
+		struct cache_stats st;
+
+		cache_stats_get(c, &st);
+		ck_assert_uint_eq(st.entries, 2);
+		ck_assert_uint_eq(st.bytes, 5050);
+	}
+	cache_close(c);
+}
+END_TEST
+
+START_TEST(test_cache_key_normalizes_options)
+{
+	struct cache_key_input	in = { "nkir/1", "ir", 2, "trn1", "-O2  -x",
+				    "cpu", "v1" };
+	char			a[CACHE_KEY_LEN + 1], b[CACHE_KEY_LEN + 1];
+
+	cache_key_compute(&in, a);
+	in.options = " -O2 -x ";
+	cache_key_compute(&in, b);
+	ck_assert_str_eq(a, b);
+	ck_assert(cache_key_valid(a));
+	in.compiler_version = "v2";
+	cache_key_compute(&in, b);
+	ck_assert_str_ne(a, b);
+	ck_assert(!cache_key_valid("abc"));
+}
+END_TEST
+
+START_TEST(test_cache_spec_pin_remove_list)
+{
+	struct cache	*c = open_cache(0, 0);
+	char		 key[CACHE_KEY_LEN + 1], got[CACHE_KEY_LEN + 1], *name;
+
+	ck_assert_int_eq(put(c, 1, 10), 0);
+	mk_key(1, key);
+	ck_assert_int_eq(cache_spec_put(c, "spec-a", key, "k", NULL), 0);
+	ck_assert_int_eq(cache_spec_get(c, "spec-a", got, &name), 0);
+	ck_assert_str_eq(got, key);
+	ck_assert_str_eq(name, "k");
+	free(name);
+	ck_assert_int_eq(cache_spec_get(c, "spec-b", got, NULL), CACHE_ENOENT);
+	ck_assert_int_eq(cache_pin(c, key, 1), 0);
+	mk_key(9, got);
+	ck_assert_int_eq(cache_pin(c, got, 1), CACHE_ENOENT);
+	ck_assert_int_eq(cache_remove(c, key), 0);
+	ck_assert_int_eq(cache_remove(c, key), CACHE_ENOENT);
+	cache_close(c);
+}
+END_TEST
+
+START_TEST(test_cache_other_compiler_kept_not_served)
+{
+	struct cache		*c = open_cache(0, 0);
+	struct cache_opts	 o = { 0 };
+	char			 err[256];
+
+	ck_assert_int_eq(put(c, 1, 10), 0);
+	cache_close(c);
+	o.dir = dir;
+	o.backend = "cpu";
+	o.compiler_version = "sim nkir/2";
+	ck_assert_int_eq(cache_open(&c, &o, err, sizeof err), 0);
+	ck_assert_int_eq(get(c, 1, CACHE_GET_DATA), CACHE_ESTALE);
+	ck_assert_int_eq(get(c, 1, CACHE_GET_DATA | CACHE_GET_ANY), 0);
+	cache_close(c);
+}
+END_TEST
+
+START_TEST(test_cache_failure_cached_with_log)
+{
+	struct cache		*c = open_cache(0, 0);
+	struct cache_entry	 e = { 0 }, g;
+
+	mk_key(5, e.key);
+	e.failed = 1;
+	e.log = "partition dimension 256 exceeds 128";
+	ck_assert_int_eq(cache_put(c, &e), 0);
+	ck_assert_int_eq(cache_get(c, e.key, CACHE_GET_DATA, &g),
+	    CACHE_EFAILED);
+	ck_assert_str_eq(g.log, e.log);
+	cache_entry_release(&g);
+	cache_close(c);
+}
+END_TEST
+
+/* ------------------------------------------------------------ limits */
+
+START_TEST(test_cache_budget_lru_pinned_held)
+{
+	struct cache		*c = open_cache(10000, 100);
+	struct cache_stats	 st;
+	char			 key[CACHE_KEY_LEN + 1];
+	unsigned		 i;
+
+	for (i = 0; i < 4; i++) {
+		ck_assert_int_eq(put(c, i, 2000), 0);
+		usleep(2000);
+	}
+	mk_key(0, key);
+	ck_assert_int_eq(cache_pin(c, key, 1), 0);	/* oldest, pinned */
+	mk_key(1, key);
+	cache_hold(c, key);				/* next, in use */
+	ck_assert_int_eq(get(c, 2, CACHE_GET_TOUCH), 0);	/* 3 is LRU now */
+	ck_assert_int_eq(put(c, 10, 3000), 0);
+	cache_stats_get(c, &st);
+	ck_assert_uint_le(st.bytes, 10000);
+	ck_assert_uint_eq(st.evictions, 1);
+	ck_assert_int_eq(get(c, 0, 0), 0);
+	ck_assert_int_eq(get(c, 1, 0), 0);
+	ck_assert_int_eq(get(c, 2, 0), 0);
+	ck_assert_int_eq(get(c, 3, 0), CACHE_ENOENT);
+	/* Its file went with it. */
+	ck_assert_uint_eq(count_files("tmp"), 0);
+	/* Cannot fit: pinned and held fill too much. */
+	ck_assert_int_eq(put(c, 11, 9000), CACHE_EFULL);
+	ck_assert_int_eq(put(c, 12, 20000), CACHE_EFULL);
+	cache_stats_get(c, &st);
+	ck_assert_uint_le(st.bytes, 10000);
+	ck_assert_int_eq(get(c, 11, 0), CACHE_ENOENT);
+	cache_release(c, key);
+	ck_assert_int_eq(put(c, 11, 6000), 0);
+	ck_assert_int_eq(get(c, 1, 0), CACHE_ENOENT);
+	ck_assert_int_eq(get(c, 0, 0), 0);		/* pinned stays */
+	/* A smaller budget evicts at once. */
+	ck_assert_int_eq(cache_max_bytes_set(c, 3000), 0);
+	cache_stats_get(c, &st);
+	ck_assert_uint_eq(st.bytes, 2000);
+	/* Only the pinned entry is left: it stays even over budget. */
+	ck_assert_int_eq(cache_max_bytes_set(c, 1000), CACHE_EFULL);
+	ck_assert_int_eq(get(c, 0, 0), 0);
+	cache_close(c);
+}
+END_TEST
+
+static int
+write_file_cb(void *arg, const void *p, size_t n)
+{
+	return (fwrite(p, 1, n, arg) == n ? 0 : -1);
+}
+
+START_TEST(test_cache_bundle_roundtrip_and_hostile)
+{
+	struct cache	*c = open_cache(0, 100), *d;
+	char		 path[300], other[300], err[512];
+	unsigned	 n, imp, skip;
+	FILE		*f;
+	long		 size;
+
+	ck_assert_int_eq(put(c, 1, 50), 0);
+	ck_assert_int_eq(put(c, 2, 5000), 0);
+	snprintf(path, sizeof path, "%s/b.nkb", dir);
+	f = fopen(path, "w");
+	ck_assert_int_eq(cache_bundle_export(c, NULL, 0, 0, write_file_cb, f,
+	    &n, err, sizeof err), 0);
+	fclose(f);
+	ck_assert_uint_eq(n, 2);
+	cache_close(c);
+
+	snprintf(other, sizeof other, "%s/other", dir);
+	mkdir(other, 0700);
+	{
+		struct cache_opts o = { 0 };
+
+		o.dir = other;
+		o.backend = "cpu";
+		o.compiler_version = "sim nkir/1";
+		ck_assert_int_eq(cache_open(&d, &o, err, sizeof err), 0);
+	}
+	/* Truncated: refused, nothing imported. */
+	f = fopen(path, "r+");
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	fclose(f);
+	ck_assert_int_eq(truncate(path, size - 1), 0);
+	ck_assert_int_eq(cache_bundle_import(d, path, &imp, &skip, err,
+	    sizeof err), CACHE_EBUNDLE);
+	ck_assert_ptr_nonnull(strstr(err, "refused"));
+	{
+		struct cache_stats st;
+
+		cache_stats_get(d, &st);
+		ck_assert_uint_eq(st.entries, 0);
+	}
+	cache_close(d);
+}
+END_TEST
+
+/* ------------------------------------------------------------ errors */
+
+START_TEST(test_cache_disk_full_then_resumes)
+{
+	struct cache		*c = open_cache(0, 100);
+	struct cache_stats	 st;
+
+	cache_fault_enospc(c, 1);
+	ck_assert_int_eq(put(c, 1, 5000), CACHE_ENOSPC);
+	ck_assert_int_eq(get(c, 1, 0), CACHE_ENOENT);
+	ck_assert_uint_eq(count_files("tmp"), 0);
+	ck_assert_int_eq(put(c, 1, 5000), 0);
+	ck_assert_int_eq(get(c, 1, CACHE_GET_DATA), 0);
+	cache_stats_get(c, &st);
+	ck_assert_uint_eq(st.store_errors, 1);
+	ck_assert_uint_eq(st.entries, 1);
+	cache_close(c);
+}
+END_TEST
+
+START_TEST(test_cache_open_errors)
+{
+	struct cache_opts	 o = { 0 };
+	struct cache		*c;
+	char			 err[512], p[300];
+
+	snprintf(p, sizeof p, "%s/missing", dir);
+	o.dir = p;
+	ck_assert_int_eq(cache_open(&c, &o, err, sizeof err), CACHE_EIO);
+	ck_assert_ptr_nonnull(strstr(err, p));
+	c = open_cache(0, 0);
+	ck_assert_int_eq(cache_get(c, "nope", 0, NULL), CACHE_EINVAL);
+	ck_assert_int_eq(cache_remove(c, "nope"), CACHE_EINVAL);
+	cache_close(c);
+	/* Read-only: no writes. */
+	o.dir = dir;
+	o.readonly = 1;
+	ck_assert_int_eq(cache_open(&c, &o, err, sizeof err), 0);
+	ck_assert_int_eq(put(c, 1, 10), CACHE_EREADONLY);
+	cache_close(c);
+	ck_assert_str_eq(cache_strerror(CACHE_EFULL),
+	    "does not fit in the cache budget (cache.max_bytes)");
+}
+END_TEST
+
+START_TEST(test_cache_newer_schema_refused)
+{
+	struct cache_opts	 o = { 0 };
+	struct cache		*c = open_cache(0, 0);
+	sqlite3			*db;
+	char			 err[512], p[300];
+
+	cache_close(c);
+	snprintf(p, sizeof p, "%s/index.db", dir);
+	ck_assert_int_eq(sqlite3_open(p, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "PRAGMA user_version = 99", NULL,
+	    NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	o.dir = dir;
+	o.recover = 1;
+	ck_assert_int_eq(cache_open(&c, &o, err, sizeof err), CACHE_EDB);
+	ck_assert_ptr_nonnull(strstr(err, "newer"));
+}
+END_TEST
+
+/* ------------------------------------------------------------ recovery */
+
+START_TEST(test_cache_flipped_file_quarantined)
+{
+	struct cache		*c = open_cache(0, 100);
+	struct cache_entry	 e;
+	struct cache_stats	 st;
+	char			 key[CACHE_KEY_LEN + 1], p[512];
+	int			 fd;
+	unsigned char		 b;
+
+	ck_assert_int_eq(put(c, 1, 5000), 0);
+	mk_key(1, key);
+	ck_assert_int_eq(cache_get(c, key, 0, &e), 0);
+	snprintf(p, sizeof p, "%s/blobs/%.2s/%s", dir, e.digest, e.digest);
+	cache_entry_release(&e);
+	fd = open(p, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &b, 1, 100), 1);
+	b ^= 1;
+	ck_assert_int_eq(pwrite(fd, &b, 1, 100), 1);
+	close(fd);
+	ck_assert_int_eq(get(c, 1, CACHE_GET_DATA), CACHE_ECORRUPT);
+	ck_assert_int_eq(get(c, 1, 0), CACHE_ENOENT);
+	ck_assert_uint_eq(count_files("quarantine"), 1);
+	cache_stats_get(c, &st);
+	ck_assert_uint_eq(st.corrupt, 1);
+	ck_assert_uint_eq(st.entries, 0);
+	cache_close(c);
+}
+END_TEST
+
+START_TEST(test_cache_damaged_db_set_aside)
+{
+	struct cache		*c = open_cache(0, 0);
+	struct cache_stats	 st;
+	char			 p[300];
+	FILE			*f;
+
+	ck_assert_int_eq(put(c, 1, 10), 0);
+	cache_close(c);
+	snprintf(p, sizeof p, "%s/index.db", dir);
+	f = fopen(p, "r+");
+	fwrite("garbage!garbage!", 1, 16, f);
+	fclose(f);
+	c = open_cache(0, 0);
+	cache_stats_get(c, &st);
+	ck_assert_uint_eq(st.recovered, 1);
+	ck_assert_uint_eq(st.entries, 0);
+	ck_assert_int_eq(get(c, 1, 0), CACHE_ENOENT);
+	ck_assert_int_eq(put(c, 2, 10), 0);
+	cache_close(c);
+}
+END_TEST
+
+START_TEST(test_cache_check_after_open_sets_aside)
+{
+	struct cache_opts	 o = { 0 };
+	struct cache_stats	 st;
+	struct cache		*c = open_cache(0, 0);
+	char			 err[512], p[300], junk[4096];
+	unsigned		 i;
+	FILE			*f;
+
+	for (i = 0; i < 200; i++)
+		ck_assert_int_eq(put(c, i, 300), 0);
+	cache_close(c);
+	snprintf(p, sizeof p, "%s/index.db", dir);
+	memset(junk, 0xa5, sizeof junk);
+	f = fopen(p, "r+");
+	for (i = 1; i < 6; i++) {
+		fseek(f, 4096L * i, SEEK_SET);
+		fwrite(junk, 1, sizeof junk, f);
+	}
+	fclose(f);
+	o.dir = dir;
+	o.backend = "cpu";
+	o.compiler_version = "sim nkir/1";
+	o.recover = 1;
+	o.defer_check = 1;
+	ck_assert_msg(cache_open(&c, &o, err, sizeof err) == 0, "%s", err);
+	ck_assert_int_eq(cache_check(c), CACHE_ECORRUPT);
+	cache_stats_get(c, &st);
+	ck_assert_uint_eq(st.recovered, 1);
+	ck_assert_uint_eq(st.entries, 0);
+	ck_assert_int_eq(put(c, 1, 10), 0);
+	ck_assert_int_eq(get(c, 1, CACHE_GET_DATA), 0);
+	ck_assert_int_eq(cache_check(c), 0);
+	cache_close(c);
+}
+END_TEST
+
+START_TEST(test_cache_leftover_temps_removed)
+{
+	struct cache	*c = open_cache(0, 0);
+	char		 p[300];
+	FILE		*f;
+
+	cache_close(c);
+	snprintf(p, sizeof p, "%s/tmp/abc.1.1.tmp", dir);
+	f = fopen(p, "w");
+	fputs("half", f);
+	fclose(f);
+	ck_assert_uint_eq(count_files("tmp"), 1);
+	c = open_cache(0, 0);
+	ck_assert_uint_eq(count_files("tmp"), 0);
+	cache_close(c);
+}
+END_TEST
+
+/* ------------------------------------------------------------ figures */
+
+static double
+now_us(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3);
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double	x = *(const double *)a, y = *(const double *)b;
+
+	return ((x > y) - (x < y));
+}
+
+/* NKID_CACHE_FIGURES=1: the measurements quoted in docs/cache.md. */
+START_TEST(test_cache_figures)
+{
+	static const size_t	 sizes[] = { 4096, 16384, 32768, 49152, 65536, 262144,
+				    1048576 };
+	struct cache		*c;
+	double			 t[200], t0, p50i, p50f;
+	unsigned		 i, k, n;
+	char			*env = getenv("NKID_CACHE_FIGURES");
+
+	if (env == NULL)
+		return;
+	/* Inline threshold: hit (read + SHA-256) inline versus file. */
+	for (k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+		c = open_cache(0, 2 * 1048576);
+		for (i = 0; i < 50; i++)
+			ck_assert_int_eq(put(c, 1000 + i, sizes[k]), 0);
+		for (i = 0; i < 200; i++) {
+			t0 = now_us();
+			ck_assert_int_eq(get(c, 1000 + i % 50, CACHE_GET_DATA |
+			    CACHE_GET_TOUCH), 0);
+			t[i] = now_us() - t0;
+		}
+		qsort(t, 200, sizeof t[0], cmp_double);
+		p50i = t[100];
+		cache_close(c);
+		teardown();
+		setup();
+		c = open_cache(0, 1);
+		for (i = 0; i < 50; i++)
+			ck_assert_int_eq(put(c, 1000 + i, sizes[k]), 0);
+		for (i = 0; i < 200; i++) {
+			t0 = now_us();
+			ck_assert_int_eq(get(c, 1000 + i % 50, CACHE_GET_DATA |
+			    CACHE_GET_TOUCH), 0);
+			t[i] = now_us() - t0;
+		}
+		qsort(t, 200, sizeof t[0], cmp_double);
+		p50f = t[100];
+		cache_close(c);
+		teardown();
+		setup();
+		printf("blob %7zu bytes: hit p50 inline %7.1f us, file %7.1f "
+		    "us\n", sizes[k], p50i, p50f);
+	}
+	/* 100,000 entries: open time and lookup p99. */
+	n = (unsigned)strtoul(env, NULL, 10) > 1 ? (unsigned)strtoul(env,
+	    NULL, 10) : 100000;
+	c = open_cache(0, 0);
+	t0 = now_us();
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(put(c, i, 600 + i % 1024), 0);
+	printf("generated %u entries in %.1f s\n", n, (now_us() - t0) / 1e6);
+	cache_close(c);
+	t0 = now_us();
+	c = open_cache(0, 0);
+	printf("open with %u entries (quick_check included): %.1f ms\n", n,
+	    (now_us() - t0) / 1e3);
+	for (i = 0; i < 200; i++) {
+		t0 = now_us();
+		ck_assert_int_eq(get(c, (i * 7919) % n, CACHE_GET_DATA |
+		    CACHE_GET_TOUCH), 0);
+		t[i] = now_us() - t0;
+	}
+	qsort(t, 200, sizeof t[0], cmp_double);
+	printf("lookup (read + verify + touch): p50 %.1f us, p99 %.1f us\n",
+	    t[100], t[198]);
+	cache_close(c);
+}
+END_TEST
+
+static Suite *
+cache_suite(void)
+{
+	Suite	*s = suite_create("cache");
+	TCase	*tc;
+
+	tc = tcase_create("core");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_cache_put_get_inline_and_file);
+	tcase_add_test(tc, test_cache_key_normalizes_options);
+	tcase_add_test(tc, test_cache_spec_pin_remove_list);
+	tcase_add_test(tc, test_cache_other_compiler_kept_not_served);
+	tcase_add_test(tc, test_cache_failure_cached_with_log);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("limits");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_cache_budget_lru_pinned_held);
+	tcase_add_test(tc, test_cache_bundle_roundtrip_and_hostile);
+	tcase_add_test(tc, test_cache_figures);
+	tcase_set_timeout(tc, 600);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("errors");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_cache_disk_full_then_resumes);
+	tcase_add_test(tc, test_cache_open_errors);
+	tcase_add_test(tc, test_cache_newer_schema_refused);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("recovery");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_cache_flipped_file_quarantined);
+	tcase_add_test(tc, test_cache_damaged_db_set_aside);
+	tcase_add_test(tc, test_cache_leftover_temps_removed);
+	tcase_add_test(tc, test_cache_check_after_open_sets_aside);
+	suite_add_tcase(s, tc);
+	return (s);
+}
+
+int
+main(void)
+{
+	SRunner	*sr = srunner_create(cache_suite());
+	int	 failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+}
