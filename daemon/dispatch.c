@@ -21,45 +21,16 @@
 	.missing = what,						\
 }
 
-static const struct rpc_method rpc_benchmark_method = RPC_LATER(Benchmark,
-    RPC_UNARY, nkid__v1__benchmark_request__descriptor, CONFIG_CAP_TENSOR,
-    "it comes with the benchmark and profile issue");
+/* daemon/rpc_benchmark.c */
+extern const struct rpc_method rpc_benchmark_method;
 static const struct rpc_method rpc_cache_export_method = RPC_LATER(
     CacheExport, RPC_SERVER_STREAM, nkid__v1__cache_export_request__descriptor,
     CONFIG_CAP_CONTROL, "it comes with the cache issue");
 static const struct rpc_method rpc_cache_import_method = RPC_LATER(
     CacheImport, RPC_CLIENT_STREAM, nkid__v1__cache_chunk__descriptor,
     CONFIG_CAP_CHUNK, "it comes with the cache issue");
-static const struct rpc_method rpc_cache_list_method = RPC_LATER(CacheList,
-    RPC_UNARY, nkid__v1__cache_list_request__descriptor, CONFIG_CAP_CONTROL,
-    "it comes with the cache issue");
-static const struct rpc_method rpc_cache_pin_method = RPC_LATER(CachePin,
-    RPC_UNARY, nkid__v1__cache_pin_request__descriptor, CONFIG_CAP_CONTROL,
-    "it comes with the cache issue");
-static const struct rpc_method rpc_cache_remove_method = RPC_LATER(
-    CacheRemove, RPC_UNARY, nkid__v1__cache_remove_request__descriptor,
-    CONFIG_CAP_CONTROL, "it comes with the cache issue");
-static const struct rpc_method rpc_cache_stat_method = RPC_LATER(CacheStat,
-    RPC_UNARY, nkid__v1__cache_stat_request__descriptor, CONFIG_CAP_CONTROL,
-    "it comes with the cache issue");
-static const struct rpc_method rpc_cancel_method = RPC_LATER(Cancel,
-    RPC_UNARY, nkid__v1__cancel_request__descriptor, CONFIG_CAP_CONTROL,
-    "it comes with the scheduling issue");
-static const struct rpc_method rpc_jobs_method = RPC_LATER(Jobs,
-    RPC_UNARY, nkid__v1__jobs_request__descriptor, CONFIG_CAP_CONTROL,
-    "it comes with the scheduling issue");
-static const struct rpc_method rpc_lease_method = RPC_LATER(Lease,
-    RPC_BIDI_STREAM, nkid__v1__lease_request__descriptor, CONFIG_CAP_CONTROL,
-    "it comes with the scheduling issue");
-static const struct rpc_method rpc_lookup_method = RPC_LATER(Lookup,
-    RPC_UNARY, nkid__v1__lookup_request__descriptor, CONFIG_CAP_CONTROL,
-    "it comes with the cache issue");
-static const struct rpc_method rpc_profile_method = RPC_LATER(Profile,
-    RPC_UNARY, nkid__v1__profile_request__descriptor, CONFIG_CAP_TENSOR,
-    "it comes with the benchmark and profile issue");
-static const struct rpc_method rpc_warmup_method = RPC_LATER(Warmup,
-    RPC_UNARY, nkid__v1__warmup_request__descriptor, CONFIG_CAP_KERNEL,
-    "it comes with the cache issue");
+/* daemon/rpc_profile.c */
+extern const struct rpc_method rpc_profile_method;
 
 /* Every method of nkid.v1.Nkid, sorted by name: the index of the daemon. */
 static const struct rpc_method *const dispatch_methods[] = {
@@ -161,6 +132,10 @@ dispatch_call_finish(struct rpc_call *c)
 	assert(!c->replied);
 	c->replied = 1;
 	c->on_cancel = NULL;
+	if (c->on_finish != NULL) {
+		c->on_finish(c);
+		c->on_finish = NULL;
+	}
 	if (c->m != NULL && c->status != GRPC_STATUS_OK) {
 		mc = &c->d->methods[dispatch_method_index(c->m)];
 		mc->errors++;
@@ -186,20 +161,157 @@ rpc_reply(struct rpc_call *c, const ProtobufCMessage *msg)
 	dispatch_call_finish(c);
 }
 
+static void
+rpc_vfinish(struct rpc_call *c, grpc_status_code code, const char *fmt,
+    va_list ap)
+{
+	assert(c != NULL && !c->replied);
+	if (fmt != NULL && vasprintf(&c->message, fmt, ap) < 0)
+		fatal("out of memory formatting a status message");
+	c->status = code;
+	dispatch_call_finish(c);
+}
+
 void
 rpc_fail(struct rpc_call *c, grpc_status_code code, const char *fmt, ...)
 {
 	va_list	ap;
-	int	n;
 
-	assert(c != NULL && code != GRPC_STATUS_OK);
+	assert(c != NULL && code != GRPC_STATUS_OK && fmt != NULL);
 	va_start(ap, fmt);
-	n = vasprintf(&c->message, fmt, ap);
+	rpc_vfinish(c, code, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		fatal("out of memory formatting a status message");
-	c->status = code;
-	dispatch_call_finish(c);
+}
+
+void
+rpc_finish(struct rpc_call *c, grpc_status_code code, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	rpc_vfinish(c, code, fmt, ap);
+	va_end(ap);
+}
+
+static const char *rpc_errs[] = {
+	"success", "one operation of this kind is in flight",
+	"the call or its input has ended",
+};
+
+const char *
+rpc_strerror(int err)
+{
+	if (err > 0 || -err >= (int)(sizeof rpc_errs / sizeof rpc_errs[0]))
+		return ("unknown error");
+	return (rpc_errs[-err]);
+}
+
+uint64_t
+rpc_deadline_left_ns(const struct rpc_call *c)
+{
+	uint64_t	now;
+
+	if (c->deadline_ns == 0)
+		return (UINT64_MAX);
+	now = uv_hrtime();
+	return (c->deadline_ns > now ? c->deadline_ns - now : 0);
+}
+
+int
+rpc_stream_recv(struct rpc_call *c, rpc_recv_cb cb)
+{
+	assert(c != NULL && cb != NULL && c->m != NULL);
+	assert(c->m->kind == RPC_CLIENT_STREAM || c->m->kind ==
+	    RPC_BIDI_STREAM);
+	if (c->replied || c->recv_done)
+		return (RPC_EDONE);
+	if (c->recv_armed)
+		return (RPC_EBUSY);
+	c->recv_armed = 1;
+	c->recv_cb = cb;
+	c->tr->stream_recv(c);
+	return (0);
+}
+
+int
+rpc_stream_send(struct rpc_call *c, const ProtobufCMessage *msg,
+    rpc_sent_cb cb)
+{
+	size_t	len;
+
+	assert(c != NULL && msg != NULL && c->m != NULL);
+	assert(c->m->kind == RPC_SERVER_STREAM || c->m->kind ==
+	    RPC_BIDI_STREAM);
+	if (c->replied)
+		return (RPC_EDONE);
+	if (c->send_in_flight)
+		return (RPC_EBUSY);
+	len = protobuf_c_message_get_packed_size(msg);
+	c->stream_buf = xmalloc(len > 0 ? len : 1);
+	if (protobuf_c_message_pack(msg, c->stream_buf) != len)
+		fatal("cannot pack a %s message", msg->descriptor->name);
+	c->send_in_flight = 1;
+	c->sent_cb = cb;
+	c->stream_out++;
+	c->tr->stream_send(c, c->stream_buf, len);
+	return (0);
+}
+
+void
+dispatch_stream_sent(struct rpc_call *c, int ok)
+{
+	rpc_sent_cb	cb = c->sent_cb;
+
+	assert(c->send_in_flight);
+	c->send_in_flight = 0;
+	c->sent_cb = NULL;
+	free(c->stream_buf);
+	c->stream_buf = NULL;
+	if (c->replied || cb == NULL)
+		return;
+	cb(c, ok);
+}
+
+void
+dispatch_stream_received(struct rpc_call *c, enum rpc_recv_result what,
+    const uint8_t *data, size_t len)
+{
+	const struct rpc_method	*m = c->m;
+	ProtobufCMessage	*msg = NULL;
+	rpc_recv_cb		 cb = c->recv_cb;
+	uint64_t		 cap;
+
+	assert(c->recv_armed);
+	c->recv_armed = 0;
+	c->recv_cb = NULL;
+	if (what != RPC_RECV_MESSAGE)
+		c->recv_done = 1;
+	if (what == RPC_RECV_BROKEN)
+		dispatch_call_cancel(c);
+	if (c->replied)
+		return;
+	if (what == RPC_RECV_MESSAGE) {
+		cap = config_cap_bytes(&c->d->cfg, m->cap);
+		if (len > cap) {
+			rpc_fail(c, GRPC_STATUS_RESOURCE_EXHAUSTED,
+			    "%s message %llu of %zu bytes exceeds the method's "
+			    "limit of %llu bytes (limits.max_message_bytes)",
+			    m->name, (unsigned long long)c->stream_in + 1, len,
+			    (unsigned long long)cap);
+			return;
+		}
+		msg = protobuf_c_message_unpack(m->request, NULL, len, data);
+		if (msg == NULL) {
+			rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT,
+			    "malformed %s message %llu: %zu bytes are not a "
+			    "valid '%s' message", m->name,
+			    (unsigned long long)c->stream_in + 1, len,
+			    m->request->name);
+			return;
+		}
+		c->stream_in++;
+	}
+	cb(c, msg);
 }
 
 void
@@ -269,4 +381,6 @@ dispatch_call_release(struct rpc_call *c)
 	c->reply = NULL;
 	free(c->message);
 	c->message = NULL;
+	free(c->stream_buf);
+	c->stream_buf = NULL;
 }

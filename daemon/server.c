@@ -30,7 +30,9 @@
 #include <uv.h>
 
 #include "daemon/access.h"
+#include "daemon/backend.h"
 #include "daemon/daemon.h"
+#include "daemon/devlock.h"
 #include "daemon/dispatch.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
@@ -43,6 +45,13 @@
 #define SERVER_ACCEPT_BATCH		64
 /* Sweep interval for closed connections. */
 #define SERVER_SWEEP_MS			1000
+/* Refused peers whose connections are handed to gRPC to be told why
+ * (PERMISSION_DENIED); over this many open at once, closed at accept. */
+#define SERVER_REFUSED_MAX		16
+/* A refused connection is shut down this long after its first answer, or
+ * after it was accepted if it makes no call. */
+#define SERVER_REFUSED_LINGER_NS	(200ULL * 1000000)
+#define SERVER_REFUSED_IDLE_NS		(3000ULL * 1000000)
 
 struct server;
 struct server_tag {
@@ -66,6 +75,11 @@ struct server_conn {
 	dev_t		dev;
 	ino_t		ino;
 	int		alive;
+	int		refused;	/* every call: PERMISSION_DENIED */
+	char		*refusal;	/* its message (refused only) */
+	uint64_t	accepted_ns;
+	uint64_t	answered_ns;	/* first refusal sent; 0: not yet */
+	int		shut;		/* shutdown(2) done */
 };
 
 struct server_call {
@@ -80,6 +94,13 @@ struct server_call {
 	struct server_tag	 req_tag;
 	struct server_tag	 send_tag;
 	struct server_tag	 close_tag;
+	struct server_tag	 recv_tag;	/* stream RECV_MESSAGE */
+	struct server_tag	 msg_tag;	/* stream SEND_MESSAGE */
+	grpc_byte_buffer	*recv_bb;	/* output of RECV_MESSAGE */
+	grpc_byte_buffer	*msg_bb;	/* the stream message in flight */
+	int			 md_sent;	/* initial metadata sent */
+	int			 final_deferred; /* status waits for msg_bb */
+	int			 refused_fd;	/* -1, or the refused conn's fd */
 	int			 close_cancelled; /* output of RECV_CLOSE */
 	int			 close_started;
 	int			 pending;	/* batches in flight */
@@ -95,6 +116,7 @@ struct server {
 
 	int			 lock_fd;
 	char			*lock_path;
+	struct devlock		*devlock;	/* lock_dir/core-N */
 	int			 listen_fd;
 	int			 listen_ours;	/* we created the path */
 	char			*socket_path;
@@ -126,6 +148,7 @@ struct server {
 	uint64_t		 next_conn_id;
 	uint64_t		 refusal_logged_ns;
 	uint64_t		 refusals_quiet;
+	size_t			 nrefused_open;	/* refused conns alive */
 
 	struct server_calls	 live;
 	size_t			 nlive;
@@ -390,11 +413,34 @@ server_conn_dead(struct server *s, size_t i)
 {
 	struct server_conn	*conn = server_conn_at(s, s->alive[i]);
 
-	log_debug("connection %llu (fd %d, uid %u pid %u) closed",
-	    (unsigned long long)conn->id, s->alive[i], conn->uid, conn->pid);
+	log_debug("connection %llu (fd %d, uid %u pid %u%s) closed",
+	    (unsigned long long)conn->id, s->alive[i], conn->uid, conn->pid,
+	    conn->refused ? ", refused" : "");
 	conn->alive = 0;
+	if (conn->refused) {
+		conn->refused = 0;
+		free(conn->refusal);
+		conn->refusal = NULL;
+		s->nrefused_open--;
+	}
 	s->alive[i] = s->alive[--s->nalive];
-	s->d->active_connections = s->nalive;
+	s->d->active_connections = s->nalive - s->nrefused_open;
+}
+
+/* A refused connection has been told, or had its chance: shut it down so
+ * that gRPC closes it (the fd stays gRPC's to close). */
+static void
+server_conn_refused_expire(struct server *s, int fd, struct server_conn *conn,
+    uint64_t now)
+{
+	if (conn->shut)
+		return;
+	if (conn->answered_ns != 0 ? now - conn->answered_ns <
+	    SERVER_REFUSED_LINGER_NS : now - conn->accepted_ns <
+	    SERVER_REFUSED_IDLE_NS)
+		return;
+	shutdown(fd, SHUT_RDWR);
+	conn->shut = 1;
 }
 
 void
@@ -402,6 +448,7 @@ server_conns_sweep(struct server *s)
 {
 	struct server_conn	*conn;
 	struct stat		 sb;
+	uint64_t		 now = uv_hrtime();
 	size_t			 i;
 
 	for (i = 0; i < s->nalive; ) {
@@ -411,9 +458,11 @@ server_conns_sweep(struct server *s)
 			server_conn_dead(s, i);
 			continue;
 		}
+		if (conn->refused)
+			server_conn_refused_expire(s, s->alive[i], conn, now);
 		i++;
 	}
-	s->d->active_connections = s->nalive;
+	s->d->active_connections = s->nalive - s->nrefused_open;
 }
 
 static unsigned
@@ -422,8 +471,11 @@ server_conns_of_uid(struct server *s, uint32_t uid)
 	unsigned	n = 0;
 	size_t		i;
 
+	struct server_conn	*conn;
+
 	for (i = 0; i < s->nalive; i++) {
-		if (server_conn_at(s, s->alive[i])->uid == uid)
+		conn = server_conn_at(s, s->alive[i]);
+		if (conn->uid == uid && !conn->refused)
 			n++;
 	}
 	return (n);
@@ -458,12 +510,11 @@ server_fd_rotate(struct server *s, int fd)
 }
 
 static void
-server_refuse(struct server *s, int fd, const char *why)
+server_refuse_log(struct server *s, const char *why)
 {
 	uint64_t	now = uv_hrtime();
 
 	s->d->refused++;
-	close(fd);
 	if (now - s->refusal_logged_ns > 1000000000ULL) {
 		if (s->refusals_quiet > 0)
 			log_warn("%llu more connections refused",
@@ -473,6 +524,13 @@ server_refuse(struct server *s, int fd, const char *why)
 		s->refusals_quiet = 0;
 	} else
 		s->refusals_quiet++;
+}
+
+static void
+server_refuse(struct server *s, int fd, const char *why)
+{
+	close(fd);
+	server_refuse_log(s, why);
 }
 
 static void
@@ -514,8 +572,18 @@ server_accept_one(struct server *s, int fd)
 		char	msg[320];
 
 		snprintf(msg, sizeof msg, "pid %u: %s", peer.pid, why);
-		server_refuse(s, fd, msg);
-		return;
+		if (s->nrefused_open >= SERVER_REFUSED_MAX) {
+			server_refuse(s, fd, msg);
+			return;
+		}
+		/* Handed to gRPC, so the client reads why. */
+		server_refuse_log(s, msg);
+		if (verdict == ACCESS_EPOLICY)
+			snprintf(why, sizeof why, "uid %u is not allowed to use "
+			    "nkid (access.allow_uids, access.allow_gids or the "
+			    "socket's group %u in %s)", peer.uid, s->sock_gid,
+			    s->d->cfg.path != NULL ? s->d->cfg.path :
+			    CONFIG_DEFAULT_PATH);
 	}
 	if ((nfd = server_fd_rotate(s, fd)) == -1) {
 		server_refuse(s, fd, "no free descriptor number in the rotating "
@@ -538,8 +606,15 @@ server_accept_one(struct server *s, int fd)
 			}
 		}
 	}
+	free(conn->refusal);
 	memset(conn, 0, sizeof *conn);
 	conn->id = ++s->next_conn_id;
+	conn->accepted_ns = uv_hrtime();
+	if (verdict != ACCESS_ALLOW) {
+		conn->refused = 1;
+		conn->refusal = xstrdup(why);
+		s->nrefused_open++;
+	}
 	conn->uid = peer.uid;
 	conn->gid = peer.gid;
 	conn->pid = peer.pid;
@@ -548,13 +623,16 @@ server_accept_one(struct server *s, int fd)
 	conn->alive = 1;
 	s->alive = xreallocarray(s->alive, s->nalive + 1, sizeof *s->alive);
 	s->alive[s->nalive++] = nfd;
-	s->d->connections++;
-	s->d->active_connections = s->nalive;
+	if (!conn->refused)
+		s->d->connections++;
+	s->d->active_connections = s->nalive - s->nrefused_open;
 	/* Stamped before gRPC can see it: every call of this connection is
 	 * stamped later (see docs/protocol.md, "Identity"). */
 	conn->seq = atomic_fetch_add(&s->seq, 1) + 1;
-	log_debug("connection %llu from uid %u gid %u pid %u on fd %d",
-	    (unsigned long long)conn->id, peer.uid, peer.gid, peer.pid, nfd);
+	log_debug("connection %llu from uid %u gid %u pid %u on fd %d%s",
+	    (unsigned long long)conn->id, peer.uid, peer.gid, peer.pid, nfd,
+	    conn->refused ? " (refused: its calls are answered "
+	    "PERMISSION_DENIED)" : "");
 	grpc_server_add_channel_from_fd(s->srv, nfd, s->creds);
 }
 
@@ -658,11 +736,20 @@ static void	server_send_cb(struct server *, struct server_tag *, int,
 		    uint64_t);
 static void	server_close_cb(struct server *, struct server_tag *, int,
 		    uint64_t);
+static void	server_recv_cb(struct server *, struct server_tag *, int,
+		    uint64_t);
+static void	server_msg_cb(struct server *, struct server_tag *, int,
+		    uint64_t);
 static void	server_send(struct rpc_call *c, const uint8_t *reply,
 		    size_t len);
+static void	server_stream_send(struct rpc_call *c, const uint8_t *msg,
+		    size_t len);
+static void	server_stream_recv(struct rpc_call *c);
 
 static const struct rpc_transport server_transport = {
 	.send = server_send,
+	.stream_send = server_stream_send,
+	.stream_recv = server_stream_recv,
 };
 
 #define SC_OF(tag, field) \
@@ -682,6 +769,9 @@ server_request_post(struct server *s, ssize_t method)
 	sc->req_tag.cb = server_req_cb;
 	sc->send_tag.cb = server_send_cb;
 	sc->close_tag.cb = server_close_cb;
+	sc->recv_tag.cb = server_recv_cb;
+	sc->msg_tag.cb = server_msg_cb;
+	sc->refused_fd = -1;
 	sc->rc.d = s->d;
 	sc->rc.tr = &server_transport;
 	grpc_metadata_array_init(&sc->md);
@@ -718,6 +808,10 @@ server_call_free(struct server_call *sc)
 		grpc_byte_buffer_destroy(sc->payload);
 	if (sc->send_bb != NULL)
 		grpc_byte_buffer_destroy(sc->send_bb);
+	if (sc->recv_bb != NULL)
+		grpc_byte_buffer_destroy(sc->recv_bb);
+	if (sc->msg_bb != NULL)
+		grpc_byte_buffer_destroy(sc->msg_bb);
 	if (sc->has_status_slice)
 		grpc_slice_unref(sc->status_slice);
 	grpc_metadata_array_destroy(&sc->md);
@@ -741,9 +835,12 @@ server_call_maybe_free(struct server_call *sc)
 }
 
 /* Who made this call: the connection gRPC calls "fd:N", if the call is
- * younger than that connection. */
+ * younger than that connection. 0: identified; 1: identified, and the
+ * connection is a refused one (its message in *refusal, borrowed); -1:
+ * unknown. */
 static int
-server_call_identify(struct server *s, struct server_call *sc, uint64_t stamp)
+server_call_identify(struct server *s, struct server_call *sc, uint64_t stamp,
+    const char **refusal)
 {
 	struct server_conn	*conn;
 	char			*peer;
@@ -770,7 +867,39 @@ server_call_identify(struct server *s, struct server_call *sc, uint64_t stamp)
 	sc->rc.id.gid = conn->gid;
 	sc->rc.id.pid = conn->pid;
 	sc->rc.id.conn_id = conn->id;
+	if (conn->refused) {
+		sc->refused_fd = fd;
+		*refusal = conn->refusal;
+		return (1);
+	}
 	return (0);
+}
+
+/* The call's deadline, as gRPC got it from the client, on uv_hrtime's
+ * clock. */
+static void
+server_call_deadline(struct server_call *sc)
+{
+	gpr_timespec	dl, now, left;
+	int64_t		ns;
+
+	dl = sc->method < 0 ? sc->details.deadline : sc->deadline;
+	if (dl.tv_sec == INT64_MAX || gpr_time_cmp(dl,
+	    gpr_inf_future(dl.clock_type)) == 0) {
+		sc->rc.deadline_ns = 0;
+		return;
+	}
+	dl = gpr_convert_clock_type(dl, GPR_CLOCK_MONOTONIC);
+	now = gpr_now(GPR_CLOCK_MONOTONIC);
+	left = gpr_time_sub(dl, now);
+	if (left.tv_sec > 100LL * 365 * 86400) {
+		sc->rc.deadline_ns = 0;		/* practically none */
+		return;
+	}
+	ns = left.tv_sec * 1000000000LL + left.tv_nsec;
+	sc->rc.deadline_ns = uv_hrtime() + (ns > 0 ? (uint64_t)ns : 0);
+	if (sc->rc.deadline_ns == 0)
+		sc->rc.deadline_ns = 1;
 }
 
 static void
@@ -807,9 +936,11 @@ server_payload_bytes(grpc_byte_buffer *bb, size_t *len, uint8_t **copy)
 		return ((const uint8_t *)"");
 	if (bb->type == GRPC_BB_RAW && bb->data.raw.compression ==
 	    GRPC_COMPRESS_NONE && bb->data.raw.slice_buffer.count == 1) {
-		sl = bb->data.raw.slice_buffer.slices[0];
-		*len = GRPC_SLICE_LENGTH(sl);
-		return (GRPC_SLICE_START_PTR(sl));
+		/* Not a copy of the slice: an inlined one holds its bytes. */
+		const grpc_slice *slp = &bb->data.raw.slice_buffer.slices[0];
+
+		*len = GRPC_SLICE_LENGTH(*slp);
+		return (GRPC_SLICE_START_PTR(*slp));
 	}
 	n = grpc_byte_buffer_length(bb);
 	if (!grpc_byte_buffer_reader_init(&r, bb))
@@ -836,8 +967,10 @@ server_req_cb(struct server *s, struct server_tag *t, int ok, uint64_t stamp)
 	struct server_call	*sc = SC_OF(t, req_tag);
 	const uint8_t		*data;
 	uint8_t			*copy;
+	const char		*refusal = NULL;
 	char			*path;
 	size_t			 len;
+	int			 who;
 
 	s->nposted--;
 	if (!ok) {
@@ -852,19 +985,25 @@ server_req_cb(struct server *s, struct server_tag *t, int ok, uint64_t stamp)
 	TAILQ_INSERT_TAIL(&s->live, sc, entry);
 	s->nlive++;
 
-	if (server_call_identify(s, sc, stamp) != 0) {
+	if ((who = server_call_identify(s, sc, stamp, &refusal)) < 0) {
 		sc->rc.m = NULL;
 		rpc_fail(&sc->rc, GRPC_STATUS_UNAVAILABLE,
 		    "the connection of this call has closed");
 		return;
 	}
+	if (who > 0) {
+		sc->rc.m = NULL;
+		rpc_fail(&sc->rc, GRPC_STATUS_PERMISSION_DENIED, "%s", refusal);
+		return;
+	}
+	server_call_deadline(sc);
 	if (sc->method < 0) {
 		path = grpc_slice_to_c_string(sc->details.method);
 		dispatch_call_unknown(&sc->rc, path);
 		gpr_free(path);
 		return;
 	}
-	if (sc->rc.m->flags & RPC_F_ASYNC)
+	if ((sc->rc.m->flags & RPC_F_ASYNC) || sc->rc.m->kind != RPC_UNARY)
 		server_close_start(sc);
 	data = server_payload_bytes(sc->payload, &len, &copy);
 	if (data == NULL) {
@@ -880,17 +1019,21 @@ server_req_cb(struct server *s, struct server_tag *t, int ok, uint64_t stamp)
 	}
 }
 
+/* The status (and the one reply of a unary or client-streaming call). */
 static void
-server_send(struct rpc_call *c, const uint8_t *reply, size_t len)
+server_send_final(struct server_call *sc, const uint8_t *reply, size_t len)
 {
-	struct server_call	*sc = (struct server_call *)c;
+	struct rpc_call		*c = &sc->rc;
 	grpc_op			 ops[4], *op = ops;
 	grpc_slice		 sl;
 	grpc_call_error		 error;
 
 	memset(ops, 0, sizeof ops);
-	op->op = GRPC_OP_SEND_INITIAL_METADATA;
-	op++;
+	if (!sc->md_sent) {
+		op->op = GRPC_OP_SEND_INITIAL_METADATA;
+		op++;
+		sc->md_sent = 1;
+	}
 	if (c->status == GRPC_STATUS_OK && reply != NULL) {
 		sl = grpc_slice_from_static_buffer(reply, len);
 		sc->send_bb = grpc_raw_byte_buffer_create(&sl, 1);
@@ -927,14 +1070,126 @@ server_send(struct rpc_call *c, const uint8_t *reply, size_t len)
 }
 
 static void
+server_send(struct rpc_call *c, const uint8_t *reply, size_t len)
+{
+	struct server_call	*sc = (struct server_call *)c;
+
+	if (sc->msg_bb != NULL) {
+		/* After the stream message in flight (server_msg_cb). */
+		sc->final_deferred = 1;
+		return;
+	}
+	server_send_final(sc, reply, len);
+}
+
+static void
+server_stream_send(struct rpc_call *c, const uint8_t *msg, size_t len)
+{
+	struct server_call	*sc = (struct server_call *)c;
+	grpc_op			 ops[2], *op = ops;
+	grpc_slice		 sl;
+	grpc_call_error		 error;
+
+	assert(sc->msg_bb == NULL);
+	memset(ops, 0, sizeof ops);
+	if (!sc->md_sent) {
+		op->op = GRPC_OP_SEND_INITIAL_METADATA;
+		op++;
+		sc->md_sent = 1;
+	}
+	sl = grpc_slice_from_static_buffer(msg, len);
+	sc->msg_bb = grpc_raw_byte_buffer_create(&sl, 1);
+	op->op = GRPC_OP_SEND_MESSAGE;
+	op->data.send_message.send_message = sc->msg_bb;
+	op++;
+	sc->pending++;
+	error = grpc_call_start_batch(sc->call, ops, (size_t)(op - ops),
+	    &sc->msg_tag, NULL);
+	if (error != GRPC_CALL_OK) {
+		log_warn("cannot send a stream message: error %d", error);
+		server_event_push(sc->s, &sc->msg_tag, 0);
+	}
+}
+
+static void
+server_msg_cb(struct server *s, struct server_tag *t, int ok, uint64_t stamp)
+{
+	struct server_call	*sc = SC_OF(t, msg_tag);
+
+	sc->pending--;
+	grpc_byte_buffer_destroy(sc->msg_bb);
+	sc->msg_bb = NULL;
+	dispatch_stream_sent(&sc->rc, ok);
+	if (sc->final_deferred) {
+		sc->final_deferred = 0;
+		server_send_final(sc, sc->rc.reply, sc->rc.reply_len);
+	}
+	server_call_maybe_free(sc);
+}
+
+static void
+server_stream_recv(struct rpc_call *c)
+{
+	struct server_call	*sc = (struct server_call *)c;
+	grpc_op			 op;
+	grpc_call_error		 error;
+
+	assert(sc->recv_bb == NULL);
+	memset(&op, 0, sizeof op);
+	op.op = GRPC_OP_RECV_MESSAGE;
+	op.data.recv_message.recv_message = &sc->recv_bb;
+	sc->pending++;
+	error = grpc_call_start_batch(sc->call, &op, 1, &sc->recv_tag, NULL);
+	if (error != GRPC_CALL_OK) {
+		log_warn("cannot receive a stream message: error %d", error);
+		server_event_push(sc->s, &sc->recv_tag, 0);
+	}
+}
+
+static void
+server_recv_cb(struct server *s, struct server_tag *t, int ok,
+    uint64_t stamp)
+{
+	struct server_call	*sc = SC_OF(t, recv_tag);
+	grpc_byte_buffer	*bb = sc->recv_bb;
+	const uint8_t		*data;
+	uint8_t			*copy = NULL;
+	size_t			 len = 0;
+
+	sc->pending--;
+	sc->recv_bb = NULL;
+	if (!ok)
+		dispatch_stream_received(&sc->rc, RPC_RECV_BROKEN, NULL, 0);
+	else if (bb == NULL)
+		dispatch_stream_received(&sc->rc, RPC_RECV_END, NULL, 0);
+	else if ((data = server_payload_bytes(bb, &len, &copy)) == NULL) {
+		dispatch_stream_received(&sc->rc, RPC_RECV_BROKEN, NULL, 0);
+		if (!sc->rc.replied)
+			rpc_fail(&sc->rc, GRPC_STATUS_INTERNAL,
+			    "cannot read a stream message");
+	} else
+		dispatch_stream_received(&sc->rc, RPC_RECV_MESSAGE, data, len);
+	free(copy);
+	if (bb != NULL)
+		grpc_byte_buffer_destroy(bb);
+	server_call_maybe_free(sc);
+}
+
+static void
 server_send_cb(struct server *s, struct server_tag *t, int ok, uint64_t stamp)
 {
 	struct server_call	*sc = SC_OF(t, send_tag);
+	struct server_conn	*conn;
 
 	sc->pending--;
 	if (!ok)
 		log_debug("reply of %s not delivered", sc->rc.m != NULL ?
 		    sc->rc.m->name : "call");
+	/* A refused connection has had its answer: it goes soon. */
+	if (sc->refused_fd != -1 && (conn = server_conn_at(s,
+	    sc->refused_fd)) != NULL && conn->alive && conn->refused &&
+	    conn->id == sc->rc.id.conn_id && conn->answered_ns == 0)
+		conn->answered_ns = uv_hrtime();
 	server_call_maybe_free(sc);
 }
 
@@ -978,6 +1233,10 @@ server_open(struct daemon *d, char *err, size_t errlen)
 	    errlen) != 0)
 		goto fail;
 	if (server_lock_open(s, d->cfg.socket, err, errlen) != 0)
+		goto fail;
+	/* The cores, for nkid's lifetime (docs/scheduling.md). */
+	if (devlock_open(d->cfg.lock_dir, d->backend->ncores, &s->devlock, err,
+	    errlen) != 0)
 		goto fail;
 	if ((inherited = server_socket_inherit(s, err, errlen)) < 0)
 		goto fail;
@@ -1053,6 +1312,7 @@ fail:
 		close(s->listen_fd);
 		unlink(d->cfg.socket);
 	}
+	devlock_close(s->devlock);
 	if (s->lock_fd != -1)
 		close(s->lock_fd);
 	free(s->lock_path);
@@ -1167,17 +1427,22 @@ server_stop(struct server *s, void (*done)(void *), void *arg)
 void
 server_free(struct server *s)
 {
+	int	i;
+
 	if (s == NULL)
 		return;
 	assert(s->srv == NULL && s->nlive == 0);
 	if (s->d != NULL && s->d->server == s)
 		s->d->server = NULL;
+	devlock_close(s->devlock);
 	if (s->lock_fd != -1)
 		close(s->lock_fd);
 	free(s->lock_path);
 	free(s->socket_path);
 	free(s->events);
 	free(s->alive);
+	for (i = 0; s->conns != NULL && i < s->fd_range; i++)
+		free(s->conns[i].refusal);
 	free(s->conns);
 	pthread_mutex_destroy(&s->mu);
 	free(s);

@@ -304,3 +304,271 @@ ctl_rpc_close(ctl_rpc *r)
 	free(r);
 	grpc_shutdown();
 }
+
+/* ------------------------------------------------------------ streams */
+
+struct ctl_rpc_stream {
+	ctl_rpc *r;
+	grpc_call *call;
+	grpc_metadata_array md_initial;
+	grpc_metadata_array md_trailing;
+	grpc_status_code code;
+	grpc_slice details;
+	const char *error_string;
+	grpc_byte_buffer *send_bb;
+	grpc_byte_buffer *recv_bb;	/* output of the armed receive */
+	int tag_send, tag_recv, tag_status, tag_md;	/* their addresses */
+	int send_busy, recv_busy, status_busy;
+	int recv_ok, send_ok;
+	int md_received;
+	int finished;
+};
+
+/* Wait for completions until tag's op is done (1), or deadline (0). */
+static int
+ctl_rpc_stream_wait(ctl_rpc_stream *cs, int *tag, gpr_timespec deadline)
+{
+	for (;;) {
+		grpc_event ev = grpc_completion_queue_next(cs->r->cq, deadline,
+		    NULL);
+
+		if (ev.type == GRPC_QUEUE_TIMEOUT)
+			return 0;
+		if (ev.type != GRPC_OP_COMPLETE)
+			return 1;
+		if (ev.tag == &cs->tag_send) {
+			cs->send_busy = 0;
+			cs->send_ok = ev.success;
+		} else if (ev.tag == &cs->tag_recv) {
+			cs->recv_busy = 0;
+			cs->recv_ok = ev.success;
+		} else if (ev.tag == &cs->tag_status) {
+			cs->status_busy = 0;
+			cs->finished = 1;
+		}
+		if (ev.tag == tag)
+			return 1;
+	}
+}
+
+static gpr_timespec
+ctl_rpc_deadline(double s)
+{
+	if (s < 0)
+		return gpr_inf_future(GPR_CLOCK_MONOTONIC);
+	return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+	    gpr_time_from_micros((int64_t)(s * 1e6), GPR_TIMESPAN));
+}
+
+int
+ctl_rpc_stream_open(ctl_rpc *r, const char *method, double timeout_s,
+    ctl_rpc_stream **out, ctl_rpc_status *st)
+{
+	ctl_rpc_stream *cs;
+	grpc_op ops[2];
+	char path[128];
+	grpc_slice mslice;
+	gpr_timespec deadline;
+
+	memset(st, 0, sizeof(*st));
+	*out = NULL;
+	if ((cs = calloc(1, sizeof(*cs))) == NULL) {
+		st->code = GRPC_STATUS_RESOURCE_EXHAUSTED;
+		snprintf(st->msg, sizeof(st->msg), "out of memory");
+		return -1;
+	}
+	cs->r = r;
+	cs->details = grpc_empty_slice();
+	cs->code = GRPC_STATUS_UNKNOWN;
+	grpc_metadata_array_init(&cs->md_initial);
+	grpc_metadata_array_init(&cs->md_trailing);
+	deadline = timeout_s <= 0 ? gpr_inf_future(GPR_CLOCK_REALTIME) :
+	    ctl_rpc_deadline(timeout_s);
+	snprintf(path, sizeof(path), CTL_RPC_SERVICE "%s", method);
+	mslice = grpc_slice_from_static_string(path);
+	cs->call = grpc_channel_create_call(r->channel, NULL,
+	    GRPC_PROPAGATE_DEFAULTS, r->cq, mslice, NULL, deadline, NULL);
+
+	memset(ops, 0, sizeof(ops));
+	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+	if (grpc_call_start_batch(cs->call, ops, 1, &cs->tag_md, NULL) !=
+	    GRPC_CALL_OK)
+		goto fail;
+	ctl_rpc_stream_wait(cs, &cs->tag_md, gpr_inf_future(
+	    GPR_CLOCK_MONOTONIC));
+	memset(ops, 0, sizeof(ops));
+	ops[0].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+	ops[0].data.recv_status_on_client.trailing_metadata =
+	    &cs->md_trailing;
+	ops[0].data.recv_status_on_client.status = &cs->code;
+	ops[0].data.recv_status_on_client.status_details = &cs->details;
+	ops[0].data.recv_status_on_client.error_string = &cs->error_string;
+	if (grpc_call_start_batch(cs->call, ops, 1, &cs->tag_status, NULL) !=
+	    GRPC_CALL_OK)
+		goto fail;
+	cs->status_busy = 1;
+	*out = cs;
+	return 0;
+fail:
+	st->code = GRPC_STATUS_INTERNAL;
+	snprintf(st->msg, sizeof(st->msg), "cannot start the %s call", method);
+	ctl_rpc_stream_free(cs);
+	return -1;
+}
+
+int
+ctl_rpc_stream_send(ctl_rpc_stream *cs, const ProtobufCMessage *msg)
+{
+	size_t len = protobuf_c_message_get_packed_size(msg);
+	uint8_t *buf = malloc(len ? len : 1);
+	grpc_slice body;
+	grpc_op op;
+
+	if (buf == NULL || cs->finished)
+		return free(buf), -1;
+	protobuf_c_message_pack(msg, buf);
+	body = grpc_slice_new(buf, len, free);
+	cs->send_bb = grpc_raw_byte_buffer_create(&body, 1);
+	grpc_slice_unref(body);
+	memset(&op, 0, sizeof(op));
+	op.op = GRPC_OP_SEND_MESSAGE;
+	op.data.send_message.send_message = cs->send_bb;
+	if (grpc_call_start_batch(cs->call, &op, 1, &cs->tag_send, NULL) !=
+	    GRPC_CALL_OK) {
+		grpc_byte_buffer_destroy(cs->send_bb);
+		cs->send_bb = NULL;
+		return -1;
+	}
+	cs->send_busy = 1;
+	ctl_rpc_stream_wait(cs, &cs->tag_send,
+	    gpr_inf_future(GPR_CLOCK_MONOTONIC));
+	grpc_byte_buffer_destroy(cs->send_bb);
+	cs->send_bb = NULL;
+	return cs->send_ok ? 0 : -1;
+}
+
+int
+ctl_rpc_stream_close_send(ctl_rpc_stream *cs)
+{
+	grpc_op op;
+
+	memset(&op, 0, sizeof(op));
+	op.op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+	if (grpc_call_start_batch(cs->call, &op, 1, &cs->tag_send, NULL) !=
+	    GRPC_CALL_OK)
+		return -1;
+	cs->send_busy = 1;
+	ctl_rpc_stream_wait(cs, &cs->tag_send,
+	    gpr_inf_future(GPR_CLOCK_MONOTONIC));
+	return cs->send_ok ? 0 : -1;
+}
+
+int
+ctl_rpc_stream_recv(ctl_rpc_stream *cs, const ProtobufCMessageDescriptor *desc,
+    double wait_s, ProtobufCMessage **msg)
+{
+	grpc_op ops[2], *op = ops;
+	grpc_byte_buffer_reader rd;
+	grpc_slice all;
+
+	*msg = NULL;
+	if (!cs->recv_busy) {
+		memset(ops, 0, sizeof(ops));
+		if (!cs->md_received) {
+			op->op = GRPC_OP_RECV_INITIAL_METADATA;
+			op->data.recv_initial_metadata.recv_initial_metadata =
+			    &cs->md_initial;
+			op++;
+			cs->md_received = 1;
+		}
+		op->op = GRPC_OP_RECV_MESSAGE;
+		op->data.recv_message.recv_message = &cs->recv_bb;
+		op++;
+		if (grpc_call_start_batch(cs->call, ops, (size_t)(op - ops),
+		    &cs->tag_recv, NULL) != GRPC_CALL_OK)
+			return -1;
+		cs->recv_busy = 1;
+	}
+	if (!ctl_rpc_stream_wait(cs, &cs->tag_recv, ctl_rpc_deadline(wait_s)))
+		return 2;
+	if (cs->recv_busy)
+		return 2;	/* woken by another op */
+	if (!cs->recv_ok)
+		return -1;
+	if (cs->recv_bb == NULL)
+		return 0;
+	if (!grpc_byte_buffer_reader_init(&rd, cs->recv_bb)) {
+		grpc_byte_buffer_destroy(cs->recv_bb);
+		cs->recv_bb = NULL;
+		return -1;
+	}
+	all = grpc_byte_buffer_reader_readall(&rd);
+	grpc_byte_buffer_reader_destroy(&rd);
+	grpc_byte_buffer_destroy(cs->recv_bb);
+	cs->recv_bb = NULL;
+	*msg = protobuf_c_message_unpack(desc, NULL, GRPC_SLICE_LENGTH(all),
+	    GRPC_SLICE_START_PTR(all));
+	grpc_slice_unref(all);
+	return *msg != NULL ? 1 : -1;
+}
+
+int
+ctl_rpc_stream_finish(ctl_rpc_stream *cs, ctl_rpc_status *st)
+{
+	memset(st, 0, sizeof(*st));
+	while (cs->status_busy)
+		ctl_rpc_stream_wait(cs, &cs->tag_status,
+		    gpr_inf_future(GPR_CLOCK_MONOTONIC));
+	st->code = cs->code;
+	if (cs->code != GRPC_STATUS_OK) {
+		char *d = grpc_slice_to_c_string(cs->details);
+
+		snprintf(st->msg, sizeof(st->msg), "%s", *d ? d :
+		    cs->error_string ? cs->error_string : "no message");
+		gpr_free(d);
+		if (cs->code == GRPC_STATUS_UNAVAILABLE) {
+			int e = ctl_rpc_probe(cs->r->path);
+
+			if (e != 0)
+				ctl_rpc_fail_connect(st, e, NULL);
+		}
+		return -1;
+	}
+	return 0;
+}
+
+void
+ctl_rpc_stream_cancel(ctl_rpc_stream *cs)
+{
+	if (cs != NULL && cs->call != NULL && !cs->finished)
+		grpc_call_cancel(cs->call, NULL);
+}
+
+void
+ctl_rpc_stream_free(ctl_rpc_stream *cs)
+{
+	if (cs == NULL)
+		return;
+	if (cs->call != NULL) {
+		if (!cs->finished)
+			grpc_call_cancel(cs->call, NULL);
+		while (cs->send_busy || cs->recv_busy || cs->status_busy) {
+			int *tag = cs->status_busy ? &cs->tag_status :
+			    cs->recv_busy ? &cs->tag_recv : &cs->tag_send;
+
+			ctl_rpc_stream_wait(cs, tag,
+			    gpr_inf_future(GPR_CLOCK_MONOTONIC));
+		}
+		grpc_call_unref(cs->call);
+	}
+	if (cs->recv_bb != NULL)
+		grpc_byte_buffer_destroy(cs->recv_bb);
+	if (cs->send_bb != NULL)
+		grpc_byte_buffer_destroy(cs->send_bb);
+	if (cs->error_string != NULL)
+		gpr_free((void *)cs->error_string);
+	grpc_slice_unref(cs->details);
+	grpc_metadata_array_destroy(&cs->md_initial);
+	grpc_metadata_array_destroy(&cs->md_trailing);
+	free(cs);
+}

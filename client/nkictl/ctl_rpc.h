@@ -42,6 +42,37 @@ int ctl_rpc_call(ctl_rpc *r, const char *method, const ProtobufCMessage *req,
     const ProtobufCMessageDescriptor *reply_desc, double timeout_s,
     ProtobufCMessage **reply, ctl_rpc_status *st);
 
+/*
+ * Streaming calls (server, client or bidi streams) on r: one per ctl_rpc
+ * at a time. Open starts the call (deadline timeout_s, none if <= 0);
+ * send waits until gRPC took the message; recv waits for one message at
+ * most wait_s seconds (< 0: forever); finish waits for the status.
+ */
+typedef struct ctl_rpc_stream ctl_rpc_stream;
+
+/* Start method; 0 and *out (freed with ctl_rpc_stream_free), or -1. */
+int ctl_rpc_stream_open(ctl_rpc *r, const char *method, double timeout_s,
+    ctl_rpc_stream **out, ctl_rpc_status *st);
+/* Send msg; 0, or -1 if the call has ended (see ctl_rpc_stream_finish). */
+int ctl_rpc_stream_send(ctl_rpc_stream *cs, const ProtobufCMessage *msg);
+/* No more messages from this side (half-close); 0 or -1. */
+int ctl_rpc_stream_close_send(ctl_rpc_stream *cs);
+/*
+ * Receive one message of desc: 1 and *msg (free with
+ * protobuf_c_message_free_unpacked), 0 at the end of the stream, 2 if
+ * wait_s passed first (the receive stays armed: call again), -1 on error
+ * (a malformed message, or the call failed: see ctl_rpc_stream_finish).
+ */
+int ctl_rpc_stream_recv(ctl_rpc_stream *cs,
+    const ProtobufCMessageDescriptor *desc, double wait_s,
+    ProtobufCMessage **msg);
+/* Wait for the call's status into st; 0 if OK, else -1. */
+int ctl_rpc_stream_finish(ctl_rpc_stream *cs, ctl_rpc_status *st);
+/* Cancel the call (the server sees the client go away). */
+void ctl_rpc_stream_cancel(ctl_rpc_stream *cs);
+/* Cancel if not finished, wait for what is in flight, free. NULL: no-op. */
+void ctl_rpc_stream_free(ctl_rpc_stream *cs);
+
 /* Destroy the channel and queue and shut gRPC down. NULL is a no-op. */
 void ctl_rpc_close(ctl_rpc *r);
 

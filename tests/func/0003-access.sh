@@ -1,6 +1,6 @@
 #!/bin/sh
-# The access policy: a uid outside it is refused at accept, counted, and
-# nkid keeps serving everyone else.
+# The access policy: a uid outside it is refused at accept, told so
+# (PERMISSION_DENIED), counted, and nkid keeps serving everyone else.
 . "$(dirname "$0")/lib.sh"
 
 command -v setpriv >/dev/null || fail "setpriv (util-linux) is missing"
@@ -16,6 +16,8 @@ rc=0
 setpriv --reuid 65534 --regid 65534 --clear-groups \
 	"$NKICTL" -s "$SOCK" --timeout 3 status >"$T/out" 2>&1 || rc=$?
 [ $rc -ne 0 ] || fail "uid 65534 was served"
+grep -q "PERMISSION_DENIED: uid 65534 is not allowed" "$T/out" ||
+	fail "uid 65534 not told PERMISSION_DENIED: $(cat "$T/out")"
 
 "$NKICTL" --json status >"$T/status.json" || fail "root refused after a refused peer"
 n=$(json_get "$T/status.json" "d['counters']['refused']")

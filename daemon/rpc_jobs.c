@@ -1,0 +1,72 @@
+/* rpc_jobs.c: Jobs, the queued, running and (with all) recently finished jobs and leases. */
+#include <stdlib.h>
+
+#include "nkid.pb-c.h"
+
+#include "daemon/daemon.h"
+#include "daemon/dispatch.h"
+#include "daemon/sched.h"
+#include "daemon/xmalloc.h"
+
+struct rpc_jobs_list {
+	Nkid__V1__Job	**v;
+	size_t		  n;
+	size_t		  cap;
+};
+
+static void
+rpc_jobs_add_cb(void *arg, const struct sched_job_info *ji)
+{
+	struct rpc_jobs_list	*l = arg;
+	Nkid__V1__Job		*j;
+
+	if (l->n == l->cap) {
+		l->cap = l->cap == 0 ? 64 : l->cap * 2;
+		l->v = xreallocarray(l->v, l->cap, sizeof *l->v);
+	}
+	j = xmalloc(sizeof *j);
+	nkid__v1__job__init(j);
+	j->id = ji->id;
+	j->kind = xstrdup(ji->kind);
+	j->kernel = xstrdup(ji->kernel);
+	j->pid = ji->pid;
+	j->uid = ji->uid;
+	j->core = ji->core;
+	j->job_class = (char *)ji->cls;		/* static */
+	j->state = (char *)ji->state;		/* static */
+	j->queued_at = ji->queued_at;
+	j->started_at = ji->started_at;
+	j->finished_at = ji->finished_at;
+	j->status = (char *)(ji->status < 0 ? "" :
+	    rpc_status_name((grpc_status_code)ji->status));
+	l->v[l->n++] = j;
+}
+
+static void
+rpc_jobs(struct rpc_call *c)
+{
+	const Nkid__V1__JobsRequest	*req = (const void *)c->req;
+	Nkid__V1__JobsReply		 r = NKID__V1__JOBS_REPLY__INIT;
+	struct rpc_jobs_list		 l = { NULL, 0, 0 };
+	size_t				 i;
+
+	sched_jobs_list(c->d->sched, req->all, rpc_jobs_add_cb, &l);
+	r.n_jobs = l.n;
+	r.jobs = l.v;
+	rpc_reply(c, &r.base);
+	for (i = 0; i < l.n; i++) {
+		free(l.v[i]->kind);
+		free(l.v[i]->kernel);
+		free(l.v[i]);
+	}
+	free(l.v);
+}
+
+const struct rpc_method rpc_jobs_method = {
+	.name = "Jobs",
+	.path = DISPATCH_SERVICE "Jobs",
+	.kind = RPC_UNARY,
+	.request = &nkid__v1__jobs_request__descriptor,
+	.cap = CONFIG_CAP_CONTROL,
+	.handler = rpc_jobs,
+};

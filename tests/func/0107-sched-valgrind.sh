@@ -1,0 +1,48 @@
+#!/bin/sh
+# The scheduler and the streaming transport under valgrind: leases (held,
+# released, expired, dropped by kill -9, refused a core), runs, a cancel,
+# jobs and status; no invalid accesses, no definite leaks, clean exit.
+. "$(dirname "$0")/lib.sh"
+
+command -v valgrind >/dev/null || fail "valgrind is missing"
+"$PY" -m nkid.trace examples.vector_add:vector_add --shape 128,512 \
+	--dtype float32 --shape 128,512 --dtype float32 -o "$T/va.nkir" >/dev/null 2>&1 ||
+	fail "cannot trace vector_add"
+"$PY" -c "import numpy as np; np.save('$T/x.npy', np.ones((128, 512), np.float32))"
+valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+	--suppressions="$TOP/tests/valgrind.supp" --log-file="$T/vg.log" \
+	"$NKID" -s "$SOCK" --state-dir "$T/state" >>"$LOG" 2>&1 &
+NKID_PID=$!
+i=0
+while ! "$NKICTL" --timeout 2 ping -n 1 >/dev/null 2>&1; do
+	i=$((i + 1)); [ $i -lt 300 ] || fail "nkid under valgrind did not serve"
+	sleep 0.1
+done
+RUN="run $T/va.nkir -i x=$T/x.npy -i y=$T/x.npy -o $T/o"
+"$NKICTL" lock -- true || fail "lock failed"
+"$NKICTL" lock -c 3 -- true 2>/dev/null && fail "lock of core 3 succeeded"
+"$NKICTL" lock -t 0.3 -- sleep 5 2>/dev/null && fail "expired lock succeeded"
+"$NKICTL" lock -- sleep 30 &
+lock_pid=$!
+sleep 1
+"$NKICTL" $RUN >/dev/null 2>&1 &
+run_pid=$!
+"$NKICTL" $RUN >/dev/null 2>&1 &
+gone_pid=$!
+sleep 1
+"$NKICTL" jobs >/dev/null || fail "jobs failed"
+kill -9 $gone_pid
+"$NKICTL" --json jobs >"$T/j.json"
+id=$(json_get "$T/j.json" "[j['id'] for j in d['jobs'] if j['kind'] == 'lease'][0]")
+"$NKICTL" cancel "$id" >/dev/null || fail "cancel failed"
+wait $lock_pid 2>/dev/null || true
+wait $run_pid || fail "run failed"
+"$NKICTL" lock -- sleep 30 &
+lock_pid=$!
+sleep 1
+kill -9 $lock_pid
+"$NKICTL" --json jobs --all >/dev/null || fail "jobs --all failed"
+"$NKICTL" status >/dev/null || fail "status failed"
+rc=0; stop_nkid || rc=$?
+[ $rc -eq 0 ] || { cat "$T/vg.log" >&2; fail "valgrind or nkid exit $rc"; }
+echo ok

@@ -1,0 +1,417 @@
+/* check_sched.c: the scheduler called directly: fairness across identities, classes, caps, deadlines, cancel and drop, leases, history. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+#include <uv.h>
+
+#include "daemon/sched.h"
+
+static uv_loop_t	 loop;
+static struct sched	*s;
+
+/* A job of the tests: who, and what happened to it. */
+struct tjob {
+	struct sched_job	 sj;
+	char			 name[8];
+	int			 ran;		/* work called */
+	int			 done;
+	int			 outcome;
+};
+
+static char	order[256];		/* names in the order work ran */
+static int	ndone;
+static int	granted;
+
+static void
+tjob_work_cb(struct sched_job *sj, unsigned core)
+{
+	struct tjob	*t = (struct tjob *)sj;
+
+	t->ran = 1;
+	strcat(order, t->name);
+	strcat(order, " ");
+}
+
+static void
+tjob_done_cb(struct sched_job *sj, int outcome)
+{
+	struct tjob	*t = (struct tjob *)sj;
+
+	t->done = 1;
+	t->outcome = outcome;
+	ndone++;
+}
+
+static void
+lease_grant_cb(struct sched_job *sj)
+{
+	granted++;
+}
+
+static void
+tjob_init(struct tjob *t, const char *name, uint32_t pid, int cls)
+{
+	memset(t, 0, sizeof *t);
+	snprintf(t->name, sizeof t->name, "%s", name);
+	t->sj.work = tjob_work_cb;
+	t->sj.done = tjob_done_cb;
+	t->sj.uid = 1000;
+	t->sj.pid = pid;
+	t->sj.cls = cls;
+	t->sj.kind = "run";
+	t->sj.kernel = name;
+}
+
+static const struct sched_limits lim_default = { 100, 1000, 100, 100 };
+
+static void
+submit(struct tjob *t, int core)
+{
+	char	msg[256];
+
+	ck_assert_int_eq(sched_job_submit(s, &t->sj, core, &lim_default, msg,
+	    sizeof msg), 0);
+}
+
+/* Run the loop until cond holds (at most ~2 s). */
+#define LOOP_UNTIL(cond) do {						\
+	int	i_;							\
+	for (i_ = 0; i_ < 2000 && !(cond); i_++) {			\
+		uv_run(&loop, UV_RUN_NOWAIT);				\
+		usleep(1000);						\
+	}								\
+	ck_assert_msg((cond), "timed out waiting for " #cond);		\
+} while (0)
+
+/* A lease that holds core 0 so that jobs queue behind it. */
+static void
+hold(struct sched_job *lease)
+{
+	char	msg[256];
+
+	memset(lease, 0, sizeof *lease);
+	lease->grant = lease_grant_cb;
+	lease->uid = 0;
+	lease->pid = 1;
+	lease->kind = "lease";
+	granted = 0;
+	ck_assert_int_eq(sched_job_submit(s, lease, 0, &lim_default, msg,
+	    sizeof msg), 0);
+	LOOP_UNTIL(granted == 1);
+}
+
+static void
+setup(void)
+{
+	ck_assert_int_eq(uv_loop_init(&loop), 0);
+	ck_assert_int_eq(sched_open(&s, &loop, 1), 0);
+	order[0] = '\0';
+	ndone = 0;
+}
+
+static void
+teardown(void)
+{
+	sched_close(s);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	ck_assert_int_eq(uv_loop_close(&loop), 0);
+}
+
+START_TEST(test_sched_fair_round_robin)
+{
+	struct sched_job	lease;
+	struct tjob		a1, a2, a3, b1, b2, c1;
+
+	hold(&lease);
+	tjob_init(&a1, "a1", 10, SCHED_CLASS_INTERACTIVE);
+	tjob_init(&a2, "a2", 10, SCHED_CLASS_INTERACTIVE);
+	tjob_init(&a3, "a3", 10, SCHED_CLASS_INTERACTIVE);
+	tjob_init(&b1, "b1", 20, SCHED_CLASS_INTERACTIVE);
+	tjob_init(&b2, "b2", 20, SCHED_CLASS_INTERACTIVE);
+	tjob_init(&c1, "c1", 30, SCHED_CLASS_INTERACTIVE);
+	/* a floods first; b and c still get their turns. */
+	submit(&a1, 0); submit(&a2, 0); submit(&a3, 0);
+	submit(&b1, 0); submit(&b2, 0); submit(&c1, 0);
+	sched_lease_end(s, &lease);
+	LOOP_UNTIL(ndone == 6);
+	ck_assert_str_eq(order, "a1 b1 c1 a2 b2 a3 ");
+	ck_assert_int_eq(a1.outcome, SCHED_RAN);
+}
+END_TEST
+
+START_TEST(test_sched_batch_after_interactive)
+{
+	struct sched_job	lease;
+	struct tjob		b1, b2, i1, i2;
+
+	hold(&lease);
+	tjob_init(&b1, "b1", 10, SCHED_CLASS_BATCH);
+	tjob_init(&b2, "b2", 10, SCHED_CLASS_BATCH);
+	tjob_init(&i1, "i1", 20, SCHED_CLASS_INTERACTIVE);
+	tjob_init(&i2, "i2", 30, SCHED_CLASS_INTERACTIVE);
+	submit(&b1, 0); submit(&b2, 0); submit(&i1, 0); submit(&i2, 0);
+	sched_lease_end(s, &lease);
+	LOOP_UNTIL(ndone == 4);
+	ck_assert_str_eq(order, "i1 i2 b1 b2 ");
+}
+END_TEST
+
+START_TEST(test_sched_least_loaded_core)
+{
+	struct sched_job	lease;
+	struct tjob		j;
+
+	sched_close(s);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	ck_assert_int_eq(sched_open(&s, &loop, 3), 0);
+	hold(&lease);			/* core 0 is loaded */
+	tjob_init(&j, "j", 10, SCHED_CLASS_INTERACTIVE);
+	submit(&j, -1);
+	ck_assert_uint_eq(j.sj.core, 1);
+	LOOP_UNTIL(ndone == 1);
+	sched_lease_end(s, &lease);
+}
+END_TEST
+
+START_TEST(test_sched_caps_with_numbers)
+{
+	struct sched_job	lease;
+	struct sched_limits	lim = { 3, 4, 2, 100 };
+	struct sched_counters	sc;
+	struct tjob		t[6];
+	char			msg[256];
+	int			i;
+
+	hold(&lease);
+	for (i = 0; i < 6; i++)
+		tjob_init(&t[i], "t", 10 + (uint32_t)i / 2,
+		    SCHED_CLASS_INTERACTIVE);
+	ck_assert_int_eq(sched_job_submit(s, &t[0].sj, 0, &lim, msg,
+	    sizeof msg), 0);
+	ck_assert_int_eq(sched_job_submit(s, &t[1].sj, 0, &lim, msg,
+	    sizeof msg), 0);
+	/* pid 10 has 2: over its limit of 2. */
+	tjob_init(&t[2], "t", 10, SCHED_CLASS_INTERACTIVE);
+	ck_assert_int_eq(sched_job_submit(s, &t[2].sj, 0, &lim, msg,
+	    sizeof msg), SCHED_ECLIENT);
+	ck_assert_str_eq(msg, "pid 10 (uid 1000) already has 2 jobs queued or "
+	    "running, its limit is 2 (jobs.max_queued_per_client)");
+	tjob_init(&t[2], "t", 11, SCHED_CLASS_INTERACTIVE);
+	ck_assert_int_eq(sched_job_submit(s, &t[2].sj, 0, &lim, msg,
+	    sizeof msg), 0);
+	/* 3 queued on core 0: its queue is full. */
+	ck_assert_int_eq(sched_job_submit(s, &t[3].sj, 0, &lim, msg,
+	    sizeof msg), SCHED_EFULL);
+	ck_assert_str_eq(msg, "the queue of core 0 is full: 3 jobs "
+	    "(limits.max_queue_per_core)");
+	lim.max_queue_per_core = 100;
+	ck_assert_int_eq(sched_job_submit(s, &t[3].sj, 0, &lim, msg,
+	    sizeof msg), 0);
+	ck_assert_int_eq(sched_job_submit(s, &t[4].sj, 0, &lim, msg,
+	    sizeof msg), SCHED_ETOTAL);
+	ck_assert_str_eq(msg, "4 jobs are queued, the most nkid takes "
+	    "(jobs.max_queued)");
+	ck_assert_int_eq(sched_job_submit(s, &t[4].sj, 1, &lim, msg,
+	    sizeof msg), SCHED_ENOCORE);
+	ck_assert_ptr_nonnull(strstr(msg, "core 1 does not exist"));
+	sched_counters_get(s, &sc);
+	ck_assert_uint_eq(sc.rejected, 3);	/* ENOCORE is bad input */
+	ck_assert_uint_eq(sc.queued, 4);
+	sched_lease_end(s, &lease);
+	LOOP_UNTIL(ndone == 4);
+}
+END_TEST
+
+START_TEST(test_sched_deadline_never_runs)
+{
+	struct sched_job	lease;
+	struct tjob		late, ok;
+
+	hold(&lease);
+	tjob_init(&late, "late", 10, SCHED_CLASS_INTERACTIVE);
+	late.sj.deadline_ns = uv_hrtime() + 1000000;	/* 1 ms */
+	tjob_init(&ok, "ok", 20, SCHED_CLASS_INTERACTIVE);
+	ok.sj.deadline_ns = uv_hrtime() + 60ULL * 1000000000;
+	submit(&late, 0);
+	submit(&ok, 0);
+	usleep(5000);
+	sched_lease_end(s, &lease);
+	LOOP_UNTIL(ndone == 2);
+	ck_assert_int_eq(late.ran, 0);
+	ck_assert_int_eq(late.outcome, SCHED_EXPIRED);
+	ck_assert_int_eq(ok.ran, 1);
+	ck_assert_str_eq(order, "ok ");
+}
+END_TEST
+
+START_TEST(test_sched_cancel_drops_queued)
+{
+	struct sched_job	lease;
+	struct sched_counters	sc;
+	struct tjob		gone, cancelled, kept;
+	volatile int		flag = 0;
+	uint32_t		uid;
+
+	hold(&lease);
+	tjob_init(&gone, "gone", 10, SCHED_CLASS_INTERACTIVE);
+	gone.sj.cancel = &flag;
+	tjob_init(&cancelled, "cxl", 20, SCHED_CLASS_INTERACTIVE);
+	tjob_init(&kept, "kept", 30, SCHED_CLASS_INTERACTIVE);
+	submit(&gone, 0); submit(&cancelled, 0); submit(&kept, 0);
+	ck_assert_ptr_eq(sched_job_find(s, cancelled.sj.id), &cancelled.sj);
+	ck_assert_int_eq(sched_job_owner(s, cancelled.sj.id, &uid), 0);
+	ck_assert_uint_eq(uid, 1000);
+	/* The client went away: dropped at once, done without running. */
+	sched_job_cancel(s, &gone.sj, SCHED_GONE);
+	ck_assert_int_eq(flag, 1);
+	sched_job_cancel(s, &cancelled.sj, SCHED_CANCELLED);
+	LOOP_UNTIL(ndone == 2);
+	ck_assert_int_eq(gone.outcome, SCHED_GONE);
+	ck_assert_int_eq(cancelled.outcome, SCHED_CANCELLED);
+	sched_lease_end(s, &lease);
+	LOOP_UNTIL(ndone == 3);
+	ck_assert_int_eq(gone.ran, 0);
+	ck_assert_int_eq(cancelled.ran, 0);
+	ck_assert_str_eq(order, "kept ");
+	sched_counters_get(s, &sc);
+	ck_assert_uint_eq(sc.cancelled, 2);
+	ck_assert_uint_eq(sc.completed, 2);	/* the lease and kept */
+	ck_assert_int_eq(sched_job_owner(s, 99999, &uid), SCHED_ENOENT);
+}
+END_TEST
+
+START_TEST(test_sched_lease_states)
+{
+	struct sched_job	lease, queued;
+	struct sched_core_info	ci;
+	char			msg[256];
+
+	hold(&lease);
+	sched_core_info(s, 0, &ci);
+	ck_assert_int_eq(ci.state, SCHED_CORE_LEASED);
+	ck_assert_uint_eq(ci.holder_pid, 1);
+	ck_assert_uint_eq(ci.job_id, lease.id);
+	/* A second lease queues; ended while queued, it never hears. */
+	memset(&queued, 0, sizeof queued);
+	queued.grant = lease_grant_cb;
+	queued.pid = 2;
+	ck_assert_int_eq(sched_job_submit(s, &queued, 0, &lim_default, msg,
+	    sizeof msg), 0);
+	ck_assert_uint_eq(sched_core_load(s, 0), 2);
+	sched_lease_end(s, &queued);
+	sched_lease_end(s, &lease);
+	uv_run(&loop, UV_RUN_NOWAIT);
+	usleep(20000);
+	uv_run(&loop, UV_RUN_NOWAIT);
+	ck_assert_int_eq(granted, 1);
+	sched_core_info(s, 0, &ci);
+	ck_assert_int_eq(ci.state, SCHED_CORE_IDLE);
+	ck_assert(ci.busy_s > 0);
+}
+END_TEST
+
+struct list_ctx {
+	int	n;
+	char	states[256];
+};
+
+static void
+list_cb(void *arg, const struct sched_job_info *ji)
+{
+	struct list_ctx	*l = arg;
+
+	l->n++;
+	strcat(l->states, ji->state);
+	strcat(l->states, " ");
+}
+
+START_TEST(test_sched_history_bounded)
+{
+	struct tjob	t[4];
+	struct list_ctx	l;
+	int		i;
+
+	for (i = 0; i < 4; i++) {
+		tjob_init(&t[i], "h", 10, SCHED_CLASS_INTERACTIVE);
+		submit(&t[i], 0);
+	}
+	LOOP_UNTIL(ndone == 4);
+	sched_job_status_set(s, t[0].sj.id, 0, 2);
+	sched_job_status_set(s, t[1].sj.id, 13, 2);
+	memset(&l, 0, sizeof l);
+	sched_jobs_list(s, 1, list_cb, &l);
+	ck_assert_str_eq(l.states, "done failed running running ");
+	memset(&l, 0, sizeof l);
+	sched_jobs_list(s, 0, list_cb, &l);
+	ck_assert_int_eq(l.n, 2);
+	/* A third finished job pushes the oldest out (history 2). */
+	sched_job_status_set(s, t[2].sj.id, 1, 2);
+	memset(&l, 0, sizeof l);
+	sched_jobs_list(s, 1, list_cb, &l);
+	ck_assert_str_eq(l.states, "failed cancelled running ");
+	ck_assert_int_eq(sched_job_owner(s, t[0].sj.id, &(uint32_t){0}),
+	    SCHED_ENOENT);
+	ck_assert_int_eq(sched_job_owner(s, t[1].sj.id, &(uint32_t){0}),
+	    SCHED_EDONE);
+}
+END_TEST
+
+START_TEST(test_sched_close_drops_queued)
+{
+	struct sched_job	lease;
+	struct tjob		t;
+
+	hold(&lease);
+	tjob_init(&t, "t", 10, SCHED_CLASS_INTERACTIVE);
+	submit(&t, 0);
+	sched_lease_end(s, &lease);
+	/* Whatever has not started when it closes is STOPPED, never run. */
+	sched_close(s);
+	s = NULL;
+	uv_run(&loop, UV_RUN_DEFAULT);
+	ck_assert_int_eq(t.done, 1);
+	ck_assert(t.outcome == SCHED_STOPPED || t.outcome == SCHED_RAN);
+	ck_assert_int_eq(t.ran, t.outcome == SCHED_RAN);
+	ck_assert_int_eq(sched_open(&s, &loop, 1), 0);
+}
+END_TEST
+
+static Suite *
+sched_suite(void)
+{
+	Suite	*su = suite_create("sched");
+	TCase	*core = tcase_create("core");
+	TCase	*limits = tcase_create("limits");
+	TCase	*errors = tcase_create("errors");
+
+	tcase_add_checked_fixture(core, setup, teardown);
+	tcase_add_test(core, test_sched_fair_round_robin);
+	tcase_add_test(core, test_sched_batch_after_interactive);
+	tcase_add_test(core, test_sched_least_loaded_core);
+	tcase_add_test(core, test_sched_lease_states);
+	tcase_add_test(core, test_sched_history_bounded);
+	suite_add_tcase(su, core);
+	tcase_add_checked_fixture(limits, setup, teardown);
+	tcase_add_test(limits, test_sched_caps_with_numbers);
+	tcase_add_test(limits, test_sched_deadline_never_runs);
+	suite_add_tcase(su, limits);
+	tcase_add_checked_fixture(errors, setup, teardown);
+	tcase_add_test(errors, test_sched_cancel_drops_queued);
+	tcase_add_test(errors, test_sched_close_drops_queued);
+	suite_add_tcase(su, errors);
+	return (su);
+}
+
+int
+main(void)
+{
+	SRunner	*sr = srunner_create(sched_suite());
+	int	 failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+}
