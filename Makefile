@@ -118,7 +118,12 @@ $(PYPKG)/_proto/%_pb2.py: proto/%.proto | deps
 
 # ---------------------------------------------------------------- tests
 
-# check_ctl_* test nkictl's modules; the others the daemon's.
+# check_sim* test the executor alone; check_ctl_* nkictl's modules; the
+# others the daemon's.
+$(BUILD)/tests/check_sim%: tests/unit/check_sim%.c $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIBS) $(LDLIBS) $(CHECK_LIBS)
+
 $(BUILD)/tests/check_ctl_%: tests/unit/check_ctl_%.c $(CTL_LIB_OBJ) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CTL_LIB_OBJ) $(LIBS) $(LDLIBS) $(CHECK_LIBS)
@@ -135,7 +140,12 @@ $(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/driver.c $(SIM_SRC) $(PROT
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(FUZZ_CFLAGS) -o $@ $< tests/fuzz/driver.c \
 		$(SIM_SRC) $(GEN_C) $(LDLIBS)
 
-unit: $(UNIT_BIN)
+# The libnrt test double (tests/neuron/fake_nrt.c), never installed.
+$(BUILD)/tests/libfake_nrt.so: tests/neuron/fake_nrt.c daemon/neuron_nrt.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -fPIC -o $@ $<
+
+unit: $(UNIT_BIN) $(BUILD)/tests/libfake_nrt.so
 fuzz: $(FUZZ_BIN)
 
 check: all unit fuzz

@@ -10,12 +10,14 @@
 
 static const struct backend_ops *const backends[] = {
 	&backend_cpu_ops,
+	&backend_neuron_ops,
 };
 
 static const char *backend_errs[] = {
 	"success", "malformed kernel", "invalid kernel", "over a limit",
 	"arguments do not match the kernel", "cancelled", "execution failed",
 	"out of memory", "unsupported kernel format", "cannot open backend",
+	"core held by another process",
 };
 
 const char *

@@ -21,6 +21,7 @@ enum backend_err {
 	BACKEND_ENOMEM = -7,
 	BACKEND_EFORMAT = -8,	/* kernel format not supported */
 	BACKEND_EOPEN = -9,	/* cannot open the backend */
+	BACKEND_EBUSY = -10,	/* a core is held by another process */
 };
 
 /* A loaded, executable kernel. The signature fields are borrowed from
@@ -108,6 +109,15 @@ struct backend_ops {
 		    unsigned num_execs, unsigned profile_nth,
 		    struct backend_trace **traces, size_t *ntraces,
 		    char *diag);
+	/*
+	 * compile for target ("": the backend's default) with the extra
+	 * compiler options (additional_compile_opt: split into words like
+	 * a shell would, never run by one). NULL: the backend takes neither
+	 * and compile is used.
+	 */
+	int	(*compile_opts)(void *state, const void *ir, size_t len,
+		    const char *target, const char *options, void **image,
+		    size_t *image_len, char *diag);
 };
 
 /* One profiled execution: the trace (cpu: Chrome trace-event JSON; neuron:
@@ -143,5 +153,6 @@ const struct backend_ops *backend_find(const char *name);
 const char *backend_strerror(int err);
 
 extern const struct backend_ops backend_cpu_ops;
+extern const struct backend_ops backend_neuron_ops;
 
 #endif /* NKID_BACKEND_H */

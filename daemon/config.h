@@ -40,6 +40,18 @@ struct config {
 
 	uint32_t	 cpu_cores;
 
+	/* The neuron backend (docs/neuron.md). */
+	char		*neuron_compiler;	/* "neuronx-cc" */
+	char		*neuron_profiler;	/* "neuron-profile" */
+	char		*neuron_runtime;	/* "libnrt.so.1" */
+	char		*neuron_device_glob;	/* "/dev/neuron*" */
+	char		*neuron_visible_cores;	/* "": all */
+	char		*neuron_target;		/* "trn1" */
+	uint32_t	 neuron_cores_per_device;
+	uint32_t	 neuron_compile_timeout_ms;
+	uint32_t	 neuron_kill_grace_ms;
+	uint32_t	 neuron_log_max_bytes;
+
 	uint32_t	*allow_uids;
 	size_t		 n_allow_uids;
 	uint32_t	*allow_gids;
@@ -52,7 +64,14 @@ struct config {
 	uint64_t	 max_ir_bytes;
 	uint32_t	 max_queue_per_core;
 
+	uint32_t	 jobs_history;		/* finished jobs kept */
+	uint32_t	 jobs_max_queued;	/* queued jobs, all cores */
+	uint32_t	 jobs_max_per_client;	/* queued + running per pid */
+	uint32_t	 lease_max_seconds;	/* longest lease */
+
 	uint64_t	 cache_memory_bytes;
+	uint64_t	 cache_max_bytes;	/* on disk */
+	uint32_t	 cache_compile_workers;
 };
 
 /* Command-line settings that override the file (NULL: not given). They

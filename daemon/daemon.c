@@ -35,7 +35,7 @@ daemon_init(struct daemon *d, uv_loop_t *loop, struct config *cfg, char *err,
 	}
 	d->cfg = *cfg;
 	memset(cfg, 0, sizeof *cfg);
-	d->kcache = kcache_new(d->backend, d->cfg.cache_memory_bytes);
+	d->kcache = kcache_open(loop, d->backend, &d->cfg);
 	sched_open(&d->sched, loop, d->backend->ncores);
 	return (0);
 }
@@ -49,7 +49,7 @@ daemon_release(struct daemon *d)
 		/* Let the loop run the close callback. */
 		uv_run(d->loop, UV_RUN_NOWAIT);
 	}
-	kcache_free(d->kcache);
+	kcache_close(d->kcache);
 	d->kcache = NULL;
 	backend_close(d->backend);
 	d->backend = NULL;

@@ -162,7 +162,7 @@ nkid_reload(struct nkid_main *nm)
 	d->cfg = next;
 	if (!nm->verbose)
 		log_level_set(d->cfg.log_level);
-	kcache_max_bytes_set(d->kcache, d->cfg.cache_memory_bytes);
+	kcache_config_apply(d->kcache, &d->cfg);
 	log_info("reloaded '%s': %d setting%s changed",
 	    d->cfg.path != NULL ? d->cfg.path : "(defaults)", i,
 	    i == 1 ? "" : "s");

@@ -6,6 +6,7 @@
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/job.h"
+#include "daemon/jobs.h"
 #include "daemon/kcache.h"
 #include "daemon/kernel.h"
 #include "daemon/log.h"
@@ -41,9 +42,8 @@ rpc_run_done_cb(struct sched_job *sj, int ran)
 	const void			*image;
 	size_t				 len;
 
-	if (!ran) {
-		j->error = BACKEND_ECANCELED;
-		job_fail(j, "run");
+	if (ran != SCHED_RAN) {
+		jobs_fail_unrun(c, sj, ran, "run", kcache_entry_name(j->e));
 		job_free(j);
 		return;
 	}
@@ -77,9 +77,7 @@ rpc_run_kernel_cb(struct rpc_call *c, struct kcache_entry *e, int cache_hit,
     double compile_ms)
 {
 	const Nkid__V1__RunRequest	*req = (const void *)c->req;
-	struct daemon			*d = c->d;
 	struct job			*j = c->job;
-	int				 error;
 
 	if (job_kernel_set(j, e, cache_hit) != 0) {
 		job_free(j);
@@ -87,23 +85,9 @@ rpc_run_kernel_cb(struct rpc_call *c, struct kcache_entry *e, int cache_hit,
 	}
 	j->sj.work = rpc_run_work_cb;
 	j->sj.done = rpc_run_done_cb;
-	j->sj.cancel = &c->cancelled;
-	j->sj.id = d->next_job_id++;
-	if ((error = sched_job_submit(d->sched, &j->sj, req->core,
-	    d->cfg.max_queue_per_core)) != 0) {
-		d->jobs_rejected++;
-		if (error == SCHED_EFULL)
-			rpc_fail(c, GRPC_STATUS_RESOURCE_EXHAUSTED,
-			    "cannot run '%s': the queue of core %d is full "
-			    "(%u jobs, limits.max_queue_per_core)",
-			    kcache_entry_name(e), req->core,
-			    d->cfg.max_queue_per_core);
-		else
-			rpc_fail(c, GRPC_STATUS_UNAVAILABLE,
-			    "cannot run '%s': %s", kcache_entry_name(e),
-			    sched_strerror(error));
+	if (jobs_submit(c, &j->sj, "run", kcache_entry_name(e), req->core,
+	    req->job_class, "run") != 0)
 		job_free(j);
-	}
 }
 
 static void

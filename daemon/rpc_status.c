@@ -67,8 +67,10 @@ rpc_status(struct rpc_call *c)
 		nkid__v1__core__init(&cores[i]);
 		sched_core_info(d->sched, (unsigned)i, &ci);
 		cores[i].index = (uint32_t)i;
-		cores[i].state = ci.busy ? (char *)"busy" : (char *)"idle";
+		cores[i].state = (char *)sched_core_state_name(ci.state);
 		cores[i].job_id = ci.job_id;
+		cores[i].holder_pid = ci.holder_pid;
+		cores[i].holder_uid = ci.holder_uid;
 		cores[i].busy_s = ci.busy_s;
 		corep[i] = &cores[i];
 	}
@@ -101,6 +103,8 @@ rpc_status(struct rpc_call *c)
 	cache.compiles = ks.compiles;
 	cache.failures = ks.failures;
 	cache.evictions = ks.evictions;
+	cache.coalesced = ks.coalesced;
+	cache.corrupt = ks.corrupt;
 	r.cache = &cache;
 
 	sched_counters_get(d->sched, &sc);
@@ -108,7 +112,7 @@ rpc_status(struct rpc_call *c)
 	jobs.running = sc.running;
 	jobs.completed = sc.completed;
 	jobs.cancelled = sc.cancelled;
-	jobs.rejected = d->jobs_rejected;
+	jobs.rejected = sc.rejected + d->jobs_rejected;
 	r.jobs = &jobs;
 
 	d->backend->ops->versions(d->backend->state, rpc_status_version_add,

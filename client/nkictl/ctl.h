@@ -66,8 +66,11 @@ extern const ctl_cmd *const ctl_cmd_table[];
 extern const size_t ctl_cmd_count;
 
 /* The subcommands. */
+extern const ctl_cmd ctl_cancel_cmd;
 extern const ctl_cmd ctl_compile_cmd;
 extern const ctl_cmd ctl_help_cmd;
+extern const ctl_cmd ctl_jobs_cmd;
+extern const ctl_cmd ctl_lock_cmd;
 extern const ctl_cmd ctl_ping_cmd;
 extern const ctl_cmd ctl_run_cmd;
 extern const ctl_cmd ctl_simulate_cmd;

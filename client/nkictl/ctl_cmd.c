@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "ctl_cache.h"
 
 /*
  * Sorted by name (strcmp; bsearch relies on it, check_ctl_args checks it).
@@ -19,13 +20,27 @@
  * CMD.)
  */
 const ctl_cmd *const ctl_cmd_table[] = {
+	&ctl_cache_export_cmd,
+	&ctl_cache_gc_cmd,
+	&ctl_cache_import_cmd,
+	&ctl_cache_ls_cmd,
+	&ctl_cache_pin_cmd,
+	&ctl_cache_rm_cmd,
+	&ctl_cache_show_cmd,
+	&ctl_cache_stat_cmd,
+	&ctl_cache_unpin_cmd,
+	&ctl_cache_verify_cmd,
+	&ctl_cancel_cmd,
 	&ctl_compile_cmd,
 	&ctl_help_cmd,
+	&ctl_jobs_cmd,
+	&ctl_lock_cmd,
 	&ctl_ping_cmd,
 	&ctl_run_cmd,
 	&ctl_simulate_cmd,
 	&ctl_status_cmd,
 	&ctl_version_cmd,
+	&ctl_warmup_cmd,
 };
 const size_t ctl_cmd_count = sizeof(ctl_cmd_table) / sizeof(ctl_cmd_table[0]);
 
