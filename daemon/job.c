@@ -92,6 +92,10 @@ job_fail(struct job *j, const char *verb)
 		rpc_fail(c, GRPC_STATUS_RESOURCE_EXHAUSTED,
 		    "cannot %s '%s': %s", verb, name, j->diag);
 		break;
+	case BACKEND_EBUSY:
+		rpc_fail(c, GRPC_STATUS_UNAVAILABLE, "cannot %s '%s': %s", verb,
+		    name, j->diag);
+		break;
 	default:
 		rpc_fail(c, GRPC_STATUS_INTERNAL, "cannot %s '%s': %s", verb,
 		    name, j->diag);

@@ -505,8 +505,19 @@ kcache_flight_fail_message(struct kcache_flight *f, grpc_status_code *code,
 	case BACKEND_EINVAL:
 	case BACKEND_EPARSE:
 	case BACKEND_EARG:
+		if (f->load_stage != 0) {
+			/* Compiled, but the device will not take it. */
+			*code = GRPC_STATUS_FAILED_PRECONDITION;
+			snprintf(msg, len, "cannot load '%s': %s", f->name,
+			    f->diag);
+			break;
+		}
 		*code = GRPC_STATUS_INVALID_ARGUMENT;
 		snprintf(msg, len, "cannot compile '%s': %s", f->name, f->diag);
+		break;
+	case BACKEND_EBUSY:
+		*code = GRPC_STATUS_UNAVAILABLE;
+		snprintf(msg, len, "cannot load '%s': %s", f->name, f->diag);
 		break;
 	case BACKEND_ELIMIT:
 	case BACKEND_ENOMEM:

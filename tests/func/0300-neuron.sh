@@ -115,11 +115,23 @@ rc=0; "$NKICTL" compile "$T/bad.nkk" >"$T/bad.txt" 2>&1 || rc=$?
 grep -q "NCC_FAKE002" "$T/bad.txt" || fail "compiler log not returned: $(cat "$T/bad.txt")"
 grep -q "INVALID_ARGUMENT\|invalid" "$T/bad.txt" || fail "failing compile status: $(cat "$T/bad.txt")"
 
+# A compiler that exits 0 but writes garbage: nothing is cached, the run
+# fails with a clear status, and the next attempt compiles again.
+kernel_file "$T/junk.nkk" junk 'FAKE_CC_GARBAGE'
+rc=0; "$NKICTL" run "$T/junk.nkk" -o "$T/outs" >"$T/junk.txt" 2>&1 || rc=$?
+[ $rc -eq 1 ] || fail "a garbage NEFF ran (exit $rc): $(cat "$T/junk.txt")"
+grep -q "FAILED_PRECONDITION\|INVALID_ARGUMENT" "$T/junk.txt" ||
+	fail "garbage NEFF status: $(cat "$T/junk.txt")"
+rm -f "$T/cc-argv"
+"$NKICTL" compile "$T/junk.nkk" >/dev/null 2>&1 || true
+[ -e "$T/cc-argv" ] || fail "a garbage NEFF was cached"
+
 # Another process takes NeuronCore 1 (nkid core 1): the run names it.
 echo 1 >"$T/busy"
 rc=0; "$NKICTL" run "$T/copy.nkk" -i "$T/a.npy" -i "$T/b.npy" -o "$T/outs" -c 1 >"$T/busy.txt" 2>&1 || rc=$?
 [ $rc -ne 0 ] || fail "run on a busy core succeeded"
 grep -q "NeuronCore 1 (nkid core 1) is not available" "$T/busy.txt" || fail "busy core not named: $(cat "$T/busy.txt")"
+grep -q "UNAVAILABLE" "$T/busy.txt" || fail "busy core is not UNAVAILABLE: $(cat "$T/busy.txt")"
 : >"$T/busy"
 "$NKICTL" run "$T/copy.nkk" -i "$T/a.npy" -i "$T/b.npy" -o "$T/outs" -c 1 >/dev/null 2>&1 ||
 	fail "core 1 did not recover once released"
