@@ -87,3 +87,12 @@ backend_traces_free(struct backend_trace *t, size_t n)
 	}
 	free(t);
 }
+
+unsigned
+backend_device_core(const struct backend *b, unsigned core)
+{
+	assert(b != NULL && core < b->ncores);
+	if (b->ops->device_core == NULL)
+		return (core);
+	return (b->ops->device_core(b->state, core));
+}

@@ -118,6 +118,11 @@ struct backend_ops {
 	int	(*compile_opts)(void *state, const void *ir, size_t len,
 		    const char *target, const char *options, void **image,
 		    size_t *image_len, char *diag);
+	/*
+	 * The device's index of nkid core core, for NEURON_RT_VISIBLE_CORES
+	 * in a lease. NULL: the same index.
+	 */
+	unsigned (*device_core)(void *state, unsigned core);
 };
 
 /* One profiled execution: the trace (cpu: Chrome trace-event JSON; neuron:
@@ -129,6 +134,9 @@ struct backend_trace {
 	char		*summary_json;
 	size_t		 summary_len;
 };
+
+/* The device core index behind nkid core core of b (see device_core). */
+unsigned backend_device_core(const struct backend *b, unsigned core);
 
 /* Free n traces filled by a profile operation, and the array. */
 void	backend_traces_free(struct backend_trace *t, size_t n);

@@ -1332,6 +1332,15 @@ out:
 	return (error);
 }
 
+/* The NeuronCore behind nkid core core. */
+static unsigned
+backend_neuron_device_core(void *state, unsigned core)
+{
+	struct backend_neuron	*b = state;
+
+	return (b->cores[core]);
+}
+
 const struct backend_ops backend_neuron_ops = {
 	.name = "neuron",
 	.format = NEURON_FORMAT,
@@ -1348,4 +1357,5 @@ const struct backend_ops backend_neuron_ops = {
 	.simulate = backend_neuron_simulate,
 	.benchmark = backend_neuron_benchmark,
 	.profile = backend_neuron_profile,
+	.device_core = backend_neuron_device_core,
 };

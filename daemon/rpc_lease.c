@@ -7,6 +7,7 @@
 
 #include "nkid.pb-c.h"
 
+#include "daemon/backend.h"
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/jobs.h"
@@ -143,7 +144,8 @@ lease_flush(struct lease *l)
 	if (l->nout > 0) {
 		r.state = l->out[0].state;
 		r.core = l->sj.core;
-		snprintf(visible, sizeof visible, "%u", l->sj.core);
+		snprintf(visible, sizeof visible, "%u",
+		    backend_device_core(c->d->backend, l->sj.core));
 		r.visible_cores = r.state == NKID__V1__LEASE_REPLY__STATE__GRANTED ?
 		    visible : (char *)"";
 		r.message = l->out[0].message;

@@ -139,4 +139,13 @@ grep -q "UNAVAILABLE" "$T/busy.txt" || fail "busy core is not UNAVAILABLE: $(cat
 stop_nkid || fail "nkid exited non-zero"
 # Nothing left in the work directory.
 [ -z "$(ls "$T/state/neuron")" ] || fail "left in the work directory: $(ls "$T/state/neuron")"
+
+# nkid given NeuronCores 2-3: a lease of nkid core 0 hands out NeuronCore 2.
+NEURON_RT_VISIBLE_CORES=2-3 start_nkid -c "$T/nkid.json"
+[ "$("$NKICTL" --json status | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)["cores"]))')" = 2 ] ||
+	fail "NEURON_RT_VISIBLE_CORES=2-3 did not give 2 cores"
+"$NKICTL" lock -c 0 -- sh -c 'echo "cores=$NEURON_RT_VISIBLE_CORES"' >"$T/lease.txt" 2>&1 ||
+	fail "lease failed: $(cat "$T/lease.txt")"
+grep -q "cores=2" "$T/lease.txt" || fail "lease of core 0 did not name NeuronCore 2: $(cat "$T/lease.txt")"
+stop_nkid || fail "nkid exited non-zero"
 echo ok
