@@ -154,10 +154,11 @@ check: all unit fuzz
 demo: all
 	@scripts/demo.sh
 
-BENCH_BIN := $(BUILD)/bench/echo_server $(BUILD)/bench/echo_client
-$(BUILD)/bench/%: bench/%.c
+BENCH_BIN := $(BUILD)/bench/echo_server $(BUILD)/bench/echo_client \
+	$(BUILD)/bench/cache_fill
+$(BUILD)/bench/%: bench/%.c $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
 
 bench: all $(BENCH_BIN)
 	$(PY) scripts/bench.py

@@ -6,6 +6,7 @@ machine (shared and noisy), or an absolute figure with its target. Each
 row names the command that produced it.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -19,6 +20,8 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 BIN = os.path.join(TOP, "build", "bin")
 BENCH = os.path.join(TOP, "build", "bench")
 PY = os.path.join(TOP, ".venv", "bin", "python")
+# NKID_BIN: the nkid binary to measure (default build/bin/nkid).
+NKID = os.environ.get("NKID_BIN") or os.path.join(BIN, "nkid")
 
 rows = []       # (key, value, baseline, ratio, target, command)
 results = {}
@@ -61,7 +64,7 @@ def bench_ping(tmp, n=10000):
     echo_sock = os.path.join(tmp, "echo.sock")
     echo = subprocess.Popen([os.path.join(BENCH, "echo_server"), echo_sock])
     nkid_sock = os.path.join(tmp, "nkid.sock")
-    nkid = subprocess.Popen([os.path.join(BIN, "nkid"), "-s", nkid_sock,
+    nkid = subprocess.Popen([NKID, "-s", nkid_sock,
                              "--state-dir", os.path.join(tmp, "state")],
                             stderr=subprocess.DEVNULL)
     try:
@@ -93,7 +96,7 @@ def bench_ping(tmp, n=10000):
 
 def start_nkid(tmp, name="nkid", extra=()):
     sock = os.path.join(tmp, name + ".sock")
-    proc = subprocess.Popen([os.path.join(BIN, "nkid"), "-s", sock, "--state-dir",
+    proc = subprocess.Popen([NKID, "-s", sock, "--state-dir",
                              os.path.join(tmp, name + "-state")] + list(extra),
                             stderr=subprocess.DEVNULL)
     wait_socket(sock, proc)
@@ -174,10 +177,227 @@ def bench_executor(tmp):
             worst = max(worst, o / b)
             record(key, round(o, 0), round(b, 0), round(o / b, 3), "<= 2.0",
                    "RunReply.exec_us vs numpy in-process (us, p50 of 5)")
+        record("rss_loaded_mib", round(rss_mib(proc.pid), 1), None, None, "",
+               "VmRSS of nkid after the executor runs (kernels loaded)")
     finally:
         stop(proc)
     record("executor_ratio_vs_numpy_max", None, None, round(worst, 3), "<= 2.0",
            "max of the executor_ratio_* rows")
+
+
+def notify_listener(path):
+    """A datagram socket for NOTIFY_SOCKET; returns (socket, path)."""
+    import socket
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.bind(path)
+    s.settimeout(30)
+    return s
+
+
+def nkictl(sock, *args, check=True):
+    return subprocess.run([os.path.join(BIN, "nkictl"), "-s", sock] + list(args),
+                          check=check, capture_output=True, text=True).stdout
+
+
+def status(sock):
+    return json.loads(nkictl(sock, "--json", "status"))
+
+
+def trace_file(path, spec, shapes, dtype="float32"):
+    """Write a traced kernel file with python -m nkid.trace."""
+    cmd = [PY, "-m", "nkid.trace", spec]
+    for s in shapes:
+        cmd += ["--shape", ",".join(map(str, s)), "--dtype", dtype]
+    subprocess.run(cmd + ["-o", path], check=True, capture_output=True,
+                   cwd=TOP, env=dict(os.environ, PYTHONPATH=TOP))
+
+
+def bench_python_run(tmp, n=2000):
+    """A warm tiny kernel through nki.baremetal, per call p50, over a bare
+    Python gRPC unary call (Ping) to the same daemon."""
+    import numpy as np
+    from nkid import nki
+    from nkid.client import get_client
+    sys.path.insert(0, os.path.join(TOP, "bench"))
+    from kernels import tiny_add
+    proc, sock = start_nkid(tmp, "pyrun")
+    try:
+        x = np.ones((128, 8), np.float32)
+        k = nki.baremetal(tiny_add.func)
+        client = get_client(sock)
+        for _ in range(50):
+            k(x, x)
+            client.ping()
+        ours, base = [], []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            k(x, x)
+            t1 = time.perf_counter()
+            client.ping()
+            t2 = time.perf_counter()
+            ours.append((t1 - t0) * 1e6)
+            base.append((t2 - t1) * 1e6)
+        o, b = p50(ours), p50(base)
+        record("python_run_ratio_vs_grpc_call", round(o, 1), round(b, 1),
+               round(o / b, 3), "<= 1.5",
+               "nki.baremetal(tiny_add)(128x8) vs Client.ping() (p50 us of %d, interleaved)" % n)
+    finally:
+        stop(proc)
+
+
+def timed_runs(cmd, n, env=None):
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True, env=env)
+        ts.append((time.perf_counter() - t0) * 1e6)
+    return p50(ts)
+
+
+def bench_cache_hit(tmp, n=50):
+    """A cache-hit `nkictl compile` (whole process) over an sccache hit
+    compiling a trivial C file (whole process), both warm."""
+    if shutil.which("sccache") is None:
+        record("cache_hit_ratio_vs_sccache", None, None, None, "<= 0.5",
+               "skipped: sccache is not installed (make deps installs it)")
+        return
+    proc, sock = start_nkid(tmp, "hit")
+    scc = dict(os.environ, SCCACHE_DIR=os.path.join(tmp, "sccache"),
+               SCCACHE_IDLE_TIMEOUT="0", SCCACHE_SERVER_PORT="4327")
+    try:
+        kfile = os.path.join(tmp, "hit.nkir")
+        trace_file(kfile, "bench.kernels:tiny_add", [(128, 8), (128, 8)])
+        nkictl(sock, "compile", kfile)
+        ours = timed_runs([os.path.join(BIN, "nkictl"), "-s", sock, "compile", kfile], n)
+        src = os.path.join(tmp, "t.c")
+        with open(src, "w") as f:
+            f.write("int nkid_bench(int x) { return x + 1; }\n")
+        subprocess.run(["sccache", "--start-server"], env=scc, check=True,
+                       capture_output=True)
+        cc = ["sccache", "cc", "-c", src, "-o", os.path.join(tmp, "t.o")]
+        subprocess.run(cc, env=scc, check=True, capture_output=True)
+        base = timed_runs(cc, n, env=scc)
+        st = subprocess.run(["sccache", "--show-stats"], env=scc, capture_output=True,
+                            text=True).stdout
+        hits = re.search(r"Cache hits\s+(\d+)", st)
+        if not hits or int(hits.group(1)) < n:
+            raise RuntimeError("sccache did not hit: %s" % st)
+        record("cache_hit_ratio_vs_sccache", round(ours, 0), round(base, 0),
+               round(ours / base, 3), "<= 0.5",
+               "nkictl compile (hit) vs sccache cc -c t.c (hit), whole process, p50 us of %d" % n)
+    finally:
+        subprocess.run(["sccache", "--stop-server"], env=scc, capture_output=True)
+        stop(proc)
+
+
+def bench_single_flight(tmp, n=32):
+    """Compiles caused by n identical concurrent requests for a new kernel."""
+    proc, sock = start_nkid(tmp, "flight")
+    try:
+        kfile = os.path.join(tmp, "flight.nkir")
+        trace_file(kfile, "examples.matmul:matmul", [(1024, 1024), (1024, 2048)])
+        before = status(sock)["cache"]["compiles"]
+        ps = [subprocess.Popen([os.path.join(BIN, "nkictl"), "-s", sock, "compile", kfile],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+              for _ in range(n)]
+        bad = sum(p.wait() != 0 for p in ps)
+        if bad:
+            raise RuntimeError("%d of %d compiles failed" % (bad, n))
+        compiles = status(sock)["cache"]["compiles"] - before
+        record("single_flight_compiles", compiles, None, None, "1",
+               "%d concurrent nkictl compile of one new kernel; cache.compiles delta" % n)
+    finally:
+        stop(proc)
+
+
+FAIR_CLIENT = r"""
+import os, sys, time
+import numpy as np
+sys.path.insert(0, os.path.join(sys.argv[1], "bench"))
+from nkid import nki
+from kernels import short_mix
+k = nki.baremetal(short_mix.func)
+x = np.ones((128, 512), np.float32)
+k(x)
+while time.time() < float(sys.argv[2]):
+    time.sleep(0.001)
+for _ in range(int(sys.argv[3])):
+    k(x)
+"""
+
+
+def bench_fairness(tmp, procs=8, jobs=200):
+    """procs processes x jobs short kernels on one core: how busy the core
+    is from the first start to the last finish, and Jain's index of the
+    processes' shares while all of them are running."""
+    cfg = os.path.join(tmp, "fair.json")
+    with open(cfg, "w") as f:
+        json.dump({"jobs": {"history": procs * (jobs + 1) + 64}}, f)
+    proc, sock = start_nkid(tmp, "fair", ["-c", cfg])
+    try:
+        go = time.time() + 3.0
+        ps = [subprocess.Popen([PY, "-c", FAIR_CLIENT, TOP, str(go), str(jobs)],
+                               env=dict(os.environ, NKID_SOCKET=sock))
+              for _ in range(procs)]
+        if any(p.wait() != 0 for p in ps):
+            raise RuntimeError("a fairness client failed")
+        hist = json.loads(nkictl(sock, "--json", "jobs", "--all"))["jobs"]
+        runs = [j for j in hist if j["kind"] == "run" and j["started_at"]
+                and j["finished_at"] and j["started_at"] >= go - 0.5]
+        busy = sum(j["finished_at"] - j["started_at"] for j in runs)
+        span = max(j["finished_at"] for j in runs) - min(j["started_at"] for j in runs)
+        by_pid = {}
+        for j in runs:
+            by_pid.setdefault(j["pid"], []).append(j["finished_at"])
+        t_end = min(max(v) for v in by_pid.values())
+        shares = [sum(1 for t in v if t <= t_end) for v in by_pid.values()]
+        jain = sum(shares) ** 2 / (len(shares) * sum(s * s for s in shares))
+        record("device_busy_fraction", round(busy / span, 3), None, None, ">= 0.95",
+               "%d processes x %d short_mix(128x512) on one core; sum(run)/span "
+               "from nkictl jobs --all" % (procs, jobs))
+        record("fairness_jain", round(jain, 3), None, None, ">= 0.95",
+               "Jain's index of jobs done per process until the first process finishes")
+    finally:
+        stop(proc)
+
+
+def bench_cache_100k(tmp, n=100000):
+    """nkid ready (READY=1) with n cache entries, and Lookup p99 over RPC."""
+    import random
+    from nkid.client import Client
+    state = os.path.join(tmp, "big-state")
+    os.makedirs(os.path.join(state, "cache"))
+    subprocess.run([os.path.join(BENCH, "cache_fill"), os.path.join(state, "cache"),
+                    str(n), "cpu", "sim nkir/1"], check=True)
+    sock = os.path.join(tmp, "big.sock")
+    npath = os.path.join(tmp, "big.notify")
+    ns = notify_listener(npath)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([NKID, "-s", sock, "--state-dir", state],
+                            env=dict(os.environ, NOTIFY_SOCKET=npath),
+                            stderr=subprocess.DEVNULL)
+    try:
+        while b"READY=1" not in ns.recv(4096):
+            pass
+        ready_ms = (time.perf_counter() - t0) * 1e3
+        ns.close()
+        record("ready_ms_100k", round(ready_ms, 1), None, None, "< 250",
+               "exec of nkid to READY=1 on NOTIFY_SOCKET with %d cache entries" % n)
+        client = Client(sock)
+        ts = []
+        for i in range(2000):
+            spec = hashlib.sha256(b"spec-%d" % random.randrange(n)).hexdigest()
+            t1 = time.perf_counter()
+            r = client.lookup(spec)
+            ts.append((time.perf_counter() - t1) * 1e6)
+            if not r.found:
+                raise RuntimeError("spec %s not found" % spec)
+        ts.sort()
+        record("cache_lookup_p99_us_100k", round(ts[int(len(ts) * 0.99)], 1), None, None,
+               "< 1000", "Lookup RPC from Python, random spec keys of %d, p99 us of 2000" % n)
+        client.close()
+    finally:
+        stop(proc)
 
 
 def write_report():
@@ -204,6 +424,11 @@ def main():
     try:
         bench_ping(tmp)
         bench_executor(tmp)
+        bench_python_run(tmp)
+        bench_cache_hit(tmp)
+        bench_single_flight(tmp)
+        bench_fairness(tmp)
+        bench_cache_100k(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     write_report()
