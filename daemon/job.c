@@ -8,6 +8,8 @@
 #include "daemon/dispatch.h"
 #include "daemon/job.h"
 #include "daemon/kcache.h"
+#include "daemon/log.h"
+#include "daemon/shm.h"
 #include "daemon/tensor.h"
 #include "daemon/xmalloc.h"
 
@@ -17,29 +19,60 @@ job_release_cb(void *arg)
 	job_free(arg);
 }
 
-struct job *
-job_new(struct rpc_call *c, Nkid__V1__Tensor *const *inputs, size_t ninputs)
+int
+job_init(struct job *j, struct rpc_call *c, Nkid__V1__Tensor *const *inputs,
+    size_t ninputs, const Nkid__V1__ShmRegion *output_shm, int flags)
 {
 	struct daemon	*d = c->d;
-	struct job	*j;
+	struct shm_set	*shm;
 	sim_tensor	*st;
-	char		 err[512];
-	int		 error;
+	char		 err[768];
+	int		 error, ri = -1;
 
+	shm = shm_set_new(SHM_DIR, c->id.uid);
 	error = tensor_inputs_convert(inputs, ninputs, d->cfg.max_tensors,
-	    d->cfg.max_tensor_bytes, &st, err, sizeof err);
+	    d->cfg.max_tensor_bytes, flags, shm, &st, err, sizeof err);
 	if (error != 0) {
-		rpc_fail(c, error == TENSOR_ELIMIT ?
-		    GRPC_STATUS_RESOURCE_EXHAUSTED :
-		    GRPC_STATUS_INVALID_ARGUMENT, "%s", err);
-		return (NULL);
+		shm_set_free(shm);
+		rpc_fail(c, tensor_err_status(error), "%s", err);
+		return (-1);
 	}
-	j = xcalloc(1, sizeof *j);
+	if (output_shm != NULL && (ri = shm_set_open(shm, output_shm->name, 1,
+	    output_shm->offset, output_shm->size, err, sizeof err)) < 0) {
+		free(st);
+		shm_set_free(shm);
+		rpc_fail(c, ri == SHM_ENOENT ? GRPC_STATUS_NOT_FOUND :
+		    ri == SHM_EPERM ? GRPC_STATUS_PERMISSION_DENIED :
+		    ri == SHM_ELIMIT ? GRPC_STATUS_RESOURCE_EXHAUSTED :
+		    ri == SHM_ESYS ? GRPC_STATUS_INTERNAL :
+		    GRPC_STATUS_INVALID_ARGUMENT, "output_shm: %s", err);
+		return (-1);
+	}
 	j->c = c;
 	j->b = d->backend;
 	j->inputs = st;
 	j->ninputs = ninputs;
+	j->shm = shm;
+	j->out_region = ri;
+	if (ri >= 0) {
+		j->out_offset = output_shm->offset;
+		j->out_size = output_shm->size;
+	}
 	c->job = j;
+	return (0);
+}
+
+struct job *
+job_new(struct rpc_call *c, Nkid__V1__Tensor *const *inputs, size_t ninputs,
+    const Nkid__V1__ShmRegion *output_shm)
+{
+	struct job	*j;
+
+	j = xcalloc(1, sizeof *j);
+	if (job_init(j, c, inputs, ninputs, output_shm, 0) != 0) {
+		free(j);
+		return (NULL);
+	}
 	c->job_release = job_release_cb;
 	return (j);
 }
@@ -67,7 +100,65 @@ job_kernel_set(struct job *j, struct kcache_entry *e, int cache_hit)
 	}
 	j->noutputs = p->noutputs;
 	j->outputs = xcalloc(j->noutputs, sizeof *j->outputs);
+	if (j->out_region >= 0) {
+		j->out_offsets = xcalloc(j->noutputs + 1, sizeof(uint64_t));
+		j->out_sizes = xcalloc(j->noutputs + 1, sizeof(uint64_t));
+		/* end - offset cannot wrap: end >= offset. */
+		if (tensor_outputs_layout(p, j->out_offset, j->out_offsets,
+		    j->out_sizes, &total) != 0 ||
+		    total - j->out_offset > j->out_size) {
+			free(j->out_offsets);
+			free(j->out_sizes);
+			j->out_offsets = j->out_sizes = NULL;	/* inline */
+		}
+	}
 	return (0);
+}
+
+void
+job_outputs_place(struct job *j)
+{
+	const char	*bad;
+	char		 err[512];
+	size_t		 i;
+
+	if (j->shm == NULL)
+		return;
+	if (j->error == 0 && (bad = shm_set_damaged(j->shm)) != NULL) {
+		j->error = BACKEND_EARG;
+		snprintf(j->diag, sizeof j->diag, "shared-memory region '%s' "
+		    "shrank while nkid read it (truncated by the client during "
+		    "the job?)", bad);
+		return;
+	}
+	if (j->error != 0 || !j->outputs_filled || j->out_offsets == NULL)
+		return;
+	for (i = 0; i < j->noutputs; i++)
+		if (j->outputs[i].nbytes != j->out_sizes[i])
+			return;
+	for (i = 0; i < j->noutputs; i++) {
+		if (shm_set_write(j->shm, j->out_region, j->out_offsets[i],
+		    j->outputs[i].data, j->outputs[i].nbytes, err,
+		    sizeof err) != 0) {
+			log_warn("job %llu: %s; its outputs go inline",
+			    (unsigned long long)j->sj.id, err);
+			return;
+		}
+	}
+	/* Only data goes: dtype, shape and size stay for the reply. */
+	sim_tensors_release(j->outputs, j->noutputs);
+	for (i = 0; i < j->noutputs; i++)
+		j->outputs[i].nbytes = j->out_sizes[i];
+	j->outputs_filled = 0;
+	j->outputs_in_shm = 1;
+}
+
+Nkid__V1__Tensor **
+job_outputs_messages(struct job *j)
+{
+	return (tensor_outputs_messages(kcache_entry_program(j->e),
+	    j->outputs, j->noutputs, j->outputs_in_shm ?
+	    shm_set_name(j->shm, j->out_region) : NULL, j->out_offsets));
 }
 
 void
@@ -112,6 +203,9 @@ job_free(struct job *j)
 		sim_tensors_release(j->outputs, j->noutputs);
 	free(j->outputs);
 	free(j->inputs);
+	shm_set_free(j->shm);
+	free(j->out_offsets);
+	free(j->out_sizes);
 	free(j->print);
 	if (j->e != NULL)
 		kcache_entry_unref(j->c->d->kcache, j->e);

@@ -12,6 +12,7 @@
 
 struct kcache_entry;
 struct rpc_call;
+struct shm_set;
 
 struct job {
 	struct sched_job	 sj;		/* Run: the core's queue */
@@ -32,25 +33,59 @@ struct job {
 	size_t			 print_cap;
 	int			 print_truncated;
 	uint64_t		 exec_ns;
+	/* Shared memory (daemon/shm.h): the regions of the inputs and of
+	 * output_shm, unmapped and closed by job_free. */
+	struct shm_set		*shm;
+	int			 out_region;	/* index in shm; -1: none */
+	uint64_t		 out_offset;	/* output_shm's range */
+	uint64_t		 out_size;
+	uint64_t		*out_offsets;	/* set if the outputs fit */
+	uint64_t		*out_sizes;
+	int			 outputs_in_shm; /* written there */
 };
 
 /* Most device_print text kept for one Simulate reply. */
 #define JOB_PRINT_MAX	(16 * 1024 * 1024)
 
 /*
- * A job for call c with its inputs checked and converted (Run and
- * Simulate requests carry the same inputs field). On bad input the call
- * is answered (INVALID_ARGUMENT or RESOURCE_EXHAUSTED) and NULL returned.
- * The job is set as c->job and freed with job_free.
+ * Fill the zeroed job j (the first member of a bigger state for
+ * Benchmark and Profile) for call c: inputs checked and converted, inline
+ * or mapped from the caller's shared-memory regions (flags for
+ * tensor_inputs_convert), and output_shm (may be NULL) opened and checked
+ * for writing. Sets c->job = j; the caller sets c->job_release. On bad
+ * input the call is answered (INVALID_ARGUMENT, RESOURCE_EXHAUSTED,
+ * NOT_FOUND, PERMISSION_DENIED) with nothing left held in j, and -1
+ * returned.
+ */
+int	job_init(struct job *j, struct rpc_call *c,
+	    Nkid__V1__Tensor *const *inputs, size_t ninputs,
+	    const Nkid__V1__ShmRegion *output_shm, int flags);
+/*
+ * A new job for call c (job_init), c->job_release set; NULL if the call
+ * was answered. Freed with job_free.
  */
 struct job *job_new(struct rpc_call *c, Nkid__V1__Tensor *const *inputs,
-	    size_t ninputs);
+	    size_t ninputs, const Nkid__V1__ShmRegion *output_shm);
 /*
  * Take the resolved kernel e (the reference moves to the job), check that
  * the outputs fit the limits and allocate them. On failure answers the
  * call and returns -1.
  */
 int	job_kernel_set(struct job *j, struct kcache_entry *e, int cache_hit);
+/*
+ * On the worker, right after the execution (outputs_filled and error
+ * set, exec_ns taken): fail the job (BACKEND_EARG) if a shared-memory
+ * input shrank while it ran; else, when the outputs fit output_shm,
+ * write them there (one copy each, pwrite) and release them. An output
+ * that cannot be written stays inline.
+ */
+void	job_outputs_place(struct job *j);
+/*
+ * The reply's output messages: inline, or naming output_shm (see
+ * tensor_outputs_messages). Free with tensor_messages_free(m,
+ * j->noutputs) before job_free.
+ */
+Nkid__V1__Tensor **job_outputs_messages(struct job *j);
 /* Answer the call for a failed execution (j->error, j->diag). */
 void	job_fail(struct job *j, const char *verb);
 /* Release everything the job holds; c->job is cleared. */

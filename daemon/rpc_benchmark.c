@@ -90,6 +90,7 @@ rpc_benchmark_work_cb(struct sched_job *sj, unsigned core)
 	    rb->samples_us, j->diag);
 	j->outputs_filled = j->error == 0;
 	j->exec_ns = uv_hrtime() - t0;
+	job_outputs_place(j);
 }
 
 static void
@@ -165,57 +166,6 @@ rpc_benchmark_kernel_cb(struct rpc_call *c, struct kcache_entry *e,
 		rpc_benchmark_free(rb);
 }
 
-/*
- * Convert the inputs. A tensor without data (shapes only, what
- * nki.benchmark sends) is checked like the others and reaches the
- * backend with data == NULL: the backend supplies its values.
- */
-static int
-rpc_benchmark_inputs(struct rpc_call *c, Nkid__V1__Tensor *const *in,
-    size_t n, sim_tensor **out)
-{
-	Nkid__V1__Tensor	*shadow, **sp;
-	static uint8_t		 none[1];
-	char			 err[512];
-	size_t			 i, k, nbytes;
-	int			 dtype, error;
-
-	shadow = xcalloc(n + 1, sizeof *shadow);
-	sp = xcalloc(n + 1, sizeof *sp);
-	for (i = 0; i < n; i++) {
-		shadow[i] = *in[i];
-		sp[i] = &shadow[i];
-		if (in[i]->data.len != 0 ||
-		    (dtype = sim_dtype_from_name(in[i]->dtype)) ==
-		    SIM_DT_INVALID || in[i]->n_shape > SIM_MAX_RANK)
-			continue;
-		nbytes = sim_dtype_size(dtype);
-		for (k = 0; k < in[i]->n_shape; k++)
-			if (__builtin_mul_overflow(nbytes, in[i]->shape[k],
-			    &nbytes))
-				break;
-		if (k < in[i]->n_shape)
-			continue;	/* tensor_inputs_convert says why */
-		shadow[i].data.len = nbytes;
-		shadow[i].data.data = none;
-	}
-	error = tensor_inputs_convert(sp, n, c->d->cfg.max_tensors,
-	    c->d->cfg.max_tensor_bytes, out, err, sizeof err);
-	if (error == 0)
-		for (i = 0; i < n; i++)
-			if (in[i]->data.len == 0)
-				(*out)[i].data = NULL;
-	free(sp);
-	free(shadow);
-	if (error != 0) {
-		rpc_fail(c, error == TENSOR_ELIMIT ?
-		    GRPC_STATUS_RESOURCE_EXHAUSTED :
-		    GRPC_STATUS_INVALID_ARGUMENT, "%s", err);
-		return (-1);
-	}
-	return (0);
-}
-
 static void
 rpc_benchmark(struct rpc_call *c)
 {
@@ -223,7 +173,6 @@ rpc_benchmark(struct rpc_call *c)
 	struct daemon			*d = c->d;
 	struct rpc_benchmark		*rb;
 	unsigned			 ncores = sched_core_count(d->sched);
-	sim_tensor			*in;
 
 	if (d->backend->ops->benchmark == NULL) {
 		rpc_fail(c, GRPC_STATUS_UNIMPLEMENTED, "cannot benchmark '%s': "
@@ -248,17 +197,18 @@ rpc_benchmark(struct rpc_call *c)
 		    req->warmup);
 		return;
 	}
-	if (rpc_benchmark_inputs(c, req->inputs, req->n_inputs, &in) != 0)
-		return;
+	/* A tensor without data or shm (shapes only, what nki.benchmark
+	 * sends) reaches the backend with data == NULL: it supplies the
+	 * values. */
 	rb = xcalloc(1, sizeof *rb);
-	rb->j.c = c;
-	rb->j.b = d->backend;
-	rb->j.inputs = in;
-	rb->j.ninputs = req->n_inputs;
+	if (job_init(&rb->j, c, req->inputs, req->n_inputs, NULL,
+	    TENSOR_TAKE_SHAPES) != 0) {
+		free(rb);
+		return;
+	}
 	rb->warmup = req->warmup;
 	rb->iters = req->iters;
 	rb->samples_us = xreallocarray(NULL, req->iters, sizeof(double));
-	c->job = &rb->j;
 	c->job_release = rpc_benchmark_release_cb;
 	kernel_resolve(c, req->ref, rpc_benchmark_kernel_cb);
 }

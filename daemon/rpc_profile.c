@@ -60,6 +60,7 @@ rpc_profile_work_cb(struct sched_job *sj, unsigned core)
 	    &rp->ntraces, j->diag);
 	j->outputs_filled = j->error == 0;
 	j->exec_ns = uv_hrtime() - t0;
+	job_outputs_place(j);
 }
 
 static void
@@ -95,8 +96,7 @@ rpc_profile_done_cb(struct sched_job *sj, int ran)
 		tv[i].summary_json.len = rp->traces[i].summary_len;
 		tp[i] = &tv[i];
 	}
-	out = tensor_outputs_messages(kcache_entry_program(j->e), j->outputs,
-	    j->noutputs);
+	out = job_outputs_messages(j);
 	image = kcache_entry_image(j->e, &len);
 	r.neff.data = (uint8_t *)image;
 	r.neff.len = len;
@@ -138,9 +138,6 @@ rpc_profile(struct rpc_call *c)
 	struct rpc_profile		*rp;
 	unsigned			 ncores = sched_core_count(d->sched);
 	unsigned			 num_execs, nth;
-	sim_tensor			*in;
-	char				 err[512];
-	int				 error;
 
 	num_execs = req->num_execs ? req->num_execs : 1;
 	nth = req->profile_nth ? req->profile_nth : 1;
@@ -164,22 +161,14 @@ rpc_profile(struct rpc_call *c)
 		    kernel_ref_name(req->ref), RPC_PROFILE_MAX, num_execs, nth);
 		return;
 	}
-	error = tensor_inputs_convert(req->inputs, req->n_inputs,
-	    d->cfg.max_tensors, d->cfg.max_tensor_bytes, &in, err, sizeof err);
-	if (error != 0) {
-		rpc_fail(c, error == TENSOR_ELIMIT ?
-		    GRPC_STATUS_RESOURCE_EXHAUSTED :
-		    GRPC_STATUS_INVALID_ARGUMENT, "%s", err);
+	rp = xcalloc(1, sizeof *rp);
+	if (job_init(&rp->j, c, req->inputs, req->n_inputs, req->output_shm,
+	    0) != 0) {
+		free(rp);
 		return;
 	}
-	rp = xcalloc(1, sizeof *rp);
-	rp->j.c = c;
-	rp->j.b = d->backend;
-	rp->j.inputs = in;
-	rp->j.ninputs = req->n_inputs;
 	rp->num_execs = num_execs;
 	rp->profile_nth = nth;
-	c->job = &rp->j;
 	c->job_release = rpc_profile_release_cb;
 	kernel_resolve(c, req->ref, rpc_profile_kernel_cb);
 }

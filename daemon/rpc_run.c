@@ -29,6 +29,7 @@ rpc_run_work_cb(struct sched_job *sj, unsigned core)
 	    core, &x, j->diag);
 	j->outputs_filled = j->error == 0;
 	j->exec_ns = uv_hrtime() - t0;
+	job_outputs_place(j);
 }
 
 static void
@@ -52,8 +53,7 @@ rpc_run_done_cb(struct sched_job *sj, int ran)
 		job_free(j);
 		return;
 	}
-	out = tensor_outputs_messages(kcache_entry_program(j->e), j->outputs,
-	    j->noutputs);
+	out = job_outputs_messages(j);
 	r.n_outputs = j->noutputs;
 	r.outputs = out;
 	r.neff_key = (char *)kcache_entry_key(j->e);
@@ -104,7 +104,7 @@ rpc_run(struct rpc_call *c)
 		    ncores - 1);
 		return;
 	}
-	if (job_new(c, req->inputs, req->n_inputs) == NULL)
+	if (job_new(c, req->inputs, req->n_inputs, req->output_shm) == NULL)
 		return;
 	kernel_resolve(c, req->ref, rpc_run_kernel_cb);
 }

@@ -55,6 +55,7 @@ rpc_simulate_work_cb(uv_work_t *w)
 	    &x, j->diag);
 	j->outputs_filled = j->error == 0;
 	j->exec_ns = uv_hrtime() - t0;
+	job_outputs_place(j);
 }
 
 static void
@@ -79,8 +80,7 @@ rpc_simulate_after_cb(uv_work_t *w, int status)
 		    sizeof trunc);
 		memcpy(j->print + j->print_len, trunc, sizeof trunc);
 	}
-	out = tensor_outputs_messages(kcache_entry_program(j->e), j->outputs,
-	    j->noutputs);
+	out = job_outputs_messages(j);
 	r.n_outputs = j->noutputs;
 	r.outputs = out;
 	r.neff_key = (char *)kcache_entry_key(j->e);
@@ -116,7 +116,7 @@ rpc_simulate(struct rpc_call *c)
 {
 	const Nkid__V1__SimulateRequest	*req = (const void *)c->req;
 
-	if (job_new(c, req->inputs, req->n_inputs) == NULL)
+	if (job_new(c, req->inputs, req->n_inputs, req->output_shm) == NULL)
 		return;
 	kernel_resolve(c, req->ref, rpc_simulate_kernel_cb);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "daemon/backend.h"
+#include "daemon/shm.h"
 #include "daemon/tensor.h"
 #include "daemon/xmalloc.h"
 
@@ -18,17 +19,82 @@ tensor_name(const Nkid__V1__Tensor *t, size_t i, char *buf, size_t len)
 	return (buf);
 }
 
+grpc_status_code
+tensor_err_status(int err)
+{
+	switch (err) {
+	case TENSOR_ELIMIT:
+		return (GRPC_STATUS_RESOURCE_EXHAUSTED);
+	case TENSOR_ENOENT:
+		return (GRPC_STATUS_NOT_FOUND);
+	case TENSOR_EPERM:
+		return (GRPC_STATUS_PERMISSION_DENIED);
+	case TENSOR_ESYS:
+		return (GRPC_STATUS_INTERNAL);
+	default:
+		return (GRPC_STATUS_INVALID_ARGUMENT);
+	}
+}
+
+/* shm_err -> tensor_err. */
+static int
+tensor_shm_err(int error)
+{
+	switch (error) {
+	case SHM_ENOENT:
+		return (TENSOR_ENOENT);
+	case SHM_EPERM:
+		return (TENSOR_EPERM);
+	case SHM_ELIMIT:
+		return (TENSOR_ELIMIT);
+	case SHM_ESYS:
+		return (TENSOR_ESYS);
+	default:
+		return (TENSOR_ESHM);
+	}
+}
+
+/* Map the shared-memory inputs of in[] into st[]; 0 or a tensor_err. */
+static int
+tensor_inputs_map(Nkid__V1__Tensor *const *in, size_t n, struct shm_set *shm,
+    sim_tensor *st, char *err, size_t errlen)
+{
+	const Nkid__V1__ShmRegion	*r;
+	const void			*p;
+	char				 name[320], msg[512];
+	size_t				 i;
+	int				 ri, error;
+
+	for (i = 0; i < n; i++) {
+		if ((r = in[i]->shm) == NULL)
+			continue;
+		ri = shm_set_open(shm, r->name, 0, r->offset, r->size, msg,
+		    sizeof msg);
+		error = ri < 0 ? ri : shm_set_map(shm, ri, r->offset, r->size,
+		    &p, msg, sizeof msg);
+		if (error < 0) {
+			snprintf(err, errlen, "%s: %s", tensor_name(in[i], i,
+			    name, sizeof name), msg);
+			return (tensor_shm_err(error));
+		}
+		st[i].data = (void *)p;
+		st[i].nbytes = (size_t)r->size;
+	}
+	shm_set_close(shm);
+	return (0);
+}
+
 int
 tensor_inputs_convert(Nkid__V1__Tensor *const *in, size_t n,
-    size_t max_tensors, uint64_t max_bytes, sim_tensor **out, char *err,
-    size_t errlen)
+    size_t max_tensors, uint64_t max_bytes, int flags, struct shm_set *shm,
+    sim_tensor **out, char *err, size_t errlen)
 {
 	const Nkid__V1__Tensor	*t;
 	sim_tensor		*st;
-	char			 name[320];
+	char			 name[320], msg[256];
 	uint64_t		 total = 0, nbytes;
-	size_t			 i, j, esize;
-	int			 dtype;
+	size_t			 i, j, esize, nshm = 0;
+	int			 dtype, error;
 
 	*out = NULL;
 	if (n > max_tensors) {
@@ -59,7 +125,32 @@ tensor_inputs_convert(Nkid__V1__Tensor *const *in, size_t n,
 				return (TENSOR_ESIZE);
 			}
 		}
-		if (nbytes != t->data.len) {
+		if (t->shm != NULL) {
+			if (shm == NULL) {
+				snprintf(err, errlen, "%s: this call takes no "
+				    "shared-memory tensors", name);
+				return (TENSOR_ESHM);
+			}
+			if (t->data.len != 0) {
+				snprintf(err, errlen, "%s: both data and shm "
+				    "are set", name);
+				return (TENSOR_ESIZE);
+			}
+			if (shm_name_check(t->shm->name, msg, sizeof msg) != 0) {
+				snprintf(err, errlen, "%s: %s", name, msg);
+				return (TENSOR_ESHM);
+			}
+			if (t->shm->size != nbytes) {
+				snprintf(err, errlen, "%s: shape and dtype '%s' "
+				    "need %llu bytes, shared-memory region '%s' "
+				    "gives %llu", name, t->dtype,
+				    (unsigned long long)nbytes, t->shm->name,
+				    (unsigned long long)t->shm->size);
+				return (TENSOR_ESIZE);
+			}
+			nshm++;
+		} else if (!(t->data.len == 0 && (flags &
+		    TENSOR_TAKE_SHAPES)) && nbytes != t->data.len) {
 			snprintf(err, errlen, "%s: shape and dtype '%s' need "
 			    "%llu bytes, data has %zu", name, t->dtype,
 			    (unsigned long long)nbytes, t->data.len);
@@ -78,12 +169,50 @@ tensor_inputs_convert(Nkid__V1__Tensor *const *in, size_t n,
 		t = in[i];
 		st[i].dtype = sim_dtype_from_name(t->dtype);
 		st[i].rank = (int)t->n_shape;
-		for (j = 0; j < t->n_shape; j++)
+		nbytes = sim_dtype_size(st[i].dtype);
+		for (j = 0; j < t->n_shape; j++) {
 			st[i].shape[j] = t->shape[j];
+			nbytes *= t->shape[j];	/* checked above */
+		}
 		st[i].data = t->data.data;
-		st[i].nbytes = t->data.len;
+		st[i].nbytes = (size_t)nbytes;
+		if (t->shm == NULL && t->data.len == 0 && (flags &
+		    TENSOR_TAKE_SHAPES))
+			st[i].data = NULL;	/* shapes only */
+	}
+	if (nshm > 0 && (error = tensor_inputs_map(in, n, shm, st, err,
+	    errlen)) != 0) {
+		free(st);
+		return (error);
 	}
 	*out = st;
+	return (0);
+}
+
+int
+tensor_outputs_layout(const struct backend_program *p, uint64_t base,
+    uint64_t *offsets, uint64_t *sizes, uint64_t *end)
+{
+	const sim_sig	*s;
+	uint64_t	 at = base, nbytes;
+	size_t		 i;
+	int		 j;
+
+	for (i = 0; i < p->noutputs; i++) {
+		s = p->output(p, i);
+		nbytes = sim_dtype_size(s->dtype);
+		for (j = 0; j < s->rank && j < SIM_MAX_RANK; j++)
+			if (__builtin_mul_overflow(nbytes, s->shape[j], &nbytes))
+				return (-1);
+		if (at % SHM_ALIGN != 0 && __builtin_add_overflow(at,
+		    SHM_ALIGN - at % SHM_ALIGN, &at))
+			return (-1);
+		offsets[i] = at;
+		sizes[i] = nbytes;
+		if (__builtin_add_overflow(at, nbytes, &at))
+			return (-1);
+	}
+	*end = at;
 	return (0);
 }
 
@@ -122,7 +251,7 @@ over:
 
 Nkid__V1__Tensor **
 tensor_outputs_messages(const struct backend_program *p, const sim_tensor *t,
-    size_t n)
+    size_t n, const char *shm_name, const uint64_t *offsets)
 {
 	Nkid__V1__Tensor	**m;
 	const sim_sig		 *s;
@@ -143,6 +272,14 @@ tensor_outputs_messages(const struct backend_program *p, const sim_tensor *t,
 		m[i]->shape = xcalloc(SIM_MAX_RANK, sizeof(uint64_t));
 		for (j = 0; j < t[i].rank && j < SIM_MAX_RANK; j++)
 			m[i]->shape[j] = t[i].shape[j];
+		if (shm_name != NULL) {
+			m[i]->shm = xmalloc(sizeof *m[i]->shm);
+			nkid__v1__shm_region__init(m[i]->shm);
+			m[i]->shm->name = (char *)shm_name;
+			m[i]->shm->offset = offsets[i];
+			m[i]->shm->size = t[i].nbytes;
+			continue;
+		}
 		m[i]->data.data = t[i].data;
 		m[i]->data.len = t[i].nbytes;
 	}
@@ -158,6 +295,7 @@ tensor_messages_free(Nkid__V1__Tensor **m, size_t n)
 		return;
 	for (i = 0; i < n; i++) {
 		free(m[i]->shape);
+		free(m[i]->shm);
 		free(m[i]);
 	}
 	free(m);

@@ -16,6 +16,7 @@ import numpy as np
 from ._proto import nkid_pb2 as pb
 from ._proto import nkid_pb2_grpc as pb_grpc
 from .errors import NkidError, NkidConnectionError
+from . import _shm  # noqa: F401  (sweeps stale regions of dead processes at import)
 from .tracer import dtypes as _dt
 
 __all__ = ["DEFAULT_SOCKET", "socket_path", "Client", "get_client", "to_wire", "from_wire",
@@ -42,7 +43,11 @@ def to_wire(name, arr):
 
 
 def from_wire(t):
-    """nkid.v1.Tensor -> numpy array (ml_dtypes for bf16 and fp8)."""
+    """nkid.v1.Tensor -> numpy array (ml_dtypes for bf16 and fp8); a
+    tensor in shared memory needs its call's nkid._shm.Transfer.result."""
+    if t.HasField("shm"):
+        raise NkidError("tensor '%s' is in shared-memory region '%s': read it with the"
+                        " call's Transfer" % (t.name, t.shm.name), "DATA_LOSS")
     dt = _dt.from_wire_name(t.dtype)
     shape = tuple(int(s) for s in t.shape)
     a = np.frombuffer(t.data, dtype=dt.newbyteorder("<") if dt.itemsize > 1 else dt)
@@ -107,14 +112,17 @@ class Client:
     def status(self):
         return self.call("Status", pb.StatusRequest(), timeout=10)
 
-    def run(self, ref, inputs, core=-1, job_class=pb.JOB_CLASS_INTERACTIVE, return_neff=False):
-        """Run a kernel; returns the RunReply (outputs still on the wire)."""
+    def run(self, ref, inputs, core=-1, job_class=pb.JOB_CLASS_INTERACTIVE, return_neff=False,
+            output_shm=None):
+        """Run a kernel; returns the RunReply (outputs still on the wire).
+        output_shm: an nkid.v1.ShmRegion for the outputs (nkid/_shm.py)."""
         req = pb.RunRequest(ref=ref, inputs=inputs, core=core, job_class=job_class,
-                            return_neff=return_neff)
+                            return_neff=return_neff, output_shm=output_shm)
         return self.call("Run", req)
 
-    def simulate(self, ref, inputs):
-        return self.call("Simulate", pb.SimulateRequest(ref=ref, inputs=inputs))
+    def simulate(self, ref, inputs, output_shm=None):
+        return self.call("Simulate", pb.SimulateRequest(ref=ref, inputs=inputs,
+                                                        output_shm=output_shm))
 
     def benchmark(self, ref, inputs, warmup=10, iters=100, core=-1, return_neff=False):
         """Benchmark a kernel (inputs may carry shapes only)."""
@@ -122,10 +130,10 @@ class Client:
                                   core=core, return_neff=return_neff)
         return self.call("Benchmark", req)
 
-    def profile(self, ref, inputs, num_execs=1, profile_nth=1, core=-1):
+    def profile(self, ref, inputs, num_execs=1, profile_nth=1, core=-1, output_shm=None):
         """Profile a kernel: the NEFF, one trace per profiled execution."""
         req = pb.ProfileRequest(ref=ref, inputs=inputs, num_execs=num_execs,
-                                profile_nth=profile_nth, core=core)
+                                profile_nth=profile_nth, core=core, output_shm=output_shm)
         return self.call("Profile", req)
 
     def compile(self, ref, return_neff=False):

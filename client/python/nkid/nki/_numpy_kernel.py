@@ -23,6 +23,7 @@ import threading
 
 import numpy as np
 
+from .. import _shm
 from .. import tracer as _tracer
 from ..client import get_client, to_wire, from_wire, kernel_ref
 from ..errors import NkidError
@@ -180,7 +181,9 @@ class NumpyKernel(TraceKernel):
                     out.append(pb.Tensor(name=name, dtype=_dt.wire_name(dtype),
                                          shape=list(shape)))
                     continue
-            out.append(to_wire(name, np.asarray(a)))
+            tx = _shm.current() if values else None
+            out.append(tx.wire(name, a, to_wire) if tx is not None
+                       else to_wire(name, np.asarray(a)))
         return out, arrays
 
     def _ref(self, traced):
@@ -204,12 +207,29 @@ class NumpyKernel(TraceKernel):
         return ref
 
     def _call(self, traced, method, *args, **kwargs):
+        """Call nkid, with the shared-memory regions of this thread's
+        Transfer (inline again if nkid refuses them)."""
+        tx = _shm.current()
+        if tx is not None:
+            tx.seal()
+            if method in _shm.OUTPUT_METHODS and tx.output_shm is not None:
+                kwargs["output_shm"] = tx.output_shm
+        try:
+            return self._call_ref(traced, method, *args, **kwargs)
+        except NkidError as e:
+            if tx is None or not tx.refused(e):
+                raise
+            kwargs.pop("output_shm", None)
+            return self._call_ref(traced, method, *args, **kwargs)
+
+    def _call_ref(self, traced, method, *args, **kwargs):
         """Call nkid; a NEFF key nkid no longer has falls back to the IR."""
         ref = self._ref(traced)
         try:
             reply = getattr(get_client(), method)(ref, *args, **kwargs)
         except NkidError as e:
-            if not ref.neff_key or e.code not in ("NOT_FOUND", "FAILED_PRECONDITION"):
+            if not ref.neff_key or e.code not in ("NOT_FOUND", "FAILED_PRECONDITION") \
+                    or "shared-memory region" in str(e):
                 raise
             _neff_keys.pop(traced.spec_key, None)
             ref = kernel_ref(traced, self.platform_target, self.additional_compile_opt)
@@ -219,7 +239,8 @@ class NumpyKernel(TraceKernel):
         return reply
 
     def _results(self, traced, outputs, arrays):
-        res = [from_wire(t) for t in outputs]
+        tx = _shm.current()
+        res = [tx.result(t, from_wire) if tx is not None else from_wire(t) for t in outputs]
         if traced.ret_kind == "none":
             for pos, r in zip(traced.inplace, res):
                 a = arrays[pos]
@@ -234,9 +255,12 @@ class NumpyKernel(TraceKernel):
         raise NotImplementedError
 
     def post_process_call(self, traced, args, kwargs):
-        inputs, arrays = self._inputs(traced, args, kwargs)
-        outputs = self.execute(traced, inputs)
-        return self._results(traced, outputs, arrays)
+        # Large tensors through /dev/shm for this call (nkid/_shm.py).
+        with _shm.Transfer(get_client().socket) as tx:
+            inputs, arrays = self._inputs(traced, args, kwargs)
+            tx.expect(traced.outputs)
+            outputs = self.execute(traced, inputs)
+            return self._results(traced, outputs, arrays)
 
 
 def _write_new(path, data, overwrite):
@@ -439,17 +463,19 @@ class ProfileKernel(NumpyKernel):
                 if os.path.exists(p):
                     raise FileExistsError("%s already exists; pass overwrite=True to"
                                           " replace the profile artifacts" % p)
-        inputs, arrays = self._inputs(traced, args, kwargs)
-        reply = self._call(traced, "profile", inputs, self.num_execs, self.profile_nth)
-        os.makedirs(os.path.join(self.work_dir, "json_reports"), exist_ok=True)
-        neff, traces, reports = self._paths([t.execution for t in reply.traces])
-        _write_new(neff, reply.neff, True)
-        for tr, tpath, rpath in zip(reply.traces, traces, reports):
-            _write_new(tpath, tr.trace, True)
-            _write_new(rpath, tr.summary_json, True)
-        self.last_reply = reply
-        print("Profile results are written to " + self.work_dir)
-        return self._results(traced, reply.outputs, arrays)
+        with _shm.Transfer(get_client().socket) as tx:
+            inputs, arrays = self._inputs(traced, args, kwargs)
+            tx.expect(traced.outputs)
+            reply = self._call(traced, "profile", inputs, self.num_execs, self.profile_nth)
+            os.makedirs(os.path.join(self.work_dir, "json_reports"), exist_ok=True)
+            neff, traces, reports = self._paths([t.execution for t in reply.traces])
+            _write_new(neff, reply.neff, True)
+            for tr, tpath, rpath in zip(reply.traces, traces, reports):
+                _write_new(tpath, tr.trace, True)
+                _write_new(rpath, tr.summary_json, True)
+            self.last_reply = reply
+            print("Profile results are written to " + self.work_dir)
+            return self._results(traced, reply.outputs, arrays)
 
 
 _neff_keys = {}      # spec key -> NEFF key nkid answered with

@@ -1,0 +1,359 @@
+"""Zero-copy tensors: large inputs and outputs travel through files under
+/dev/shm instead of the gRPC message (docs/protocol.md, "Shared-memory
+tensors"; docs/python.md).
+
+A :class:`Transfer` covers one call.  Inputs of at least :data:`THRESHOLD`
+bytes are written (one ``pwrite`` each, 64-byte aligned) into one input
+region; when the kernel's outputs (known from the trace) add up to at least
+the threshold, an output region of their aligned size is created and named
+in the request, and nkid writes the outputs there.  Regions are files
+``nkid.<uid>.<pid>.<random>`` created ``O_EXCL`` mode 0600 and opened to
+nkid's uid with a POSIX ACL (or to the socket's group when ACLs are not
+supported); this process unlinks them when the call returns, whatever
+happens.  Output arrays are views of a private mapping of the output region
+that stays alive as long as any of them does (measured faster than copying
+out: docs/performance.md).  At import and exit the files of dead processes
+of this uid, and this process's own leftovers, are removed.
+
+``NKID_SHM=0`` turns shared memory off; ``NKID_SHM_THRESHOLD`` (bytes)
+overrides the threshold.  Without a writable /dev/shm, or when nkid refuses
+the regions (another /dev/shm, no permission), tensors travel inline.
+"""
+
+import atexit
+import errno
+import mmap
+import os
+import pwd
+import secrets
+import stat
+import struct
+import threading
+
+import numpy as np
+
+from ._proto import nkid_pb2 as pb
+from .errors import NkidError
+
+DIR = "/dev/shm"
+PREFIX = "nkid."
+ALIGN = 64
+#: Tensors of at least this many bytes go through shared memory: below it
+#: inline protobuf is as fast or faster (measured: docs/performance.md,
+#: "Tensor transfer").
+DEFAULT_THRESHOLD = 256 << 10
+#: Methods whose requests take output_shm.
+OUTPUT_METHODS = ("run", "simulate", "profile")
+
+_live = set()            # paths this process created and has not unlinked
+_live_lock = threading.Lock()
+_refused = set()         # sockets whose nkid refused our regions
+_tls = threading.local()
+
+
+def threshold():
+    """The size from which a tensor goes through shared memory."""
+    v = os.environ.get("NKID_SHM_THRESHOLD")
+    if v:
+        try:
+            return max(0, int(v))
+        except ValueError:
+            pass
+    return DEFAULT_THRESHOLD
+
+
+def enabled(socket=None):
+    """Shared memory is usable: not turned off, /dev/shm writable, and nkid
+    on ``socket`` has not refused our regions."""
+    if os.environ.get("NKID_SHM", "1") == "0" or socket in _refused:
+        return False
+    return os.path.isdir(DIR) and os.access(DIR, os.W_OK | os.X_OK)
+
+
+def current():
+    """The Transfer active on this thread, or None."""
+    return getattr(_tls, "tx", None)
+
+
+def _align(n):
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def _nbytes(shape, dtype):
+    n = np.dtype(dtype).itemsize
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+def _acl_user(uid):
+    """system.posix_acl_access granting rw to the owner and to uid only."""
+    undef = 0xFFFFFFFF
+    return (struct.pack("<I", 2) + struct.pack("<HHI", 0x01, 6, undef) +
+            struct.pack("<HHI", 0x02, 6, uid) + struct.pack("<HHI", 0x04, 0, undef) +
+            struct.pack("<HHI", 0x10, 6, undef) + struct.pack("<HHI", 0x20, 0, undef))
+
+
+def _daemon_access(socket):
+    """(uid, gid) nkid needs access for, from its socket: uid None when
+    nkid can open our files anyway (it runs as root or as us)."""
+    try:
+        st = os.stat(socket)
+    except OSError:
+        return None, None
+    uid = st.st_uid
+    if uid == 0:
+        # A socket systemd made (root-owned): nkid runs as user nkid.
+        try:
+            uid = pwd.getpwnam("nkid").pw_uid
+        except KeyError:
+            uid = 0
+    if uid in (0, os.geteuid()):
+        return None, None
+    return uid, st.st_gid
+
+
+class Region:
+    """A file /dev/shm/nkid.<uid>.<pid>.<random> of ``size`` bytes that this
+    process created; :meth:`close` unlinks it."""
+
+    def __init__(self, size, access=(None, None)):
+        self.name = "%s%d.%d.%s" % (PREFIX, os.geteuid(), os.getpid(),
+                                      secrets.token_hex(8))
+        self.path = os.path.join(DIR, self.name)
+        self.size = size
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
+                          os.O_CLOEXEC, 0o600)
+        with _live_lock:
+            _live.add(self.path)
+        try:
+            uid, gid = access
+            if uid is not None:
+                try:
+                    os.setxattr(self.fd, "system.posix_acl_access", _acl_user(uid))
+                except OSError:
+                    # No ACLs: open it to nkid's group (the socket's).
+                    if gid is not None and gid != os.getegid():
+                        os.fchown(self.fd, -1, gid)
+                    os.fchmod(self.fd, 0o660)
+            os.ftruncate(self.fd, size)
+        except BaseException:
+            self.close()
+            raise
+
+    def ref(self, offset=0, size=None):
+        return pb.ShmRegion(name=self.name, offset=offset,
+                            size=self.size - offset if size is None else size)
+
+    def write(self, offset, arr):
+        """Write a C-contiguous array's bytes at offset."""
+        if arr.nbytes == 0:
+            return
+        mv = memoryview(arr.reshape(-1).view(np.uint8))
+        done = 0
+        while done < len(mv):
+            done += os.pwrite(self.fd, mv[done:], offset + done)
+
+    def map(self):
+        """A private-to-us shared mapping of the whole file (pages populated)."""
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        return mmap.mmap(self.fd, self.size, flags=flags,
+                         prot=mmap.PROT_READ | mmap.PROT_WRITE)
+
+    def close(self):
+        """Close and unlink (idempotent)."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        with _live_lock:
+            _live.discard(self.path)
+
+
+class Transfer:
+    """The shared-memory regions of one call (a context manager)."""
+
+    def __init__(self, socket):
+        self.socket = socket
+        self.on = enabled(socket)
+        self.limit = threshold()
+        self.inputs = []         # (pb.Tensor, array, offset)
+        self.in_region = None
+        self.out_region = None
+        self.out_map = None
+        self._access = _daemon_access(socket) if self.on else (None, None)
+
+    def __enter__(self):
+        self._prev = current()
+        _tls.tx = self
+        return self
+
+    def __exit__(self, *exc):
+        _tls.tx = self._prev
+        self.close()
+        return False
+
+    # -- inputs
+    def wire(self, name, arr, to_wire):
+        """nkid.v1.Tensor for arr: shm-backed above the threshold (the bytes
+        are written by :meth:`seal`), else ``to_wire(name, arr)``."""
+        arr = np.asarray(arr)
+        if not self.on or arr.nbytes < self.limit or arr.nbytes == 0:
+            return to_wire(name, arr)
+        if arr.dtype.byteorder == ">":
+            arr = arr.astype(arr.dtype.newbyteorder("<"))
+        arr = np.ascontiguousarray(arr)
+        from .tracer import dtypes as _dt
+        t = pb.Tensor(name=name, dtype=_dt.wire_name(_dt.normalize(arr.dtype)),
+                      shape=list(arr.shape))
+        off = _align(self.inputs[-1][2] + self.inputs[-1][1].nbytes) if self.inputs else 0
+        self.inputs.append((t, arr, off))
+        return t
+
+    def seal(self):
+        """Create the input region and write the inputs; inline on failure."""
+        if not self.inputs or self.in_region is not None:
+            return
+        t, arr, off = self.inputs[-1]
+        try:
+            self.in_region = Region(off + arr.nbytes, self._access)
+            for t, arr, off in self.inputs:
+                self.in_region.write(off, arr)
+                t.shm.CopyFrom(self.in_region.ref(off, arr.nbytes))
+        except OSError:
+            self.inline()
+
+    # -- outputs
+    def expect(self, outputs):
+        """Ask for an output region for (name, shape, dtype) outputs when
+        they add up to the threshold."""
+        if not self.on or not outputs:
+            return
+        end = 0
+        total = 0
+        for _, shape, dtype in outputs:
+            n = _nbytes(shape, dtype)
+            end = _align(end) + n
+            total += n
+        if total < self.limit or total == 0:
+            return
+        try:
+            self.out_region = Region(end, self._access)
+        except OSError:
+            self.out_region = None
+
+    @property
+    def output_shm(self):
+        return self.out_region.ref() if self.out_region is not None else None
+
+    def result(self, t, from_wire):
+        """The numpy array of reply tensor t (from the output region when
+        nkid put it there)."""
+        if not t.HasField("shm"):
+            return from_wire(t)
+        r = self.out_region
+        if r is None or t.shm.name != r.name:
+            raise NkidError("nkid returned tensor '%s' in shared-memory region '%s', which"
+                            " this call did not offer" % (t.name, t.shm.name), "DATA_LOSS")
+        from .tracer import dtypes as _dt
+        dt = _dt.from_wire_name(t.dtype)
+        shape = tuple(int(s) for s in t.shape)
+        n = _nbytes(shape, dt)
+        if t.shm.size != n or t.shm.offset + n > r.size:
+            raise NkidError("nkid returned %d bytes at offset %d of region '%s' for tensor"
+                            " '%s' of shape %s and dtype %s" % (t.shm.size, t.shm.offset,
+                                                                 r.name, t.name, list(shape),
+                                                                 t.dtype), "DATA_LOSS")
+        if self.out_map is None:
+            self.out_map = r.map()
+        return np.frombuffer(self.out_map, dtype=dt, count=int(np.prod(shape, dtype=np.int64)),
+                             offset=t.shm.offset).reshape(shape)
+
+    # -- fallback and cleanup
+    def inline(self):
+        """Put every input back inline and ask for inline outputs (nkid
+        refused the regions, or they could not be made)."""
+        for t, arr, _ in self.inputs:
+            t.ClearField("shm")
+            t.data = arr.tobytes()
+        self.inputs = []
+        for r in (self.in_region, self.out_region):
+            if r is not None:
+                r.close()
+        self.in_region = self.out_region = None
+
+    def refused(self, err):
+        """True (and shared memory off for this socket) if err is nkid
+        refusing our regions rather than the call failing."""
+        if (self.in_region is None and self.out_region is None) or \
+                err.code not in ("PERMISSION_DENIED", "NOT_FOUND") or \
+                "shared-memory region" not in str(err):
+            return False
+        _refused.add(self.socket)
+        self.inline()
+        return True
+
+    def close(self):
+        for r in (self.in_region, self.out_region):
+            if r is not None:
+                r.close()
+        self.out_map = None      # the arrays keep the mapping alive
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep():
+    """Remove regions of this uid whose process is gone, and this process's
+    own (at exit).  Returns the number removed."""
+    me, uid, n = os.getpid(), os.geteuid(), 0
+    try:
+        names = os.listdir(DIR)
+    except OSError:
+        return 0
+    pre = "%s%d." % (PREFIX, uid)
+    for name in names:
+        if not name.startswith(pre):
+            continue
+        try:
+            pid = int(name[len(pre):].split(".", 1)[0])
+        except ValueError:
+            continue
+        path = os.path.join(DIR, name)
+        # Ours and in use, or a live process's (a file of our pid that we
+        # did not make is a previous holder's of this pid: stale).
+        if path in _live or (pid != me and _pid_alive(pid)):
+            continue
+        try:
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode) and st.st_uid == uid:
+                os.unlink(path)
+                n += 1
+        except OSError as e:
+            if e.errno != errno.ENOENT:
+                continue
+    return n
+
+
+def _at_exit():
+    with _live_lock:
+        paths = list(_live)
+    for p in paths:
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
+
+
+sweep()
+atexit.register(_at_exit)
