@@ -188,8 +188,11 @@ int	cache_gc(struct cache *c, double min_age_s, int drop_failed,
 
 /*
  * Bundles (format: docs/cache.md). Export writes the entries named by
- * keys (nkeys > 0), else the pinned ones (pinned_only), else all, through
- * write_cb (returns 0 or -1). *count receives the number of entries.
+ * keys (nkeys > 0; a key named twice travels once), else the pinned ones
+ * (pinned_only), else all, through write_cb (returns 0 or -1; -1 stops
+ * the export with CACHE_EIO). Named keys are checked before anything is
+ * written: CACHE_EINVAL for one that is not a key, CACHE_ENOENT naming
+ * the first that is missing. *count receives the number of entries.
  */
 int	cache_bundle_export(struct cache *c, const char *const *keys,
 	    size_t nkeys, int pinned_only,
@@ -203,6 +206,39 @@ int	cache_bundle_export(struct cache *c, const char *const *keys,
  */
 int	cache_bundle_import(struct cache *c, const char *path,
 	    unsigned *imported, unsigned *skipped, char *err, size_t errlen);
+
+/*
+ * cache_bundle_import on a bundle open on fd (a regular file, read from
+ * offset 0; not closed); name stands for it in messages. cancel, if not
+ * NULL, is read between entries: once non-zero the import stops with
+ * CACHE_EIO and nothing changed.
+ */
+int	cache_bundle_import_fd(struct cache *c, int fd, const char *name,
+	    const volatile int *cancel, unsigned *imported, unsigned *skipped,
+	    char *err, size_t errlen);
+/*
+ * Check the bundle open on fd as import's first pass does (sizes, fields,
+ * every digest, the trailer), without a cache and without a budget.
+ * Returns 0 with *count entries, CACHE_EBUNDLE or CACHE_EIO with err set.
+ */
+int	cache_bundle_verify_fd(int fd, const char *name, unsigned *count,
+	    char *err, size_t errlen);
+/*
+ * A private file in c's tmp/ for a bundle being built or received,
+ * without a name (O_TMPFILE; else a name unlinked at once): nothing is
+ * left behind by a crash or a client going away. Returns the fd (read
+ * and write; the caller closes it), or CACHE_ENOSPC, CACHE_EIO,
+ * CACHE_EREADONLY with err set.
+ */
+int	cache_bundle_tmp_open(struct cache *c, char *err, size_t errlen);
+
+/*
+ * Initialize libcrypto from the calling thread, once per process: call it
+ * on a long-lived thread (the daemon's loop) before work that hashes on
+ * short-lived or pool threads; libcrypto keeps per-thread state of the
+ * thread that initializes it, which is lost with a pool thread.
+ */
+void	cache_crypto_init(void);
 
 /* SHA-256 of p as hex into hex (CACHE_KEY_LEN + 1 bytes). */
 void	cache_digest_hex(const void *p, size_t len, char *hex);

@@ -1,15 +1,18 @@
 /* cache_bundle.c: self-verifying export/import bundles of cache entries (format: docs/cache.md). */
 #include <sys/stat.h>
 
+#include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include "cache/cache_impl.h"
@@ -27,6 +30,17 @@ enum bundle_field {
 	BF_OPTIONS, BF_DIGEST, BF_STATUS, BF_LOG, BF_COMPILE_MS, BF_CREATED,
 	BF_PINNED, BF_COUNT,
 };
+
+static void
+cache_crypto_init_once(void)
+{
+	char	hex[CACHE_KEY_LEN + 1];
+
+	/* The config is loaded by the first digest, not by a bare init:
+	 * take the same path the workers take. */
+	OPENSSL_init_crypto(OPENSSL_INIT_LOAD_CONFIG, NULL);
+	cache_digest_hex("", 0, hex);
+}
 
 /* ------------------------------------------------------------ export */
 
@@ -109,14 +123,35 @@ cache_bundle_export(struct cache *c, const char *const *keys, size_t nkeys,
 	if (nkeys > 0) {
 		for (i = 0; i < nkeys; i++) {
 			if (!cache_key_valid(keys[i])) {
-				snprintf(err, errlen, "'%s' is not a NEFF key",
-				    keys[i]);
+				snprintf(err, errlen, "'%s' is not a NEFF key "
+				    "(64 lower-case hex digits)", keys[i]);
 				rc = CACHE_EINVAL;
 				goto out;
 			}
+			/* A key named twice travels once. */
+			for (j = 0; j < bk.n; j++)
+				if (strcmp(bk.keys[j], keys[i]) == 0)
+					break;
+			if (j < bk.n)
+				continue;
 			bk.pinned_only = 0;
 			bundle_keys_cb(&bk, &(struct cache_entry){ .pinned = 1 });
-			memcpy(bk.keys[i], keys[i], CACHE_KEY_LEN + 1);
+			memcpy(bk.keys[bk.n - 1], keys[i], CACHE_KEY_LEN + 1);
+		}
+		/* Every key is there before a byte is written. */
+		for (i = 0; i < bk.n; i++) {
+			rc = cache_get(c, bk.keys[i], CACHE_GET_ANY, NULL);
+			if (rc == CACHE_ENOENT) {
+				snprintf(err, errlen, "no entry '%s'",
+				    bk.keys[i]);
+				goto out;
+			}
+			if (rc != 0 && rc != CACHE_EFAILED) {
+				snprintf(err, errlen, "cannot read entry '%s': "
+				    "%s", bk.keys[i], cache_strerror(rc));
+				goto out;
+			}
+			rc = 0;
 		}
 	} else if ((rc = cache_list(c, NULL, 0, bundle_keys_cb, &bk)) != 0) {
 		snprintf(err, errlen, "cannot list the cache: %s",
@@ -194,13 +229,14 @@ out:
 /* ------------------------------------------------------------ import */
 
 struct bundle_in {
-	int		 fd;
-	const char	*path;
-	uint64_t	 size;		/* of the file, trailer included */
-	uint64_t	 off;
-	EVP_MD_CTX	*md;
-	char		*err;
-	size_t		 errlen;
+	int			 fd;
+	const char		*name;		/* for messages */
+	uint64_t		 size;		/* of the file, trailer included */
+	uint64_t		 off;
+	EVP_MD_CTX		*md;
+	const volatile int	*cancel;	/* may be NULL */
+	char			*err;
+	size_t			 errlen;
 };
 
 /* One entry as read: fields point into meta. */
@@ -225,7 +261,7 @@ bundle_fail(struct bundle_in *in, const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	snprintf(in->err, in->errlen, "bundle '%s' refused: %s (at byte %llu)",
-	    in->path, msg, (unsigned long long)in->off);
+	    in->name, msg, (unsigned long long)in->off);
 	return (CACHE_EBUNDLE);
 }
 
@@ -428,6 +464,18 @@ bundle_header(struct bundle_in *in, uint32_t *count)
 	return (0);
 }
 
+/* CACHE_EIO with a message if the caller gave up (in->cancel), else 0. */
+static int
+bundle_cancelled(struct bundle_in *in)
+{
+	if (in->cancel == NULL || !__atomic_load_n(in->cancel,
+	    __ATOMIC_ACQUIRE))
+		return (0);
+	snprintf(in->err, in->errlen, "import of bundle '%s' cancelled; "
+	    "nothing imported", in->name);
+	return (CACHE_EIO);
+}
+
 static int
 bundle_key_cmp(const void *a, const void *b)
 {
@@ -460,7 +508,8 @@ bundle_check(struct bundle_in *in, uint64_t max_bytes, uint32_t *countp)
 	if ((keys = malloc((size_t)count * CACHE_KEY_LEN + 1)) == NULL)
 		abort();
 	for (i = 0; i < count; i++) {
-		if ((rc = bundle_entry_read(in, &be)) != 0)
+		if ((rc = bundle_cancelled(in)) != 0 ||
+		    (rc = bundle_entry_read(in, &be)) != 0)
 			goto out;
 		memcpy(keys + (size_t)i * CACHE_KEY_LEN, be.f[BF_KEY],
 		    CACHE_KEY_LEN);
@@ -510,14 +559,77 @@ out:
 	return (rc);
 }
 
+/* Open (regular files only) and size a bundle for reading. */
+static int
+bundle_in_open(struct bundle_in *in, int fd)
+{
+	struct stat	sb;
+
+	if (fstat(fd, &sb) == -1) {
+		snprintf(in->err, in->errlen, "cannot read bundle '%s': %s",
+		    in->name, strerror(errno));
+		return (CACHE_EIO);
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		snprintf(in->err, in->errlen, "cannot read bundle '%s': not a "
+		    "regular file", in->name);
+		return (CACHE_EIO);
+	}
+	if (lseek(fd, 0, SEEK_SET) == -1) {
+		snprintf(in->err, in->errlen, "cannot read bundle '%s': %s",
+		    in->name, strerror(errno));
+		return (CACHE_EIO);
+	}
+	in->fd = fd;
+	in->size = (uint64_t)sb.st_size;
+	in->off = 0;
+	return (0);
+}
+
+int
+cache_bundle_verify_fd(int fd, const char *name, unsigned *count, char *err,
+    size_t errlen)
+{
+	struct bundle_in	in = { -1, name, 0, 0, NULL, NULL, err, errlen };
+	uint32_t		n = 0;
+	int			rc;
+
+	assert(fd >= 0 && name != NULL && count != NULL);
+	*count = 0;
+	if ((rc = bundle_in_open(&in, fd)) != 0 ||
+	    (rc = bundle_check(&in, 0, &n)) != 0)
+		return (rc);
+	*count = n;
+	return (0);
+}
+
 int
 cache_bundle_import(struct cache *c, const char *path, unsigned *imported,
     unsigned *skipped, char *err, size_t errlen)
 {
-	struct bundle_in	 in = { -1, path, 0, 0, NULL, err, errlen };
+	int	fd, rc;
+
+	*imported = *skipped = 0;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "cannot read bundle '%s': %s", path,
+		    strerror(errno));
+		return (CACHE_EIO);
+	}
+	rc = cache_bundle_import_fd(c, fd, path, NULL, imported, skipped, err,
+	    errlen);
+	close(fd);
+	return (rc);
+}
+
+int
+cache_bundle_import_fd(struct cache *c, int fd, const char *name,
+    const volatile int *cancel, unsigned *imported, unsigned *skipped,
+    char *err, size_t errlen)
+{
+	struct bundle_in	 in = { -1, name, 0, 0, NULL, cancel, err,
+				    errlen };
 	struct bundle_entry	 be;
 	struct cache_entry	 e;
-	struct stat		 sb;
 	sqlite3_stmt		*st;
 	char			**gone = NULL, **made = NULL;
 	size_t			 ngone = 0, nmade = 0, i;
@@ -525,34 +637,27 @@ cache_bundle_import(struct cache *c, const char *path, unsigned *imported,
 	uint32_t		 count = 0, k;
 	int			 rc, exists, isin, txn = 0;
 
+	assert(c != NULL && fd >= 0 && name != NULL);
 	*imported = *skipped = 0;
 	if (c->readonly) {
 		snprintf(err, errlen, "cannot import: %s",
 		    cache_strerror(CACHE_EREADONLY));
 		return (CACHE_EREADONLY);
 	}
-	memset(&sb, 0, sizeof sb);
-	if ((in.fd = open(path, O_RDONLY | O_CLOEXEC)) == -1 ||
-	    fstat(in.fd, &sb) == -1 || !S_ISREG(sb.st_mode)) {
-		snprintf(err, errlen, "cannot read bundle '%s': %s", path,
-		    in.fd != -1 && !S_ISREG(sb.st_mode) ? "not a regular file" :
-		    strerror(errno));
-		if (in.fd != -1)
-			close(in.fd);
-		return (CACHE_EIO);
-	}
-	in.size = (uint64_t)sb.st_size;
+	if ((rc = bundle_in_open(&in, fd)) != 0)
+		return (rc);
 	if ((rc = bundle_check(&in, CACHE_ST(c, max_bytes), &count)) != 0)
-		goto out_fd;
+		return (rc);
 
 	/* Pass 2: store, in one transaction. */
 	if (lseek(in.fd, 0, SEEK_SET) == -1) {
-		rc = CACHE_EIO;
-		goto out_fd;
+		snprintf(err, errlen, "cannot read bundle '%s': %s", name,
+		    strerror(errno));
+		return (CACHE_EIO);
 	}
 	in.off = 0;
 	if ((rc = bundle_header(&in, &count)) != 0)
-		goto out_fd;
+		return (rc);
 	pthread_mutex_lock(&c->mu);
 	entries0 = CACHE_ST(c, entries);
 	bytes0 = CACHE_ST(c, bytes);
@@ -563,11 +668,14 @@ cache_bundle_import(struct cache *c, const char *path, unsigned *imported,
 	}
 	txn = 1;
 	for (k = 0; k < count; k++) {
-		if ((rc = bundle_entry_read(&in, &be)) != 0)
+		if ((rc = bundle_cancelled(&in)) != 0 ||
+		    (rc = bundle_entry_read(&in, &be)) != 0)
 			goto out_unlock;
 		if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM neff WHERE key = ?1",
 		    -1, &st, NULL) != SQLITE_OK) {
 			bundle_entry_free(&be);
+			snprintf(err, errlen, "cannot import: %s",
+			    sqlite3_errmsg(c->db));
 			rc = CACHE_EDB;
 			goto out_unlock;
 		}
@@ -610,7 +718,7 @@ cache_bundle_import(struct cache *c, const char *path, unsigned *imported,
 		bundle_entry_free(&be);
 		if (rc != 0) {
 			snprintf(err, errlen, "cannot import '%s': entry '%s': "
-			    "%s; nothing imported", path, e.key,
+			    "%s; nothing imported", name, e.key,
 			    cache_strerror(rc));
 			goto out_unlock;
 		}
@@ -618,7 +726,7 @@ cache_bundle_import(struct cache *c, const char *path, unsigned *imported,
 	}
 	if ((rc = cache_sqlite_err(cache_exec(c, "COMMIT"))) != 0) {
 		snprintf(err, errlen, "cannot import '%s': %s; nothing "
-		    "imported", path, cache_strerror(rc));
+		    "imported", name, cache_strerror(rc));
 		goto out_unlock;
 	}
 	txn = 0;
@@ -634,13 +742,52 @@ out_unlock:
 		*imported = *skipped = 0;
 	}
 	pthread_mutex_unlock(&c->mu);
-out_fd:
 	for (i = 0; i < ngone; i++)
 		free(gone[i]);
 	free(gone);
 	for (i = 0; i < nmade; i++)
 		free(made[i]);
 	free(made);
-	close(in.fd);
 	return (rc);
+}
+
+/* ------------------------------------------------------------ helpers */
+
+void
+cache_crypto_init(void)
+{
+	static pthread_once_t	once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, cache_crypto_init_once);
+}
+
+
+int
+cache_bundle_tmp_open(struct cache *c, char *err, size_t errlen)
+{
+	char	dir[PATH_MAX], path[PATH_MAX + 16];
+	int	fd, e;
+
+	assert(c != NULL);
+	if (c->readonly) {
+		snprintf(err, errlen, "cannot create a temp file in cache "
+		    "'%s': %s", c->dir, cache_strerror(CACHE_EREADONLY));
+		return (CACHE_EREADONLY);
+	}
+	snprintf(dir, sizeof dir, "%s/tmp", c->dir);
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd == -1 && (errno == EOPNOTSUPP || errno == EISDIR ||
+	    errno == EINVAL)) {
+		/* No O_TMPFILE here: a name, unlinked at once. */
+		snprintf(path, sizeof path, "%s/bundle.XXXXXX", dir);
+		if ((fd = mkostemp(path, O_CLOEXEC)) != -1)
+			unlink(path);
+	}
+	if (fd == -1) {
+		e = errno;
+		snprintf(err, errlen, "cannot create a temp file in '%s': %s",
+		    dir, strerror(e));
+		return (e == ENOSPC || e == EDQUOT ? CACHE_ENOSPC : CACHE_EIO);
+	}
+	return (fd);
 }

@@ -1,22 +1,149 @@
 /*
  * ctl_cache_export.c: `nkictl cache export FILE [--pinned | KEY...]`:
- * write a self-verifying bundle from a cache directory (docs/cache.md).
+ * receive a self-verifying bundle from nkid (CacheExport), or write one
+ * from a cache directory with --offline (docs/cache.md), into FILE through
+ * a temp file that is checked, synced and renamed: never a partial FILE.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "ctl_cache.h"
 
+#define CTL_CACHE_EXPORT_OPT_OFFLINE 0x400
+
+/* The temp file a signal removes (nkictl handles one export at a time). */
+static volatile sig_atomic_t ctl_cache_export_armed;
+static char ctl_cache_export_tmp[4096];
+
+static void
+ctl_cache_export_signal_cb(int sig)
+{
+	if (ctl_cache_export_armed)
+		unlink(ctl_cache_export_tmp);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Where the bytes go: the temp file. */
+typedef struct ctl_cache_export_out {
+	int fd;
+	unsigned long long bytes;
+	int error;                    /* errno of a failed write */
+} ctl_cache_export_out;
+
 static int
 ctl_cache_export_write_cb(void *arg, const void *p, size_t n)
 {
-	return fwrite(p, 1, n, arg) == n ? 0 : -1;
+	ctl_cache_export_out *o = arg;
+	const char *b = p;
+	ssize_t w;
+
+	while (n > 0) {
+		if ((w = write(o->fd, b, n)) == -1) {
+			if (errno == EINTR)
+				continue;
+			o->error = errno;
+			return -1;
+		}
+		b += w;
+		n -= (size_t)w;
+		o->bytes += (unsigned long long)w;
+	}
+	return 0;
+}
+
+/* --offline: the bundle from the cache directory. */
+static int
+ctl_cache_export_offline(ctl_ctx *ctx, const ctl_cache_where *w,
+    char **keys, size_t nkeys, int pinned, ctl_cache_export_out *o)
+{
+	struct cache *c = NULL;
+	unsigned count;
+	char err[1024];
+	int rc;
+
+	if ((rc = ctl_cache_open(ctx, w, 1, &c)) != 0)
+		return rc;
+	if (cache_bundle_export(c, (const char *const *)keys, nkeys, pinned,
+	    ctl_cache_export_write_cb, o, &count, err, sizeof(err)) != 0) {
+		ctl_errorf(ctx, "cache export: %s", err);
+		rc = CTL_EXIT_FAIL;
+	}
+	cache_close(c);
+	return rc;
+}
+
+/* The bundle from nkid: one CacheExport stream. */
+static int
+ctl_cache_export_online(ctl_ctx *ctx, char **keys, size_t nkeys, int pinned,
+    ctl_cache_export_out *o, const char *tmp)
+{
+	Nkid__V1__CacheExportRequest req = NKID__V1__CACHE_EXPORT_REQUEST__INIT;
+	Nkid__V1__CacheChunk *chunk;
+	ctl_rpc_stream *cs = NULL;
+	ctl_rpc_status st;
+	int rc, r;
+
+	if ((rc = ctl_connect(ctx)) != CTL_EXIT_OK)
+		return rc;
+	if (ctl_rpc_stream_open(ctx->rpc, "CacheExport", ctx->timeout_s, &cs,
+	    &st) != 0)
+		return ctl_call_fail(ctx, &st);
+	req.pinned_only = pinned;
+	req.keys = keys;
+	req.n_keys = nkeys;
+	if (ctl_rpc_stream_send(cs, &req.base) == 0)
+		ctl_rpc_stream_close_send(cs);
+	for (;;) {
+		r = ctl_rpc_stream_recv(cs, &nkid__v1__cache_chunk__descriptor,
+		    -1, (ProtobufCMessage **)&chunk);
+		if (r != 1)
+			break;
+		r = ctl_cache_export_write_cb(o, chunk->data.data,
+		    chunk->data.len);
+		protobuf_c_message_free_unpacked(&chunk->base, NULL);
+		if (r != 0) {
+			ctl_errorf(ctx, "cache export: cannot write '%s': %s",
+			    tmp, strerror(o->error));
+			rc = CTL_EXIT_FAIL;
+			goto out;
+		}
+	}
+	if (ctl_rpc_stream_finish(cs, &st) != 0)
+		rc = ctl_call_fail(ctx, &st);
+	else if (r != 0) {
+		ctl_errorf(ctx, "cache export: a malformed CacheChunk from nkid");
+		rc = CTL_EXIT_FAIL;
+	}
+out:
+	ctl_rpc_stream_free(cs);
+	return rc;
+}
+
+/* fsync the directory of path, so that the rename lasts. */
+static void
+ctl_cache_export_sync_dir(const char *path)
+{
+	char *copy = strdup(path);
+	int fd;
+
+	if (copy == NULL)
+		abort();
+	if ((fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) !=
+	    -1) {
+		fsync(fd);
+		close(fd);
+	}
+	free(copy);
 }
 
 static int
@@ -24,20 +151,26 @@ ctl_cache_export_exec(ctl_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		CTL_LONGOPTS_COMMON, CTL_CACHE_LONGOPTS_DIR,
+		{ "offline", no_argument, NULL, CTL_CACHE_EXPORT_OPT_OFFLINE },
 		{ "pinned", no_argument, NULL, 'p' }, { 0, 0, 0, 0 } };
 	ctl_cache_where w = { NULL };
-	struct cache *c = NULL;
+	ctl_cache_export_out o = { -1, 0, 0 };
+	struct sigaction sa, old[3];
+	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
 	const char *path;
-	char *tmp = NULL, err[1024];
+	char err[1024];
 	unsigned count = 0;
-	FILE *f = NULL;
-	int rc = 0, opt, pinned = 0, fd;
+	mode_t mask;
+	size_t nkeys;
+	int rc = 0, opt, pinned = 0, offline = 0, i, armed = 0;
 
 	while ((opt = ctl_opt_next(ctx, argc, argv, "", longopts, &rc)) != -1) {
 		if (opt == CTL_OPT_DONE)
 			goto out;
 		if (opt == 'p')
 			pinned = 1;
+		else if (opt == CTL_CACHE_EXPORT_OPT_OFFLINE)
+			offline = 1;
 		else if (!ctl_cache_where_opt(&w, opt, optarg)) {
 			rc = ctl_usage_fail(ctx, "unexpected option");
 			goto out;
@@ -48,70 +181,107 @@ ctl_cache_export_exec(ctl_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	path = argv[optind++];
-	if (pinned && optind < argc) {
+	nkeys = (size_t)(argc - optind);
+	if (pinned && nkeys > 0) {
 		rc = ctl_usage_fail(ctx, "--pinned and KEY... exclude each "
 		    "other");
 		goto out;
 	}
-	if ((rc = ctl_cache_open(ctx, &w, 1, &c)) != 0)
+	/* A cache directory means the offline mode, as for every cache
+	 * command. */
+	if (w.dir != NULL)
+		offline = 1;
+	if (snprintf(ctl_cache_export_tmp, sizeof(ctl_cache_export_tmp),
+	    "%s.XXXXXX", path) >= (int)sizeof(ctl_cache_export_tmp)) {
+		rc = ctl_usage_fail(ctx, "the path '%s' is too long", path);
 		goto out;
-	if (asprintf(&tmp, "%s.XXXXXX", path) < 0)
-		abort();
-	if ((fd = mkstemp(tmp)) == -1 || (f = fdopen(fd, "w")) == NULL) {
-		ctl_errorf(ctx, "cache export: cannot create '%s': %s", tmp,
-		    strerror(errno));
-		free(tmp);
-		tmp = NULL;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = ctl_cache_export_signal_cb;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < 3; i++)
+		sigaction(sigs[i], &sa, &old[i]);
+	armed = 1;
+	if ((o.fd = mkostemp(ctl_cache_export_tmp, O_CLOEXEC)) == -1) {
+		ctl_errorf(ctx, "cache export: cannot create '%s': %s",
+		    ctl_cache_export_tmp, strerror(errno));
 		rc = CTL_EXIT_FAIL;
 		goto out;
 	}
-	if (cache_bundle_export(c, (const char *const *)argv + optind,
-	    argc - optind, pinned, ctl_cache_export_write_cb, f, &count, err,
-	    sizeof(err)) != 0) {
+	ctl_cache_export_armed = 1;
+	/* A bundle is an ordinary file: the umask's mode, not mkstemp's. */
+	mask = umask(0);
+	umask(mask);
+	fchmod(o.fd, 0666 & ~mask);
+
+	if (offline)
+		rc = ctl_cache_export_offline(ctx, &w, argv + optind, nkeys,
+		    pinned, &o);
+	else
+		rc = ctl_cache_export_online(ctx, argv + optind, nkeys, pinned,
+		    &o, ctl_cache_export_tmp);
+	if (rc != 0)
+		goto out;
+	if (fsync(o.fd) != 0) {
+		ctl_errorf(ctx, "cache export: cannot write '%s': %s",
+		    ctl_cache_export_tmp, strerror(errno));
+		rc = CTL_EXIT_FAIL;
+		goto out;
+	}
+	/* What lands in FILE is a whole bundle: check it as import would. */
+	if (cache_bundle_verify_fd(o.fd, path, &count, err, sizeof(err)) !=
+	    0) {
 		ctl_errorf(ctx, "cache export: %s", err);
 		rc = CTL_EXIT_FAIL;
 		goto out;
 	}
-	if (fflush(f) != 0 || fsync(fileno(f)) != 0 || fclose(f) != 0) {
-		f = NULL;
-		ctl_errorf(ctx, "cache export: cannot write '%s': %s", tmp,
-		    strerror(errno));
+	if (close(o.fd) != 0) {
+		o.fd = -1;
+		ctl_errorf(ctx, "cache export: cannot write '%s': %s",
+		    ctl_cache_export_tmp, strerror(errno));
 		rc = CTL_EXIT_FAIL;
 		goto out;
 	}
-	f = NULL;
-	if (rename(tmp, path) == -1) {
+	o.fd = -1;
+	if (rename(ctl_cache_export_tmp, path) == -1) {
 		ctl_errorf(ctx, "cache export: cannot rename to '%s': %s", path,
 		    strerror(errno));
 		rc = CTL_EXIT_FAIL;
 		goto out;
 	}
-	free(tmp);
-	tmp = NULL;
+	ctl_cache_export_armed = 0;
+	ctl_cache_export_sync_dir(path);
 	if (ctx->json) {
-		cJSON *o = cJSON_CreateObject();
+		cJSON *j = cJSON_CreateObject();
 
-		cJSON_AddStringToObject(o, "bundle", path);
-		cJSON_AddNumberToObject(o, "entries", count);
-		rc = ctl_json_print(ctx, o);
+		cJSON_AddStringToObject(j, "bundle", path);
+		cJSON_AddNumberToObject(j, "entries", count);
+		cJSON_AddNumberToObject(j, "bytes", (double)o.bytes);
+		cJSON_AddBoolToObject(j, "offline", offline);
+		rc = ctl_json_print(ctx, j);
 	} else
-		fprintf(ctx->out, "exported %u entr%s to %s\n", count,
-		    count == 1 ? "y" : "ies", path);
+		fprintf(ctx->out, "exported %u entr%s to %s (%llu bytes)\n",
+		    count, count == 1 ? "y" : "ies", path, o.bytes);
 out:
-	if (f != NULL)
-		fclose(f);
-	if (tmp != NULL) {
-		unlink(tmp);
-		free(tmp);
+	if (o.fd != -1)
+		close(o.fd);
+	if (ctl_cache_export_armed) {
+		unlink(ctl_cache_export_tmp);
+		ctl_cache_export_armed = 0;
 	}
-	cache_close(c);
+	if (armed)
+		for (i = 0; i < 3; i++)
+			sigaction(sigs[i], &old[i], NULL);
 	ctl_cache_where_release(&w);
 	return rc;
 }
 
 const ctl_cmd ctl_cache_export_cmd = {
 	.name = "cache export",
-	.usage = "FILE [--pinned | KEY...] [--cache-dir DIR | --state-dir DIR]",
-	.help = "write cache entries to a self-verifying bundle",
+	.usage = "FILE [--pinned | KEY...] [--offline] [--cache-dir DIR | "
+	    "--state-dir DIR]",
+	.help = "write cache entries to a self-verifying bundle (through nkid, "
+	    "or --offline from a cache directory)",
+	.timeout_s = CTL_TIMEOUT_KERNEL,
 	.exec = ctl_cache_export_exec,
 };

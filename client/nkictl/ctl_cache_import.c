@@ -1,28 +1,133 @@
 /*
- * ctl_cache_import.c: `nkictl cache import FILE`: verify a bundle and
- * import it into a cache directory, all or nothing.
+ * ctl_cache_import.c: `nkictl cache import FILE`: send a bundle to nkid
+ * (CacheImport), which verifies it and imports it all or nothing; or, with
+ * --offline, do that in a cache directory of a stopped nkid.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "ctl_cache.h"
 
+#define CTL_CACHE_IMPORT_OPT_OFFLINE 0x400
+/* Bytes of one CacheChunk (nkid's default cap is 16 MiB). */
+#define CTL_CACHE_IMPORT_CHUNK (1024 * 1024)
+
+/* --offline: import into the cache directory. */
+static int
+ctl_cache_import_offline(ctl_ctx *ctx, const ctl_cache_where *w,
+    const char *path, Nkid__V1__CacheImportReply *r)
+{
+	struct cache *c = NULL;
+	unsigned imported, skipped;
+	char err[1024];
+	int rc;
+
+	if ((rc = ctl_cache_open(ctx, w, 0, &c)) != 0)
+		return rc;
+	if (cache_bundle_import(c, path, &imported, &skipped, err,
+	    sizeof(err)) != 0) {
+		ctl_errorf(ctx, "cache import: %s", err);
+		rc = CTL_EXIT_FAIL;
+	} else {
+		r->imported = imported;
+		r->skipped = skipped;
+	}
+	cache_close(c);
+	return rc;
+}
+
+/* Stream FILE to nkid; nkid answers once it has imported it, or why not. */
+static int
+ctl_cache_import_online(ctl_ctx *ctx, const char *path,
+    Nkid__V1__CacheImportReply *r)
+{
+	Nkid__V1__CacheChunk chunk = NKID__V1__CACHE_CHUNK__INIT;
+	Nkid__V1__CacheImportReply *reply = NULL;
+	ctl_rpc_stream *cs = NULL;
+	ctl_rpc_status st;
+	uint8_t *buf = NULL;
+	ssize_t n = 0;
+	int rc, fd, got = 0;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		ctl_errorf(ctx, "cache import: cannot read bundle '%s': %s",
+		    path, strerror(errno));
+		return CTL_EXIT_FAIL;
+	}
+	if ((buf = malloc(CTL_CACHE_IMPORT_CHUNK)) == NULL)
+		abort();
+	if ((rc = ctl_connect(ctx)) != CTL_EXIT_OK)
+		goto out;
+	if (ctl_rpc_stream_open(ctx->rpc, "CacheImport", ctx->timeout_s, &cs,
+	    &st) != 0) {
+		rc = ctl_call_fail(ctx, &st);
+		goto out;
+	}
+	for (;;) {
+		n = read(fd, buf, CTL_CACHE_IMPORT_CHUNK);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		chunk.data.data = buf;
+		chunk.data.len = (size_t)n;
+		/* -1: nkid ended the call (its status says why). */
+		if (ctl_rpc_stream_send(cs, &chunk.base) != 0)
+			break;
+	}
+	if (n == -1) {
+		ctl_errorf(ctx, "cache import: cannot read bundle '%s': %s",
+		    path, strerror(errno));
+		rc = CTL_EXIT_FAIL;
+		goto out;	/* the stream is cancelled: nothing imported */
+	}
+	if (n == 0) {
+		ctl_rpc_stream_close_send(cs);
+		got = ctl_rpc_stream_recv(cs,
+		    &nkid__v1__cache_import_reply__descriptor, -1,
+		    (ProtobufCMessage **)&reply) == 1;
+	}
+	if (ctl_rpc_stream_finish(cs, &st) != 0)
+		rc = ctl_call_fail(ctx, &st);
+	else if (!got) {
+		ctl_errorf(ctx, "cache import: nkid sent no reply");
+		rc = CTL_EXIT_FAIL;
+	} else {
+		r->imported = reply->imported;
+		r->skipped = reply->skipped;
+	}
+out:
+	if (reply != NULL)
+		protobuf_c_message_free_unpacked(&reply->base, NULL);
+	ctl_rpc_stream_free(cs);
+	free(buf);
+	close(fd);
+	return rc;
+}
+
 static int
 ctl_cache_import_exec(ctl_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		CTL_LONGOPTS_COMMON, CTL_CACHE_LONGOPTS_DIR, { 0, 0, 0, 0 } };
+		CTL_LONGOPTS_COMMON, CTL_CACHE_LONGOPTS_DIR,
+		{ "offline", no_argument, NULL, CTL_CACHE_IMPORT_OPT_OFFLINE },
+		{ 0, 0, 0, 0 } };
+	Nkid__V1__CacheImportReply r = NKID__V1__CACHE_IMPORT_REPLY__INIT;
 	ctl_cache_where w = { NULL };
-	struct cache *c = NULL;
-	unsigned imported, skipped;
-	char err[1024];
-	int rc = 0, opt;
+	int rc = 0, opt, offline = 0;
 
 	while ((opt = ctl_opt_next(ctx, argc, argv, "", longopts, &rc)) != -1) {
 		if (opt == CTL_OPT_DONE)
 			goto out;
-		if (!ctl_cache_where_opt(&w, opt, optarg)) {
+		if (opt == CTL_CACHE_IMPORT_OPT_OFFLINE)
+			offline = 1;
+		else if (!ctl_cache_where_opt(&w, opt, optarg)) {
 			rc = ctl_usage_fail(ctx, "unexpected option");
 			goto out;
 		}
@@ -31,32 +136,34 @@ ctl_cache_import_exec(ctl_ctx *ctx, int argc, char **argv)
 		rc = ctl_usage_fail(ctx, "give one bundle FILE");
 		goto out;
 	}
-	if ((rc = ctl_cache_open(ctx, &w, 0, &c)) != 0)
+	/* A cache directory means the offline mode, as for every cache
+	 * command. */
+	if (w.dir != NULL)
+		offline = 1;
+	rc = offline ? ctl_cache_import_offline(ctx, &w, argv[optind], &r) :
+	    ctl_cache_import_online(ctx, argv[optind], &r);
+	if (rc != 0)
 		goto out;
-	if (cache_bundle_import(c, argv[optind], &imported, &skipped, err,
-	    sizeof(err)) != 0) {
-		ctl_errorf(ctx, "cache import: %s", err);
-		rc = CTL_EXIT_FAIL;
-		goto out;
-	}
 	if (ctx->json) {
 		cJSON *o = cJSON_CreateObject();
 
-		cJSON_AddNumberToObject(o, "imported", imported);
-		cJSON_AddNumberToObject(o, "skipped", skipped);
+		cJSON_AddNumberToObject(o, "imported", r.imported);
+		cJSON_AddNumberToObject(o, "skipped", r.skipped);
+		cJSON_AddBoolToObject(o, "offline", offline);
 		rc = ctl_json_print(ctx, o);
 	} else
 		fprintf(ctx->out, "imported %u entr%s (%u already present)\n",
-		    imported, imported == 1 ? "y" : "ies", skipped);
+		    r.imported, r.imported == 1 ? "y" : "ies", r.skipped);
 out:
-	cache_close(c);
 	ctl_cache_where_release(&w);
 	return rc;
 }
 
 const ctl_cmd ctl_cache_import_cmd = {
 	.name = "cache import",
-	.usage = "FILE [--cache-dir DIR | --state-dir DIR]",
-	.help = "import a bundle, all or nothing, after verifying every digest",
+	.usage = "FILE [--offline] [--cache-dir DIR | --state-dir DIR]",
+	.help = "import a bundle, all or nothing, after verifying every digest "
+	    "(through nkid, or --offline into a cache directory)",
+	.timeout_s = CTL_TIMEOUT_KERNEL,
 	.exec = ctl_cache_import_exec,
 };

@@ -1,8 +1,8 @@
 #!/bin/sh
 # Bundles: export a cache, import it into a fresh state dir, and nkid
 # serves every kernel without compiling; hostile bundles are refused and
-# leave the live cache unchanged. (Export/import work on the cache
-# directory: see docs/cache.md.)
+# leave the live cache unchanged. This is the offline mode (--state-dir:
+# the cache directory itself, no nkid); 0208 does the same through nkid.
 . "$(dirname "$0")/lib.sh"
 
 "$PY" -m nkid.trace examples.vector_add:vector_add --shape 256,1024 \
