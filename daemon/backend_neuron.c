@@ -31,17 +31,29 @@
 #define NEURON_MAX_FILE		(2ULL << 30)
 /* How long `neuronx-cc --version` may take at start. */
 #define NEURON_VERSION_TIMEOUT	60000
+/* How long `neuron-ls --json-output` may take at start. */
+#define NEURON_LS_TIMEOUT	10000
+/* The driver's sysfs tree (Neuron sysfs user guide): one neuron<N>
+ * directory per device, its instance type under info/architecture. */
+#define NEURON_SYSFS		"/sys/devices/virtual/neuron_device"
+#define NEURON_SYSFS_INSTANCE	"info/architecture/instance_type"
+/* The compile target when neither the config nor the host tells. */
+#define NEURON_TARGET_DEFAULT	"trn1"
 
 struct backend_neuron {
 	char			*compiler;
 	char			*profiler;
 	char			*runtime;
 	char			*target;
+	const char		*target_from;	/* "neuron.target", "sysfs",
+						   "neuron-ls", "default" */
 	char			*workdir;	/* <state_dir>/neuron, 0700 */
 	uint32_t		 timeout_ms;
 	uint32_t		 grace_ms;
 	uint32_t		 log_max;
 	unsigned		 ndevices;
+	unsigned		 total;		/* NeuronCores of the devices */
+	const char		*cores_from;	/* "neuron-ls", "device_glob" */
 	unsigned		*cores;		/* nkid core -> NeuronCore */
 	size_t			 ncores;
 	char			 visible[256];	/* NEURON_RT_VISIBLE_CORES */
@@ -377,9 +389,8 @@ backend_neuron_cores(struct backend_neuron *b, const struct config *cfg,
 	const char	*env = getenv("NEURON_RT_VISIBLE_CORES");
 	const char	*spec = NULL;
 	char		 perr[256];
-	unsigned	 total, i;
+	unsigned	 total = b->total, i;
 
-	total = b->ndevices * cfg->neuron_cores_per_device;
 	if (env != NULL && *env != '\0') {
 		if (cfg->neuron_visible_cores[0] != '\0' &&
 		    strcmp(env, cfg->neuron_visible_cores) != 0) {
@@ -395,10 +406,18 @@ backend_neuron_cores(struct backend_neuron *b, const struct config *cfg,
 	if (spec != NULL) {
 		if (neuron_cmd_cores_parse(spec, total, &b->cores, &b->ncores,
 		    perr, sizeof perr) != 0) {
-			snprintf(err, errlen, "visible cores: %s (%u "
-			    "device%s x %u cores, neuron.cores_per_device)",
-			    perr, b->ndevices, b->ndevices == 1 ? "" : "s",
-			    cfg->neuron_cores_per_device);
+			if (strcmp(b->cores_from, "neuron-ls") == 0)
+				snprintf(err, errlen, "visible cores: %s (%u "
+				    "NeuronCores on %u device%s, from %s)",
+				    perr, total, b->ndevices,
+				    b->ndevices == 1 ? "" : "s",
+				    cfg->neuron_ls);
+			else
+				snprintf(err, errlen, "visible cores: %s (%u "
+				    "device%s x %u cores, "
+				    "neuron.cores_per_device)", perr,
+				    b->ndevices, b->ndevices == 1 ? "" : "s",
+				    cfg->neuron_cores_per_device);
 			return (-1);
 		}
 	} else {
@@ -410,6 +429,119 @@ backend_neuron_cores(struct backend_neuron *b, const struct config *cfg,
 	neuron_cmd_cores_format(b->cores, b->ncores, b->visible,
 	    sizeof b->visible);
 	return (0);
+}
+
+/*
+ * Run `neuron-ls --json-output` (neuron.ls) and parse what it prints.
+ * Returns 0 with *ls filled; 1 when neuron-ls cannot be run, fails or
+ * times out (logged: the caller counts device files instead); -1 with a
+ * message in err naming neuron-ls when it succeeds with output nkid
+ * cannot read.
+ */
+static int
+backend_neuron_ls(struct backend_neuron *b, const struct config *cfg,
+    struct neuron_ls *ls, char *err, size_t errlen)
+{
+	struct neuron_proc		p;
+	struct neuron_proc_result	r;
+	char				**argv, perr[256], how[160];
+	int				 rc;
+
+	memset(ls, 0, sizeof *ls);
+	argv = neuron_cmd_ls_argv(cfg->neuron_ls);
+	memset(&p, 0, sizeof p);
+	p.argv = argv;
+	p.timeout_ms = NEURON_LS_TIMEOUT;
+	p.grace_ms = b->grace_ms < 1000 ? b->grace_ms : 1000;
+	p.log_max = NEURON_CMD_LS_MAX_OUTPUT;
+	p.stderr_apart = 1;	/* the log is the JSON alone */
+	if (neuron_proc_run(&p, &r, perr, sizeof perr) != 0) {
+		log_info("neuron: %s (neuron.ls): counting the devices that "
+		    "match '%s' instead, %u cores each "
+		    "(neuron.cores_per_device)", perr, cfg->neuron_device_glob,
+		    cfg->neuron_cores_per_device);
+		neuron_proc_argv_free(argv);
+		return (1);
+	}
+	neuron_proc_argv_free(argv);
+	if (!neuron_proc_ok(&r)) {
+		neuron_proc_describe(&r, p.timeout_ms, how, sizeof how);
+		log_warn("neuron: '%s --json-output' (neuron.ls) %s%s%.*s: "
+		    "counting the devices that match '%s' instead, %u cores "
+		    "each (neuron.cores_per_device)", cfg->neuron_ls, how,
+		    r.err_len > 0 ? ": " : "",
+		    (int)strcspn(r.err != NULL ? r.err : "", "\n"),
+		    r.err != NULL ? r.err : "", cfg->neuron_device_glob,
+		    cfg->neuron_cores_per_device);
+		rc = 1;
+	} else if (r.log_total > NEURON_CMD_LS_MAX_OUTPUT) {
+		snprintf(err, errlen, "'%s --json-output' (neuron.ls) printed "
+		    "%zu bytes, more than the %d nkid reads", cfg->neuron_ls,
+		    r.log_total, NEURON_CMD_LS_MAX_OUTPUT);
+		rc = -1;
+	} else if (neuron_cmd_ls_parse(r.log, r.log_len, ls, perr,
+	    sizeof perr) != 0) {
+		snprintf(err, errlen, "'%s --json-output' (neuron.ls) %s",
+		    cfg->neuron_ls, perr);
+		rc = -1;
+	} else
+		rc = 0;
+	neuron_proc_result_release(&r);
+	return (rc);
+}
+
+/* The instance type the driver reports for the first device under the
+ * sysfs tree root, into buf; -1 when there is none. */
+static int
+backend_neuron_sysfs_instance(const char *root, char *buf, size_t len)
+{
+	glob_t	 g;
+	char	 pat[PATH_MAX];
+	FILE	*f = NULL;
+	int	 rc = -1;
+
+	snprintf(pat, sizeof pat, "%s/neuron*/%s", root, NEURON_SYSFS_INSTANCE);
+	memset(&g, 0, sizeof g);
+	if (glob(pat, 0, NULL, &g) == 0 && g.gl_pathc > 0 &&
+	    (f = fopen(g.gl_pathv[0], "re")) != NULL &&
+	    fgets(buf, (int)len, f) != NULL) {
+		buf[strcspn(buf, "\r\n")] = '\0';
+		rc = buf[0] != '\0' ? 0 : -1;
+	}
+	if (f != NULL)
+		fclose(f);
+	globfree(&g);
+	return (rc);
+}
+
+/*
+ * The compile target when a request names none: neuron.target when set;
+ * else the instance type in the driver's sysfs (Trn1, Inf2, ...); else
+ * what neuron-ls's devices imply (ls NULL: neuron-ls was not used); else
+ * NEURON_TARGET_DEFAULT.
+ */
+static void
+backend_neuron_target(struct backend_neuron *b, const struct config *cfg,
+    const struct neuron_ls *ls)
+{
+	const char	*t;
+	char		 it[64];
+
+	if (cfg->neuron_target[0] != '\0') {
+		b->target = xstrdup(cfg->neuron_target);
+		b->target_from = "neuron.target";
+	} else if (backend_neuron_sysfs_instance(NEURON_SYSFS, it,
+	    sizeof it) == 0 && (t = neuron_cmd_target_of_instance(it)) !=
+	    NULL) {
+		b->target = xstrdup(t);
+		b->target_from = "sysfs";
+	} else if (ls != NULL && (t = neuron_cmd_target_of_ls(ls)) != NULL) {
+		b->target = xstrdup(t);
+		b->target_from = "neuron-ls";
+	} else {
+		b->target = xstrdup(NEURON_TARGET_DEFAULT);
+		b->target_from = "default";
+	}
 }
 
 static void
@@ -436,29 +568,46 @@ backend_neuron_open(const struct config *cfg, void **state, char *err,
 {
 	struct backend_neuron		*b;
 	struct neuron_nrt_version	 v;
+	struct neuron_ls		 ls;
 	glob_t				 g;
 	char				 rterr[512] = "", deverr[512] = "";
-	int				 rc;
+	int				 rc, with_ls;
 
 	b = xcalloc(1, sizeof *b);
 	pthread_mutex_init(&b->lock, NULL);
 	b->compiler = xstrdup(cfg->neuron_compiler);
 	b->profiler = xstrdup(cfg->neuron_profiler);
 	b->runtime = xstrdup(cfg->neuron_runtime);
-	b->target = xstrdup(cfg->neuron_target);
 	b->timeout_ms = cfg->neuron_compile_timeout_ms;
 	b->grace_ms = cfg->neuron_kill_grace_ms;
 	b->log_max = cfg->neuron_log_max_bytes;
 
-	/* Devices and runtime first: name everything that is missing. */
-	memset(&g, 0, sizeof g);
-	rc = glob(cfg->neuron_device_glob, 0, NULL, &g);
-	b->ndevices = rc == 0 ? (unsigned)g.gl_pathc : 0;
-	globfree(&g);
-	if (b->ndevices == 0)
-		snprintf(deverr, sizeof deverr, "no Neuron devices match '%s' "
-		    "(is the aws-neuronx-dkms driver loaded?)",
-		    cfg->neuron_device_glob);
+	/* Devices and runtime first: name everything that is missing. The
+	 * devices and their cores come from neuron-ls, else from counting
+	 * device files. */
+	if ((rc = backend_neuron_ls(b, cfg, &ls, err, errlen)) < 0)
+		goto fail;
+	if ((with_ls = rc == 0)) {
+		b->ndevices = ls.ndevices;
+		b->total = ls.ncores;
+		b->cores_from = "neuron-ls";
+		if (b->ndevices == 0)
+			snprintf(deverr, sizeof deverr, "'%s --json-output' "
+			    "(neuron.ls) lists no Neuron devices",
+			    cfg->neuron_ls);
+	} else {
+		memset(&g, 0, sizeof g);
+		rc = glob(cfg->neuron_device_glob, 0, NULL, &g);
+		b->ndevices = rc == 0 ? (unsigned)g.gl_pathc : 0;
+		globfree(&g);
+		b->total = b->ndevices * cfg->neuron_cores_per_device;
+		b->cores_from = "device_glob";
+		if (b->ndevices == 0)
+			snprintf(deverr, sizeof deverr, "no Neuron devices "
+			    "match '%s' (is the aws-neuronx-dkms driver "
+			    "loaded?)", cfg->neuron_device_glob);
+	}
+	backend_neuron_target(b, cfg, with_ls ? &ls : NULL);
 	if (neuron_nrt_open(&b->nrt, b->runtime, rterr, sizeof rterr) != 0 ||
 	    deverr[0] != '\0') {
 		snprintf(err, errlen, "%s%s%s", rterr, rterr[0] != '\0' &&
@@ -492,10 +641,11 @@ backend_neuron_open(const struct config *cfg, void **state, char *err,
 	/* The runtime reads it at nrt_init: set it while nkid starts, once
 	 * nothing can fail any more. */
 	setenv("NEURON_RT_VISIBLE_CORES", b->visible, 1);
-	log_info("neuron: %u device%s, NeuronCores %s, compiler '%s' (%s), "
+	log_info("neuron: %u device%s with %u NeuronCores (from %s), "
+	    "NeuronCores %s, compile target %s (from %s), compiler '%s' (%s), "
 	    "runtime '%s' %s", b->ndevices, b->ndevices == 1 ? "" : "s",
-	    b->visible, b->compiler, b->compiler_version, b->runtime,
-	    b->runtime_version);
+	    b->total, b->cores_from, b->visible, b->target, b->target_from,
+	    b->compiler, b->compiler_version, b->runtime, b->runtime_version);
 	*state = b;
 	return (0);
 fail:
@@ -537,7 +687,9 @@ backend_neuron_versions(void *state, void (*add)(void *, const char *,
 	add(arg, "cores", b->visible);
 	snprintf(n, sizeof n, "%u", b->ndevices);
 	add(arg, "devices", n);
+	add(arg, "cores_from", b->cores_from);
 	add(arg, "target", b->target);
+	add(arg, "target_from", b->target_from);
 }
 
 /* ------------------------------------------------------------ compile */
@@ -1332,6 +1484,15 @@ out:
 	return (error);
 }
 
+/* The compile target when a request names none. */
+static const char *
+backend_neuron_default_target(void *state)
+{
+	struct backend_neuron	*b = state;
+
+	return (b->target);
+}
+
 /* The NeuronCore behind nkid core core. */
 static unsigned
 backend_neuron_device_core(void *state, unsigned core)
@@ -1358,4 +1519,5 @@ const struct backend_ops backend_neuron_ops = {
 	.benchmark = backend_neuron_benchmark,
 	.profile = backend_neuron_profile,
 	.device_core = backend_neuron_device_core,
+	.default_target = backend_neuron_default_target,
 };

@@ -1,4 +1,4 @@
-/* neuron_cmd.c: build the toolchain's argument vectors; parse and format core lists. */
+/* neuron_cmd.c: build the toolchain's argument vectors; parse and format core lists; read neuron-ls's JSON. */
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
 
 #include "daemon/neuron_cmd.h"
 #include "daemon/neuron_proc.h"
@@ -234,4 +236,161 @@ neuron_cmd_cores_format(const unsigned *cores, size_t n, char *buf,
 			off += (size_t)snprintf(buf + off, len - off,
 			    "%s%u-%u", off ? "," : "", cores[i], cores[j]);
 	}
+}
+
+/* ------------------------------------------------------------ neuron-ls */
+
+char **
+neuron_cmd_ls_argv(const char *ls)
+{
+	struct neuron_cmd_argv	a = { NULL, 0 };
+
+	neuron_cmd_add(&a, ls);
+	neuron_cmd_add(&a, "--json-output");
+	return (a.v);
+}
+
+/* The integer member name of o, in [min, max], into *v. Returns 0 when
+ * read, 1 when absent and not required, -1 when absent and required, or
+ * not such an integer. */
+static int
+neuron_cmd_ls_int(const cJSON *o, const char *name, int required, double min,
+    double max, unsigned *v)
+{
+	const cJSON	*m = cJSON_GetObjectItemCaseSensitive(o, name);
+	double		 d;
+
+	if (m == NULL && !required)
+		return (1);
+	if (!cJSON_IsNumber(m))
+		return (-1);
+	d = m->valuedouble;
+	if (!(d >= min && d <= max) || d != (double)(long long)d)
+		return (-1);
+	*v = (unsigned)d;
+	return (0);
+}
+
+int
+neuron_cmd_ls_parse(const char *out, size_t len, struct neuron_ls *ls,
+    char *err, size_t errlen)
+{
+	const cJSON	*dev;
+	const char	*end = NULL;
+	cJSON		*root;
+	size_t		 i = 0, k;
+	unsigned	 idx, nc, lnc;
+
+	memset(ls, 0, sizeof *ls);
+	for (k = 0; k < len && isspace((unsigned char)out[k]); k++)
+		;
+	if (k == len) {
+		snprintf(err, errlen, "printed nothing");
+		return (-1);
+	}
+	root = cJSON_ParseWithLengthOpts(out, len, &end, 0);
+	if (root == NULL) {
+		snprintf(err, errlen, "printed something that is not JSON "
+		    "(at byte %zu)", end != NULL && end >= out ?
+		    (size_t)(end - out) : (size_t)0);
+		return (-1);
+	}
+	for (k = (size_t)(end - out); k < len &&
+	    isspace((unsigned char)out[k]); k++)
+		;
+	if (k != len) {
+		snprintf(err, errlen, "printed more than one JSON value (at "
+		    "byte %zu)", (size_t)(end - out));
+		goto fail;
+	}
+	if (!cJSON_IsArray(root)) {
+		snprintf(err, errlen, "printed JSON that is not an array of "
+		    "devices");
+		goto fail;
+	}
+	cJSON_ArrayForEach(dev, root) {
+		if (i >= NEURON_CMD_LS_MAX_DEVICES) {
+			snprintf(err, errlen, "lists more than %d devices",
+			    NEURON_CMD_LS_MAX_DEVICES);
+			goto fail;
+		}
+		if (!cJSON_IsObject(dev)) {
+			snprintf(err, errlen, "device %zu is not a JSON object",
+			    i);
+			goto fail;
+		}
+		if (neuron_cmd_ls_int(dev, "neuron_device", 1, 0, 1e9,
+		    &idx) != 0) {
+			snprintf(err, errlen, "device %zu: \"neuron_device\" "
+			    "must be a non-negative integer", i);
+			goto fail;
+		}
+		if (neuron_cmd_ls_int(dev, "nc_count", 1, 1,
+		    NEURON_CMD_LS_MAX_NC, &nc) != 0) {
+			snprintf(err, errlen, "device %zu: \"nc_count\" must "
+			    "be an integer from 1 to %d", i,
+			    NEURON_CMD_LS_MAX_NC);
+			goto fail;
+		}
+		switch (neuron_cmd_ls_int(dev, "logical_neuroncore_config", 0,
+		    1, NEURON_CMD_LS_MAX_LNC, &lnc)) {
+		case -1:
+			snprintf(err, errlen, "device %zu: "
+			    "\"logical_neuroncore_config\" must be an integer "
+			    "from 1 to %d", i, NEURON_CMD_LS_MAX_LNC);
+			goto fail;
+		case 0:
+			if (lnc > ls->lnc)
+				ls->lnc = lnc;
+			break;
+		}
+		if (ls->ncores + nc > NEURON_CMD_LS_MAX_CORES) {
+			snprintf(err, errlen, "lists more than %d NeuronCores",
+			    NEURON_CMD_LS_MAX_CORES);
+			goto fail;
+		}
+		ls->ncores += nc;
+		i++;
+	}
+	ls->ndevices = (unsigned)i;
+	cJSON_Delete(root);
+	return (0);
+fail:
+	cJSON_Delete(root);
+	memset(ls, 0, sizeof *ls);
+	return (-1);
+}
+
+const char *
+neuron_cmd_target_of_instance(const char *instance_type)
+{
+	char	fam[16];
+	size_t	n = 0;
+
+	if (instance_type == NULL)
+		return (NULL);
+	while (isspace((unsigned char)*instance_type))
+		instance_type++;
+	for (; instance_type[n] != '\0' && instance_type[n] != '.' &&
+	    !isspace((unsigned char)instance_type[n]); n++) {
+		if (n + 1 >= sizeof fam)
+			return (NULL);
+		fam[n] = (char)tolower((unsigned char)instance_type[n]);
+	}
+	fam[n] = '\0';
+	if (strcmp(fam, "trn1") == 0)
+		return ("trn1");
+	if (strcmp(fam, "trn1n") == 0)
+		return ("trn1n");
+	if (strncmp(fam, "trn2", 4) == 0)
+		return ("trn2");
+	if (strcmp(fam, "inf2") == 0)
+		return ("inf2");
+	return (NULL);
+}
+
+const char *
+neuron_cmd_target_of_ls(const struct neuron_ls *ls)
+{
+	return (ls->lnc != 0 ? "trn2" : NULL);
 }

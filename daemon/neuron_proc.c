@@ -111,7 +111,7 @@ neuron_proc_group_kill(pid_t pgid, int sig)
 }
 
 static int
-neuron_proc_spawn(const struct neuron_proc *p, int wfd, pid_t *pid,
+neuron_proc_spawn(const struct neuron_proc *p, int wfd, int efd, pid_t *pid,
     char *err, size_t errlen)
 {
 	posix_spawn_file_actions_t	 fa;
@@ -123,7 +123,7 @@ neuron_proc_spawn(const struct neuron_proc *p, int wfd, pid_t *pid,
 	posix_spawnattr_init(&attr);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, wfd, 1);
-	posix_spawn_file_actions_adddup2(&fa, wfd, 2);
+	posix_spawn_file_actions_adddup2(&fa, efd != -1 ? efd : wfd, 2);
 	if (p->cwd != NULL)
 		posix_spawn_file_actions_addchdir_np(&fa, p->cwd);
 	/* nkid ignores SIGPIPE and its workers may block signals: the
@@ -154,13 +154,17 @@ neuron_proc_run(const struct neuron_proc *p, struct neuron_proc_result *r,
     char *err, size_t errlen)
 {
 	struct neuron_proc_log	 log;
-	struct pollfd		 pfd;
+	struct pollfd		 pfd[2];
 	siginfo_t		 si;
 	char			 buf[16384];
 	uint64_t		 now, deadline = 0, kill_at = 0;
 	ssize_t			 n;
 	pid_t			 pid;
-	int			 fds[2], eof = 0, exited = 0, phase = 0, wait;
+	char			*ebuf = NULL;
+	size_t			 elen = 0, k;
+	int			 fds[2], efds[2] = { -1, -1 };
+	int			 eof = 0, eeof = 1, exited = 0, phase = 0;
+	int			 wait, i;
 
 	assert(p != NULL && p->argv != NULL && p->argv[0] != NULL);
 	assert(r != NULL && p->log_max >= 64);
@@ -170,12 +174,28 @@ neuron_proc_run(const struct neuron_proc *p, struct neuron_proc_result *r,
 		    strerror(errno));
 		return (-1);
 	}
-	if (neuron_proc_spawn(p, fds[1], &pid, err, errlen) != 0) {
+	if (p->stderr_apart && pipe2(efds, O_CLOEXEC) == -1) {
+		snprintf(err, errlen, "cannot run '%s': pipe: %s", p->argv[0],
+		    strerror(errno));
 		close(fds[0]);
 		close(fds[1]);
 		return (-1);
 	}
+	if (neuron_proc_spawn(p, fds[1], efds[1], &pid, err, errlen) != 0) {
+		close(fds[0]);
+		close(fds[1]);
+		if (efds[0] != -1) {
+			close(efds[0]);
+			close(efds[1]);
+		}
+		return (-1);
+	}
 	close(fds[1]);
+	if (efds[0] != -1) {
+		close(efds[1]);
+		ebuf = xmalloc(p->log_max + 1);
+		eeof = 0;
+	}
 
 	memset(&log, 0, sizeof log);
 	log.head_max = p->log_max / 2;
@@ -198,7 +218,7 @@ neuron_proc_run(const struct neuron_proc *p, struct neuron_proc_result *r,
 				neuron_proc_group_kill(pid, SIGKILL);
 			}
 		}
-		if (exited && eof)
+		if (exited && eof && eeof)
 			break;
 		now = neuron_proc_now_ms();
 		if (!exited && phase == 0) {
@@ -217,28 +237,55 @@ neuron_proc_run(const struct neuron_proc *p, struct neuron_proc_result *r,
 			phase = 2;
 		}
 		wait = NEURON_PROC_TICK_MS;
-		if (eof) {
+		if (eof && eeof) {
 			usleep(wait * 1000);
 			continue;
 		}
-		pfd.fd = fds[0];
-		pfd.events = POLLIN;
-		pfd.revents = 0;
-		if (poll(&pfd, 1, wait) <= 0)
+		/* poll skips a negative descriptor: a pipe at its end. */
+		pfd[0].fd = eof ? -1 : fds[0];
+		pfd[1].fd = eeof ? -1 : efds[0];
+		for (i = 0; i < 2; i++) {
+			pfd[i].events = POLLIN;
+			pfd[i].revents = 0;
+		}
+		if (poll(pfd, 2, wait) <= 0)
 			continue;
-		n = read(fds[0], buf, sizeof buf);
-		if (n > 0)
-			neuron_proc_log_add(&log, buf, (size_t)n);
-		else if (n == 0 || (errno != EINTR && errno != EAGAIN))
-			eof = 1;
+		if (pfd[0].revents != 0) {
+			n = read(fds[0], buf, sizeof buf);
+			if (n > 0)
+				neuron_proc_log_add(&log, buf, (size_t)n);
+			else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+				eof = 1;
+		}
+		if (pfd[1].revents != 0) {
+			/* The head of stderr is kept, the rest read and
+			 * dropped. */
+			n = read(efds[0], buf, sizeof buf);
+			if (n > 0) {
+				k = p->log_max - elen;
+				if (k > (size_t)n)
+					k = (size_t)n;
+				memcpy(ebuf + elen, buf, k);
+				elen += k;
+			} else if (n == 0 || (errno != EINTR &&
+			    errno != EAGAIN))
+				eeof = 1;
+		}
 	}
 	close(fds[0]);
+	if (efds[0] != -1)
+		close(efds[0]);
 	while (waitpid(pid, &r->status, 0) == -1 && errno == EINTR)
 		;
 	r->log = neuron_proc_log_finish(&log, &r->log_len);
 	r->log_total = log.total;
 	free(log.head);
 	free(log.tail);
+	if (ebuf != NULL) {
+		ebuf[elen] = '\0';
+		r->err = ebuf;
+		r->err_len = elen;
+	}
 	return (0);
 }
 
@@ -248,6 +295,7 @@ neuron_proc_result_release(struct neuron_proc_result *r)
 	if (r == NULL)
 		return;
 	free(r->log);
+	free(r->err);
 	memset(r, 0, sizeof *r);
 }
 

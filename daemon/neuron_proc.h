@@ -15,6 +15,9 @@ struct neuron_proc {
 	uint32_t		 grace_ms;	/* SIGTERM to SIGKILL */
 	size_t			 log_max;	/* bytes of output kept (>= 64) */
 	const volatile int	*cancel;	/* may be NULL */
+	int			 stderr_apart;	/* stderr into r->err, not
+						   the log: the log is
+						   stdout alone */
 };
 
 /* How it went. */
@@ -26,11 +29,16 @@ struct neuron_proc_result {
 				   the head, a marker, the tail; NUL-ended */
 	size_t	 log_len;
 	size_t	 log_total;	/* bytes the program wrote in all */
+	char	*err;		/* with stderr_apart: the first log_max bytes
+				   of stderr, NUL-ended; else NULL */
+	size_t	 err_len;
 };
 
 /*
  * Start p->argv[0] with posix_spawn in a new process group (its pgid is
- * its pid), stdin from /dev/null, stdout and stderr into one pipe, every
+ * its pid), stdin from /dev/null, stdout and stderr into one pipe (with
+ * stderr_apart, stderr into a second pipe whose first log_max bytes are
+ * kept in r->err, the rest read and dropped), every
  * signal at its default disposition and none blocked, in p->cwd; read its
  * output until it exits. When the timeout passes or *p->cancel becomes
  * non-zero, the whole group gets SIGTERM, then SIGKILL after grace_ms.

@@ -1,8 +1,9 @@
 #!/bin/sh
 # The neuron backend end to end through the test doubles of neuronx-cc,
-# neuron-profile and libnrt.so.1 (tests/neuron/): selection, Status,
-# compile and run through nkictl, a failing compile, a busy core, and
-# refusing to start without the runtime or the devices.
+# neuron-profile, neuron-ls and libnrt.so.1 (tests/neuron/): selection,
+# Status, compile and run through nkictl, a failing compile, a busy core,
+# refusing to start without the runtime or the devices, the cores and the
+# compile target from neuron-ls, and counting device files without it.
 . "$(dirname "$0")/lib.sh"
 
 FAKELIB=$(cd "$(dirname "$NKID")/.." && pwd)/tests/libfake_nrt.so
@@ -11,7 +12,8 @@ mkdir -p "$T/dev" "$T/state"
 : >"$T/dev/neuron0"
 : >"$T/dev/neuron1"
 
-# neuron_config FILE RUNTIME_LIBRARY DEVICE_GLOB
+# neuron_config FILE RUNTIME_LIBRARY DEVICE_GLOB [NEURON_LS]
+# (no NEURON_LS: one that does not exist, so the device files count)
 neuron_config() {
 	cat >"$1" <<J
 {
@@ -20,6 +22,7 @@ neuron_config() {
 	"neuron": {
 		"compiler": "$TOP/tests/neuron/fake-neuronx-cc",
 		"profiler": "$TOP/tests/neuron/fake-neuron-profile",
+		"ls": "${4:-$T/no-neuron-ls}",
 		"runtime_library": "$2",
 		"device_glob": "$3",
 		"compile_timeout_ms": 20000
@@ -67,6 +70,13 @@ start_nkid -c "$T/nkid.json"
 json_get "$T/status.json" 'd["backend_versions"]["runtime"]' | grep -q "^2.99.7.0" ||
 	fail "runtime version missing: $(cat "$T/status.json")"
 [ "$(json_get "$T/status.json" 'len(d["cores"])')" = 4 ] || fail "expected 4 cores (2 devices x 2)"
+# No neuron-ls: the device files were counted, and the log says so.
+[ "$(json_get "$T/status.json" 'd["backend_versions"]["cores_from"]')" = device_glob ] ||
+	fail "cores not from the device files: $(cat "$T/status.json")"
+grep -q "no-neuron-ls.*counting the devices that match '$T/dev/neuron\*' instead" "$LOG" ||
+	fail "no log line for the fallback to the device files"
+[ "$(json_get "$T/status.json" 'd["backend_versions"]["target"]')" = trn1 ] ||
+	fail "default target is not trn1: $(cat "$T/status.json")"
 
 # Compile through neuronx-cc with NKI's exact command line.
 kernel_file "$T/copy.nkk" copy '# fake-neff: input a float32 4 2
@@ -148,4 +158,60 @@ NEURON_RT_VISIBLE_CORES=2-3 start_nkid -c "$T/nkid.json"
 	fail "lease failed: $(cat "$T/lease.txt")"
 grep -q "cores=2" "$T/lease.txt" || fail "lease of core 0 did not name NeuronCore 2: $(cat "$T/lease.txt")"
 stop_nkid || fail "nkid exited non-zero"
+unset NEURON_RT_VISIBLE_CORES || true
+
+# With neuron-ls (the double): its 3 devices of 2 NeuronCores are the
+# cores, whatever the device files; Status shows them.
+FAKELS=$TOP/tests/neuron/fake-neuron-ls
+neuron_config "$T/ls.json" "$FAKELIB" "$T/dev/neuron*" "$FAKELS"
+export FAKE_NEURON_LS_DEVICES=3 FAKE_NEURON_LS_ARGV="$T/ls-argv"
+start_nkid -c "$T/ls.json"
+"$NKICTL" --json status >"$T/status.json" || fail "status failed"
+[ "$(json_get "$T/status.json" 'len(d["cores"])')" = 6 ] ||
+	fail "expected the 6 cores neuron-ls lists: $(cat "$T/status.json")"
+[ "$(json_get "$T/status.json" 'd["backend_versions"]["cores_from"]')" = neuron-ls ] ||
+	fail "cores not from neuron-ls: $(cat "$T/status.json")"
+[ "$(json_get "$T/status.json" 'd["backend_versions"]["devices"]')" = 3 ] ||
+	fail "devices not from neuron-ls: $(cat "$T/status.json")"
+[ "$(json_get "$T/status.json" 'd["backend_versions"]["cores"]')" = 0-5 ] ||
+	fail "visible cores: $(cat "$T/status.json")"
+printf '%s\n' "$FAKELS" --json-output >"$T/want-ls-argv"
+cmp -s "$T/want-ls-argv" "$T/ls-argv" || fail "neuron-ls argv: $(cat "$T/ls-argv")"
+stop_nkid || fail "nkid exited non-zero"
+
+# A trn2 host (logical NeuronCores): 2 devices x 4, and trn2 is the
+# compile target when neither the request nor neuron.target names one.
+FAKE_NEURON_LS_DEVICES=2 FAKE_NEURON_LS_NC=4 FAKE_NEURON_LS_LNC=2
+export FAKE_NEURON_LS_DEVICES FAKE_NEURON_LS_NC FAKE_NEURON_LS_LNC
+rm -rf "$T/state"
+start_nkid -c "$T/ls.json"
+"$NKICTL" --json status >"$T/status.json" || fail "status failed"
+[ "$(json_get "$T/status.json" 'len(d["cores"])')" = 8 ] ||
+	fail "expected 8 trn2 cores: $(cat "$T/status.json")"
+[ "$(json_get "$T/status.json" 'd["backend_versions"]["target"]')" = trn2 ] ||
+	fail "target is not trn2: $(cat "$T/status.json")"
+rm -f "$T/cc-argv"
+"$NKICTL" --json compile "$T/copy.nkk" >"$T/compile.json" || fail "compile failed: $(cat "$T/compile.json")"
+grep -qx trn2 "$T/cc-argv" || fail "not compiled for trn2: $(cat "$T/cc-argv")"
+stop_nkid || fail "nkid exited non-zero"
+unset FAKE_NEURON_LS_NC FAKE_NEURON_LS_LNC
+
+# neuron-ls failing (no devices, no driver: exit 1): the device files
+# count, and the log says why.
+FAKE_NEURON_LS_DEVICES=0
+: >"$LOG"
+start_nkid -c "$T/ls.json"
+[ "$("$NKICTL" --json status | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)["cores"]))')" = 4 ] ||
+	fail "fallback to the device files did not give 4 cores"
+grep -q "fake-neuron-ls --json-output' (neuron.ls) exited with status 1.*counting the devices" "$LOG" ||
+	fail "no log line for a failing neuron-ls"
+stop_nkid || fail "nkid exited non-zero"
+
+# neuron-ls printing garbage: nkid refuses to start, naming it.
+export FAKE_NEURON_LS_MODE=garbage
+rc=0; "$NKID" -c "$T/ls.json" -s "$SOCK" --state-dir "$T/state" >"$T/out" 2>&1 || rc=$?
+[ $rc -ne 0 ] || fail "nkid started on garbage from neuron-ls"
+grep -q "fake-neuron-ls --json-output' (neuron.ls) printed something that is not JSON" "$T/out" ||
+	fail "garbage from neuron-ls not named: $(cat "$T/out")"
+unset FAKE_NEURON_LS_MODE FAKE_NEURON_LS_DEVICES
 echo ok

@@ -1,4 +1,4 @@
-/* check_backend_neuron.c: the neuron backend against the test doubles of neuronx-cc, neuron-profile and libnrt (tests/neuron/). */
+/* check_backend_neuron.c: the neuron backend against the test doubles of neuronx-cc, neuron-profile, neuron-ls and libnrt (tests/neuron/). */
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -25,6 +25,7 @@
  * working directory by default, as scripts/check.sh runs the tests), the
  * library beside this test binary. */
 static char	top[1024], fakelib[1200], fakecc[1200], fakeprof[1200];
+static char	fakels[1200];
 /* Per test: a private directory with devices, state and a busy file. */
 static char	T[256], busy[300], argvlog[300];
 
@@ -63,6 +64,7 @@ paths_init(const char *argv0)
 	snprintf(fakecc, sizeof fakecc, "%s/tests/neuron/fake-neuronx-cc", top);
 	snprintf(fakeprof, sizeof fakeprof, "%s/tests/neuron/fake-neuron-profile",
 	    top);
+	snprintf(fakels, sizeof fakels, "%s/tests/neuron/fake-neuron-ls", top);
 }
 
 static void
@@ -112,6 +114,11 @@ setup(void)
 	setenv("FAKE_NEURONX_CC_ARGV", argvlog, 1);
 	unsetenv("FAKE_NEURONX_CC_PIDS");
 	unsetenv("FAKE_NEURON_PROFILE_ARGV");
+	unsetenv("FAKE_NEURON_LS_DEVICES");
+	unsetenv("FAKE_NEURON_LS_NC");
+	unsetenv("FAKE_NEURON_LS_LNC");
+	unsetenv("FAKE_NEURON_LS_MODE");
+	unsetenv("FAKE_NEURON_LS_ARGV");
 }
 
 static void
@@ -126,7 +133,7 @@ cfg_make(struct config *cfg, const char *extra)
 {
 	char	json[16384], err[1024];
 
-	char	cc[1300] = "", rt[1300] = "", dev[400] = "";
+	char	cc[1300] = "", rt[1300] = "", dev[400] = "", ls[400] = "";
 
 	/* The doubles, unless extra names something else. */
 	if (extra == NULL || strstr(extra, "\"compiler\"") == NULL)
@@ -137,10 +144,13 @@ cfg_make(struct config *cfg, const char *extra)
 	if (extra == NULL || strstr(extra, "\"device_glob\"") == NULL)
 		snprintf(dev, sizeof dev, "\"device_glob\": "
 		    "\"%s/dev/neuron*\", ", T);
+	/* No neuron-ls unless extra names one: the device files count. */
+	if (extra == NULL || strstr(extra, "\"ls\"") == NULL)
+		snprintf(ls, sizeof ls, "\"ls\": \"%s/no-neuron-ls\", ", T);
 	snprintf(json, sizeof json,
 	    "{ \"backend\": \"neuron\", \"state_dir\": \"%s/state\", "
-	    "\"neuron\": { %s%s%s\"profiler\": \"%s\"%s%s } }", T, cc, rt,
-	    dev, fakeprof, extra != NULL ? ", " : "",
+	    "\"neuron\": { %s%s%s%s\"profiler\": \"%s\"%s%s } }", T, cc,
+	    rt, dev, ls, fakeprof, extra != NULL ? ", " : "",
 	    extra != NULL ? extra : "");
 	ck_assert_msg(config_load_string(cfg, "test", json, strlen(json), NULL,
 	    err, sizeof err) == 0, "config: %s", err);
@@ -353,6 +363,7 @@ END_TEST
 
 struct versions {
 	char	compiler[64], runtime[128], cores[64], devices[16];
+	char	cores_from[32], target[32], target_from[32];
 };
 
 static void
@@ -368,6 +379,12 @@ versions_add(void *arg, const char *k, const char *v)
 		snprintf(vs->cores, sizeof vs->cores, "%s", v);
 	else if (strcmp(k, "devices") == 0)
 		snprintf(vs->devices, sizeof vs->devices, "%s", v);
+	else if (strcmp(k, "cores_from") == 0)
+		snprintf(vs->cores_from, sizeof vs->cores_from, "%s", v);
+	else if (strcmp(k, "target") == 0)
+		snprintf(vs->target, sizeof vs->target, "%s", v);
+	else if (strcmp(k, "target_from") == 0)
+		snprintf(vs->target_from, sizeof vs->target_from, "%s", v);
 }
 
 START_TEST(test_backend_neuron_open_versions)
@@ -389,6 +406,10 @@ START_TEST(test_backend_neuron_open_versions)
 	ck_assert_str_eq(vs.runtime, "2.99.7.0 fake_nrt");
 	ck_assert_str_eq(vs.cores, "0-3");
 	ck_assert_str_eq(vs.devices, "2");
+	/* No neuron-ls: the device files counted; no target anywhere. */
+	ck_assert_str_eq(vs.cores_from, "device_glob");
+	ck_assert_str_eq(vs.target, "trn1");
+	ck_assert_str_eq(vs.target_from, "default");
 	/* The runtime will reserve exactly these. */
 	ck_assert_str_eq(getenv("NEURON_RT_VISIBLE_CORES"), "0-3");
 	backend_close(b);
@@ -931,6 +952,318 @@ START_TEST(test_backend_neuron_serves_after_failures)
 }
 END_TEST
 
+/* ------------------------------------------------------------ neuron-ls */
+
+/* The shape of the Neuron LS User Guide's --json-output example (trn2,
+ * abridged to two devices). */
+static const char ls_trn2[] =
+    "[\n"
+    "  { \"neuron_device\": 0, \"bdf\": \"cc:00.0\", \"cpu_affinity\": "
+    "\"48-95,144-191\", \"numa_node\": \"1\", \"connected_to\": [12, 3, 4, 1],"
+    " \"nc_count\": 4, \"logical_neuroncore_config\": 2, \"memory_size\": "
+    "103079215104, \"neuroncore_ids\": [0, 1, 2, 3], \"neuron_processes\": "
+    "[ { \"pid\": 113985, \"command\": \"neuron-bench exec\", "
+    "\"neuron_runtime_version\": \"2.0.0\" } ] },\n"
+    "  { \"neuron_device\": 1, \"bdf\": \"b5:00.0\", \"cpu_affinity\": "
+    "\"48-95,144-191\", \"numa_node\": \"1\", \"connected_to\": [13, 0, 5, 2],"
+    " \"nc_count\": 4, \"logical_neuroncore_config\": 2, \"memory_size\": "
+    "103079215104, \"neuroncore_ids\": [4, 5, 6, 7], \"neuron_processes\": "
+    "[] }\n"
+    "]\n";
+
+/* One trn1 device: connected_to null, no logical_neuroncore_config. */
+static const char ls_trn1[] =
+    "[{\"neuron_device\": 0, \"bdf\": \"0000:00:1e.0\", \"cpu_affinity\": "
+    "\"0-7\", \"numa_node\": \"-1\", \"connected_to\": null, \"nc_count\": 2, "
+    "\"memory_size\": 34359738368, \"neuroncore_ids\": [0, 1], "
+    "\"neuron_processes\": []}]";
+
+static int
+ls_parse(const char *s, struct neuron_ls *ls, char *err, size_t errlen)
+{
+	return (neuron_cmd_ls_parse(s, strlen(s), ls, err, errlen));
+}
+
+/* s is refused with a message holding want. */
+static void
+ls_bad(const char *s, const char *want)
+{
+	struct neuron_ls	ls;
+	char			err[256] = "";
+
+	ck_assert_msg(ls_parse(s, &ls, err, sizeof err) == -1, "accepted %s",
+	    s);
+	ck_assert_msg(strstr(err, want) != NULL, "'%s': '%s' lacks '%s'", s,
+	    err, want);
+	ck_assert_uint_eq(ls.ncores, 0);
+}
+
+START_TEST(test_backend_neuron_ls_parse)
+{
+	struct neuron_ls	 ls;
+	char			 err[256], *big, **argv;
+	size_t			 i, off;
+
+	argv = neuron_cmd_ls_argv("/opt/aws/neuron/bin/neuron-ls");
+	ck_assert_str_eq(argv[0], "/opt/aws/neuron/bin/neuron-ls");
+	ck_assert_str_eq(argv[1], "--json-output");
+	ck_assert_ptr_null(argv[2]);
+	neuron_proc_argv_free(argv);
+
+	/* Good output: the cores of the devices are summed. */
+	ck_assert_int_eq(ls_parse(ls_trn2, &ls, err, sizeof err), 0);
+	ck_assert_uint_eq(ls.ndevices, 2);
+	ck_assert_uint_eq(ls.ncores, 8);
+	ck_assert_uint_eq(ls.lnc, 2);
+	ck_assert_str_eq(neuron_cmd_target_of_ls(&ls), "trn2");
+	ck_assert_int_eq(ls_parse(ls_trn1, &ls, err, sizeof err), 0);
+	ck_assert_uint_eq(ls.ndevices, 1);
+	ck_assert_uint_eq(ls.ncores, 2);
+	ck_assert_uint_eq(ls.lnc, 0);
+	ck_assert_ptr_null(neuron_cmd_target_of_ls(&ls));
+	/* No devices is an answer, not an error. */
+	ck_assert_int_eq(ls_parse(" [ ]\n", &ls, err, sizeof err), 0);
+	ck_assert_uint_eq(ls.ndevices, 0);
+	ck_assert_uint_eq(ls.ncores, 0);
+
+	/* Empty. */
+	ls_bad("", "printed nothing");
+	ls_bad(" \n\t\n", "printed nothing");
+	/* Malformed. */
+	ls_bad("not json", "not JSON (at byte 0)");
+	ls_bad("[{\"neuron_device\": 0, \"nc_count\": 2}", "not JSON");
+	ls_bad("[] []", "more than one JSON value");
+	ls_bad("[]\nwarning: something", "more than one JSON value");
+	ls_bad("{\"neuron_device\": 0, \"nc_count\": 2}", "not an array");
+	ls_bad("\"trn1\"", "not an array");
+	ls_bad("[{\"neuron_device\": 0, \"nc_count\": 2}, 7]",
+	    "device 1 is not a JSON object");
+	ls_bad("[{\"neuron_device\": 0}]", "device 0: \"nc_count\" must be");
+	ls_bad("[{\"neuron_device\": 0, \"nc_count\": \"2\"}]", "\"nc_count\"");
+	ls_bad("[{\"neuron_device\": 0, \"nc_count\": 0}]", "from 1 to 64");
+	ls_bad("[{\"neuron_device\": 0, \"nc_count\": 1.5}]", "\"nc_count\"");
+	ls_bad("[{\"neuron_device\": 0, \"nc_count\": null}]", "\"nc_count\"");
+	ls_bad("[{\"nc_count\": 2}]", "\"neuron_device\" must be");
+	ls_bad("[{\"neuron_device\": -1, \"nc_count\": 2}]",
+	    "\"neuron_device\"");
+	ls_bad("[{\"neuron_device\": 0, \"nc_count\": 2, "
+	    "\"logical_neuroncore_config\": 0}]", "logical_neuroncore_config");
+	ls_bad("[{\"neuron_device\": 0, \"nc_count\": 2, "
+	    "\"logical_neuroncore_config\": \"2\"}]",
+	    "logical_neuroncore_config");
+
+	/* Huge counts are bounded, never overflow. */
+	ls_bad("[{\"neuron_device\": 0, \"nc_count\": 65}]", "from 1 to 64");
+	ls_bad("[{\"neuron_device\": 0, \"nc_count\": 1e300}]", "from 1 to 64");
+	ls_bad("[{\"neuron_device\": 0, \"nc_count\": 4294967298}]",
+	    "from 1 to 64");
+	ls_bad("[{\"neuron_device\": 1e300, \"nc_count\": 2}]",
+	    "\"neuron_device\"");
+	big = malloc(64 * 1024);
+	ck_assert_ptr_nonnull(big);
+	/* 17 devices of 64 cores: 1088 > 1024 in all. */
+	off = (size_t)snprintf(big, 64 * 1024, "[");
+	for (i = 0; i < 17; i++)
+		off += (size_t)snprintf(big + off, 64 * 1024 - off,
+		    "%s{\"neuron_device\": %zu, \"nc_count\": 64}",
+		    i > 0 ? "," : "", i);
+	snprintf(big + off, 64 * 1024 - off, "]");
+	ls_bad(big, "more than 1024 NeuronCores");
+	/* 257 devices of 1 core. */
+	off = (size_t)snprintf(big, 64 * 1024, "[");
+	for (i = 0; i < 257; i++)
+		off += (size_t)snprintf(big + off, 64 * 1024 - off,
+		    "%s{\"neuron_device\": %zu, \"nc_count\": 1}",
+		    i > 0 ? "," : "", i);
+	snprintf(big + off, 64 * 1024 - off, "]");
+	ls_bad(big, "more than 256 devices");
+	/* 256 devices of 4 cores: exactly at both bounds. */
+	off = (size_t)snprintf(big, 64 * 1024, "[");
+	for (i = 0; i < 256; i++)
+		off += (size_t)snprintf(big + off, 64 * 1024 - off,
+		    "%s{\"neuron_device\": %zu, \"nc_count\": 4}",
+		    i > 0 ? "," : "", i);
+	snprintf(big + off, 64 * 1024 - off, "]");
+	ck_assert_int_eq(ls_parse(big, &ls, err, sizeof err), 0);
+	ck_assert_uint_eq(ls.ndevices, 256);
+	ck_assert_uint_eq(ls.ncores, 1024);
+	free(big);
+}
+END_TEST
+
+START_TEST(test_backend_neuron_target_of_instance)
+{
+	/* The driver's sysfs spelling and EC2's. */
+	ck_assert_str_eq(neuron_cmd_target_of_instance("Trn1"), "trn1");
+	ck_assert_str_eq(neuron_cmd_target_of_instance("Inf2\n"), "inf2");
+	ck_assert_str_eq(neuron_cmd_target_of_instance("trn1.32xlarge"),
+	    "trn1");
+	ck_assert_str_eq(neuron_cmd_target_of_instance("trn1n.32xlarge"),
+	    "trn1n");
+	ck_assert_str_eq(neuron_cmd_target_of_instance("trn2n.48xlarge"),
+	    "trn2");
+	ck_assert_str_eq(neuron_cmd_target_of_instance("Trn2"), "trn2");
+	ck_assert_str_eq(neuron_cmd_target_of_instance("inf2.xlarge"), "inf2");
+	/* Not neuronx-cc targets, or not instance types. */
+	ck_assert_ptr_null(neuron_cmd_target_of_instance("Inf1"));
+	ck_assert_ptr_null(neuron_cmd_target_of_instance("inf1.6xlarge"));
+	ck_assert_ptr_null(neuron_cmd_target_of_instance(""));
+	ck_assert_ptr_null(neuron_cmd_target_of_instance(NULL));
+	ck_assert_ptr_null(neuron_cmd_target_of_instance(
+	    "trn1xxxxxxxxxxxxxxxxxx"));
+	ck_assert_ptr_null(neuron_cmd_target_of_instance("m5.large"));
+}
+END_TEST
+
+/* A config member naming the neuron-ls double. */
+static const char *
+ls_extra(const char *more)
+{
+	static char	buf[2048];
+
+	snprintf(buf, sizeof buf, "\"ls\": \"%s\"%s%s", fakels,
+	    more != NULL ? ", " : "", more != NULL ? more : "");
+	return (buf);
+}
+
+START_TEST(test_backend_neuron_ls_cores)
+{
+	struct backend	*b;
+	struct versions	 vs;
+	char		*argv;
+	void		*img;
+	size_t		 len;
+	char		 diag[BACKEND_DIAG_LEN], p[PATH_MAX + 16];
+
+	/* 3 devices of 2 cores on neuron-ls; 2 device files, 4 cores each
+	 * by neuron.cores_per_device: neuron-ls wins. */
+	setenv("FAKE_NEURON_LS_DEVICES", "3", 1);
+	snprintf(p, sizeof p, "%s/ls-argv", T);
+	setenv("FAKE_NEURON_LS_ARGV", p, 1);
+	b = open_ok(ls_extra("\"cores_per_device\": 4"));
+	ck_assert_uint_eq(b->ncores, 6);
+	memset(&vs, 0, sizeof vs);
+	b->ops->versions(b->state, versions_add, &vs);
+	ck_assert_str_eq(vs.cores, "0-5");
+	ck_assert_str_eq(vs.devices, "3");
+	ck_assert_str_eq(vs.cores_from, "neuron-ls");
+	/* trn1 and inf2 look alike to neuron-ls: the default target. */
+	ck_assert_str_eq(vs.target, "trn1");
+	ck_assert_str_eq(vs.target_from, "default");
+	ck_assert_str_eq(getenv("NEURON_RT_VISIBLE_CORES"), "0-5");
+	backend_close(b);
+	/* Exactly `neuron-ls --json-output`. */
+	argv = file_get(p);
+	ck_assert_ptr_nonnull(argv);
+	ck_assert_msg(strncmp(argv, fakels, strlen(fakels)) == 0 &&
+	    strcmp(argv + strlen(fakels), "\n--json-output\n") == 0,
+	    "neuron-ls argv: %s", argv);
+
+	/* The visible cores select among neuron-ls's. */
+	unsetenv("NEURON_RT_VISIBLE_CORES");
+	b = open_ok(ls_extra("\"visible_cores\": \"3-5\""));
+	ck_assert_uint_eq(b->ncores, 3);
+	ck_assert_uint_eq(b->ops->device_core(b->state, 0), 3);
+	backend_close(b);
+	setenv("NEURON_RT_VISIBLE_CORES", "1,4", 1);
+	b = open_ok(ls_extra(NULL));
+	ck_assert_uint_eq(b->ncores, 2);
+	ck_assert_uint_eq(b->ops->device_core(b->state, 1), 4);
+	backend_close(b);
+	unsetenv("NEURON_RT_VISIBLE_CORES");
+	ck_assert_int_eq(open_fail(ls_extra("\"visible_cores\": \"6\""), diag,
+	    sizeof diag), BACKEND_EOPEN);
+	ck_assert_msg(strstr(diag, "core 6") != NULL &&
+	    strstr(diag, "6 NeuronCores on 3 devices, from") != NULL, "%s",
+	    diag);
+
+	/* A trn2 host (logical NeuronCores): trn2 is the default target,
+	 * which the compiler is given; neuron.target still wins. */
+	setenv("FAKE_NEURON_LS_DEVICES", "2", 1);
+	setenv("FAKE_NEURON_LS_NC", "4", 1);
+	setenv("FAKE_NEURON_LS_LNC", "2", 1);
+	b = open_ok(ls_extra(NULL));
+	ck_assert_uint_eq(b->ncores, 8);
+	memset(&vs, 0, sizeof vs);
+	b->ops->versions(b->state, versions_add, &vs);
+	ck_assert_str_eq(vs.target, "trn2");
+	ck_assert_str_eq(vs.target_from, "neuron-ls");
+	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
+	ck_assert_int_eq(memcmp(img, "FAKENEFF 1\ntarget trn2\n", 23), 0);
+	free(img);
+	backend_close(b);
+	b = open_ok(ls_extra("\"target\": \"inf2\""));
+	memset(&vs, 0, sizeof vs);
+	b->ops->versions(b->state, versions_add, &vs);
+	ck_assert_str_eq(vs.target, "inf2");
+	ck_assert_str_eq(vs.target_from, "neuron.target");
+	backend_close(b);
+
+	/* A warning on stderr does not spoil the JSON on stdout. */
+	setenv("FAKE_NEURON_LS_MODE", "warn", 1);
+	b = open_ok(ls_extra(NULL));
+	ck_assert_uint_eq(b->ncores, 8);
+	backend_close(b);
+}
+END_TEST
+
+START_TEST(test_backend_neuron_ls_fallback)
+{
+	struct backend	*b;
+	struct versions	 vs;
+	char		 err[1024], extra[PATH_MAX + 128];
+
+	/* neuron-ls missing: the device files count (2 x 2). */
+	b = open_ok("\"ls\": \"/nonexistent/neuron-ls\"");
+	ck_assert_uint_eq(b->ncores, 4);
+	memset(&vs, 0, sizeof vs);
+	b->ops->versions(b->state, versions_add, &vs);
+	ck_assert_str_eq(vs.cores_from, "device_glob");
+	backend_close(b);
+	unsetenv("NEURON_RT_VISIBLE_CORES");
+	/* neuron-ls failing (no devices, no driver, exit 1): the same. */
+	unsetenv("FAKE_NEURON_LS_DEVICES");
+	b = open_ok(ls_extra("\"cores_per_device\": 8"));
+	ck_assert_uint_eq(b->ncores, 16);
+	backend_close(b);
+	/* ... and with no device files either, both are named. */
+	snprintf(extra, sizeof extra, "\"ls\": \"/nonexistent/neuron-ls\", "
+	    "\"device_glob\": \"%s/none/neuron*\"", T);
+	ck_assert_int_eq(open_fail(extra, err, sizeof err), BACKEND_EOPEN);
+	ck_assert_ptr_nonnull(strstr(err, "no Neuron devices match"));
+	/* neuron-ls succeeding with no devices: refused, naming it. */
+	setenv("FAKE_NEURON_LS_MODE", "empty", 1);
+	ck_assert_int_eq(open_fail(ls_extra(NULL), err, sizeof err),
+	    BACKEND_EOPEN);
+	ck_assert_msg(strstr(err, "--json-output' (neuron.ls) lists no "
+	    "Neuron devices") != NULL && strstr(err, fakels) != NULL, "%s",
+	    err);
+	/* Malformed output: a clear error naming neuron-ls, no fallback. */
+	setenv("FAKE_NEURON_LS_MODE", "garbage", 1);
+	ck_assert_int_eq(open_fail(ls_extra(NULL), err, sizeof err),
+	    BACKEND_EOPEN);
+	ck_assert_msg(strstr(err, fakels) != NULL && strstr(err,
+	    "--json-output' (neuron.ls) printed something that is not JSON") !=
+	    NULL, "%s", err);
+}
+END_TEST
+
+START_TEST(test_backend_neuron_ls_timeout)
+{
+	struct backend	*b;
+	time_t		 t0 = time(NULL);
+
+	/* A neuron-ls that never ends is killed, and the device files
+	 * count. */
+	setenv("FAKE_NEURON_LS_DEVICES", "3", 1);
+	setenv("FAKE_NEURON_LS_MODE", "hang", 1);
+	b = open_ok(ls_extra("\"kill_grace_ms\": 100"));
+	ck_assert_uint_eq(b->ncores, 4);
+	ck_assert_int_le(time(NULL) - t0, 20);
+	backend_close(b);
+}
+END_TEST
+
 static Suite *
 backend_neuron_suite(void)
 {
@@ -948,6 +1281,16 @@ backend_neuron_suite(void)
 	tcase_add_test(tc, test_backend_neuron_compile_target_options);
 	tcase_add_test(tc, test_backend_neuron_benchmark);
 	tcase_add_test(tc, test_backend_neuron_profile);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("neuron-ls");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_backend_neuron_ls_parse);
+	tcase_add_test(tc, test_backend_neuron_target_of_instance);
+	tcase_add_test(tc, test_backend_neuron_ls_cores);
+	tcase_add_test(tc, test_backend_neuron_ls_fallback);
+	tcase_add_test(tc, test_backend_neuron_ls_timeout);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("limits");
