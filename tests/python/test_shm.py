@@ -3,6 +3,8 @@ equal numpy, nkid's refusals (another uid's region, a symlink, a name that
 is not one file, a region too small) and the client's cleanup."""
 
 import os
+import subprocess
+import sys
 import secrets
 
 import numpy as np
@@ -73,7 +75,6 @@ def test_large_round_trip_through_shm(nkid_socket):
     np.testing.assert_array_equal(y, x)
     out = k.last_reply.outputs[0]
     assert out.HasField("shm") and out.data == b"" and out.shm.size == x.nbytes
-    assert _mine() == []
     # Two inputs in one region, output through shm; simulate too.
     a = np.random.rand(1024, 1024).astype(np.float32)
     b = np.random.rand(1024, 1024).astype(np.float32)
@@ -85,7 +86,6 @@ def test_large_round_trip_through_shm(nkid_socket):
     np.testing.assert_array_equal(y, x)
     np.testing.assert_array_equal(y2, x2)
     y[0, 0] = -1                                   # writable, private to us
-    assert _mine() == []
 
 
 def test_below_threshold_and_disabled_stay_inline(nkid_socket, monkeypatch):
@@ -185,25 +185,53 @@ def test_hand_built_request_with_output_region(ref, region):
     assert len(rep.samples_us) == 2
 
 
-def test_no_files_left_after_calls_and_errors(nkid_socket, monkeypatch):
+def test_regions_are_reused_and_bounded(nkid_socket, monkeypatch):
+    _shm.release_all()
     x = np.random.rand(1024, 1024).astype(np.float32)
     k = BaremetalKernel(_func(copy_tiles))
-    k(x)
-    assert _mine() == []
-    # nkid fails the call: shapes that do not divide into tiles are fine,
-    # a wrong dtype for a traced specialization is not; use a call error.
+    out = k(x)
+    # The input region is idle in the pool; the output one is held while
+    # `out` views it.
+    held = _mine()
+    assert len(held) == 2
+    np.testing.assert_array_equal(out, x)
+    for _ in range(5):
+        np.testing.assert_array_equal(k(x), x)    # outputs dropped at once
+    assert len(_mine()) <= 3
+    assert set(held) <= set(_mine())              # the same files again
+    np.testing.assert_array_equal(out, x)         # never overwritten
+    # A failing call and a client failing mid-call leave nothing new.
     with pytest.raises(NkidError):
         ew.wide_partition(np.zeros((256, 1024), np.float32))
-    assert _mine() == []
 
-    # The client fails in the middle of the call.
     def boom(self, *a, **kw):
-        assert _mine() != []            # the regions exist during the call
         raise RuntimeError("boom")
     monkeypatch.setattr(Client, "run", boom)
+    before = _mine()
     with pytest.raises(RuntimeError):
         k(x)
+    assert _mine() == before
+    assert len(_mine()) <= _shm.POOL_MAX + 1
+    _shm.release_all()
+    del out
     assert _mine() == []
+
+
+def test_no_files_left_when_the_process_exits(nkid_socket):
+    code = (
+        "import numpy as np, sys\n"
+        "sys.path.insert(0, %r)\n"
+        "from kernels.copy import copy_tiles\n"
+        "from nkid.nki._numpy_kernel import BaremetalKernel\n"
+        "x = np.random.rand(1024, 1024).astype(np.float32)\n"
+        "k = BaremetalKernel(getattr(copy_tiles, 'func', copy_tiles))\n"
+        "assert (k(x) == x).all()\n"
+        "import os; print(os.getpid())\n" % os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True, env=dict(os.environ, NKID_SOCKET=nkid_socket))
+    pid = int(out.stdout.split()[-1])
+    pre = "nkid.%d.%d." % (os.geteuid(), pid)
+    assert [n for n in os.listdir(_shm.DIR) if n.startswith(pre)] == []
 
 
 def test_refused_regions_fall_back_inline(nkid_socket, monkeypatch):
@@ -223,7 +251,7 @@ def test_refused_regions_fall_back_inline(nkid_socket, monkeypatch):
     np.testing.assert_array_equal(k(x), x)
     assert seen and not k.last_reply.outputs[0].HasField("shm")
     np.testing.assert_array_equal(k(x), x)        # off for this socket now
-    assert len(seen) == 1 and _mine() == []
+    assert len(seen) == 1
 
 
 def test_sweep_removes_regions_of_dead_processes():

@@ -9,11 +9,15 @@ the threshold, an output region of their aligned size is created and named
 in the request, and nkid writes the outputs there.  Regions are files
 ``nkid.<uid>.<pid>.<random>`` created ``O_EXCL`` mode 0600 and opened to
 nkid's uid with a POSIX ACL (or to the socket's group when ACLs are not
-supported); this process unlinks them when the call returns, whatever
-happens.  Output arrays are views of a private mapping of the output region
-that stays alive as long as any of them does (measured faster than copying
-out: docs/performance.md).  At import and exit the files of dead processes
-of this uid, and this process's own leftovers, are removed.
+supported).  Output arrays are views of the output region's mapping (measured
+faster than copying out: docs/performance.md).
+
+Regions are reused: allocating and freeing tmpfs pages costs several times
+a copy (docs/performance.md, "Tensor transfer"), so after a call its input
+region, and its output region once no array of it is alive, go to a small
+pool of this process (at most :data:`POOL_MAX` regions, :data:`POOL_BYTES`
+in all) for the next call.  They are unlinked when this process exits; the
+files of dead processes of this uid are removed at import.
 
 ``NKID_SHM=0`` turns shared memory off; ``NKID_SHM_THRESHOLD`` (bytes)
 overrides the threshold.  Without a writable /dev/shm, or when nkid refuses
@@ -28,6 +32,7 @@ import pwd
 import secrets
 import stat
 import struct
+import sys
 import threading
 
 import numpy as np
@@ -45,8 +50,14 @@ DEFAULT_THRESHOLD = 256 << 10
 #: Methods whose requests take output_shm.
 OUTPUT_METHODS = ("run", "simulate", "profile")
 
+#: Idle regions kept for reuse: at most this many, and this many bytes.
+POOL_MAX = 4
+POOL_BYTES = 2 << 30
+
 _live = set()            # paths this process created and has not unlinked
-_live_lock = threading.Lock()
+_pool = []               # idle Regions (guarded by _live_lock)
+_held = []               # output Regions that arrays may still view
+_live_lock = threading.RLock()   # Region.close takes it inside release()
 _refused = set()         # sockets whose nkid refused our regions
 _tls = threading.local()
 
@@ -122,6 +133,8 @@ class Region:
                                       secrets.token_hex(8))
         self.path = os.path.join(DIR, self.name)
         self.size = size
+        self.access = access
+        self.mm = None
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
                           os.O_CLOEXEC, 0o600)
         with _live_lock:
@@ -146,22 +159,29 @@ class Region:
                             size=self.size - offset if size is None else size)
 
     def write(self, offset, arr):
-        """Write a C-contiguous array's bytes at offset."""
+        """Copy a C-contiguous array's bytes to offset, through the mapping."""
         if arr.nbytes == 0:
             return
-        mv = memoryview(arr.reshape(-1).view(np.uint8))
-        done = 0
-        while done < len(mv):
-            done += os.pwrite(self.fd, mv[done:], offset + done)
+        mm = self.map()
+        mm[offset:offset + arr.nbytes] = arr.reshape(-1).view(np.uint8).data
 
     def map(self):
-        """A private-to-us shared mapping of the whole file (pages populated)."""
-        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
-        return mmap.mmap(self.fd, self.size, flags=flags,
-                         prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        """The shared mapping of the whole file (made once, pages populated)."""
+        if self.mm is None:
+            flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+            self.mm = mmap.mmap(self.fd, self.size, flags=flags,
+                                prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        return self.mm
+
+    def viewed(self):
+        """True while a numpy array made from the mapping is alive."""
+        # References: self.mm and getrefcount's argument; more are arrays.
+        return self.mm is not None and sys.getrefcount(self.mm) > 2
 
     def close(self):
-        """Close and unlink (idempotent)."""
+        """Close and unlink (idempotent). The mapping stays valid for the
+        arrays that still view it."""
+        self.mm = None
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
@@ -171,6 +191,46 @@ class Region:
             pass
         with _live_lock:
             _live.discard(self.path)
+
+
+def _reclaim():
+    """Move held output regions that no array views any more to the pool.
+    Called with _live_lock held."""
+    for r in list(_held):
+        if not r.viewed():
+            _held.remove(r)
+            _pool.append(r)
+    while len(_pool) > POOL_MAX or sum(r.size for r in _pool) > POOL_BYTES:
+        _pool.pop(0).close()
+
+
+def acquire(size, access):
+    """A region of at least size bytes for nkid uid/gid access: the
+    smallest idle one that fits (and wastes at most half), else a new one."""
+    with _live_lock:
+        _reclaim()
+        fit = [r for r in _pool if r.access == access and size <= r.size <= 2 * size]
+        if fit:
+            r = min(fit, key=lambda r: r.size)
+            _pool.remove(r)
+            return r
+    return Region(size, access)
+
+
+def release(r, held=False):
+    """Give r back after a call: to the pool, or, while arrays may view it
+    (held), to the held list until they are gone."""
+    with _live_lock:
+        (_held if held else _pool).append(r)
+        _reclaim()
+
+
+def release_all():
+    """Unlink every region of this process (the pool and held ones)."""
+    with _live_lock:
+        for r in _pool + _held:
+            r.close()
+        del _pool[:], _held[:]
 
 
 class Transfer:
@@ -183,7 +243,7 @@ class Transfer:
         self.inputs = []         # (pb.Tensor, array, offset)
         self.in_region = None
         self.out_region = None
-        self.out_map = None
+        self.out_viewed = False
         self._access = _daemon_access(socket) if self.on else (None, None)
 
     def __enter__(self):
@@ -219,7 +279,7 @@ class Transfer:
             return
         t, arr, off = self.inputs[-1]
         try:
-            self.in_region = Region(off + arr.nbytes, self._access)
+            self.in_region = acquire(off + arr.nbytes, self._access)
             for t, arr, off in self.inputs:
                 self.in_region.write(off, arr)
                 t.shm.CopyFrom(self.in_region.ref(off, arr.nbytes))
@@ -241,7 +301,7 @@ class Transfer:
         if total < self.limit or total == 0:
             return
         try:
-            self.out_region = Region(end, self._access)
+            self.out_region = acquire(end, self._access)
         except OSError:
             self.out_region = None
 
@@ -267,9 +327,8 @@ class Transfer:
                             " '%s' of shape %s and dtype %s" % (t.shm.size, t.shm.offset,
                                                                  r.name, t.name, list(shape),
                                                                  t.dtype), "DATA_LOSS")
-        if self.out_map is None:
-            self.out_map = r.map()
-        return np.frombuffer(self.out_map, dtype=dt, count=int(np.prod(shape, dtype=np.int64)),
+        self.out_viewed = True
+        return np.frombuffer(r.map(), dtype=dt, count=int(np.prod(shape, dtype=np.int64)),
                              offset=t.shm.offset).reshape(shape)
 
     # -- fallback and cleanup
@@ -297,10 +356,11 @@ class Transfer:
         return True
 
     def close(self):
-        for r in (self.in_region, self.out_region):
-            if r is not None:
-                r.close()
-        self.out_map = None      # the arrays keep the mapping alive
+        if self.in_region is not None:
+            release(self.in_region)
+        if self.out_region is not None:
+            release(self.out_region, held=self.out_viewed)
+        self.in_region = self.out_region = None
 
 
 def _pid_alive(pid):
