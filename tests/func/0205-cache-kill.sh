@@ -8,16 +8,17 @@
 	--shape 512,1024 --dtype float32 -o "$T/mm.nkir" >/dev/null || fail "trace"
 # Half the blobs in files: both store paths are exercised.
 export NKID_CACHE_INLINE_MAX=700
-: >"$T/acked"
 round=0
 while [ $round -lt 3 ]; do
 	start_nkid
 	i=0 pids=
 	while [ $i -lt 24 ]; do
 		# Distinct options: distinct keys, every one a store.
+		# One file per store: concurrent appends to one file can
+		# interleave.
 		( "$NKICTL" --json compile --options "-r$round -k$i" "$T/mm.nkir" \
 			>"$T/c.$round.$i" 2>/dev/null && \
-			json_get "$T/c.$round.$i" "d['neff_key']" >>"$T/acked" ) &
+			json_get "$T/c.$round.$i" "d['neff_key']" >"$T/ack.$round.$i" ) &
 		pids="$pids $!"
 		i=$((i + 1))
 	done
@@ -33,6 +34,7 @@ assert r == "ok", r
 PYEOF
 	round=$((round + 1))
 done
+cat "$T"/ack.* >"$T/acked" 2>/dev/null || true
 start_nkid
 stop_nkid
 [ -z "$(ls "$T/state/cache/tmp")" ] || fail "temp files left: $(ls "$T/state/cache/tmp")"
