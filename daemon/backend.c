@@ -96,3 +96,14 @@ backend_device_core(const struct backend *b, unsigned core)
 		return (core);
 	return (b->ops->device_core(b->state, core));
 }
+
+const char *
+backend_target(const struct backend *b, const char *target)
+{
+	assert(b != NULL);
+	if (target != NULL && target[0] != '\0')
+		return (target);
+	if (b->ops->default_target == NULL)
+		return ("");
+	return (b->ops->default_target(b->state));
+}

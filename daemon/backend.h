@@ -123,6 +123,12 @@ struct backend_ops {
 	 * in a lease. NULL: the same index.
 	 */
 	unsigned (*device_core)(void *state, unsigned core);
+	/*
+	 * The target a compile uses when the request names none (detected
+	 * from the host or configured), so that it is part of the NEFF key.
+	 * NULL: the backend has no notion of target ("").
+	 */
+	const char *(*default_target)(void *state);
 };
 
 /* One profiled execution: the trace (cpu: Chrome trace-event JSON; neuron:
@@ -134,6 +140,9 @@ struct backend_trace {
 	char		*summary_json;
 	size_t		 summary_len;
 };
+
+/* target if not empty, else b's default target (see default_target). */
+const char *backend_target(const struct backend *b, const char *target);
 
 /* The device core index behind nkid core core of b (see device_core). */
 unsigned backend_device_core(const struct backend *b, unsigned core);

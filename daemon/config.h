@@ -46,7 +46,8 @@ struct config {
 	char		*neuron_runtime;	/* "libnrt.so.1" */
 	char		*neuron_device_glob;	/* "/dev/neuron*" */
 	char		*neuron_visible_cores;	/* "": all */
-	char		*neuron_target;		/* "trn1" */
+	char		*neuron_target;		/* "": from the host */
+	char		*neuron_ls;		/* "neuron-ls" */
 	uint32_t	 neuron_cores_per_device;
 	uint32_t	 neuron_compile_timeout_ms;
 	uint32_t	 neuron_kill_grace_ms;
@@ -71,6 +72,7 @@ struct config {
 
 	uint64_t	 cache_memory_bytes;
 	uint64_t	 cache_max_bytes;	/* on disk */
+	uint64_t	 cache_max_bundle_bytes; /* one CacheImport */
 	uint32_t	 cache_compile_workers;
 };
 

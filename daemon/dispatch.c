@@ -23,12 +23,6 @@
 
 /* daemon/rpc_benchmark.c */
 extern const struct rpc_method rpc_benchmark_method;
-static const struct rpc_method rpc_cache_export_method = RPC_LATER(
-    CacheExport, RPC_SERVER_STREAM, nkid__v1__cache_export_request__descriptor,
-    CONFIG_CAP_CONTROL, "it comes with the cache issue");
-static const struct rpc_method rpc_cache_import_method = RPC_LATER(
-    CacheImport, RPC_CLIENT_STREAM, nkid__v1__cache_chunk__descriptor,
-    CONFIG_CAP_CHUNK, "it comes with the cache issue");
 /* daemon/rpc_profile.c */
 extern const struct rpc_method rpc_profile_method;
 

@@ -229,6 +229,8 @@ extern const struct rpc_method rpc_lease_method;
 extern const struct rpc_method rpc_jobs_method;
 extern const struct rpc_method rpc_cancel_method;
 /* The cache's (daemon/rpc_cache_*.c, rpc_lookup.c, rpc_warmup.c). */
+extern const struct rpc_method rpc_cache_export_method;
+extern const struct rpc_method rpc_cache_import_method;
 extern const struct rpc_method rpc_cache_list_method;
 extern const struct rpc_method rpc_cache_pin_method;
 extern const struct rpc_method rpc_cache_remove_method;

@@ -148,6 +148,9 @@ kcache_open(uv_loop_t *loop, struct backend *b, const struct config *cfg)
 	uint64_t		 t0 = uv_hrtime();
 	int			 rc;
 
+	/* libcrypto's first use allocates per-thread state: do it here, on
+	 * the loop thread, not first on a pool thread (which leaks it). */
+	cache_crypto_init();
 	kc = xcalloc(1, sizeof *kc);
 	kc->loop = loop;
 	kc->backend = b;
@@ -759,7 +762,9 @@ kcache_resolve(struct kcache *kc, struct rpc_call *c,
 		in.format = rq->format;
 		in.ir = rq->ir;
 		in.ir_len = rq->ir_len;
-		in.target = rq->target;
+		/* The effective target: a host-detected default is part of
+		 * the key, so a changed host never gets another's NEFFs. */
+		in.target = backend_target(kc->backend, rq->target);
 		in.options = rq->options;
 		in.backend = kc->backend->ops->name;
 		in.compiler_version = kc->backend->ops->compiler_version(
