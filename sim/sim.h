@@ -3,8 +3,9 @@
  * against NKI's hardware limits, lower it to an executable image, execute
  * the image on the host CPU.
  *
- * Thread safety: a loaded sim_program is immutable and may be executed by
- * several threads at once; each sim_run keeps its own state.
+ * Thread safety: a loaded sim_program is immutable (but for a cache of one
+ * run's scratch memory, behind a lock) and may be executed by several
+ * threads at once; each sim_run keeps its own state.
  */
 #ifndef NKID_SIM_H
 #define NKID_SIM_H

@@ -4,6 +4,9 @@
  * matmul through cblas_sgemm.
  */
 #include <cblas.h>
+#ifdef __SSE__
+#include <immintrin.h>
+#endif
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,6 +38,7 @@ struct sim_run {
 	float *row[5];
 	uint8_t *act;
 	float *scratch;
+	char *mem;              /* the run block (sim_program.run_bytes) */
 	uint64_t prog;          /* SPMD program being run */
 	uint64_t t0_ns;         /* when sim_run began (op events) */
 };
@@ -553,8 +557,12 @@ sim_exec_ew_begin(struct sim_rows *it, const struct sim_run *r,
 	sim_rows_begin(it, r, op->rank, op->shape, vs, 4);
 }
 
-/* Prefetch the next row of a load's HBM source: tiled loads jump by a
- * whole HBM row between tile rows, which hardware prefetchers miss. */
+/* Prefetch a row of a load's HBM source SIM_PF_ROWS ahead: tiled loads
+ * jump by a whole HBM row between tile rows, which hardware prefetchers
+ * miss (a tile row is often shorter than a page). The first row of a
+ * tile prefetches the rows up to the distance. */
+#define SIM_PF_ROWS 4
+
 static void
 sim_exec_prefetch(const struct sim_run *r, const struct sim_op *op,
     const struct sim_rows *it, size_t n)
@@ -562,14 +570,22 @@ sim_exec_prefetch(const struct sim_run *r, const struct sim_op *op,
 	const struct sim_view *v = &op->src[0].v;
 	const struct sim_bind *bd = &r->t[v->tensor];
 	int a = op->rank - 2;
-	const char *p;
+	uint64_t d0, d1;
 
-	if (a < 0 || op->masked || it->idx[a] + 1 >= op->shape[a] ||
-	    v->off.ax[a + 1] != 1)
+	if (a < 0 || op->masked || v->off.ax[a + 1] != 1)
 		return;
-	p = bd->base + (it->off[1] + (uint64_t)v->off.ax[a]) * bd->esize;
-	for (size_t i = 0; i < n * bd->esize; i += 64)
-		__builtin_prefetch(p + i);
+	d0 = it->idx[a] == 0 ? 1 : SIM_PF_ROWS;
+	d1 = SIM_PF_ROWS;
+	for (uint64_t d = d0; d <= d1; d++) {
+		const char *p;
+
+		if (it->idx[a] + d >= op->shape[a])
+			break;
+		p = bd->base + (it->off[1] + (uint64_t)v->off.ax[a] * d) *
+		    bd->esize;
+		for (size_t i = 0; i < n * bd->esize; i += 64)
+			__builtin_prefetch(p + i);
+	}
 }
 
 /* One innermost row of an element-wise op at the iterator's position.
@@ -655,12 +671,143 @@ sim_exec_ew_row(struct sim_run *r, const struct sim_op *op,
 	return 0;
 }
 
+/*
+ * Copies that transpose (load, store, tensor_copy or transpose of fp32
+ * to fp32, unmasked, where one side is contiguous along the next-to-last
+ * axis and not along the last): the last two axes run as a blocked 2-D
+ * copy, so both sides stay in L1 instead of one side striding through a
+ * row per element.
+ */
+#define SIM_TBLOCK 16
+
+static bool
+sim_exec_transposing(const struct sim_run *r, const struct sim_op *op)
+{
+	const struct sim_view *d = &op->dst, *s = &op->src[0].v;
+	int l = op->rank - 1;
+
+	switch (op->kind) {
+	case NKIR__V1__OP_KIND__OP_LOAD:
+	case NKIR__V1__OP_KIND__OP_STORE:
+	case NKIR__V1__OP_KIND__OP_COPY:
+	case NKIR__V1__OP_KIND__OP_TRANSPOSE:
+		break;
+	default:
+		return false;
+	}
+	if (op->masked || op->stage || op->rank < 2 || op->src[0].scalar ||
+	    r->t[d->tensor].dtype != SIM_DT_FLOAT32 || !r->t[d->tensor].f32 ||
+	    !r->t[s->tensor].f32 || d->tensor == s->tensor)
+		return false;
+	if (d->off.ax[l] == 1 && s->off.ax[l] == 1)
+		return false;
+	return (d->off.ax[l - 1] == 1 || s->off.ax[l - 1] == 1) &&
+	    op->shape[l] > 1 && op->shape[l - 1] > 1;
+}
+
+/* d[j*dj + i] = s[i*si + j] for an [nj, ni] block: both sides contiguous
+ * on different axes (a transpose), in 4x4 register transposes. */
+static void
+sim_exec_transpose_block(float *d, int64_t dj, const float *s, int64_t si,
+    size_t nj, size_t ni)
+{
+	size_t j = 0, i;
+
+#ifdef __SSE__
+	for (; j + 4 <= nj; j += 4) {
+		for (i = 0; i + 4 <= ni; i += 4) {
+			__m128 r0 = _mm_loadu_ps(s + (int64_t)i * si + j);
+			__m128 r1 = _mm_loadu_ps(s + (int64_t)(i + 1) * si + j);
+			__m128 r2 = _mm_loadu_ps(s + (int64_t)(i + 2) * si + j);
+			__m128 r3 = _mm_loadu_ps(s + (int64_t)(i + 3) * si + j);
+
+			_MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+			_mm_storeu_ps(d + (int64_t)j * dj + i, r0);
+			_mm_storeu_ps(d + (int64_t)(j + 1) * dj + i, r1);
+			_mm_storeu_ps(d + (int64_t)(j + 2) * dj + i, r2);
+			_mm_storeu_ps(d + (int64_t)(j + 3) * dj + i, r3);
+		}
+		for (; i < ni; i++)
+			for (size_t k = j; k < j + 4; k++)
+				d[(int64_t)k * dj + i] = s[(int64_t)i * si + k];
+	}
+#endif
+	for (; j < nj; j++)
+		for (i = 0; i < ni; i++)
+			d[(int64_t)j * dj + i] = s[(int64_t)i * si + j];
+}
+
+static void
+sim_exec_transpose_copy(struct sim_run *r, const struct sim_op *op)
+{
+	const struct sim_view *vs[2] = { &op->dst, &op->src[0].v };
+	int l = op->rank - 1;
+	int64_t di = op->dst.off.ax[l], dj = op->dst.off.ax[l - 1];
+	int64_t si = op->src[0].v.off.ax[l], sj = op->src[0].v.off.ax[l - 1];
+	size_t ni = op->shape[l], nj = op->shape[l - 1];
+	float *dbase = (float *)r->t[op->dst.tensor].base;
+	const float *sbase = (const float *)r->t[op->src[0].v.tensor].base;
+	struct sim_rows it;
+
+	if (dj == 1 && si == 1) {       /* name the axes so di == 1 */
+		int64_t t = di;
+		size_t n = ni;
+
+		di = dj, dj = t;
+		t = si, si = sj, sj = t;
+		ni = nj, nj = n;
+	}
+	/* iterate axes 0 .. rank-3; each step is one 2-D [nj, ni] block */
+	sim_rows_begin(&it, r, op->rank - 1, op->shape, vs, 2);
+	do {
+		float *d = dbase + it.off[0];
+		const float *s = sbase + it.off[1];
+
+		if (di == 1 && sj == 1) {
+			for (size_t jb = 0; jb < nj; jb += SIM_TBLOCK)
+				for (size_t ib = 0; ib < ni; ib += SIM_TBLOCK)
+					sim_exec_transpose_block(
+					    d + (int64_t)jb * dj + ib, dj,
+					    s + (int64_t)ib * si + jb, si,
+					    nj - jb < SIM_TBLOCK ? nj - jb :
+					    SIM_TBLOCK, ni - ib < SIM_TBLOCK ?
+					    ni - ib : SIM_TBLOCK);
+			continue;
+		}
+		for (size_t jb = 0; jb < nj; jb += SIM_TBLOCK) {
+			size_t je = jb + SIM_TBLOCK < nj ? jb + SIM_TBLOCK : nj;
+
+			for (size_t ib = 0; ib < ni; ib += SIM_TBLOCK) {
+				size_t ie = ib + SIM_TBLOCK < ni ?
+				    ib + SIM_TBLOCK : ni;
+
+				for (size_t j = jb; j < je; j++) {
+					float *dp = d + (int64_t)j * dj +
+					    (int64_t)ib * di;
+					const float *sp = s + (int64_t)j * sj +
+					    (int64_t)ib * si;
+
+					for (size_t i = ib; i < ie; i++) {
+						*dp = *sp;
+						dp += di;
+						sp += si;
+					}
+				}
+			}
+		}
+	} while (sim_rows_next(&it));
+}
+
 static int
 sim_exec_elementwise(struct sim_run *r, const struct sim_op *op)
 {
 	struct sim_rows it;
 	int rc;
 
+	if (sim_exec_transposing(r, op)) {
+		sim_exec_transpose_copy(r, op);
+		return 0;
+	}
 	sim_exec_ew_begin(&it, r, op);
 	if (op->stage) {
 		/* dst overlaps a source: read everything before writing */
@@ -1177,6 +1324,8 @@ sim_exec_body_one(struct sim_run *r, const struct sim_op *op)
 	case NKIR__V1__OP_KIND__OP_PRINT:
 		return sim_exec_print(r, op);
 	default:
+		if (op->skip)   /* dead alloc, elided load/store */
+			return 0;
 		return sim_exec_elementwise(r, op);
 	}
 }
@@ -1258,18 +1407,15 @@ sim_exec_bind(struct sim_run *r, const sim_tensor *in)
 		bd->esize = ti->chip ? 4 : sim_dtype_size(ti->dtype);
 		if (ti->kind == NKIR__V1__TENSOR_KIND__TENSOR_PARAM)
 			continue;
+		if (ti->chip)
+			continue;       /* below: may alias an HBM tensor */
 		bd->base = sim_exec_tensor_alloc(ti->nelem * bd->esize);
 		if (bd->base == NULL)
 			return SIM_ENOMEM;
 		bd->owned = true;
-		if (ti->chip) {
-			float u = sim_dtype_uninit(ti->dtype);
-			float *f = (float *)bd->base;
-
-			for (uint64_t e = 0; e < ti->nelem; e++)
-				f[e] = u;
-		} else if (ti->covered && !ti->read) {
-			/* fully stored before the kernel ends, never read */
+		if ((ti->covered && !ti->read) || ti->nofill) {
+			/* fully stored before the kernel ends, never read;
+			 * or overwritten entirely before anything reads it */
 		} else if (ti->fill == NKIR__V1__FILL__FILL_ZERO) {
 			memset(bd->base, 0, ti->nelem * bd->esize);
 		} else {
@@ -1290,6 +1436,20 @@ sim_exec_bind(struct sim_run *r, const sim_tensor *in)
 			return SIM_ENOMEM;
 		memcpy(bd->base, in[i].data, in[i].nbytes);
 		bd->owned = true;
+	}
+	for (size_t i = 0; i < p->ntensors; i++) {
+		const struct sim_tinfo *ti = &p->tensors[i];
+		struct sim_bind *bd = &r->t[i];
+		float u = sim_dtype_uninit(ti->dtype), *f;
+
+		if (!ti->chip)
+			continue;
+		bd->base = ti->alias >= 0 ? r->t[ti->alias].base :
+		    r->mem + ti->moff;
+		f = (float *)bd->base;
+		if (!ti->nofill)
+			for (uint64_t e = 0; e < ti->nelem; e++)
+				f[e] = u;
 	}
 	return 0;
 }
@@ -1342,13 +1502,21 @@ sim_run(const sim_program *p, const sim_tensor *inputs, size_t ninputs,
 	rc = SIM_ENOMEM;
 	r.t = calloc(p->ntensors + 1, sizeof(*r.t));
 	r.lv = calloc(p->nloopvars + 1, sizeof(int64_t));
-	r.act = malloc(row);
-	r.scratch = malloc((p->scratch_max + 1) * sizeof(float));
-	if (r.t == NULL || r.lv == NULL || r.act == NULL || r.scratch == NULL)
+	if (r.t == NULL || r.lv == NULL)
 		goto out;
+	pthread_mutex_lock(&((sim_program *)p)->run_mu);
+	r.mem = p->run_cache;
+	((sim_program *)p)->run_cache = NULL;
+	pthread_mutex_unlock(&((sim_program *)p)->run_mu);
+	if (r.mem == NULL &&
+	    (r.mem = sim_exec_tensor_alloc(p->run_bytes)) == NULL)
+		goto out;
+	r.scratch = (float *)(r.mem + p->scratch_off);
 	for (int i = 0; i < 5; i++)
-		if ((r.row[i] = malloc(row * sizeof(float))) == NULL)
-			goto out;
+		r.row[i] = (float *)(r.mem + p->row_off) +
+		    i * (((row * sizeof(float) + 63) & ~(size_t)63) /
+		    sizeof(float));
+	r.act = (uint8_t *)r.mem + p->act_off;
 	if ((rc = sim_exec_bind(&r, inputs)))
 		goto out;
 	for (uint64_t prog = 0; prog < p->nprograms && rc == 0; prog++) {
@@ -1369,11 +1537,16 @@ out:
 	for (size_t i = 0; r.t != NULL && i < p->ntensors; i++)
 		if (r.t[i].owned)
 			free(r.t[i].base);
-	for (int i = 0; i < 5; i++)
-		free(r.row[i]);
+	if (r.mem != NULL && p->run_bytes <= SIM_RUN_CACHE_MAX) {
+		pthread_mutex_lock(&((sim_program *)p)->run_mu);
+		if (p->run_cache == NULL) {
+			((sim_program *)p)->run_cache = r.mem;
+			r.mem = NULL;
+		}
+		pthread_mutex_unlock(&((sim_program *)p)->run_mu);
+	}
+	free(r.mem);
 	free(r.t);
 	free(r.lv);
-	free(r.act);
-	free(r.scratch);
 	return rc;
 }

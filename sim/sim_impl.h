@@ -6,6 +6,7 @@
 #ifndef NKID_SIM_IMPL_H
 #define NKID_SIM_IMPL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,6 +34,7 @@
 #define SIM_TEXT_MAX        4096           /* names, print prefixes */
 #define SIM_FUSE_MAX        16             /* ops in one fused group */
 #define SIM_PRINT_MAX       (1ull << 24)   /* elements one device_print shows */
+#define SIM_RUN_CACHE_MAX   (32ull << 20)  /* run block kept between runs */
 
 /* Hardware limits (NKI, trn1/trn2). */
 #define SIM_PMAX            128            /* partitions */
@@ -90,7 +92,13 @@ struct sim_tinfo {
 	bool written;           /* dst of some op */
 	bool read;              /* source of some op */
 	bool covered;           /* every element stored by one unmasked op */
+	bool nofill;            /* the first op to touch it (in execution
+	                         * order) overwrites every element and reads
+	                         * none: the launch fill is unobservable */
 	bool chip;              /* SBUF/PSUM: stored as fp32 */
+	size_t moff;            /* tiles: byte offset in the run block */
+	int64_t alias;          /* tiles: >= 0, an fp32 HBM tensor whose
+	                         * memory the tile uses (copy elision) */
 };
 
 struct sim_op {
@@ -125,6 +133,8 @@ struct sim_op {
 	size_t fuse;            /* > 1: first of a fused group of this size */
 	bool stage;             /* reads its dst tensor through another view:
 	                         * compute everything, then write */
+	bool skip;              /* OP_ALLOC whose values the next op touching
+	                         * the tile overwrites before any read */
 };
 
 struct sim_program {
@@ -149,6 +159,15 @@ struct sim_program {
 	uint64_t cost;          /* see sim_program_cost */
 	size_t row_max;         /* longest innermost axis of any op */
 	size_t scratch_max;     /* floats of gather scratch any op needs */
+	/* Per-run memory (tiles, scratch, rows) in one block of run_bytes;
+	 * one block is kept between runs (run_cache, under run_mu) so a
+	 * warm run neither allocates nor page-faults. */
+	size_t run_bytes;
+	size_t scratch_off;     /* byte offsets in the block */
+	size_t row_off;
+	size_t act_off;
+	pthread_mutex_t run_mu;
+	void *run_cache;
 };
 
 /* sim_dtype.c */

@@ -107,6 +107,8 @@ sim_plan_free(sim_program *p)
 
 	if (p == NULL)
 		return;
+	pthread_mutex_destroy(&p->run_mu);
+	free(p->run_cache);
 	for (blk = p->arena; blk != NULL; blk = next) {
 		next = blk->next;
 		free(blk);
@@ -204,16 +206,16 @@ sim_plan_lin(struct sim_build *b, const Nkir__V1__Op *o,
 			vhi = b->vhi[t->index];
 			break;
 		case NKIR__V1__TERM_KIND__TERM_PROGRAM:
-			if ((int)t->index >= b->grid_rank)
+			if (t->index >= (uint32_t)b->grid_rank)
 				return sim_plan_err(b, o->loc, SIM_EPARSE,
 				    "program_id(%u) is outside the launch grid",
 				    t->index);
 			vlo = 0;
-			vhi = (int)t->index < b->grid_rank ?
+			vhi = t->index < (uint32_t)b->grid_rank ?
 			    (sim_i128)b->grid[t->index] - 1 : 0;
 			break;
 		case NKIR__V1__TERM_KIND__TERM_AXIS:
-			if ((int)t->index >= rank)
+			if (t->index >= (uint32_t)rank)
 				return sim_plan_err(b, o->loc, SIM_EPARSE,
 				    "index uses axis %u of a rank-%d access",
 				    t->index, rank);
@@ -599,6 +601,50 @@ sim_plan_covers(struct sim_build *b, const Nkir__V1__Access *acc,
 
 /* ------------------------------------------------------------ ops */
 
+/*
+ * A masked op whose masks hold everywhere (over the full ranges of loop
+ * variables, program ids and axes) and whose accesses all stay in bounds
+ * there runs exactly as the unmasked op: every element is active and no
+ * run-time bounds check could fail. Drop the masks so the op takes the
+ * unmasked paths (and may fuse, skip launch fills, ...). The tutorials'
+ * `mask=(row < n)` on a tiling that divides n is the common case.
+ */
+static void
+sim_plan_unmask(struct sim_build *b, struct sim_op *op)
+{
+	struct sim_view *v[4];
+	int nv = 0;
+	sim_i128 lo, hi;
+
+	if (!op->masked || b->dead)
+		return;
+	if (op->has_dst)
+		v[nv++] = &op->dst;
+	for (int i = 0; i < op->nsrc; i++)
+		if (!op->src[i].scalar)
+			v[nv++] = &op->src[i].v;
+	for (int k = 0; k < nv; k++) {
+		const struct sim_tinfo *ti = &b->p->tensors[v[k]->tensor];
+
+		for (int m = 0; m < v[k]->nmask; m++) {
+			sim_plan_lin_range(b, &v[k]->mask[m], v[k]->rank,
+			    v[k]->shape, &lo, &hi);
+			if (lo < 0)
+				return;
+		}
+		for (int d = 0; d < v[k]->ndim; d++) {
+			sim_plan_lin_range(b, &v[k]->dim[d], v[k]->rank,
+			    v[k]->shape, &lo, &hi);
+			if (lo < 0 || hi >= (sim_i128)ti->shape[d])
+				return;
+		}
+	}
+	for (int k = 0; k < nv; k++)
+		v[k]->nmask = 0;
+	op->masked = false;
+}
+
+
 static int sim_plan_body(struct sim_build *b, Nkir__V1__Op *const *ops,
     size_t n, struct sim_op **out);
 static bool sim_plan_fusable(const struct sim_op *op);
@@ -734,7 +780,7 @@ sim_plan_reduce(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 			    "reduction along the partition dimension (axis "
 			    "0) is not supported; reduce axes must be free "
 			    "dimensions");
-		if ((int)a >= s->rank)
+		if (a >= (uint32_t)s->rank)
 			return sim_plan_err(b, o->loc, SIM_EINVAL,
 			    "reduce axis %u is out of range for a tile of "
 			    "rank %d", a, s->rank);
@@ -1062,6 +1108,7 @@ sim_plan_op(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 		break;
 	}
 	op->nsrc = nsrc;
+	sim_plan_unmask(b, op);
 	for (int i = 0; i < nsrc; i++) {
 		if (op->src[i].scalar)
 			continue;
@@ -1147,7 +1194,7 @@ sim_plan_fusable(const struct sim_op *op)
 	case NKIR__V1__OP_KIND__OP_SELECT:
 	case NKIR__V1__OP_KIND__OP_IOTA:
 	case NKIR__V1__OP_KIND__OP_TRANSPOSE:
-		return !op->masked && !op->stage;
+		return !op->masked && !op->stage && !op->skip;
 	default:
 		return false;
 	}
@@ -1254,6 +1301,189 @@ sim_plan_fuse(struct sim_op *ops, size_t n)
 	}
 }
 
+/* ------------------------------------------------------------ dead fills */
+
+/* op reads tensor t (a source, or matmul's accumulated dst). */
+static bool
+sim_plan_reads(const struct sim_op *op, uint32_t t)
+{
+	for (int i = 0; i < op->nsrc; i++)
+		if (!op->src[i].scalar && op->src[i].v.tensor == t)
+			return true;
+	return op->kind == NKIR__V1__OP_KIND__OP_MATMUL && op->accumulate &&
+	    op->dst.tensor == t;
+}
+
+/* One execution of op writes every element of its dst tensor (unmasked,
+ * bounds-checked at plan time, injective over as many elements as the
+ * tensor has). */
+static bool
+sim_plan_overwrites(const sim_program *p, const struct sim_op *op)
+{
+	if (!op->has_dst || op->masked || op->kind == NKIR__V1__OP_KIND__OP_LOOP)
+		return false;
+	return op->dst.nelem == p->tensors[op->dst.tensor].nelem &&
+	    sim_plan_view_injective(&op->dst);
+}
+
+/* Some op of the loop (or op itself) names tensor t. */
+static bool
+sim_plan_mentions(const struct sim_op *op, uint32_t t)
+{
+	if (op->kind == NKIR__V1__OP_KIND__OP_LOOP) {
+		for (size_t i = 0; i < op->nbody; i++)
+			if (sim_plan_mentions(&op->body[i], t))
+				return true;
+		return false;
+	}
+	return (op->has_dst && op->dst.tensor == t) || sim_plan_reads(op, t);
+}
+
+/* An unmasked OP_ALLOC is dead when the next op of its body that names
+ * the tile (loops count as naming it if any op inside does) overwrites
+ * the whole tile without reading it. */
+static void
+sim_plan_dead_allocs(const sim_program *p, struct sim_op *ops, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t t = ops[i].dst.tensor;
+
+		if (ops[i].kind != NKIR__V1__OP_KIND__OP_ALLOC ||
+		    ops[i].masked)
+			continue;
+		for (size_t j = i + 1; j < n; j++) {
+			if (!sim_plan_mentions(&ops[j], t))
+				continue;
+			if (ops[j].kind != NKIR__V1__OP_KIND__OP_LOOP &&
+			    !sim_plan_reads(&ops[j], t) &&
+			    ops[j].dst.tensor == t &&
+			    sim_plan_overwrites(p, &ops[j]))
+				ops[i].skip = true;
+			break;
+		}
+	}
+}
+
+/* Walk the ops in execution order (loops that never run skipped, skipped
+ * allocs ignored); the first op to touch a tensor decides whether its
+ * launch fill can be seen. seen[t]: decided. */
+static void
+sim_plan_first_touch(sim_program *p, const struct sim_op *ops, size_t n,
+    uint8_t *seen)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct sim_op *op = &ops[i];
+		uint32_t t;
+
+		if (op->kind == NKIR__V1__OP_KIND__OP_LOOP) {
+			if (op->trips > 0)
+				sim_plan_first_touch(p, op->body, op->nbody,
+				    seen);
+			continue;
+		}
+		if (op->skip)
+			continue;
+		for (int k = 0; k < op->nsrc; k++)
+			if (!op->src[k].scalar)
+				seen[op->src[k].v.tensor] = 1;
+		if (!op->has_dst)
+			continue;
+		t = op->dst.tensor;
+		if (seen[t])
+			continue;
+		seen[t] = 1;
+		if (!sim_plan_reads(op, t) && sim_plan_overwrites(p, op))
+			p->tensors[t].nofill = true;
+	}
+}
+
+/* ------------------------------------------------------------ copy elision */
+
+/* Ops (not skipped) that write tensor t in ops[0 .. n-1], loops included. */
+static uint64_t
+sim_plan_nwrites(const struct sim_op *ops, size_t n, uint32_t t)
+{
+	uint64_t c = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (ops[i].kind == NKIR__V1__OP_KIND__OP_LOOP)
+			c += sim_plan_nwrites(ops[i].body, ops[i].nbody, t);
+		else if (!ops[i].skip && ops[i].has_dst &&
+		    ops[i].dst.tensor == t)
+			c++;
+	}
+	return c;
+}
+
+/* The load/store reads and writes the same linear element offsets, with
+ * no loop-variable or program-id term. */
+static bool
+sim_plan_identity(const struct sim_op *op)
+{
+	const struct sim_lin *d = &op->dst.off, *s = &op->src[0].v.off;
+
+	if (d->nt || s->nt || d->c != s->c || op->dst.rank != op->src[0].v.rank)
+		return false;
+	for (int a = 0; a < op->dst.rank; a++)
+		if (d->ax[a] != s->ax[a])
+			return false;
+	return true;
+}
+
+/*
+ * Copy elision, top-level body only (each op there runs exactly once per
+ * program, in order):
+ * - a load that is the only write of an fp32 tile, overwrites it whole as
+ *   its first touch, element for element from an fp32 HBM tensor no op
+ *   writes: the tile is that tensor's memory and the load does nothing;
+ * - a store that is the only write of an fp32 HBM tensor no op reads,
+ *   copying an fp32 tile of the same size element for element, with no
+ *   write to the tile after it: the tile lives in the tensor's memory (so
+ *   the tensor ends holding the tile's values at the store) and the store
+ *   does nothing.
+ */
+static void
+sim_plan_elide(sim_program *p, struct sim_op *ops, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct sim_op *op = &ops[i];
+		struct sim_tinfo *tile, *hbm;
+		uint32_t tt, ht;
+
+		if ((op->kind != NKIR__V1__OP_KIND__OP_LOAD &&
+		    op->kind != NKIR__V1__OP_KIND__OP_STORE) || op->masked ||
+		    op->skip || op->src[0].scalar || !sim_plan_identity(op) ||
+		    !sim_plan_overwrites(p, op))
+			continue;
+		if (op->kind == NKIR__V1__OP_KIND__OP_LOAD) {
+			tt = op->dst.tensor;
+			ht = op->src[0].v.tensor;
+		} else {
+			tt = op->src[0].v.tensor;
+			ht = op->dst.tensor;
+		}
+		tile = &p->tensors[tt];
+		hbm = &p->tensors[ht];
+		if (!tile->chip || hbm->chip || tile->alias >= 0 ||
+		    tile->dtype != SIM_DT_FLOAT32 ||
+		    hbm->dtype != SIM_DT_FLOAT32)
+			continue;
+		if (op->kind == NKIR__V1__OP_KIND__OP_LOAD) {
+			if (!tile->nofill || hbm->written ||
+			    sim_plan_nwrites(p->body, p->nbody, tt) != 1)
+				continue;
+		} else {
+			if (hbm->kind != NKIR__V1__TENSOR_KIND__TENSOR_HBM ||
+			    hbm->read || tile->nelem != hbm->nelem ||
+			    sim_plan_nwrites(p->body, p->nbody, ht) != 1 ||
+			    sim_plan_nwrites(ops + i + 1, n - i - 1, tt) != 0)
+				continue;
+		}
+		tile->alias = ht;
+		op->skip = true;
+	}
+}
+
 static int
 sim_plan_body(struct sim_build *b, Nkir__V1__Op *const *ops, size_t n,
     struct sim_op **out)
@@ -1274,6 +1504,21 @@ sim_plan_body(struct sim_build *b, Nkir__V1__Op *const *ops, size_t n,
 		rc = sim_plan_op(b, ops[i], &body[i]);
 		if (rc)
 			return rc;
+	}
+	if (!b->dead)
+		sim_plan_dead_allocs(b->p, body, n);
+	if (b->depth == 0) {
+		/* the whole program is planned: whole-program analyses
+		 * before the top level fuses */
+		uint8_t *seen = calloc(b->p->ntensors + 1, 1);
+
+		if (seen == NULL)
+			return SIM_ENOMEM;
+		b->p->body = body;
+		b->p->nbody = n;
+		sim_plan_first_touch(b->p, body, n, seen);
+		free(seen);
+		sim_plan_elide(b->p, body, n);
 	}
 	sim_plan_fuse(body, n);
 	return 0;
@@ -1323,6 +1568,7 @@ sim_plan_tensors(struct sim_build *b)
 		ti->name = sim_plan_strdup(b, t->name);
 		if (ti->name == NULL)
 			return SIM_ENOMEM;
+		ti->alias = -1;
 		ti->kind = t->kind;
 		ti->space = t->space;
 		ti->dtype = t->dtype;
@@ -1501,6 +1747,30 @@ sim_plan_signature(struct sim_build *b)
 	return 0;
 }
 
+/* The run block: tiles (64-byte aligned), then the scratch, the five row
+ * buffers and the active flags. */
+static void
+sim_plan_run_layout(sim_program *p)
+{
+	size_t off = 0, row = p->row_max ? p->row_max : 1;
+
+	for (size_t i = 0; i < p->ntensors; i++) {
+		struct sim_tinfo *ti = &p->tensors[i];
+
+		if (!ti->chip)
+			continue;
+		ti->moff = off;
+		off += (ti->nelem * 4 + 63) & ~(size_t)63;
+	}
+	p->scratch_off = off;
+	off += ((p->scratch_max + 1) * sizeof(float) + 63) & ~(size_t)63;
+	p->row_off = off;
+	off += 5 * ((row * sizeof(float) + 63) & ~(size_t)63);
+	p->act_off = off;
+	off += (row + 63) & ~(size_t)63;
+	p->run_bytes = off;
+}
+
 /*
  * Validate kernel k and build its program. On success *out is the program
  * (free with sim_plan_free); on failure diag says why and the code is
@@ -1518,6 +1788,7 @@ sim_plan_build(const Nkir__V1__Kernel *k, sim_program **out, sim_diag *diag)
 	p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		return SIM_ENOMEM;
+	pthread_mutex_init(&p->run_mu, NULL);
 	b.p = p;
 	rc = SIM_ENOMEM;
 	p->name = sim_plan_strdup(&b, k->name);
@@ -1602,6 +1873,7 @@ sim_plan_build(const Nkir__V1__Kernel *k, sim_program **out, sim_diag *diag)
 			goto fail;
 		}
 	}
+	sim_plan_run_layout(p);
 	free(b.used);
 	free(b.inscope);
 	free(b.vlo);

@@ -941,6 +941,312 @@ START_TEST(test_sim_inplace_overlap)
 }
 END_TEST
 
+/* ------------------------------------------------------------ fast paths */
+
+/* Run p twice (the second run reuses the cached run memory) on one f32
+ * input; both runs must give the same bytes. Returns the first output. */
+static float *
+kb_run_twice(sim_program *p, sim_tensor *in, size_t nin, size_t nbytes)
+{
+	sim_tensor to[2];
+	sim_diag d;
+	float *keep;
+	int rc;
+
+	rc = sim_run(p, in, nin, &to[0], 1, NULL, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	ck_assert_uint_eq(to[0].nbytes, nbytes);
+	rc = sim_run(p, in, nin, &to[1], 1, NULL, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	ck_assert(memcmp(to[0].data, to[1].data, nbytes) == 0);
+	keep = malloc(nbytes);
+	memcpy(keep, to[0].data, nbytes);
+	sim_tensors_release(to, 2);
+	return keep;
+}
+
+/* The swap_blocks tutorial with odd sizes: a top-level load and store
+ * (elided: the tile is the input, the other tile the output) around a
+ * transposing copy (blocked, with tails on both axes); the alloc before
+ * the copy is dead. */
+START_TEST(test_sim_fast_transpose_copy)
+{
+	struct kb kb, *b = &kb;
+	enum { R = 5, A = 7, B = 9 };
+	uint32_t in, out, t, m;
+	float *x = kb_randf(R * A * B, 3), *y;
+	sim_program *p;
+	sim_tensor ti;
+
+	kb_init(b, "swap_blocks");
+	in = kb_param(b, "x", F32, 2, SH(R, A * B));
+	out = kb_out(b, "y", F32, 2, SH(R, A * B));
+	t = kb_tile(b, "t", SBUF, F32, 2, SH(R, A * B));
+	m = kb_tile(b, "m", SBUF, F32, 2, SH(R, A * B));
+	kb_op1(b, OPK(LOAD), kb_full2(b, t), kb_full2(b, in));
+	kb_alloc_op(b, m, NKIR__V1__FILL__FILL_VALUE, 5.0);
+	/* m[p, v * A + u] = t[p, u * B + v] over [R, A, B] */
+	kb_op1(b, OPK(COPY), kb_acc(b, m, 3, SH(R, A, B), AX(0, 0),
+	    kb_aff(b, 0, 2, X, 1, (int64_t)1, X, 2, (int64_t)A)),
+	    kb_acc(b, t, 3, SH(R, A, B), AX(0, 0),
+	    kb_aff(b, 0, 2, X, 1, (int64_t)B, X, 2, (int64_t)1)));
+	kb_op1(b, OPK(STORE), kb_full2(b, out), kb_full2(b, m));
+	p = kb_program(b);
+	ti = kb_host(F32, 2, SH(R, A * B), x);
+	y = kb_run_twice(p, &ti, 1, R * A * B * 4);
+	for (int pp = 0; pp < R; pp++)
+		for (int u = 0; u < A; u++)
+			for (int v = 0; v < B; v++)
+				ck_assert_float_eq(y[pp * A * B + v * A + u],
+				    x[pp * A * B + u * B + v]);
+	free(y);
+	free(x);
+	sim_program_free(p);
+	kb_release(b);
+}
+END_TEST
+
+/* Transposes on the blocked path and off it: nc_transpose of a [37, 21]
+ * tile (4x4 register blocks plus tails), a copy strided on both sides
+ * (no contiguous pair), and a transpose into a bf16 tile (must round). */
+START_TEST(test_sim_fast_transpose_strides_dtype)
+{
+	struct kb kb, *b = &kb;
+	enum { P0 = 37, F0 = 21 };
+	uint32_t in, o1, o2, o3, t, tt, u, w, tb;
+	float *x = kb_randf(P0 * 64, 4);
+	sim_tensor ti, to[3];
+	sim_program *p;
+	sim_diag d;
+	int rc;
+
+	for (int i = 0; i < P0 * 64; i++)
+		x[i] = x[i] * 1.00390625f + 1.0f / 3.0f;  /* not bf16-exact */
+	kb_init(b, "transposes");
+	in = kb_param(b, "x", F32, 2, SH(P0, 64));
+	o1 = kb_out(b, "y1", F32, 2, SH(F0, P0));
+	o2 = kb_out(b, "y2", F32, 2, SH(4, 32));
+	o3 = kb_out(b, "y3", F32, 2, SH(F0, P0));
+	t = kb_tile(b, "t", SBUF, F32, 2, SH(P0, 64));
+	tt = kb_tile(b, "tt", PSUM, F32, 2, SH(F0, P0));
+	u = kb_tile(b, "u", SBUF, F32, 2, SH(4, 64));
+	w = kb_tile(b, "w", SBUF, F32, 2, SH(4, 32));
+	tb = kb_tile(b, "tb", SBUF, BF16, 2, SH(F0, P0));
+	kb_op1(b, OPK(LOAD), kb_full2(b, t), kb_full2(b, in));
+	/* tt = t[:, 0:21].T */
+	kb_op1(b, OPK(TRANSPOSE), kb_full2(b, tt),
+	    kb_acc(b, t, 2, SH(P0, F0), AX(0, 0), AX(0, 1)));
+	kb_op1(b, OPK(STORE), kb_full2(b, o1), kb_full2(b, tt));
+	/* u = t[0:4, :]; w[p, j + 8 i] = u[p, 2 j + 16 i], [4, 8, 4] */
+	kb_op1(b, OPK(COPY), kb_full2(b, u),
+	    kb_acc(b, t, 2, SH(4, 64), AX(0, 0), AX(0, 1)));
+	kb_op1(b, OPK(COPY), kb_acc(b, w, 3, SH(4, 8, 4), AX(0, 0),
+	    kb_aff(b, 0, 2, X, 1, (int64_t)1, X, 2, (int64_t)8)),
+	    kb_acc(b, u, 3, SH(4, 8, 4), AX(0, 0),
+	    kb_aff(b, 0, 2, X, 1, (int64_t)2, X, 2, (int64_t)16)));
+	kb_op1(b, OPK(STORE), kb_full2(b, o2), kb_full2(b, w));
+	/* tb = t[:, 0:21].T rounded to bf16 */
+	kb_op1(b, OPK(TRANSPOSE), kb_full2(b, tb),
+	    kb_acc(b, t, 2, SH(P0, F0), AX(0, 0), AX(0, 1)));
+	kb_op1(b, OPK(STORE), kb_full2(b, o3), kb_full2(b, tb));
+	p = kb_program(b);
+	ti = kb_host(F32, 2, SH(P0, 64), x);
+	for (int run = 0; run < 2; run++) {
+		rc = sim_run(p, &ti, 1, to, 3, NULL, &d);
+		ck_assert_msg(rc == 0, "%s", d.msg);
+		for (int f = 0; f < F0; f++)
+			for (int q = 0; q < P0; q++) {
+				float v = x[q * 64 + f], r;
+				uint16_t h;
+
+				ck_assert_float_eq(((float *)to[0].data)[f * P0 + q],
+				    v);
+				sim_dtype_from_float(SIM_DT_BFLOAT16, &h, &v, 1);
+				memcpy(&r, (uint32_t[]){ (uint32_t)h << 16 }, 4);
+				ck_assert_float_eq(((float *)to[2].data)[f * P0 + q],
+				    r);
+			}
+		for (int q = 0; q < 4; q++)
+			for (int j = 0; j < 8; j++)
+				for (int i = 0; i < 4; i++)
+					ck_assert_float_eq(((float *)to[1].data)
+					    [q * 32 + j + 8 * i],
+					    x[q * 64 + 2 * j + 16 * i]);
+		sim_tensors_release(to, 3);
+	}
+	free(x);
+	sim_program_free(p);
+	kb_release(b);
+}
+END_TEST
+
+/* rms_norm's pattern: masks (row < N) that hold everywhere because the
+ * tiling divides N run unmasked; the mean, the broadcast and the stores
+ * must agree with the masked semantics. A mask that fails somewhere
+ * (N = 200 below) stays, and masked-off rows stay untouched. */
+static void
+kb_rows_scaled(uint64_t N, uint64_t T)
+{
+	struct kb kb, *b = &kb;
+	uint32_t in, out, t, ms, y;
+	Nkir__V1__Access *a;
+	Nkir__V1__Op *o;
+	float *x = kb_randf(N * 8, 5), *got;
+	sim_program *p;
+	sim_tensor ti;
+
+	kb_init(b, "rows");
+	in = kb_param(b, "x", F32, 2, SH(N, 8));
+	out = kb_out(b, "y", F32, 2, SH(N, 8));
+	t = kb_tile(b, "t", SBUF, F32, 2, SH(128, 8));
+	ms = kb_tile(b, "ms", SBUF, F32, 2, SH(128, 1));
+	y = kb_tile(b, "yt", SBUF, F32, 2, SH(128, 8));
+#define ROW() kb_aff(b, 0, 2, L, 0, (int64_t)128, X, 0, (int64_t)1)
+#define ROWMASK(acc) kb_mask(b, acc, kb_aff(b, (int64_t)N - 1, 2, L, 0, \
+	(int64_t)-128, X, 0, (int64_t)-1))
+	kb_loop(b, 0, 0, (int64_t)T, 1);
+	a = kb_acc(b, in, 2, SH(128, 8), ROW(), AX(0, 1));
+	ROWMASK(a);
+	kb_op1(b, OPK(LOAD), kb_full2(b, t), a);
+	a = kb_full2(b, t);
+	ROWMASK(a);
+	o = kb_op1(b, OPK(REDUCE), kb_full2(b, ms), a);
+	o->alu = NKIR__V1__ALU_OP__ALU_MEAN;
+	o->axes[o->n_axes++] = 1;
+	o = kb_op1(b, OPK(TENSOR_TENSOR), kb_full2(b, y), kb_full2(b, t));
+	a = kb_acc(b, ms, 2, SH(128, 8), AX(0, 0), kb_aff(b, 0, 0));
+	ROWMASK(a);
+	kb_src(b, o, a);
+	o->alu = NKIR__V1__ALU_OP__ALU_SUBTRACT;
+	a = kb_acc(b, out, 2, SH(128, 8), ROW(), AX(0, 1));
+	ROWMASK(a);
+	kb_op1(b, OPK(STORE), a, kb_full2(b, y));
+	kb_end(b);
+#undef ROW
+#undef ROWMASK
+	p = kb_program(b);
+	ti = kb_host(F32, 2, SH(N, 8), x);
+	got = kb_run_twice(p, &ti, 1, N * 8 * 4);
+	for (uint64_t r = 0; r < N; r++) {
+		float m = 0;
+
+		for (int f = 0; f < 8; f++)
+			m += x[r * 8 + f];
+		m /= 8;
+		for (int f = 0; f < 8; f++)
+			ck_assert_float_eq_tol(got[r * 8 + f], x[r * 8 + f] - m,
+			    1e-4);
+	}
+	free(got);
+	free(x);
+	sim_program_free(p);
+	kb_release(b);
+}
+
+START_TEST(test_sim_fast_masks_always_true)
+{
+	kb_rows_scaled(256, 2);         /* masks proven true: dropped */
+	kb_rows_scaled(200, 2);         /* a real tail: masks stay */
+}
+END_TEST
+
+/* An in-bounds mask that fails somewhere stays: u = 7; u[p < 2] = t. */
+START_TEST(test_sim_fast_mask_in_bounds_kept)
+{
+	struct kb kb, *b = &kb;
+	uint32_t out, t, u;
+	Nkir__V1__Access *a;
+	Nkir__V1__Op *o;
+	sim_program *p;
+	sim_tensor to;
+	sim_diag d;
+
+	kb_init(b, "mask");
+	out = kb_out(b, "y", F32, 2, SH(4, 3));
+	t = kb_tile(b, "t", SBUF, F32, 2, SH(4, 3));
+	u = kb_tile(b, "u", SBUF, F32, 2, SH(4, 3));
+	o = kb_op(b, OPK(IOTA), kb_full2(b, t));
+	o->expr = kb_aff(b, 0, 2, X, 0, (int64_t)10, X, 1, (int64_t)1);
+	kb_alloc_op(b, u, NKIR__V1__FILL__FILL_VALUE, 7.0);
+	a = kb_full2(b, u);
+	kb_mask(b, a, kb_aff(b, 1, 1, X, 0, (int64_t)-1));
+	kb_op1(b, OPK(COPY), a, kb_full2(b, t));
+	kb_op1(b, OPK(STORE), kb_full2(b, out), kb_full2(b, u));
+	p = kb_program(b);
+	ck_assert_int_eq(sim_run(p, NULL, 0, &to, 1, NULL, &d), 0);
+	for (int i = 0; i < 12; i++)
+		ck_assert_float_eq(((float *)to.data)[i],
+		    i < 6 ? 10.0f * (i / 3) + i % 3 : 7.0f);
+	sim_tensors_release(&to, 1);
+	sim_program_free(p);
+	kb_release(b);
+}
+END_TEST
+
+/* Launch fills and allocs that look dead but are not: a tile read by a
+ * program before that program writes it (SPMD: program 0 sees NaN,
+ * program 1 what program 0 loaded, on every run although the run memory
+ * is reused); an alloc followed by a partial write; a store whose tile
+ * is written after it (no store elision). */
+START_TEST(test_sim_fast_fills_kept)
+{
+	struct kb kb, *b = &kb;
+	uint32_t in, out, o2, o3, t, u, v;
+	float x[2 * 4] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	sim_tensor ti, to[3];
+	sim_program *p;
+	sim_diag d;
+	Nkir__V1__Op *o;
+	int rc;
+
+	kb_init(b, "fills");
+	in = kb_param(b, "x", F32, 2, SH(2, 4));
+	out = kb_out(b, "y", F32, 2, SH(2, 4));
+	o2 = kb_out(b, "z", F32, 2, SH(2, 4));
+	o3 = kb_out(b, "w", F32, 2, SH(2, 4));
+	t = kb_tile(b, "t", SBUF, F32, 2, SH(1, 4));
+	u = kb_tile(b, "u", SBUF, F32, 2, SH(2, 4));
+	v = kb_tile(b, "v", SBUF, F32, 2, SH(2, 4));
+	b->k.n_grid = 1;
+	b->k.grid[0] = 2;
+	/* y[pid] = t (before this program loads it); t = x[pid] */
+	kb_op1(b, OPK(STORE), kb_acc(b, out, 2, SH(1, 4),
+	    kb_aff(b, 0, 2, P, 0, (int64_t)1, X, 0, (int64_t)1), AX(0, 1)),
+	    kb_full2(b, t));
+	kb_op1(b, OPK(LOAD), kb_full2(b, t), kb_acc(b, in, 2, SH(1, 4),
+	    kb_aff(b, 0, 2, P, 0, (int64_t)1, X, 0, (int64_t)1), AX(0, 1)));
+	/* u = 5; u[:, 0:2] = x[:, 0:2]; z = u */
+	kb_alloc_op(b, u, NKIR__V1__FILL__FILL_VALUE, 5.0);
+	kb_op1(b, OPK(LOAD), kb_acc(b, u, 2, SH(2, 2), AX(0, 0), AX(0, 1)),
+	    kb_acc(b, in, 2, SH(2, 2), AX(0, 0), AX(0, 1)));
+	kb_op1(b, OPK(STORE), kb_full2(b, o2), kb_full2(b, u));
+	/* v = x; w = v; v = v * 0 */
+	kb_op1(b, OPK(LOAD), kb_full2(b, v), kb_full2(b, in));
+	kb_op1(b, OPK(STORE), kb_full2(b, o3), kb_full2(b, v));
+	o = kb_op1(b, OPK(TENSOR_TENSOR), kb_full2(b, v), kb_full2(b, v));
+	kb_scalar(b, o, 0.0);
+	o->alu = NKIR__V1__ALU_OP__ALU_MULTIPLY;
+	p = kb_program(b);
+	ti = kb_host(F32, 2, SH(2, 4), x);
+	for (int run = 0; run < 3; run++) {
+		rc = sim_run(p, &ti, 1, to, 3, NULL, &d);
+		ck_assert_msg(rc == 0, "%s", d.msg);
+		for (int f = 0; f < 4; f++) {
+			ck_assert(isnan(((float *)to[0].data)[f]));
+			ck_assert_float_eq(((float *)to[0].data)[4 + f], x[f]);
+		}
+		for (int i = 0; i < 8; i++) {
+			ck_assert_float_eq(((float *)to[1].data)[i],
+			    i % 4 < 2 ? x[i] : 5.0f);
+			ck_assert_float_eq(((float *)to[2].data)[i], x[i]);
+		}
+		sim_tensors_release(to, 3);
+	}
+	sim_program_free(p);
+	kb_release(b);
+}
+END_TEST
+
 /* ------------------------------------------------------------ errors */
 
 /* a one-load kernel: x [R, C] HBM -> tile [TP, TF] at line 14 */
@@ -1356,6 +1662,11 @@ sim_suite(void)
 	tcase_add_test(core, test_sim_iota_activation_print);
 	tcase_add_test(core, test_sim_bn_stats_aggr);
 	tcase_add_test(core, test_sim_inplace_overlap);
+	tcase_add_test(core, test_sim_fast_transpose_copy);
+	tcase_add_test(core, test_sim_fast_transpose_strides_dtype);
+	tcase_add_test(core, test_sim_fast_masks_always_true);
+	tcase_add_test(core, test_sim_fast_mask_in_bounds_kept);
+	tcase_add_test(core, test_sim_fast_fills_kept);
 	tcase_add_test(limits, test_sim_limits_ir_size_constant_in_trips);
 	tcase_add_test(limits, test_sim_limits_nesting_and_rank);
 	tcase_add_test(errors, test_sim_error_partition_256);
