@@ -105,7 +105,24 @@ def _acl_user(uid):
             struct.pack("<HHI", 0x10, 6, undef) + struct.pack("<HHI", 0x20, 0, undef))
 
 
+_access_memo = {}
+
+
 def _daemon_access(socket):
+    """_daemon_access_of(socket), remembered per socket file (a user
+    database lookup costs more than a small call)."""
+    try:
+        st = os.stat(socket)
+    except OSError:
+        return None, None
+    k = (socket, st.st_dev, st.st_ino)
+    a = _access_memo.get(k)
+    if a is None:
+        a = _access_memo[k] = _daemon_access_of(socket)
+    return a
+
+
+def _daemon_access_of(socket):
     """(uid, gid) nkid needs access for, from its socket: uid None when
     nkid can open our files anyway (it runs as root or as us)."""
     try:
@@ -244,7 +261,14 @@ class Transfer:
         self.in_region = None
         self.out_region = None
         self.out_viewed = False
-        self._access = _daemon_access(socket) if self.on else (None, None)
+        self._access_v = None
+
+    @property
+    def _access(self):
+        """Whom nkid runs as, looked up when a region is first needed."""
+        if self._access_v is None:
+            self._access_v = _daemon_access(self.socket) if self.on else (None, None)
+        return self._access_v
 
     def __enter__(self):
         self._prev = current()

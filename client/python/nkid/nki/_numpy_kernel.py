@@ -23,6 +23,8 @@ import threading
 
 import numpy as np
 
+from .._proto import nkid_pb2 as pb
+
 from .. import _shm
 from .. import tracer as _tracer
 from ..client import get_client, to_wire, from_wire, kernel_ref
@@ -57,9 +59,21 @@ def normalize_grid(grid):
     return tuple(out)
 
 
+_signatures = {}
+
+
+def signature_of(func):
+    """inspect.signature(func), computed once per function (it costs more
+    than the rest of a warm call's Python side)."""
+    sig = _signatures.get(func)
+    if sig is None:
+        sig = _signatures[func] = inspect.signature(func)
+    return sig
+
+
 def array_args(func, args, kwargs):
     """The array arguments of a call, in the order the tracer makes params."""
-    sig = inspect.signature(func)
+    sig = signature_of(func)
     bound = sig.bind(*args, **kwargs)
     out = []
     for name, v in bound.arguments.items():
@@ -136,7 +150,7 @@ class TraceKernel:
     def specialize(self, args, kwargs, memo=True):
         """The TracedKernel for these arguments (traced at most once per
         process and specialization unless memo is False)."""
-        sig = inspect.signature(self.func).bind(*args, **kwargs)
+        sig = signature_of(self.func).bind(*args, **kwargs)
         key = (self.func, self.grid, _tracer._sig_of(sig), self.platform_target,
                self.additional_compile_opt)
         try:
@@ -190,7 +204,6 @@ class NumpyKernel(TraceKernel):
         """The KernelRef: after the first nkid answer for this
         specialization, its NEFF key alone (a warm process asks Lookup
         first and sends no IR when nkid knows the spec key)."""
-        ref = kernel_ref(traced, self.platform_target, self.additional_compile_opt)
         key = _neff_keys.get(traced.spec_key)
         if key is None and traced.spec_key not in _looked_up:
             _looked_up.add(traced.spec_key)
@@ -202,9 +215,10 @@ class NumpyKernel(TraceKernel):
                 if e.code != "UNIMPLEMENTED":
                     raise
         if key:
-            ref.neff_key = key
-            ref.ClearField("kernel")
-        return ref
+            return pb.KernelRef(neff_key=key, spec_key=traced.spec_key,
+                                target=self.platform_target or "",
+                                options=self.additional_compile_opt or "")
+        return kernel_ref(traced, self.platform_target, self.additional_compile_opt)
 
     def _call(self, traced, method, *args, **kwargs):
         """Call nkid, with the shared-memory regions of this thread's

@@ -73,8 +73,23 @@ def to_ir(dt):
     return ir.DT_TFLOAT32 if dt is tfloat32 else _TO_IR[dt]
 
 
+_names = {}
+
+
 def name_of(dt):
-    return "tfloat32" if dt is tfloat32 else np.dtype(dt).name
+    """numpy's name of dt (remembered: dtype.name is slow for a hot path)."""
+    if dt is tfloat32:
+        return "tfloat32"
+    try:
+        return _names[dt]
+    except (KeyError, TypeError):
+        pass
+    n = np.dtype(dt).name
+    try:
+        _names[dt] = n
+    except TypeError:
+        pass
+    return n
 
 
 def wire_name(dt):
