@@ -14,13 +14,6 @@
 #include "daemon/log.h"
 #include "daemon/xmalloc.h"
 
-/* The RPCs whose issue has not landed yet: one place says what is missing. */
-#define RPC_LATER(n, k, req, c, what) {					\
-	.name = #n, .path = DISPATCH_SERVICE #n, .kind = k,		\
-	.request = &req, .cap = c, .flags = 0, .handler = NULL,		\
-	.missing = what,						\
-}
-
 /* daemon/rpc_benchmark.c */
 extern const struct rpc_method rpc_benchmark_method;
 /* daemon/rpc_profile.c */
