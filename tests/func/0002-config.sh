@@ -2,6 +2,12 @@
 # Config checking (nkid -n), the single-instance lock, and SIGHUP reload.
 . "$(dirname "$0")/lib.sh"
 
+# The shipped config lists every key at its built-in default.
+"$NKID" -n -v >"$T/defaults" 2>&1 || fail "nkid -n -v failed"
+"$NKID" -n -v -c "$TOP/config/nkid.json" >"$T/shipped" 2>&1 || fail "config/nkid.json rejected"
+grep -v "is valid" "$T/defaults" >"$T/d"; grep -v "is valid" "$T/shipped" >"$T/s"
+cmp -s "$T/d" "$T/s" || fail "config/nkid.json differs from the defaults: $(diff "$T/d" "$T/s")"
+
 # A valid config passes -n.
 cp "$TOP/config/test.json" "$T/good.json"
 "$NKID" -n -c "$T/good.json" >"$T/out" 2>&1 || fail "valid config rejected: $(cat "$T/out")"
