@@ -7,6 +7,15 @@
 "$NKID" -n -v -c "$TOP/config/nkid.json" >"$T/shipped" 2>&1 || fail "config/nkid.json rejected"
 grep -v "is valid" "$T/defaults" >"$T/d"; grep -v "is valid" "$T/shipped" >"$T/s"
 cmp -s "$T/d" "$T/s" || fail "config/nkid.json differs from the defaults: $(diff "$T/d" "$T/s")"
+"$PY" - "$T/d" "$TOP/config/nkid.json" <<'P' || fail "config/nkid.json does not list every key"
+import json, sys
+cfg = json.load(open(sys.argv[2]))
+for line in open(sys.argv[1]):
+    node = cfg
+    for part in line.split(" = ")[0].split("."):
+        assert part in node, "missing key " + line.split(" = ")[0]
+        node = node[part]
+P
 
 # A valid config passes -n.
 cp "$TOP/config/test.json" "$T/good.json"
