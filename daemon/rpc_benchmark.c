@@ -77,20 +77,12 @@ rpc_benchmark_work_cb(struct sched_job *sj, unsigned core)
 {
 	struct rpc_benchmark	*rb = (struct rpc_benchmark *)sj;
 	struct job		*j = &rb->j;
-	struct backend_exec	 x = { 0 };
-	uint64_t		 t0 = uv_hrtime();
+	struct backend_exec	 x;
+	uint64_t		 t0 = job_exec_begin(j, &x);
 
-	x.inputs = j->inputs;
-	x.ninputs = j->ninputs;
-	x.outputs = j->outputs;
-	x.noutputs = j->noutputs;
-	x.cancel = &j->c->cancelled;
-	j->error = j->b->ops->benchmark(j->b->state,
+	job_exec_end(j, j->b->ops->benchmark(j->b->state,
 	    kcache_entry_program(j->e), core, &x, rb->warmup, rb->iters,
-	    rb->samples_us, j->diag);
-	j->outputs_filled = j->error == 0;
-	j->exec_ns = uv_hrtime() - t0;
-	job_outputs_place(j);
+	    rb->samples_us, j->diag), t0);
 }
 
 static void
@@ -104,17 +96,9 @@ rpc_benchmark_done_cb(struct sched_job *sj, int ran)
 	Nkid__V1__Percentile		 pv[RPC_BENCHMARK_NPS];
 	Nkid__V1__Percentile		*pp[RPC_BENCHMARK_NPS];
 	double				*sorted = NULL;
-	const void			*image;
-	size_t				 len, i;
+	size_t				 i;
 
-	if (ran != SCHED_RAN) {
-		jobs_fail_unrun(c, sj, ran, "benchmark",
-		    kcache_entry_name(j->e));
-		rpc_benchmark_free(rb);
-		return;
-	}
-	if (j->error != 0) {
-		job_fail(j, "benchmark");
+	if (job_done_check(j, ran, "benchmark") != 0) {
 		rpc_benchmark_free(rb);
 		return;
 	}
@@ -137,11 +121,8 @@ rpc_benchmark_done_cb(struct sched_job *sj, int ran)
 	r.neff_key = (char *)kcache_entry_key(j->e);
 	r.job_id = sj->id;
 	r.core = sj->core;
-	if (req->return_neff) {
-		image = kcache_entry_image(j->e, &len);
-		r.neff.data = (uint8_t *)image;
-		r.neff.len = len;
-	}
+	if (req->return_neff)
+		job_neff_get(j, &r.neff);
 	rpc_reply(c, &r.base);
 	free(sorted);
 	rpc_benchmark_free(rb);
@@ -154,15 +135,9 @@ rpc_benchmark_kernel_cb(struct rpc_call *c, struct kcache_entry *e,
 	const Nkid__V1__BenchmarkRequest *req = (const void *)c->req;
 	struct rpc_benchmark		*rb = c->job;
 
-	if (job_kernel_set(&rb->j, e, cache_hit) != 0) {
-		rpc_benchmark_free(rb);
-		return;
-	}
-	rb->j.sj.work = rpc_benchmark_work_cb;
-	rb->j.sj.done = rpc_benchmark_done_cb;
-	if (jobs_submit(c, &rb->j.sj, "benchmark", kcache_entry_name(e),
-	    req->core, NKID__V1__JOB_CLASS__JOB_CLASS_BATCH,
-	    "benchmark") != 0)
+	if (job_submit(&rb->j, e, cache_hit, rpc_benchmark_work_cb,
+	    rpc_benchmark_done_cb, req->core,
+	    NKID__V1__JOB_CLASS__JOB_CLASS_BATCH, "benchmark") != 0)
 		rpc_benchmark_free(rb);
 }
 
@@ -172,7 +147,6 @@ rpc_benchmark(struct rpc_call *c)
 	const Nkid__V1__BenchmarkRequest *req = (const void *)c->req;
 	struct daemon			*d = c->d;
 	struct rpc_benchmark		*rb;
-	unsigned			 ncores = sched_core_count(d->sched);
 
 	if (d->backend->ops->benchmark == NULL) {
 		rpc_fail(c, GRPC_STATUS_UNIMPLEMENTED, "cannot benchmark '%s': "
@@ -180,14 +154,8 @@ rpc_benchmark(struct rpc_call *c)
 		    req->ref), d->backend->ops->name);
 		return;
 	}
-	if (req->core < -1 || (req->core >= 0 && (unsigned)req->core >=
-	    ncores)) {
-		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT,
-		    "core %d does not exist: nkid has %u core%s (0 to %u, or -1 "
-		    "for any)", req->core, ncores, ncores == 1 ? "" : "s",
-		    ncores - 1);
+	if (job_core_check(c, req->core) != 0)
 		return;
-	}
 	if (req->iters < 1 || req->iters > RPC_BENCHMARK_MAX ||
 	    req->warmup > RPC_BENCHMARK_MAX) {
 		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "cannot benchmark "

@@ -1,79 +1,39 @@
 /* rpc_cache_remove.c: CacheRemove, drop entries by key (off the loop), and their loaded kernels once unused. */
-#include <stdlib.h>
-#include <string.h>
-
 #include "nkid.pb-c.h"
 
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
-#include "daemon/xmalloc.h"
+#include "daemon/kcache_keys.h"
 
-struct rpc_cache_remove {
-	char	**keys;		/* borrowed from the request */
-	size_t	  n;
-	int	 *rc;		/* per key */
-	int	  nodisk;
-};
-
-static void
-rpc_cache_remove_work_cb(struct cache *disk, void *arg)
+static int
+rpc_cache_remove_key_cb(struct cache *disk, const char *key, void *arg)
 {
-	struct rpc_cache_remove	*k = arg;
-	size_t			 i;
-
-	if (disk == NULL) {
-		k->nodisk = 1;
-		return;
-	}
-	for (i = 0; i < k->n; i++)
-		k->rc[i] = cache_remove(disk, k->keys[i]);
+	return (cache_remove(disk, key));
 }
 
 static void
-rpc_cache_remove_done_cb(struct rpc_call *c, void *arg)
+rpc_cache_remove_done_cb(struct rpc_call *c,
+    const struct kcache_keys_result *kr, void *arg)
 {
-	struct rpc_cache_remove		*k = arg;
 	Nkid__V1__CacheRemoveReply	 r = NKID__V1__CACHE_REMOVE_REPLY__INIT;
 	size_t				 i;
 
-	if (k->nodisk) {
-		rpc_fail(c, GRPC_STATUS_FAILED_PRECONDITION, "nkid runs "
-		    "without a persistent cache (see its log)");
-		goto out;
-	}
-	r.missing = xcalloc(k->n, sizeof *r.missing);
-	for (i = 0; i < k->n; i++) {
-		kcache_forget(c->d->kcache, k->keys[i]);
-		if (k->rc[i] == 0)
-			r.removed++;
-		else
-			r.missing[r.n_missing++] = k->keys[i];
-	}
+	for (i = 0; i < kr->nkeys; i++)
+		kcache_forget(c->d->kcache, kr->keys[i]);
+	r.removed = kr->ndone;
+	r.n_missing = kr->nmissing;
+	r.missing = kr->missing;
 	rpc_reply(c, &r.base);
-	free(r.missing);
-out:
-	free(k->rc);
-	free(k);
 }
 
 static void
 rpc_cache_remove(struct rpc_call *c)
 {
 	const Nkid__V1__CacheRemoveRequest	*req = (const void *)c->req;
-	struct rpc_cache_remove			*k;
 
-	if (req->n_keys == 0) {
-		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "CacheRemove names "
-		    "no key");
-		return;
-	}
-	k = xcalloc(1, sizeof *k);
-	k->keys = req->keys;
-	k->n = req->n_keys;
-	k->rc = xcalloc(k->n, sizeof *k->rc);
-	kcache_async(c->d->kcache, c, rpc_cache_remove_work_cb,
-	    rpc_cache_remove_done_cb, k);
+	kcache_keys_async(c, "CacheRemove", req->keys, req->n_keys,
+	    rpc_cache_remove_key_cb, rpc_cache_remove_done_cb, NULL);
 }
 
 const struct rpc_method rpc_cache_remove_method = {

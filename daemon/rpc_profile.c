@@ -47,20 +47,12 @@ rpc_profile_work_cb(struct sched_job *sj, unsigned core)
 {
 	struct rpc_profile	*rp = (struct rpc_profile *)sj;
 	struct job		*j = &rp->j;
-	struct backend_exec	 x = { 0 };
-	uint64_t		 t0 = uv_hrtime();
+	struct backend_exec	 x;
+	uint64_t		 t0 = job_exec_begin(j, &x);
 
-	x.inputs = j->inputs;
-	x.ninputs = j->ninputs;
-	x.outputs = j->outputs;
-	x.noutputs = j->noutputs;
-	x.cancel = &j->c->cancelled;
-	j->error = j->b->ops->profile(j->b->state, kcache_entry_program(j->e),
-	    core, &x, rp->num_execs, rp->profile_nth, &rp->traces,
-	    &rp->ntraces, j->diag);
-	j->outputs_filled = j->error == 0;
-	j->exec_ns = uv_hrtime() - t0;
-	job_outputs_place(j);
+	job_exec_end(j, j->b->ops->profile(j->b->state,
+	    kcache_entry_program(j->e), core, &x, rp->num_execs,
+	    rp->profile_nth, &rp->traces, &rp->ntraces, j->diag), t0);
 }
 
 static void
@@ -72,16 +64,9 @@ rpc_profile_done_cb(struct sched_job *sj, int ran)
 	Nkid__V1__ProfileReply	 r = NKID__V1__PROFILE_REPLY__INIT;
 	Nkid__V1__ProfileTrace	*tv, **tp;
 	Nkid__V1__Tensor	**out;
-	const void		*image;
-	size_t			 len, i;
+	size_t			 i;
 
-	if (ran != SCHED_RAN) {
-		jobs_fail_unrun(c, sj, ran, "profile", kcache_entry_name(j->e));
-		rpc_profile_free(rp);
-		return;
-	}
-	if (j->error != 0) {
-		job_fail(j, "profile");
+	if (job_done_check(j, ran, "profile") != 0) {
 		rpc_profile_free(rp);
 		return;
 	}
@@ -97,9 +82,7 @@ rpc_profile_done_cb(struct sched_job *sj, int ran)
 		tp[i] = &tv[i];
 	}
 	out = job_outputs_messages(j);
-	image = kcache_entry_image(j->e, &len);
-	r.neff.data = (uint8_t *)image;
-	r.neff.len = len;
+	job_neff_get(j, &r.neff);
 	r.n_traces = rp->ntraces;
 	r.traces = tp;
 	r.n_outputs = j->noutputs;
@@ -119,14 +102,9 @@ rpc_profile_kernel_cb(struct rpc_call *c, struct kcache_entry *e,
 	const Nkid__V1__ProfileRequest	*req = (const void *)c->req;
 	struct rpc_profile		*rp = c->job;
 
-	if (job_kernel_set(&rp->j, e, cache_hit) != 0) {
-		rpc_profile_free(rp);
-		return;
-	}
-	rp->j.sj.work = rpc_profile_work_cb;
-	rp->j.sj.done = rpc_profile_done_cb;
-	if (jobs_submit(c, &rp->j.sj, "profile", kcache_entry_name(e),
-	    req->core, NKID__V1__JOB_CLASS__JOB_CLASS_BATCH, "profile") != 0)
+	if (job_submit(&rp->j, e, cache_hit, rpc_profile_work_cb,
+	    rpc_profile_done_cb, req->core,
+	    NKID__V1__JOB_CLASS__JOB_CLASS_BATCH, "profile") != 0)
 		rpc_profile_free(rp);
 }
 
@@ -136,7 +114,6 @@ rpc_profile(struct rpc_call *c)
 	const Nkid__V1__ProfileRequest	*req = (const void *)c->req;
 	struct daemon			*d = c->d;
 	struct rpc_profile		*rp;
-	unsigned			 ncores = sched_core_count(d->sched);
 	unsigned			 num_execs, nth;
 
 	num_execs = req->num_execs ? req->num_execs : 1;
@@ -147,14 +124,8 @@ rpc_profile(struct rpc_call *c)
 		    kernel_ref_name(req->ref), d->backend->ops->name);
 		return;
 	}
-	if (req->core < -1 || (req->core >= 0 && (unsigned)req->core >=
-	    ncores)) {
-		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT,
-		    "core %d does not exist: nkid has %u core%s (0 to %u, or -1 "
-		    "for any)", req->core, ncores, ncores == 1 ? "" : "s",
-		    ncores - 1);
+	if (job_core_check(c, req->core) != 0)
 		return;
-	}
 	if (num_execs > RPC_PROFILE_MAX || nth > RPC_PROFILE_MAX) {
 		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "cannot profile '%s': "
 		    "num_execs and profile_nth must be 1 to %u (got %u and %u)",

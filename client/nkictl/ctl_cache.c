@@ -1,7 +1,9 @@
 /*
- * ctl_cache.c: helpers of the cache commands: the offline cache directory,
- * entries as JSON, kernel manifests.
+ * ctl_cache.c: helpers of the cache commands: their options, the offline
+ * cache directory, listings, KEY... results, entries as JSON, kernel
+ * manifests.
  */
+#include <assert.h>
 #include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -37,6 +39,127 @@ ctl_cache_where_release(ctl_cache_where *w)
 {
 	free(w->dir);
 	w->dir = NULL;
+}
+
+int
+ctl_cache_where_parse(ctl_ctx *ctx, int argc, char **argv,
+    ctl_cache_where *w, int *rc)
+{
+	static const struct option longopts[] = {
+		CTL_LONGOPTS_COMMON, CTL_CACHE_LONGOPTS_DIR, { 0, 0, 0, 0 } };
+	int opt;
+
+	*rc = 0;
+	while ((opt = ctl_opt_next(ctx, argc, argv, "", longopts, rc)) != -1) {
+		if (opt == CTL_OPT_DONE)
+			return -1;
+		if (!ctl_cache_where_opt(w, opt, optarg)) {
+			*rc = ctl_usage_fail(ctx, "unexpected option");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int
+ctl_cache_listing_get(ctl_ctx *ctx, const ctl_cache_where *w,
+    const char *prefix, unsigned limit, ctl_cache_listing *l)
+{
+	Nkid__V1__CacheListRequest req = NKID__V1__CACHE_LIST_REQUEST__INIT;
+	int rc;
+
+	assert(l->r == NULL);
+	if (w->dir != NULL) {
+		nkid__v1__cache_list_reply__init(&l->off);
+		if ((rc = ctl_cache_list_offline(ctx, w, *prefix ? prefix :
+		    NULL, limit, &l->off, &l->store)) != 0)
+			return rc;
+		l->r = &l->off;
+		return 0;
+	}
+	req.prefix = (char *)prefix;
+	req.limit = limit;
+	return ctl_call(ctx, "CacheList", &req.base,
+	    &nkid__v1__cache_list_reply__descriptor,
+	    (ProtobufCMessage **)&l->r);
+}
+
+void
+ctl_cache_listing_release(ctl_cache_listing *l)
+{
+	if (l->r == &l->off)
+		ctl_cache_list_offline_free(&l->off, l->store);
+	else if (l->r != NULL)
+		protobuf_c_message_free_unpacked(&l->r->base, NULL);
+	memset(l, 0, sizeof(*l));
+}
+
+int
+ctl_cache_keys_parse(ctl_ctx *ctx, int argc, char **argv,
+    ctl_cache_where *w, char ***keys, size_t *n, int *rc)
+{
+	if (ctl_cache_where_parse(ctx, argc, argv, w, rc) < 0)
+		return -1;
+	if (optind == argc) {
+		*rc = ctl_usage_fail(ctx, "give at least one KEY");
+		return -1;
+	}
+	*keys = argv + optind;
+	*n = argc - optind;
+	return 0;
+}
+
+int
+ctl_cache_keys_apply(ctl_ctx *ctx, const ctl_cache_where *w, char **keys,
+    size_t n, int (*fn)(struct cache *c, const char *key, void *arg),
+    void *arg, uint32_t *done, char ***missing, size_t *n_missing)
+{
+	struct cache *c;
+	size_t i;
+	int rc;
+
+	*done = 0;
+	*missing = NULL;
+	*n_missing = 0;
+	if ((rc = ctl_cache_open(ctx, w, 0, &c)) != 0)
+		return rc;
+	if ((*missing = calloc(n + 1, sizeof(**missing))) == NULL)
+		abort();
+	for (i = 0; i < n; i++) {
+		if (fn(c, keys[i], arg) == 0)
+			(*done)++;
+		else
+			(*missing)[(*n_missing)++] = keys[i];
+	}
+	cache_close(c);
+	return 0;
+}
+
+int
+ctl_cache_keys_print(ctl_ctx *ctx, const char *what, const char *verb,
+    uint32_t done, char *const *missing, size_t n_missing)
+{
+	size_t i;
+	int rc = 0;
+
+	if (ctx->json) {
+		cJSON *o = cJSON_CreateObject(), *a;
+
+		cJSON_AddNumberToObject(o, what, done);
+		a = cJSON_AddArrayToObject(o, "missing");
+		for (i = 0; a != NULL && i < n_missing; i++)
+			cJSON_AddItemToArray(a, cJSON_CreateString(missing[i]));
+		rc = ctl_json_print(ctx, o);
+	} else {
+		fprintf(ctx->out, "%s %u entr%s\n", verb, done, done == 1 ?
+		    "y" : "ies");
+		for (i = 0; i < n_missing; i++)
+			ctl_errorf(ctx, "%s: no entry '%s'", ctx->cmd->name,
+			    missing[i]);
+	}
+	if (rc == 0 && n_missing > 0)
+		rc = CTL_EXIT_FAIL;
+	return rc;
 }
 
 static void

@@ -7,6 +7,7 @@
 #define NKID_CTL_CACHE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "nkid.pb-c.h"
 #include "cache/cache.h"
@@ -42,6 +43,15 @@ typedef struct ctl_cache_where {
 /* Handle CTL_CACHE_OPT_DIR/STATE (returns 1) or not (0). */
 int ctl_cache_where_opt(ctl_cache_where *w, int opt, const char *arg);
 void ctl_cache_where_release(ctl_cache_where *w);
+
+/*
+ * Parse the options of a command that takes only the common ones and
+ * --cache-dir/--state-dir into w. Returns 0 to go on, optind at the first
+ * operand, or -1 when the command must return *rc now (--help: 0; a usage
+ * error, printed: 2). Release w in both cases.
+ */
+int ctl_cache_where_parse(ctl_ctx *ctx, int argc, char **argv,
+    ctl_cache_where *w, int *rc);
 
 /*
  * Open the cache in w->dir (default CTL_CACHE_DEFAULT_DIR) for an offline
@@ -91,5 +101,50 @@ int ctl_cache_list_offline(ctl_ctx *ctx, const ctl_cache_where *w,
     struct cache_entry **store);
 void ctl_cache_list_offline_free(Nkid__V1__CacheListReply *r,
     struct cache_entry *store);
+
+/* A CacheList reply, from nkid or from a cache directory. */
+typedef struct ctl_cache_listing {
+	Nkid__V1__CacheListReply *r;     /* the entries; NULL before _get */
+	Nkid__V1__CacheListReply off;    /* offline: r points here */
+	struct cache_entry *store;       /* offline: what off borrows */
+} ctl_cache_listing;
+
+/*
+ * The entries whose key starts with prefix ("": all), at most limit (0:
+ * no limit), most recently used first: from the cache directory w->dir if
+ * given, else from nkid (CacheList). Prints the failure and returns its
+ * exit code, else 0 with l->r set. l must be zeroed before; release it
+ * with ctl_cache_listing_release in any case.
+ */
+int ctl_cache_listing_get(ctl_ctx *ctx, const ctl_cache_where *w,
+    const char *prefix, unsigned limit, ctl_cache_listing *l);
+void ctl_cache_listing_release(ctl_cache_listing *l);
+
+/*
+ * Parse the command line of a KEY... command (ctl_cache_where_parse):
+ * *keys (borrowed from argv) and *n get the operands, at least one.
+ * Returns 0 to go on, or -1 when the command must return *rc now.
+ */
+int ctl_cache_keys_parse(ctl_ctx *ctx, int argc, char **argv,
+    ctl_cache_where *w, char ***keys, size_t *n, int *rc);
+
+/*
+ * For a KEY... command on a cache directory: open it (ctl_cache_open) and
+ * do fn(c, key, arg) for each of the n keys; *done counts those fn did (0
+ * returned), *missing (calloc'd, free it; strings borrowed from keys) lists
+ * the others. Prints the failure and returns its exit code, else 0.
+ */
+int ctl_cache_keys_apply(ctl_ctx *ctx, const ctl_cache_where *w,
+    char **keys, size_t n, int (*fn)(struct cache *c, const char *key,
+    void *arg), void *arg, uint32_t *done, char ***missing,
+    size_t *n_missing);
+
+/*
+ * Print what a KEY... command did: with --json {what: done, "missing":
+ * [...]}, else "VERB N entries" and "no entry 'KEY'" errors. Returns the
+ * exit code: CTL_EXIT_FAIL if any key was missing.
+ */
+int ctl_cache_keys_print(ctl_ctx *ctx, const char *what, const char *verb,
+    uint32_t done, char *const *missing, size_t n_missing);
 
 #endif

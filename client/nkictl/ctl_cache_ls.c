@@ -91,11 +91,12 @@ ctl_cache_ls_exec(ctl_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		CTL_LONGOPTS_COMMON, CTL_CACHE_LONGOPTS_DIR, { 0, 0, 0, 0 } };
-	Nkid__V1__CacheListRequest req = NKID__V1__CACHE_LIST_REQUEST__INIT;
-	Nkid__V1__CacheListReply *r = NULL, off = NKID__V1__CACHE_LIST_REPLY__INIT;
-	struct cache_entry *store = NULL;
+	ctl_cache_listing l = { 0 };
+	const Nkid__V1__CacheListReply *r;
 	ctl_cache_where w = { NULL };
+	const char *prefix = "";
 	unsigned long long n;
+	unsigned limit = 0;
 	size_t i;
 	int rc = 0, opt;
 
@@ -108,27 +109,21 @@ ctl_cache_ls_exec(ctl_ctx *ctx, int argc, char **argv)
 				rc = ctl_usage_fail(ctx, "bad -n '%s'", optarg);
 				goto out;
 			}
-			req.limit = (uint32_t)n;
+			limit = (unsigned)n;
 		} else if (!ctl_cache_where_opt(&w, opt, optarg)) {
 			rc = ctl_usage_fail(ctx, "unexpected option");
 			goto out;
 		}
 	}
 	if (optind < argc)
-		req.prefix = argv[optind++];
+		prefix = argv[optind++];
 	if (optind < argc) {
 		rc = ctl_usage_fail(ctx, "unexpected argument '%s'", argv[optind]);
 		goto out;
 	}
-	if (w.dir != NULL) {
-		if ((rc = ctl_cache_list_offline(ctx, &w, *req.prefix ?
-		    req.prefix : NULL, req.limit, &off, &store)) != 0)
-			goto out;
-		r = &off;
-	} else if ((rc = ctl_call(ctx, "CacheList", &req.base,
-	    &nkid__v1__cache_list_reply__descriptor, (ProtobufCMessage **)&r))
-	    != 0)
+	if ((rc = ctl_cache_listing_get(ctx, &w, prefix, limit, &l)) != 0)
 		goto out;
+	r = l.r;
 	if (ctx->json) {
 		cJSON *o = cJSON_CreateObject(), *a;
 
@@ -155,10 +150,7 @@ ctl_cache_ls_exec(ctl_ctx *ctx, int argc, char **argv)
 		}
 	}
 out:
-	if (r == &off)
-		ctl_cache_list_offline_free(&off, store);
-	else if (r != NULL)
-		protobuf_c_message_free_unpacked(&r->base, NULL);
+	ctl_cache_listing_release(&l);
 	ctl_cache_where_release(&w);
 	return rc;
 }

@@ -11,71 +11,41 @@
 #include "ctl_cache.h"
 
 static int
+ctl_cache_pin_key_cb(struct cache *c, const char *key, void *arg)
+{
+	const int *unpin = arg;
+
+	return cache_pin(c, key, !*unpin);
+}
+
+static int
 ctl_cache_pin_run(ctl_ctx *ctx, int argc, char **argv, int unpin)
 {
-	static const struct option longopts[] = {
-		CTL_LONGOPTS_COMMON, CTL_CACHE_LONGOPTS_DIR, { 0, 0, 0, 0 } };
 	Nkid__V1__CachePinRequest req = NKID__V1__CACHE_PIN_REQUEST__INIT;
 	Nkid__V1__CachePinReply *r = NULL, off = NKID__V1__CACHE_PIN_REPLY__INIT;
 	ctl_cache_where w = { NULL };
-	struct cache *c = NULL;
-	size_t i;
-	int rc = 0, opt;
+	int rc;
 
-	while ((opt = ctl_opt_next(ctx, argc, argv, "", longopts, &rc)) != -1) {
-		if (opt == CTL_OPT_DONE)
-			goto out;
-		if (!ctl_cache_where_opt(&w, opt, optarg)) {
-			rc = ctl_usage_fail(ctx, "unexpected option");
-			goto out;
-		}
-	}
-	if (optind == argc) {
-		rc = ctl_usage_fail(ctx, "give at least one KEY");
+	if (ctl_cache_keys_parse(ctx, argc, argv, &w, &req.keys, &req.n_keys,
+	    &rc) < 0)
 		goto out;
-	}
-	req.keys = argv + optind;
-	req.n_keys = argc - optind;
 	req.unpin = unpin;
 	if (w.dir != NULL) {
-		if ((rc = ctl_cache_open(ctx, &w, 0, &c)) != 0)
+		if ((rc = ctl_cache_keys_apply(ctx, &w, req.keys, req.n_keys,
+		    ctl_cache_pin_key_cb, &unpin, &off.changed, &off.missing,
+		    &off.n_missing)) != 0)
 			goto out;
-		off.missing = calloc(req.n_keys, sizeof(char *));
-		for (i = 0; i < req.n_keys; i++) {
-			if (cache_pin(c, req.keys[i], !unpin) == 0)
-				off.changed++;
-			else
-				off.missing[off.n_missing++] = req.keys[i];
-		}
 		r = &off;
 	} else if ((rc = ctl_call(ctx, "CachePin", &req.base,
 	    &nkid__v1__cache_pin_reply__descriptor, (ProtobufCMessage **)&r))
 	    != 0)
 		goto out;
-	if (ctx->json) {
-		cJSON *o = cJSON_CreateObject(), *a;
-
-		cJSON_AddNumberToObject(o, "changed", r->changed);
-		a = cJSON_AddArrayToObject(o, "missing");
-		for (i = 0; a != NULL && i < r->n_missing; i++)
-			cJSON_AddItemToArray(a, cJSON_CreateString(
-			    r->missing[i]));
-		rc = ctl_json_print(ctx, o);
-	} else {
-		fprintf(ctx->out, "%s %u entr%s\n", unpin ? "unpinned" :
-		    "pinned", r->changed, r->changed == 1 ? "y" : "ies");
-		for (i = 0; i < r->n_missing; i++)
-			ctl_errorf(ctx, "%s: no entry '%s'", ctx->cmd->name,
-			    r->missing[i]);
-	}
-	if (rc == 0 && r->n_missing > 0)
-		rc = CTL_EXIT_FAIL;
+	rc = ctl_cache_keys_print(ctx, "changed", unpin ? "unpinned" :
+	    "pinned", r->changed, r->missing, r->n_missing);
 out:
-	if (r == &off)
-		free(off.missing);
-	else if (r != NULL)
+	free(off.missing);
+	if (r != NULL && r != &off)
 		protobuf_c_message_free_unpacked(&r->base, NULL);
-	cache_close(c);
 	ctl_cache_where_release(&w);
 	return rc;
 }

@@ -13,44 +13,29 @@
 static int
 ctl_cache_show_exec(ctl_ctx *ctx, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		CTL_LONGOPTS_COMMON, CTL_CACHE_LONGOPTS_DIR, { 0, 0, 0, 0 } };
-	Nkid__V1__CacheListRequest req = NKID__V1__CACHE_LIST_REQUEST__INIT;
-	Nkid__V1__CacheListReply *r = NULL, off = NKID__V1__CACHE_LIST_REPLY__INIT;
+	ctl_cache_listing l = { 0 };
+	const Nkid__V1__CacheListReply *r;
 	const Nkid__V1__CacheEntry *e;
-	struct cache_entry *store = NULL;
 	ctl_cache_where w = { NULL };
+	const char *key;
 	char when[32];
 	time_t t;
-	int rc = 0, opt;
+	int rc;
 
-	while ((opt = ctl_opt_next(ctx, argc, argv, "", longopts, &rc)) != -1) {
-		if (opt == CTL_OPT_DONE)
-			goto out;
-		if (!ctl_cache_where_opt(&w, opt, optarg)) {
-			rc = ctl_usage_fail(ctx, "unexpected option");
-			goto out;
-		}
-	}
+	if (ctl_cache_where_parse(ctx, argc, argv, &w, &rc) < 0)
+		goto out;
 	if (argc - optind != 1) {
 		rc = ctl_usage_fail(ctx, "give one KEY");
 		goto out;
 	}
-	req.prefix = argv[optind];
-	req.limit = 2;
-	if (w.dir != NULL) {
-		if ((rc = ctl_cache_list_offline(ctx, &w, req.prefix, 2, &off,
-		    &store)) != 0)
-			goto out;
-		r = &off;
-	} else if ((rc = ctl_call(ctx, "CacheList", &req.base,
-	    &nkid__v1__cache_list_reply__descriptor, (ProtobufCMessage **)&r))
-	    != 0)
+	key = argv[optind];
+	if ((rc = ctl_cache_listing_get(ctx, &w, key, 2, &l)) != 0)
 		goto out;
+	r = l.r;
 	if (r->n_entries != 1) {
 		ctl_errorf(ctx, "cache show: %s '%s'", r->n_entries == 0 ?
 		    "no entry has key" : "more than one entry starts with",
-		    req.prefix);
+		    key);
 		rc = CTL_EXIT_FAIL;
 		goto out;
 	}
@@ -79,10 +64,7 @@ ctl_cache_show_exec(ctl_ctx *ctx, int argc, char **argv)
 		fprintf(ctx->out, "log:\n%s%s", e->log,
 		    e->log[strlen(e->log) - 1] == '\n' ? "" : "\n");
 out:
-	if (r == &off)
-		ctl_cache_list_offline_free(&off, store);
-	else if (r != NULL)
-		protobuf_c_message_free_unpacked(&r->base, NULL);
+	ctl_cache_listing_release(&l);
 	ctl_cache_where_release(&w);
 	return rc;
 }

@@ -4,20 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 
 # A NOTIFY_SOCKET we listen on.
-"$PY" - "$T/notify.sock" "$T/notify.log" <<'P' &
-import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-s.settimeout(30)
-with open(sys.argv[2], "w") as f:
-    try:
-        while True:
-            f.write(s.recv(4096).decode() + "\n"); f.flush()
-    except OSError:
-        pass
-P
-LISTENER=$!
-for i in 1 2 3 4 5 6 7 8 9 10; do [ -S "$T/notify.sock" ] && break; sleep 0.1; done
+notify_listen "$T/notify.sock" "$T/notify.log"
 
 NOTIFY_SOCKET="$T/notify.sock" start_nkid
 grep -q READY=1 "$T/notify.log" || { sleep 0.5; grep -q READY=1 "$T/notify.log"; } ||

@@ -46,20 +46,7 @@ make -s -C "$TOP" uninstall DESTDIR="$D" PREFIX=/usr/local >/dev/null 2>&1
 [ -e "$D/etc/nkid/nkid.json" ] || fail "uninstall removed the operator's config"
 
 # Socket activation, with a NOTIFY_SOCKET we read.
-"$PY" - "$T/notify.sock" "$T/notify.log" <<'P' &
-import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-s.settimeout(30)
-with open(sys.argv[2], "w") as f:
-    try:
-        while True:
-            f.write(s.recv(4096).decode() + "\n"); f.flush()
-    except OSError:
-        pass
-P
-LISTENER=$!
-i=0; while [ ! -S "$T/notify.sock" ] && [ $i -lt 50 ]; do i=$((i+1)); sleep 0.1; done
+notify_listen "$T/notify.sock" "$T/notify.log"
 
 systemd-socket-activate -l "$SOCK" -E NOTIFY_SOCKET="$T/notify.sock" \
 	"$NKID" -s "$SOCK" --state-dir "$T/state" >>"$LOG" 2>&1 &

@@ -55,3 +55,25 @@ trap 'exit 1' INT TERM
 json_get() {
 	"$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
 }
+
+# notify_listen PATH LOG: listen on the datagram socket PATH as systemd's
+# NOTIFY_SOCKET, appending each message and a newline to LOG, for 30 s
+# after the last one. Returns once PATH exists (up to 5 s); the listener's
+# pid is in $LISTENER.
+notify_listen() {
+	"$PY" - "$1" "$2" <<'P' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(30)
+with open(sys.argv[2], "w") as f:
+    try:
+        while True:
+            f.write(s.recv(4096).decode() + "\n"); f.flush()
+    except OSError:
+        pass
+P
+	LISTENER=$!
+	i=0
+	while [ ! -S "$1" ] && [ $i -lt 50 ]; do i=$((i + 1)); sleep 0.1; done
+}

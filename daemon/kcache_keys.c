@@ -1,0 +1,84 @@
+/* kcache_keys.c: per-key cache RPCs (CachePin, CacheRemove) over kcache_async: the keys done off the loop, the missing ones gathered on it. */
+#include <assert.h>
+#include <stdlib.h>
+
+#include "daemon/daemon.h"
+#include "daemon/dispatch.h"
+#include "daemon/kcache.h"
+#include "daemon/kcache_keys.h"
+#include "daemon/xmalloc.h"
+
+struct kcache_keys {
+	char			**keys;		/* borrowed from the request */
+	size_t			  n;
+	int			 *rc;		/* per key */
+	int			  nodisk;
+	kcache_keys_fn		  fn;
+	kcache_keys_done_cb	  done;
+	void			 *arg;
+};
+
+static void
+kcache_keys_work_cb(struct cache *disk, void *arg)
+{
+	struct kcache_keys	*k = arg;
+	size_t			 i;
+
+	if (disk == NULL) {
+		k->nodisk = 1;
+		return;
+	}
+	for (i = 0; i < k->n; i++)
+		k->rc[i] = k->fn(disk, k->keys[i], k->arg);
+}
+
+static void
+kcache_keys_gather_cb(struct rpc_call *c, void *arg)
+{
+	struct kcache_keys		*k = arg;
+	struct kcache_keys_result	 r = { 0 };
+	size_t				 i;
+
+	if (k->nodisk) {
+		rpc_fail(c, GRPC_STATUS_FAILED_PRECONDITION, "nkid runs "
+		    "without a persistent cache (see its log)");
+		goto out;
+	}
+	r.keys = k->keys;
+	r.nkeys = k->n;
+	r.missing = xcalloc(k->n, sizeof *r.missing);
+	for (i = 0; i < k->n; i++) {
+		if (k->rc[i] == 0)
+			r.ndone++;
+		else
+			r.missing[r.nmissing++] = k->keys[i];
+	}
+	k->done(c, &r, k->arg);
+	free(r.missing);
+out:
+	free(k->rc);
+	free(k);
+}
+
+void
+kcache_keys_async(struct rpc_call *c, const char *rpc, char **keys,
+    size_t nkeys, kcache_keys_fn fn, kcache_keys_done_cb done, void *arg)
+{
+	struct kcache_keys	*k;
+
+	assert(fn != NULL && done != NULL);
+	if (nkeys == 0) {
+		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "%s names no key",
+		    rpc);
+		return;
+	}
+	k = xcalloc(1, sizeof *k);
+	k->keys = keys;
+	k->n = nkeys;
+	k->rc = xcalloc(k->n, sizeof *k->rc);
+	k->fn = fn;
+	k->done = done;
+	k->arg = arg;
+	kcache_async(c->d->kcache, c, kcache_keys_work_cb,
+	    kcache_keys_gather_cb, k);
+}
