@@ -41,6 +41,10 @@ struct backend_exec {
 	size_t			 ninputs;
 	sim_tensor		*outputs;	/* noutputs, filled on success */
 	size_t			 noutputs;
+	/* Where the outputs may be written in place (the caller's memory,
+	 * e.g. a client's shared-memory region), entries NULL for "anywhere";
+	 * execute only. May be NULL. See sim_run_opts.out_bufs. */
+	void *const		*out_bufs;
 	const volatile int	*cancel;	/* may be NULL */
 	/* Simulate only: device_print text, in order. */
 	void			(*print_cb)(void *arg, const char *text,

@@ -177,6 +177,7 @@ backend_cpu_run(const struct backend_program *bp, const struct backend_exec *x,
 	memset(&opts, 0, sizeof opts);
 	memset(&sd, 0, sizeof sd);
 	opts.cancel = x->cancel;
+	opts.out_bufs = x->out_bufs;
 	if (with_print) {
 		opts.print_cb = x->print_cb;
 		opts.print_arg = x->print_arg;

@@ -1,4 +1,4 @@
-/* job.c: input checks, kernel binding, output allocation and error mapping shared by Run and Simulate. */
+/* job.c: input checks, kernel binding, scheduling, execution, output allocation and error mapping shared by Run, Simulate, Benchmark and Profile. */
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,11 +7,14 @@
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/job.h"
+#include "daemon/jobs.h"
 #include "daemon/kcache.h"
 #include "daemon/log.h"
 #include "daemon/shm.h"
 #include "daemon/tensor.h"
 #include "daemon/xmalloc.h"
+
+static void	job_outputs_map(struct job *);
 
 static void
 job_release_cb(void *arg)
@@ -110,9 +113,114 @@ job_kernel_set(struct job *j, struct kcache_entry *e, int cache_hit)
 			free(j->out_offsets);
 			free(j->out_sizes);
 			j->out_offsets = j->out_sizes = NULL;	/* inline */
-		}
+		} else
+			job_outputs_map(j);
 	}
 	return (0);
+}
+
+int
+job_core_check(struct rpc_call *c, int core)
+{
+	unsigned	ncores = sched_core_count(c->d->sched);
+
+	if (core < -1 || (core >= 0 && (unsigned)core >= ncores)) {
+		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT,
+		    "core %d does not exist: nkid has %u core%s (0 to %u, or -1 "
+		    "for any)", core, ncores, ncores == 1 ? "" : "s",
+		    ncores - 1);
+		return (-1);
+	}
+	return (0);
+}
+
+int
+job_submit(struct job *j, struct kcache_entry *e, int cache_hit,
+    sched_work_fn work, sched_done_fn done, int core, int job_class,
+    const char *verb)
+{
+	assert(work != NULL && done != NULL);
+	if (job_kernel_set(j, e, cache_hit) != 0)
+		return (-1);
+	j->sj.work = work;
+	j->sj.done = done;
+	return (jobs_submit(j->c, &j->sj, verb, kcache_entry_name(e), core,
+	    job_class, verb));
+}
+
+uint64_t
+job_exec_begin(struct job *j, struct backend_exec *x)
+{
+	uint64_t	t0 = uv_hrtime();
+
+	memset(x, 0, sizeof *x);
+	x->inputs = j->inputs;
+	x->ninputs = j->ninputs;
+	x->outputs = j->outputs;
+	x->noutputs = j->noutputs;
+	x->cancel = &j->c->cancelled;
+	return (t0);
+}
+
+void
+job_exec_end(struct job *j, int error, uint64_t t0)
+{
+	j->error = error;
+	j->outputs_filled = error == 0;
+	j->exec_ns = uv_hrtime() - t0;
+	job_outputs_place(j);
+}
+
+int
+job_done_check(struct job *j, int outcome, const char *verb)
+{
+	if (outcome != SCHED_RAN) {
+		jobs_fail_unrun(j->c, &j->sj, outcome, verb,
+		    kcache_entry_name(j->e));
+		return (-1);
+	}
+	if (j->error != 0) {
+		job_fail(j, verb);
+		return (-1);
+	}
+	return (0);
+}
+
+void
+job_neff_get(const struct job *j, ProtobufCBinaryData *neff)
+{
+	const void	*image;
+	size_t		 len;
+
+	image = kcache_entry_image(j->e, &len);
+	neff->data = (uint8_t *)image;
+	neff->len = len;
+}
+
+/*
+ * Map each output's place in output_shm read-write, so that the executor
+ * writes it there (no copy afterwards). Any failure leaves j->out_bufs
+ * NULL: the outputs are then copied in by job_outputs_place.
+ */
+static void
+job_outputs_map(struct job *j)
+{
+	char	err[512];
+	size_t	i;
+
+	j->out_bufs = xcalloc(j->noutputs + 1, sizeof *j->out_bufs);
+	for (i = 0; i < j->noutputs; i++) {
+		if (j->out_sizes[i] == 0)
+			continue;
+		if (shm_set_map_rw(j->shm, j->out_region, j->out_offsets[i],
+		    j->out_sizes[i], &j->out_bufs[i], err, sizeof err) != 0) {
+			log_debug("job %llu: %s; outputs are copied in",
+			    (unsigned long long)j->sj.id, err);
+			free(j->out_bufs);
+			j->out_bufs = NULL;
+			return;
+		}
+	}
 }
 
 void
@@ -121,9 +229,25 @@ job_outputs_place(struct job *j)
 	const char	*bad;
 	char		 err[512];
 	size_t		 i;
+	int		 in_place = j->out_bufs != NULL;
 
 	if (j->shm == NULL)
 		return;
+	/* Outputs the executor wrote into the region are the client's
+	 * memory: never freed here. */
+	for (i = 0; j->out_bufs != NULL && i < j->noutputs; i++) {
+		if (j->outputs_filled && j->out_bufs[i] != NULL &&
+		    j->outputs[i].data == j->out_bufs[i])
+			j->outputs[i].data = NULL;
+		else if (j->out_sizes[i] != 0)
+			in_place = 0;
+	}
+	if (j->error == 0 && j->outputs_filled && in_place &&
+	    shm_set_damaged(j->shm) == NULL) {
+		j->outputs_filled = 0;
+		j->outputs_in_shm = 1;
+		return;
+	}
 	if (j->error == 0 && (bad = shm_set_damaged(j->shm)) != NULL) {
 		j->error = BACKEND_EARG;
 		snprintf(j->diag, sizeof j->diag, "shared-memory region '%s' "
@@ -199,8 +323,14 @@ job_free(struct job *j)
 {
 	if (j == NULL)
 		return;
+	/* Outputs in the client's region are not ours to free. */
+	for (size_t i = 0; j->out_bufs != NULL && j->outputs != NULL &&
+	    i < j->noutputs; i++)
+		if (j->outputs[i].data == j->out_bufs[i])
+			j->outputs[i].data = NULL;
 	if (j->outputs != NULL && j->outputs_filled)
 		sim_tensors_release(j->outputs, j->noutputs);
+	free(j->out_bufs);
 	free(j->outputs);
 	free(j->inputs);
 	shm_set_free(j->shm);

@@ -1,4 +1,4 @@
-/* job.h: the state that one Run or Simulate request carries from validation to reply. */
+/* job.h: the state that one Run, Simulate, Benchmark or Profile request carries from validation to reply. */
 #ifndef NKID_JOB_H
 #define NKID_JOB_H
 
@@ -42,6 +42,7 @@ struct job {
 	uint64_t		*out_offsets;	/* set if the outputs fit */
 	uint64_t		*out_sizes;
 	int			 outputs_in_shm; /* written there */
+	void			**out_bufs;	/* outputs mapped read-write */
 };
 
 /* Most device_print text kept for one Simulate reply. */
@@ -72,6 +73,45 @@ struct job *job_new(struct rpc_call *c, Nkid__V1__Tensor *const *inputs,
  * call and returns -1.
  */
 int	job_kernel_set(struct job *j, struct kcache_entry *e, int cache_hit);
+/*
+ * In the handler: answer the call (INVALID_ARGUMENT) and return -1 when
+ * core is neither -1 (any) nor one of nkid's cores; else 0.
+ */
+int	job_core_check(struct rpc_call *c, int core);
+/*
+ * In a kernel_resolve callback: bind e to j (job_kernel_set), then submit
+ * j->sj with work and done on core (-1: any) in job_class (the wire's
+ * JobClass), verb naming the job in the history and in messages
+ * (jobs_submit). On failure the call is answered and -1 returned; the
+ * caller then frees its job state.
+ */
+int	job_submit(struct job *j, struct kcache_entry *e, int cache_hit,
+	    sched_work_fn work, sched_done_fn done, int core, int job_class,
+	    const char *verb);
+/*
+ * On the worker, before the backend call: zero x and fill it with j's
+ * inputs, outputs and the call's cancel flag. Returns the start time
+ * (uv_hrtime) to give job_exec_end.
+ */
+uint64_t job_exec_begin(struct job *j, struct backend_exec *x);
+/*
+ * On the worker, right after the backend call that returned error (0 or
+ * a BACKEND_E* code) and began at t0: set j->error, outputs_filled and
+ * exec_ns, then place the outputs (job_outputs_place).
+ */
+void	job_exec_end(struct job *j, int error, uint64_t t0);
+/*
+ * In a sched done callback: when the job did not run (outcome !=
+ * SCHED_RAN, jobs_fail_unrun) or its execution failed (job_fail), answer
+ * the call with verb and return -1; the caller then frees its job state.
+ * Else 0: the caller replies.
+ */
+int	job_done_check(struct job *j, int outcome, const char *verb);
+/*
+ * Point neff at the NEFF image of j's kernel, borrowed from j->e: valid
+ * until job_free.
+ */
+void	job_neff_get(const struct job *j, ProtobufCBinaryData *neff);
 /*
  * On the worker, right after the execution (outputs_filled and error
  * set, exec_ns taken): fail the job (BACKEND_EARG) if a shared-memory

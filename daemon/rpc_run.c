@@ -17,19 +17,13 @@ static void
 rpc_run_work_cb(struct sched_job *sj, unsigned core)
 {
 	struct job		*j = (struct job *)sj;
-	struct backend_exec	 x = { 0 };
-	uint64_t		 t0 = uv_hrtime();
+	struct backend_exec	 x;
+	uint64_t		 t0 = job_exec_begin(j, &x);
 
-	x.inputs = j->inputs;
-	x.ninputs = j->ninputs;
-	x.outputs = j->outputs;
-	x.noutputs = j->noutputs;
-	x.cancel = &j->c->cancelled;
-	j->error = j->b->ops->execute(j->b->state, kcache_entry_program(j->e),
-	    core, &x, j->diag);
-	j->outputs_filled = j->error == 0;
-	j->exec_ns = uv_hrtime() - t0;
-	job_outputs_place(j);
+	/* One execution: its outputs may go straight into output_shm. */
+	x.out_bufs = j->out_bufs;
+	job_exec_end(j, j->b->ops->execute(j->b->state,
+	    kcache_entry_program(j->e), core, &x, j->diag), t0);
 }
 
 static void
@@ -40,16 +34,8 @@ rpc_run_done_cb(struct sched_job *sj, int ran)
 	const Nkid__V1__RunRequest	*req = (const void *)c->req;
 	Nkid__V1__RunReply		 r = NKID__V1__RUN_REPLY__INIT;
 	Nkid__V1__Tensor		**out;
-	const void			*image;
-	size_t				 len;
 
-	if (ran != SCHED_RAN) {
-		jobs_fail_unrun(c, sj, ran, "run", kcache_entry_name(j->e));
-		job_free(j);
-		return;
-	}
-	if (j->error != 0) {
-		job_fail(j, "run");
+	if (job_done_check(j, ran, "run") != 0) {
 		job_free(j);
 		return;
 	}
@@ -62,11 +48,8 @@ rpc_run_done_cb(struct sched_job *sj, int ran)
 	r.core = sj->core;
 	r.queue_us = (double)(sj->started_ns - sj->queued_ns) / 1e3;
 	r.exec_us = (double)j->exec_ns / 1e3;
-	if (req->return_neff) {
-		image = kcache_entry_image(j->e, &len);
-		r.neff.data = (uint8_t *)image;
-		r.neff.len = len;
-	}
+	if (req->return_neff)
+		job_neff_get(j, &r.neff);
 	rpc_reply(c, &r.base);
 	tensor_messages_free(out, j->noutputs);
 	job_free(j);
@@ -79,14 +62,8 @@ rpc_run_kernel_cb(struct rpc_call *c, struct kcache_entry *e, int cache_hit,
 	const Nkid__V1__RunRequest	*req = (const void *)c->req;
 	struct job			*j = c->job;
 
-	if (job_kernel_set(j, e, cache_hit) != 0) {
-		job_free(j);
-		return;
-	}
-	j->sj.work = rpc_run_work_cb;
-	j->sj.done = rpc_run_done_cb;
-	if (jobs_submit(c, &j->sj, "run", kcache_entry_name(e), req->core,
-	    req->job_class, "run") != 0)
+	if (job_submit(j, e, cache_hit, rpc_run_work_cb, rpc_run_done_cb,
+	    req->core, req->job_class, "run") != 0)
 		job_free(j);
 }
 
@@ -94,16 +71,9 @@ static void
 rpc_run(struct rpc_call *c)
 {
 	const Nkid__V1__RunRequest	*req = (const void *)c->req;
-	unsigned			 ncores = sched_core_count(c->d->sched);
 
-	if (req->core < -1 || (req->core >= 0 && (unsigned)req->core >=
-	    ncores)) {
-		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT,
-		    "core %d does not exist: nkid has %u core%s (0 to %u, or -1 "
-		    "for any)", req->core, ncores, ncores == 1 ? "" : "s",
-		    ncores - 1);
+	if (job_core_check(c, req->core) != 0)
 		return;
-	}
 	if (job_new(c, req->inputs, req->n_inputs, req->output_shm) == NULL)
 		return;
 	kernel_resolve(c, req->ref, rpc_run_kernel_cb);

@@ -54,6 +54,7 @@ struct shm_guard_slot {
 	atomic_size_t		len;
 	atomic_uintptr_t	base;	/* 0: free */
 	atomic_int		hit;
+	atomic_int		prot;	/* of the mapping, kept by the zeros */
 };
 
 static struct shm_guard_slot	shm_guard[SHM_MAX_MAPS];
@@ -75,8 +76,9 @@ shm_guard_sigbus(int sig, siginfo_t *si, void *uctx)
 			len = atomic_load(&shm_guard[i].len);
 			if (b == 0 || a < b || a - b >= len)
 				continue;
-			if (mmap((void *)b, len, PROT_READ, MAP_PRIVATE |
-			    MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+			if (mmap((void *)b, len, atomic_load(&shm_guard[i].prot),
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+			    MAP_FAILED)
 				break;
 			atomic_store(&shm_guard[i].hit, 1);
 			errno = saved;
@@ -103,7 +105,7 @@ shm_guard_install(void)
 }
 
 static int
-shm_guard_add(void *addr, size_t len)
+shm_guard_add(void *addr, size_t len, int prot)
 {
 	int	i, zero;
 
@@ -113,6 +115,7 @@ shm_guard_add(void *addr, size_t len)
 		    1))
 			continue;
 		atomic_store(&shm_guard[i].hit, 0);
+		atomic_store(&shm_guard[i].prot, prot);
 		atomic_store(&shm_guard[i].len, len);
 		atomic_store(&shm_guard[i].base, (uintptr_t)addr);
 		atomic_fetch_add(&shm_guard_active, 1);
@@ -322,9 +325,10 @@ shm_set_name(const struct shm_set *s, int i)
 	return (s->regions[i].name);
 }
 
-int
-shm_set_map(struct shm_set *s, int i, uint64_t offset, uint64_t size,
-    const void **p, char *err, size_t errlen)
+/* shm_set_map and shm_set_map_rw: map with prot. */
+static int
+shm_set_map_prot(struct shm_set *s, int i, uint64_t offset, uint64_t size,
+    int prot, void **p, char *err, size_t errlen)
 {
 	static const uint8_t	 empty[1];
 	struct shm_region	*r = &s->regions[i];
@@ -334,7 +338,7 @@ shm_set_map(struct shm_set *s, int i, uint64_t offset, uint64_t size,
 	int			 slot, e;
 
 	if (size == 0) {
-		*p = empty;
+		*p = (void *)empty;	/* never written: size is 0 */
 		return (0);
 	}
 	if (r->fd == -1) {
@@ -357,7 +361,7 @@ shm_set_map(struct shm_set *s, int i, uint64_t offset, uint64_t size,
 		    (unsigned long long)len);
 		return (SHM_ELIMIT);
 	}
-	addr = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED | MAP_POPULATE,
+	addr = mmap(NULL, (size_t)len, prot, MAP_SHARED | MAP_POPULATE,
 	    r->fd, (off_t)start);
 	if (addr == MAP_FAILED) {
 		e = errno;
@@ -365,7 +369,7 @@ shm_set_map(struct shm_set *s, int i, uint64_t offset, uint64_t size,
 		    r->name, strerror(e));
 		return (e == ENOMEM ? SHM_ELIMIT : SHM_ESYS);
 	}
-	if ((slot = shm_guard_add(addr, (size_t)len)) < 0) {
+	if ((slot = shm_guard_add(addr, (size_t)len, prot)) < 0) {
 		munmap(addr, (size_t)len);
 		snprintf(err, errlen, "cannot map shared-memory region '%s': "
 		    "%d mappings are in use", r->name, SHM_MAX_MAPS);
@@ -380,8 +384,33 @@ shm_set_map(struct shm_set *s, int i, uint64_t offset, uint64_t size,
 	m->len = (size_t)len;
 	m->slot = slot;
 	m->region = i;
-	*p = (const uint8_t *)addr + (offset - start);
+	*p = (uint8_t *)addr + (offset - start);
 	return (0);
+}
+
+int
+shm_set_map(struct shm_set *s, int i, uint64_t offset, uint64_t size,
+    const void **p, char *err, size_t errlen)
+{
+	void	*q;
+	int	 rc;
+
+	rc = shm_set_map_prot(s, i, offset, size, PROT_READ, &q, err, errlen);
+	*p = q;
+	return (rc);
+}
+
+int
+shm_set_map_rw(struct shm_set *s, int i, uint64_t offset, uint64_t size,
+    void **p, char *err, size_t errlen)
+{
+	if (!s->regions[i].writable) {
+		snprintf(err, errlen, "shared-memory region '%s' is open "
+		    "read-only", s->regions[i].name);
+		return (SHM_ESYS);
+	}
+	return (shm_set_map_prot(s, i, offset, size, PROT_READ | PROT_WRITE,
+	    p, err, errlen));
 }
 
 int

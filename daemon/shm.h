@@ -74,6 +74,14 @@ const char *shm_set_name(const struct shm_set *s, int i);
 int	shm_set_map(struct shm_set *s, int i, uint64_t offset, uint64_t size,
 	    const void **p, char *err, size_t errlen);
 /*
+ * Like shm_set_map, read-write, for a region opened writable: nkid's
+ * executor writes outputs straight into it. A region that shrinks under
+ * the mapping turns into private zero pages (writes land there, harmless)
+ * and shm_set_damaged names it.
+ */
+int	shm_set_map_rw(struct shm_set *s, int i, uint64_t offset,
+	    uint64_t size, void **p, char *err, size_t errlen);
+/*
  * Write len bytes of data at offset into open writable region i (pwrite:
  * no mapping, so a region that shrank is extended again, never a fault).
  * Safe on a worker thread while no other call uses s. 0 or an error

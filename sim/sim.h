@@ -133,6 +133,11 @@ typedef struct sim_run_opts {
 	 * NULL; when set, runs are slower. */
 	void (*op_cb)(void *arg, const sim_op_event *ev);
 	void *op_arg;
+	/* Where the outputs go: out_bufs[i] (of exactly output i's bytes,
+	 * owned by the caller), or, if out_bufs or out_bufs[i] is NULL, new
+	 * memory that sim_run allocates. The executor may write there
+	 * during the run. May be NULL. */
+	void *const *out_bufs;
 } sim_run_opts;
 
 /*
@@ -140,7 +145,9 @@ typedef struct sim_run_opts {
  * the parameters in order: count, dtype and shape must agree, else
  * SIM_EARG with a message naming the argument. On success outputs[0 ..
  * noutputs-1] hold the kernel's returned tensors (noutputs must equal
- * sim_program_noutputs). opts may be NULL.
+ * sim_program_noutputs); an output written into opts->out_bufs[i] has
+ * that pointer as data (the caller's: sim_tensors_release must not see
+ * it). opts may be NULL.
  */
 int sim_run(const sim_program *p, const sim_tensor *inputs, size_t ninputs,
     sim_tensor *outputs, size_t noutputs, const sim_run_opts *opts,

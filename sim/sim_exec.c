@@ -1390,6 +1390,22 @@ sim_exec_check_args(const sim_program *p, const sim_tensor *in, size_t nin,
 	return 0;
 }
 
+
+/* The caller's buffer for tensor t if t is an output it gave one for (the
+ * first such output: a tensor returned twice is copied to the other). */
+static void *
+sim_exec_out_buf(const struct sim_run *r, size_t t)
+{
+	const sim_program *p = r->p;
+
+	if (r->opts == NULL || r->opts->out_bufs == NULL)
+		return NULL;
+	for (size_t o = 0; o < p->noutputs; o++)
+		if (p->output_tensor[o] == t && r->opts->out_bufs[o] != NULL)
+			return r->opts->out_bufs[o];
+	return NULL;
+}
+
 static int
 sim_exec_bind(struct sim_run *r, const sim_tensor *in)
 {
@@ -1409,10 +1425,14 @@ sim_exec_bind(struct sim_run *r, const sim_tensor *in)
 			continue;
 		if (ti->chip)
 			continue;       /* below: may alias an HBM tensor */
-		bd->base = sim_exec_tensor_alloc(ti->nelem * bd->esize);
-		if (bd->base == NULL)
-			return SIM_ENOMEM;
-		bd->owned = true;
+		if ((bd->base = sim_exec_out_buf(r, i)) != NULL) {
+			bd->owned = false;	/* the caller's */
+		} else {
+			bd->base = sim_exec_tensor_alloc(ti->nelem * bd->esize);
+			if (bd->base == NULL)
+				return SIM_ENOMEM;
+			bd->owned = true;
+		}
 		if ((ti->covered && !ti->read) || ti->nofill) {
 			/* fully stored before the kernel ends, never read;
 			 * or overwritten entirely before anything reads it */
@@ -1457,6 +1477,8 @@ sim_exec_bind(struct sim_run *r, const sim_tensor *in)
 static int
 sim_exec_outputs(struct sim_run *r, sim_tensor *out)
 {
+	void *const *bufs = r->opts != NULL ? r->opts->out_bufs : NULL;
+
 	const sim_program *p = r->p;
 
 	for (size_t i = 0; i < p->noutputs; i++) {
@@ -1469,6 +1491,14 @@ sim_exec_outputs(struct sim_run *r, sim_tensor *out)
 		memset(out[i].shape, 0, sizeof(out[i].shape));
 		memcpy(out[i].shape, ti->shape, sizeof(uint64_t) * ti->rank);
 		out[i].nbytes = nbytes;
+		if (bufs != NULL && bufs[i] != NULL) {
+			/* the caller's buffer: written in place, or copied
+			 * there (a returned argument) */
+			if (bd->base != bufs[i])
+				memcpy(bufs[i], bd->base, nbytes);
+			out[i].data = bufs[i];
+			continue;
+		}
 		if (bd->owned) {
 			out[i].data = bd->base;
 			bd->owned = false;
