@@ -155,7 +155,7 @@ demo: all
 	@scripts/demo.sh
 
 BENCH_BIN := $(BUILD)/bench/echo_server $(BUILD)/bench/echo_client \
-	$(BUILD)/bench/cache_fill
+	$(BUILD)/bench/cache_fill $(BUILD)/bench/cache_lookup
 $(BUILD)/bench/%: bench/%.c $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIBS) $(LDLIBS)

@@ -6,6 +6,7 @@
 #include "daemon/backend.h"
 #include "daemon/daemon.h"
 #include "daemon/kcache.h"
+#include "daemon/outpool.h"
 #include "daemon/log.h"
 #include "daemon/sched.h"
 
@@ -50,6 +51,7 @@ daemon_release(struct daemon *d)
 		uv_run(d->loop, UV_RUN_NOWAIT);
 	}
 	kcache_close(d->kcache);
+	outpool_drain();
 	d->kcache = NULL;
 	backend_close(d->backend);
 	d->backend = NULL;

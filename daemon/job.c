@@ -10,11 +10,13 @@
 #include "daemon/jobs.h"
 #include "daemon/kcache.h"
 #include "daemon/log.h"
+#include "daemon/outpool.h"
 #include "daemon/shm.h"
 #include "daemon/tensor.h"
 #include "daemon/xmalloc.h"
 
 static void	job_outputs_map(struct job *);
+static void	job_outputs_pool(struct job *, const struct backend_program *);
 
 static void
 job_release_cb(void *arg)
@@ -116,7 +118,40 @@ job_kernel_set(struct job *j, struct kcache_entry *e, int cache_hit)
 		} else
 			job_outputs_map(j);
 	}
+	if (j->pool_outputs && j->out_bufs == NULL)
+		job_outputs_pool(j, p);
 	return (0);
+}
+
+/*
+ * Outputs that travel inline: give the large ones warm buffers from the
+ * pool (daemon/outpool.c), returned by job_free after the reply is sent.
+ */
+static void
+job_outputs_pool(struct job *j, const struct backend_program *p)
+{
+	const sim_sig	*sg;
+	size_t		 i, n;
+	int		 any = 0, k;
+
+	j->out_bufs = xcalloc(j->noutputs + 1, sizeof *j->out_bufs);
+	j->out_pooled = xcalloc(j->noutputs + 1, sizeof *j->out_pooled);
+	for (i = 0; i < j->noutputs; i++) {
+		sg = p->output(p, i);
+		n = sim_dtype_size(sg->dtype);
+		for (k = 0; k < sg->rank; k++)
+			n *= sg->shape[k];	/* checked: tensor_outputs_size */
+		if (n < OUTPOOL_MIN || (j->out_bufs[i] = outpool_get(n)) == NULL)
+			continue;
+		j->out_pooled[i] = n;
+		any = 1;
+	}
+	if (!any) {
+		free(j->out_bufs);
+		free(j->out_pooled);
+		j->out_bufs = NULL;
+		j->out_pooled = NULL;
+	}
 }
 
 int
@@ -231,7 +266,7 @@ job_outputs_place(struct job *j)
 	size_t		 i;
 	int		 in_place = j->out_bufs != NULL;
 
-	if (j->shm == NULL)
+	if (j->shm == NULL || j->out_pooled != NULL)
 		return;
 	/* Outputs the executor wrote into the region are the client's
 	 * memory: never freed here. */
@@ -330,6 +365,10 @@ job_free(struct job *j)
 			j->outputs[i].data = NULL;
 	if (j->outputs != NULL && j->outputs_filled)
 		sim_tensors_release(j->outputs, j->noutputs);
+	for (size_t i = 0; j->out_pooled != NULL && i < j->noutputs; i++)
+		if (j->out_pooled[i] != 0)
+			outpool_put(j->out_bufs[i], j->out_pooled[i]);
+	free(j->out_pooled);
 	free(j->out_bufs);
 	free(j->outputs);
 	free(j->inputs);

@@ -42,7 +42,9 @@ struct job {
 	uint64_t		*out_offsets;	/* set if the outputs fit */
 	uint64_t		*out_sizes;
 	int			 outputs_in_shm; /* written there */
-	void			**out_bufs;	/* outputs mapped read-write */
+	void			**out_bufs;	/* where the outputs go */
+	size_t			*out_pooled;	/* set: out_bufs from outpool */
+	int			 pool_outputs;	/* Run: inline outputs pooled */
 };
 
 /* Most device_print text kept for one Simulate reply. */

@@ -71,11 +71,14 @@ static void
 rpc_run(struct rpc_call *c)
 {
 	const Nkid__V1__RunRequest	*req = (const void *)c->req;
+	struct job			*j;
 
 	if (job_core_check(c, req->core) != 0)
 		return;
-	if (job_new(c, req->inputs, req->n_inputs, req->output_shm) == NULL)
+	if ((j = job_new(c, req->inputs, req->n_inputs, req->output_shm)) ==
+	    NULL)
 		return;
+	j->pool_outputs = 1;
 	kernel_resolve(c, req->ref, rpc_run_kernel_cb);
 }
 

@@ -270,3 +270,16 @@ def test_sweep_removes_regions_of_dead_processes():
                 os.unlink(os.path.join(_shm.DIR, n))
             except FileNotFoundError:
                 pass
+
+
+def test_large_inline_outputs_reuse_nkids_buffers(nkid_socket, monkeypatch):
+    """Inline (NKID_SHM=0) outputs of 4 MiB come from nkid's pool of warm
+    buffers (daemon/outpool.c): every reply carries its own run's data."""
+    monkeypatch.setenv("NKID_SHM", "0")
+    k = BaremetalKernel(_func(copy_tiles))
+    xs = [np.full((1024, 1024), v, np.float32) for v in (1.0, 2.0, 3.0)]
+    outs = [k(x) for x in xs for _ in range(2)]
+    assert not k.last_reply.outputs[0].HasField("shm")
+    for i, x in enumerate(xs):
+        np.testing.assert_array_equal(outs[2 * i], x)
+        np.testing.assert_array_equal(outs[2 * i + 1], x)
