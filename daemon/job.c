@@ -264,25 +264,21 @@ job_outputs_place(struct job *j)
 	const char	*bad;
 	char		 err[512];
 	size_t		 i;
-	int		 in_place = j->out_bufs != NULL;
+	int		 mapped, in_place;
 
-	if (j->shm == NULL || j->out_pooled != NULL)
+	if (j->shm == NULL)
 		return;
-	/* Outputs the executor wrote into the region are the client's
+	/* Outputs the executor wrote into the client's region (mapped by
+	 * job_outputs_map; pooled buffers are nkid's own) are the client's
 	 * memory: never freed here. */
-	for (i = 0; j->out_bufs != NULL && i < j->noutputs; i++) {
-		if (j->outputs_filled && j->out_bufs[i] != NULL &&
-		    j->outputs[i].data == j->out_bufs[i])
+	mapped = j->out_bufs != NULL && j->out_pooled == NULL;
+	in_place = mapped && j->outputs_filled;
+	for (i = 0; in_place && i < j->noutputs; i++)
+		if (j->out_sizes[i] != 0 && j->outputs[i].data != j->out_bufs[i])
+			in_place = 0;	/* not passed to the executor: copy */
+	for (i = 0; in_place && i < j->noutputs; i++)
+		if (j->outputs[i].data == j->out_bufs[i])
 			j->outputs[i].data = NULL;
-		else if (j->out_sizes[i] != 0)
-			in_place = 0;
-	}
-	if (j->error == 0 && j->outputs_filled && in_place &&
-	    shm_set_damaged(j->shm) == NULL) {
-		j->outputs_filled = 0;
-		j->outputs_in_shm = 1;
-		return;
-	}
 	if (j->error == 0 && (bad = shm_set_damaged(j->shm)) != NULL) {
 		j->error = BACKEND_EARG;
 		snprintf(j->diag, sizeof j->diag, "shared-memory region '%s' "
@@ -290,7 +286,14 @@ job_outputs_place(struct job *j)
 		    "the job?)", bad);
 		return;
 	}
-	if (j->error != 0 || !j->outputs_filled || j->out_offsets == NULL)
+	if (j->error != 0 || !j->outputs_filled)
+		return;
+	if (in_place) {
+		j->outputs_filled = 0;
+		j->outputs_in_shm = 1;
+		return;
+	}
+	if (j->out_offsets == NULL)
 		return;
 	for (i = 0; i < j->noutputs; i++)
 		if (j->outputs[i].nbytes != j->out_sizes[i])
