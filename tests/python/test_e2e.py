@@ -11,6 +11,7 @@ import pytest
 
 import nkid
 from nkid import nki
+import nkid.nki.language as nl
 from nkid.client import get_client
 import cases
 from kernels import elementwise as ew
@@ -84,3 +85,23 @@ def test_bn_stats_masked_last_chunk(nkid_socket):
         got = nki.baremetal(stats)(x)
         np.testing.assert_allclose(got[:, 0], x.mean(1), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(got[:, 1], x.var(1), rtol=1e-4, atol=1e-6)
+
+
+@nki.jit
+def _slice_past_the_end(x):
+    out = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x[0:128, 0:512])
+    nl.store(out, value=t)
+    return out
+
+
+def test_constant_slice_past_the_end_is_nkis_out_of_bound(nkid_socket):
+    """A constant slice past a tensor's end is not clipped (numpy would):
+    nkid reports NKI's out-of-bound access at the kernel's line."""
+    line = inspect.getsourcelines(_slice_past_the_end)[1] + 3
+    with pytest.raises(nkid.NkidError) as e:
+        _slice_past_the_end(np.zeros((128, 400), np.float32))
+    msg = str(e.value)
+    assert ("Out-of-bound access for tensor `x` on dimension 1: index range [0, 511] "
+            "exceed dimension size of 400") in msg
+    assert "test_e2e.py:%d" % line in msg

@@ -358,6 +358,11 @@ def _slice_extent(s, dim):
        (stop is None or (ti is not None and ti.is_const() and not ti.shape)):
         a = None if start is None else si.aff.c
         z = None if stop is None else ti.aff.c
+        if step > 0 and z is not None and z > dim and (a is None or a >= 0):
+            # Past the end: not clipped as numpy would, so that nkid
+            # reports NKI's out-of-bound access with the kernel's line.
+            lo = 0 if a is None else a
+            return Aff(lo), step, len(range(lo, z, step))
         lo, hi, st = slice(a, z, step).indices(dim)
         n = len(range(lo, hi, st))
         return Aff(lo), st, n
