@@ -210,7 +210,9 @@ def test_regions_are_reused_and_bounded(nkid_socket, monkeypatch):
     before = _mine()
     with pytest.raises(RuntimeError):
         k(x)
-    assert _mine() == before
+    # A failed call's regions are unlinked, never reused: nkid may still
+    # hold a job that reads or writes them.
+    assert set(_mine()) < set(before)
     assert len(_mine()) <= _shm.POOL_MAX + 1
     _shm.release_all()
     del out

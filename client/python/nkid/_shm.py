@@ -13,9 +13,10 @@ supported).  Output arrays are views of the output region's mapping (measured
 faster than copying out: docs/performance.md).
 
 Regions are reused: allocating and freeing tmpfs pages costs several times
-a copy (docs/performance.md, "Tensor transfer"), so after a call its input
-region, and its output region once no array of it is alive, go to a small
-pool of this process (at most :data:`POOL_MAX` regions, :data:`POOL_BYTES`
+a copy (docs/performance.md, "Tensor transfer"), so after a successful call
+its input region, and its output region once no array of it is alive, go to
+a small pool of this process (a failed call's regions are unlinked: nkid may
+still hold a job that uses them) (at most :data:`POOL_MAX` regions, :data:`POOL_BYTES`
 in all) for the next call.  They are unlinked when this process exits; the
 files of dead processes of this uid are removed at import.
 
@@ -275,9 +276,9 @@ class Transfer:
         _tls.tx = self
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, tb):
         _tls.tx = self._prev
-        self.close()
+        self.close(reuse=exc_type is None)
         return False
 
     # -- inputs
@@ -379,11 +380,17 @@ class Transfer:
         self.inline()
         return True
 
-    def close(self):
-        if self.in_region is not None:
-            release(self.in_region)
-        if self.out_region is not None:
-            release(self.out_region, held=self.out_viewed)
+    def close(self, reuse=True):
+        """Give the regions back for reuse, or, after a failed call (nkid
+        may still be running a job that a deadline or an interrupt left
+        behind, and reading or writing them), unlink them."""
+        for r, held in ((self.in_region, False), (self.out_region, self.out_viewed)):
+            if r is None:
+                continue
+            if reuse:
+                release(r, held=held)
+            else:
+                r.close()
         self.in_region = self.out_region = None
 
 
