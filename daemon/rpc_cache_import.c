@@ -15,11 +15,19 @@
 #include "daemon/log.h"
 #include "daemon/xmalloc.h"
 
+/*
+ * Past cache.max_bundle_bytes the rest of the upload is read and dropped,
+ * so that the client, blocked sending, learns the status when it ends its
+ * stream; past this many dropped bytes nkid answers at once.
+ */
+#define RPC_CACHE_IMPORT_DRAIN_MAX	((uint64_t)256 << 20)
+
 struct rpc_cache_import {
 	struct rpc_call		*c;
 	int			 fd;		/* the spool; -1 before */
 	uint64_t		 size;		/* bytes spooled */
 	uint64_t		 max;		/* cache.max_bundle_bytes */
+	uint64_t		 dropped;	/* bytes read past max */
 	Nkid__V1__CacheChunk	*chunk;		/* being written */
 	size_t			 done;		/* of chunk, written */
 	uv_fs_t			 fsreq;
@@ -162,6 +170,14 @@ rpc_cache_import_write(struct rpc_cache_import *x)
 }
 
 static void
+rpc_cache_import_too_big(struct rpc_cache_import *x)
+{
+	rpc_fail(x->c, GRPC_STATUS_RESOURCE_EXHAUSTED, "CacheImport: the "
+	    "bundle is larger than %llu bytes (cache.max_bundle_bytes); "
+	    "nothing imported", (unsigned long long)x->max);
+}
+
+static void
 rpc_cache_import_chunk_cb(struct rpc_call *c, ProtobufCMessage *msg)
 {
 	struct rpc_cache_import	*x = c->job;
@@ -170,6 +186,10 @@ rpc_cache_import_chunk_cb(struct rpc_call *c, ProtobufCMessage *msg)
 	if (msg == NULL) {
 		if (c->cancelled) {
 			rpc_cache_import_gone(x);
+			return;
+		}
+		if (x->dropped > 0) {
+			rpc_cache_import_too_big(x);
 			return;
 		}
 		if (x->size == 0) {
@@ -181,11 +201,13 @@ rpc_cache_import_chunk_cb(struct rpc_call *c, ProtobufCMessage *msg)
 		    rpc_cache_import_done_cb, x);
 		return;
 	}
-	if (chunk->data.len > x->max - x->size) {
-		rpc_fail(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "CacheImport: the "
-		    "bundle is larger than %llu bytes (cache.max_bundle_bytes); "
-		    "nothing imported", (unsigned long long)x->max);
+	if (x->dropped > 0 || chunk->data.len > x->max - x->size) {
+		/* Too big: read the rest and drop it (bounded), then say so. */
+		x->dropped += chunk->data.len;
 		protobuf_c_message_free_unpacked(msg, NULL);
+		if (x->dropped > RPC_CACHE_IMPORT_DRAIN_MAX ||
+		    rpc_stream_recv(c, rpc_cache_import_chunk_cb) != 0)
+			rpc_cache_import_too_big(x);
 		return;
 	}
 	if (chunk->data.len == 0) {
