@@ -28,6 +28,7 @@ struct rpc_cache_import {
 	uint64_t		 size;		/* bytes spooled */
 	uint64_t		 max;		/* cache.max_bundle_bytes */
 	uint64_t		 dropped;	/* bytes read past max */
+	int			 denied;	/* the caller may not import */
 	Nkid__V1__CacheChunk	*chunk;		/* being written */
 	size_t			 done;		/* of chunk, written */
 	uv_fs_t			 fsreq;
@@ -172,9 +173,18 @@ rpc_cache_import_write(struct rpc_cache_import *x)
 static void
 rpc_cache_import_too_big(struct rpc_cache_import *x)
 {
-	rpc_fail(x->c, GRPC_STATUS_RESOURCE_EXHAUSTED, "CacheImport: the "
-	    "bundle is larger than %llu bytes (cache.max_bundle_bytes); "
-	    "nothing imported", (unsigned long long)x->max);
+	uint32_t	self = (uint32_t)geteuid();
+
+	if (x->denied)
+		rpc_fail(x->c, GRPC_STATUS_PERMISSION_DENIED, "CacheImport "
+		    "writes the cache every client is served from: only root "
+		    "or nkid's own uid %u may import (you are uid %u)", self,
+		    x->c->id.uid);
+	else
+		rpc_fail(x->c, GRPC_STATUS_RESOURCE_EXHAUSTED, "CacheImport: "
+		    "the bundle is larger than %llu bytes "
+		    "(cache.max_bundle_bytes); nothing imported",
+		    (unsigned long long)x->max);
 }
 
 static void
@@ -188,7 +198,7 @@ rpc_cache_import_chunk_cb(struct rpc_call *c, ProtobufCMessage *msg)
 			rpc_cache_import_gone(x);
 			return;
 		}
-		if (x->dropped > 0) {
+		if (x->dropped > 0 || x->denied) {
 			rpc_cache_import_too_big(x);
 			return;
 		}
@@ -273,10 +283,16 @@ rpc_cache_import(struct rpc_call *c)
 	uint32_t		 self = (uint32_t)geteuid();
 
 	if (c->id.uid != 0 && c->id.uid != self) {
-		rpc_fail(c, GRPC_STATUS_PERMISSION_DENIED, "CacheImport writes "
-		    "the cache every client is served from: only root or "
-		    "nkid's own uid %u may import (you are uid %u)", self,
-		    c->id.uid);
+		/* Refused, but only once the upload ends (its bytes are read
+		 * and dropped), so that a client blocked sending hears it. */
+		x = xcalloc(1, sizeof *x);
+		x->c = c;
+		x->fd = -1;
+		x->denied = 1;
+		c->job = x;
+		c->job_release = rpc_cache_import_release_cb;
+		if (rpc_stream_recv(c, rpc_cache_import_chunk_cb) != 0)
+			rpc_cache_import_too_big(x);
 		return;
 	}
 	/* The bundle is hashed on the thread pool: libcrypto starts here. */
