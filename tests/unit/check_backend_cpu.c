@@ -14,6 +14,7 @@
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
+#include "tests/unit/fake_call.h"
 
 #define P	128
 #define F	4
@@ -167,27 +168,8 @@ ir_tensor_add(size_t *len, int with_print, int partitions)
 
 /* ------------------------------------------------------------ fixtures */
 
-struct fake_call {
-	struct rpc_call	 rc;
-	int		 sent;
-	uint8_t		*reply;
-	size_t		 reply_len;
-};
 
-static void
-fake_send(struct rpc_call *c, const uint8_t *reply, size_t len)
-{
-	struct fake_call	*fc = (struct fake_call *)c;
 
-	fc->sent = 1;
-	if (reply != NULL) {
-		fc->reply = malloc(len + 1);
-		memcpy(fc->reply, reply, len);
-		fc->reply_len = len;
-	}
-}
-
-static const struct rpc_transport fake_transport = { .send = fake_send };
 
 static void
 setup(void)
@@ -237,12 +219,6 @@ fake_call_wait(struct fake_call *fc)
 	ck_assert_int_eq(fc->sent, 1);
 }
 
-static void
-fake_call_release(struct fake_call *fc)
-{
-	dispatch_call_release(&fc->rc);
-	free(fc->reply);
-}
 
 static float	in_a[P * F], in_b[P * F];
 

@@ -12,32 +12,13 @@
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
+#include "tests/unit/fake_call.h"
 
 static uv_loop_t	loop;
 static struct daemon	d;
 
-struct fake_call {
-	struct rpc_call	rc;
-	int		sent;
-	uint8_t		*reply;
-	size_t		 reply_len;
-};
 
-static void
-fake_send(struct rpc_call *c, const uint8_t *reply, size_t len)
-{
-	struct fake_call	*fc = (struct fake_call *)c;
 
-	ck_assert_int_eq(fc->sent, 0);
-	fc->sent = 1;
-	if (reply != NULL) {
-		fc->reply = malloc(len + 1);
-		memcpy(fc->reply, reply, len);
-		fc->reply_len = len;
-	}
-}
-
-static const struct rpc_transport fake_transport = { .send = fake_send };
 
 static void
 setup(void)
@@ -93,12 +74,6 @@ fake_call_msg(struct fake_call *fc, const char *name,
 	free(buf);
 }
 
-static void
-fake_call_release(struct fake_call *fc)
-{
-	dispatch_call_release(&fc->rc);
-	free(fc->reply);
-}
 
 static uint64_t
 method_calls(const char *name, uint64_t *errors)
