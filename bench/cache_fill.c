@@ -1,13 +1,13 @@
 /*
  * cache_fill.c: the benchmark's fixture: fill a cache directory with N
- * entries (1 KiB blobs, inline) and N specializations, as nkid's cpu
- * backend would store them, for the 100,000-entry figures. Not part of
- * nkid.
+ * entries (1 KiB blobs, inline) under the keys nkid's cpu backend derives,
+ * for the 100,000-entry figures. Not part of nkid.
  *
  *	cache_fill DIR N BACKEND COMPILER_VERSION
  *
- * Spec key i is the hex SHA-256 of "spec-<i>"; its NEFF key that of
- * "neff-<i>".
+ * Entry i stands for an IR whose digest is the hex SHA-256 of "ir-<i>"
+ * (format nkir/1, no target, no options): its NEFF key is what nkid
+ * derives from that digest (cache_key_compute).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,12 +16,20 @@
 #include "cache/cache.h"
 
 static void
-fill_key(const char *kind, unsigned i, char *hex)
+fill_key(unsigned i, const char *backend, const char *compiler, char *key)
 {
-	char	buf[64];
-	int	n = snprintf(buf, sizeof buf, "%s-%u", kind, i);
+	struct cache_key_input	 in = { 0 };
+	char			 buf[64], digest[CACHE_KEY_LEN + 1];
+	int			 n = snprintf(buf, sizeof buf, "ir-%u", i);
 
-	cache_digest_hex(buf, (size_t)n, hex);
+	cache_digest_hex(buf, (size_t)n, digest);
+	in.format = "nkir/1";
+	in.ir_digest = digest;
+	in.target = "";
+	in.options = "";
+	in.backend = backend;
+	in.compiler_version = compiler;
+	cache_key_compute(&in, key);
 }
 
 int
@@ -30,7 +38,6 @@ main(int argc, char **argv)
 	struct cache_opts	 o = { 0 };
 	struct cache		*c;
 	char			 err[512], neff[CACHE_KEY_LEN + 1];
-	char			 spec[CACHE_KEY_LEN + 1];
 	unsigned char		 blob[1024];
 	unsigned		 n, i;
 
@@ -51,15 +58,13 @@ main(int argc, char **argv)
 
 		memset(blob, (int)(i & 0xff), sizeof blob);
 		memcpy(blob, &i, sizeof i);
-		fill_key("neff", i, neff);
-		fill_key("spec", i, spec);
+		fill_key(i, argv[3], argv[4], neff);
 		memcpy(e.key, neff, sizeof e.key);
 		e.kernel = "bench";
 		e.format = "nkir/1";
 		e.data = blob;
 		e.len = sizeof blob;
-		if (cache_put(c, &e) != 0 ||
-		    cache_spec_put(c, spec, neff, "bench", NULL) != 0) {
+		if (cache_put(c, &e) != 0) {
 			fprintf(stderr, "cache_fill: cannot store entry %u\n", i);
 			cache_close(c);
 			return (1);

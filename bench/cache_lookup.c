@@ -1,8 +1,8 @@
 /*
  * cache_lookup.c: the benchmark's lookup figure: in a cache filled by
- * cache_fill, resolve COUNT random specializations to their NEFF and read
- * and verify it (what nkid does on a disk hit), and print the p50 and p99
- * in microseconds. Not part of nkid.
+ * cache_fill, derive the NEFF key of COUNT random IR digests and read and
+ * verify the entry (what nkid does for a Lookup and a disk hit), and print
+ * the p50 and p99 in microseconds. Not part of nkid.
  *
  *	cache_lookup DIR N COUNT BACKEND COMPILER_VERSION
  */
@@ -36,7 +36,8 @@ main(int argc, char **argv)
 	struct cache_opts	 o = { 0 };
 	struct cache		*c;
 	struct cache_entry	 e;
-	char			 err[512], buf[64], spec[CACHE_KEY_LEN + 1];
+	struct cache_key_input	 in = { 0 };
+	char			 err[512], buf[64], digest[CACHE_KEY_LEN + 1];
 	char			 neff[CACHE_KEY_LEN + 1];
 	double			*t, t0;
 	unsigned		 n, count, i;
@@ -58,15 +59,20 @@ main(int argc, char **argv)
 	t = calloc(count, sizeof *t);
 	srand(7);
 	for (i = 0; i < count; i++) {
-		int	k = snprintf(buf, sizeof buf, "spec-%u",
+		int	k = snprintf(buf, sizeof buf, "ir-%u",
 		    (unsigned)rand() % n);
 
-		cache_digest_hex(buf, (size_t)k, spec);
+		cache_digest_hex(buf, (size_t)k, digest);
 		t0 = lookup_now_us();
-		if (cache_spec_get(c, spec, neff, NULL) != 0 ||
-		    cache_get(c, neff, CACHE_GET_DATA | CACHE_GET_TOUCH,
+		in.format = "nkir/1";
+		in.ir_digest = digest;
+		in.target = in.options = "";
+		in.backend = argv[4];
+		in.compiler_version = argv[5];
+		cache_key_compute(&in, neff);
+		if (cache_get(c, neff, CACHE_GET_DATA | CACHE_GET_TOUCH,
 		    &e) != 0) {
-			fprintf(stderr, "cache_lookup: spec %s missing\n", spec);
+			fprintf(stderr, "cache_lookup: %s missing\n", neff);
 			cache_close(c);
 			return (1);
 		}

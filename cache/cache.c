@@ -39,6 +39,8 @@ cache_strerror(int err)
 	return (cache_errs[-err]);
 }
 
+static void	cache_blobs_purge(struct cache *);
+
 /* Schema migrations: entry i takes user_version i to i + 1. */
 static const char *const cache_migrations[CACHE_SCHEMA_VERSION] = {
 	"CREATE TABLE meta ("
@@ -74,6 +76,14 @@ static const char *const cache_migrations[CACHE_SCHEMA_VERSION] = {
 	"  last_used REAL NOT NULL);"
 	"INSERT INTO meta VALUES ('entries', '0'), ('bytes', '0'),"
 	"  ('recoveries', '0');",
+	/*
+	 * 2: NEFF keys are derived from the IR's digest, and specializations
+	 * (keys a client asserted) are gone: every row of version 1 is
+	 * unreachable. Their blob files are removed by cache_migrate.
+	 */
+	"DROP TABLE spec;"
+	"DELETE FROM neff;"
+	"UPDATE meta SET value = '0' WHERE name IN ('entries', 'bytes');",
 };
 
 static const char *const cache_sql[CST_COUNT] = {
@@ -95,11 +105,6 @@ static const char *const cache_sql[CST_COUNT] = {
 	    " inline = 0",
 	[CST_SIZE] = "SELECT size, pinned, created, hits FROM neff"
 	    " WHERE key = ?1",
-	[CST_SPEC_PUT] = "INSERT INTO spec VALUES (?1, ?2, ?3, ?4, ?5, ?5)"
-	    " ON CONFLICT (spec_key) DO UPDATE SET neff_key = ?2,"
-	    " kernel = ?3, signature = ?4, last_used = ?5",
-	[CST_SPEC_GET] = "SELECT neff_key, kernel FROM spec WHERE spec_key = ?1",
-	[CST_SPEC_TOUCH] = "UPDATE spec SET last_used = ?2 WHERE spec_key = ?1",
 	[CST_META_PUT] = "INSERT OR REPLACE INTO meta VALUES (?1, ?2)",
 };
 
@@ -320,6 +325,8 @@ cache_migrate(struct cache *c, char *err, size_t errlen)
 		if (v > 0)
 			cache_logf(c, CACHE_LOG_INFO, "cache: migrated '%s' to "
 			    "schema version %d", c->dbpath, v + 1);
+		if (v == 1)
+			c->purge_blobs = 1;
 	}
 	return (0);
 }
@@ -494,6 +501,12 @@ cache_open(struct cache **out, const struct cache_opts *o, char *err,
 		    why);
 		cache_close(c);
 		return (rc);
+	}
+	if (c->purge_blobs) {
+		cache_blobs_purge(c);
+		cache_logf(c, CACHE_LOG_INFO, "cache '%s': entries of schema "
+		    "version 1 dropped (NEFF keys are now derived from the IR "
+		    "digest)", c->dir);
 	}
 	if (o->backend != NULL) {
 		snprintf(c->backend, sizeof c->backend, "%s", o->backend);
@@ -709,6 +722,22 @@ cache_errno_err(int e)
 	return (e == ENOSPC || e == EDQUOT ? CACHE_ENOSPC : CACHE_EIO);
 }
 
+/*
+ * Unlink the blob file of digest and its fan-out directory if that is
+ * left empty (rmdir fails harmlessly otherwise), so failed stores on a
+ * full disk leave nothing behind.
+ */
+static void
+cache_blob_drop(struct cache *c, const char *digest)
+{
+	char	path[PATH_MAX];
+
+	cache_blob_path(c, digest, path, sizeof path);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/blobs/%.2s", c->dir, digest);
+	rmdir(path);
+}
+
 int
 cache_blob_write(struct cache *c, const char *digest, const void *p,
     size_t len)
@@ -721,14 +750,6 @@ cache_blob_write(struct cache *c, const char *digest, const void *p,
 	int		 fd, e, newdir = 0;
 
 	seq = __atomic_add_fetch(&c->tmpseq, 1, __ATOMIC_RELAXED);
-	fault = __atomic_load_n(&c->fault_enospc, __ATOMIC_RELAXED);
-	while (fault > 0 && !__atomic_compare_exchange_n(&c->fault_enospc,
-	    &fault, fault - 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
-	if (fault > 0) {
-		errno = ENOSPC;
-		return (CACHE_ENOSPC);
-	}
 	snprintf(tmp, sizeof tmp, "%s/tmp/%.16s.%ld.%u.tmp", c->dir, digest,
 	    (long)getpid(), seq);
 	snprintf(dir, sizeof dir, "%s/blobs/%.2s", c->dir, digest);
@@ -756,20 +777,30 @@ cache_blob_write(struct cache *c, const char *digest, const void *p,
 		newdir = 1;
 	else if (errno != EEXIST)
 		goto fail;
+	/* Injected faults strike where a full disk does last: the entry in
+	 * a new fan-out directory. */
+	fault = __atomic_load_n(&c->fault_enospc, __ATOMIC_RELAXED);
+	while (fault > 0 && !__atomic_compare_exchange_n(&c->fault_enospc,
+	    &fault, fault - 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	if (fault > 0) {
+		errno = ENOSPC;
+		goto fail;
+	}
 	if (rename(tmp, dst) == -1)
 		goto fail;
 	if (cache_fsync_dir(dir) == -1)
 		goto fail_dst;
 	if (newdir) {
-		snprintf(dir, sizeof dir, "%s/blobs", c->dir);
-		if (cache_fsync_dir(dir) == -1)
+		snprintf(tmp, sizeof tmp, "%s/blobs", c->dir);
+		if (cache_fsync_dir(tmp) == -1)
 			goto fail_dst;
 	}
 	return (0);
 
 fail_dst:
 	e = errno;
-	unlink(dst);
+	cache_blob_drop(c, digest);
 	errno = e;
 	return (cache_errno_err(e));
 fail:
@@ -777,6 +808,8 @@ fail:
 	if (fd != -1)
 		close(fd);
 	unlink(tmp);
+	if (newdir)
+		rmdir(dir);
 	errno = e;
 	return (cache_errno_err(e));
 }
@@ -785,17 +818,14 @@ void
 cache_blob_unref(struct cache *c, const char *digest)
 {
 	sqlite3_stmt	*st = cache_stmt(c, CST_REFS);
-	char		 path[PATH_MAX];
 	int		 n = 1;
 
 	sqlite3_bind_text(st, 1, digest, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) == SQLITE_ROW)
 		n = sqlite3_column_int(st, 0);
 	sqlite3_reset(st);
-	if (n == 0) {
-		cache_blob_path(c, digest, path, sizeof path);
-		unlink(path);
-	}
+	if (n == 0)
+		cache_blob_drop(c, digest);
 }
 
 /* Read a blob file whole. Returns 0, CACHE_ENOENT or CACHE_EIO. */
@@ -888,6 +918,15 @@ cache_quarantine(struct cache *c, const struct cache_entry *e,
 {
 	char	from[PATH_MAX], to[PATH_MAX];
 
+	CACHE_ST_ADD(c, corrupt, 1);
+	if (c->readonly) {
+		/* A read-only open only reports: it changes nothing, so that
+		 * a second look sees the same. */
+		cache_logf(c, CACHE_LOG_WARN, "cache: entry '%s' (%s) is "
+		    "corrupt: %s; left in place (the cache is open read-only)",
+		    e->key, e->kernel, why);
+		return;
+	}
 	if (!e->is_inline) {
 		cache_blob_path(c, e->digest, from, sizeof from);
 		snprintf(to, sizeof to, "%s/quarantine/%s.%lld", c->dir,
@@ -895,11 +934,8 @@ cache_quarantine(struct cache *c, const struct cache_entry *e,
 		if (rename(from, to) == -1 && errno != ENOENT)
 			unlink(from);
 	}
-	CACHE_ST_ADD(c, corrupt, 1);
 	cache_logf(c, CACHE_LOG_WARN, "cache: entry '%s' (%s) is corrupt: %s; "
 	    "quarantined, it will be recompiled", e->key, e->kernel, why);
-	if (c->readonly)
-		return;
 	if (cache_exec(c, "BEGIN IMMEDIATE") != SQLITE_OK)
 		return;
 	if (cache_row_delete(c, e->key, e->size) != 0 ||
@@ -1319,58 +1355,6 @@ cache_list(struct cache *c, const char *prefix, unsigned limit,
 	return (rc == SQLITE_DONE ? 0 : cache_sqlite_err(rc));
 }
 
-int
-cache_spec_put(struct cache *c, const char *spec_key, const char *neff_key,
-    const char *kernel, const char *signature)
-{
-	sqlite3_stmt	*st;
-	int		 rc;
-
-	if (spec_key == NULL || spec_key[0] == '\0' || strlen(spec_key) >
-	    256 || !cache_key_valid(neff_key))
-		return (CACHE_EINVAL);
-	if (c->readonly)
-		return (CACHE_EREADONLY);
-	pthread_mutex_lock(&c->mu);
-	st = cache_stmt(c, CST_SPEC_PUT);
-	sqlite3_bind_text(st, 1, spec_key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, neff_key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, kernel ? kernel : "", -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, signature ? signature : "", -1,
-	    SQLITE_STATIC);
-	sqlite3_bind_double(st, 5, cache_now());
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	pthread_mutex_unlock(&c->mu);
-	return (rc == SQLITE_DONE ? 0 : cache_sqlite_err(rc));
-}
-
-int
-cache_spec_get(struct cache *c, const char *spec_key, char *neff_key,
-    char **kernel)
-{
-	sqlite3_stmt	*st;
-	int		 rc;
-
-	if (spec_key == NULL || spec_key[0] == '\0')
-		return (CACHE_EINVAL);
-	pthread_mutex_lock(&c->mu);
-	st = cache_stmt(c, CST_SPEC_GET);
-	sqlite3_bind_text(st, 1, spec_key, -1, SQLITE_STATIC);
-	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		snprintf(neff_key, CACHE_KEY_LEN + 1, "%s",
-		    (const char *)sqlite3_column_text(st, 0));
-		if (kernel != NULL)
-			*kernel = cache_strdup((const char *)
-			    sqlite3_column_text(st, 1));
-		rc = 0;
-	} else
-		rc = rc == SQLITE_DONE ? CACHE_ENOENT : cache_sqlite_err(rc);
-	sqlite3_reset(st);
-	pthread_mutex_unlock(&c->mu);
-	return (rc);
-}
-
 /* ------------------------------------------------------------ gc */
 
 static int
@@ -1414,6 +1398,29 @@ cache_gc_dir(struct cache *c, const char *path, double min_age_s,
 	sqlite3_finalize(st);
 	closedir(dp);
 	return (0);
+}
+
+/* Every blob file and fan-out directory (after a migration emptied the
+ * index: no row names any of them). */
+static void
+cache_blobs_purge(struct cache *c)
+{
+	char		 path[PATH_MAX];
+	struct dirent	*de;
+	DIR		*dp;
+	unsigned	 n = 0;
+
+	snprintf(path, sizeof path, "%s/blobs", c->dir);
+	if ((dp = opendir(path)) == NULL)
+		return;
+	while ((de = readdir(dp)) != NULL) {
+		if (de->d_name[0] == '.' || strlen(de->d_name) != 2)
+			continue;
+		snprintf(path, sizeof path, "%s/blobs/%s", c->dir, de->d_name);
+		cache_gc_dir(c, path, 0, 0, &n);
+		rmdir(path);
+	}
+	closedir(dp);
 }
 
 int

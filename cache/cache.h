@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #define CACHE_KEY_LEN		64	/* hex SHA-256 */
-#define CACHE_SCHEMA_VERSION	1
+#define CACHE_SCHEMA_VERSION	2
 /* Blobs up to this size live in the index row, larger ones in files
  * (measured: docs/cache.md, "Inline threshold"). */
 #define CACHE_INLINE_MAX	(32 * 1024)
@@ -166,13 +166,6 @@ int	cache_pin(struct cache *c, const char *key, int pinned);
 int	cache_list(struct cache *c, const char *prefix, unsigned limit,
 	    int (*cb)(void *arg, const struct cache_entry *e), void *arg);
 
-/* Record spec_key -> neff_key (kernel and signature may be NULL). */
-int	cache_spec_put(struct cache *c, const char *spec_key,
-	    const char *neff_key, const char *kernel, const char *signature);
-/* The NEFF key of spec_key into neff_key (CACHE_KEY_LEN + 1 bytes) and,
- * if kernel is not NULL, the kernel name (malloc'd, caller frees). */
-int	cache_spec_get(struct cache *c, const char *spec_key, char *neff_key,
-	    char **kernel);
 
 struct cache_gc_result {
 	unsigned	orphans;	/* blob files no entry names */
@@ -243,11 +236,15 @@ void	cache_crypto_init(void);
 /* SHA-256 of p as hex into hex (CACHE_KEY_LEN + 1 bytes). */
 void	cache_digest_hex(const void *p, size_t len, char *hex);
 
-/* Inputs of the NEFF key. Strings may be empty, never NULL. */
+/*
+ * Inputs of the NEFF key. Strings may be empty, never NULL. The IR enters
+ * by its digest (cache_digest_hex of the IR bytes), so that a key can be
+ * derived again from a digest alone (Lookup), and never from anything a
+ * client asserts but the IR itself.
+ */
 struct cache_key_input {
 	const char	*format;
-	const void	*ir;
-	size_t		 ir_len;
+	const char	*ir_digest;	/* CACHE_KEY_LEN hex digits */
 	const char	*target;
 	const char	*options;	/* normalized: runs of blanks are one */
 	const char	*backend;

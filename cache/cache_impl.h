@@ -16,7 +16,7 @@ struct cache_hold {
 
 enum cache_stmt {
 	CST_GET, CST_TOUCH, CST_PUT, CST_DEL, CST_PIN, CST_LRU, CST_REFS,
-	CST_SIZE, CST_SPEC_PUT, CST_SPEC_GET, CST_SPEC_TOUCH, CST_META_PUT,
+	CST_SIZE, CST_META_PUT,
 	CST_COUNT,
 };
 
@@ -24,6 +24,7 @@ struct cache {
 	pthread_mutex_t		 mu;		/* one user of db at a time */
 	sqlite3			*db;
 	sqlite3_stmt		*stmt[CST_COUNT];
+	int			 purge_blobs;	/* migrated from version 1 */
 	char			*dir;
 	char			*dbpath;
 	char			 backend[128];

@@ -65,9 +65,10 @@ cache_key_compute(const struct cache_key_input *in, char *key)
 	if ((ctx = EVP_MD_CTX_new()) == NULL ||
 	    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
 		abort();
-	cache_key_field(ctx, "nkid-neff-key/1", 15);
+	assert(cache_key_valid(in->ir_digest));
+	cache_key_field(ctx, "nkid-neff-key/2", 15);
 	cache_key_field(ctx, in->format, strlen(in->format));
-	cache_key_field(ctx, in->ir, in->ir_len);
+	cache_key_field(ctx, in->ir_digest, CACHE_KEY_LEN);
 	cache_key_field(ctx, in->target, strlen(in->target));
 	cache_key_field(ctx, opts, strlen(opts));
 	cache_key_field(ctx, in->backend, strlen(in->backend));

@@ -42,7 +42,7 @@ ctl_cache_verify_exec(ctl_ctx *ctx, int argc, char **argv)
 	struct cache_key_input in;
 	Nkid__V1__KernelRef ref;
 	cJSON *o = NULL, *a = NULL, *x;
-	char err[1024], key[CACHE_KEY_LEN + 1];
+	char err[1024], key[CACHE_KEY_LEN + 1], digest[CACHE_KEY_LEN + 1];
 	const char *name, *state;
 	unsigned ok = 0, bad = 0, failed = 0, missing = 0, corrupt = 0;
 	size_t i;
@@ -79,8 +79,9 @@ ctl_cache_verify_exec(ctl_ctx *ctx, int argc, char **argv)
 			ctl_manifest_ref(&m, i, &ref);
 			memset(&in, 0, sizeof(in));
 			in.format = ref.kernel->format;
-			in.ir = ref.kernel->ir.data;
-			in.ir_len = ref.kernel->ir.len;
+			cache_digest_hex(ref.kernel->ir.data,
+			    ref.kernel->ir.len, digest);
+			in.ir_digest = digest;
 			in.target = ref.target;
 			in.options = ref.options;
 			in.backend = cache_backend(c);

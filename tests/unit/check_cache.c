@@ -111,6 +111,28 @@ count_files(const char *sub)
 	return (n);
 }
 
+/* Flip one bit of the blob file of entry i (stored as a file); its path
+ * into p (len bytes). */
+static void
+flip_blob(struct cache *c, unsigned i, char *p, size_t len)
+{
+	struct cache_entry	 e;
+	char			 key[CACHE_KEY_LEN + 1];
+	unsigned char		 b;
+	int			 fd;
+
+	mk_key(i, key);
+	ck_assert_int_eq(cache_get(c, key, 0, &e), 0);
+	snprintf(p, len, "%s/blobs/%.2s/%s", dir, e.digest, e.digest);
+	cache_entry_release(&e);
+	fd = open(p, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &b, 1, 100), 1);
+	b ^= 1;
+	ck_assert_int_eq(pwrite(fd, &b, 1, 100), 1);
+	close(fd);
+}
+
 /* ------------------------------------------------------------ core */
 
 START_TEST(test_cache_put_get_inline_and_file)
@@ -153,10 +175,17 @@ END_TEST
 
 START_TEST(test_cache_key_normalizes_options)
 {
-	struct cache_key_input	in = { "nkir/1", "ir", 2, "trn1", "-O2  -x",
-				    "cpu", "v1" };
+	struct cache_key_input	in = { 0 };
 	char			a[CACHE_KEY_LEN + 1], b[CACHE_KEY_LEN + 1];
+	char			d[CACHE_KEY_LEN + 1], d2[CACHE_KEY_LEN + 1];
 
+	cache_digest_hex("ir", 2, d);
+	in.format = "nkir/1";
+	in.ir_digest = d;
+	in.target = "trn1";
+	in.options = "-O2  -x";
+	in.backend = "cpu";
+	in.compiler_version = "v1";
 	cache_key_compute(&in, a);
 	in.options = " -O2 -x ";
 	cache_key_compute(&in, b);
@@ -165,23 +194,23 @@ START_TEST(test_cache_key_normalizes_options)
 	in.compiler_version = "v2";
 	cache_key_compute(&in, b);
 	ck_assert_str_ne(a, b);
+	/* Another IR, another key. */
+	in.compiler_version = "v1";
+	cache_digest_hex("ir2", 3, d2);
+	in.ir_digest = d2;
+	cache_key_compute(&in, b);
+	ck_assert_str_ne(a, b);
 	ck_assert(!cache_key_valid("abc"));
 }
 END_TEST
 
-START_TEST(test_cache_spec_pin_remove_list)
+START_TEST(test_cache_pin_remove)
 {
 	struct cache	*c = open_cache(0, 0);
-	char		 key[CACHE_KEY_LEN + 1], got[CACHE_KEY_LEN + 1], *name;
+	char		 key[CACHE_KEY_LEN + 1], got[CACHE_KEY_LEN + 1];
 
 	ck_assert_int_eq(put(c, 1, 10), 0);
 	mk_key(1, key);
-	ck_assert_int_eq(cache_spec_put(c, "spec-a", key, "k", NULL), 0);
-	ck_assert_int_eq(cache_spec_get(c, "spec-a", got, &name), 0);
-	ck_assert_str_eq(got, key);
-	ck_assert_str_eq(name, "k");
-	free(name);
-	ck_assert_int_eq(cache_spec_get(c, "spec-b", got, NULL), CACHE_ENOENT);
 	ck_assert_int_eq(cache_pin(c, key, 1), 0);
 	mk_key(9, got);
 	ck_assert_int_eq(cache_pin(c, got, 1), CACHE_ENOENT);
@@ -393,28 +422,105 @@ START_TEST(test_cache_newer_schema_refused)
 }
 END_TEST
 
+/* Blob files under blobs/, in every fan-out directory. */
+static unsigned
+count_blobs(unsigned *dirs)
+{
+	char		 p[512];
+	DIR		*d;
+	struct dirent	*de;
+	unsigned	 n = 0;
+
+	*dirs = 0;
+	snprintf(p, sizeof p, "%s/blobs", dir);
+	if ((d = opendir(p)) == NULL)
+		return (0);
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		(*dirs)++;
+		snprintf(p, sizeof p, "blobs/%s", de->d_name);
+		n += count_files(p);
+	}
+	closedir(d);
+	return (n);
+}
+
+START_TEST(test_cache_failed_stores_leave_no_dirs)
+{
+	struct cache	*c = open_cache(0, 100);
+	unsigned	 dirs, i;
+
+	cache_fault_enospc(c, 20);
+	for (i = 0; i < 20; i++)
+		ck_assert_int_eq(put(c, i, 5000), CACHE_ENOSPC);
+	ck_assert_uint_eq(count_blobs(&dirs), 0);
+	ck_assert_uint_eq(dirs, 0);
+	ck_assert_uint_eq(count_files("tmp"), 0);
+	ck_assert_int_eq(put(c, 1, 5000), 0);
+	ck_assert_uint_eq(count_blobs(&dirs), 1);
+	ck_assert_uint_eq(dirs, 1);
+	cache_close(c);
+}
+END_TEST
+
+START_TEST(test_cache_schema_1_rows_dropped)
+{
+	struct cache		*c = open_cache(0, 100);
+	struct cache_stats	 st;
+	sqlite3			*db;
+	sqlite3_stmt		*q;
+	unsigned		 dirs;
+	char			 p[300];
+
+	ck_assert_int_eq(put(c, 1, 5000), 0);
+	ck_assert_int_eq(put(c, 2, 50), 0);
+	ck_assert_uint_eq(count_blobs(&dirs), 1);
+	cache_close(c);
+	/* Make it a version 1 cache: its spec table and version. */
+	snprintf(p, sizeof p, "%s/index.db", dir);
+	ck_assert_int_eq(sqlite3_open(p, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "CREATE TABLE spec (spec_key TEXT"
+	    " PRIMARY KEY NOT NULL, neff_key TEXT NOT NULL, kernel TEXT, "
+	    "signature TEXT, created REAL, last_used REAL);"
+	    "INSERT INTO spec VALUES ('victim', 'x', '', '', 0, 0);"
+	    "PRAGMA user_version = 1", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+
+	c = open_cache(0, 100);
+	cache_stats_get(c, &st);
+	ck_assert_uint_eq(st.entries, 0);
+	ck_assert_uint_eq(st.bytes, 0);
+	ck_assert_int_eq(get(c, 1, 0), CACHE_ENOENT);
+	ck_assert_int_eq(get(c, 2, 0), CACHE_ENOENT);
+	ck_assert_uint_eq(count_blobs(&dirs), 0);
+	ck_assert_uint_eq(dirs, 0);
+	cache_close(c);
+	ck_assert_int_eq(sqlite3_open(p, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT count(*) FROM "
+	    "sqlite_schema WHERE name = 'spec'", -1, &q, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+	ck_assert_int_eq(sqlite3_column_int(q, 0), 0);
+	sqlite3_finalize(q);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q,
+	    NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+	ck_assert_int_eq(sqlite3_column_int(q, 0), CACHE_SCHEMA_VERSION);
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+}
+END_TEST
+
 /* ------------------------------------------------------------ recovery */
 
 START_TEST(test_cache_flipped_file_quarantined)
 {
 	struct cache		*c = open_cache(0, 100);
-	struct cache_entry	 e;
 	struct cache_stats	 st;
-	char			 key[CACHE_KEY_LEN + 1], p[512];
-	int			 fd;
-	unsigned char		 b;
+	char			 p[512];
 
 	ck_assert_int_eq(put(c, 1, 5000), 0);
-	mk_key(1, key);
-	ck_assert_int_eq(cache_get(c, key, 0, &e), 0);
-	snprintf(p, sizeof p, "%s/blobs/%.2s/%s", dir, e.digest, e.digest);
-	cache_entry_release(&e);
-	fd = open(p, O_RDWR);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(pread(fd, &b, 1, 100), 1);
-	b ^= 1;
-	ck_assert_int_eq(pwrite(fd, &b, 1, 100), 1);
-	close(fd);
+	flip_blob(c, 1, p, sizeof p);
 	ck_assert_int_eq(get(c, 1, CACHE_GET_DATA), CACHE_ECORRUPT);
 	ck_assert_int_eq(get(c, 1, 0), CACHE_ENOENT);
 	ck_assert_uint_eq(count_files("quarantine"), 1);
@@ -422,6 +528,35 @@ START_TEST(test_cache_flipped_file_quarantined)
 	ck_assert_uint_eq(st.corrupt, 1);
 	ck_assert_uint_eq(st.entries, 0);
 	cache_close(c);
+}
+END_TEST
+
+/* A read-only look (offline `cache verify`) reports and changes nothing:
+ * the second look sees the same damage, not a missing file. */
+START_TEST(test_cache_readonly_verify_twice)
+{
+	struct cache_opts	 o = { 0 };
+	struct cache		*c = open_cache(0, 100), *r;
+	struct cache_entry	 e;
+	char			 key[CACHE_KEY_LEN + 1], p[512], err[512];
+	int			 i;
+
+	ck_assert_int_eq(put(c, 1, 5000), 0);
+	flip_blob(c, 1, p, sizeof p);
+	cache_close(c);
+	mk_key(1, key);
+	o.dir = dir;
+	o.readonly = 1;
+	for (i = 0; i < 2; i++) {
+		ck_assert_msg(cache_open(&r, &o, err, sizeof err) == 0, "%s",
+		    err);
+		ck_assert_int_eq(cache_get(r, key, CACHE_GET_DATA, &e),
+		    CACHE_ECORRUPT);
+		cache_entry_release(&e);
+		ck_assert_int_eq(access(p, F_OK), 0);
+		ck_assert_uint_eq(count_files("quarantine"), 0);
+		cache_close(r);
+	}
 }
 END_TEST
 
@@ -603,7 +738,7 @@ cache_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_cache_put_get_inline_and_file);
 	tcase_add_test(tc, test_cache_key_normalizes_options);
-	tcase_add_test(tc, test_cache_spec_pin_remove_list);
+	tcase_add_test(tc, test_cache_pin_remove);
 	tcase_add_test(tc, test_cache_other_compiler_kept_not_served);
 	tcase_add_test(tc, test_cache_failure_cached_with_log);
 	suite_add_tcase(s, tc);
@@ -621,14 +756,17 @@ cache_suite(void)
 	tcase_add_test(tc, test_cache_disk_full_then_resumes);
 	tcase_add_test(tc, test_cache_open_errors);
 	tcase_add_test(tc, test_cache_newer_schema_refused);
+	tcase_add_test(tc, test_cache_failed_stores_leave_no_dirs);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("recovery");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_cache_flipped_file_quarantined);
 	tcase_add_test(tc, test_cache_damaged_db_set_aside);
+	tcase_add_test(tc, test_cache_readonly_verify_twice);
 	tcase_add_test(tc, test_cache_leftover_temps_removed);
 	tcase_add_test(tc, test_cache_check_after_open_sets_aside);
+	tcase_add_test(tc, test_cache_schema_1_rows_dropped);
 	suite_add_tcase(s, tc);
 	return (s);
 }
