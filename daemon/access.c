@@ -51,3 +51,18 @@ access_peer_check(const struct config *cfg, uint32_t self_uid,
 	}
 	return (ACCESS_ALLOW);
 }
+
+int
+access_peer_admin(const struct config *cfg, uint32_t self_uid,
+    const struct access_peer *peer)
+{
+	size_t	i;
+
+	if (peer->uid == 0 || peer->uid == self_uid)
+		return (1);
+	for (i = 0; i < cfg->n_admin_gids; i++) {
+		if (access_gid_match(cfg->admin_gids[i], peer))
+			return (1);
+	}
+	return (0);
+}

@@ -35,4 +35,12 @@ int	access_peer_check(const struct config *cfg, uint32_t self_uid,
 	    uint32_t sock_gid, const struct access_peer *peer,
 	    unsigned uid_conns, char *why, size_t whylen);
 
+/*
+ * Nonzero if peer may administer the shared cache (remove entries, unpin
+ * them): root, nkid's own uid (self_uid), or a member (primary or
+ * supplementary group) of a group in access.admin_gids.
+ */
+int	access_peer_admin(const struct config *cfg, uint32_t self_uid,
+	    const struct access_peer *peer);
+
 #endif /* NKID_ACCESS_H */

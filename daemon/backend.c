@@ -29,6 +29,78 @@ backend_strerror(int err)
 	return (backend_errs[-err]);
 }
 
+/* Nonzero if s is well-formed UTF-8 (no overlongs, surrogates or code
+ * points past U+10FFFF). */
+static int
+backend_utf8_valid(const char *s)
+{
+	const unsigned char	*p = (const unsigned char *)s;
+	unsigned		 n, i;
+	uint32_t		 cp;
+
+	while (*p != '\0') {
+		if (*p < 0x80) {
+			p++;
+			continue;
+		}
+		if ((*p & 0xe0) == 0xc0) {
+			n = 1;
+			cp = *p & 0x1f;
+		} else if ((*p & 0xf0) == 0xe0) {
+			n = 2;
+			cp = *p & 0x0f;
+		} else if ((*p & 0xf8) == 0xf0) {
+			n = 3;
+			cp = *p & 0x07;
+		} else
+			return (0);
+		for (i = 1; i <= n; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return (0);
+			cp = (cp << 6) | (p[i] & 0x3f);
+		}
+		if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) ||
+		    (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return (0);
+		p += n + 1;
+	}
+	return (1);
+}
+
+int
+backend_program_names_check(const struct backend_program *p, char *diag)
+{
+	const sim_sig	*sg;
+	size_t		 i, n;
+	int		 out;
+
+	if (p->name != NULL && !backend_utf8_valid(p->name)) {
+		snprintf(diag, BACKEND_DIAG_LEN, "the kernel's name is not "
+		    "valid UTF-8");
+		return (BACKEND_EINVAL);
+	}
+	for (out = 0; out < 2; out++) {
+		n = out ? p->noutputs : p->nparams;
+		for (i = 0; i < n; i++) {
+			sg = out ? p->output(p, i) : p->param(p, i);
+			if (sg->name == NULL || backend_utf8_valid(sg->name))
+				continue;
+			snprintf(diag, BACKEND_DIAG_LEN, "the name of %s tensor "
+			    "%zu is not valid UTF-8", out ? "output" : "input",
+			    i);
+			return (BACKEND_EINVAL);
+		}
+	}
+	return (0);
+}
+
+int
+backend_name_valid(const char *s)
+{
+	return (backend_utf8_valid(s));
+}
+
 const struct backend_ops *
 backend_find(const char *name)
 {

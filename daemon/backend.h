@@ -133,6 +133,13 @@ struct backend_ops {
 	 * NULL: the backend has no notion of target ("").
 	 */
 	const char *(*default_target)(void *state);
+	/*
+	 * Bytes of host memory the loaded program p holds now (plans,
+	 * buffers, pools; its image excluded), for the kernel cache's memory
+	 * budget. Called on the loop thread while no execution of p runs.
+	 * NULL: nothing beyond the image.
+	 */
+	size_t	(*footprint)(void *state, const struct backend_program *p);
 };
 
 /* One profiled execution: the trace (cpu: Chrome trace-event JSON; neuron:
@@ -151,6 +158,15 @@ const char *backend_target(const struct backend *b, const char *target);
 /* The device core index behind nkid core core of b (see device_core). */
 unsigned backend_device_core(const struct backend *b, unsigned core);
 
+/*
+ * 0 if every name of p (the kernel's, its parameters' and outputs') is
+ * valid UTF-8 and can travel in a reply; else BACKEND_EINVAL with a
+ * message in diag (BACKEND_DIAG_LEN bytes) naming the tensor by position.
+ */
+int	backend_program_names_check(const struct backend_program *p,
+	    char *diag);
+/* Nonzero if the name s is valid UTF-8 (see above). */
+int	backend_name_valid(const char *s);
 /* Free n traces filled by a profile operation, and the array. */
 void	backend_traces_free(struct backend_trace *t, size_t n);
 

@@ -165,6 +165,14 @@ backend_cpu_unload(void *state, struct backend_program *bp)
 	free(p);
 }
 
+static size_t
+backend_cpu_footprint(void *state, const struct backend_program *bp)
+{
+	const struct backend_cpu_program *p = bp->impl;
+
+	return (sizeof *p + sim_program_footprint(p->sp));
+}
+
 static int
 backend_cpu_run(const struct backend_program *bp, const struct backend_exec *x,
     int with_print, char *diag)
@@ -596,4 +604,5 @@ const struct backend_ops backend_cpu_ops = {
 	.simulate = backend_cpu_simulate,
 	.benchmark = backend_cpu_benchmark,
 	.profile = backend_cpu_profile,
+	.footprint = backend_cpu_footprint,
 };

@@ -60,6 +60,8 @@ struct config_key {
 
 /* Every key nkid knows, sorted by JSON path. docs/config.md mirrors it. */
 static const struct config_key config_keys[] = {
+	{ "access.admin_gids", CFG_GIDS, F(admin_gids), F(n_admin_gids),
+	  0, UINT32_MAX - 1, NULL, 0, NULL, 0 },
 	{ "access.allow_gids", CFG_GIDS, F(allow_gids), F(n_allow_gids),
 	  0, UINT32_MAX - 1, NULL, 0, NULL, 0 },
 	{ "access.allow_uids", CFG_UIDS, F(allow_uids), F(n_allow_uids),
@@ -75,7 +77,7 @@ static const struct config_key config_keys[] = {
 	{ "cache.max_bytes", CFG_BYTES, F(cache_max_bytes), 0,
 	  1 * MiB, 64 * 1024 * GiB, NULL, 16 * GiB, NULL, 0 },
 	{ "cache.max_memory_bytes", CFG_BYTES, F(cache_memory_bytes), 0,
-	  1 * MiB, 1024 * GiB, NULL, 256 * MiB, NULL, 0 },
+	  1 * MiB, 1024 * GiB, NULL, 128 * MiB, NULL, 0 },
 	{ "cache_dir", CFG_PATH, F(cache_dir), 0, 0, 0, "/var/cache/nkid", 0,
 	  NULL, CFG_F_RESTART },
 	{ "cpu.cores", CFG_U32, F(cpu_cores), 0, 1, 256, NULL, 1, NULL,

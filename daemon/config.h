@@ -57,6 +57,8 @@ struct config {
 	size_t		 n_allow_uids;
 	uint32_t	*allow_gids;
 	size_t		 n_allow_gids;
+	uint32_t	*admin_gids;
+	size_t		 n_admin_gids;
 	uint32_t	 max_conn_per_uid;
 
 	uint64_t	 max_message_bytes[CONFIG_CAP_COUNT];

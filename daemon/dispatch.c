@@ -371,3 +371,15 @@ dispatch_call_release(struct rpc_call *c)
 	free(c->stream_buf);
 	c->stream_buf = NULL;
 }
+
+int
+rpc_admin_check(struct rpc_call *c, const char *action)
+{
+	if (c->id.admin)
+		return (0);
+	rpc_fail(c, GRPC_STATUS_PERMISSION_DENIED, "cannot %s: the cache is "
+	    "shared by every client, so only root, nkid's own uid %u or a "
+	    "member of access.admin_gids may (you are uid %u)", action,
+	    (unsigned)geteuid(), c->id.uid);
+	return (-1);
+}

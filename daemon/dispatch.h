@@ -52,6 +52,7 @@ struct rpc_identity {
 	uint32_t	gid;
 	uint32_t	pid;
 	uint64_t	conn_id;
+	int		admin;		/* root, nkid's uid, access.admin_gids */
 };
 
 /*
@@ -180,6 +181,13 @@ void		 rpc_reply(struct rpc_call *c, const ProtobufCMessage *msg);
 /* Reply to c with a non-OK status and a message (printf format). */
 void		 rpc_fail(struct rpc_call *c, grpc_status_code code,
 		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/*
+ * Cache administration (removing entries, unpinning them) is for root,
+ * nkid's own uid and members of access.admin_gids (c->id.admin). For
+ * anyone else answers PERMISSION_DENIED with a message naming the policy
+ * and action (e.g. "remove cache entries") and returns -1; else 0.
+ */
+int		 rpc_admin_check(struct rpc_call *c, const char *action);
 /* End c with status code (OK allowed) and, when fmt is not NULL, a
  * message; no reply message. The way a stream ends. */
 void		 rpc_finish(struct rpc_call *c, grpc_status_code code,

@@ -170,6 +170,18 @@ job_core_check(struct rpc_call *c, int core)
 }
 
 int
+job_class_check(struct rpc_call *c, int job_class)
+{
+	if (job_class != NKID__V1__JOB_CLASS__JOB_CLASS_INTERACTIVE &&
+	    job_class != NKID__V1__JOB_CLASS__JOB_CLASS_BATCH) {
+		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "job_class %d is not "
+		    "a job class: 0 (interactive) or 1 (batch)", job_class);
+		return (-1);
+	}
+	return (0);
+}
+
+int
 job_submit(struct job *j, struct kcache_entry *e, int cache_hit,
     sched_work_fn work, sched_done_fn done, int core, int job_class,
     const char *verb)
@@ -337,8 +349,15 @@ job_fail(struct job *j, const char *verb)
 		    verb, name, j->diag);
 		break;
 	case BACKEND_ECANCELED:
-		rpc_fail(c, GRPC_STATUS_CANCELLED, "%s of '%s' cancelled: the "
-		    "client went away or its deadline passed", verb, name);
+		if (j->sj.stop_reason == SCHED_CANCELLED)
+			rpc_fail(c, GRPC_STATUS_CANCELLED, "%s of '%s' "
+			    "cancelled while running: job %llu was cancelled "
+			    "(nkictl cancel)", verb, name,
+			    (unsigned long long)j->sj.id);
+		else
+			rpc_fail(c, GRPC_STATUS_CANCELLED, "%s of '%s' "
+			    "cancelled: the client went away or its deadline "
+			    "passed", verb, name);
 		break;
 	case BACKEND_ELIMIT:
 	case BACKEND_ENOMEM:

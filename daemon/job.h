@@ -80,6 +80,8 @@ int	job_kernel_set(struct job *j, struct kcache_entry *e, int cache_hit);
  * core is neither -1 (any) nor one of nkid's cores; else 0.
  */
 int	job_core_check(struct rpc_call *c, int core);
+/* Likewise for a job_class that is not one of the wire's JobClass. */
+int	job_class_check(struct rpc_call *c, int job_class);
 /*
  * In a kernel_resolve callback: bind e to j (job_kernel_set), then submit
  * j->sj with work and done on core (-1: any) in job_class (the wire's

@@ -21,9 +21,9 @@ struct kcache_entry {
 	size_t			 image_len;
 	struct backend_program	*prog;
 	double			 compile_ms;
+	size_t			 mem;		/* counted in mem_bytes */
 	unsigned		 refs;
 	int			 forget;	/* drop when unused */
-	char			*spec_key;	/* last recorded */
 	TAILQ_ENTRY(kcache_entry) lru;		/* head: most recent */
 };
 TAILQ_HEAD(kcache_list, kcache_entry);
@@ -42,6 +42,7 @@ TAILQ_HEAD(kcache_waiters, kcache_waiter);
 struct kcache_flight {
 	uv_work_t		 work;
 	struct kcache		*kc;
+	struct cache		*disk;		/* kc's when it started */
 	char			 key[KCACHE_KEY_LEN + 1];
 	char			*name;
 	/* Borrowed from the first waiter's request (alive until it is
@@ -51,7 +52,6 @@ struct kcache_flight {
 	size_t			 ir_len;
 	const char		*target;
 	const char		*options;
-	char			*spec_key;
 	int			 retry_failed;
 
 	int			 stage;		/* 0 lookup, 1 compile */
@@ -89,11 +89,26 @@ struct kcache {
 	uint64_t		 mem_evictions;
 	uv_work_t		 check;		/* quick_check after start */
 	int			 checking;
+	/* A cache that could not open (disk full, ...) is retried with a
+	 * backoff: its options, a timer and the open off the loop. */
+	struct cache_opts	 opts;
+	char			*dir;
+	uv_timer_t		 reopen;
+	uv_work_t		 reopen_work;
+	struct cache		*reopened;
+	uint64_t		 reopen_ms;
+	int			 reopen_busy;	/* timer armed or work queued */
+	int			 reopen_closed;
 };
+
+/* First and longest wait between attempts to open the cache again. */
+#define KCACHE_REOPEN_MIN_MS	1000
+#define KCACHE_REOPEN_MAX_MS	60000
 
 struct kcache_async {
 	uv_work_t	 work;
 	struct kcache	*kc;
+	struct cache	*disk;		/* kc's when it was queued */
 	struct rpc_call	*c;
 	void		(*fn)(struct cache *, void *);
 	void		(*done)(struct rpc_call *, void *);
@@ -102,6 +117,8 @@ struct kcache_async {
 
 static void	kcache_flight_compile_queue(struct kcache *kc,
 		    struct kcache_flight *f);
+static void	kcache_check_start(struct kcache *);
+static void	kcache_reopen_arm(struct kcache *);
 
 static void
 kcache_log_cb(void *arg, int level, const char *msg)
@@ -174,37 +191,117 @@ kcache_open(uv_loop_t *loop, struct backend *b, const struct config *cfg)
 		o.inline_max = strtoull(getenv("NKID_CACHE_INLINE_MAX"), NULL,
 		    10);
 	o.log = kcache_log_cb;
-	if (cfg->cache_dir == NULL || (rc = cache_open(&kc->disk, &o, err,
-	    sizeof err)) != 0) {
-		log_warn("%s; running without a persistent cache",
-		    cfg->cache_dir == NULL ? "no cache_dir" : err);
-		kc->disk = NULL;
-	} else {
-		cache_stats_get(kc->disk, &cs);
-		log_info("cache '%s': %llu entries, %llu bytes, opened in "
-		    "%.1f ms", cfg->cache_dir, (unsigned long long)cs.entries,
-		    (unsigned long long)cs.bytes,
-		    (double)(uv_hrtime() - t0) / 1e6);
-		/* quick_check reads the whole database: after ready, off the
-		 * loop; a damaged one is set aside then (cache_check). */
-		kc->check.data = kc;
-		if (uv_queue_work(loop, &kc->check, kcache_check_work_cb,
-		    kcache_check_after_cb) == 0)
-			kc->checking = 1;
+	uv_timer_init(loop, &kc->reopen);
+	kc->reopen.data = kc;
+	if (cfg->cache_dir == NULL) {
+		log_warn("no cache_dir; running without a persistent cache");
+		return (kc);
 	}
+	kc->dir = xstrdup(cfg->cache_dir);
+	o.dir = kc->dir;
+	kc->opts = o;
+	if ((rc = cache_open(&kc->disk, &o, err, sizeof err)) != 0) {
+		log_warn("%s; running without a persistent cache, trying "
+		    "again in %d s", err, KCACHE_REOPEN_MIN_MS / 1000);
+		kc->disk = NULL;
+		kc->reopen_ms = KCACHE_REOPEN_MIN_MS;
+		kcache_reopen_arm(kc);
+		return (kc);
+	}
+	cache_stats_get(kc->disk, &cs);
+	log_info("cache '%s': %llu entries, %llu bytes, opened in %.1f ms",
+	    cfg->cache_dir, (unsigned long long)cs.entries,
+	    (unsigned long long)cs.bytes, (double)(uv_hrtime() - t0) / 1e6);
+	kcache_check_start(kc);
 	return (kc);
+}
+
+/* quick_check reads the whole database: after ready, off the loop; a
+ * damaged one is set aside then (cache_check). */
+static void
+kcache_check_start(struct kcache *kc)
+{
+	kc->check.data = kc;
+	if (uv_queue_work(kc->loop, &kc->check, kcache_check_work_cb,
+	    kcache_check_after_cb) == 0)
+		kc->checking = 1;
+}
+
+static void
+kcache_reopen_work_cb(uv_work_t *w)
+{
+	struct kcache	*kc = w->data;
+	char		 err[1024];
+
+	if (cache_open(&kc->reopened, &kc->opts, err, sizeof err) != 0) {
+		kc->reopened = NULL;
+		log_debug("%s", err);
+	}
+}
+
+static void
+kcache_reopen_after_cb(uv_work_t *w, int status)
+{
+	struct kcache		*kc = w->data;
+	struct cache_stats	 cs;
+
+	kc->reopen_busy = 0;
+	if (kc->reopened == NULL) {
+		if (kc->reopen_closed)
+			return;
+		kc->reopen_ms *= 2;
+		if (kc->reopen_ms > KCACHE_REOPEN_MAX_MS)
+			kc->reopen_ms = KCACHE_REOPEN_MAX_MS;
+		kcache_reopen_arm(kc);
+		return;
+	}
+	kc->disk = kc->reopened;
+	kc->reopened = NULL;
+	cache_stats_get(kc->disk, &cs);
+	log_info("cache '%s' opened at last: %llu entries, %llu bytes; "
+	    "compiles are stored again", kc->dir,
+	    (unsigned long long)cs.entries, (unsigned long long)cs.bytes);
+	if (!kc->reopen_closed)
+		kcache_check_start(kc);
+}
+
+static void
+kcache_reopen_timer_cb(uv_timer_t *t)
+{
+	struct kcache	*kc = t->data;
+
+	kc->reopen_work.data = kc;
+	if (uv_queue_work(kc->loop, &kc->reopen_work, kcache_reopen_work_cb,
+	    kcache_reopen_after_cb) != 0) {
+		kc->reopen_busy = 0;
+		return;
+	}
+}
+
+static void
+kcache_reopen_arm(struct kcache *kc)
+{
+	kc->reopen_busy = 1;
+	uv_timer_start(&kc->reopen, kcache_reopen_timer_cb, kc->reopen_ms, 0);
+}
+
+static void
+kcache_reopen_close_cb(uv_handle_t *h)
+{
+	struct kcache	*kc = h->data;
+
+	kc->reopen_closed = 2;
 }
 
 static void
 kcache_mem_free(struct kcache *kc, struct kcache_entry *e)
 {
 	kc->mem_entries--;
-	kc->mem_bytes -= e->image_len;
+	kc->mem_bytes -= e->mem;
 	if (kc->backend != NULL)
 		kc->backend->ops->unload(kc->backend->state, e->prog);
 	free(e->image);
 	free(e->name);
-	free(e->spec_key);
 	free(e);
 }
 
@@ -216,7 +313,16 @@ kcache_close(struct kcache *kc)
 	if (kc == NULL)
 		return;
 	assert(LIST_EMPTY(&kc->flights));
-	while (kc->checking)
+	/* A reopen in flight ends first; then the timer handle closes. */
+	kc->reopen_closed = 1;
+	if (uv_is_active((uv_handle_t *)&kc->reopen)) {
+		uv_timer_stop(&kc->reopen);
+		kc->reopen_busy = 0;
+	}
+	while (kc->reopen_busy)
+		uv_run(kc->loop, UV_RUN_ONCE);
+	uv_close((uv_handle_t *)&kc->reopen, kcache_reopen_close_cb);
+	while (kc->checking || kc->reopen_closed != 2)
 		uv_run(kc->loop, UV_RUN_ONCE);
 	while ((e = TAILQ_FIRST(&kc->lru)) != NULL) {
 		assert(e->refs == 0);
@@ -224,6 +330,7 @@ kcache_close(struct kcache *kc)
 		kcache_mem_free(kc, e);
 	}
 	cache_close(kc->disk);
+	free(kc->dir);
 	free(kc);
 }
 
@@ -243,7 +350,7 @@ kcache_mem_evict(struct kcache *kc)
 		if (e->refs > 0 || (kc->mem_bytes <= kc->mem_max && !e->forget))
 			continue;
 		log_debug("kcache: unloading '%s' (%zu bytes)", e->key,
-		    e->image_len);
+		    e->mem);
 		TAILQ_REMOVE(&kc->lru, e, lru);
 		kcache_mem_free(kc, e);
 		kc->mem_evictions++;
@@ -261,6 +368,23 @@ kcache_config_apply(struct kcache *kc, const struct config *cfg)
 	 * shrinks rarely. */
 	if (kc->disk != NULL)
 		cache_max_bytes_set(kc->disk, cfg->cache_max_bytes);
+}
+
+/*
+ * Count what e really holds: its image, and what the backend says its
+ * loaded program holds (plans, buffers, pools). Only while no job runs e.
+ */
+static void
+kcache_entry_measure(struct kcache *kc, struct kcache_entry *e)
+{
+	const struct backend_ops	*ops = kc->backend->ops;
+	size_t				 mem = sizeof *e + e->image_len;
+
+	if (ops->footprint != NULL)
+		mem += ops->footprint(kc->backend->state, e->prog);
+	kc->mem_bytes -= e->mem;
+	e->mem = mem;
+	kc->mem_bytes += e->mem;
 }
 
 static struct kcache_entry *
@@ -289,9 +413,40 @@ kcache_entry_unref(struct kcache *kc, struct kcache_entry *e)
 	if (--e->refs == 0) {
 		if (kc->disk != NULL)
 			cache_release(kc->disk, e->key);
+		/* Executions grow what a program holds (its run memory):
+		 * count it again now that none runs. */
+		kcache_entry_measure(kc, e);
 		if (kc->mem_bytes > kc->mem_max || e->forget)
 			kcache_mem_evict(kc);
 	}
+}
+
+void
+kcache_key_derive(struct kcache *kc, const char *format,
+    const char *ir_digest, const char *target, const char *options,
+    char *key)
+{
+	struct cache_key_input	in;
+	struct backend		*b = kc->backend;
+
+	memset(&in, 0, sizeof in);
+	in.format = format;
+	in.ir_digest = ir_digest;
+	/* The effective target: a host-detected default is part of the key,
+	 * so a changed host never gets another's NEFFs. */
+	in.target = backend_target(b, target != NULL ? target : "");
+	in.options = options != NULL ? options : "";
+	in.backend = b->ops->name;
+	in.compiler_version = b->ops->compiler_version(b->state);
+	cache_key_compute(&in, key);
+}
+
+const char *
+kcache_loaded(struct kcache *kc, const char *key)
+{
+	struct kcache_entry	*e;
+
+	return ((e = kcache_mem_find(kc, key)) != NULL ? e->name : NULL);
 }
 
 void
@@ -360,7 +515,7 @@ kcache_async_work_cb(uv_work_t *w)
 {
 	struct kcache_async	*a = w->data;
 
-	a->fn(a->kc->disk, a->arg);
+	a->fn(a->disk, a->arg);
 }
 
 static void
@@ -383,6 +538,7 @@ kcache_async(struct kcache *kc, struct rpc_call *c,
 	a = xcalloc(1, sizeof *a);
 	a->work.data = a;
 	a->kc = kc;
+	a->disk = kc->disk;
 	a->c = c;
 	a->fn = work;
 	a->done = done;
@@ -403,9 +559,9 @@ kcache_flight_lookup_cb(uv_work_t *w)
 	struct cache_entry	 ce;
 	int			 rc;
 
-	if (f->kc->disk == NULL)
+	if (f->disk == NULL)
 		return;
-	rc = cache_get(f->kc->disk, f->key, CACHE_GET_DATA | CACHE_GET_TOUCH,
+	rc = cache_get(f->disk, f->key, CACHE_GET_DATA | CACHE_GET_TOUCH,
 	    &ce);
 	if (rc == CACHE_EFAILED) {
 		if (!f->retry_failed) {
@@ -432,8 +588,11 @@ kcache_flight_lookup_cb(uv_work_t *w)
 	}
 	cache_entry_release(&ce);
 	if (b->ops->load(b->state, f->image, f->image_len, &f->prog,
+	    f->diag) != 0 || backend_program_names_check(f->prog,
 	    f->diag) != 0) {
 		/* Verified but not loadable: compile it anew. */
+		if (f->prog != NULL)
+			b->ops->unload(b->state, f->prog);
 		free(f->image);
 		f->image = NULL;
 		f->prog = NULL;
@@ -462,8 +621,19 @@ kcache_flight_compile_cb(uv_work_t *w)
 		f->error = b->ops->load(b->state, f->image, f->image_len,
 		    &f->prog, f->diag);
 	}
+	/* Names travel in replies (protobuf strings): a kernel whose names
+	 * are not UTF-8 is refused like any invalid kernel, and cached so. */
+	if (f->error == 0 && backend_program_names_check(f->prog,
+	    f->diag) != 0) {
+		b->ops->unload(b->state, f->prog);
+		f->prog = NULL;
+		free(f->image);
+		f->image = NULL;
+		f->error = BACKEND_EINVAL;
+		f->load_stage = 0;
+	}
 	f->ms = (double)(uv_hrtime() - t0) / 1e6;
-	if (f->kc->disk == NULL)
+	if (f->disk == NULL)
 		return;
 	memset(&ce, 0, sizeof ce);
 	memcpy(ce.key, f->key, sizeof ce.key);
@@ -482,9 +652,7 @@ kcache_flight_compile_cb(uv_work_t *w)
 		ce.log = f->diag;
 	} else
 		return;
-	f->store_rc = cache_put(f->kc->disk, &ce);
-	if (f->store_rc == 0 && f->error == 0 && f->spec_key != NULL)
-		cache_spec_put(f->kc->disk, f->spec_key, f->key, f->name, NULL);
+	f->store_rc = cache_put(f->disk, &ce);
 }
 
 static void
@@ -566,13 +734,9 @@ kcache_flight_finish(struct kcache *kc, struct kcache_flight *f)
 		e->compile_ms = f->ms;
 		f->image = NULL;
 		f->prog = NULL;
-		if (f->spec_key != NULL) {
-			e->spec_key = f->spec_key;
-			f->spec_key = NULL;
-		}
 		TAILQ_INSERT_HEAD(&kc->lru, e, lru);
 		kc->mem_entries++;
-		kc->mem_bytes += e->image_len;
+		kcache_entry_measure(kc, e);
 		r.cache_hit = f->hit;
 		r.compile_ms = f->hit ? 0 : f->ms;
 		r.status = GRPC_STATUS_OK;
@@ -607,7 +771,6 @@ kcache_flight_finish(struct kcache *kc, struct kcache_flight *f)
 	}
 	free(f->image);
 	free(f->name);
-	free(f->spec_key);
 	free(f->log);
 	free(f);
 }
@@ -679,65 +842,16 @@ kcache_flight_find(struct kcache *kc, const char *key)
 	return (NULL);
 }
 
-/* Off the loop: record a specialization seen on a memory hit. */
-struct kcache_spec {
-	uv_work_t	 work;
-	struct kcache	*kc;
-	char		 key[KCACHE_KEY_LEN + 1];
-	char		*spec_key;
-	char		*name;
-};
-
-static void
-kcache_spec_work_cb(uv_work_t *w)
-{
-	struct kcache_spec	*s = w->data;
-
-	cache_spec_put(s->kc->disk, s->spec_key, s->key, s->name, NULL);
-}
-
-static void
-kcache_spec_after_cb(uv_work_t *w, int status)
-{
-	struct kcache_spec	*s = w->data;
-
-	free(s->spec_key);
-	free(s->name);
-	free(s);
-}
-
-static void
-kcache_spec_record(struct kcache *kc, struct kcache_entry *e,
-    const char *spec_key)
-{
-	struct kcache_spec	*s;
-
-	if (kc->disk == NULL || spec_key == NULL || spec_key[0] == '\0' ||
-	    (e->spec_key != NULL && strcmp(e->spec_key, spec_key) == 0))
-		return;
-	free(e->spec_key);
-	e->spec_key = xstrdup(spec_key);
-	s = xcalloc(1, sizeof *s);
-	s->work.data = s;
-	s->kc = kc;
-	memcpy(s->key, e->key, sizeof s->key);
-	s->spec_key = xstrdup(spec_key);
-	s->name = xstrdup(e->name);
-	if (uv_queue_work(kc->loop, &s->work, kcache_spec_work_cb,
-	    kcache_spec_after_cb) != 0)
-		kcache_spec_after_cb(&s->work, 0);
-}
-
 void
 kcache_resolve(struct kcache *kc, struct rpc_call *c,
     const struct kcache_request *rq, kcache_done_cb cb, void *arg)
 {
-	struct kcache_key_input	 in;
 	struct kcache_entry	*e;
 	struct kcache_flight	*f;
 	struct kcache_waiter	*wt;
 	struct kcache_result	 r;
 	char			 key[KCACHE_KEY_LEN + 1], msg[160];
+	char			 digest[KCACHE_KEY_LEN + 1];
 	int			 error;
 
 	assert(cb != NULL);
@@ -758,18 +872,10 @@ kcache_resolve(struct kcache *kc, struct rpc_call *c,
 		}
 	}
 	if (rq->format != NULL) {
-		memset(&in, 0, sizeof in);
-		in.format = rq->format;
-		in.ir = rq->ir;
-		in.ir_len = rq->ir_len;
-		/* The effective target: a host-detected default is part of
-		 * the key, so a changed host never gets another's NEFFs. */
-		in.target = backend_target(kc->backend, rq->target);
-		in.options = rq->options;
-		in.backend = kc->backend->ops->name;
-		in.compiler_version = kc->backend->ops->compiler_version(
-		    kc->backend->state);
-		kcache_key_compute(&in, key);
+		/* The key comes from the IR itself, never from the client. */
+		cache_digest_hex(rq->ir, rq->ir_len, digest);
+		kcache_key_derive(kc, rq->format, digest, rq->target,
+		    rq->options, key);
 	} else
 		snprintf(key, sizeof key, "%s", rq->neff_key);
 
@@ -790,6 +896,7 @@ kcache_resolve(struct kcache *kc, struct rpc_call *c,
 	f = xcalloc(1, sizeof *f);
 	f->work.data = f;
 	f->kc = kc;
+	f->disk = kc->disk;
 	memcpy(f->key, key, sizeof key);
 	f->name = xstrdup(rq->name != NULL ? rq->name : "kernel");
 	f->format = rq->format;
@@ -798,8 +905,6 @@ kcache_resolve(struct kcache *kc, struct rpc_call *c,
 	f->target = rq->target != NULL ? rq->target : "";
 	f->options = rq->options != NULL ? rq->options : "";
 	f->retry_failed = rq->retry_failed;
-	if (rq->spec_key != NULL && rq->spec_key[0] != '\0')
-		f->spec_key = xstrdup(rq->spec_key);
 	TAILQ_INIT(&f->waiters);
 	TAILQ_INSERT_TAIL(&f->waiters, wt, link);
 	LIST_INSERT_HEAD(&kc->flights, f, link);
@@ -817,7 +922,6 @@ hit:
 	kc->st.hits++;
 	TAILQ_REMOVE(&kc->lru, e, lru);
 	TAILQ_INSERT_HEAD(&kc->lru, e, lru);
-	kcache_spec_record(kc, e, rq->spec_key);
 	kcache_entry_ref(kc, e);
 	memset(&r, 0, sizeof r);
 	r.e = e;

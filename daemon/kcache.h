@@ -32,10 +32,6 @@ struct kcache_stats {
 	uint64_t	corrupt;
 };
 
-/* Inputs of the NEFF key (see cache_key_compute). */
-#define kcache_key_input	cache_key_input
-#define kcache_key_compute	cache_key_compute
-
 /*
  * Open the cache of d's config: cfg->cache_dir through libnkicache
  * (budget cache.max_bytes) under an in-memory table of loaded kernels
@@ -61,7 +57,6 @@ struct kcache_request {
 	const char	*target;
 	const char	*options;
 	const char	*neff_key;	/* "" or a key to try first */
-	const char	*spec_key;	/* "" or recorded on success */
 	int		 retry_failed;
 };
 
@@ -102,6 +97,21 @@ void	kcache_resolve(struct kcache *kc, struct rpc_call *c,
 void	kcache_async(struct kcache *kc, struct rpc_call *c,
 	    void (*work)(struct cache *disk, void *arg),
 	    void (*done)(struct rpc_call *c, void *arg), void *arg);
+/*
+ * The NEFF key into key (KCACHE_KEY_LEN + 1 bytes) of the kernel whose IR
+ * has the digest ir_digest (hex SHA-256 of the IR bytes, checked by the
+ * caller with cache_key_valid) in format, for target ("": the backend's
+ * default) and options, on kc's backend and compiler. A key is only ever
+ * derived by nkid: from IR it received, or from a digest for a lookup,
+ * which finds an entry only if nkid compiled IR with that digest.
+ */
+void	kcache_key_derive(struct kcache *kc, const char *format,
+	    const char *ir_digest, const char *target, const char *options,
+	    char *key);
+/* The name of key's kernel if it is loaded in memory now (a Lookup
+ * needs no disk then; borrowed, valid until the loop runs on), else
+ * NULL. */
+const char *kcache_loaded(struct kcache *kc, const char *key);
 /* Forget key's loaded kernel (after CacheRemove) once unused. */
 void	kcache_forget(struct kcache *kc, const char *key);
 

@@ -13,7 +13,8 @@ const char *
 kernel_ref_name(const Nkid__V1__KernelRef *ref)
 {
 	if (ref != NULL && ref->kernel != NULL && ref->kernel->name != NULL &&
-	    ref->kernel->name[0] != '\0')
+	    ref->kernel->name[0] != '\0' &&
+	    backend_name_valid(ref->kernel->name))
 		return (ref->kernel->name);
 	return ("kernel");
 }
@@ -34,9 +35,19 @@ kernel_request_init(struct daemon *d, const char *method,
 		return (-1);
 	}
 	k = ref->kernel;
+	/* What is stored and listed must be able to travel in a reply. */
+	if ((k != NULL && !backend_name_valid(k->name)) ||
+	    !backend_name_valid(ref->target) ||
+	    !backend_name_valid(ref->options)) {
+		*code = GRPC_STATUS_INVALID_ARGUMENT;
+		snprintf(msg, len, "%s request: the kernel's %s is not valid "
+		    "UTF-8", method, k != NULL && !backend_name_valid(k->name) ?
+		    "name" : !backend_name_valid(ref->target) ? "target" :
+		    "options");
+		return (-1);
+	}
 	rq->name = kernel_ref_name(ref);
 	rq->neff_key = ref->neff_key;
-	rq->spec_key = ref->spec_key;
 	rq->target = ref->target;
 	rq->options = ref->options;
 	rq->retry_failed = ref->retry_failed;

@@ -30,6 +30,9 @@ rpc_cache_pin(struct rpc_call *c)
 {
 	const Nkid__V1__CachePinRequest	*req = (const void *)c->req;
 
+	/* Pinning protects an entry; unpinning exposes another's. */
+	if (req->unpin && rpc_admin_check(c, "unpin cache entries") != 0)
+		return;
 	kcache_keys_async(c, "CachePin", req->keys, req->n_keys,
 	    rpc_cache_pin_key_cb, rpc_cache_pin_done_cb, (void *)req);
 }

@@ -32,6 +32,8 @@ rpc_cache_remove(struct rpc_call *c)
 {
 	const Nkid__V1__CacheRemoveRequest	*req = (const void *)c->req;
 
+	if (rpc_admin_check(c, "remove cache entries") != 0)
+		return;
 	kcache_keys_async(c, "CacheRemove", req->keys, req->n_keys,
 	    rpc_cache_remove_key_cb, rpc_cache_remove_done_cb, NULL);
 }

@@ -1,9 +1,10 @@
-/* rpc_lookup.c: Lookup, a specialization key to the NEFF key it compiled to, so a warm client sends no IR. */
+/* rpc_lookup.c: Lookup, the NEFF key nkid derives for an IR digest if that kernel is cached, so a warm client sends no IR. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "nkid.pb-c.h"
 
+#include "daemon/backend.h"
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
@@ -15,25 +16,10 @@ struct rpc_lookup {
 	int	 found;
 };
 
-/* Off the loop: spec -> NEFF key, and that entry must be servable. */
 static void
-rpc_lookup_work_cb(struct cache *disk, void *arg)
+rpc_lookup_reply(struct rpc_call *c, struct rpc_lookup *l)
 {
-	struct rpc_lookup	*l = arg;
-	const char		*spec = l->kernel;
-
-	l->kernel = NULL;
-	if (disk != NULL && cache_spec_get(disk, spec, l->neff_key,
-	    &l->kernel) == 0 && cache_get(disk, l->neff_key, 0, NULL) == 0)
-		l->found = 1;
-	free((char *)spec);
-}
-
-static void
-rpc_lookup_done_cb(struct rpc_call *c, void *arg)
-{
-	struct rpc_lookup	*l = arg;
-	Nkid__V1__LookupReply	 r = NKID__V1__LOOKUP_REPLY__INIT;
+	Nkid__V1__LookupReply	r = NKID__V1__LOOKUP_REPLY__INIT;
 
 	if (l->found) {
 		r.found = 1;
@@ -41,6 +27,29 @@ rpc_lookup_done_cb(struct rpc_call *c, void *arg)
 		r.kernel_name = l->kernel != NULL ? l->kernel : (char *)"";
 	}
 	rpc_reply(c, &r.base);
+}
+
+/* Off the loop: the entry must be on disk and servable. */
+static void
+rpc_lookup_work_cb(struct cache *disk, void *arg)
+{
+	struct rpc_lookup	*l = arg;
+	struct cache_entry	 ce;
+
+	if (disk != NULL && cache_get(disk, l->neff_key, 0, &ce) == 0) {
+		l->found = 1;
+		l->kernel = ce.kernel;
+		ce.kernel = NULL;
+		cache_entry_release(&ce);
+	}
+}
+
+static void
+rpc_lookup_done_cb(struct rpc_call *c, void *arg)
+{
+	struct rpc_lookup	*l = arg;
+
+	rpc_lookup_reply(c, l);
 	free(l->kernel);
 	free(l);
 }
@@ -49,17 +58,40 @@ static void
 rpc_lookup(struct rpc_call *c)
 {
 	const Nkid__V1__LookupRequest	*req = (const void *)c->req;
+	struct daemon			*d = c->d;
 	struct rpc_lookup		*l;
+	const char			*name;
 
-	if (req->spec_key[0] == '\0' || strlen(req->spec_key) > 256) {
-		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "Lookup needs a "
-		    "spec_key of 1 to 256 characters");
+	if (req->ir_digest[0] == '\0') {
+		/* An older client's specialization key: never trusted. */
+		l = xcalloc(1, sizeof *l);
+		rpc_lookup_reply(c, l);
+		free(l);
+		return;
+	}
+	if (!cache_key_valid(req->ir_digest)) {
+		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "Lookup needs an "
+		    "ir_digest of 64 lower-case hex digits (SHA-256 of the IR)");
+		return;
+	}
+	if (strcmp(req->format, d->backend->ops->format) != 0 ||
+	    !backend_name_valid(req->target) ||
+	    !backend_name_valid(req->options)) {
+		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "Lookup needs the "
+		    "format of backend '%s' ('%s') and UTF-8 target and "
+		    "options", d->backend->ops->name, d->backend->ops->format);
 		return;
 	}
 	l = xcalloc(1, sizeof *l);
-	l->kernel = xstrdup(req->spec_key);	/* the work's input */
-	kcache_async(c->d->kcache, c, rpc_lookup_work_cb, rpc_lookup_done_cb,
-	    l);
+	kcache_key_derive(d->kcache, req->format, req->ir_digest, req->target,
+	    req->options, l->neff_key);
+	if ((name = kcache_loaded(d->kcache, l->neff_key)) != NULL) {
+		l->found = 1;
+		l->kernel = xstrdup(name);
+		rpc_lookup_done_cb(c, l);
+		return;
+	}
+	kcache_async(d->kcache, c, rpc_lookup_work_cb, rpc_lookup_done_cb, l);
 }
 
 const struct rpc_method rpc_lookup_method = {

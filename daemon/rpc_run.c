@@ -73,7 +73,8 @@ rpc_run(struct rpc_call *c)
 	const Nkid__V1__RunRequest	*req = (const void *)c->req;
 	struct job			*j;
 
-	if (job_core_check(c, req->core) != 0)
+	if (job_core_check(c, req->core) != 0 ||
+	    job_class_check(c, req->job_class) != 0)
 		return;
 	if ((j = job_new(c, req->inputs, req->n_inputs, req->output_shm)) ==
 	    NULL)

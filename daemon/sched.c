@@ -573,7 +573,8 @@ sched_job_cancel(struct sched *s, struct sched_job *job, int outcome)
 	if (job->state == SCHED_QUEUED) {
 		sched_queue_remove(s, job);
 		sched_job_unrun(s, job, outcome);
-	}
+	} else if (job->stop_reason == 0)
+		job->stop_reason = outcome;
 	pthread_mutex_unlock(&s->mu);
 }
 

@@ -85,6 +85,8 @@ struct sched_job {
 	unsigned		 core;
 	int			 state;		/* enum sched_state */
 	int			 outcome;
+	int			 stop_reason;	/* why a running job was
+						 * asked to stop (outcome) */
 	uint64_t		 queued_ns;
 	uint64_t		 started_ns;
 	uint64_t		 finished_ns;

@@ -71,6 +71,7 @@ struct server_conn {
 	uint64_t	seq;		/* stamp when handed to gRPC; 0: never */
 	uint32_t	uid;
 	uint32_t	gid;
+	int			 admin;		/* access_peer_admin */
 	uint32_t	pid;
 	dev_t		dev;
 	ino_t		ino;
@@ -618,6 +619,7 @@ server_accept_one(struct server *s, int fd)
 	conn->uid = peer.uid;
 	conn->gid = peer.gid;
 	conn->pid = peer.pid;
+	conn->admin = access_peer_admin(&s->d->cfg, s->self_uid, &peer);
 	conn->dev = sb.st_dev;
 	conn->ino = sb.st_ino;
 	conn->alive = 1;
@@ -865,6 +867,7 @@ server_call_identify(struct server *s, struct server_call *sc, uint64_t stamp,
 	}
 	sc->rc.id.uid = conn->uid;
 	sc->rc.id.gid = conn->gid;
+	sc->rc.id.admin = conn->admin;
 	sc->rc.id.pid = conn->pid;
 	sc->rc.id.conn_id = conn->id;
 	if (conn->refused) {

@@ -386,15 +386,15 @@ def bench_cache_100k(tmp, n=100000):
         client = Client(sock)
         ts = []
         for i in range(2000):
-            spec = hashlib.sha256(b"spec-%d" % random.randrange(n)).hexdigest()
+            digest = hashlib.sha256(b"ir-%d" % random.randrange(n)).hexdigest()
             t1 = time.perf_counter()
-            r = client.lookup(spec)
+            r = client.lookup(digest, "nkir/1")
             ts.append((time.perf_counter() - t1) * 1e6)
             if not r.found:
-                raise RuntimeError("spec %s not found" % spec)
+                raise RuntimeError("IR digest %s not found" % digest)
         ts.sort()
         record("lookup_rpc_p99_us_100k", round(ts[int(len(ts) * 0.99)], 1), None, None,
-               "", "Lookup RPC from Python, random spec keys of %d, p99 us of 2000" % n)
+               "", "Lookup RPC from Python, random IR digests of %d, p99 us of 2000" % n)
         client.close()
     finally:
         stop(proc)
@@ -403,7 +403,7 @@ def bench_cache_100k(tmp, n=100000):
                                    "sim nkir/1"], text=True)
     m = re.search(r"p99 ([0-9.]+)", out)
     record("cache_lookup_p99_us_100k", float(m.group(1)), None, None, "< 1000",
-           "build/bench/cache_lookup: spec -> NEFF key -> read + verify + touch, "
+           "build/bench/cache_lookup: IR digest -> NEFF key -> read + verify + touch, "
            "random of %d, p99 us of 2000" % n)
 
 

@@ -82,6 +82,10 @@ void sim_program_free(sim_program *p);
  * Lets a caller refuse or budget a kernel before running it. */
 uint64_t sim_program_cost(const sim_program *p);
 
+/* Bytes of memory the loaded program p holds now: its plan and, once it
+ * ran, the run memory it keeps for the next run. Not while p runs. */
+size_t sim_program_footprint(const sim_program *p);
+
 /* A kernel parameter or output: borrowed from the program. */
 typedef struct sim_sig {
 	const char *name;

@@ -116,6 +116,19 @@ sim_plan_free(sim_program *p)
 	free(p);
 }
 
+size_t
+sim_program_footprint(const sim_program *p)
+{
+	const struct sim_arena_block *blk;
+	size_t n = sizeof(*p);
+
+	for (blk = p->arena; blk != NULL; blk = blk->next)
+		n += sizeof(*blk) + blk->cap;
+	if (p->run_cache != NULL)
+		n += p->run_bytes;
+	return n;
+}
+
 /* ------------------------------------------------------------ errors */
 
 static const char *

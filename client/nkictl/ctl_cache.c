@@ -370,7 +370,6 @@ ctl_manifest_ref(const ctl_manifest *m, size_t i, Nkid__V1__KernelRef *ref)
 
 	nkid__v1__kernel_ref__init(ref);
 	ref->kernel = it->ref->kernel;
-	ref->spec_key = it->ref->spec_key;
 	ref->target = it->target != NULL ? it->target : it->ref->target;
 	ref->options = it->options != NULL ? it->options : it->ref->options;
 }

@@ -124,7 +124,6 @@ ctl_kargs_ref(const ctl_kargs *ka, const Nkid__V1__KernelRef *saved,
 {
 	ref->kernel = saved->kernel;
 	ref->neff_key = saved->neff_key;
-	ref->spec_key = saved->spec_key;
 	ref->target = *ka->target ? (char *)ka->target : saved->target;
 	ref->options = *ka->options ? (char *)ka->options : saved->options;
 	ref->retry_failed = ka->retry_failed || saved->retry_failed;

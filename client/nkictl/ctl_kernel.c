@@ -32,7 +32,7 @@ ctl_kernel_read(const char *path, Nkid__V1__KernelRef **out, char *err,
 	int fd, rc = -1;
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);	/* a FIFO must not block */
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot read kernel '%s': %s", path,
 		    strerror(errno));

@@ -494,7 +494,7 @@ npy_array_read(const char *path, npy_array *out, char *err, size_t errlen)
 	int fd, rc;
 
 	memset(out, 0, sizeof(*out));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);	/* a FIFO must not block */
 	if (fd < 0)
 		return npy_fail(NPY_EIO, err, errlen, "read", path, "%s",
 		    strerror(errno));

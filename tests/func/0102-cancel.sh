@@ -85,6 +85,8 @@ grep -q stopping "$T/out" || fail "cancel of a running job: $(cat "$T/out")"
 rc=0; wait $run_pid || rc=$?
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 [ $rc -eq 1 ] && grep -q CANCELLED "$T/run2.out" || fail "stopped run: exit $rc: $(cat "$T/run2.out")"
+grep -q "cancelled while running: job $run was cancelled (nkictl cancel)" "$T/run2.out" ||
+	fail "a cancelled running job blames the client: $(cat "$T/run2.out")"
 [ $ms -lt 500 ] || fail "the running job took $ms ms to stop"
 
 "$NKICTL" --json jobs --all >"$T/all.json"

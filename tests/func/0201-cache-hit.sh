@@ -1,7 +1,8 @@
 #!/bin/sh
 # The cache: two processes compile one kernel -> one compile, the second
 # a hit; after a restart the kernel is served from disk; a compile failure
-# is cached with its log and retried on request; Lookup maps the spec key.
+# is cached with its log and retried on request; Lookup answers for the
+# digest of IR nkid compiled, and never for a client's specialization key.
 . "$(dirname "$0")/lib.sh"
 
 "$PY" -m nkid.trace examples.vector_add:vector_add --shape 256,1024 \
@@ -57,18 +58,28 @@ grep -q FAILED_PRECONDITION "$T/b3" && fail "--retry-failed served the cached fa
 [ "$(json_get "$T/ls.json" "sorted(e['status'] for e in d['entries'])")" = "['failed', 'ok']" ] ||
 	fail "failed entry not listed: $(cat "$T/ls.json")"
 
-# Lookup: the spec key recorded by Compile maps to the NEFF key.
-"$PY" - "$SOCK" "$T/va.nkir" "$key" <<'PYEOF' || fail "Lookup did not map the spec key"
-import sys, grpc
+# Lookup: the digest of the IR nkid compiled maps to the NEFF key; a
+# digest of other IR, a client's old-style spec key and a bad digest do not.
+"$PY" - "$SOCK" "$T/va.nkir" "$key" <<'PYEOF' || fail "Lookup did not map the IR digest"
+import hashlib, sys, grpc
 from nkid._proto import nkid_pb2
 r = nkid_pb2.KernelRef(); r.ParseFromString(open(sys.argv[2], "rb").read()[8:])
 ch = grpc.insecure_channel("unix:" + sys.argv[1])
 call = ch.unary_unary("/nkid.v1.Nkid/Lookup", request_serializer=nkid_pb2.LookupRequest.SerializeToString,
                       response_deserializer=nkid_pb2.LookupReply.FromString)
-rep = call(nkid_pb2.LookupRequest(spec_key=r.spec_key), timeout=5)
+digest = hashlib.sha256(r.kernel.ir).hexdigest()
+rep = call(nkid_pb2.LookupRequest(ir_digest=digest, format="nkir/1"), timeout=5)
 assert rep.found and rep.neff_key == sys.argv[3] and rep.kernel_name == "vector_add", rep
-rep = call(nkid_pb2.LookupRequest(spec_key="nope"), timeout=5)
-assert not rep.found
+rep = call(nkid_pb2.LookupRequest(ir_digest=digest, format="nkir/1", options="-O3"), timeout=5)
+assert not rep.found, "other options, same key"
+other = hashlib.sha256(r.kernel.ir + b"x").hexdigest()
+assert not call(nkid_pb2.LookupRequest(ir_digest=other, format="nkir/1"), timeout=5).found
+assert not call(nkid_pb2.LookupRequest(spec_key=digest), timeout=5).found
+try:
+    call(nkid_pb2.LookupRequest(ir_digest="nope", format="nkir/1"), timeout=5)
+    raise SystemExit("a bad digest was accepted")
+except grpc.RpcError as e:
+    assert e.code() == grpc.StatusCode.INVALID_ARGUMENT, e
 PYEOF
 
 # rm and pin through nkid.

@@ -30,4 +30,29 @@ n=$("$NKICTL" --json cache stat | "$PY" -c 'import sys,json; print(json.load(sys
 [ "$n" = 2 ] || fail "entries $n after space returned, want 2"
 stop_nkid || fail "nkid exited non-zero"
 "$NKICTL" cache verify --state-dir "$T/state" >/dev/null || fail "cache does not verify"
+# No empty fan-out directories were left by the failed stores.
+for d in "$T/state/cache/blobs"/*; do
+	[ -d "$d" ] || continue
+	[ -n "$(ls -A "$d")" ] || fail "empty blob directory $d left behind"
+done
+
+# Full at start: nkid serves without a cache, tries again with a backoff,
+# and opens it once space returns.
+umount "$T/state/cache"
+mount -t tmpfs -o size=1m tmpfs "$T/state/cache" || fail "cannot remount"
+dd if=/dev/zero of="$T/state/cache/filler" bs=4k 2>/dev/null || true
+start_nkid
+grep -q "running without a persistent cache, trying again" "$LOG" ||
+	fail "no retry announced"
+"$NKICTL" --json compile "$T/mm.nkir" >/dev/null || fail "compile without a cache"
+rm -f "$T/state/cache/filler"
+i=0
+until grep -q "opened at last" "$LOG"; do
+	i=$((i + 1)); [ $i -lt 80 ] || fail "the cache was never opened again"
+	sleep 0.1
+done
+"$NKICTL" --json compile --options "-d" "$T/mm.nkir" >/dev/null || fail "compile"
+"$NKICTL" --json compile --options "-d" "$T/mm.nkir" >"$T/c.json" || fail "compile"
+[ "$(json_get "$T/c.json" "d['cache_hit']")" = True ] || fail "caching did not start"
+stop_nkid || fail "nkid exited non-zero"
 echo ok

@@ -321,6 +321,13 @@ def test_profile_defaults():
         plain_copy).executions() == [3]
 
 
+@pytest.mark.parametrize("kw", [{"profile_nth": 0}, {"num_execs": 0}, {"profile_nth": 1001}])
+def test_profile_counts_out_of_range(kw):
+    name = list(kw)[0]
+    with pytest.raises(ValueError, match="%s must be 1 to 1000, got %d" % (name, kw[name])):
+        nki.profile(working_directory="/tmp/x", **kw)(plain_copy)
+
+
 def test_profile_matmul_layout(nkid_socket, tmp_path):
     wd = str(tmp_path / "prof")
     x = np.random.rand(256, 128).astype(np.float32)

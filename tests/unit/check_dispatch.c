@@ -362,6 +362,19 @@ START_TEST(test_dispatch_run_tensor_checked)
 	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
 	ck_assert_ptr_nonnull(strstr(fc.rc.message, "core 7 does not exist"));
 	fake_call_release(&fc);
+
+	/* A job class that is not one: refused, never taken as interactive. */
+	req.core = -1;
+	req.job_class = 99;
+	fake_call_msg(&fc, "Run", &req.base);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
+	ck_assert_ptr_nonnull(strstr(fc.rc.message, "job_class 99 is not"));
+	fake_call_release(&fc);
+	req.job_class = -5;
+	fake_call_msg(&fc, "Run", &req.base);
+	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
+	ck_assert_ptr_nonnull(strstr(fc.rc.message, "job_class -5 is not"));
+	fake_call_release(&fc);
 }
 END_TEST
 

@@ -58,10 +58,10 @@ def from_wire(t):
 
 
 def kernel_ref(traced, target="", options="", neff_key=""):
-    """nkid.v1.KernelRef for a traced kernel (IR inline, spec key set)."""
+    """nkid.v1.KernelRef for a traced kernel (IR inline)."""
     k = pb.Kernel(name=traced.name, format=traced.format, ir=traced.ir,
                   source_files=traced.files)
-    return pb.KernelRef(kernel=k, spec_key=traced.spec_key, target=target or "",
+    return pb.KernelRef(kernel=k, target=target or "",
                         options=options or "", neff_key=neff_key)
 
 
@@ -139,8 +139,12 @@ class Client:
     def compile(self, ref, return_neff=False):
         return self.call("Compile", pb.CompileRequest(ref=ref, return_neff=return_neff))
 
-    def lookup(self, spec_key):
-        return self.call("Lookup", pb.LookupRequest(spec_key=spec_key), timeout=30)
+    def lookup(self, ir_digest, format, target="", options=""):
+        """The NEFF key nkid has for the IR with this digest (hex SHA-256
+        of the IR bytes), format, target and options, if it compiled it."""
+        return self.call("Lookup", pb.LookupRequest(ir_digest=ir_digest, format=format,
+                                                    target=target or "",
+                                                    options=options or ""), timeout=30)
 
 
 _clients = {}

@@ -16,7 +16,7 @@ The file written (``.nkir`` by convention) is the *saved-kernel format*::
     bytes 0..7   magic  b"NKIDKRF1"
     bytes 8..    a serialized nkid.v1.KernelRef (proto/nkid.proto):
                  kernel {name, format "nkir/1", ir (a serialized
-                 nkir.v1.Kernel), source_files}, spec_key, target, options
+                 nkir.v1.Kernel), source_files}, target, options
 
 See docs/python.md.
 """
@@ -144,8 +144,8 @@ def main(argv=None):
     if ns.print:
         from .tracer.pretty import format_kernel
         print(format_kernel(traced.kernel))
-    print("%s: %s, %d bytes of %s, spec %s" % (out, traced.name, len(traced.ir),
-                                              traced.format, traced.spec_key[:16]),
+    print("%s: %s, %d bytes of %s, ir %s" % (out, traced.name, len(traced.ir),
+                                              traced.format, traced.ir_digest[:16]),
           file=sys.stderr)
     return 0
 

@@ -148,7 +148,7 @@ class JAXKernel(FrameworkKernel):
         return _dt.normalize(getattr(dtype, "name", dtype))
 
     def frontend_attributes(self, traced):
-        return {"kernel_name": traced.name, "spec_key": traced.spec_key,
+        return {"kernel_name": traced.name, "ir_digest": traced.ir_digest,
                 "nki_format": traced.format}
 
     def __call__(self, *args, **kwargs):

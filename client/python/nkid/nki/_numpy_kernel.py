@@ -30,6 +30,7 @@ from .. import tracer as _tracer
 from ..client import get_client, to_wire, from_wire, kernel_ref
 from ..errors import NkidError
 from .._proto import nkid_pb2 as pb
+from ..tracer import deps as _deps
 from ..tracer import dtypes as _dt
 
 __all__ = ["TraceKernel", "NumpyKernel", "BaremetalKernel", "SimulateKernel",
@@ -39,6 +40,9 @@ __all__ = ["TraceKernel", "NumpyKernel", "BaremetalKernel", "SimulateKernel",
 #: Fewer timed iterations than this and nki.benchmark has no latency
 #: percentiles (``benchmark_result.nc_latency`` is None).
 MIN_LATENCY_ITERS = 2
+#: Most executions nki.profile takes for num_execs and profile_nth (nkid's
+#: Profile RPC bound).
+PROFILE_MAX = 1000
 
 _memo = {}
 _memo_lock = threading.Lock()
@@ -101,7 +105,7 @@ def dump_config(traced, platform_target="", additional_compile_opt="", grid=()):
     cfg = {
         "format": traced.format,
         "kernel_name": traced.name,
-        "spec_key": traced.spec_key,
+        "ir_digest": traced.ir_digest,
         "ir": base64.b64encode(traced.ir).decode("ascii"),
         "source_files": list(traced.files),
         "grid": list(grid),
@@ -151,8 +155,12 @@ class TraceKernel:
         """The TracedKernel for these arguments (traced at most once per
         process and specialization unless memo is False)."""
         sig = signature_of(self.func).bind(*args, **kwargs)
+        # The trace also reads globals, closures, defaults and helpers:
+        # their fingerprint is part of the key, and without one (state
+        # that cannot be hashed) the kernel is traced again.
+        deps = _deps.fingerprint(self.func)
         key = (self.func, self.grid, _tracer._sig_of(sig), self.platform_target,
-               self.additional_compile_opt)
+               self.additional_compile_opt, deps) if deps is not None else None
         try:
             hash(key)
         except TypeError:
@@ -200,24 +208,26 @@ class NumpyKernel(TraceKernel):
                        else to_wire(name, np.asarray(a)))
         return out, arrays
 
+    def _lookup_key(self, traced):
+        return (traced.ir_digest, self.platform_target or "", self.additional_compile_opt or "")
+
     def _ref(self, traced):
-        """The KernelRef: after the first nkid answer for this
-        specialization, its NEFF key alone (a warm process asks Lookup
-        first and sends no IR when nkid knows the spec key)."""
-        key = _neff_keys.get(traced.spec_key)
-        if key is None and traced.spec_key not in _looked_up:
-            _looked_up.add(traced.spec_key)
+        """The KernelRef: after the first nkid answer for this traced IR,
+        its NEFF key alone (a warm process asks Lookup by the IR's digest
+        first and sends no IR when nkid has compiled that IR)."""
+        lk = self._lookup_key(traced)
+        key = _neff_keys.get(lk)
+        if key is None and lk not in _looked_up:
+            _looked_up.add(lk)
             try:
-                rep = get_client().lookup(traced.spec_key)
+                rep = get_client().lookup(traced.ir_digest, traced.format, lk[1], lk[2])
                 if rep.found:
-                    key = _neff_keys[traced.spec_key] = rep.neff_key
+                    key = _neff_keys[lk] = rep.neff_key
             except NkidError as e:
                 if e.code != "UNIMPLEMENTED":
                     raise
         if key:
-            return pb.KernelRef(neff_key=key, spec_key=traced.spec_key,
-                                target=self.platform_target or "",
-                                options=self.additional_compile_opt or "")
+            return pb.KernelRef(neff_key=key, target=lk[1], options=lk[2])
         return kernel_ref(traced, self.platform_target, self.additional_compile_opt)
 
     def _call(self, traced, method, *args, **kwargs):
@@ -245,11 +255,11 @@ class NumpyKernel(TraceKernel):
             if not ref.neff_key or e.code not in ("NOT_FOUND", "FAILED_PRECONDITION") \
                     or "shared-memory region" in str(e):
                 raise
-            _neff_keys.pop(traced.spec_key, None)
+            _neff_keys.pop(self._lookup_key(traced), None)
             ref = kernel_ref(traced, self.platform_target, self.additional_compile_opt)
             reply = getattr(get_client(), method)(ref, *args, **kwargs)
         if getattr(reply, "neff_key", ""):
-            _neff_keys[traced.spec_key] = reply.neff_key
+            _neff_keys[self._lookup_key(traced)] = reply.neff_key
         return reply
 
     def _results(self, traced, outputs, arrays):
@@ -452,10 +462,12 @@ class ProfileKernel(NumpyKernel):
         self.save_neff_name = save_neff_name or "file.neff"
         self.save_trace_name = save_trace_name or "profile.ntff"
         self.overwrite = bool(overwrite)
-        self.profile_nth = int(profile_nth or 1)
-        self.num_execs = int(num_execs or self.profile_nth)
-        if self.profile_nth < 1 or self.num_execs < 1:
-            raise ValueError("profile_nth and num_execs must be at least 1")
+        # None means the default; 0 is out of range, as on hardware.
+        self.profile_nth = int(1 if profile_nth is None else profile_nth)
+        self.num_execs = int(self.profile_nth if num_execs is None else num_execs)
+        for name, v in (("profile_nth", self.profile_nth), ("num_execs", self.num_execs)):
+            if not 1 <= v <= PROFILE_MAX:
+                raise ValueError("%s must be 1 to %d, got %d" % (name, PROFILE_MAX, v))
 
     def executions(self):
         """The executions that get a trace: profile_nth, 2*profile_nth, ...
@@ -492,5 +504,5 @@ class ProfileKernel(NumpyKernel):
             return self._results(traced, reply.outputs, arrays)
 
 
-_neff_keys = {}      # spec key -> NEFF key nkid answered with
-_looked_up = set()   # spec keys already asked about (Lookup)
+_neff_keys = {}      # (IR digest, target, options) -> NEFF key nkid answered with
+_looked_up = set()   # those already asked about (Lookup)

@@ -88,7 +88,7 @@ class PyTorchXLAKernel(FrameworkKernel):
             [tuple(shape) for _, shape, _ in traced.outputs],
             [_dt.name_of(dtype) for _, _, dtype in traced.outputs],
             self.dump_config(traced), aliasing, [out for out, _ in aliasing],
-            {"kernel_name": traced.name, "spec_key": traced.spec_key})
+            {"kernel_name": traced.name, "ir_digest": traced.ir_digest})
 
     def __call__(self, *args, **kwargs):
         cc = self.custom_call(*args, **kwargs)

@@ -10,7 +10,9 @@ with a symbolic loop variable, so the IR does not grow with trip counts.
 A plain Python ``range`` loop runs as Python: it is unrolled.
 
 The result is a :class:`TracedKernel`: the ``nkir.v1.Kernel`` message, its
-bytes, the parameter and output signatures, and a specialization key.
+bytes and their digest, the parameter and output signatures.  nkid keys a
+compiled kernel by what it derives from the IR itself; the digest lets a
+warm process ask for it (``Lookup``) without sending the IR.
 """
 
 import hashlib
@@ -20,14 +22,13 @@ import os
 
 import numpy as np
 
-from .. import __version__
 from .._proto import nkir_pb2 as ir
 from ..errors import NKIError
 from . import dtypes as _dt
 from .builder import KernelBuilder
 from .tensor import NkiTensor, new_param
 
-__all__ = ["trace", "TracedKernel", "is_array_arg", "arg_signature", "spec_key"]
+__all__ = ["trace", "TracedKernel", "is_array_arg", "arg_signature", "ir_digest"]
 
 FORMAT = "nkir/1"
 
@@ -42,7 +43,7 @@ def is_array_arg(x):
 
 
 def arg_signature(x):
-    """A hashable description of one argument for the memo and spec key."""
+    """A hashable description of one argument for the trace memo."""
     if is_array_arg(x):
         return ("T", tuple(int(s) for s in x.shape), _dt.name_of(_dt.normalize(x.dtype)))
     try:
@@ -55,16 +56,16 @@ def arg_signature(x):
 class TracedKernel:
     """A kernel traced for one specialization (shapes, dtypes, statics, grid)."""
 
-    def __init__(self, name, kernel, params, outputs, inplace, ret_kind, spec):
+    def __init__(self, name, kernel, params, outputs, inplace, ret_kind):
         self.name = name
         self.kernel = kernel              # nkir.v1.Kernel
         self.ir = kernel.SerializeToString(deterministic=True)
+        self.ir_digest = ir_digest(self.ir)
         self.files = list(kernel.files)
         self.params = params              # [(name, shape, dtype)]
         self.outputs = outputs            # [(name, shape, dtype)]
         self.inplace = inplace            # param positions written back (kernel returned None)
         self.ret_kind = ret_kind          # "none", "single", "tuple", "list"
-        self.spec_key = spec
         self.format = FORMAT
 
     def __repr__(self):
@@ -84,29 +85,10 @@ def _def_line(func):
     return line
 
 
-def _source_identity(func):
-    code = getattr(func, "__code__", None)
-    h = hashlib.sha256()
-    h.update(getattr(func, "__module__", "").encode())
-    h.update(getattr(func, "__qualname__", getattr(func, "__name__", "")).encode())
-    if code is not None:
-        h.update(code.co_filename.encode())
-        try:
-            h.update(inspect.getsource(func).encode())
-        except (OSError, TypeError):
-            h.update(code.co_code)
-    return h.hexdigest()
-
-
-def spec_key(func, signature, grid, target="", options=""):
-    """Specialization key: digest of (kernel source identity, argument shapes
-    and dtypes, static arguments, grid, target, options, client version)."""
-    h = hashlib.sha256()
-    for part in (_source_identity(func), repr(signature), repr(tuple(grid)), target,
-                 options, "nkid-python/" + __version__, FORMAT):
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest()
+def ir_digest(ir):
+    """The digest nkid computes of IR bytes (hex SHA-256): how a warm
+    process names a kernel it traced without sending it (``Lookup``)."""
+    return hashlib.sha256(ir).hexdigest()
 
 
 def trace(func, args=(), kwargs=None, grid=(), name=None, target="", options=""):
@@ -119,7 +101,6 @@ def trace(func, args=(), kwargs=None, grid=(), name=None, target="", options="")
 
     sig = inspect.signature(func)
     bound = sig.bind(*args, **kwargs)
-    key = spec_key(func, _sig_of(bound), grid, target, options)
     params = []
     param_objs = {}
 
@@ -172,7 +153,7 @@ def trace(func, args=(), kwargs=None, grid=(), name=None, target="", options="")
         outputs.append((t.name, t.shape, t.dtype))
     b.outputs = out_ids
     kernel = b.finish()
-    return TracedKernel(name, kernel, params, outputs, inplace, ret_kind, key)
+    return TracedKernel(name, kernel, params, outputs, inplace, ret_kind)
 
 
 def _sig_of(bound):
