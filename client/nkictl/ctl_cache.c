@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "proto/wire.h"
 #include "ctl_cache.h"
 #include "ctl_kernel.h"
 
@@ -61,21 +62,54 @@ ctl_cache_where_parse(ctl_ctx *ctx, int argc, char **argv,
 	return 0;
 }
 
+/* cache_list's callback: each entry as a CacheEntry of the reply. */
+static int
+ctl_cache_list_entry_cb(void *arg, const struct cache_entry *e)
+{
+	Nkid__V1__CacheListReply *r = arg;
+	Nkid__V1__CacheEntry *m;
+
+	if ((m = wire_cache_entry_new(e)) == NULL)
+		abort();
+	r->entries = reallocarray(r->entries, r->n_entries + 1,
+	    sizeof(*r->entries));
+	if (r->entries == NULL)
+		abort();
+	r->entries[r->n_entries++] = m;
+	return 0;
+}
+
+/* CacheList done on the cache directory w->dir into r. */
+static int
+ctl_cache_list_offline(ctl_ctx *ctx, const ctl_cache_where *w,
+    const char *prefix, unsigned limit, Nkid__V1__CacheListReply *r)
+{
+	struct cache *c;
+	int rc;
+
+	if ((rc = ctl_cache_open(ctx, w, 1, &c)) != 0)
+		return rc;
+	rc = cache_list(c, prefix, limit, ctl_cache_list_entry_cb, r);
+	cache_close(c);
+	if (rc != 0) {
+		ctl_errorf(ctx, "%s: %s", ctx->cmd->name, cache_strerror(rc));
+		return CTL_EXIT_FAIL;
+	}
+	return 0;
+}
+
 int
 ctl_cache_listing_get(ctl_ctx *ctx, const ctl_cache_where *w,
     const char *prefix, unsigned limit, ctl_cache_listing *l)
 {
 	Nkid__V1__CacheListRequest req = NKID__V1__CACHE_LIST_REQUEST__INIT;
-	int rc;
 
 	assert(l->r == NULL);
 	if (w->dir != NULL) {
 		nkid__v1__cache_list_reply__init(&l->off);
-		if ((rc = ctl_cache_list_offline(ctx, w, *prefix ? prefix :
-		    NULL, limit, &l->off, &l->store)) != 0)
-			return rc;
 		l->r = &l->off;
-		return 0;
+		return ctl_cache_list_offline(ctx, w, *prefix ? prefix : NULL,
+		    limit, &l->off);
 	}
 	req.prefix = (char *)prefix;
 	req.limit = limit;
@@ -87,9 +121,14 @@ ctl_cache_listing_get(ctl_ctx *ctx, const ctl_cache_where *w,
 void
 ctl_cache_listing_release(ctl_cache_listing *l)
 {
-	if (l->r == &l->off)
-		ctl_cache_list_offline_free(&l->off, l->store);
-	else if (l->r != NULL)
+	size_t i;
+
+	if (l->r == &l->off) {
+		for (i = 0; i < l->off.n_entries; i++)
+			nkid__v1__cache_entry__free_unpacked(l->off.entries[i],
+			    NULL);
+		free(l->off.entries);
+	} else if (l->r != NULL)
 		protobuf_c_message_free_unpacked(&l->r->base, NULL);
 	memset(l, 0, sizeof(*l));
 }
@@ -188,27 +227,6 @@ ctl_cache_open(ctl_ctx *ctx, const ctl_cache_where *w, int readonly,
 		return CTL_EXIT_FAIL;
 	}
 	return 0;
-}
-
-void
-ctl_cache_entry_msg(const struct cache_entry *e, Nkid__V1__CacheEntry *m)
-{
-	nkid__v1__cache_entry__init(m);
-	m->key = (char *)e->key;
-	m->kernel = e->kernel;
-	m->format = e->format;
-	m->target = e->target;
-	m->backend = e->backend;
-	m->compiler_version = e->compiler_version;
-	m->size = e->size;
-	m->created = e->created;
-	m->last_used = e->last_used;
-	m->hits = e->hits;
-	m->compile_ms = e->compile_ms;
-	m->pinned = e->pinned;
-	m->status = e->failed ? "failed" : "ok";
-	m->digest = (char *)e->digest;
-	m->log = e->log;
 }
 
 cJSON *

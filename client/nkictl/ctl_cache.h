@@ -61,8 +61,6 @@ int ctl_cache_where_parse(ctl_ctx *ctx, int argc, char **argv,
 int ctl_cache_open(ctl_ctx *ctx, const ctl_cache_where *w, int readonly,
     struct cache **out);
 
-/* A CacheEntry message from a library entry (strings borrowed). */
-void ctl_cache_entry_msg(const struct cache_entry *e, Nkid__V1__CacheEntry *m);
 /* JSON object of an entry (log only if with_log). */
 struct cJSON *ctl_cache_entry_json(const Nkid__V1__CacheEntry *m,
     int with_log);
@@ -94,19 +92,10 @@ void ctl_manifest_release(ctl_manifest *m);
 void ctl_manifest_ref(const ctl_manifest *m, size_t i,
     Nkid__V1__KernelRef *ref);
 
-/* CacheList done on a cache directory (ctl_cache_ls.c): r's entries
- * borrow from *store; free both with ctl_cache_list_offline_free. */
-int ctl_cache_list_offline(ctl_ctx *ctx, const ctl_cache_where *w,
-    const char *prefix, unsigned limit, Nkid__V1__CacheListReply *r,
-    struct cache_entry **store);
-void ctl_cache_list_offline_free(Nkid__V1__CacheListReply *r,
-    struct cache_entry *store);
-
 /* A CacheList reply, from nkid or from a cache directory. */
 typedef struct ctl_cache_listing {
 	Nkid__V1__CacheListReply *r;     /* the entries; NULL before _get */
 	Nkid__V1__CacheListReply off;    /* offline: r points here */
-	struct cache_entry *store;       /* offline: what off borrows */
 } ctl_cache_listing;
 
 /*

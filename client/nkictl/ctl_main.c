@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "proto/wire.h"
 #include "ctl.h"
 
 static void
@@ -279,7 +280,7 @@ ctl_call_fail(ctl_ctx *ctx, const ctl_rpc_status *st)
 	if (st->connect_errno != 0)
 		return ctl_connect_fail(ctx, st);
 	ctl_errorf(ctx, "%s: %s: %s", ctx->cmd->name,
-	    ctl_rpc_code_name(st->code), st->msg);
+	    wire_status_name(st->code), st->msg);
 	return CTL_EXIT_FAIL;
 }
 

@@ -31,23 +31,6 @@ struct ctl_rpc {
 	grpc_completion_queue *cq;
 };
 
-static const char *const ctl_rpc_codes[] = {
-	"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-	"NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED",
-	"RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-	"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
-	"UNAUTHENTICATED",
-};
-
-const char *
-ctl_rpc_code_name(int code)
-{
-	if (code < 0 || (size_t)code >= sizeof(ctl_rpc_codes) /
-	    sizeof(ctl_rpc_codes[0]))
-		return "UNKNOWN";
-	return ctl_rpc_codes[code];
-}
-
 static int
 ctl_rpc_fail_connect(ctl_rpc_status *st, int err, const char *msg)
 {

@@ -76,10 +76,6 @@ void ctl_rpc_stream_free(ctl_rpc_stream *cs);
 /* Destroy the channel and queue and shut gRPC down. NULL is a no-op. */
 void ctl_rpc_close(ctl_rpc *r);
 
-/* Name of a grpc_status_code ("PERMISSION_DENIED"), "UNKNOWN" if out of
- * range. */
-const char *ctl_rpc_code_name(int code);
-
 /*
  * Connect to the socket path and close again: 0 if something accepts
  * there, else an errno value. For diagnosis only (nkid sees and counts the

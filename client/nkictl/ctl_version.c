@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 
 #include "nkid.pb-c.h"
+#include "proto/wire.h"
 #include "ctl.h"
 
 /* Asking a daemon that may be down: a short default deadline. */
@@ -40,7 +41,7 @@ ctl_version_exec(ctl_ctx *ctx, int argc, char **argv)
 			snprintf(why, sizeof(why), "%s", st.msg);
 		else
 			snprintf(why, sizeof(why), "%s: %s",
-			    ctl_rpc_code_name(st.code), st.msg);
+			    wire_status_name(st.code), st.msg);
 	}
 	if (ctx->json) {
 		cJSON *o = cJSON_CreateObject();
