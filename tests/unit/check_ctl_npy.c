@@ -77,10 +77,10 @@ npy_image(int major, const char *dict, size_t ndata, unsigned char **out)
 /* Parse an image both in memory and from a file; the two agree. Returns
  * the code; err holds the file variant's message. */
 static int
-parse_both(const unsigned char *b, size_t len, npy_array *a, char *err,
+parse_both(const unsigned char *b, size_t len, struct npy_array *a, char *err,
     size_t errlen)
 {
-	npy_array m;
+	struct npy_array m;
 	char merr[1024];
 	int rc1, rc2;
 
@@ -110,7 +110,7 @@ expect_fail(int major, const char *dict, size_t ndata, int code,
 {
 	unsigned char *b;
 	size_t len = npy_image(major, dict, ndata, &b);
-	npy_array a;
+	struct npy_array a;
 	char err[1024];
 	int rc;
 
@@ -129,7 +129,7 @@ expect_ok(int major, const char *dict, size_t ndata, const char *dtype,
 {
 	unsigned char *b;
 	size_t len = npy_image(major, dict, ndata, &b);
-	npy_array a;
+	struct npy_array a;
 	char err[1024];
 	int rc;
 
@@ -159,7 +159,7 @@ START_TEST(test_npy_roundtrip_dtypes)
 		data[k] = (unsigned char)(k * 7 + 1);
 	for (i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++) {
 		size_t isz = npy_dtype_size(dtypes[i]);
-		npy_array a;
+		struct npy_array a;
 		char err[1024];
 
 		ck_assert_uint_gt(isz, 0);
@@ -303,7 +303,7 @@ START_TEST(test_npy_rejects_bad_prefix)
 	unsigned char *b;
 	size_t len = npy_image(1, "{'descr': '<f4', 'fortran_order': False, "
 	    "'shape': (3,), }", 12, &b);
-	npy_array a;
+	struct npy_array a;
 	char err[1024];
 
 	/* bad magic, bad versions */
@@ -364,7 +364,7 @@ END_TEST
 
 START_TEST(test_npy_rejects_files_it_cannot_read)
 {
-	npy_array a;
+	struct npy_array a;
 	char err[1024];
 
 	ck_assert_int_eq(npy_array_read("/nonexistent/x.npy", &a, err,
@@ -455,7 +455,7 @@ START_TEST(test_npy_truncations_and_flips)
 	uint64_t shape[2] = { 3, 4 };
 	float data[12] = { 0 };
 	unsigned char *img;
-	npy_array a;
+	struct npy_array a;
 	char err[1024];
 	struct stat st;
 	size_t len, i;
