@@ -34,9 +34,9 @@ setup(void)
 static void
 teardown(void)
 {
-	char cmd[600];
+	char	cmd[600];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
 	ck_assert_int_eq(system(cmd), 0);
 	strcpy(tmpdir, "/tmp/check_ctl_args.XXXXXX");
 	free(out_buf);
@@ -49,11 +49,12 @@ teardown(void)
 static int
 run_ctl(const char *first, ...)
 {
-	char *argv[64];
-	size_t olen, elen;
-	FILE *out, *err;
-	va_list ap;
-	int argc = 0, rc;
+	char		*argv[64];
+	const char	*w;
+	size_t		 olen, elen;
+	FILE		*out, *err;
+	va_list		 ap;
+	int		 argc = 0, rc;
 
 	free(out_buf);
 	free(err_buf);
@@ -61,14 +62,14 @@ run_ctl(const char *first, ...)
 	err = open_memstream(&err_buf, &elen);
 	argv[argc++] = "nkictl";
 	va_start(ap, first);
-	for (const char *w = first; w != NULL; w = va_arg(ap, const char *))
+	for (w = first; w != NULL; w = va_arg(ap, const char *))
 		argv[argc++] = (char *)w;
 	va_end(ap);
 	argv[argc] = NULL;
 	rc = ctl_main(argc, argv, out, err);
 	fclose(out);
 	fclose(err);
-	return rc;
+	return (rc);
 }
 
 /* ------------------------------------------------------------ table */
@@ -104,9 +105,11 @@ START_TEST(test_ctl_table_sorted_and_complete)
 			    ctl_cmd_table[i - 1]->name, c->name);
 		/* the arity: what is missing is named, and in the usage */
 		ck_assert_int_ge(c->args.lower, 0);
-		ck_assert(c->args.upper == -1 || c->args.upper >= c->args.lower);
-		ck_assert_msg((c->args.lower > 0) == (c->args.what != NULL), "'%s': "
-		    "what names the first operand iff one is needed", c->name);
+		ck_assert(c->args.upper == -1 ||
+		    c->args.upper >= c->args.lower);
+		ck_assert_msg((c->args.lower > 0) == (c->args.what != NULL),
+		    "'%s': what names the first operand iff one is needed",
+		    c->name);
 		if (c->args.what != NULL) {
 			sscanf(c->args.what, "%63s", word);
 			ck_assert_msg(strstr(c->usage, word) != NULL, "'%s': "
@@ -563,7 +566,7 @@ END_TEST
 
 START_TEST(test_ctl_help_and_version_succeed)
 {
-	size_t i;
+	size_t	i;
 
 	ck_assert_int_eq(run_ctl("help", NULL), CTL_EXIT_OK);
 	for (i = 0; i < ctl_cmd_count; i++)
@@ -586,8 +589,8 @@ END_TEST
 
 START_TEST(test_ctl_parse_numbers)
 {
-	unsigned long long v;
-	double d;
+	unsigned long long	v;
+	double			d;
 
 	ck_assert_int_eq(ctl_parse_uint("10", 1, 10, &v), 0);
 	ck_assert_uint_eq(v, 10);
@@ -615,10 +618,10 @@ END_TEST
 
 START_TEST(test_ctl_cannot_connect_exits_3)
 {
-	char sock[600], file[600];
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	FILE *f;
-	int fd;
+	char			 sock[600], file[600];
+	struct sockaddr_un	 sa = { .sun_family = AF_UNIX };
+	FILE			*f;
+	int			 fd;
 
 	ck_assert_int_eq(run_ctl("-s", "/nonexistent/nkid.sock", "status",
 	    NULL), CTL_EXIT_CONNECT);
@@ -637,7 +640,7 @@ START_TEST(test_ctl_cannot_connect_exits_3)
 	unsetenv(CTL_SOCKET_ENV);
 
 	/* a regular file */
-	snprintf(file, sizeof(file), "%s/file", tmpdir);
+	snprintf(file, sizeof file, "%s/file", tmpdir);
 	f = fopen(file, "w");
 	fclose(f);
 	ck_assert_int_eq(run_ctl("-s", file, "status", NULL),
@@ -646,11 +649,11 @@ START_TEST(test_ctl_cannot_connect_exits_3)
 
 	/* a socket nobody listens on: gRPC says UNAVAILABLE, the probe
 	 * tells why */
-	snprintf(sock, sizeof(sock), "%s/dead.sock", tmpdir);
-	ck_assert_uint_lt(strlen(sock), sizeof(sa.sun_path));
+	snprintf(sock, sizeof sock, "%s/dead.sock", tmpdir);
+	ck_assert_uint_lt(strlen(sock), sizeof sa.sun_path);
 	memcpy(sa.sun_path, sock, strlen(sock) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
 	ck_assert_int_eq(run_ctl("-s", sock, "--timeout", "5", "status",
 	    NULL), CTL_EXIT_CONNECT);
 	ck_assert_ptr_nonnull(strstr(err_buf, "Connection refused"));
@@ -668,7 +671,7 @@ END_TEST
 
 START_TEST(test_ctl_version_without_nkid)
 {
-	cJSON *o;
+	cJSON	*o;
 
 	ck_assert_int_eq(run_ctl("-s", "/nonexistent/nkid.sock", "version",
 	    NULL), CTL_EXIT_OK);
@@ -726,7 +729,7 @@ kernel_make(const char *format)
 	ir.n_params = 3;
 	ir.params = pp;
 	ck_assert_uint_lt(nkir__v1__kernel__get_packed_size(&ir),
-	    sizeof(irbuf));
+	    sizeof irbuf);
 	n = nkir__v1__kernel__pack(&ir, irbuf);
 	k.name = "k";
 	k.format = (char *)format;
@@ -737,47 +740,47 @@ kernel_make(const char *format)
 	memcpy(kbuf, CTL_KERNEL_MAGIC, CTL_KERNEL_MAGIC_LEN);
 	n = CTL_KERNEL_MAGIC_LEN + nkid__v1__kernel_ref__pack(&ref,
 	    kbuf + CTL_KERNEL_MAGIC_LEN);
-	snprintf(path, sizeof(path), "%s/k.kernel", tmpdir);
+	snprintf(path, sizeof path, "%s/k.kernel", tmpdir);
 	f = fopen(path, "wb");
 	ck_assert_uint_eq(fwrite(kbuf, 1, n, f), n);
 	fclose(f);
-	ck_assert_msg(ctl_kernel_read(path, &back, err, sizeof(err)) == 0,
+	ck_assert_msg(ctl_kernel_read(path, &back, err, sizeof err) == 0,
 	    "%s", err);
 	ck_assert_str_eq(back->kernel->format, format);
 	ck_assert_str_eq(back->target, "trn2");
-	return back;
+	return (back);
 }
 
 static const char *
 npy_make(const char *name, const char *dtype, size_t n)
 {
-	static char path[600];
-	char err[1024], data[64] = { 0 };
-	uint64_t shape[1] = { n };
+	static char	path[600];
+	char		err[1024], data[64] = { 0 };
+	uint64_t	shape[1] = { n };
 
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	snprintf(path, sizeof path, "%s/%s", tmpdir, name);
 	ck_assert_msg(npy_array_write(path, dtype, 1, shape, data,
-	    n * npy_dtype_size(dtype), err, sizeof(err)) == 0, "%s", err);
-	return path;
+	    n * npy_dtype_size(dtype), err, sizeof err) == 0, "%s", err);
+	return (path);
 }
 
 static int
 inputs(Nkid__V1__KernelRef *k, struct ctl_tensor_inputs *in, ...)
 {
-	char *specs[16];
-	size_t olen, elen, n = 0;
-	struct ctl_ctx ctx;
-	va_list ap;
-	int rc;
+	char		*specs[16], *s;
+	size_t		 olen, elen, n = 0;
+	struct ctl_ctx	 ctx;
+	va_list		 ap;
+	int		 rc;
 
-	memset(&ctx, 0, sizeof(ctx));
+	memset(&ctx, 0, sizeof ctx);
 	ctx.cmd = &ctl_run_cmd;
 	free(out_buf);
 	free(err_buf);
 	ctx.out = open_memstream(&out_buf, &olen);
 	ctx.err = open_memstream(&err_buf, &elen);
 	va_start(ap, in);
-	for (char *s = va_arg(ap, char *); s != NULL; s = va_arg(ap, char *))
+	while ((s = va_arg(ap, char *)) != NULL)
 		specs[n++] = strdup(s);
 	va_end(ap);
 	rc = ctl_tensor_inputs_load(&ctx, k->kernel, specs, n, in);
@@ -785,19 +788,20 @@ inputs(Nkid__V1__KernelRef *k, struct ctl_tensor_inputs *in, ...)
 		free(specs[--n]);
 	fclose(ctx.out);
 	fclose(ctx.err);
-	return rc;
+	return (rc);
 }
 
 START_TEST(test_ctl_inputs_placed_by_name)
 {
-	Nkid__V1__KernelRef *k = kernel_make("nkir/1");
-	char sa[700], sb[700], sq[700], sbad[700];
-	struct ctl_tensor_inputs in;
+	Nkid__V1__KernelRef		*k = kernel_make("nkir/1");
+	char				 sa[700], sb[700], sq[700];
+	char				 sbad[700];
+	struct ctl_tensor_inputs	 in;
 
-	snprintf(sa, sizeof(sa), "a=%s", npy_make("a.npy", "float32", 4));
-	snprintf(sb, sizeof(sb), "b=%s", npy_make("b.npy", "bfloat16", 4));
+	snprintf(sa, sizeof sa, "a=%s", npy_make("a.npy", "float32", 4));
+	snprintf(sb, sizeof sb, "b=%s", npy_make("b.npy", "bfloat16", 4));
 	/* a '<V1' file: takes the parameter's float8 dtype */
-	snprintf(sq, sizeof(sq), "q=%s", npy_make("q.npy", "float8_e4m3fn", 4));
+	snprintf(sq, sizeof sq, "q=%s", npy_make("q.npy", "float8_e4m3fn", 4));
 
 	/* by name, in any order */
 	ck_assert_int_eq(inputs(k, &in, sq, sa, sb, NULL), CTL_EXIT_OK);
@@ -841,7 +845,7 @@ START_TEST(test_ctl_inputs_placed_by_name)
 	ck_assert_ptr_nonnull(strstr(err_buf, "cannot read "
 	    "'/nonexistent.npy'"));
 	ctl_tensor_inputs_release(&in);
-	snprintf(sbad, sizeof(sbad), "a=%s", sq + 2);
+	snprintf(sbad, sizeof sbad, "a=%s", sq + 2);
 	ck_assert_int_eq(inputs(k, &in, sbad, sb, sq, NULL), CTL_EXIT_FAIL);
 	ck_assert_ptr_nonnull(strstr(err_buf, "raw 1-byte dtype"));
 	ctl_tensor_inputs_release(&in);
@@ -851,11 +855,11 @@ END_TEST
 
 START_TEST(test_ctl_inputs_opaque_format_in_order)
 {
-	Nkid__V1__KernelRef *k = kernel_make("penguin");
-	char sa[700];
-	struct ctl_tensor_inputs in;
+	Nkid__V1__KernelRef		*k = kernel_make("penguin");
+	char				 sa[700];
+	struct ctl_tensor_inputs	 in;
 
-	snprintf(sa, sizeof(sa), "x=%s", npy_make("a.npy", "int8", 3));
+	snprintf(sa, sizeof sa, "x=%s", npy_make("a.npy", "int8", 3));
 	ck_assert_int_eq(inputs(k, &in, sa + 2, sa, NULL), CTL_EXIT_OK);
 	ck_assert_uint_eq(in.n, 2);
 	ck_assert_str_eq(in.ptrs[0]->name, "");
@@ -868,7 +872,7 @@ END_TEST
 
 START_TEST(test_ctl_input_spec_split)
 {
-	char *name, *file;
+	char	*name, *file;
 
 	ck_assert_int_eq(ctl_tensor_spec_split("a_1=x=y.npy", &name, &file), 0);
 	ck_assert_str_eq(name, "a_1");
@@ -889,34 +893,34 @@ END_TEST
 
 START_TEST(test_ctl_kernel_read_errors)
 {
-	Nkid__V1__KernelRef *k;
-	char path[600], err[1024];
-	FILE *f;
+	Nkid__V1__KernelRef	*k;
+	char			 path[600], err[1024];
+	FILE			*f;
 
 	ck_assert_int_eq(ctl_kernel_read("/nonexistent.nkir", &k, err,
-	    sizeof(err)), -1);
+	    sizeof err), -1);
 	ck_assert_ptr_nonnull(strstr(err, "cannot read kernel "
 	    "'/nonexistent.nkir'"));
-	snprintf(path, sizeof(path), "%s/junk", tmpdir);
+	snprintf(path, sizeof path, "%s/junk", tmpdir);
 	f = fopen(path, "w");
 	fputs("\xff\xff\xff not a kernel", f);
 	fclose(f);
-	ck_assert_int_eq(ctl_kernel_read(path, &k, err, sizeof(err)), -1);
+	ck_assert_int_eq(ctl_kernel_read(path, &k, err, sizeof err), -1);
 	ck_assert_ptr_null(k);
 	ck_assert_ptr_nonnull(strstr(err, "not a saved kernel"));
 	/* the magic, then garbage; then nothing */
 	f = fopen(path, "w");
 	fputs(CTL_KERNEL_MAGIC "\xff\xff\xff", f);
 	fclose(f);
-	ck_assert_int_eq(ctl_kernel_read(path, &k, err, sizeof(err)), -1);
+	ck_assert_int_eq(ctl_kernel_read(path, &k, err, sizeof err), -1);
 	ck_assert_ptr_nonnull(strstr(err, "malformed"));
 	f = fopen(path, "w");
 	fputs(CTL_KERNEL_MAGIC, f);
 	fclose(f);
-	ck_assert_int_eq(ctl_kernel_read(path, &k, err, sizeof(err)), -1);
+	ck_assert_int_eq(ctl_kernel_read(path, &k, err, sizeof err), -1);
 	ck_assert_ptr_nonnull(strstr(err, "no kernel"));
 	/* a directory */
-	ck_assert_int_eq(ctl_kernel_read(tmpdir, &k, err, sizeof(err)), -1);
+	ck_assert_int_eq(ctl_kernel_read(tmpdir, &k, err, sizeof err), -1);
 }
 END_TEST
 
@@ -942,22 +946,22 @@ START_TEST(test_ctl_outputs_names_stay_in_dir)
 	t[0].name = "../evil";
 	t[1].name = "c";
 	t[2].name = "c";
-	memset(&ctx, 0, sizeof(ctx));
+	memset(&ctx, 0, sizeof ctx);
 	ctx.cmd = &ctl_run_cmd;
 	ctx.out = open_memstream(&out_buf, &olen);
 	ctx.err = open_memstream(&err_buf, &elen);
-	snprintf(dir, sizeof(dir), "%s/out", tmpdir);
+	snprintf(dir, sizeof dir, "%s/out", tmpdir);
 	ck_assert_int_eq(ctl_tensor_outputs_write(&ctx, dir, tp, 3, NULL),
 	    CTL_EXIT_OK);
 	fclose(ctx.out);
 	fclose(ctx.err);
-	snprintf(p, sizeof(p), "%s/output0.npy", dir);
+	snprintf(p, sizeof p, "%s/output0.npy", dir);
 	ck_assert_int_eq(access(p, F_OK), 0);
-	snprintf(p, sizeof(p), "%s/c.npy", dir);
+	snprintf(p, sizeof p, "%s/c.npy", dir);
 	ck_assert_int_eq(access(p, F_OK), 0);
-	snprintf(p, sizeof(p), "%s/c_2.npy", dir);
+	snprintf(p, sizeof p, "%s/c_2.npy", dir);
 	ck_assert_int_eq(access(p, F_OK), 0);
-	snprintf(p, sizeof(p), "%s/evil.npy", tmpdir);
+	snprintf(p, sizeof p, "%s/evil.npy", tmpdir);
 	ck_assert_int_ne(access(p, F_OK), 0);
 	ck_assert_ptr_nonnull(strstr(out_buf, "(2,)"));
 }
@@ -966,8 +970,8 @@ END_TEST
 static Suite *
 args_suite(void)
 {
-	Suite *s = suite_create("ctl_args");
-	TCase *tc;
+	Suite	*s = suite_create("ctl_args");
+	TCase	*tc;
 
 	tc = tcase_create("core");
 	tcase_add_checked_fixture(tc, setup, teardown);
@@ -994,17 +998,17 @@ args_suite(void)
 	tcase_add_test(tc, test_ctl_kernel_read_errors);
 	tcase_set_timeout(tc, 20);
 	suite_add_tcase(s, tc);
-	return s;
+	return (s);
 }
 
 int
 main(void)
 {
-	SRunner *sr = srunner_create(args_suite());
-	int failed;
+	SRunner	*sr = srunner_create(args_suite());
+	int	 failed;
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	return failed ? 1 : 0;
+	return (failed ? 1 : 0);
 }
