@@ -19,7 +19,8 @@ const struct ctl_opt ctl_args_common[] = {
 	CTL_OPT_END
 };
 enum { CTL_ARGS_COMMON_JSON, CTL_ARGS_COMMON_HELP, CTL_ARGS_NCOMMON };
-_Static_assert(CTL_ARGS_NCOMMON + 1 <= 3, "longopts too small");
+/* longopts holds a command's rows, the common ones and the end. */
+_Static_assert(CTL_ARGS_NCOMMON + 1 == 3, "ctl_args_parse's longopts");
 
 static size_t
 ctl_args_nopts(const struct ctl_cmd *cmd)
