@@ -34,6 +34,7 @@ SIM_SRC    := $(wildcard sim/*.c)
 CACHE_SRC  := $(wildcard cache/*.c)
 DAEMON_SRC := $(wildcard daemon/*.c)
 CTL_SRC    := $(wildcard client/nkictl/*.c)
+WIRE_SRC   := $(wildcard proto/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 PROTO_OBJ  := $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GEN_C))
@@ -41,6 +42,7 @@ SIM_OBJ    := $(call obj,$(SIM_SRC))
 CACHE_OBJ  := $(call obj,$(CACHE_SRC))
 DAEMON_OBJ := $(call obj,$(DAEMON_SRC))
 CTL_OBJ    := $(call obj,$(CTL_SRC))
+WIRE_OBJ   := $(call obj,$(WIRE_SRC))
 DAEMON_LIB_OBJ := $(filter-out $(BUILD)/obj/daemon/nkid.o,$(DAEMON_OBJ))
 CTL_LIB_OBJ    := $(filter-out $(BUILD)/obj/client/nkictl/nkictl.o,$(CTL_OBJ))
 
@@ -80,7 +82,9 @@ $(BUILD)/obj/%.o: %.c | $(GEN_H)
 # sim/ is the executor's hot path: let the compiler vectorize it.
 $(BUILD)/obj/sim/%.o: CFLAGS += -O3 -march=x86-64-v2 -ffp-contract=off
 
-$(BUILD)/lib/libnkiproto.a: $(PROTO_OBJ)
+# libnkiproto: the generated messages and proto/wire.c, the wire facts that
+# nkid and nkictl share.
+$(BUILD)/lib/libnkiproto.a: $(PROTO_OBJ) $(WIRE_OBJ)
 $(BUILD)/lib/libnkisim.a: $(SIM_OBJ)
 $(BUILD)/lib/libnkicache.a: $(CACHE_OBJ)
 $(BUILD)/lib/%.a:

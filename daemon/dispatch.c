@@ -13,6 +13,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/log.h"
 #include "daemon/xmalloc.h"
+#include "proto/wire.h"
 
 /* daemon/rpc_benchmark.c */
 extern const struct rpc_method rpc_benchmark_method;
@@ -45,21 +46,10 @@ static const struct rpc_method *const dispatch_methods[] = {
 _Static_assert(DISPATCH_NMETHODS <= DAEMON_MAX_METHODS,
     "DAEMON_MAX_METHODS too small");
 
-static const char *rpc_status_names[] = {
-	"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-	"NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED",
-	"RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-	"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
-	"UNAUTHENTICATED",
-};
-
 const char *
 rpc_status_name(grpc_status_code code)
 {
-	if ((int)code < 0 || (size_t)code >= sizeof rpc_status_names /
-	    sizeof rpc_status_names[0])
-		return ("UNKNOWN");
-	return (rpc_status_names[code]);
+	return (wire_status_name(code));
 }
 
 size_t
@@ -307,7 +297,8 @@ dispatch_call_start(struct rpc_call *c, const uint8_t *data, size_t len)
 	const struct rpc_method	*m = c->m;
 	uint64_t		 cap;
 
-	assert(c->d != NULL && c->tr != NULL && m != NULL);
+	assert(c->d != NULL && c->tr != NULL && m != NULL &&
+	    m->handler != NULL);
 	c->start_ns = uv_hrtime();
 	c->d->methods[dispatch_method_index(m)].calls++;
 
@@ -317,11 +308,6 @@ dispatch_call_start(struct rpc_call *c, const uint8_t *data, size_t len)
 		    "%s request of %zu bytes exceeds the method's limit of %llu "
 		    "bytes (limits.max_message_bytes)", m->name, len,
 		    (unsigned long long)cap);
-		return;
-	}
-	if (m->handler == NULL) {
-		rpc_fail(c, GRPC_STATUS_UNIMPLEMENTED,
-		    "%s is not implemented yet: %s", m->name, m->missing);
 		return;
 	}
 	if (m->kind == RPC_UNARY || m->kind == RPC_SERVER_STREAM) {

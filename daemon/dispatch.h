@@ -27,8 +27,8 @@ enum rpc_kind {
  * watching for the client going away (rpc_call.cancelled) first. */
 #define RPC_F_ASYNC	0x1
 
-/* One RPC: a const descriptor defined in its rpc_<name>.c (or in
- * dispatch.c for the ones not built yet), listed in dispatch.c's table. */
+/* One RPC: a const descriptor defined in its rpc_<name>.c, listed in
+ * dispatch.c's table. */
 struct rpc_method {
 	const char			*name;		/* "Ping" */
 	const char			*path;		/* "/nkid.v1.Nkid/Ping" */
@@ -39,11 +39,8 @@ struct rpc_method {
 	/* Runs on the loop thread with c->req unpacked (unary and
 	 * server-streaming; NULL for client-streaming and bidi, whose
 	 * messages come through rpc_stream_recv); must end, now or later, in
-	 * exactly one rpc_reply, rpc_fail or rpc_finish. NULL: unimplemented. */
+	 * exactly one rpc_reply, rpc_fail or rpc_finish. */
 	void				(*handler)(struct rpc_call *c);
-	/* For handler == NULL: what is missing, for the UNIMPLEMENTED
-	 * message ("the cache issue"). */
-	const char			*missing;
 };
 
 /* Who is calling: the credentials read with SO_PEERCRED at accept. */

@@ -7,7 +7,9 @@
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
+#include "daemon/log.h"
 #include "daemon/xmalloc.h"
+#include "proto/wire.h"
 
 /* Most entries one reply carries when the request sets no limit. */
 #define RPC_CACHE_LIST_MAX	10000
@@ -26,23 +28,8 @@ rpc_cache_list_entry_cb(void *arg, const struct cache_entry *e)
 	struct rpc_cache_list	*l = arg;
 	Nkid__V1__CacheEntry	*m;
 
-	m = xmalloc(sizeof *m);
-	nkid__v1__cache_entry__init(m);
-	m->key = xstrdup(e->key);
-	m->kernel = xstrdup(e->kernel);
-	m->format = xstrdup(e->format);
-	m->target = xstrdup(e->target);
-	m->backend = xstrdup(e->backend);
-	m->compiler_version = xstrdup(e->compiler_version);
-	m->size = e->size;
-	m->created = e->created;
-	m->last_used = e->last_used;
-	m->hits = e->hits;
-	m->compile_ms = e->compile_ms;
-	m->pinned = e->pinned;
-	m->status = xstrdup(e->failed ? "failed" : "ok");
-	m->digest = xstrdup(e->digest);
-	m->log = xstrdup(e->log);
+	if ((m = wire_cache_entry_new(e)) == NULL)
+		fatal("out of memory copying cache entry '%s'", e->key);
 	l->v = xreallocarray(l->v, l->n + 1, sizeof *l->v);
 	l->v[l->n++] = m;
 	return (0);

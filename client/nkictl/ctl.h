@@ -1,11 +1,7 @@
-/*
- * ctl.h: nkictl's command table, the context a command runs in, and the
- * helpers that every command shares (options, messages, calls to nkid).
- */
+/* ctl.h: nkictl's command table, its option parser, the context a command runs in, and the helpers every command shares. */
 #ifndef NKID_CTL_H
 #define NKID_CTL_H
 
-#include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -17,155 +13,237 @@
 #define NKID_VERSION "0.0.0"
 #endif
 
-#define CTL_DEFAULT_SOCKET   "/run/nkid/nkid.sock"
-#define CTL_SOCKET_ENV       "NKID_SOCKET"
+#define CTL_DEFAULT_SOCKET	"/run/nkid/nkid.sock"
+#define CTL_SOCKET_ENV		"NKID_SOCKET"
 /* Default deadline of a call, for commands that do not set their own. */
-#define CTL_TIMEOUT_DEFAULT  30.0
+#define CTL_TIMEOUT_DEFAULT	30.0
 /* Deadline of commands that compile or execute kernels. */
-#define CTL_TIMEOUT_KERNEL   600.0
-/* Largest --timeout accepted (a year). */
-#define CTL_TIMEOUT_MAX      (365.0 * 86400)
+#define CTL_TIMEOUT_KERNEL	600.0
+/* Largest number of seconds accepted (a year). */
+#define CTL_TIMEOUT_MAX		(365.0 * 86400)
 
 /* Exit codes of nkictl (documented in docs/cli.md). */
 enum ctl_exit {
-	CTL_EXIT_OK = 0,       /* done */
-	CTL_EXIT_FAIL = 1,     /* the call failed, or a local file did */
-	CTL_EXIT_USAGE = 2,    /* bad command line */
-	CTL_EXIT_CONNECT = 3,  /* nkid cannot be reached */
+	CTL_EXIT_OK = 0,	/* done */
+	CTL_EXIT_FAIL = 1,	/* the call failed, or a local file did */
+	CTL_EXIT_USAGE = 2,	/* bad command line */
+	CTL_EXIT_CONNECT = 3,	/* nkid cannot be reached */
 };
 
-typedef struct ctl_ctx ctl_ctx;
+struct cJSON;
+struct ctl_args;
+struct ctl_ctx;
+
+/*
+ * One option of a command. Every command also takes -h/--help and --json,
+ * which the framework handles. The option is looked up by its name: the
+ * long name if it has one, else its letter as a string ("n").
+ */
+struct ctl_opt {
+	char		 letter;	/* 'n' for -n; 0: long only */
+	const char	*name;		/* "count" for --count; NULL: short */
+	const char	*value;		/* "COUNT" in help; NULL: a flag */
+	const char	*help;		/* one line, lower case, no period */
+};
+#define CTL_OPT_END	{ 0, NULL, NULL, NULL }
+
+/* The operands a command takes, as tmux's args_parse counts them. */
+struct ctl_arity {
+	int		 lower;		/* fewest */
+	int		 upper;		/* most; -1: no limit */
+	const char	*what;		/* the first, if lower > 0: "KERNEL" */
+};
+
+/* Options end at the first operand (the rest is another command's). */
+#define CTL_CMD_OPTS_FIRST	0x1
 
 /*
  * A subcommand: one per file (ctl_<name>.c), registered in ctl_cmd_table.
- * name is one word ("status") or two for a group ("cache ls"); exec gets
- * the arguments from the command's last word on (argv[0] is that word)
- * and returns an exit code (enum ctl_exit).
+ * name is one word ("status") or two for a group ("cache ls"). The
+ * framework parses the command line against opts and args (as tmux's
+ * cmd_entry does), prints usage errors and --help, and calls exec
+ * with what it parsed; exec returns an exit code (enum ctl_exit).
  */
-typedef struct ctl_cmd {
-	const char *name;
-	const char *usage;        /* what follows the name, "" if nothing */
-	const char *help;         /* one line, lower case, no final period */
-	double timeout_s;         /* default deadline; 0: CTL_TIMEOUT_DEFAULT */
-	int (*exec)(ctl_ctx *ctx, int argc, char **argv);
-} ctl_cmd;
+struct ctl_cmd {
+	const char		*name;
+	const char		*usage;		/* after the name; "" */
+	const char		*help;		/* one line, no period */
+	const struct ctl_opt	*opts;		/* to CTL_OPT_END, or NULL */
+	struct ctl_arity	 args;		/* the operands */
+	int			 flags;		/* CTL_CMD_* */
+	double			 timeout_s;	/* deadline; 0: default */
+	int			(*exec)(struct ctl_ctx *, struct ctl_args *);
+};
 
 /* What a command runs with. out and err are where it prints. */
 struct ctl_ctx {
-	const ctl_cmd *cmd;
-	const char *socket;       /* -s, else $NKID_SOCKET, else the default */
-	int json;                 /* --json: print one JSON object */
-	double timeout_s;         /* --timeout, else the command's default */
-	FILE *out;
-	FILE *err;
-	ctl_rpc *rpc;             /* opened by the first ctl_call */
+	const struct ctl_cmd	*cmd;
+	const char		*socket;	/* -s, $NKID_SOCKET, default */
+	int			 json;		/* --json */
+	double			 timeout_s;	/* --timeout, the command's */
+	FILE			*out;
+	FILE			*err;
+	struct ctl_rpc		*rpc;		/* by the first ctl_call */
 };
 
-/* The table: sorted by name (strcmp), unique names. */
-extern const ctl_cmd *const ctl_cmd_table[];
+/* The options given of one row of a command's table. */
+struct ctl_args_opt {
+	unsigned	  count;	/* times given */
+	char		**values;	/* count values, or NULL */
+};
+
+/* A command line parsed against its command. Strings are argv's. */
+struct ctl_args {
+	const struct ctl_cmd	*cmd;
+	int			 argc;		/* the operands */
+	char			**argv;
+	size_t			 nopts;
+	struct ctl_args_opt	*opts;		/* per row of cmd->opts */
+};
+
+/* The table, sorted by name (strcmp), unique names. */
+extern const struct ctl_cmd *const ctl_cmd_table[];
 extern const size_t ctl_cmd_count;
 
-/* The subcommands. */
-extern const ctl_cmd ctl_cancel_cmd;
-extern const ctl_cmd ctl_compile_cmd;
-extern const ctl_cmd ctl_help_cmd;
-extern const ctl_cmd ctl_jobs_cmd;
-extern const ctl_cmd ctl_lock_cmd;
-extern const ctl_cmd ctl_ping_cmd;
-extern const ctl_cmd ctl_run_cmd;
-extern const ctl_cmd ctl_simulate_cmd;
-extern const ctl_cmd ctl_status_cmd;
-extern const ctl_cmd ctl_version_cmd;
+/* nkictl itself: its global options, for the parser and its help. */
+extern const struct ctl_cmd ctl_main_cmd;
+
+/* The subcommands, in the table's order. */
+extern const struct ctl_cmd ctl_cache_export_cmd;
+extern const struct ctl_cmd ctl_cache_gc_cmd;
+extern const struct ctl_cmd ctl_cache_import_cmd;
+extern const struct ctl_cmd ctl_cache_ls_cmd;
+extern const struct ctl_cmd ctl_cache_pin_cmd;
+extern const struct ctl_cmd ctl_cache_rm_cmd;
+extern const struct ctl_cmd ctl_cache_show_cmd;
+extern const struct ctl_cmd ctl_cache_stat_cmd;
+extern const struct ctl_cmd ctl_cache_unpin_cmd;
+extern const struct ctl_cmd ctl_cache_verify_cmd;
+extern const struct ctl_cmd ctl_cancel_cmd;
+extern const struct ctl_cmd ctl_compile_cmd;
+extern const struct ctl_cmd ctl_help_cmd;
+extern const struct ctl_cmd ctl_jobs_cmd;
+extern const struct ctl_cmd ctl_lock_cmd;
+extern const struct ctl_cmd ctl_ping_cmd;
+extern const struct ctl_cmd ctl_run_cmd;
+extern const struct ctl_cmd ctl_simulate_cmd;
+extern const struct ctl_cmd ctl_status_cmd;
+extern const struct ctl_cmd ctl_version_cmd;
+extern const struct ctl_cmd ctl_warmup_cmd;
+
+/* ------------------------------------------------------ ctl_cmd.c */
 
 /*
  * Find the command that argv (argc >= 1) names in a sorted table: a
  * two-word entry ("cache ls") first, then a one-word one. Sets *used to
  * the number of words consumed (1 or 2). NULL if none.
  */
-const ctl_cmd *ctl_cmd_find(const ctl_cmd *const *table, size_t n, int argc,
-    char *const *argv, int *used);
-
-/* Nonzero if some entry of the table is in group `word` ("cache ls"
+const struct ctl_cmd *ctl_cmd_find(const struct ctl_cmd *const *table,
+	    size_t n, int argc, char *const *argv, int *used);
+/* Nonzero if some entry of the table is in group word ("cache ls"
  * entries make "cache" a group). */
-int ctl_cmd_is_group(const ctl_cmd *const *table, size_t n, const char *word);
-
-/* Print "usage: nkictl NAME USAGE" and the help line of cmd to f. */
-void ctl_cmd_usage(const ctl_cmd *cmd, FILE *f);
-
+int	 ctl_cmd_is_group(const struct ctl_cmd *const *table, size_t n,
+	    const char *word);
+/* Print "usage: nkictl ... NAME USAGE" of cmd to f. */
+void	 ctl_cmd_usage(const struct ctl_cmd *cmd, FILE *f);
+/* Print cmd's usage, its help line and its options (from its table and
+ * the common ones) to f: what -h and `nkictl help CMD` show. For
+ * ctl_main_cmd, also the commands and the exit codes. */
+void	 ctl_cmd_help(const struct ctl_cmd *cmd, FILE *f);
 /* Print the list of commands (all, or those of one group) to f. */
-void ctl_cmd_list(const ctl_cmd *const *table, size_t n, const char *group,
-    FILE *f);
+void	 ctl_cmd_list(const struct ctl_cmd *const *table, size_t n,
+	    const char *group, FILE *f);
+
+/* ------------------------------------------------------ ctl_args.c */
+
+/* The options every command takes after its own: --json, -h/--help. */
+extern const struct ctl_opt ctl_args_common[];
 
 /*
- * nkictl's main: parse the global options, find the command, run it,
- * close the connection. Prints to out and err; returns the exit code.
+ * Parse a command's arguments (argv[0] is its last word) against
+ * ctx->cmd: its options with getopt_long (GNU permutation, unless the
+ * command sets CTL_CMD_OPTS_FIRST), then its arity. --json sets
+ * ctx->json. Returns 0 with a filled to run the command, or -1 when
+ * nkictl must exit with *rc now: after -h/--help (CTL_EXIT_OK, the help
+ * on ctx->out), or on a usage error (CTL_EXIT_USAGE; an unknown option, a
+ * missing value, a value given to a flag, too few or too many operands:
+ * the message and the usage on ctx->err). Release a with
+ * ctl_args_release in both cases.
  */
-int ctl_main(int argc, char **argv, FILE *out, FILE *err);
+int	 ctl_args_parse(struct ctl_ctx *ctx, int argc, char **argv,
+	    struct ctl_args *a, int *rc);
+void	 ctl_args_release(struct ctl_args *a);
+/* Nonzero if a's command has option name (ctl_opt). */
+int	 ctl_args_takes(const struct ctl_args *a, const char *name);
+/* How many times option name was given (0 if the command has none). */
+unsigned ctl_args_has(const struct ctl_args *a, const char *name);
+/* The last value of option name, or NULL if it was not given. */
+const char *ctl_args_get(const struct ctl_args *a, const char *name);
+/* Every value of option name, in order; *n of them (0: NULL). */
+char *const *ctl_args_values(const struct ctl_args *a, const char *name,
+	    size_t *n);
+/*
+ * When option name was given, parse its last value into *v: an integer
+ * in [min, max] (ctl_args_uint), or seconds, a number in [0 or more than
+ * 0, CTL_TIMEOUT_MAX] (ctl_args_seconds). *v is untouched when it was not
+ * given. Returns 0, or prints "bad value 'X' for -n: want ..." and the
+ * usage and returns CTL_EXIT_USAGE.
+ */
+int	 ctl_args_uint(struct ctl_ctx *ctx, const struct ctl_args *a,
+	    const char *name, unsigned long long min, unsigned long long max,
+	    unsigned long long *v);
+int	 ctl_args_seconds(struct ctl_ctx *ctx, const struct ctl_args *a,
+	    const char *name, int zero_ok, double *v);
 
-/* ------------------------------------------------------------ helpers */
-
-/* Options every command takes: -h/--help and --json. */
-#define CTL_OPT_JSON 0x100
-#define CTL_LONGOPTS_COMMON \
-	{ "help", no_argument, NULL, 'h' }, \
-	{ "json", no_argument, NULL, CTL_OPT_JSON }
-/* ctl_opt_next's answer when the command must return ctx's *rc. */
-#define CTL_OPT_DONE 0x200
+/* ------------------------------------------------------ ctl_main.c */
 
 /*
- * getopt_long over a command's arguments (argv[0] is the command word;
- * ctl_main resets getopt before exec; GNU argument permutation unless
- * shortopts starts with '+'). Handles the
- * common options: --json sets ctx->json; -h prints the usage and answers
- * CTL_OPT_DONE with *rc = 0; an unknown option or a missing value prints a
- * message and the usage and answers CTL_OPT_DONE with *rc = 2. Otherwise
- * answers the option (optarg set) or -1 at the end, with optind at the
- * first operand.
+ * nkictl's main: parse the global options, find the command, parse its
+ * arguments, run it, close the connection. Prints to out and err; returns
+ * the exit code.
  */
-int ctl_opt_next(ctl_ctx *ctx, int argc, char **argv, const char *shortopts,
-    const struct option *longopts, int *rc);
+int	 ctl_main(int argc, char **argv, FILE *out, FILE *err);
 
-/* "nkictl: CMD: MSG" + the usage on ctx->err; returns CTL_EXIT_USAGE. */
-int ctl_usage_fail(ctl_ctx *ctx, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* ------------------------------------------------------ ctl.c */
 
+/* "nkictl: CMD: MSG" and the usage on ctx->err; returns CTL_EXIT_USAGE. */
+int	 ctl_usage_fail(struct ctl_ctx *ctx, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
 /* "nkictl: MSG" on ctx->err. */
-void ctl_errorf(ctl_ctx *ctx, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void	 ctl_errorf(struct ctl_ctx *ctx, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
 
-/* Parse a decimal unsigned integer in [min, max]; 0 or -1. */
-int ctl_parse_uint(const char *s, unsigned long long min,
-    unsigned long long max, unsigned long long *out);
-
-/* Parse seconds: a finite number > 0 and <= CTL_TIMEOUT_MAX; 0 or -1. */
-int ctl_parse_seconds(const char *s, double *out);
+/* Parse a decimal unsigned integer in [min, max] into *out; 0 or -1. */
+int	 ctl_parse_uint(const char *s, unsigned long long min,
+	    unsigned long long max, unsigned long long *out);
+/* Parse seconds: a finite number, > 0 (>= 0 if zero_ok), at most
+ * CTL_TIMEOUT_MAX, into *out; 0 or -1. */
+int	 ctl_parse_seconds(const char *s, int zero_ok, double *out);
 
 /*
  * Open the connection if not yet open (ctx->rpc). On failure prints the
  * cannot-connect message and hint, and returns CTL_EXIT_CONNECT.
  */
-int ctl_connect(ctl_ctx *ctx);
-
+int	 ctl_connect(struct ctl_ctx *ctx);
 /*
- * Call method on nkid with ctx's deadline (connecting first if needed). On
- * success returns 0 and *reply (free with
- * protobuf_c_message_free_unpacked). On failure prints
- * "nkictl: CMD: CODE: message" (or the cannot-connect message) and
- * returns CTL_EXIT_FAIL (or CTL_EXIT_CONNECT).
+ * Call method on nkid with ctx's deadline (connecting first if needed).
+ * On success returns 0 and *reply (free with
+ * protobuf_c_message_free_unpacked). On failure prints "nkictl: CMD:
+ * CODE: message" (or the cannot-connect message) and returns
+ * CTL_EXIT_FAIL (or CTL_EXIT_CONNECT).
  */
-int ctl_call(ctl_ctx *ctx, const char *method, const ProtobufCMessage *req,
-    const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply);
-
+int	 ctl_call(struct ctl_ctx *ctx, const char *method,
+	    const ProtobufCMessage *req,
+	    const ProtobufCMessageDescriptor *reply_desc,
+	    ProtobufCMessage **reply);
 /* Print the failure of a call as ctl_call does; returns the exit code. */
-int ctl_call_fail(ctl_ctx *ctx, const ctl_rpc_status *st);
+int	 ctl_call_fail(struct ctl_ctx *ctx, const struct ctl_rpc_status *st);
 
-/* Print a cJSON object (takes ownership, frees it) on one line to
- * ctx->out. Returns CTL_EXIT_OK, or CTL_EXIT_FAIL if it cannot print. */
-struct cJSON;
-int ctl_json_print(ctl_ctx *ctx, struct cJSON *obj);
-
+/* Print a cJSON object (taken over and freed; NULL: out of memory) on
+ * one line to ctx->out. Returns CTL_EXIT_OK, or CTL_EXIT_FAIL. */
+int	 ctl_json_print(struct ctl_ctx *ctx, struct cJSON *obj);
 /* "KEY  VALUE" with keys aligned, for human output. */
-void ctl_kv(ctl_ctx *ctx, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void	 ctl_kv(struct ctl_ctx *ctx, const char *key, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
 
-#endif
+#endif /* NKID_CTL_H */

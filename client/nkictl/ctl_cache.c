@@ -1,150 +1,180 @@
-/*
- * ctl_cache.c: helpers of the cache commands: their options, the offline
- * cache directory, listings, KEY... results, entries as JSON, kernel
- * manifests.
- */
+/* ctl_cache.c: what the cache commands share: the cache directory options, the offline cache, listings, KEY... results, entries as JSON. */
 #include <assert.h>
-#include <errno.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
+#include "proto/wire.h"
 #include "ctl_cache.h"
-#include "ctl_kernel.h"
-
-/* Largest manifest accepted. */
-#define CTL_MANIFEST_MAX_BYTES (16u << 20)
 
 int
-ctl_cache_where_opt(ctl_cache_where *w, int opt, const char *arg)
+ctl_cache_where_get(struct ctl_ctx *ctx, const struct ctl_args *a,
+    struct ctl_cache_where *w)
 {
-	if (opt != CTL_CACHE_OPT_DIR && opt != CTL_CACHE_OPT_STATE)
-		return 0;
-	free(w->dir);
-	if (opt == CTL_CACHE_OPT_DIR)
-		w->dir = strdup(arg);
-	else if (asprintf(&w->dir, "%s/cache", arg) < 0)
+	const char	*dir = ctl_args_get(a, "cache-dir");
+	const char	*state = ctl_args_get(a, "state-dir");
+
+	w->dir = NULL;
+	w->offline = dir != NULL || state != NULL ||
+	    ctl_args_has(a, "offline") > 0;
+	if (dir != NULL && state != NULL)
+		return (ctl_usage_fail(ctx, "--cache-dir and --state-dir "
+		    "exclude each other"));
+	if (dir != NULL)
+		w->dir = strdup(dir);
+	else if (state != NULL && asprintf(&w->dir, "%s/cache", state) < 0)
 		w->dir = NULL;
-	if (w->dir == NULL)
+	if ((dir != NULL || state != NULL) && w->dir == NULL)
 		abort();
-	return 1;
+	return (0);
 }
 
 void
-ctl_cache_where_release(ctl_cache_where *w)
+ctl_cache_where_release(struct ctl_cache_where *w)
 {
 	free(w->dir);
 	w->dir = NULL;
 }
 
-int
-ctl_cache_where_parse(ctl_ctx *ctx, int argc, char **argv,
-    ctl_cache_where *w, int *rc)
+/* cache_list's callback: each entry as a CacheEntry of the reply. */
+static int
+ctl_cache_list_entry_cb(void *arg, const struct cache_entry *e)
 {
-	static const struct option longopts[] = {
-		CTL_LONGOPTS_COMMON, CTL_CACHE_LONGOPTS_DIR, { 0, 0, 0, 0 } };
-	int opt;
+	Nkid__V1__CacheListReply	*r = arg;
+	Nkid__V1__CacheEntry		*m;
 
-	*rc = 0;
-	while ((opt = ctl_opt_next(ctx, argc, argv, "", longopts, rc)) != -1) {
-		if (opt == CTL_OPT_DONE)
-			return -1;
-		if (!ctl_cache_where_opt(w, opt, optarg)) {
-			*rc = ctl_usage_fail(ctx, "unexpected option");
-			return -1;
-		}
+	if ((m = wire_cache_entry_new(e)) == NULL)
+		abort();
+	r->entries = reallocarray(r->entries, r->n_entries + 1,
+	    sizeof *r->entries);
+	if (r->entries == NULL)
+		abort();
+	r->entries[r->n_entries++] = m;
+	return (0);
+}
+
+/* CacheList done on the cache directory w->dir into r. */
+static int
+ctl_cache_list_offline(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
+    const char *prefix, unsigned limit, Nkid__V1__CacheListReply *r)
+{
+	struct cache	*c;
+	int		 rc;
+
+	if ((rc = ctl_cache_open(ctx, w, 1, &c)) != 0)
+		return (rc);
+	rc = cache_list(c, prefix, limit, ctl_cache_list_entry_cb, r);
+	cache_close(c);
+	if (rc != 0) {
+		ctl_errorf(ctx, "%s: %s", ctx->cmd->name, cache_strerror(rc));
+		return (CTL_EXIT_FAIL);
 	}
-	return 0;
+	return (0);
 }
 
 int
-ctl_cache_listing_get(ctl_ctx *ctx, const ctl_cache_where *w,
-    const char *prefix, unsigned limit, ctl_cache_listing *l)
+ctl_cache_listing_get(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
+    const char *prefix, unsigned limit, struct ctl_cache_listing *l)
 {
 	Nkid__V1__CacheListRequest req = NKID__V1__CACHE_LIST_REQUEST__INIT;
-	int rc;
 
 	assert(l->r == NULL);
-	if (w->dir != NULL) {
+	if (w->offline) {
 		nkid__v1__cache_list_reply__init(&l->off);
-		if ((rc = ctl_cache_list_offline(ctx, w, *prefix ? prefix :
-		    NULL, limit, &l->off, &l->store)) != 0)
-			return rc;
 		l->r = &l->off;
-		return 0;
+		return (ctl_cache_list_offline(ctx, w, *prefix ? prefix : NULL,
+		    limit, &l->off));
 	}
 	req.prefix = (char *)prefix;
 	req.limit = limit;
-	return ctl_call(ctx, "CacheList", &req.base,
+	return (ctl_call(ctx, "CacheList", &req.base,
 	    &nkid__v1__cache_list_reply__descriptor,
-	    (ProtobufCMessage **)&l->r);
+	    (ProtobufCMessage **)&l->r));
 }
 
 void
-ctl_cache_listing_release(ctl_cache_listing *l)
+ctl_cache_listing_release(struct ctl_cache_listing *l)
 {
-	if (l->r == &l->off)
-		ctl_cache_list_offline_free(&l->off, l->store);
-	else if (l->r != NULL)
+	size_t	i;
+
+	if (l->r == &l->off) {
+		for (i = 0; i < l->off.n_entries; i++)
+			nkid__v1__cache_entry__free_unpacked(l->off.entries[i],
+			    NULL);
+		free(l->off.entries);
+	} else if (l->r != NULL)
 		protobuf_c_message_free_unpacked(&l->r->base, NULL);
-	memset(l, 0, sizeof(*l));
+	memset(l, 0, sizeof *l);
+}
+
+static void
+ctl_cache_log_cb(void *arg, int level, const char *msg)
+{
+	struct ctl_ctx	*ctx = arg;
+
+	if (level <= CACHE_LOG_WARN)
+		fprintf(ctx->err, "nkictl: %s\n", msg);
 }
 
 int
-ctl_cache_keys_parse(ctl_ctx *ctx, int argc, char **argv,
-    ctl_cache_where *w, char ***keys, size_t *n, int *rc)
+ctl_cache_open(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
+    int readonly, struct cache **out)
 {
-	if (ctl_cache_where_parse(ctx, argc, argv, w, rc) < 0)
-		return -1;
-	if (optind == argc) {
-		*rc = ctl_usage_fail(ctx, "give at least one KEY");
-		return -1;
+	struct cache_opts	o;
+	char			err[1024];
+
+	memset(&o, 0, sizeof o);
+	o.dir = w->dir != NULL ? w->dir : CTL_CACHE_DEFAULT_DIR;
+	o.readonly = readonly;
+	o.log = ctl_cache_log_cb;
+	o.log_arg = ctx;
+	if (cache_open(out, &o, err, sizeof err) != 0) {
+		ctl_errorf(ctx, "%s: %s", ctx->cmd->name, err);
+		return (CTL_EXIT_FAIL);
 	}
-	*keys = argv + optind;
-	*n = argc - optind;
-	return 0;
+	return (0);
 }
 
-int
-ctl_cache_keys_apply(ctl_ctx *ctx, const ctl_cache_where *w, char **keys,
-    size_t n, int (*fn)(struct cache *c, const char *key, void *arg),
-    void *arg, uint32_t *done, char ***missing, size_t *n_missing)
+/* k->fn on each of the n keys in the cache directory of w. */
+static int
+ctl_cache_keys_apply(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
+    char **keys, size_t n, const struct ctl_cache_keys *k, uint32_t *done,
+    char ***missing, size_t *n_missing)
 {
-	struct cache *c;
-	size_t i;
-	int rc;
+	struct cache	*c;
+	size_t		 i;
+	int		 rc;
 
 	*done = 0;
 	*missing = NULL;
 	*n_missing = 0;
 	if ((rc = ctl_cache_open(ctx, w, 0, &c)) != 0)
-		return rc;
-	if ((*missing = calloc(n + 1, sizeof(**missing))) == NULL)
+		return (rc);
+	if ((*missing = calloc(n + 1, sizeof **missing)) == NULL)
 		abort();
 	for (i = 0; i < n; i++) {
-		if (fn(c, keys[i], arg) == 0)
+		if (k->fn(c, keys[i], k->arg) == 0)
 			(*done)++;
 		else
 			(*missing)[(*n_missing)++] = keys[i];
 	}
 	cache_close(c);
-	return 0;
+	return (0);
 }
 
-int
-ctl_cache_keys_print(ctl_ctx *ctx, const char *what, const char *verb,
+/* Print what a KEY... command did. */
+static int
+ctl_cache_keys_print(struct ctl_ctx *ctx, const char *what, const char *verb,
     uint32_t done, char *const *missing, size_t n_missing)
 {
-	size_t i;
-	int rc = 0;
+	cJSON	*o, *a;
+	size_t	 i;
+	int	 rc = 0;
 
 	if (ctx->json) {
-		cJSON *o = cJSON_CreateObject(), *a;
-
+		o = cJSON_CreateObject();
 		cJSON_AddNumberToObject(o, what, done);
 		a = cJSON_AddArrayToObject(o, "missing");
 		for (i = 0; a != NULL && i < n_missing; i++)
@@ -159,65 +189,48 @@ ctl_cache_keys_print(ctl_ctx *ctx, const char *what, const char *verb,
 	}
 	if (rc == 0 && n_missing > 0)
 		rc = CTL_EXIT_FAIL;
-	return rc;
-}
-
-static void
-ctl_cache_log_cb(void *arg, int level, const char *msg)
-{
-	ctl_ctx *ctx = arg;
-
-	if (level <= CACHE_LOG_WARN)
-		fprintf(ctx->err, "nkictl: %s\n", msg);
+	return (rc);
 }
 
 int
-ctl_cache_open(ctl_ctx *ctx, const ctl_cache_where *w, int readonly,
-    struct cache **out)
+ctl_cache_keys_run(struct ctl_ctx *ctx, const struct ctl_args *a,
+    const ProtobufCMessage *req, const struct ctl_cache_keys *k)
 {
-	struct cache_opts o;
-	char err[1024];
+	struct ctl_cache_where	  w = { 0, NULL };
+	ProtobufCMessage	 *reply = NULL;
+	char			**off = NULL;
+	char *const		 *missing = NULL;
+	uint32_t		  done = 0;
+	size_t			  n = 0;
+	int			  rc;
 
-	memset(&o, 0, sizeof(o));
-	o.dir = w->dir != NULL ? w->dir : CTL_CACHE_DEFAULT_DIR;
-	o.readonly = readonly;
-	o.log = ctl_cache_log_cb;
-	o.log_arg = ctx;
-	if (cache_open(out, &o, err, sizeof(err)) != 0) {
-		ctl_errorf(ctx, "%s: %s", ctx->cmd->name, err);
-		return CTL_EXIT_FAIL;
-	}
-	return 0;
-}
-
-void
-ctl_cache_entry_msg(const struct cache_entry *e, Nkid__V1__CacheEntry *m)
-{
-	nkid__v1__cache_entry__init(m);
-	m->key = (char *)e->key;
-	m->kernel = e->kernel;
-	m->format = e->format;
-	m->target = e->target;
-	m->backend = e->backend;
-	m->compiler_version = e->compiler_version;
-	m->size = e->size;
-	m->created = e->created;
-	m->last_used = e->last_used;
-	m->hits = e->hits;
-	m->compile_ms = e->compile_ms;
-	m->pinned = e->pinned;
-	m->status = e->failed ? "failed" : "ok";
-	m->digest = (char *)e->digest;
-	m->log = e->log;
+	if ((rc = ctl_cache_where_get(ctx, a, &w)) != 0)
+		goto out;
+	if (w.offline) {
+		rc = ctl_cache_keys_apply(ctx, &w, a->argv, (size_t)a->argc, k,
+		    &done, &off, &n);
+		missing = off;
+	} else if ((rc = ctl_call(ctx, k->method, req, k->reply, &reply)) ==
+	    CTL_EXIT_OK)
+		k->result(reply, &done, &missing, &n);
+	if (rc == CTL_EXIT_OK)
+		rc = ctl_cache_keys_print(ctx, k->what, k->verb, done, missing,
+		    n);
+out:
+	free(off);
+	if (reply != NULL)
+		protobuf_c_message_free_unpacked(reply, NULL);
+	ctl_cache_where_release(&w);
+	return (rc);
 }
 
 cJSON *
 ctl_cache_entry_json(const Nkid__V1__CacheEntry *m, int with_log)
 {
-	cJSON *o = cJSON_CreateObject();
+	cJSON	*o = cJSON_CreateObject();
 
 	if (o == NULL)
-		return NULL;
+		return (NULL);
 	cJSON_AddStringToObject(o, "key", m->key);
 	cJSON_AddStringToObject(o, "kernel", m->kernel);
 	cJSON_AddStringToObject(o, "format", m->format);
@@ -234,142 +247,25 @@ ctl_cache_entry_json(const Nkid__V1__CacheEntry *m, int with_log)
 	cJSON_AddStringToObject(o, "digest", m->digest);
 	if (with_log)
 		cJSON_AddStringToObject(o, "log", m->log);
-	return o;
+	return (o);
 }
 
-static char *
-ctl_manifest_str(const cJSON *o, const char *name)
+cJSON *
+ctl_cache_stats_json(const Nkid__V1__CacheStatReply *r)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-	char *s;
+	cJSON	*o;
 
-	if (!cJSON_IsString(v))
-		return NULL;
-	if ((s = strdup(v->valuestring)) == NULL)
-		abort();
-	return s;
-}
-
-int
-ctl_manifest_read(const char *path, ctl_manifest *m, char *err, size_t errlen)
-{
-	cJSON *root = NULL, *ks, *k;
-	char *text = NULL, *dircopy = NULL, *dir, kerr[1024];
-	char *gtarget = NULL, *goptions = NULL;
-	struct stat st;
-	FILE *f = NULL;
-	int rc = -1;
-
-	memset(m, 0, sizeof(*m));
-	if ((f = fopen(path, "re")) == NULL || fstat(fileno(f), &st) == -1) {
-		snprintf(err, errlen, "cannot read manifest '%s': %s", path,
-		    strerror(errno));
-		goto out;
-	}
-	if ((unsigned long long)st.st_size > CTL_MANIFEST_MAX_BYTES) {
-		snprintf(err, errlen, "manifest '%s' is larger than %u bytes",
-		    path, CTL_MANIFEST_MAX_BYTES);
-		goto out;
-	}
-	if ((text = calloc(1, st.st_size + 1)) == NULL ||
-	    fread(text, 1, st.st_size, f) != (size_t)st.st_size) {
-		snprintf(err, errlen, "cannot read manifest '%s'", path);
-		goto out;
-	}
-	if ((root = cJSON_Parse(text)) == NULL || !cJSON_IsObject(root)) {
-		snprintf(err, errlen, "manifest '%s' is not a JSON object",
-		    path);
-		goto out;
-	}
-	ks = cJSON_GetObjectItemCaseSensitive(root, "kernels");
-	if (!cJSON_IsArray(ks) || cJSON_GetArraySize(ks) == 0) {
-		snprintf(err, errlen, "manifest '%s': 'kernels' must be a "
-		    "non-empty array", path);
-		goto out;
-	}
-	gtarget = ctl_manifest_str(root, "target");
-	goptions = ctl_manifest_str(root, "options");
-	if ((dircopy = strdup(path)) == NULL)
-		abort();
-	dir = dirname(dircopy);
-	m->items = calloc(cJSON_GetArraySize(ks), sizeof(*m->items));
-	if (m->items == NULL)
-		abort();
-	cJSON_ArrayForEach(k, ks) {
-		ctl_manifest_item *it = &m->items[m->n];
-		const char *p;
-
-		if (cJSON_IsString(k))
-			p = k->valuestring;
-		else if (cJSON_IsObject(k) && cJSON_IsString(
-		    cJSON_GetObjectItemCaseSensitive(k, "path")))
-			p = cJSON_GetObjectItemCaseSensitive(k,
-			    "path")->valuestring;
-		else {
-			snprintf(err, errlen, "manifest '%s': kernel %zu is "
-			    "neither a path nor an object with a 'path'", path,
-			    m->n + 1);
-			goto out;
-		}
-		if (p[0] == '/')
-			it->path = strdup(p);
-		else if (asprintf(&it->path, "%s/%s", dir, p) < 0)
-			it->path = NULL;
-		if (it->path == NULL)
-			abort();
-		if (cJSON_IsObject(k)) {
-			it->target = ctl_manifest_str(k, "target");
-			it->options = ctl_manifest_str(k, "options");
-		}
-		if (it->target == NULL && gtarget != NULL &&
-		    (it->target = strdup(gtarget)) == NULL)
-			abort();
-		if (it->options == NULL && goptions != NULL &&
-		    (it->options = strdup(goptions)) == NULL)
-			abort();
-		m->n++;
-		if (ctl_kernel_read(it->path, &it->ref, kerr, sizeof(kerr)) <
-		    0) {
-			snprintf(err, errlen, "manifest '%s': %s", path, kerr);
-			goto out;
-		}
-	}
-	rc = 0;
-out:
-	if (rc != 0)
-		ctl_manifest_release(m);
-	free(gtarget);
-	free(goptions);
-	free(dircopy);
-	cJSON_Delete(root);
-	free(text);
-	if (f != NULL)
-		fclose(f);
-	return rc;
-}
-
-void
-ctl_manifest_release(ctl_manifest *m)
-{
-	size_t i;
-
-	for (i = 0; i < m->n; i++) {
-		free(m->items[i].path);
-		free(m->items[i].target);
-		free(m->items[i].options);
-		ctl_kernel_free(m->items[i].ref);
-	}
-	free(m->items);
-	memset(m, 0, sizeof(*m));
-}
-
-void
-ctl_manifest_ref(const ctl_manifest *m, size_t i, Nkid__V1__KernelRef *ref)
-{
-	const ctl_manifest_item *it = &m->items[i];
-
-	nkid__v1__kernel_ref__init(ref);
-	ref->kernel = it->ref->kernel;
-	ref->target = it->target != NULL ? it->target : it->ref->target;
-	ref->options = it->options != NULL ? it->options : it->ref->options;
+	if ((o = cJSON_CreateObject()) == NULL)
+		return (NULL);
+	cJSON_AddNumberToObject(o, "entries", (double)r->entries);
+	cJSON_AddNumberToObject(o, "bytes", (double)r->bytes);
+	cJSON_AddNumberToObject(o, "max_bytes", (double)r->max_bytes);
+	cJSON_AddNumberToObject(o, "hits", (double)r->hits);
+	cJSON_AddNumberToObject(o, "misses", (double)r->misses);
+	cJSON_AddNumberToObject(o, "compiles", (double)r->compiles);
+	cJSON_AddNumberToObject(o, "coalesced", (double)r->coalesced);
+	cJSON_AddNumberToObject(o, "failures", (double)r->failures);
+	cJSON_AddNumberToObject(o, "evictions", (double)r->evictions);
+	cJSON_AddNumberToObject(o, "corrupt", (double)r->corrupt);
+	return (o);
 }

@@ -1,8 +1,4 @@
-/*
- * ctl_cache.h: what the `nkictl cache ...` and `nkictl warmup` commands
- * share: their descriptors, the offline cache (--cache-dir/--state-dir),
- * entry printing and kernel manifests.
- */
+/* ctl_cache.h: what the `nkictl cache ...` commands share: the cache directory options (--cache-dir, --state-dir), the offline cache, listings, KEY... results and entries as JSON. */
 #ifndef NKID_CTL_CACHE_H
 #define NKID_CTL_CACHE_H
 
@@ -13,138 +9,96 @@
 #include "cache/cache.h"
 #include "ctl.h"
 
-extern const ctl_cmd ctl_cache_export_cmd;
-extern const ctl_cmd ctl_cache_gc_cmd;
-extern const ctl_cmd ctl_cache_import_cmd;
-extern const ctl_cmd ctl_cache_ls_cmd;
-extern const ctl_cmd ctl_cache_pin_cmd;
-extern const ctl_cmd ctl_cache_rm_cmd;
-extern const ctl_cmd ctl_cache_show_cmd;
-extern const ctl_cmd ctl_cache_stat_cmd;
-extern const ctl_cmd ctl_cache_unpin_cmd;
-extern const ctl_cmd ctl_cache_verify_cmd;
-extern const ctl_cmd ctl_warmup_cmd;
-
 /* Default cache directory of offline commands (nkid's default cache_dir). */
-#define CTL_CACHE_DEFAULT_DIR "/var/cache/nkid"
+#define CTL_CACHE_DEFAULT_DIR	"/var/cache/nkid"
 
-/* Long options of commands that can work on a cache directory. */
-#define CTL_CACHE_OPT_DIR   0x300
-#define CTL_CACHE_OPT_STATE 0x301
-#define CTL_CACHE_LONGOPTS_DIR \
-	{ "cache-dir", required_argument, NULL, CTL_CACHE_OPT_DIR }, \
-	{ "state-dir", required_argument, NULL, CTL_CACHE_OPT_STATE }
+/* The rows of the commands that can work on a cache directory without
+ * nkid; ctl_cache_where_get reads them. */
+#define CTL_CACHE_OPTS_DIR						\
+	{ 0, "cache-dir", "DIR", "work on the cache directory DIR, "	\
+	    "without nkid" },						\
+	{ 0, "state-dir", "DIR", "work on nkid's cache in DIR/cache, "	\
+	    "without nkid" }
 
-/* Where an offline command works: dir (malloc'd) or NULL (not given). */
-typedef struct ctl_cache_where {
-	char *dir;
-} ctl_cache_where;
+/* --offline, for the commands that work through nkid unless told. */
+#define CTL_CACHE_OPT_OFFLINE						\
+	{ 0, "offline", NULL, "work on the cache directory (default "	\
+	    CTL_CACHE_DEFAULT_DIR ") without nkid" }
 
-/* Handle CTL_CACHE_OPT_DIR/STATE (returns 1) or not (0). */
-int ctl_cache_where_opt(ctl_cache_where *w, int opt, const char *arg);
-void ctl_cache_where_release(ctl_cache_where *w);
+/* Where a command works: through nkid, or offline on a cache directory. */
+struct ctl_cache_where {
+	int	 offline;	/* --offline or a directory given */
+	char	*dir;		/* malloc'd; NULL: the default */
+};
+
+/* A CacheList reply, from nkid or from a cache directory. */
+struct ctl_cache_listing {
+	Nkid__V1__CacheListReply	*r;	/* NULL before _get */
+	Nkid__V1__CacheListReply	 off;	/* offline: r is &off */
+};
 
 /*
- * Parse the options of a command that takes only the common ones and
- * --cache-dir/--state-dir into w. Returns 0 to go on, optind at the first
- * operand, or -1 when the command must return *rc now (--help: 0; a usage
- * error, printed: 2). Release w in both cases.
+ * Where a's options say the command works: the cache directory that
+ * --cache-dir DIR or --state-dir DIR (then DIR/cache) names into w->dir,
+ * NULL if neither; w->offline if one of them or --offline is given.
+ * Returns 0, or CTL_EXIT_USAGE (printed) if both directories are given.
+ * Release w with ctl_cache_where_release in both cases.
  */
-int ctl_cache_where_parse(ctl_ctx *ctx, int argc, char **argv,
-    ctl_cache_where *w, int *rc);
+int	 ctl_cache_where_get(struct ctl_ctx *ctx, const struct ctl_args *a,
+	    struct ctl_cache_where *w);
+void	 ctl_cache_where_release(struct ctl_cache_where *w);
 
 /*
  * Open the cache in w->dir (default CTL_CACHE_DEFAULT_DIR) for an offline
- * command; readonly for inspection. Prints the failure and returns
- * CTL_EXIT_FAIL, else 0 with *out to close with cache_close.
+ * command; readonly for inspection. Returns 0 with *out, closed with
+ * cache_close, or prints the failure and returns CTL_EXIT_FAIL.
  */
-int ctl_cache_open(ctl_ctx *ctx, const ctl_cache_where *w, int readonly,
-    struct cache **out);
-
-/* A CacheEntry message from a library entry (strings borrowed). */
-void ctl_cache_entry_msg(const struct cache_entry *e, Nkid__V1__CacheEntry *m);
-/* JSON object of an entry (log only if with_log). */
-struct cJSON *ctl_cache_entry_json(const Nkid__V1__CacheEntry *m,
-    int with_log);
-
-/* One kernel of a manifest: its file, read, with the manifest's target and
- * options applied. */
-typedef struct ctl_manifest_item {
-	char *path;
-	Nkid__V1__KernelRef *ref;     /* ctl_kernel_read's */
-	char *target;                 /* NULL: the file's */
-	char *options;
-} ctl_manifest_item;
-
-typedef struct ctl_manifest {
-	ctl_manifest_item *items;
-	size_t n;
-} ctl_manifest;
-
-/*
- * Read a manifest (docs/cache.md): {"target": T, "options": O,
- * "kernels": ["file.nkir" | {"path": P, "target": T, "options": O}, ...]}
- * with paths relative to the manifest's directory, and every kernel file
- * it names. On failure err says why and -1 is returned.
- */
-int ctl_manifest_read(const char *path, ctl_manifest *m, char *err,
-    size_t errlen);
-void ctl_manifest_release(ctl_manifest *m);
-/* The effective KernelRef of item i (borrowing from m). */
-void ctl_manifest_ref(const ctl_manifest *m, size_t i,
-    Nkid__V1__KernelRef *ref);
-
-/* CacheList done on a cache directory (ctl_cache_ls.c): r's entries
- * borrow from *store; free both with ctl_cache_list_offline_free. */
-int ctl_cache_list_offline(ctl_ctx *ctx, const ctl_cache_where *w,
-    const char *prefix, unsigned limit, Nkid__V1__CacheListReply *r,
-    struct cache_entry **store);
-void ctl_cache_list_offline_free(Nkid__V1__CacheListReply *r,
-    struct cache_entry *store);
-
-/* A CacheList reply, from nkid or from a cache directory. */
-typedef struct ctl_cache_listing {
-	Nkid__V1__CacheListReply *r;     /* the entries; NULL before _get */
-	Nkid__V1__CacheListReply off;    /* offline: r points here */
-	struct cache_entry *store;       /* offline: what off borrows */
-} ctl_cache_listing;
+int	 ctl_cache_open(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
+	    int readonly, struct cache **out);
 
 /*
  * The entries whose key starts with prefix ("": all), at most limit (0:
- * no limit), most recently used first: from the cache directory w->dir if
- * given, else from nkid (CacheList). Prints the failure and returns its
- * exit code, else 0 with l->r set. l must be zeroed before; release it
- * with ctl_cache_listing_release in any case.
+ * no limit), most recently used first: from the cache directory if
+ * w->offline, else from nkid (CacheList). Returns 0 with l->r set, or
+ * prints the failure and returns its exit code. l must be zeroed before;
+ * release it with ctl_cache_listing_release in any case.
  */
-int ctl_cache_listing_get(ctl_ctx *ctx, const ctl_cache_where *w,
-    const char *prefix, unsigned limit, ctl_cache_listing *l);
-void ctl_cache_listing_release(ctl_cache_listing *l);
+int	 ctl_cache_listing_get(struct ctl_ctx *ctx,
+	    const struct ctl_cache_where *w, const char *prefix,
+	    unsigned limit, struct ctl_cache_listing *l);
+void	 ctl_cache_listing_release(struct ctl_cache_listing *l);
+
+/* An entry as a JSON object (its log only if with_log); NULL when out of
+ * memory. */
+struct cJSON *ctl_cache_entry_json(const Nkid__V1__CacheEntry *m,
+	    int with_log);
+
+/* The cache's counters (CacheStat, also in Status) as a JSON object;
+ * NULL when out of memory. */
+struct cJSON *ctl_cache_stats_json(const Nkid__V1__CacheStatReply *r);
+
+/* A KEY... command: cache pin, unpin and rm. */
+struct ctl_cache_keys {
+	const char				*method;	/* "CachePin" */
+	const ProtobufCMessageDescriptor	*reply;
+	/* Offline: do it to key in c; 0, or the key is missing. */
+	int	(*fn)(struct cache *c, const char *key, void *arg);
+	void					*arg;
+	/* From nkid's reply: how many done, and the missing keys. */
+	void	(*result)(const ProtobufCMessage *reply, uint32_t *done,
+		    char *const **missing, size_t *n_missing);
+	const char				*what;	/* JSON: "changed" */
+	const char				*verb;	/* text: "pinned" */
+};
 
 /*
- * Parse the command line of a KEY... command (ctl_cache_where_parse):
- * *keys (borrowed from argv) and *n get the operands, at least one.
- * Returns 0 to go on, or -1 when the command must return *rc now.
+ * Run a KEY... command on the keys that are a's operands: offline (see
+ * ctl_cache_where_get) k->fn on each key, else k->method with req (which
+ * names the keys). Print with --json {what: done, "missing": [...]},
+ * else "VERB N entries" and a "no entry 'KEY'" error for each missing
+ * one. Returns the exit code: CTL_EXIT_FAIL also if a key was missing.
  */
-int ctl_cache_keys_parse(ctl_ctx *ctx, int argc, char **argv,
-    ctl_cache_where *w, char ***keys, size_t *n, int *rc);
+int	 ctl_cache_keys_run(struct ctl_ctx *ctx, const struct ctl_args *a,
+	    const ProtobufCMessage *req, const struct ctl_cache_keys *k);
 
-/*
- * For a KEY... command on a cache directory: open it (ctl_cache_open) and
- * do fn(c, key, arg) for each of the n keys; *done counts those fn did (0
- * returned), *missing (calloc'd, free it; strings borrowed from keys) lists
- * the others. Prints the failure and returns its exit code, else 0.
- */
-int ctl_cache_keys_apply(ctl_ctx *ctx, const ctl_cache_where *w,
-    char **keys, size_t n, int (*fn)(struct cache *c, const char *key,
-    void *arg), void *arg, uint32_t *done, char ***missing,
-    size_t *n_missing);
-
-/*
- * Print what a KEY... command did: with --json {what: done, "missing":
- * [...]}, else "VERB N entries" and "no entry 'KEY'" errors. Returns the
- * exit code: CTL_EXIT_FAIL if any key was missing.
- */
-int ctl_cache_keys_print(ctl_ctx *ctx, const char *what, const char *verb,
-    uint32_t done, char *const *missing, size_t n_missing);
-
-#endif
+#endif /* NKID_CTL_CACHE_H */

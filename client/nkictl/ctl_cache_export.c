@@ -1,9 +1,4 @@
-/*
- * ctl_cache_export.c: `nkictl cache export FILE [--pinned | KEY...]`:
- * receive a self-verifying bundle from nkid (CacheExport), or write one
- * from a cache directory with --offline (docs/cache.md), into FILE through
- * a temp file that is checked, synced and renamed: never a partial FILE.
- */
+/* ctl_cache_export.c: `nkictl cache export FILE [--pinned | KEY...]`: a self-verifying bundle from nkid (CacheExport) or, with --offline, from a cache directory (docs/cache.md), written to FILE through a temp file that is synced, checked and renamed: never a partial FILE. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -18,11 +13,9 @@
 
 #include "ctl_cache.h"
 
-#define CTL_CACHE_EXPORT_OPT_OFFLINE 0x400
-
 /* The temp file a signal removes (nkictl handles one export at a time). */
-static volatile sig_atomic_t ctl_cache_export_armed;
-static char ctl_cache_export_tmp[4096];
+static volatile sig_atomic_t	ctl_cache_export_armed;
+static char			ctl_cache_export_tmp[4096];
 
 static void
 ctl_cache_export_signal_cb(int sig)
@@ -34,70 +27,71 @@ ctl_cache_export_signal_cb(int sig)
 }
 
 /* Where the bytes go: the temp file. */
-typedef struct ctl_cache_export_out {
-	int fd;
-	unsigned long long bytes;
-	int error;                    /* errno of a failed write */
-} ctl_cache_export_out;
+struct ctl_cache_export_out {
+	int			fd;
+	unsigned long long	bytes;
+	int			error;	/* errno of a failed write */
+};
 
 static int
 ctl_cache_export_write_cb(void *arg, const void *p, size_t n)
 {
-	ctl_cache_export_out *o = arg;
-	const char *b = p;
-	ssize_t w;
+	struct ctl_cache_export_out	*o = arg;
+	const char			*b = p;
+	ssize_t				 w;
 
 	while (n > 0) {
 		if ((w = write(o->fd, b, n)) == -1) {
 			if (errno == EINTR)
 				continue;
 			o->error = errno;
-			return -1;
+			return (-1);
 		}
 		b += w;
 		n -= (size_t)w;
 		o->bytes += (unsigned long long)w;
 	}
-	return 0;
+	return (0);
 }
 
 /* --offline: the bundle from the cache directory. */
 static int
-ctl_cache_export_offline(ctl_ctx *ctx, const ctl_cache_where *w,
-    char **keys, size_t nkeys, int pinned, ctl_cache_export_out *o)
+ctl_cache_export_offline(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
+    char **keys, size_t nkeys, int pinned, struct ctl_cache_export_out *o)
 {
-	struct cache *c = NULL;
-	unsigned count;
-	char err[1024];
-	int rc;
+	struct cache	*c = NULL;
+	unsigned	 count;
+	char		 err[1024];
+	int		 rc;
 
 	if ((rc = ctl_cache_open(ctx, w, 1, &c)) != 0)
-		return rc;
+		return (rc);
 	if (cache_bundle_export(c, (const char *const *)keys, nkeys, pinned,
-	    ctl_cache_export_write_cb, o, &count, err, sizeof(err)) != 0) {
+	    ctl_cache_export_write_cb, o, &count, err, sizeof err) != 0) {
 		ctl_errorf(ctx, "cache export: %s", err);
 		rc = CTL_EXIT_FAIL;
 	}
 	cache_close(c);
-	return rc;
+	return (rc);
 }
 
 /* The bundle from nkid: one CacheExport stream. */
 static int
-ctl_cache_export_online(ctl_ctx *ctx, char **keys, size_t nkeys, int pinned,
-    ctl_cache_export_out *o, const char *tmp)
+ctl_cache_export_online(struct ctl_ctx *ctx, char **keys, size_t nkeys,
+    int pinned,
+    struct ctl_cache_export_out *o, const char *tmp)
 {
 	Nkid__V1__CacheExportRequest req = NKID__V1__CACHE_EXPORT_REQUEST__INIT;
-	Nkid__V1__CacheChunk *chunk;
-	ctl_rpc_stream *cs = NULL;
-	ctl_rpc_status st;
-	int rc, r;
+	Nkid__V1__CacheChunk		*chunk;
+	struct ctl_rpc_stream		*cs = NULL;
+	struct ctl_rpc_status		 st;
+	int				 rc, r;
 
 	if ((rc = ctl_connect(ctx)) != CTL_EXIT_OK)
-		return rc;
+		return (rc);
 	if (ctl_rpc_stream_open(ctx->rpc, "CacheExport", ctx->timeout_s, &cs,
 	    &st) != 0)
-		return ctl_call_fail(ctx, &st);
+		return (ctl_call_fail(ctx, &st));
 	req.pinned_only = pinned;
 	req.keys = keys;
 	req.n_keys = nkeys;
@@ -121,20 +115,21 @@ ctl_cache_export_online(ctl_ctx *ctx, char **keys, size_t nkeys, int pinned,
 	if (ctl_rpc_stream_finish(cs, &st) != 0)
 		rc = ctl_call_fail(ctx, &st);
 	else if (r != 0) {
-		ctl_errorf(ctx, "cache export: a malformed CacheChunk from nkid");
+		ctl_errorf(ctx, "cache export: a malformed CacheChunk from "
+		    "nkid");
 		rc = CTL_EXIT_FAIL;
 	}
 out:
 	ctl_rpc_stream_free(cs);
-	return rc;
+	return (rc);
 }
 
 /* fsync the directory of path, so that the rename lasts. */
 static void
 ctl_cache_export_sync_dir(const char *path)
 {
-	char *copy = strdup(path);
-	int fd;
+	char	*copy = strdup(path);
+	int	 fd;
 
 	if (copy == NULL)
 		abort();
@@ -146,57 +141,80 @@ ctl_cache_export_sync_dir(const char *path)
 	free(copy);
 }
 
+/*
+ * Make the bundle written to o->fd (the temp file) FILE at path: synced,
+ * checked as an import would check it (its entries counted into *count),
+ * closed and renamed. Returns CTL_EXIT_OK or CTL_EXIT_FAIL (printed).
+ */
 static int
-ctl_cache_export_exec(ctl_ctx *ctx, int argc, char **argv)
+ctl_cache_export_finish(struct ctl_ctx *ctx, struct ctl_cache_export_out *o,
+    const char *path, unsigned *count)
 {
-	static const struct option longopts[] = {
-		CTL_LONGOPTS_COMMON, CTL_CACHE_LONGOPTS_DIR,
-		{ "offline", no_argument, NULL, CTL_CACHE_EXPORT_OPT_OFFLINE },
-		{ "pinned", no_argument, NULL, 'p' }, { 0, 0, 0, 0 } };
-	ctl_cache_where w = { NULL };
-	ctl_cache_export_out o = { -1, 0, 0 };
-	struct sigaction sa, old[3];
-	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
-	const char *path;
-	char err[1024];
-	unsigned count = 0;
-	mode_t mask;
-	size_t nkeys;
-	int rc = 0, opt, pinned = 0, offline = 0, i, armed = 0;
+	char	err[1024];
+	int	fd = o->fd;
 
-	while ((opt = ctl_opt_next(ctx, argc, argv, "", longopts, &rc)) != -1) {
-		if (opt == CTL_OPT_DONE)
-			goto out;
-		if (opt == 'p')
-			pinned = 1;
-		else if (opt == CTL_CACHE_EXPORT_OPT_OFFLINE)
-			offline = 1;
-		else if (!ctl_cache_where_opt(&w, opt, optarg)) {
-			rc = ctl_usage_fail(ctx, "unexpected option");
-			goto out;
-		}
+	o->fd = -1;
+	if (fsync(fd) != 0) {
+		close(fd);
+		goto fail;
 	}
-	if (optind == argc) {
-		rc = ctl_usage_fail(ctx, "give the bundle FILE");
+	if (cache_bundle_verify_fd(fd, path, count, err, sizeof err) != 0) {
+		close(fd);
+		ctl_errorf(ctx, "cache export: %s", err);
+		return (CTL_EXIT_FAIL);
+	}
+	if (close(fd) != 0)
+		goto fail;
+	if (rename(ctl_cache_export_tmp, path) == -1) {
+		ctl_errorf(ctx, "cache export: cannot rename to '%s': %s", path,
+		    strerror(errno));
+		return (CTL_EXIT_FAIL);
+	}
+	ctl_cache_export_armed = 0;
+	ctl_cache_export_sync_dir(path);
+	return (CTL_EXIT_OK);
+fail:
+	ctl_errorf(ctx, "cache export: cannot write '%s': %s",
+	    ctl_cache_export_tmp, strerror(errno));
+	return (CTL_EXIT_FAIL);
+}
+
+static const struct ctl_opt ctl_cache_export_opts[] = {
+	{ 0, "pinned", NULL, "export the pinned entries (default: all)" },
+	CTL_CACHE_OPT_OFFLINE,
+	CTL_CACHE_OPTS_DIR,
+	CTL_OPT_END
+};
+
+static int
+ctl_cache_export_exec(struct ctl_ctx *ctx, struct ctl_args *a)
+{
+	static const int		 sigs[3] = { SIGINT, SIGTERM, SIGHUP };
+	struct ctl_cache_where		 w = { 0, NULL };
+	struct ctl_cache_export_out	 o = { -1, 0, 0 };
+	struct sigaction		 sa, old[3];
+	const char			*path = a->argv[0];
+	char				**keys = a->argv + 1;
+	cJSON				*j;
+	unsigned			 count = 0;
+	mode_t				 mask;
+	size_t				 nkeys = (size_t)(a->argc - 1);
+	int				 rc, i, pinned, armed = 0;
+
+	pinned = ctl_args_has(a, "pinned") > 0;
+	if ((rc = ctl_cache_where_get(ctx, a, &w)) != 0)
 		goto out;
-	}
-	path = argv[optind++];
-	nkeys = (size_t)(argc - optind);
 	if (pinned && nkeys > 0) {
 		rc = ctl_usage_fail(ctx, "--pinned and KEY... exclude each "
 		    "other");
 		goto out;
 	}
-	/* A cache directory means the offline mode, as for every cache
-	 * command. */
-	if (w.dir != NULL)
-		offline = 1;
-	if (snprintf(ctl_cache_export_tmp, sizeof(ctl_cache_export_tmp),
-	    "%s.XXXXXX", path) >= (int)sizeof(ctl_cache_export_tmp)) {
+	if (snprintf(ctl_cache_export_tmp, sizeof ctl_cache_export_tmp,
+	    "%s.XXXXXX", path) >= (int)sizeof ctl_cache_export_tmp) {
 		rc = ctl_usage_fail(ctx, "the path '%s' is too long", path);
 		goto out;
 	}
-	memset(&sa, 0, sizeof(sa));
+	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = ctl_cache_export_signal_cb;
 	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < 3; i++)
@@ -214,50 +232,22 @@ ctl_cache_export_exec(ctl_ctx *ctx, int argc, char **argv)
 	umask(mask);
 	fchmod(o.fd, 0666 & ~mask);
 
-	if (offline)
-		rc = ctl_cache_export_offline(ctx, &w, argv + optind, nkeys,
-		    pinned, &o);
+	if (w.offline)
+		rc = ctl_cache_export_offline(ctx, &w, keys, nkeys, pinned,
+		    &o);
 	else
-		rc = ctl_cache_export_online(ctx, argv + optind, nkeys, pinned,
-		    &o, ctl_cache_export_tmp);
-	if (rc != 0)
+		rc = ctl_cache_export_online(ctx, keys, nkeys, pinned, &o,
+		    ctl_cache_export_tmp);
+	if (rc != CTL_EXIT_OK ||
+	    (rc = ctl_cache_export_finish(ctx, &o, path, &count)) !=
+	    CTL_EXIT_OK)
 		goto out;
-	if (fsync(o.fd) != 0) {
-		ctl_errorf(ctx, "cache export: cannot write '%s': %s",
-		    ctl_cache_export_tmp, strerror(errno));
-		rc = CTL_EXIT_FAIL;
-		goto out;
-	}
-	/* What lands in FILE is a whole bundle: check it as import would. */
-	if (cache_bundle_verify_fd(o.fd, path, &count, err, sizeof(err)) !=
-	    0) {
-		ctl_errorf(ctx, "cache export: %s", err);
-		rc = CTL_EXIT_FAIL;
-		goto out;
-	}
-	if (close(o.fd) != 0) {
-		o.fd = -1;
-		ctl_errorf(ctx, "cache export: cannot write '%s': %s",
-		    ctl_cache_export_tmp, strerror(errno));
-		rc = CTL_EXIT_FAIL;
-		goto out;
-	}
-	o.fd = -1;
-	if (rename(ctl_cache_export_tmp, path) == -1) {
-		ctl_errorf(ctx, "cache export: cannot rename to '%s': %s", path,
-		    strerror(errno));
-		rc = CTL_EXIT_FAIL;
-		goto out;
-	}
-	ctl_cache_export_armed = 0;
-	ctl_cache_export_sync_dir(path);
 	if (ctx->json) {
-		cJSON *j = cJSON_CreateObject();
-
+		j = cJSON_CreateObject();
 		cJSON_AddStringToObject(j, "bundle", path);
 		cJSON_AddNumberToObject(j, "entries", count);
 		cJSON_AddNumberToObject(j, "bytes", (double)o.bytes);
-		cJSON_AddBoolToObject(j, "offline", offline);
+		cJSON_AddBoolToObject(j, "offline", w.offline);
 		rc = ctl_json_print(ctx, j);
 	} else
 		fprintf(ctx->out, "exported %u entr%s to %s (%llu bytes)\n",
@@ -273,15 +263,17 @@ out:
 		for (i = 0; i < 3; i++)
 			sigaction(sigs[i], &old[i], NULL);
 	ctl_cache_where_release(&w);
-	return rc;
+	return (rc);
 }
 
-const ctl_cmd ctl_cache_export_cmd = {
+const struct ctl_cmd ctl_cache_export_cmd = {
 	.name = "cache export",
 	.usage = "FILE [--pinned | KEY...] [--offline] [--cache-dir DIR | "
 	    "--state-dir DIR]",
 	.help = "write cache entries to a self-verifying bundle (through nkid, "
 	    "or --offline from a cache directory)",
+	.opts = ctl_cache_export_opts,
+	.args = { 1, -1, "FILE (the bundle to write)" },
 	.timeout_s = CTL_TIMEOUT_KERNEL,
 	.exec = ctl_cache_export_exec,
 };

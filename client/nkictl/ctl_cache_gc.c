@@ -1,8 +1,4 @@
-/*
- * ctl_cache_gc.c: `nkictl cache gc`: in a cache directory, remove orphan
- * blob files, temp and quarantined files, optionally failed entries, and
- * evict to the budget.
- */
+/* ctl_cache_gc.c: `nkictl cache gc`: in a cache directory, remove orphan blob files, temp and quarantined files, optionally failed entries, and evict to the budget. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -10,53 +6,37 @@
 
 #include "ctl_cache.h"
 
+static const struct ctl_opt ctl_cache_gc_opts[] = {
+	{ 0, "failed", NULL, "remove the cached compile failures too" },
+	{ 0, "min-age", "S", "leave files younger than S seconds (default "
+	    "600)" },
+	CTL_CACHE_OPTS_DIR,
+	CTL_OPT_END
+};
+
 static int
-ctl_cache_gc_exec(ctl_ctx *ctx, int argc, char **argv)
+ctl_cache_gc_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 {
-	static const struct option longopts[] = {
-		CTL_LONGOPTS_COMMON, CTL_CACHE_LONGOPTS_DIR,
-		{ "failed", no_argument, NULL, 'f' },
-		{ "min-age", required_argument, NULL, 'a' },
-		{ 0, 0, 0, 0 } };
-	struct cache_gc_result g;
-	ctl_cache_where w = { NULL };
-	struct cache *c = NULL;
-	double min_age = 600;
-	int rc = 0, opt, failed = 0;
+	struct cache_gc_result	 g;
+	struct ctl_cache_where	 w = { 0, NULL };
+	struct cache		*c = NULL;
+	cJSON			*o;
+	double			 min_age = 600;
+	int			 rc;
 
-	while ((opt = ctl_opt_next(ctx, argc, argv, "", longopts, &rc)) != -1) {
-		if (opt == CTL_OPT_DONE)
-			goto out;
-		if (opt == 'f')
-			failed = 1;
-		else if (opt == 'a') {
-			char *end;
-
-			min_age = strtod(optarg, &end);
-			if (*end != '\0' || min_age < 0) {
-				rc = ctl_usage_fail(ctx, "bad --min-age '%s'",
-				    optarg);
-				goto out;
-			}
-		} else if (!ctl_cache_where_opt(&w, opt, optarg)) {
-			rc = ctl_usage_fail(ctx, "unexpected option");
-			goto out;
-		}
-	}
-	if (optind < argc) {
-		rc = ctl_usage_fail(ctx, "unexpected argument '%s'", argv[optind]);
+	if ((rc = ctl_args_seconds(ctx, a, "min-age", 1, &min_age)) != 0 ||
+	    (rc = ctl_cache_where_get(ctx, a, &w)) != 0)
 		goto out;
-	}
 	if ((rc = ctl_cache_open(ctx, &w, 0, &c)) != 0)
 		goto out;
-	if ((rc = cache_gc(c, min_age, failed, &g)) != 0) {
+	if ((rc = cache_gc(c, min_age, ctl_args_has(a, "failed") > 0,
+	    &g)) != 0) {
 		ctl_errorf(ctx, "cache gc: %s", cache_strerror(rc));
 		rc = CTL_EXIT_FAIL;
 		goto out;
 	}
 	if (ctx->json) {
-		cJSON *o = cJSON_CreateObject();
-
+		o = cJSON_CreateObject();
 		cJSON_AddNumberToObject(o, "orphans", g.orphans);
 		cJSON_AddNumberToObject(o, "temps", g.temps);
 		cJSON_AddNumberToObject(o, "quarantined", g.quarantined);
@@ -73,13 +53,14 @@ ctl_cache_gc_exec(ctl_ctx *ctx, int argc, char **argv)
 out:
 	cache_close(c);
 	ctl_cache_where_release(&w);
-	return rc;
+	return (rc);
 }
 
-const ctl_cmd ctl_cache_gc_cmd = {
+const struct ctl_cmd ctl_cache_gc_cmd = {
 	.name = "cache gc",
 	.usage = "[--failed] [--min-age S] [--cache-dir DIR | --state-dir DIR]",
 	.help = "remove orphan and quarantined files (and failed entries) "
 	    "from a cache directory",
+	.opts = ctl_cache_gc_opts,
 	.exec = ctl_cache_gc_exec,
 };

@@ -1,8 +1,4 @@
-/*
- * ctl_cache_import.c: `nkictl cache import FILE`: send a bundle to nkid
- * (CacheImport), which verifies it and imports it all or nothing; or, with
- * --offline, do that in a cache directory of a stopped nkid.
- */
+/* ctl_cache_import.c: `nkictl cache import FILE`: send a bundle to nkid (CacheImport), which verifies it and imports it all or nothing; or, with --offline, do that in the cache directory of a stopped nkid. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,24 +10,23 @@
 
 #include "ctl_cache.h"
 
-#define CTL_CACHE_IMPORT_OPT_OFFLINE 0x400
 /* Bytes of one CacheChunk (nkid's default cap is 16 MiB). */
-#define CTL_CACHE_IMPORT_CHUNK (1024 * 1024)
+#define CTL_CACHE_IMPORT_CHUNK	(1024 * 1024)
 
 /* --offline: import into the cache directory. */
 static int
-ctl_cache_import_offline(ctl_ctx *ctx, const ctl_cache_where *w,
+ctl_cache_import_offline(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
     const char *path, Nkid__V1__CacheImportReply *r)
 {
-	struct cache *c = NULL;
-	unsigned imported, skipped;
-	char err[1024];
-	int rc;
+	struct cache	*c = NULL;
+	unsigned	 imported, skipped;
+	char		 err[1024];
+	int		 rc;
 
 	if ((rc = ctl_cache_open(ctx, w, 0, &c)) != 0)
-		return rc;
+		return (rc);
 	if (cache_bundle_import(c, path, &imported, &skipped, err,
-	    sizeof(err)) != 0) {
+	    sizeof err) != 0) {
 		ctl_errorf(ctx, "cache import: %s", err);
 		rc = CTL_EXIT_FAIL;
 	} else {
@@ -39,26 +34,26 @@ ctl_cache_import_offline(ctl_ctx *ctx, const ctl_cache_where *w,
 		r->skipped = skipped;
 	}
 	cache_close(c);
-	return rc;
+	return (rc);
 }
 
 /* Stream FILE to nkid; nkid answers once it has imported it, or why not. */
 static int
-ctl_cache_import_online(ctl_ctx *ctx, const char *path,
+ctl_cache_import_online(struct ctl_ctx *ctx, const char *path,
     Nkid__V1__CacheImportReply *r)
 {
 	Nkid__V1__CacheChunk chunk = NKID__V1__CACHE_CHUNK__INIT;
-	Nkid__V1__CacheImportReply *reply = NULL;
-	ctl_rpc_stream *cs = NULL;
-	ctl_rpc_status st;
-	uint8_t *buf = NULL;
-	ssize_t n = 0;
-	int rc, fd, got = 0;
+	Nkid__V1__CacheImportReply	*reply = NULL;
+	struct ctl_rpc_stream		*cs = NULL;
+	struct ctl_rpc_status		 st;
+	uint8_t				*buf = NULL;
+	ssize_t				 n = 0;
+	int				 rc, fd, got = 0;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
 		ctl_errorf(ctx, "cache import: cannot read bundle '%s': %s",
 		    path, strerror(errno));
-		return CTL_EXIT_FAIL;
+		return (CTL_EXIT_FAIL);
 	}
 	if ((buf = malloc(CTL_CACHE_IMPORT_CHUNK)) == NULL)
 		abort();
@@ -108,62 +103,52 @@ out:
 	ctl_rpc_stream_free(cs);
 	free(buf);
 	close(fd);
-	return rc;
+	return (rc);
 }
 
-static int
-ctl_cache_import_exec(ctl_ctx *ctx, int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		CTL_LONGOPTS_COMMON, CTL_CACHE_LONGOPTS_DIR,
-		{ "offline", no_argument, NULL, CTL_CACHE_IMPORT_OPT_OFFLINE },
-		{ 0, 0, 0, 0 } };
-	Nkid__V1__CacheImportReply r = NKID__V1__CACHE_IMPORT_REPLY__INIT;
-	ctl_cache_where w = { NULL };
-	int rc = 0, opt, offline = 0;
+static const struct ctl_opt ctl_cache_import_opts[] = {
+	CTL_CACHE_OPT_OFFLINE,
+	CTL_CACHE_OPTS_DIR,
+	CTL_OPT_END
+};
 
-	while ((opt = ctl_opt_next(ctx, argc, argv, "", longopts, &rc)) != -1) {
-		if (opt == CTL_OPT_DONE)
-			goto out;
-		if (opt == CTL_CACHE_IMPORT_OPT_OFFLINE)
-			offline = 1;
-		else if (!ctl_cache_where_opt(&w, opt, optarg)) {
-			rc = ctl_usage_fail(ctx, "unexpected option");
-			goto out;
-		}
-	}
-	if (argc - optind != 1) {
-		rc = ctl_usage_fail(ctx, "give one bundle FILE");
+static int
+ctl_cache_import_exec(struct ctl_ctx *ctx, struct ctl_args *a)
+{
+	Nkid__V1__CacheImportReply r = NKID__V1__CACHE_IMPORT_REPLY__INIT;
+	struct ctl_cache_where		 w = { 0, NULL };
+	cJSON				*o;
+	int				 rc;
+
+	if ((rc = ctl_cache_where_get(ctx, a, &w)) != 0)
 		goto out;
-	}
-	/* A cache directory means the offline mode, as for every cache
-	 * command. */
-	if (w.dir != NULL)
-		offline = 1;
-	rc = offline ? ctl_cache_import_offline(ctx, &w, argv[optind], &r) :
-	    ctl_cache_import_online(ctx, argv[optind], &r);
+	if (w.offline)
+		rc = ctl_cache_import_offline(ctx, &w, a->argv[0], &r);
+	else
+		rc = ctl_cache_import_online(ctx, a->argv[0], &r);
 	if (rc != 0)
 		goto out;
 	if (ctx->json) {
-		cJSON *o = cJSON_CreateObject();
-
+		o = cJSON_CreateObject();
 		cJSON_AddNumberToObject(o, "imported", r.imported);
 		cJSON_AddNumberToObject(o, "skipped", r.skipped);
-		cJSON_AddBoolToObject(o, "offline", offline);
+		cJSON_AddBoolToObject(o, "offline", w.offline);
 		rc = ctl_json_print(ctx, o);
 	} else
 		fprintf(ctx->out, "imported %u entr%s (%u already present)\n",
 		    r.imported, r.imported == 1 ? "y" : "ies", r.skipped);
 out:
 	ctl_cache_where_release(&w);
-	return rc;
+	return (rc);
 }
 
-const ctl_cmd ctl_cache_import_cmd = {
+const struct ctl_cmd ctl_cache_import_cmd = {
 	.name = "cache import",
 	.usage = "FILE [--offline] [--cache-dir DIR | --state-dir DIR]",
 	.help = "import a bundle, all or nothing, after verifying every digest "
 	    "(through nkid, or --offline into a cache directory)",
+	.opts = ctl_cache_import_opts,
+	.args = { 1, 1, "FILE (the bundle)" },
 	.timeout_s = CTL_TIMEOUT_KERNEL,
 	.exec = ctl_cache_import_exec,
 };

@@ -1,7 +1,4 @@
-/*
- * ctl_cache_ls.c: `nkictl cache ls [PREFIX]`: entries, most recently used
- * first, from nkid or from a cache directory.
- */
+/* ctl_cache_ls.c: `nkictl cache ls [PREFIX]`: entries, most recently used first, from nkid or from a cache directory. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,136 +8,48 @@
 
 #include "ctl_cache.h"
 
-struct ctl_cache_ls {
-	Nkid__V1__CacheEntry **v;
-	struct cache_entry *e;
-	size_t n;
+static const struct ctl_opt ctl_cache_ls_opts[] = {
+	{ 'n', NULL, "LIMIT", "list at most LIMIT entries" },
+	CTL_CACHE_OPTS_DIR,
+	CTL_OPT_END
 };
 
 static int
-ctl_cache_ls_cb(void *arg, const struct cache_entry *e)
+ctl_cache_ls_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 {
-	struct ctl_cache_ls *l = arg;
+	struct ctl_cache_listing	 l;
+	const Nkid__V1__CacheListReply	*r;
+	const Nkid__V1__CacheEntry	*e;
+	struct ctl_cache_where		 w = { 0, NULL };
+	unsigned long long		 limit = 0;
+	cJSON				*o, *arr;
+	char				 when[32];
+	time_t				 t;
+	size_t				 i;
+	int				 rc;
 
-	l->e = realloc(l->e, (l->n + 1) * sizeof(*l->e));
-	if (l->e == NULL)
-		abort();
-	memset(&l->e[l->n], 0, sizeof(l->e[l->n]));
-	memcpy(l->e[l->n].key, e->key, sizeof(e->key));
-	memcpy(l->e[l->n].digest, e->digest, sizeof(e->digest));
-#define D(f) l->e[l->n].f = strdup(e->f)
-	D(kernel); D(format); D(target); D(backend); D(compiler_version);
-	D(options); D(log);
-#undef D
-	l->e[l->n].size = e->size;
-	l->e[l->n].created = e->created;
-	l->e[l->n].last_used = e->last_used;
-	l->e[l->n].hits = e->hits;
-	l->e[l->n].compile_ms = e->compile_ms;
-	l->e[l->n].pinned = e->pinned;
-	l->e[l->n].failed = e->failed;
-	l->n++;
-	return 0;
-}
-
-/* Offline listing into reply-shaped messages. */
-int
-ctl_cache_list_offline(ctl_ctx *ctx, const ctl_cache_where *w,
-    const char *prefix, unsigned limit, Nkid__V1__CacheListReply *r,
-    struct cache_entry **store)
-{
-	struct ctl_cache_ls l = { NULL, NULL, 0 };
-	struct cache *c;
-	size_t i;
-	int rc;
-
-	if ((rc = ctl_cache_open(ctx, w, 1, &c)) != 0)
-		return rc;
-	rc = cache_list(c, prefix, limit, ctl_cache_ls_cb, &l);
-	cache_close(c);
-	if (rc != 0) {
-		ctl_errorf(ctx, "%s: %s", ctx->cmd->name, cache_strerror(rc));
-		return CTL_EXIT_FAIL;
-	}
-	r->entries = calloc(l.n + 1, sizeof(*r->entries));
-	for (i = 0; i < l.n; i++) {
-		r->entries[i] = malloc(sizeof(**r->entries));
-		ctl_cache_entry_msg(&l.e[i], r->entries[i]);
-	}
-	r->n_entries = l.n;
-	*store = l.e;
-	return 0;
-}
-
-void
-ctl_cache_list_offline_free(Nkid__V1__CacheListReply *r,
-    struct cache_entry *store)
-{
-	size_t i;
-
-	for (i = 0; i < r->n_entries; i++) {
-		cache_entry_release(&store[i]);
-		free(r->entries[i]);
-	}
-	free(r->entries);
-	free(store);
-}
-
-static int
-ctl_cache_ls_exec(ctl_ctx *ctx, int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		CTL_LONGOPTS_COMMON, CTL_CACHE_LONGOPTS_DIR, { 0, 0, 0, 0 } };
-	ctl_cache_listing l = { 0 };
-	const Nkid__V1__CacheListReply *r;
-	ctl_cache_where w = { NULL };
-	const char *prefix = "";
-	unsigned long long n;
-	unsigned limit = 0;
-	size_t i;
-	int rc = 0, opt;
-
-	while ((opt = ctl_opt_next(ctx, argc, argv, "n:", longopts, &rc)) !=
-	    -1) {
-		if (opt == CTL_OPT_DONE)
-			goto out;
-		if (opt == 'n') {
-			if (ctl_parse_uint(optarg, 1, 1000000, &n) < 0) {
-				rc = ctl_usage_fail(ctx, "bad -n '%s'", optarg);
-				goto out;
-			}
-			limit = (unsigned)n;
-		} else if (!ctl_cache_where_opt(&w, opt, optarg)) {
-			rc = ctl_usage_fail(ctx, "unexpected option");
-			goto out;
-		}
-	}
-	if (optind < argc)
-		prefix = argv[optind++];
-	if (optind < argc) {
-		rc = ctl_usage_fail(ctx, "unexpected argument '%s'", argv[optind]);
+	memset(&l, 0, sizeof l);
+	if ((rc = ctl_args_uint(ctx, a, "n", 1, 1000000, &limit)) != 0 ||
+	    (rc = ctl_cache_where_get(ctx, a, &w)) != 0)
 		goto out;
-	}
-	if ((rc = ctl_cache_listing_get(ctx, &w, prefix, limit, &l)) != 0)
+	if ((rc = ctl_cache_listing_get(ctx, &w, a->argc > 0 ? a->argv[0] :
+	    "", (unsigned)limit, &l)) != 0)
 		goto out;
 	r = l.r;
 	if (ctx->json) {
-		cJSON *o = cJSON_CreateObject(), *a;
-
-		a = o != NULL ? cJSON_AddArrayToObject(o, "entries") : NULL;
-		for (i = 0; a != NULL && i < r->n_entries; i++)
-			cJSON_AddItemToArray(a, ctl_cache_entry_json(
+		o = cJSON_CreateObject();
+		arr = o != NULL ? cJSON_AddArrayToObject(o, "entries") : NULL;
+		for (i = 0; arr != NULL && i < r->n_entries; i++)
+			cJSON_AddItemToArray(arr, ctl_cache_entry_json(
 			    r->entries[i], 0));
 		rc = ctl_json_print(ctx, o);
 	} else {
 		fprintf(ctx->out, "%-16s  %-24s  %10s  %6s  %-6s  %s\n", "KEY",
 		    "KERNEL", "SIZE", "HITS", "STATUS", "LAST USED");
 		for (i = 0; i < r->n_entries; i++) {
-			const Nkid__V1__CacheEntry *e = r->entries[i];
-			char when[32];
-			time_t t = (time_t)e->last_used;
-
-			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S",
+			e = r->entries[i];
+			t = (time_t)e->last_used;
+			strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S",
 			    localtime(&t));
 			fprintf(ctx->out, "%.16s  %-24.24s  %10llu  %6llu  "
 			    "%-6s  %s%s\n", e->key, e->kernel,
@@ -152,12 +61,14 @@ ctl_cache_ls_exec(ctl_ctx *ctx, int argc, char **argv)
 out:
 	ctl_cache_listing_release(&l);
 	ctl_cache_where_release(&w);
-	return rc;
+	return (rc);
 }
 
-const ctl_cmd ctl_cache_ls_cmd = {
+const struct ctl_cmd ctl_cache_ls_cmd = {
 	.name = "cache ls",
 	.usage = "[PREFIX] [-n LIMIT] [--cache-dir DIR | --state-dir DIR]",
 	.help = "list cache entries, most recently used first",
+	.opts = ctl_cache_ls_opts,
+	.args = { 0, 1, NULL },
 	.exec = ctl_cache_ls_exec,
 };

@@ -1,77 +1,66 @@
-/*
- * ctl_cache_pin.c: `nkictl cache pin KEY...` and `nkictl cache unpin
- * KEY...`: pinned entries are never evicted (a deployment set).
- */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include <cjson/cJSON.h>
-
+/* ctl_cache_pin.c: `nkictl cache pin KEY...` and `nkictl cache unpin KEY...`: pinned entries are never evicted (a deployment set). */
 #include "ctl_cache.h"
 
 static int
 ctl_cache_pin_key_cb(struct cache *c, const char *key, void *arg)
 {
-	const int *unpin = arg;
+	const int	*unpin = arg;
 
-	return cache_pin(c, key, !*unpin);
+	return (cache_pin(c, key, !*unpin));
 }
 
+static void
+ctl_cache_pin_result_cb(const ProtobufCMessage *reply, uint32_t *done,
+    char *const **missing, size_t *n_missing)
+{
+	const Nkid__V1__CachePinReply	*r = (const void *)reply;
+
+	*done = r->changed;
+	*missing = r->missing;
+	*n_missing = r->n_missing;
+}
+
+static const struct ctl_opt ctl_cache_pin_opts[] = {
+	CTL_CACHE_OPTS_DIR,
+	CTL_OPT_END
+};
+
+/* cache pin and cache unpin. */
 static int
-ctl_cache_pin_run(ctl_ctx *ctx, int argc, char **argv, int unpin)
+ctl_cache_pin_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 {
 	Nkid__V1__CachePinRequest req = NKID__V1__CACHE_PIN_REQUEST__INIT;
-	Nkid__V1__CachePinReply *r = NULL, off = NKID__V1__CACHE_PIN_REPLY__INIT;
-	ctl_cache_where w = { NULL };
-	int rc;
+	struct ctl_cache_keys	  k;
+	int			  unpin;
 
-	if (ctl_cache_keys_parse(ctx, argc, argv, &w, &req.keys, &req.n_keys,
-	    &rc) < 0)
-		goto out;
+	unpin = ctx->cmd == &ctl_cache_unpin_cmd;
+	req.keys = a->argv;
+	req.n_keys = a->argc;
 	req.unpin = unpin;
-	if (w.dir != NULL) {
-		if ((rc = ctl_cache_keys_apply(ctx, &w, req.keys, req.n_keys,
-		    ctl_cache_pin_key_cb, &unpin, &off.changed, &off.missing,
-		    &off.n_missing)) != 0)
-			goto out;
-		r = &off;
-	} else if ((rc = ctl_call(ctx, "CachePin", &req.base,
-	    &nkid__v1__cache_pin_reply__descriptor, (ProtobufCMessage **)&r))
-	    != 0)
-		goto out;
-	rc = ctl_cache_keys_print(ctx, "changed", unpin ? "unpinned" :
-	    "pinned", r->changed, r->missing, r->n_missing);
-out:
-	free(off.missing);
-	if (r != NULL && r != &off)
-		protobuf_c_message_free_unpacked(&r->base, NULL);
-	ctl_cache_where_release(&w);
-	return rc;
+	k.method = "CachePin";
+	k.reply = &nkid__v1__cache_pin_reply__descriptor;
+	k.fn = ctl_cache_pin_key_cb;
+	k.arg = &unpin;
+	k.result = ctl_cache_pin_result_cb;
+	k.what = "changed";
+	k.verb = unpin ? "unpinned" : "pinned";
+	return (ctl_cache_keys_run(ctx, a, &req.base, &k));
 }
 
-static int
-ctl_cache_pin_exec(ctl_ctx *ctx, int argc, char **argv)
-{
-	return ctl_cache_pin_run(ctx, argc, argv, 0);
-}
-
-static int
-ctl_cache_unpin_exec(ctl_ctx *ctx, int argc, char **argv)
-{
-	return ctl_cache_pin_run(ctx, argc, argv, 1);
-}
-
-const ctl_cmd ctl_cache_pin_cmd = {
+const struct ctl_cmd ctl_cache_pin_cmd = {
 	.name = "cache pin",
 	.usage = "KEY... [--cache-dir DIR | --state-dir DIR]",
 	.help = "pin cache entries: never evicted",
+	.opts = ctl_cache_pin_opts,
+	.args = { 1, -1, "KEY" },
 	.exec = ctl_cache_pin_exec,
 };
 
-const ctl_cmd ctl_cache_unpin_cmd = {
+const struct ctl_cmd ctl_cache_unpin_cmd = {
 	.name = "cache unpin",
 	.usage = "KEY... [--cache-dir DIR | --state-dir DIR]",
 	.help = "unpin cache entries",
-	.exec = ctl_cache_unpin_exec,
+	.opts = ctl_cache_pin_opts,
+	.args = { 1, -1, "KEY" },
+	.exec = ctl_cache_pin_exec,
 };

@@ -1,7 +1,4 @@
-/*
- * ctl_cache_show.c: `nkictl cache show KEY`: one entry in full, its
- * compiler log included; KEY may be a unique prefix.
- */
+/* ctl_cache_show.c: `nkictl cache show KEY`: one entry in full, its compiler log included; KEY may be a unique prefix. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -10,25 +7,26 @@
 
 #include "ctl_cache.h"
 
-static int
-ctl_cache_show_exec(ctl_ctx *ctx, int argc, char **argv)
-{
-	ctl_cache_listing l = { 0 };
-	const Nkid__V1__CacheListReply *r;
-	const Nkid__V1__CacheEntry *e;
-	ctl_cache_where w = { NULL };
-	const char *key;
-	char when[32];
-	time_t t;
-	int rc;
+static const struct ctl_opt ctl_cache_show_opts[] = {
+	CTL_CACHE_OPTS_DIR,
+	CTL_OPT_END
+};
 
-	if (ctl_cache_where_parse(ctx, argc, argv, &w, &rc) < 0)
+static int
+ctl_cache_show_exec(struct ctl_ctx *ctx, struct ctl_args *a)
+{
+	struct ctl_cache_listing	 l;
+	const Nkid__V1__CacheListReply	*r;
+	const Nkid__V1__CacheEntry	*e;
+	struct ctl_cache_where		 w = { 0, NULL };
+	const char			*key = a->argv[0];
+	char				 when[32];
+	time_t				 t;
+	int				 rc;
+
+	memset(&l, 0, sizeof l);
+	if ((rc = ctl_cache_where_get(ctx, a, &w)) != 0)
 		goto out;
-	if (argc - optind != 1) {
-		rc = ctl_usage_fail(ctx, "give one KEY");
-		goto out;
-	}
-	key = argv[optind];
 	if ((rc = ctl_cache_listing_get(ctx, &w, key, 2, &l)) != 0)
 		goto out;
 	r = l.r;
@@ -55,10 +53,10 @@ ctl_cache_show_exec(ctl_ctx *ctx, int argc, char **argv)
 	ctl_kv(ctx, "compile", "%.1f ms", e->compile_ms);
 	ctl_kv(ctx, "hits", "%llu", (unsigned long long)e->hits);
 	t = (time_t)e->created;
-	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
+	strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&t));
 	ctl_kv(ctx, "created", "%s", when);
 	t = (time_t)e->last_used;
-	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
+	strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&t));
 	ctl_kv(ctx, "last used", "%s", when);
 	if (*e->log != '\0')
 		fprintf(ctx->out, "log:\n%s%s", e->log,
@@ -66,12 +64,14 @@ ctl_cache_show_exec(ctl_ctx *ctx, int argc, char **argv)
 out:
 	ctl_cache_listing_release(&l);
 	ctl_cache_where_release(&w);
-	return rc;
+	return (rc);
 }
 
-const ctl_cmd ctl_cache_show_cmd = {
+const struct ctl_cmd ctl_cache_show_cmd = {
 	.name = "cache show",
 	.usage = "KEY [--cache-dir DIR | --state-dir DIR]",
 	.help = "show one cache entry with its compiler log",
+	.opts = ctl_cache_show_opts,
+	.args = { 1, 1, "KEY (a key or a unique prefix of one)" },
 	.exec = ctl_cache_show_exec,
 };

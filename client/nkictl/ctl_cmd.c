@@ -1,25 +1,16 @@
-/*
- * ctl_cmd.c: the command table, nkictl's index: every subcommand, sorted
- * by name, and the lookup over it.
- */
+/* ctl_cmd.c: the command table, nkictl's index (every subcommand, sorted by name), its lookup, and the usage and help printed from it. */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ctl.h"
-#include "ctl_cache.h"
 
-/*
- * Sorted by name (strcmp; bsearch relies on it, check_ctl_args checks it).
- * A later subcommand is one file and one line here; a group's commands are
- * two-word names, found before one-word ones, e.g.:
- *   "cache export", "cache import", "cache ls", "cache pin", "cache rm",
- *   "cache stat", "cache verify", "cancel", "compile", "help", "jobs",
- *   "lock", "ping", "run", "simulate", "status", "version", "warmup"
- * (`nkictl lock -- CMD` would pass "+" first in its shortopts to stop at
- * CMD.)
- */
-const ctl_cmd *const ctl_cmd_table[] = {
+/* What every usage line starts with: the global options. */
+#define CTL_CMD_USAGE	"usage: nkictl [-s SOCKET] [--json] [--timeout S]"
+
+/* Sorted by name (strcmp; bsearch relies on it, check_ctl_args checks it).
+ * A group's commands have two-word names, found before one-word ones. */
+const struct ctl_cmd *const ctl_cmd_table[] = {
 	&ctl_cache_export_cmd,
 	&ctl_cache_gc_cmd,
 	&ctl_cache_import_cmd,
@@ -42,85 +33,136 @@ const ctl_cmd *const ctl_cmd_table[] = {
 	&ctl_version_cmd,
 	&ctl_warmup_cmd,
 };
-const size_t ctl_cmd_count = sizeof(ctl_cmd_table) / sizeof(ctl_cmd_table[0]);
+const size_t ctl_cmd_count = sizeof ctl_cmd_table / sizeof ctl_cmd_table[0];
 
 static int
 ctl_cmd_compare_cb(const void *key, const void *elem)
 {
-	const ctl_cmd *const *c = elem;
+	const struct ctl_cmd *const	*c = elem;
 
-	return strcmp(key, (*c)->name);
+	return (strcmp(key, (*c)->name));
 }
 
-static const ctl_cmd *
-ctl_cmd_search(const ctl_cmd *const *table, size_t n, const char *name)
+static const struct ctl_cmd *
+ctl_cmd_search(const struct ctl_cmd *const *table, size_t n, const char *name)
 {
-	const ctl_cmd *const *c;
+	const struct ctl_cmd *const	*c;
 
-	c = bsearch(name, table, n, sizeof(*table), ctl_cmd_compare_cb);
-	return c ? *c : NULL;
+	c = bsearch(name, table, n, sizeof *table, ctl_cmd_compare_cb);
+	return (c != NULL ? *c : NULL);
 }
 
-const ctl_cmd *
-ctl_cmd_find(const ctl_cmd *const *table, size_t n, int argc,
+const struct ctl_cmd *
+ctl_cmd_find(const struct ctl_cmd *const *table, size_t n, int argc,
     char *const *argv, int *used)
 {
-	const ctl_cmd *c;
-	char two[128];
-	size_t l0, l1;
+	const struct ctl_cmd	*c;
+	char			 two[128];
+	size_t			 l0, l1;
 
 	assert(argc >= 1 && argv[0] != NULL);
 	l0 = strlen(argv[0]);
-
-	if (argc >= 2 && argv[1] != NULL && (l1 = strlen(argv[1])) + l0 + 2 <=
-	    sizeof(two)) {
+	if (argc >= 2 && argv[1] != NULL &&
+	    (l1 = strlen(argv[1])) + l0 + 2 <= sizeof two) {
 		memcpy(two, argv[0], l0);
 		two[l0] = ' ';
 		memcpy(two + l0 + 1, argv[1], l1 + 1);
-		c = ctl_cmd_search(table, n, two);
-		if (c != NULL) {
+		if ((c = ctl_cmd_search(table, n, two)) != NULL) {
 			*used = 2;
-			return c;
+			return (c);
 		}
 	}
-	c = ctl_cmd_search(table, n, argv[0]);
-	if (c != NULL)
+	if ((c = ctl_cmd_search(table, n, argv[0])) != NULL)
 		*used = 1;
-	return c;
+	return (c);
 }
 
 int
-ctl_cmd_is_group(const ctl_cmd *const *table, size_t n, const char *word)
+ctl_cmd_is_group(const struct ctl_cmd *const *table, size_t n,
+    const char *word)
 {
-	size_t i, len = strlen(word);
+	size_t	i, len = strlen(word);
 
 	for (i = 0; i < n; i++)
 		if (strncmp(table[i]->name, word, len) == 0 &&
 		    table[i]->name[len] == ' ')
-			return 1;
-	return 0;
+			return (1);
+	return (0);
 }
 
 void
-ctl_cmd_usage(const ctl_cmd *cmd, FILE *f)
+ctl_cmd_usage(const struct ctl_cmd *cmd, FILE *f)
 {
-	fprintf(f, "usage: nkictl [-s SOCKET] [--json] [--timeout S] %s%s%s\n",
-	    cmd->name, *cmd->usage ? " " : "", cmd->usage);
+	fprintf(f, CTL_CMD_USAGE "%s%s%s%s\n", *cmd->name != '\0' ? " " : "",
+	    cmd->name, *cmd->usage != '\0' ? " " : "", cmd->usage);
 }
 
-void
-ctl_cmd_list(const ctl_cmd *const *table, size_t n, const char *group,
+/* "-n, --count COUNT" into buf: an option as help shows it. */
+static void
+ctl_cmd_opt_format(const struct ctl_opt *o, char *buf, size_t len)
+{
+	if (o->letter != 0 && o->name != NULL)
+		snprintf(buf, len, "-%c, --%s", o->letter, o->name);
+	else if (o->letter != 0)
+		snprintf(buf, len, "-%c", o->letter);
+	else
+		snprintf(buf, len, "    --%s", o->name);
+	if (o->value != NULL)
+		snprintf(buf + strlen(buf), len - strlen(buf), " %s", o->value);
+}
+
+/* Print the rows of opts (up to CTL_OPT_END) in a column of width. */
+static void
+ctl_cmd_opts_print(const struct ctl_opt *opts, int *width, int print,
     FILE *f)
 {
-	size_t i, glen = group ? strlen(group) : 0;
-	int width = 0;
+	const struct ctl_opt	*o;
+	char			 left[128];
 
+	for (o = opts; o != NULL && (o->letter != 0 || o->name != NULL); o++) {
+		ctl_cmd_opt_format(o, left, sizeof left);
+		if (!print) {
+			if ((int)strlen(left) > *width)
+				*width = (int)strlen(left);
+		} else
+			fprintf(f, "  %-*s  %s\n", *width, left, o->help);
+	}
+}
+
+void
+ctl_cmd_help(const struct ctl_cmd *cmd, FILE *f)
+{
+	int	width = 0;
+
+	ctl_cmd_usage(cmd, f);
+	fprintf(f, "%s\n\noptions:\n", cmd->help);
+	ctl_cmd_opts_print(cmd->opts, &width, 0, f);
+	ctl_cmd_opts_print(ctl_args_common, &width, 0, f);
+	ctl_cmd_opts_print(cmd->opts, &width, 1, f);
+	ctl_cmd_opts_print(ctl_args_common, &width, 1, f);
+	if (cmd != &ctl_main_cmd)
+		return;
+	fprintf(f, "\ncommands:\n");
+	ctl_cmd_list(ctl_cmd_table, ctl_cmd_count, NULL, f);
+	fprintf(f, "\nsee 'nkictl help COMMAND' and docs/cli.md\n"
+	    "exit status: 0 ok, 1 the call failed, 2 usage, 3 cannot connect "
+	    "to nkid\n");
+}
+
+void
+ctl_cmd_list(const struct ctl_cmd *const *table, size_t n, const char *group,
+    FILE *f)
+{
+	const struct ctl_cmd	*c;
+	size_t			 i, glen;
+	int			 width = 0;
+
+	glen = group != NULL ? strlen(group) : 0;
 	for (i = 0; i < n; i++)
 		if ((int)strlen(table[i]->name) > width)
 			width = (int)strlen(table[i]->name);
 	for (i = 0; i < n; i++) {
-		const ctl_cmd *c = table[i];
-
+		c = table[i];
 		if (group != NULL && (strncmp(c->name, group, glen) != 0 ||
 		    c->name[glen] != ' '))
 			continue;

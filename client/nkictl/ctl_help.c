@@ -1,55 +1,42 @@
-/*
- * ctl_help.c: `nkictl help [COMMAND]`: the list of commands, or one
- * command's usage (a group's commands for a group word such as "cache").
- */
+/* ctl_help.c: `nkictl help [COMMAND]`: nkictl's help, a command's options from its table, or a group's commands. */
 #include <stdio.h>
 
 #include "ctl.h"
 
 static int
-ctl_help_exec(ctl_ctx *ctx, int argc, char **argv)
+ctl_help_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 {
-	static const struct option longopts[] = {
-		CTL_LONGOPTS_COMMON,
-		{ NULL, 0, NULL, 0 },
-	};
-	const ctl_cmd *cmd;
-	int c, rc, used;
+	const struct ctl_cmd	*cmd;
+	int			 used;
 
-	while ((c = ctl_opt_next(ctx, argc, argv, "", longopts, &rc)) != -1)
-		if (c == CTL_OPT_DONE)
-			return rc;
-	if (optind >= argc) {
-		fprintf(ctx->out, "usage: nkictl [-s SOCKET] [--json] "
-		    "[--timeout S] COMMAND [ARG...]\n\ncommands:\n");
-		ctl_cmd_list(ctl_cmd_table, ctl_cmd_count, NULL, ctx->out);
-		fprintf(ctx->out, "\nsee 'nkictl help COMMAND', 'nkictl "
-		    "--help' and docs/cli.md\n");
-		return CTL_EXIT_OK;
+	if (a->argc == 0) {
+		ctl_cmd_help(&ctl_main_cmd, ctx->out);
+		return (CTL_EXIT_OK);
 	}
-	cmd = ctl_cmd_find(ctl_cmd_table, ctl_cmd_count, argc - optind,
-	    argv + optind, &used);
-	if (cmd != NULL && optind + used == argc) {
-		ctl_cmd_usage(cmd, ctx->out);
-		fprintf(ctx->out, "%s\n", cmd->help);
-		return CTL_EXIT_OK;
+	cmd = ctl_cmd_find(ctl_cmd_table, ctl_cmd_count, a->argc, a->argv,
+	    &used);
+	if (cmd != NULL && used == a->argc) {
+		ctl_cmd_help(cmd, ctx->out);
+		return (CTL_EXIT_OK);
 	}
-	if (cmd == NULL && optind + 1 == argc &&
-	    ctl_cmd_is_group(ctl_cmd_table, ctl_cmd_count, argv[optind])) {
-		fprintf(ctx->out, "commands of '%s':\n", argv[optind]);
-		ctl_cmd_list(ctl_cmd_table, ctl_cmd_count, argv[optind],
+	if (cmd == NULL && a->argc == 1 &&
+	    ctl_cmd_is_group(ctl_cmd_table, ctl_cmd_count, a->argv[0])) {
+		fprintf(ctx->out, "commands of '%s':\n", a->argv[0]);
+		ctl_cmd_list(ctl_cmd_table, ctl_cmd_count, a->argv[0],
 		    ctx->out);
-		return CTL_EXIT_OK;
+		return (CTL_EXIT_OK);
 	}
 	if (cmd == NULL)
-		return ctl_usage_fail(ctx, "unknown command '%s'", argv[optind]);
-	return ctl_usage_fail(ctx, "unexpected argument '%s'",
-	    argv[optind + used]);
+		return (ctl_usage_fail(ctx, "unknown command '%s'",
+		    a->argv[0]));
+	return (ctl_usage_fail(ctx, "unexpected argument '%s'",
+	    a->argv[used]));
 }
 
-const ctl_cmd ctl_help_cmd = {
+const struct ctl_cmd ctl_help_cmd = {
 	.name = "help",
 	.usage = "[COMMAND]",
 	.help = "list the commands, or show how to use one",
+	.args = { 0, 2, NULL },
 	.exec = ctl_help_exec,
 };

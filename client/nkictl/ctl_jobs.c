@@ -1,7 +1,4 @@
-/*
- * ctl_jobs.c: `nkictl jobs [--all]`: the queued and running jobs and
- * leases, and with --all the recently finished ones too.
- */
+/* ctl_jobs.c: `nkictl jobs [--all]`: the queued and running jobs and leases, and with --all the recently finished ones too. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -24,11 +21,11 @@ ctl_jobs_time(cJSON *o, const char *key, double t)
 static cJSON *
 ctl_jobs_json(const Nkid__V1__JobsReply *r)
 {
-	cJSON *o = cJSON_CreateObject(), *a, *j;
-	size_t i;
+	cJSON	*o = cJSON_CreateObject(), *a, *j;
+	size_t	 i;
 
 	if (o == NULL || (a = cJSON_AddArrayToObject(o, "jobs")) == NULL)
-		return o;
+		return (o);
 	for (i = 0; i < r->n_jobs; i++) {
 		const Nkid__V1__Job *k = r->jobs[i];
 
@@ -51,15 +48,15 @@ ctl_jobs_json(const Nkid__V1__JobsReply *r)
 		else
 			cJSON_AddNullToObject(j, "status");
 	}
-	return o;
+	return (o);
 }
 
 /* "12:34:56.789" local time, or "-". */
 static void
 ctl_jobs_clock(double t, char *buf, size_t len)
 {
-	time_t s = (time_t)t;
-	struct tm tm;
+	time_t		s = (time_t)t;
+	struct tm	tm;
 
 	if (t <= 0 || localtime_r(&s, &tm) == NULL) {
 		snprintf(buf, len, "-");
@@ -70,10 +67,10 @@ ctl_jobs_clock(double t, char *buf, size_t len)
 }
 
 static void
-ctl_jobs_human(ctl_ctx *ctx, const Nkid__V1__JobsReply *r)
+ctl_jobs_human(struct ctl_ctx *ctx, const Nkid__V1__JobsReply *r)
 {
-	char q[24], st[24], wait[24], run[24];
-	size_t i;
+	char	q[24], wait[24], run[24];
+	size_t	i;
 
 	if (r->n_jobs == 0) {
 		fprintf(ctx->out, "no jobs\n");
@@ -86,63 +83,56 @@ ctl_jobs_human(ctl_ctx *ctx, const Nkid__V1__JobsReply *r)
 		const Nkid__V1__Job *k = r->jobs[i];
 		double end = k->finished_at;
 
-		ctl_jobs_clock(k->queued_at, q, sizeof(q));
-		(void)st;
+		ctl_jobs_clock(k->queued_at, q, sizeof q);
 		if (k->started_at > 0)
-			snprintf(wait, sizeof(wait), "%.3fs",
+			snprintf(wait, sizeof wait, "%.3fs",
 			    k->started_at - k->queued_at);
 		else
-			snprintf(wait, sizeof(wait), "-");
+			snprintf(wait, sizeof wait, "-");
 		if (k->started_at > 0 && end > 0)
-			snprintf(run, sizeof(run), "%.3fs",
+			snprintf(run, sizeof run, "%.3fs",
 			    end - k->started_at);
 		else
-			snprintf(run, sizeof(run), "-");
-		fprintf(ctx->out, "%6llu  %-6s %-20.20s %7u %6u %4d  %-11s %-9s "
-		    "%-12s %8s %8s  %s\n", (unsigned long long)k->id, k->kind,
-		    *k->kernel ? k->kernel : "-", k->pid, k->uid, k->core,
+			snprintf(run, sizeof run, "-");
+		fprintf(ctx->out, "%6llu  %-6s %-20.20s %7u %6u %4d  %-11s "
+		    "%-9s %-12s %8s %8s  %s\n", (unsigned long long)k->id,
+		    k->kind, *k->kernel ? k->kernel : "-", k->pid, k->uid,
+		    k->core,
 		    k->job_class, k->state, q, wait, run,
 		    *k->status ? k->status : "-");
 	}
 }
 
-static int
-ctl_jobs_exec(ctl_ctx *ctx, int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "all", no_argument, NULL, 'a' },
-		CTL_LONGOPTS_COMMON,
-		{ NULL, 0, NULL, 0 },
-	};
-	Nkid__V1__JobsRequest req = NKID__V1__JOBS_REQUEST__INIT;
-	Nkid__V1__JobsReply *reply;
-	int c, rc;
+static const struct ctl_opt ctl_jobs_opts[] = {
+	{ 'a', "all", NULL, "the recently finished jobs too" },
+	CTL_OPT_END
+};
 
-	while ((c = ctl_opt_next(ctx, argc, argv, "a", longopts, &rc)) != -1) {
-		if (c == CTL_OPT_DONE)
-			return rc;
-		if (c == 'a')
-			req.all = 1;
-	}
-	if (optind < argc)
-		return ctl_usage_fail(ctx, "unexpected argument '%s'",
-		    argv[optind]);
+static int
+ctl_jobs_exec(struct ctl_ctx *ctx, struct ctl_args *a)
+{
+	Nkid__V1__JobsRequest	 req = NKID__V1__JOBS_REQUEST__INIT;
+	Nkid__V1__JobsReply	*reply;
+	int			 rc;
+
+	req.all = ctl_args_has(a, "all") > 0;
 	rc = ctl_call(ctx, "Jobs", &req.base, &nkid__v1__jobs_reply__descriptor,
 	    (ProtobufCMessage **)&reply);
 	if (rc != CTL_EXIT_OK)
-		return rc;
+		return (rc);
 	if (ctx->json)
 		rc = ctl_json_print(ctx, ctl_jobs_json(reply));
 	else
 		ctl_jobs_human(ctx, reply);
 	protobuf_c_message_free_unpacked(&reply->base, NULL);
-	return rc;
+	return (rc);
 }
 
-const ctl_cmd ctl_jobs_cmd = {
+const struct ctl_cmd ctl_jobs_cmd = {
 	.name = "jobs",
 	.usage = "[-a|--all]",
 	.help = "list queued and running jobs and leases (--all: and finished "
 	    "ones)",
+	.opts = ctl_jobs_opts,
 	.exec = ctl_jobs_exec,
 };

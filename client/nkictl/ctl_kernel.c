@@ -1,7 +1,4 @@
-/*
- * ctl_kernel.c: reading kernel files and their signatures. The kernel file
- * format is known here and nowhere else in nkictl.
- */
+/* ctl_kernel.c: kernel files and their signatures read, the one place in nkictl that knows the kernel file format. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -24,19 +21,19 @@ int
 ctl_kernel_read(const char *path, Nkid__V1__KernelRef **out, char *err,
     size_t errlen)
 {
-	Nkid__V1__KernelRef *ref = NULL;
-	const Nkid__V1__Kernel *k;
-	uint8_t *buf = NULL;
-	struct stat st;
-	size_t got = 0;
-	int fd, rc = -1;
+	Nkid__V1__KernelRef	*ref = NULL;
+	const Nkid__V1__Kernel	*k;
+	uint8_t			*buf = NULL;
+	struct stat		 st;
+	size_t			 got = 0;
+	int			 fd, rc = -1;
 
 	*out = NULL;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);	/* a FIFO must not block */
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot read kernel '%s': %s", path,
 		    strerror(errno));
-		return -1;
+		return (-1);
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "cannot read kernel '%s': not a regular "
@@ -94,7 +91,7 @@ ctl_kernel_read(const char *path, Nkid__V1__KernelRef **out, char *err,
 out:
 	free(buf);
 	close(fd);
-	return rc;
+	return (rc);
 }
 
 void
@@ -105,28 +102,28 @@ ctl_kernel_free(Nkid__V1__KernelRef *ref)
 }
 
 int
-ctl_kernel_sig_get(const Nkid__V1__Kernel *k, ctl_kernel_sig *sig,
+ctl_kernel_sig_get(const Nkid__V1__Kernel *k, struct ctl_kernel_sig *sig,
     char *err, size_t errlen)
 {
-	Nkir__V1__Kernel *ir;
-	size_t i;
+	Nkir__V1__Kernel	*ir;
+	size_t			 i;
 
-	memset(sig, 0, sizeof(*sig));
+	memset(sig, 0, sizeof *sig);
 	if (strcmp(k->format, "nkir/1") != 0)
-		return 0;
+		return (0);
 	ir = nkir__v1__kernel__unpack(NULL, k->ir.len, k->ir.data);
 	if (ir == NULL) {
 		snprintf(err, errlen, "kernel '%s': malformed nkir/1 IR",
 		    k->name);
-		return -1;
+		return (-1);
 	}
 	sig->params = calloc(ir->n_params ? ir->n_params : 1,
-	    sizeof(*sig->params));
+	    sizeof *sig->params);
 	if (sig->params == NULL)
 		goto nomem;
 	for (i = 0; i < ir->n_params; i++) {
 		const Nkir__V1__Param *p = ir->params[i];
-		ctl_kernel_param *q = &sig->params[i];
+		struct ctl_kernel_param *q = &sig->params[i];
 
 		q->name = strdup(p->name);
 		if (q->name == NULL)
@@ -136,28 +133,28 @@ ctl_kernel_sig_get(const Nkid__V1__Kernel *k, ctl_kernel_sig *sig,
 		if (p->tensor < ir->n_tensors) {
 			unsigned d = ir->tensors[p->tensor]->dtype;
 
-			if (d < sizeof(ctl_kernel_dtypes) /
-			    sizeof(ctl_kernel_dtypes[0]))
+			if (d < sizeof ctl_kernel_dtypes /
+			    sizeof ctl_kernel_dtypes[0])
 				q->dtype = ctl_kernel_dtypes[d];
 		}
 	}
 	sig->known = 1;
 	nkir__v1__kernel__free_unpacked(ir, NULL);
-	return 0;
+	return (0);
 nomem:
 	nkir__v1__kernel__free_unpacked(ir, NULL);
 	ctl_kernel_sig_release(sig);
 	snprintf(err, errlen, "kernel '%s': out of memory", k->name);
-	return -1;
+	return (-1);
 }
 
 void
-ctl_kernel_sig_release(ctl_kernel_sig *sig)
+ctl_kernel_sig_release(struct ctl_kernel_sig *sig)
 {
-	size_t i;
+	size_t	i;
 
 	for (i = 0; i < sig->n_params; i++)
 		free(sig->params[i].name);
 	free(sig->params);
-	memset(sig, 0, sizeof(*sig));
+	memset(sig, 0, sizeof *sig);
 }

@@ -1,7 +1,4 @@
-/*
- * ctl_kernel.h: kernel files (as written by the Python tracer) and what
- * nkictl needs to know of a kernel's signature.
- */
+/* ctl_kernel.h: kernel files as the Python tracer writes them, and what nkictl needs to know of a kernel's signature. */
 #ifndef NKID_CTL_KERNEL_H
 #define NKID_CTL_KERNEL_H
 
@@ -10,12 +7,25 @@
 #include "nkid.pb-c.h"
 
 /* Largest kernel file accepted. */
-#define CTL_KERNEL_MAX_BYTES (256u << 20)
+#define CTL_KERNEL_MAX_BYTES	(256u << 20)
 
 /* The saved-kernel format of the Python tracer (nkid.trace.save, see
  * docs/python.md): this magic, then one serialized nkid.v1.KernelRef. */
-#define CTL_KERNEL_MAGIC     "NKIDKRF1"
-#define CTL_KERNEL_MAGIC_LEN 8
+#define CTL_KERNEL_MAGIC	"NKIDKRF1"
+#define CTL_KERNEL_MAGIC_LEN	8
+
+/* A kernel parameter: its name and wire dtype ("float32", ...). */
+struct ctl_kernel_param {
+	char		*name;
+	const char	*dtype;		/* static; "": unknown */
+};
+
+/* The parameters in call order, when the kernel's format tells them. */
+struct ctl_kernel_sig {
+	int			 known;		/* 0: opaque (penguin) */
+	size_t			 n_params;
+	struct ctl_kernel_param	*params;
+};
 
 /*
  * Read the kernel file at path: the one place that knows the file format.
@@ -24,33 +34,18 @@
  * caller with ctl_kernel_free. On failure err holds "cannot read kernel
  * 'PATH': ..." and *out is NULL.
  */
-int ctl_kernel_read(const char *path, Nkid__V1__KernelRef **out, char *err,
-    size_t errlen);
-
+int	 ctl_kernel_read(const char *path, Nkid__V1__KernelRef **out,
+	    char *err, size_t errlen);
 /* Free what ctl_kernel_read returned. NULL is a no-op. */
-void ctl_kernel_free(Nkid__V1__KernelRef *ref);
-
-/* A kernel parameter: its name and wire dtype ("float32", ...). */
-typedef struct ctl_kernel_param {
-	char *name;
-	const char *dtype;     /* static; "" if the IR names no known dtype */
-} ctl_kernel_param;
-
-/* The parameters in call order, when the kernel's format tells them. */
-typedef struct ctl_kernel_sig {
-	int known;             /* 0: opaque format (penguin): no names */
-	size_t n_params;
-	ctl_kernel_param *params;
-} ctl_kernel_sig;
+void	 ctl_kernel_free(Nkid__V1__KernelRef *ref);
 
 /*
  * Fill sig from the kernel's IR: format "nkir/1" gives names and dtypes;
  * any other format gives sig->known = 0. On malformed IR returns -1 with
  * err set. Release with ctl_kernel_sig_release.
  */
-int ctl_kernel_sig_get(const Nkid__V1__Kernel *k, ctl_kernel_sig *sig,
-    char *err, size_t errlen);
+int	 ctl_kernel_sig_get(const Nkid__V1__Kernel *k,
+	    struct ctl_kernel_sig *sig, char *err, size_t errlen);
+void	 ctl_kernel_sig_release(struct ctl_kernel_sig *sig);
 
-void ctl_kernel_sig_release(ctl_kernel_sig *sig);
-
-#endif
+#endif /* NKID_CTL_KERNEL_H */

@@ -1,104 +1,192 @@
-/*
- * ctl_kernel_call.c: what compile, run and simulate share: the kernel
- * file and inputs read, the call made, the NEFF and outputs written.
- */
+/* ctl_kernel_call.c: what compile, run and simulate share: their options read, the kernel file and inputs read, the call made, the NEFF and outputs written. */
 #include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "ctl_kernel.h"
 #include "ctl_kernel_call.h"
 
-int
-ctl_kernel_call_init(ctl_ctx *ctx, int argc, char **argv, unsigned flags,
-    ctl_kernel_call *kc, int *rc)
-{
-	char err[1024];
+/* Most -i inputs a command takes. */
+#define CTL_KERNEL_CALL_MAX_INPUTS	4096
 
-	memset(kc, 0, sizeof(*kc));
+/* The options of a that a kernel command may have, into kc. */
+static int
+ctl_kernel_call_opts(struct ctl_ctx *ctx, const struct ctl_args *a,
+    struct ctl_kernel_call *kc)
+{
+	unsigned long long	core = 0;
+	int			rc;
+
+	if ((rc = ctl_args_uint(ctx, a, "core", 0, 65535, &core)) != 0)
+		return (rc);
+	kc->core = ctl_args_has(a, "core") ? (int)core : -1;
+	kc->batch = ctl_args_has(a, "batch") > 0;
+	kc->outdir = ctl_args_get(a, "output-dir");
+	if (kc->outdir == NULL)
+		kc->outdir = ".";
+	else if (*kc->outdir == '\0')
+		return (ctl_usage_fail(ctx, "empty output directory"));
+	kc->neff = ctl_args_get(a, "neff");
+	if (kc->neff != NULL && *kc->neff == '\0')
+		return (ctl_usage_fail(ctx, "empty --neff path"));
+	if (ctl_args_has(a, "input") > CTL_KERNEL_CALL_MAX_INPUTS)
+		return (ctl_usage_fail(ctx, "more than %d inputs",
+		    CTL_KERNEL_CALL_MAX_INPUTS));
+	return (CTL_EXIT_OK);
+}
+
+int
+ctl_kernel_call_init(struct ctl_ctx *ctx, const struct ctl_args *a,
+    struct ctl_kernel_call *kc)
+{
+	const char	*target, *options;
+	char *const	*specs;
+	char		 err[1024];
+	size_t		 nspecs;
+	int		 rc;
+
+	assert(a->argc == 1);
+	memset(kc, 0, sizeof *kc);
 	nkid__v1__kernel_ref__init(&kc->ref);
-	if (ctl_kargs_parse(ctx, argc, argv, flags, &kc->ka, rc) < 0)
-		return -1;
-	if (ctl_kernel_read(kc->ka.kernel, &kc->saved, err, sizeof(err)) < 0) {
+	if ((rc = ctl_kernel_call_opts(ctx, a, kc)) != CTL_EXIT_OK)
+		return (rc);
+	if (ctl_kernel_read(a->argv[0], &kc->saved, err, sizeof err) < 0) {
 		ctl_errorf(ctx, "%s: %s", ctx->cmd->name, err);
-		*rc = CTL_EXIT_FAIL;
-		return -1;
+		return (CTL_EXIT_FAIL);
 	}
 	kc->kernel = kc->saved->kernel;
-	if (flags & CTL_KARGS_INPUTS) {
-		*rc = ctl_inputs_load(ctx, kc->kernel, kc->ka.specs,
-		    kc->ka.nspecs, &kc->in);
-		if (*rc != CTL_EXIT_OK)
-			return -1;
+	if (ctl_args_takes(a, "input")) {
+		specs = ctl_args_values(a, "input", &nspecs);
+		rc = ctl_tensor_inputs_load(ctx, kc->kernel, specs, nspecs,
+		    &kc->in);
+		if (rc != CTL_EXIT_OK)
+			return (rc);
 	}
-	ctl_kargs_ref(&kc->ka, kc->saved, &kc->ref);
-	return 0;
+
+	target = ctl_args_get(a, "target");
+	options = ctl_args_get(a, "options");
+	kc->ref.kernel = kc->saved->kernel;
+	kc->ref.neff_key = kc->saved->neff_key;
+	kc->ref.target = target != NULL && *target != '\0' ? (char *)target :
+	    kc->saved->target;
+	kc->ref.options = options != NULL && *options != '\0' ?
+	    (char *)options : kc->saved->options;
+	kc->ref.retry_failed = ctl_args_has(a, "retry-failed") ||
+	    kc->saved->retry_failed;
+	return (CTL_EXIT_OK);
+}
+
+void
+ctl_kernel_call_release(struct ctl_kernel_call *kc)
+{
+	if (kc->reply != NULL)
+		protobuf_c_message_free_unpacked(kc->reply, NULL);
+	ctl_tensor_inputs_release(&kc->in);
+	ctl_kernel_free(kc->saved);
+	memset(kc, 0, sizeof *kc);
 }
 
 int
-ctl_kernel_call_send(ctl_ctx *ctx, ctl_kernel_call *kc, const char *method,
-    const ProtobufCMessage *req, const ProtobufCMessageDescriptor *reply_desc)
+ctl_kernel_call_send(struct ctl_ctx *ctx, struct ctl_kernel_call *kc,
+    const char *method, const ProtobufCMessage *req,
+    const ProtobufCMessageDescriptor *reply_desc)
 {
 	assert(kc->reply == NULL);
-	return ctl_call(ctx, method, req, reply_desc, &kc->reply);
+	return (ctl_call(ctx, method, req, reply_desc, &kc->reply));
 }
 
-int
-ctl_kernel_call_neff_write(ctl_ctx *ctx, const ctl_kernel_call *kc,
-    const ProtobufCBinaryData *neff)
+/* Write len bytes to fd; 0, or -1 with errno. */
+static int
+ctl_kernel_call_write_all(int fd, const uint8_t *p, size_t len)
 {
-	if (kc->ka.neff == NULL)
-		return CTL_EXIT_OK;
-	return ctl_kargs_write_file(ctx, kc->ka.neff, neff->data, neff->len);
-}
+	ssize_t	w;
 
-int
-ctl_kernel_call_outputs_write(ctl_ctx *ctx, const ctl_kernel_call *kc,
-    cJSON *o, Nkid__V1__Tensor *const *outs, size_t n)
-{
-	cJSON *arr = NULL;
-	int rc = CTL_EXIT_OK, wrc;
-
-	if (ctx->json && (o == NULL ||
-	    (arr = cJSON_AddArrayToObject(o, "outputs")) == NULL)) {
-		cJSON_Delete(o);
-		ctl_errorf(ctx, "%s: out of memory", ctx->cmd->name);
-		return CTL_EXIT_FAIL;
+	while (len > 0) {
+		if ((w = write(fd, p, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return (-1);
+		}
+		p += w;
+		len -= (size_t)w;
 	}
-	wrc = ctl_outputs_write(ctx, kc->ka.outdir, outs, n, arr);
-	if (o != NULL)
-		rc = ctl_json_print(ctx, o);
-	return wrc != CTL_EXIT_OK ? wrc : rc;
+	return (0);
+}
+
+int
+ctl_kernel_call_neff_write(struct ctl_ctx *ctx,
+    const struct ctl_kernel_call *kc, const ProtobufCBinaryData *neff)
+{
+	char	*tmp;
+	int	 fd, e;
+
+	if (kc->neff == NULL)
+		return (CTL_EXIT_OK);
+	if (asprintf(&tmp, "%s.tmp", kc->neff) < 0)
+		abort();
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) ==
+	    -1)
+		goto fail;
+	if (ctl_kernel_call_write_all(fd, neff->data, neff->len) == -1) {
+		e = errno;
+		close(fd);
+		errno = e;
+		goto fail;
+	}
+	if (close(fd) == -1 || rename(tmp, kc->neff) == -1)
+		goto fail;
+	free(tmp);
+	return (CTL_EXIT_OK);
+fail:
+	e = errno;
+	unlink(tmp);
+	free(tmp);
+	ctl_errorf(ctx, "%s: cannot write '%s': %s", ctx->cmd->name, kc->neff,
+	    strerror(e));
+	return (CTL_EXIT_FAIL);
 }
 
 cJSON *
-ctl_kernel_call_head_print(ctl_ctx *ctx, const ctl_kernel_call *kc,
-    const char *name, const char *neff_key)
+ctl_kernel_call_head_print(struct ctl_ctx *ctx,
+    const struct ctl_kernel_call *kc, const char *name, const char *neff_key)
 {
-	cJSON *o;
+	cJSON	*o;
 
 	if (name == NULL || *name == '\0')
 		name = kc->kernel->name;
 	if (!ctx->json) {
 		ctl_kv(ctx, "kernel", "%s", name);
 		ctl_kv(ctx, "neff key", "%s", neff_key);
-		return NULL;
+		return (NULL);
 	}
 	if ((o = cJSON_CreateObject()) == NULL)
-		return NULL;
+		return (NULL);
 	cJSON_AddStringToObject(o, "kernel", name);
 	cJSON_AddStringToObject(o, "neff_key", neff_key);
-	return o;
+	return (o);
 }
 
-void
-ctl_kernel_call_release(ctl_kernel_call *kc)
+int
+ctl_kernel_call_outputs_write(struct ctl_ctx *ctx,
+    const struct ctl_kernel_call *kc, cJSON *o,
+    Nkid__V1__Tensor *const *outs, size_t n)
 {
-	if (kc->reply != NULL)
-		protobuf_c_message_free_unpacked(kc->reply, NULL);
-	ctl_inputs_release(&kc->in);
-	ctl_kernel_free(kc->saved);
-	ctl_kargs_release(&kc->ka);
-	memset(kc, 0, sizeof(*kc));
+	cJSON	*arr = NULL;
+	int	 rc = CTL_EXIT_OK, wrc;
+
+	if (ctx->json && (o == NULL ||
+	    (arr = cJSON_AddArrayToObject(o, "outputs")) == NULL)) {
+		cJSON_Delete(o);
+		ctl_errorf(ctx, "%s: out of memory", ctx->cmd->name);
+		return (CTL_EXIT_FAIL);
+	}
+	wrc = ctl_tensor_outputs_write(ctx, kc->outdir, outs, n, arr);
+	if (o != NULL)
+		rc = ctl_json_print(ctx, o);
+	return (wrc != CTL_EXIT_OK ? wrc : rc);
 }

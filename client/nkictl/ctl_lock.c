@@ -1,14 +1,9 @@
-/*
- * ctl_lock.c: `nkictl lock [-c CORE] [-t MAX_SECONDS] [-w WAIT_SECONDS] --
- * CMD [ARG...]`: hold a core through a Lease stream while CMD runs with
- * NEURON_RT_VISIBLE_CORES set, and exit with CMD's status, like flock(1).
- */
+/* ctl_lock.c: `nkictl lock [-c CORE] [-t S] [-w S] -- CMD [ARG...]`: hold a core through a Lease stream while CMD runs with NEURON_RT_VISIBLE_CORES set, and exit with CMD's status, like flock(1). */
 #include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
 #include <errno.h>
-#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,56 +14,40 @@
 #include "ctl.h"
 
 /* How often the lock checks on CMD while it holds the core. */
-#define CTL_LOCK_POLL_S 0.05
+#define CTL_LOCK_POLL_S	0.05
 
 static double
 ctl_lock_now(void)
 {
-	struct timespec ts;
+	struct timespec	ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Seconds >= 0 (0 allowed: -w 0 means "only if free now"). */
-static int
-ctl_lock_parse_wait(const char *s, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (*s == '\0' || errno != 0 || *end != '\0' || !isfinite(v) ||
-	    v < 0 || v > CTL_TIMEOUT_MAX)
-		return -1;
-	*out = v;
-	return 0;
+	return (ts.tv_sec + ts.tv_nsec / 1e9);
 }
 
 /* The failed stream's status, printed as ctl_call does. */
 static int
-ctl_lock_fail(ctl_ctx *ctx, ctl_rpc_stream *cs)
+ctl_lock_fail(struct ctl_ctx *ctx, struct ctl_rpc_stream *cs)
 {
-	ctl_rpc_status st;
+	struct ctl_rpc_status	st;
 
 	if (ctl_rpc_stream_finish(cs, &st) == 0) {
 		ctl_errorf(ctx, "lock: the lease ended before it was granted");
-		return CTL_EXIT_FAIL;
+		return (CTL_EXIT_FAIL);
 	}
-	return ctl_call_fail(ctx, &st);
+	return (ctl_call_fail(ctx, &st));
 }
 
 /* Run argv with the core; returns its wait status, or -1. */
 static pid_t
-ctl_lock_spawn(ctl_ctx *ctx, char **argv, const char *visible)
+ctl_lock_spawn(struct ctl_ctx *ctx, char **argv, const char *visible)
 {
-	pid_t parent = getpid(), pid;
+	pid_t	parent = getpid(), pid;
 
 	fflush(NULL);
 	if ((pid = fork()) == -1) {
 		ctl_errorf(ctx, "lock: cannot fork: %s", strerror(errno));
-		return -1;
+		return (-1);
 	}
 	if (pid == 0) {
 		/* CMD must not outlive the lease: if nkictl dies, so does it. */
@@ -81,127 +60,131 @@ ctl_lock_spawn(ctl_ctx *ctx, char **argv, const char *visible)
 		    strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
 	}
-	return pid;
+	return (pid);
 }
 
+/*
+ * Wait until the lease asked on cs is granted, at most wait_s seconds
+ * (< 0: forever); then the cores it gives go to visible. Returns
+ * CTL_EXIT_OK, or the failure (printed).
+ */
 static int
-ctl_lock_exec(ctl_ctx *ctx, int argc, char **argv)
+ctl_lock_acquire(struct ctl_ctx *ctx, struct ctl_rpc_stream *cs,
+    double wait_s, int have_core, char *visible, size_t len)
 {
-	static const struct option longopts[] = {
-		{ "core", required_argument, NULL, 'c' },
-		{ "max", required_argument, NULL, 't' },
-		{ "wait", required_argument, NULL, 'w' },
-		CTL_LONGOPTS_COMMON,
-		{ NULL, 0, NULL, 0 },
-	};
-	Nkid__V1__LeaseRequest req = NKID__V1__LEASE_REQUEST__INIT;
-	Nkid__V1__LeaseReply *rep = NULL;
-	ctl_rpc_stream *cs = NULL;
-	ctl_rpc_status st;
-	unsigned long long core = 0;
-	double max_s = 0, wait_s = -1, until = 0, left;
-	char holder[128], visible[32];
-	int c, rc, r, have_core = 0, status;
-	pid_t pid;
+	Nkid__V1__LeaseReply	*rep;
+	double			 until = 0, left = -1;
+	int			 r, state;
 
-	while ((c = ctl_opt_next(ctx, argc, argv, "+c:t:w:", longopts, &rc)) !=
-	    -1) {
-		switch (c) {
-		case CTL_OPT_DONE:
-			return rc;
-		case 'c':
-			if (ctl_parse_uint(optarg, 0, 4095, &core) < 0)
-				return ctl_usage_fail(ctx, "bad core '%s'",
-				    optarg);
-			have_core = 1;
-			break;
-		case 't':
-			if (ctl_parse_seconds(optarg, &max_s) < 0)
-				return ctl_usage_fail(ctx, "bad maximum '%s': "
-				    "want seconds, more than 0", optarg);
-			break;
-		case 'w':
-			if (ctl_lock_parse_wait(optarg, &wait_s) < 0)
-				return ctl_usage_fail(ctx, "bad wait '%s': "
-				    "want seconds, 0 or more", optarg);
-			break;
-		}
-	}
-	if (optind >= argc)
-		return ctl_usage_fail(ctx, "no command to run");
-	argv += optind;
-
-	if ((rc = ctl_connect(ctx)) != CTL_EXIT_OK)
-		return rc;
-	if (ctl_rpc_stream_open(ctx->rpc, "Lease", 0, &cs, &st) != 0)
-		return ctl_call_fail(ctx, &st);
-	snprintf(holder, sizeof(holder), "nkictl lock %s", argv[0]);
-	req.core = have_core ? (int32_t)core : -1;
-	req.max_seconds = max_s;
-	req.holder = holder;
-	if (ctl_rpc_stream_send(cs, &req.base) != 0) {
-		rc = ctl_lock_fail(ctx, cs);
-		goto out;
-	}
 	if (wait_s >= 0)
 		until = ctl_lock_now() + wait_s;
 	for (;;) {
-		left = wait_s >= 0 ? until - ctl_lock_now() : -1;
-		if (wait_s >= 0 && left < 0)
+		if (wait_s >= 0 && (left = until - ctl_lock_now()) < 0)
 			left = 0;
 		r = ctl_rpc_stream_recv(cs, &nkid__v1__lease_reply__descriptor,
 		    left, (ProtobufCMessage **)&rep);
 		if (r == 2) {
 			ctl_errorf(ctx, "lock: %s was not granted within %g s",
 			    have_core ? "the core" : "a core", wait_s);
-			rc = CTL_EXIT_FAIL;
-			goto out;
+			return (CTL_EXIT_FAIL);
 		}
-		if (r != 1) {
-			rc = ctl_lock_fail(ctx, cs);
-			goto out;
-		}
-		if (rep->state == NKID__V1__LEASE_REPLY__STATE__GRANTED)
-			break;
-		if (rep->state != NKID__V1__LEASE_REPLY__STATE__QUEUED) {
+		if (r != 1)
+			return (ctl_lock_fail(ctx, cs));
+		state = rep->state;
+		if (state == NKID__V1__LEASE_REPLY__STATE__GRANTED)
+			snprintf(visible, len, "%s", *rep->visible_cores !=
+			    '\0' ? rep->visible_cores : "0");
+		else if (state != NKID__V1__LEASE_REPLY__STATE__QUEUED)
 			ctl_errorf(ctx, "lock: %s", rep->message);
-			rc = CTL_EXIT_FAIL;
-			goto out;
-		}
 		protobuf_c_message_free_unpacked(&rep->base, NULL);
-		rep = NULL;
+		if (state == NKID__V1__LEASE_REPLY__STATE__GRANTED)
+			return (CTL_EXIT_OK);
+		if (state != NKID__V1__LEASE_REPLY__STATE__QUEUED)
+			return (CTL_EXIT_FAIL);
 	}
-	snprintf(visible, sizeof(visible), "%s", *rep->visible_cores ?
-	    rep->visible_cores : "0");
-	protobuf_c_message_free_unpacked(&rep->base, NULL);
-	rep = NULL;
+}
 
-	if ((pid = ctl_lock_spawn(ctx, argv, visible)) == -1) {
-		rc = CTL_EXIT_FAIL;
-		goto out;
-	}
+/*
+ * Hold the lease on cs while CMD (pid) runs; stop CMD if the lease ends
+ * under it (expired, cancelled, nkid gone). Returns CTL_EXIT_OK with
+ * *status CMD's wait status, or CTL_EXIT_FAIL (printed).
+ */
+static int
+ctl_lock_hold(struct ctl_ctx *ctx, struct ctl_rpc_stream *cs, pid_t pid,
+    const char *cmd, int *status)
+{
+	Nkid__V1__LeaseReply	*rep;
+	int			 r;
+
 	for (;;) {
-		r = waitpid(pid, &status, WNOHANG);
+		r = waitpid(pid, status, WNOHANG);
 		if (r == pid)
-			break;
+			return (CTL_EXIT_OK);
 		if (r == -1 && errno != EINTR) {
-			status = 1 << 8;
-			break;
+			*status = 1 << 8;
+			return (CTL_EXIT_OK);
 		}
 		r = ctl_rpc_stream_recv(cs, &nkid__v1__lease_reply__descriptor,
 		    CTL_LOCK_POLL_S, (ProtobufCMessage **)&rep);
 		if (r == 2)
 			continue;
-		/* The lease ended under CMD: expired, cancelled, nkid gone. */
 		ctl_errorf(ctx, "lock: %s; stopping '%s'", r == 1 ?
-		    rep->message : "the lease was lost (nkid went away)",
-		    argv[0]);
+		    rep->message : "the lease was lost (nkid went away)", cmd);
+		if (r == 1)
+			protobuf_c_message_free_unpacked(&rep->base, NULL);
 		kill(pid, SIGTERM);
-		while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+		while (waitpid(pid, status, 0) == -1 && errno == EINTR)
 			;
+		return (CTL_EXIT_FAIL);
+	}
+}
+
+static const struct ctl_opt ctl_lock_opts[] = {
+	{ 'c', "core", "CORE", "hold this core (default: any)" },
+	{ 't', "max", "MAX_SECONDS", "end the lease after MAX_SECONDS" },
+	{ 'w', "wait", "WAIT_SECONDS", "give up if no core is granted within "
+	    "WAIT_SECONDS (0: only if one is free now)" },
+	CTL_OPT_END
+};
+
+static int
+ctl_lock_exec(struct ctl_ctx *ctx, struct ctl_args *a)
+{
+	Nkid__V1__LeaseRequest	 req = NKID__V1__LEASE_REQUEST__INIT;
+	struct ctl_rpc_stream	*cs = NULL;
+	struct ctl_rpc_status	 st;
+	unsigned long long	 core = 0;
+	double			 max_s = 0, wait_s = -1;
+	char			 holder[128], visible[32];
+	int			 rc, status;
+	pid_t			 pid;
+
+	if ((rc = ctl_args_uint(ctx, a, "core", 0, 4095, &core)) != 0 ||
+	    (rc = ctl_args_seconds(ctx, a, "max", 0, &max_s)) != 0 ||
+	    (rc = ctl_args_seconds(ctx, a, "wait", 1, &wait_s)) != 0)
+		return (rc);
+	if ((rc = ctl_connect(ctx)) != CTL_EXIT_OK)
+		return (rc);
+	if (ctl_rpc_stream_open(ctx->rpc, "Lease", 0, &cs, &st) != 0)
+		return (ctl_call_fail(ctx, &st));
+	snprintf(holder, sizeof holder, "nkictl lock %s", a->argv[0]);
+	req.core = ctl_args_has(a, "core") ? (int32_t)core : -1;
+	req.max_seconds = max_s;
+	req.holder = holder;
+	if (ctl_rpc_stream_send(cs, &req.base) != 0)
+		rc = ctl_lock_fail(ctx, cs);
+	else
+		rc = ctl_lock_acquire(ctx, cs, wait_s, ctl_args_has(a, "core"),
+		    visible, sizeof visible);
+	if (rc != CTL_EXIT_OK)
+		goto out;
+	if ((pid = ctl_lock_spawn(ctx, a->argv, visible)) == -1) {
 		rc = CTL_EXIT_FAIL;
 		goto out;
 	}
+	if ((rc = ctl_lock_hold(ctx, cs, pid, a->argv[0], &status)) !=
+	    CTL_EXIT_OK)
+		goto out;
 	/* Release: end the stream and wait for nkid's answer. */
 	if (ctl_rpc_stream_close_send(cs) == 0)
 		ctl_rpc_stream_finish(cs, &st);
@@ -212,16 +195,17 @@ ctl_lock_exec(ctl_ctx *ctx, int argc, char **argv)
 	else
 		rc = CTL_EXIT_FAIL;
 out:
-	if (rep != NULL)
-		protobuf_c_message_free_unpacked(&rep->base, NULL);
 	ctl_rpc_stream_free(cs);
-	return rc;
+	return (rc);
 }
 
-const ctl_cmd ctl_lock_cmd = {
+const struct ctl_cmd ctl_lock_cmd = {
 	.name = "lock",
 	.usage = "[-c CORE] [-t MAX_SECONDS] [-w WAIT_SECONDS] -- CMD [ARG...]",
 	.help = "run CMD holding a core (NEURON_RT_VISIBLE_CORES set), like "
 	    "flock(1)",
+	.opts = ctl_lock_opts,
+	.args = { 1, -1, "CMD (the command to run)" },
+	.flags = CTL_CMD_OPTS_FIRST,
 	.exec = ctl_lock_exec,
 };

@@ -1,7 +1,4 @@
-/*
- * ctl_ping.c: `nkictl ping [-n COUNT] [-b BYTES]`: COUNT round trips over
- * one channel, with their latency distribution in microseconds.
- */
+/* ctl_ping.c: `nkictl ping [-n COUNT] [-b BYTES]`: COUNT round trips over one channel, with their latency distribution in microseconds. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -11,86 +8,96 @@
 #include "nkid.pb-c.h"
 #include "ctl.h"
 
-#define CTL_PING_MAX_COUNT 10000000ULL
-#define CTL_PING_MAX_BYTES (64ULL << 20)
+#define CTL_PING_MAX_COUNT	10000000ULL
+#define CTL_PING_MAX_BYTES	(64ULL << 20)
 
 static int
 ctl_ping_compare_cb(const void *a, const void *b)
 {
-	double x = *(const double *)a, y = *(const double *)b;
+	double	x = *(const double *)a, y = *(const double *)b;
 
-	return x < y ? -1 : x > y;
+	return (x < y ? -1 : x > y);
 }
 
 /* Nearest-rank percentile p (0..100) of n sorted samples (n >= 1). */
 static double
 ctl_ping_percentile(const double *v, size_t n, double p)
 {
-	size_t k = (size_t)(p / 100.0 * n + 0.999999999);
+	size_t	k = (size_t)(p / 100.0 * n + 0.999999999);
 
 	if (k < 1)
 		k = 1;
 	if (k > n)
 		k = n;
-	return v[k - 1];
+	return (v[k - 1]);
 }
 
 static double
 ctl_ping_now_us(void)
 {
-	struct timespec ts;
+	struct timespec	ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+	return (ts.tv_sec * 1e6 + ts.tv_nsec / 1e3);
+}
+
+static const struct ctl_opt ctl_ping_opts[] = {
+	{ 'n', "count", "COUNT", "how many round trips (default 1)" },
+	{ 'b', "bytes", "BYTES", "payload of each ping, echoed (default 0)" },
+	CTL_OPT_END
+};
+
+/* Print the summary of count samples (sorted) of us microseconds. */
+static int
+ctl_ping_print(struct ctl_ctx *ctx, const double *us, size_t count,
+    unsigned long long bytes, double sum)
+{
+	cJSON	*o;
+
+	if (!ctx->json) {
+		fprintf(ctx->out, "%zu ping%s to nkid at '%s': min %.0f us, "
+		    "p50 %.0f us, p99 %.0f us, max %.0f us\n", count,
+		    count == 1 ? "" : "s", ctx->socket, us[0],
+		    ctl_ping_percentile(us, count, 50),
+		    ctl_ping_percentile(us, count, 99), us[count - 1]);
+		return (CTL_EXIT_OK);
+	}
+	if ((o = cJSON_CreateObject()) != NULL) {
+		cJSON_AddStringToObject(o, "socket", ctx->socket);
+		cJSON_AddNumberToObject(o, "count", (double)count);
+		cJSON_AddNumberToObject(o, "bytes", (double)bytes);
+		cJSON_AddNumberToObject(o, "min_us", us[0]);
+		cJSON_AddNumberToObject(o, "p50_us",
+		    ctl_ping_percentile(us, count, 50));
+		cJSON_AddNumberToObject(o, "p99_us",
+		    ctl_ping_percentile(us, count, 99));
+		cJSON_AddNumberToObject(o, "max_us", us[count - 1]);
+		cJSON_AddNumberToObject(o, "mean_us", sum / count);
+	}
+	return (ctl_json_print(ctx, o));
 }
 
 static int
-ctl_ping_exec(ctl_ctx *ctx, int argc, char **argv)
+ctl_ping_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 {
-	static const struct option longopts[] = {
-		{ "count", required_argument, NULL, 'n' },
-		{ "bytes", required_argument, NULL, 'b' },
-		CTL_LONGOPTS_COMMON,
-		{ NULL, 0, NULL, 0 },
-	};
-	Nkid__V1__PingRequest req = NKID__V1__PING_REQUEST__INIT;
-	unsigned long long count = 1, bytes = 0;
-	Nkid__V1__PingReply *reply;
-	ctl_rpc_status st;
-	double *us = NULL, sum = 0;
-	uint8_t *payload = NULL;
-	size_t i;
-	int c, rc;
+	Nkid__V1__PingRequest	 req = NKID__V1__PING_REQUEST__INIT;
+	Nkid__V1__PingReply	*reply;
+	struct ctl_rpc_status	 st;
+	unsigned long long	 count = 1, bytes = 0;
+	double			*us = NULL, sum = 0, t0;
+	uint8_t			*payload = NULL;
+	size_t			 i;
+	int			 rc;
 
-	while ((c = ctl_opt_next(ctx, argc, argv, "n:b:", longopts, &rc)) !=
-	    -1) {
-		switch (c) {
-		case CTL_OPT_DONE:
-			return rc;
-		case 'n':
-			if (ctl_parse_uint(optarg, 1, CTL_PING_MAX_COUNT,
-			    &count) < 0)
-				return ctl_usage_fail(ctx, "bad count '%s': want "
-				    "1 to %llu", optarg, CTL_PING_MAX_COUNT);
-			break;
-		case 'b':
-			if (ctl_parse_uint(optarg, 0, CTL_PING_MAX_BYTES,
-			    &bytes) < 0)
-				return ctl_usage_fail(ctx, "bad payload size "
-				    "'%s': want 0 to %llu bytes", optarg,
-				    CTL_PING_MAX_BYTES);
-			break;
-		}
-	}
-	if (optind < argc)
-		return ctl_usage_fail(ctx, "unexpected argument '%s'",
-		    argv[optind]);
-	rc = ctl_connect(ctx);
-	if (rc != CTL_EXIT_OK)
-		return rc;
-	us = malloc(count * sizeof(*us));
-	payload = bytes ? calloc(1, bytes) : NULL;
-	if (us == NULL || (bytes && payload == NULL)) {
+	if ((rc = ctl_args_uint(ctx, a, "count", 1, CTL_PING_MAX_COUNT,
+	    &count)) != 0 || (rc = ctl_args_uint(ctx, a, "bytes", 0,
+	    CTL_PING_MAX_BYTES, &bytes)) != 0)
+		return (rc);
+	if ((rc = ctl_connect(ctx)) != CTL_EXIT_OK)
+		return (rc);
+	us = malloc(count * sizeof *us);
+	payload = bytes > 0 ? calloc(1, bytes) : NULL;
+	if (us == NULL || (bytes > 0 && payload == NULL)) {
 		ctl_errorf(ctx, "ping: out of memory for %llu samples", count);
 		rc = CTL_EXIT_FAIL;
 		goto out;
@@ -98,8 +105,7 @@ ctl_ping_exec(ctl_ctx *ctx, int argc, char **argv)
 	req.payload.data = payload;
 	req.payload.len = bytes;
 	for (i = 0; i < count; i++) {
-		double t0 = ctl_ping_now_us();
-
+		t0 = ctl_ping_now_us();
 		if (ctl_rpc_call(ctx->rpc, "Ping", &req.base,
 		    &nkid__v1__ping_reply__descriptor, ctx->timeout_s,
 		    (ProtobufCMessage **)&reply, &st) < 0) {
@@ -109,49 +115,27 @@ ctl_ping_exec(ctl_ctx *ctx, int argc, char **argv)
 		us[i] = ctl_ping_now_us() - t0;
 		sum += us[i];
 		if (reply->payload.len != bytes) {
-			protobuf_c_message_free_unpacked(&reply->base, NULL);
 			ctl_errorf(ctx, "ping: reply of %zu bytes to a payload "
 			    "of %llu", reply->payload.len, bytes);
+			protobuf_c_message_free_unpacked(&reply->base, NULL);
 			rc = CTL_EXIT_FAIL;
 			goto out;
 		}
 		protobuf_c_message_free_unpacked(&reply->base, NULL);
 	}
-	qsort(us, count, sizeof(*us), ctl_ping_compare_cb);
-	if (ctx->json) {
-		cJSON *o = cJSON_CreateObject();
-
-		if (o != NULL) {
-			cJSON_AddStringToObject(o, "socket", ctx->socket);
-			cJSON_AddNumberToObject(o, "count", (double)count);
-			cJSON_AddNumberToObject(o, "bytes", (double)bytes);
-			cJSON_AddNumberToObject(o, "min_us", us[0]);
-			cJSON_AddNumberToObject(o, "p50_us",
-			    ctl_ping_percentile(us, count, 50));
-			cJSON_AddNumberToObject(o, "p99_us",
-			    ctl_ping_percentile(us, count, 99));
-			cJSON_AddNumberToObject(o, "max_us", us[count - 1]);
-			cJSON_AddNumberToObject(o, "mean_us", sum / count);
-		}
-		rc = ctl_json_print(ctx, o);
-	} else {
-		fprintf(ctx->out, "%llu ping%s to nkid at '%s': min %.0f us, "
-		    "p50 %.0f us, p99 %.0f us, max %.0f us\n", count,
-		    count == 1 ? "" : "s", ctx->socket, us[0],
-		    ctl_ping_percentile(us, count, 50),
-		    ctl_ping_percentile(us, count, 99), us[count - 1]);
-		rc = CTL_EXIT_OK;
-	}
+	qsort(us, count, sizeof *us, ctl_ping_compare_cb);
+	rc = ctl_ping_print(ctx, us, count, bytes, sum);
 out:
 	free(payload);
 	free(us);
-	return rc;
+	return (rc);
 }
 
-const ctl_cmd ctl_ping_cmd = {
+const struct ctl_cmd ctl_ping_cmd = {
 	.name = "ping",
 	.usage = "[-n COUNT] [-b BYTES]",
 	.help = "time COUNT round trips to nkid (default 1) with a payload of "
 	    "BYTES",
+	.opts = ctl_ping_opts,
 	.exec = ctl_ping_exec,
 };

@@ -1,7 +1,4 @@
-/*
- * ctl_rpc.c: blocking unary gRPC calls from nkictl to nkid over a Unix
- * socket (gRPC core 1.51 C API, protobuf-c messages).
- */
+/* ctl_rpc.c: blocking gRPC calls from nkictl to nkid over a Unix socket (gRPC core 1.51 C API, protobuf-c messages). */
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
@@ -23,92 +20,76 @@
 
 #include "ctl_rpc.h"
 
-#define CTL_RPC_SERVICE "/nkid.v1.Nkid/"
+#define CTL_RPC_SERVICE	"/nkid.v1.Nkid/"
 
 struct ctl_rpc {
-	char path[CTL_RPC_PATH_MAX + 1];
-	grpc_channel *channel;
-	grpc_completion_queue *cq;
+	char			 path[CTL_RPC_PATH_MAX + 1];
+	grpc_channel		*channel;
+	grpc_completion_queue	*cq;
 };
-
-static const char *const ctl_rpc_codes[] = {
-	"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-	"NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED",
-	"RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-	"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
-	"UNAUTHENTICATED",
-};
-
-const char *
-ctl_rpc_code_name(int code)
-{
-	if (code < 0 || (size_t)code >= sizeof(ctl_rpc_codes) /
-	    sizeof(ctl_rpc_codes[0]))
-		return "UNKNOWN";
-	return ctl_rpc_codes[code];
-}
 
 static int
-ctl_rpc_fail_connect(ctl_rpc_status *st, int err, const char *msg)
+ctl_rpc_fail_connect(struct ctl_rpc_status *st, int err, const char *msg)
 {
 	st->code = GRPC_STATUS_UNAVAILABLE;
 	st->connect_errno = err;
-	snprintf(st->msg, sizeof(st->msg), "%s", msg ? msg : strerror(err));
-	return -1;
+	snprintf(st->msg, sizeof st->msg, "%s", msg ? msg : strerror(err));
+	return (-1);
 }
 
 int
 ctl_rpc_probe(const char *socket_path)
 {
-	struct sockaddr_un sa;
-	int fd, rc = 0;
+	struct sockaddr_un	sa;
+	int			fd, rc = 0;
 
 	if (strlen(socket_path) > CTL_RPC_PATH_MAX)
-		return ENAMETOOLONG;
-	memset(&sa, 0, sizeof(sa));
+		return (ENAMETOOLONG);
+	memset(&sa, 0, sizeof sa);
 	sa.sun_family = AF_UNIX;
 	memcpy(sa.sun_path, socket_path, strlen(socket_path));
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return (errno);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
 		rc = errno;
 	close(fd);
-	return rc;
+	return (rc);
 }
 
 int
-ctl_rpc_open(const char *socket_path, ctl_rpc **out, ctl_rpc_status *st)
+ctl_rpc_open(const char *socket_path, struct ctl_rpc **out,
+    struct ctl_rpc_status *st)
 {
-	grpc_arg args[4];
-	grpc_channel_args chargs = { sizeof(args) / sizeof(args[0]), args };
-	grpc_channel_credentials *creds;
-	char target[CTL_RPC_PATH_MAX + 8];
-	struct stat sb;
-	ctl_rpc *r;
+	grpc_arg			 args[4];
+	grpc_channel_args		 chargs;
+	grpc_channel_credentials	*creds;
+	char				 target[CTL_RPC_PATH_MAX + 8];
+	struct stat			 sb;
+	struct ctl_rpc			*r;
 
 	assert(socket_path != NULL && out != NULL && st != NULL);
-	memset(st, 0, sizeof(*st));
+	memset(st, 0, sizeof *st);
 	*out = NULL;
 	/* Diagnose what can be seen without a connection: nkid does not
 	 * see (and count) a probe for the common "not running" case. */
 	if (*socket_path == '\0')
-		return ctl_rpc_fail_connect(st, EINVAL, "empty socket path");
+		return (ctl_rpc_fail_connect(st, EINVAL, "empty socket path"));
 	if (strlen(socket_path) > CTL_RPC_PATH_MAX)
-		return ctl_rpc_fail_connect(st, ENAMETOOLONG,
-		    "socket path longer than 107 bytes");
+		return (ctl_rpc_fail_connect(st, ENAMETOOLONG,
+		    "socket path longer than 107 bytes"));
 	if (stat(socket_path, &sb) < 0)
-		return ctl_rpc_fail_connect(st, errno, NULL);
+		return (ctl_rpc_fail_connect(st, errno, NULL));
 	if (!S_ISSOCK(sb.st_mode))
-		return ctl_rpc_fail_connect(st, ENOTSOCK, "not a socket");
+		return (ctl_rpc_fail_connect(st, ENOTSOCK, "not a socket"));
 	if (access(socket_path, W_OK) < 0)
-		return ctl_rpc_fail_connect(st, errno, NULL);
+		return (ctl_rpc_fail_connect(st, errno, NULL));
 
-	r = calloc(1, sizeof(*r));
+	r = calloc(1, sizeof *r);
 	if (r == NULL)
-		return ctl_rpc_fail_connect(st, ENOMEM, NULL);
-	snprintf(r->path, sizeof(r->path), "%s", socket_path);
-	snprintf(target, sizeof(target), "unix:%s", socket_path);
+		return (ctl_rpc_fail_connect(st, ENOMEM, NULL));
+	snprintf(r->path, sizeof r->path, "%s", socket_path);
+	snprintf(target, sizeof target, "unix:%s", socket_path);
 
 	/* Receive and send caps set explicitly (the client default is
 	 * 4 MiB): tensors and NEFFs travel inline. No retries: a retried call
@@ -125,6 +106,8 @@ ctl_rpc_open(const char *socket_path, ctl_rpc **out, ctl_rpc_status *st)
 	args[3].type = GRPC_ARG_INTEGER;
 	args[3].key = GRPC_ARG_ENABLE_HTTP_PROXY;
 	args[3].value.integer = 0;
+	chargs.num_args = sizeof args / sizeof args[0];
+	chargs.args = args;
 
 	grpc_init();
 	creds = grpc_insecure_credentials_create();
@@ -133,58 +116,58 @@ ctl_rpc_open(const char *socket_path, ctl_rpc **out, ctl_rpc_status *st)
 	r->cq = grpc_completion_queue_create_for_next(NULL);
 	if (r->channel == NULL || r->cq == NULL) {
 		ctl_rpc_close(r);
-		return ctl_rpc_fail_connect(st, EPROTO,
-		    "cannot create a gRPC channel");
+		return (ctl_rpc_fail_connect(st, EPROTO,
+		    "cannot create a gRPC channel"));
 	}
 	*out = r;
-	return 0;
+	return (0);
 }
 
 /* Wait for the completion of tag on r->cq. */
 static int
-ctl_rpc_wait(ctl_rpc *r, void *tag)
+ctl_rpc_wait(struct ctl_rpc *r, void *tag)
 {
 	for (;;) {
 		grpc_event ev = grpc_completion_queue_next(r->cq,
 		    gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
 
 		if (ev.type == GRPC_OP_COMPLETE && ev.tag == tag)
-			return ev.success ? 0 : -1;
+			return (ev.success ? 0 : -1);
 		if (ev.type == GRPC_QUEUE_SHUTDOWN)
-			return -1;
+			return (-1);
 	}
 }
 
 int
-ctl_rpc_call(ctl_rpc *r, const char *method, const ProtobufCMessage *req,
+ctl_rpc_call(struct ctl_rpc *r, const char *method, const ProtobufCMessage *req,
     const ProtobufCMessageDescriptor *reply_desc, double timeout_s,
-    ProtobufCMessage **reply, ctl_rpc_status *st)
+    ProtobufCMessage **reply, struct ctl_rpc_status *st)
 {
-	grpc_metadata_array md_initial, md_trailing;
-	grpc_byte_buffer *send_bb = NULL, *recv_bb = NULL;
-	grpc_status_code code = GRPC_STATUS_UNKNOWN;
-	grpc_slice details = grpc_empty_slice(), body, mslice;
-	const char *error_string = NULL;
-	char path[128];
-	grpc_op ops[6];
-	grpc_call *call;
-	grpc_call_error cerr;
-	gpr_timespec deadline;
-	uint8_t *buf;
-	size_t len;
-	int rc = -1;
+	grpc_metadata_array	 md_initial, md_trailing;
+	grpc_byte_buffer	*send_bb = NULL, *recv_bb = NULL;
+	grpc_status_code	 code = GRPC_STATUS_UNKNOWN;
+	grpc_slice		 details = grpc_empty_slice(), body, mslice;
+	const char		*error_string = NULL;
+	char			 path[128];
+	grpc_op			 ops[6];
+	grpc_call		*call;
+	grpc_call_error		 cerr;
+	gpr_timespec		 deadline;
+	uint8_t			*buf;
+	size_t			 len;
+	int			 rc = -1;
 
 	assert(r != NULL && method != NULL && req != NULL && reply != NULL);
-	memset(st, 0, sizeof(*st));
+	memset(st, 0, sizeof *st);
 	*reply = NULL;
 
 	len = protobuf_c_message_get_packed_size(req);
 	buf = malloc(len ? len : 1);
 	if (buf == NULL) {
 		st->code = GRPC_STATUS_RESOURCE_EXHAUSTED;
-		snprintf(st->msg, sizeof(st->msg),
+		snprintf(st->msg, sizeof st->msg,
 		    "out of memory for a request of %zu bytes", len);
-		return -1;
+		return (-1);
 	}
 	protobuf_c_message_pack(req, buf);
 	/* The slice takes the buffer (no copy) and frees it. */
@@ -198,14 +181,14 @@ ctl_rpc_call(ctl_rpc *r, const char *method, const ProtobufCMessage *req,
 		deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
 		    gpr_time_from_micros((int64_t)(timeout_s * 1e6),
 		    GPR_TIMESPAN));
-	snprintf(path, sizeof(path), CTL_RPC_SERVICE "%s", method);
+	snprintf(path, sizeof path, CTL_RPC_SERVICE "%s", method);
 	mslice = grpc_slice_from_static_string(path);
 	call = grpc_channel_create_call(r->channel, NULL,
 	    GRPC_PROPAGATE_DEFAULTS, r->cq, mslice, NULL, deadline, NULL);
 	grpc_metadata_array_init(&md_initial);
 	grpc_metadata_array_init(&md_trailing);
 
-	memset(ops, 0, sizeof(ops));
+	memset(ops, 0, sizeof ops);
 	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
 	ops[1].op = GRPC_OP_SEND_MESSAGE;
 	ops[1].data.send_message.send_message = send_bb;
@@ -223,7 +206,7 @@ ctl_rpc_call(ctl_rpc *r, const char *method, const ProtobufCMessage *req,
 	cerr = grpc_call_start_batch(call, ops, 6, call, NULL);
 	if (cerr != GRPC_CALL_OK) {
 		st->code = GRPC_STATUS_INTERNAL;
-		snprintf(st->msg, sizeof(st->msg), "cannot start the call: %s",
+		snprintf(st->msg, sizeof st->msg, "cannot start the call: %s",
 		    grpc_call_error_to_string(cerr));
 		goto out;
 	}
@@ -233,7 +216,7 @@ ctl_rpc_call(ctl_rpc *r, const char *method, const ProtobufCMessage *req,
 	if (code != GRPC_STATUS_OK) {
 		char *d = grpc_slice_to_c_string(details);
 
-		snprintf(st->msg, sizeof(st->msg), "%s",
+		snprintf(st->msg, sizeof st->msg, "%s",
 		    *d ? d : error_string ? error_string : "no message");
 		gpr_free(d);
 		/* UNAVAILABLE before any answer: is anyone listening? */
@@ -247,7 +230,7 @@ ctl_rpc_call(ctl_rpc *r, const char *method, const ProtobufCMessage *req,
 	}
 	if (recv_bb == NULL) {
 		st->code = GRPC_STATUS_INTERNAL;
-		snprintf(st->msg, sizeof(st->msg), "no reply message");
+		snprintf(st->msg, sizeof st->msg, "no reply message");
 		goto out;
 	}
 	{
@@ -256,7 +239,7 @@ ctl_rpc_call(ctl_rpc *r, const char *method, const ProtobufCMessage *req,
 
 		if (!grpc_byte_buffer_reader_init(&rd, recv_bb)) {
 			st->code = GRPC_STATUS_INTERNAL;
-			snprintf(st->msg, sizeof(st->msg),
+			snprintf(st->msg, sizeof st->msg,
 			    "cannot read the reply");
 			goto out;
 		}
@@ -268,7 +251,7 @@ ctl_rpc_call(ctl_rpc *r, const char *method, const ProtobufCMessage *req,
 	}
 	if (*reply == NULL) {
 		st->code = GRPC_STATUS_INTERNAL;
-		snprintf(st->msg, sizeof(st->msg), "malformed %s reply",
+		snprintf(st->msg, sizeof st->msg, "malformed %s reply",
 		    reply_desc->short_name);
 		goto out;
 	}
@@ -283,11 +266,11 @@ out:
 		grpc_byte_buffer_destroy(recv_bb);
 	grpc_byte_buffer_destroy(send_bb);
 	grpc_call_unref(call);
-	return rc;
+	return (rc);
 }
 
 void
-ctl_rpc_close(ctl_rpc *r)
+ctl_rpc_close(struct ctl_rpc *r)
 {
 	if (r == NULL)
 		return;
@@ -308,34 +291,40 @@ ctl_rpc_close(ctl_rpc *r)
 /* ------------------------------------------------------------ streams */
 
 struct ctl_rpc_stream {
-	ctl_rpc *r;
-	grpc_call *call;
-	grpc_metadata_array md_initial;
-	grpc_metadata_array md_trailing;
-	grpc_status_code code;
-	grpc_slice details;
-	const char *error_string;
-	grpc_byte_buffer *send_bb;
-	grpc_byte_buffer *recv_bb;	/* output of the armed receive */
-	int tag_send, tag_recv, tag_status, tag_md;	/* their addresses */
-	int send_busy, recv_busy, status_busy;
-	int recv_ok, send_ok;
-	int md_received;
-	int finished;
+	struct ctl_rpc		*r;
+	grpc_call		*call;
+	grpc_metadata_array	 md_initial;
+	grpc_metadata_array	 md_trailing;
+	grpc_status_code	 code;
+	grpc_slice		 details;
+	const char		*error_string;
+	grpc_byte_buffer	*send_bb;
+	grpc_byte_buffer	*recv_bb;	/* output of the armed receive */
+	int			 tag_send;	/* the addresses of these four */
+	int			 tag_recv;	/* are the ops' tags */
+	int			 tag_status;
+	int			 tag_md;
+	int			 send_busy;
+	int			 recv_busy;
+	int			 status_busy;
+	int			 recv_ok;
+	int			 send_ok;
+	int			 md_received;
+	int			 finished;
 };
 
 /* Wait for completions until tag's op is done (1), or deadline (0). */
 static int
-ctl_rpc_stream_wait(ctl_rpc_stream *cs, int *tag, gpr_timespec deadline)
+ctl_rpc_stream_wait(struct ctl_rpc_stream *cs, int *tag, gpr_timespec deadline)
 {
 	for (;;) {
 		grpc_event ev = grpc_completion_queue_next(cs->r->cq, deadline,
 		    NULL);
 
 		if (ev.type == GRPC_QUEUE_TIMEOUT)
-			return 0;
+			return (0);
 		if (ev.type != GRPC_OP_COMPLETE)
-			return 1;
+			return (1);
 		if (ev.tag == &cs->tag_send) {
 			cs->send_busy = 0;
 			cs->send_ok = ev.success;
@@ -347,7 +336,7 @@ ctl_rpc_stream_wait(ctl_rpc_stream *cs, int *tag, gpr_timespec deadline)
 			cs->finished = 1;
 		}
 		if (ev.tag == tag)
-			return 1;
+			return (1);
 	}
 }
 
@@ -355,27 +344,27 @@ static gpr_timespec
 ctl_rpc_deadline(double s)
 {
 	if (s < 0)
-		return gpr_inf_future(GPR_CLOCK_MONOTONIC);
-	return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-	    gpr_time_from_micros((int64_t)(s * 1e6), GPR_TIMESPAN));
+		return (gpr_inf_future(GPR_CLOCK_MONOTONIC));
+	return (gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+	    gpr_time_from_micros((int64_t)(s * 1e6), GPR_TIMESPAN)));
 }
 
 int
-ctl_rpc_stream_open(ctl_rpc *r, const char *method, double timeout_s,
-    ctl_rpc_stream **out, ctl_rpc_status *st)
+ctl_rpc_stream_open(struct ctl_rpc *r, const char *method, double timeout_s,
+    struct ctl_rpc_stream **out, struct ctl_rpc_status *st)
 {
-	ctl_rpc_stream *cs;
-	grpc_op ops[2];
-	char path[128];
-	grpc_slice mslice;
-	gpr_timespec deadline;
+	struct ctl_rpc_stream	*cs;
+	grpc_op			 ops[2];
+	char			 path[128];
+	grpc_slice		 mslice;
+	gpr_timespec		 deadline;
 
-	memset(st, 0, sizeof(*st));
+	memset(st, 0, sizeof *st);
 	*out = NULL;
-	if ((cs = calloc(1, sizeof(*cs))) == NULL) {
+	if ((cs = calloc(1, sizeof *cs)) == NULL) {
 		st->code = GRPC_STATUS_RESOURCE_EXHAUSTED;
-		snprintf(st->msg, sizeof(st->msg), "out of memory");
-		return -1;
+		snprintf(st->msg, sizeof st->msg, "out of memory");
+		return (-1);
 	}
 	cs->r = r;
 	cs->details = grpc_empty_slice();
@@ -384,19 +373,19 @@ ctl_rpc_stream_open(ctl_rpc *r, const char *method, double timeout_s,
 	grpc_metadata_array_init(&cs->md_trailing);
 	deadline = timeout_s <= 0 ? gpr_inf_future(GPR_CLOCK_REALTIME) :
 	    ctl_rpc_deadline(timeout_s);
-	snprintf(path, sizeof(path), CTL_RPC_SERVICE "%s", method);
+	snprintf(path, sizeof path, CTL_RPC_SERVICE "%s", method);
 	mslice = grpc_slice_from_static_string(path);
 	cs->call = grpc_channel_create_call(r->channel, NULL,
 	    GRPC_PROPAGATE_DEFAULTS, r->cq, mslice, NULL, deadline, NULL);
 
-	memset(ops, 0, sizeof(ops));
+	memset(ops, 0, sizeof ops);
 	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
 	if (grpc_call_start_batch(cs->call, ops, 1, &cs->tag_md, NULL) !=
 	    GRPC_CALL_OK)
 		goto fail;
 	ctl_rpc_stream_wait(cs, &cs->tag_md, gpr_inf_future(
 	    GPR_CLOCK_MONOTONIC));
-	memset(ops, 0, sizeof(ops));
+	memset(ops, 0, sizeof ops);
 	ops[0].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
 	ops[0].data.recv_status_on_client.trailing_metadata =
 	    &cs->md_trailing;
@@ -408,72 +397,73 @@ ctl_rpc_stream_open(ctl_rpc *r, const char *method, double timeout_s,
 		goto fail;
 	cs->status_busy = 1;
 	*out = cs;
-	return 0;
+	return (0);
 fail:
 	st->code = GRPC_STATUS_INTERNAL;
-	snprintf(st->msg, sizeof(st->msg), "cannot start the %s call", method);
+	snprintf(st->msg, sizeof st->msg, "cannot start the %s call", method);
 	ctl_rpc_stream_free(cs);
-	return -1;
+	return (-1);
 }
 
 int
-ctl_rpc_stream_send(ctl_rpc_stream *cs, const ProtobufCMessage *msg)
+ctl_rpc_stream_send(struct ctl_rpc_stream *cs, const ProtobufCMessage *msg)
 {
-	size_t len = protobuf_c_message_get_packed_size(msg);
-	uint8_t *buf = malloc(len ? len : 1);
-	grpc_slice body;
-	grpc_op op;
+	size_t		 len = protobuf_c_message_get_packed_size(msg);
+	uint8_t		*buf = malloc(len ? len : 1);
+	grpc_slice	 body;
+	grpc_op		 op;
 
 	if (buf == NULL || cs->finished)
-		return free(buf), -1;
+		return (free(buf), -1);
 	protobuf_c_message_pack(msg, buf);
 	body = grpc_slice_new(buf, len, free);
 	cs->send_bb = grpc_raw_byte_buffer_create(&body, 1);
 	grpc_slice_unref(body);
-	memset(&op, 0, sizeof(op));
+	memset(&op, 0, sizeof op);
 	op.op = GRPC_OP_SEND_MESSAGE;
 	op.data.send_message.send_message = cs->send_bb;
 	if (grpc_call_start_batch(cs->call, &op, 1, &cs->tag_send, NULL) !=
 	    GRPC_CALL_OK) {
 		grpc_byte_buffer_destroy(cs->send_bb);
 		cs->send_bb = NULL;
-		return -1;
+		return (-1);
 	}
 	cs->send_busy = 1;
 	ctl_rpc_stream_wait(cs, &cs->tag_send,
 	    gpr_inf_future(GPR_CLOCK_MONOTONIC));
 	grpc_byte_buffer_destroy(cs->send_bb);
 	cs->send_bb = NULL;
-	return cs->send_ok ? 0 : -1;
+	return (cs->send_ok ? 0 : -1);
 }
 
 int
-ctl_rpc_stream_close_send(ctl_rpc_stream *cs)
+ctl_rpc_stream_close_send(struct ctl_rpc_stream *cs)
 {
-	grpc_op op;
+	grpc_op	op;
 
-	memset(&op, 0, sizeof(op));
+	memset(&op, 0, sizeof op);
 	op.op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
 	if (grpc_call_start_batch(cs->call, &op, 1, &cs->tag_send, NULL) !=
 	    GRPC_CALL_OK)
-		return -1;
+		return (-1);
 	cs->send_busy = 1;
 	ctl_rpc_stream_wait(cs, &cs->tag_send,
 	    gpr_inf_future(GPR_CLOCK_MONOTONIC));
-	return cs->send_ok ? 0 : -1;
+	return (cs->send_ok ? 0 : -1);
 }
 
 int
-ctl_rpc_stream_recv(ctl_rpc_stream *cs, const ProtobufCMessageDescriptor *desc,
-    double wait_s, ProtobufCMessage **msg)
+ctl_rpc_stream_recv(struct ctl_rpc_stream *cs,
+    const ProtobufCMessageDescriptor *desc, double wait_s,
+    ProtobufCMessage **msg)
 {
-	grpc_op ops[2], *op = ops;
-	grpc_byte_buffer_reader rd;
-	grpc_slice all;
+	grpc_op			ops[2], *op = ops;
+	grpc_byte_buffer_reader	rd;
+	grpc_slice		all;
 
 	*msg = NULL;
 	if (!cs->recv_busy) {
-		memset(ops, 0, sizeof(ops));
+		memset(ops, 0, sizeof ops);
 		if (!cs->md_received) {
 			op->op = GRPC_OP_RECV_INITIAL_METADATA;
 			op->data.recv_initial_metadata.recv_initial_metadata =
@@ -486,21 +476,21 @@ ctl_rpc_stream_recv(ctl_rpc_stream *cs, const ProtobufCMessageDescriptor *desc,
 		op++;
 		if (grpc_call_start_batch(cs->call, ops, (size_t)(op - ops),
 		    &cs->tag_recv, NULL) != GRPC_CALL_OK)
-			return -1;
+			return (-1);
 		cs->recv_busy = 1;
 	}
 	if (!ctl_rpc_stream_wait(cs, &cs->tag_recv, ctl_rpc_deadline(wait_s)))
-		return 2;
+		return (2);
 	if (cs->recv_busy)
-		return 2;	/* woken by another op */
+		return (2);	/* woken by another op */
 	if (!cs->recv_ok)
-		return -1;
+		return (-1);
 	if (cs->recv_bb == NULL)
-		return 0;
+		return (0);
 	if (!grpc_byte_buffer_reader_init(&rd, cs->recv_bb)) {
 		grpc_byte_buffer_destroy(cs->recv_bb);
 		cs->recv_bb = NULL;
-		return -1;
+		return (-1);
 	}
 	all = grpc_byte_buffer_reader_readall(&rd);
 	grpc_byte_buffer_reader_destroy(&rd);
@@ -509,13 +499,13 @@ ctl_rpc_stream_recv(ctl_rpc_stream *cs, const ProtobufCMessageDescriptor *desc,
 	*msg = protobuf_c_message_unpack(desc, NULL, GRPC_SLICE_LENGTH(all),
 	    GRPC_SLICE_START_PTR(all));
 	grpc_slice_unref(all);
-	return *msg != NULL ? 1 : -1;
+	return (*msg != NULL ? 1 : -1);
 }
 
 int
-ctl_rpc_stream_finish(ctl_rpc_stream *cs, ctl_rpc_status *st)
+ctl_rpc_stream_finish(struct ctl_rpc_stream *cs, struct ctl_rpc_status *st)
 {
-	memset(st, 0, sizeof(*st));
+	memset(st, 0, sizeof *st);
 	while (cs->status_busy)
 		ctl_rpc_stream_wait(cs, &cs->tag_status,
 		    gpr_inf_future(GPR_CLOCK_MONOTONIC));
@@ -523,7 +513,7 @@ ctl_rpc_stream_finish(ctl_rpc_stream *cs, ctl_rpc_status *st)
 	if (cs->code != GRPC_STATUS_OK) {
 		char *d = grpc_slice_to_c_string(cs->details);
 
-		snprintf(st->msg, sizeof(st->msg), "%s", *d ? d :
+		snprintf(st->msg, sizeof st->msg, "%s", *d ? d :
 		    cs->error_string ? cs->error_string : "no message");
 		gpr_free(d);
 		if (cs->code == GRPC_STATUS_UNAVAILABLE) {
@@ -532,20 +522,20 @@ ctl_rpc_stream_finish(ctl_rpc_stream *cs, ctl_rpc_status *st)
 			if (e != 0)
 				ctl_rpc_fail_connect(st, e, NULL);
 		}
-		return -1;
+		return (-1);
 	}
-	return 0;
+	return (0);
 }
 
 void
-ctl_rpc_stream_cancel(ctl_rpc_stream *cs)
+ctl_rpc_stream_cancel(struct ctl_rpc_stream *cs)
 {
 	if (cs != NULL && cs->call != NULL && !cs->finished)
 		grpc_call_cancel(cs->call, NULL);
 }
 
 void
-ctl_rpc_stream_free(ctl_rpc_stream *cs)
+ctl_rpc_stream_free(struct ctl_rpc_stream *cs)
 {
 	if (cs == NULL)
 		return;

@@ -1,46 +1,48 @@
-/*
- * ctl_rpc.h: nkictl's gRPC client: one channel to nkid's Unix socket, one
- * completion queue, blocking unary calls packed and unpacked with
- * protobuf-c.
- */
+/* ctl_rpc.h: nkictl's gRPC client: one channel to nkid's Unix socket, one completion queue, blocking unary and streaming calls of protobuf-c messages. */
 #ifndef NKID_CTL_RPC_H
 #define NKID_CTL_RPC_H
 
 #include <protobuf-c/protobuf-c.h>
 
-/* How a call ended. code is a grpc_status_code (0: OK). connect_errno is
- * set (an errno value) when nkid could not be reached at all: the socket is
- * missing, not a socket, not accessible, or nobody listens on it. */
-typedef struct ctl_rpc_status {
-	int code;
-	int connect_errno;
-	char msg[1024];
-} ctl_rpc_status;
-
-typedef struct ctl_rpc ctl_rpc;
-
 /* Largest socket path (sun_path without its NUL). */
-#define CTL_RPC_PATH_MAX 107
+#define CTL_RPC_PATH_MAX	107
+
+struct ctl_rpc;
+struct ctl_rpc_stream;
+
+/* How a call ended. code is a grpc_status_code (0: OK). connect_errno is
+ * set (an errno value) when nkid could not be reached at all: the socket
+ * is missing, not a socket, not accessible, or nobody listens on it. */
+struct ctl_rpc_status {
+	int	code;
+	int	connect_errno;
+	char	msg[1024];
+};
 
 /*
  * Check the socket path (exists, is a socket, writable: without touching
  * nkid) and create the channel; initializes gRPC on first use. On success
- * *out is the client, freed with ctl_rpc_close. On failure returns -1 with
- * st->connect_errno and st->msg set (e.g. "No such file or directory").
+ * *out is the client, freed with ctl_rpc_close. On failure returns -1
+ * with st->connect_errno and st->msg set (e.g. "No such file or
+ * directory").
  */
-int ctl_rpc_open(const char *socket_path, ctl_rpc **out, ctl_rpc_status *st);
+int	 ctl_rpc_open(const char *socket_path, struct ctl_rpc **out,
+	    struct ctl_rpc_status *st);
+/* Destroy the channel and queue and shut gRPC down. NULL is a no-op. */
+void	 ctl_rpc_close(struct ctl_rpc *r);
 
 /*
  * Call method ("Status": the service's method name) with req and wait for
- * the reply, at most timeout_s seconds. On success returns 0 and *reply is
- * a message of reply_desc, freed by the caller with
+ * the reply, at most timeout_s seconds. On success returns 0 and *reply
+ * is a message of reply_desc, freed by the caller with
  * protobuf_c_message_free_unpacked(*reply, NULL). On failure returns -1
  * and fills st: a gRPC status (code, message), or connect_errno if the
  * call failed UNAVAILABLE because nkid's socket refuses connections.
  */
-int ctl_rpc_call(ctl_rpc *r, const char *method, const ProtobufCMessage *req,
-    const ProtobufCMessageDescriptor *reply_desc, double timeout_s,
-    ProtobufCMessage **reply, ctl_rpc_status *st);
+int	 ctl_rpc_call(struct ctl_rpc *r, const char *method,
+	    const ProtobufCMessage *req,
+	    const ProtobufCMessageDescriptor *reply_desc, double timeout_s,
+	    ProtobufCMessage **reply, struct ctl_rpc_status *st);
 
 /*
  * Streaming calls (server, client or bidi streams) on r: one per ctl_rpc
@@ -48,43 +50,38 @@ int ctl_rpc_call(ctl_rpc *r, const char *method, const ProtobufCMessage *req,
  * send waits until gRPC took the message; recv waits for one message at
  * most wait_s seconds (< 0: forever); finish waits for the status.
  */
-typedef struct ctl_rpc_stream ctl_rpc_stream;
 
 /* Start method; 0 and *out (freed with ctl_rpc_stream_free), or -1. */
-int ctl_rpc_stream_open(ctl_rpc *r, const char *method, double timeout_s,
-    ctl_rpc_stream **out, ctl_rpc_status *st);
+int	 ctl_rpc_stream_open(struct ctl_rpc *r, const char *method,
+	    double timeout_s, struct ctl_rpc_stream **out,
+	    struct ctl_rpc_status *st);
 /* Send msg; 0, or -1 if the call has ended (see ctl_rpc_stream_finish). */
-int ctl_rpc_stream_send(ctl_rpc_stream *cs, const ProtobufCMessage *msg);
+int	 ctl_rpc_stream_send(struct ctl_rpc_stream *cs,
+	    const ProtobufCMessage *msg);
 /* No more messages from this side (half-close); 0 or -1. */
-int ctl_rpc_stream_close_send(ctl_rpc_stream *cs);
+int	 ctl_rpc_stream_close_send(struct ctl_rpc_stream *cs);
 /*
  * Receive one message of desc: 1 and *msg (free with
  * protobuf_c_message_free_unpacked), 0 at the end of the stream, 2 if
  * wait_s passed first (the receive stays armed: call again), -1 on error
  * (a malformed message, or the call failed: see ctl_rpc_stream_finish).
  */
-int ctl_rpc_stream_recv(ctl_rpc_stream *cs,
-    const ProtobufCMessageDescriptor *desc, double wait_s,
-    ProtobufCMessage **msg);
+int	 ctl_rpc_stream_recv(struct ctl_rpc_stream *cs,
+	    const ProtobufCMessageDescriptor *desc, double wait_s,
+	    ProtobufCMessage **msg);
 /* Wait for the call's status into st; 0 if OK, else -1. */
-int ctl_rpc_stream_finish(ctl_rpc_stream *cs, ctl_rpc_status *st);
+int	 ctl_rpc_stream_finish(struct ctl_rpc_stream *cs,
+	    struct ctl_rpc_status *st);
 /* Cancel the call (the server sees the client go away). */
-void ctl_rpc_stream_cancel(ctl_rpc_stream *cs);
+void	 ctl_rpc_stream_cancel(struct ctl_rpc_stream *cs);
 /* Cancel if not finished, wait for what is in flight, free. NULL: no-op. */
-void ctl_rpc_stream_free(ctl_rpc_stream *cs);
-
-/* Destroy the channel and queue and shut gRPC down. NULL is a no-op. */
-void ctl_rpc_close(ctl_rpc *r);
-
-/* Name of a grpc_status_code ("PERMISSION_DENIED"), "UNKNOWN" if out of
- * range. */
-const char *ctl_rpc_code_name(int code);
+void	 ctl_rpc_stream_free(struct ctl_rpc_stream *cs);
 
 /*
  * Connect to the socket path and close again: 0 if something accepts
- * there, else an errno value. For diagnosis only (nkid sees and counts the
- * connection).
+ * there, else an errno value. For diagnosis only (nkid sees and counts
+ * the connection).
  */
-int ctl_rpc_probe(const char *socket_path);
+int	 ctl_rpc_probe(const char *socket_path);
 
-#endif
+#endif /* NKID_CTL_RPC_H */

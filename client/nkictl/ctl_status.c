@@ -1,14 +1,11 @@
-/*
- * ctl_status.c: `nkictl status`: nkid's identity, paths, cores, counters,
- * and the cache and job sections when nkid sends them.
- */
+/* ctl_status.c: `nkictl status`: nkid's identity, paths, cores, counters, and the cache and job sections when nkid sends them. */
 #include <stdio.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
 #include "nkid.pb-c.h"
-#include "ctl.h"
+#include "ctl_cache.h"
 
 /* "1d 02h 03m 04s" style, from seconds. */
 static void
@@ -31,17 +28,17 @@ ctl_status_uptime(double s, char *buf, size_t len)
 static const char *
 ctl_status_str(const char *s)
 {
-	return s != NULL && *s != '\0' ? s : "-";
+	return (s != NULL && *s != '\0' ? s : "-");
 }
 
 static cJSON *
-ctl_status_json(const ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
+ctl_status_json(const struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 {
-	cJSON *o = cJSON_CreateObject(), *a, *c, *m, *x;
-	size_t i;
+	cJSON	*o = cJSON_CreateObject(), *a, *c, *m, *x;
+	size_t	 i;
 
 	if (o == NULL)
-		return NULL;
+		return (NULL);
 	cJSON_AddStringToObject(o, "version", r->version);
 	cJSON_AddNumberToObject(o, "pid", r->pid);
 	cJSON_AddNumberToObject(o, "uptime_s", r->uptime_s);
@@ -93,20 +90,9 @@ ctl_status_json(const ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 		}
 	}
 
-	if (r->cache != NULL && (c = cJSON_AddObjectToObject(o, "cache"))) {
-		const Nkid__V1__CacheStatReply *k = r->cache;
-
-		cJSON_AddNumberToObject(c, "entries", (double)k->entries);
-		cJSON_AddNumberToObject(c, "bytes", (double)k->bytes);
-		cJSON_AddNumberToObject(c, "max_bytes", (double)k->max_bytes);
-		cJSON_AddNumberToObject(c, "hits", (double)k->hits);
-		cJSON_AddNumberToObject(c, "misses", (double)k->misses);
-		cJSON_AddNumberToObject(c, "compiles", (double)k->compiles);
-		cJSON_AddNumberToObject(c, "coalesced", (double)k->coalesced);
-		cJSON_AddNumberToObject(c, "failures", (double)k->failures);
-		cJSON_AddNumberToObject(c, "evictions", (double)k->evictions);
-		cJSON_AddNumberToObject(c, "corrupt", (double)k->corrupt);
-	}
+	if (r->cache != NULL)
+		cJSON_AddItemToObject(o, "cache",
+		    ctl_cache_stats_json(r->cache));
 	if (r->jobs != NULL && (c = cJSON_AddObjectToObject(o, "jobs"))) {
 		const Nkid__V1__JobCounters *j = r->jobs;
 
@@ -120,26 +106,26 @@ ctl_status_json(const ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 			cJSON_AddItemToArray(a,
 			    cJSON_CreateNumber(r->cores[i]->busy_s));
 	}
-	return o;
+	return (o);
 }
 
 static void
-ctl_status_human(ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
+ctl_status_human(struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 {
-	const Nkid__V1__Counters *n = r->counters;
-	char buf[64];
-	size_t i;
-	int w = 6;
+	const Nkid__V1__Counters	*n = r->counters;
+	char				 buf[64];
+	size_t				 i;
+	int				 w = 6;
 
 	ctl_kv(ctx, "version", "%s", ctl_status_str(r->version));
 	ctl_kv(ctx, "pid", "%u", r->pid);
-	ctl_status_uptime(r->uptime_s, buf, sizeof(buf));
+	ctl_status_uptime(r->uptime_s, buf, sizeof buf);
 	ctl_kv(ctx, "uptime", "%s", buf);
 	ctl_kv(ctx, "backend", "%s", ctl_status_str(r->backend));
 	for (i = 0; i < r->n_backend_versions; i++) {
 		char key[40];
 
-		snprintf(key, sizeof(key), "  %s",
+		snprintf(key, sizeof key, "  %s",
 		    r->backend_versions[i]->key);
 		ctl_kv(ctx, key, "%s", r->backend_versions[i]->value);
 	}
@@ -152,12 +138,12 @@ ctl_status_human(ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 		const Nkid__V1__Core *k = r->cores[i];
 		char key[24], holder[64] = "";
 
-		snprintf(key, sizeof(key), "  core %u", k->index);
+		snprintf(key, sizeof key, "  core %u", k->index);
 		if (k->job_id != 0)
-			snprintf(holder, sizeof(holder), "  job %llu",
+			snprintf(holder, sizeof holder, "  job %llu",
 			    (unsigned long long)k->job_id);
 		else if (k->holder_pid != 0)
-			snprintf(holder, sizeof(holder),
+			snprintf(holder, sizeof holder,
 			    "  lease pid %u uid %u", k->holder_pid,
 			    k->holder_uid);
 		ctl_kv(ctx, key, "%-9s busy %.1fs%s", ctl_status_str(k->state),
@@ -200,8 +186,8 @@ ctl_status_human(ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 	if (r->jobs != NULL) {
 		const Nkid__V1__JobCounters *j = r->jobs;
 
-		ctl_kv(ctx, "jobs", "%llu queued, %llu running, %llu completed, "
-		    "%llu cancelled, %llu rejected",
+		ctl_kv(ctx, "jobs", "%llu queued, %llu running, %llu "
+		    "completed, %llu cancelled, %llu rejected",
 		    (unsigned long long)j->queued,
 		    (unsigned long long)j->running,
 		    (unsigned long long)j->completed,
@@ -211,35 +197,25 @@ ctl_status_human(ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 }
 
 static int
-ctl_status_exec(ctl_ctx *ctx, int argc, char **argv)
+ctl_status_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 {
-	static const struct option longopts[] = {
-		CTL_LONGOPTS_COMMON,
-		{ NULL, 0, NULL, 0 },
-	};
-	Nkid__V1__StatusRequest req = NKID__V1__STATUS_REQUEST__INIT;
-	Nkid__V1__StatusReply *reply;
-	int c, rc;
+	Nkid__V1__StatusRequest	 req = NKID__V1__STATUS_REQUEST__INIT;
+	Nkid__V1__StatusReply	*reply;
+	int			 rc;
 
-	while ((c = ctl_opt_next(ctx, argc, argv, "", longopts, &rc)) != -1)
-		if (c == CTL_OPT_DONE)
-			return rc;
-	if (optind < argc)
-		return ctl_usage_fail(ctx, "unexpected argument '%s'",
-		    argv[optind]);
 	rc = ctl_call(ctx, "Status", &req.base,
 	    &nkid__v1__status_reply__descriptor, (ProtobufCMessage **)&reply);
 	if (rc != CTL_EXIT_OK)
-		return rc;
+		return (rc);
 	if (ctx->json)
 		rc = ctl_json_print(ctx, ctl_status_json(ctx, reply));
 	else
 		ctl_status_human(ctx, reply);
 	protobuf_c_message_free_unpacked(&reply->base, NULL);
-	return rc;
+	return (rc);
 }
 
-const ctl_cmd ctl_status_cmd = {
+const struct ctl_cmd ctl_status_cmd = {
 	.name = "status",
 	.usage = "",
 	.help = "show nkid's version, paths, cores and counters",

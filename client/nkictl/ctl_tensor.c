@@ -1,6 +1,4 @@
-/*
- * ctl_tensor.c: kernel inputs from .npy files and outputs to .npy files.
- */
+/* ctl_tensor.c: kernel inputs read from .npy files, placed on the kernel's parameters, and outputs written to .npy files. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,32 +6,33 @@
 
 #include <cjson/cJSON.h>
 
+#include "ctl.h"
 #include "ctl_kernel.h"
 #include "ctl_tensor.h"
 
 static int
 ctl_tensor_is_ident(const char *s, size_t len)
 {
-	size_t i;
+	size_t	i;
 
 	if (len == 0 || (s[0] >= '0' && s[0] <= '9'))
-		return 0;
+		return (0);
 	for (i = 0; i < len; i++)
 		if (!(s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') ||
 		    (s[i] >= 'A' && s[i] <= 'Z') ||
 		    (s[i] >= '0' && s[i] <= '9')))
-			return 0;
-	return 1;
+			return (0);
+	return (1);
 }
 
 int
-ctl_input_spec_split(const char *spec, char **name, char **file)
+ctl_tensor_spec_split(const char *spec, char **name, char **file)
 {
-	const char *eq = strchr(spec, '=');
-	char *copy = strdup(spec);
+	const char	*eq = strchr(spec, '=');
+	char		*copy = strdup(spec);
 
 	if (copy == NULL)
-		return -1;
+		return (-1);
 	if (eq != NULL && ctl_tensor_is_ident(spec, eq - spec)) {
 		copy[eq - spec] = '\0';
 		*name = copy;
@@ -42,13 +41,14 @@ ctl_input_spec_split(const char *spec, char **name, char **file)
 		*name = NULL;
 		*file = copy;
 	}
-	return 0;
+	return (0);
 }
 
 void
-ctl_shape_format(const uint64_t *shape, size_t rank, char *buf, size_t len)
+ctl_tensor_shape_format(const uint64_t *shape, size_t rank, char *buf,
+    size_t len)
 {
-	size_t i, n = 0;
+	size_t	i, n = 0;
 
 	n += snprintf(buf + n, len - n, "(");
 	for (i = 0; i < rank && n < len; i++)
@@ -59,9 +59,9 @@ ctl_shape_format(const uint64_t *shape, size_t rank, char *buf, size_t len)
 }
 
 void
-ctl_inputs_release(ctl_inputs *in)
+ctl_tensor_inputs_release(struct ctl_tensor_inputs *in)
 {
-	size_t i;
+	size_t	i;
 
 	for (i = 0; i < in->n; i++) {
 		if (in->arrays != NULL)
@@ -73,14 +73,14 @@ ctl_inputs_release(ctl_inputs *in)
 	free(in->names);
 	free(in->tensors);
 	free(in->ptrs);
-	memset(in, 0, sizeof(*in));
+	memset(in, 0, sizeof *in);
 }
 
 /* List the parameters for a message: "a, b, c". */
 static void
-ctl_inputs_param_list(const ctl_kernel_sig *sig, char *buf, size_t len)
+ctl_tensor_param_list(const struct ctl_kernel_sig *sig, char *buf, size_t len)
 {
-	size_t i, n = 0;
+	size_t	i, n = 0;
 
 	buf[0] = '\0';
 	for (i = 0; i < sig->n_params && n < len; i++)
@@ -88,165 +88,181 @@ ctl_inputs_param_list(const ctl_kernel_sig *sig, char *buf, size_t len)
 		    sig->params[i].name);
 }
 
-int
-ctl_inputs_load(ctl_ctx *ctx, const Nkid__V1__Kernel *k,
-    char *const *specs, size_t nspecs, ctl_inputs *in)
+/*
+ * Place the nspecs specs (names[i], NULL for an unnamed one) on the
+ * parameters of sig: slot[j] gets the spec of parameter j. Returns
+ * CTL_EXIT_OK, or CTL_EXIT_USAGE (printed).
+ */
+static int
+ctl_tensor_place(struct ctl_ctx *ctx, const Nkid__V1__Kernel *k,
+    const struct ctl_kernel_sig *sig, char *const *names, size_t nspecs,
+    long *slot)
 {
-	ctl_kernel_sig sig;
-	char err[1024], plist[512];
-	char **names = NULL, **files = NULL;
-	long *slot = NULL;    /* parameter index -> spec index */
-	size_t i, j, n;
-	int rc = CTL_EXIT_FAIL;
+	const char	*pname;
+	char		 plist[512];
+	size_t		 i, j, n = sig->n_params;
 
-	memset(in, 0, sizeof(*in));
-	if (ctl_kernel_sig_get(k, &sig, err, sizeof(err)) < 0) {
+	ctl_tensor_param_list(sig, plist, sizeof plist);
+	for (j = 0; j < n; j++)
+		slot[j] = -1;
+	for (i = 0; i < nspecs; i++) {
+		if (names[i] == NULL)
+			continue;
+		for (j = 0; j < n; j++)
+			if (strcmp(sig->params[j].name, names[i]) == 0)
+				break;
+		if (j == n)
+			return (ctl_usage_fail(ctx, "kernel '%s' has no "
+			    "parameter '%s' (parameters: %s)", k->name,
+			    names[i], *plist != '\0' ? plist : "none"));
+		if (slot[j] >= 0)
+			return (ctl_usage_fail(ctx, "input '%s' given twice",
+			    names[i]));
+		slot[j] = (long)i;
+	}
+	for (i = 0, j = 0; i < nspecs; i++) {
+		if (names[i] != NULL)
+			continue;
+		while (j < n && slot[j] >= 0)
+			j++;
+		if (j == n)
+			return (ctl_usage_fail(ctx, "kernel '%s' takes %zu "
+			    "input%s (%s), got %zu", k->name, n,
+			    n == 1 ? "" : "s", plist, nspecs));
+		slot[j] = (long)i;
+	}
+	for (j = 0; j < n; j++) {
+		pname = sig->params[j].name;
+		if (slot[j] < 0)
+			return (ctl_usage_fail(ctx, "missing input '%s' of "
+			    "kernel '%s' (give -i %s=FILE.npy)", pname,
+			    k->name, pname));
+	}
+	return (CTL_EXIT_OK);
+}
+
+/*
+ * Read file into input j of in, named name; want is the parameter's dtype
+ * ("" if unknown). Returns CTL_EXIT_OK or CTL_EXIT_FAIL (printed).
+ */
+static int
+ctl_tensor_input_read(struct ctl_ctx *ctx, struct ctl_tensor_inputs *in,
+    size_t j, const char *name, const char *file, const char *want)
+{
+	struct npy_array	*a = &in->arrays[j];
+	Nkid__V1__Tensor	*t = &in->tensors[j];
+	char			 err[1024];
+
+	if ((in->names[j] = strdup(name)) == NULL)
+		abort();
+	if (npy_array_read(file, a, err, sizeof err) < 0) {
 		ctl_errorf(ctx, "%s: %s", ctx->cmd->name, err);
-		return CTL_EXIT_FAIL;
+		return (CTL_EXIT_FAIL);
+	}
+	if (*a->dtype == '\0') {
+		if (strncmp(want, "float8_", 7) != 0) {
+			ctl_errorf(ctx, "%s: cannot read '%s': raw 1-byte "
+			    "dtype '%s' (an ml_dtypes float8?) for parameter "
+			    "'%s'%s%s", ctx->cmd->name, file, a->descr, name,
+			    *want != '\0' ? " of dtype " : "", want);
+			return (CTL_EXIT_FAIL);
+		}
+		snprintf(a->dtype, sizeof a->dtype, "%s", want);
+	}
+	nkid__v1__tensor__init(t);
+	t->name = in->names[j];
+	t->dtype = a->dtype;
+	t->n_shape = a->rank;
+	t->shape = a->shape;
+	t->data.data = a->data;
+	t->data.len = a->nbytes;
+	in->ptrs[j] = t;
+	return (CTL_EXIT_OK);
+}
+
+int
+ctl_tensor_inputs_load(struct ctl_ctx *ctx, const Nkid__V1__Kernel *k,
+    char *const *specs, size_t nspecs, struct ctl_tensor_inputs *in)
+{
+	struct ctl_kernel_sig	  sig;
+	const char		 *name, *want;
+	char			  err[1024];
+	char			**names, **files;
+	long			 *slot;		/* parameter -> spec */
+	size_t			  i, j, n;
+	int			  rc = CTL_EXIT_OK;
+
+	memset(in, 0, sizeof *in);
+	if (ctl_kernel_sig_get(k, &sig, err, sizeof err) < 0) {
+		ctl_errorf(ctx, "%s: %s", ctx->cmd->name, err);
+		return (CTL_EXIT_FAIL);
 	}
 	n = sig.known ? sig.n_params : nspecs;
-	names = calloc(nspecs + 1, sizeof(*names));
-	files = calloc(nspecs + 1, sizeof(*files));
-	slot = malloc((n + 1) * sizeof(*slot));
-	in->arrays = calloc(n + 1, sizeof(*in->arrays));
-	in->names = calloc(n + 1, sizeof(*in->names));
-	in->tensors = calloc(n + 1, sizeof(*in->tensors));
-	in->ptrs = calloc(n + 1, sizeof(*in->ptrs));
+	names = calloc(nspecs + 1, sizeof *names);
+	files = calloc(nspecs + 1, sizeof *files);
+	slot = calloc(n + 1, sizeof *slot);
+	in->arrays = calloc(n + 1, sizeof *in->arrays);
+	in->names = calloc(n + 1, sizeof *in->names);
+	in->tensors = calloc(n + 1, sizeof *in->tensors);
+	in->ptrs = calloc(n + 1, sizeof *in->ptrs);
 	if (names == NULL || files == NULL || slot == NULL ||
 	    in->arrays == NULL || in->names == NULL || in->tensors == NULL ||
 	    in->ptrs == NULL)
-		goto nomem;
+		abort();
 	in->n = n;
 	for (i = 0; i < nspecs; i++)
-		if (ctl_input_spec_split(specs[i], &names[i], &files[i]) < 0)
-			goto nomem;
+		if (ctl_tensor_spec_split(specs[i], &names[i], &files[i]) < 0)
+			abort();
 
-	/* Place the specs. */
-	for (j = 0; j < n; j++)
-		slot[j] = sig.known ? -1 : (long)j;
-	if (sig.known) {
-		ctl_inputs_param_list(&sig, plist, sizeof(plist));
-		for (i = 0; i < nspecs; i++) {
-			if (names[i] == NULL)
-				continue;
-			for (j = 0; j < n; j++)
-				if (strcmp(sig.params[j].name, names[i]) == 0)
-					break;
-			if (j == n) {
-				rc = ctl_usage_fail(ctx, "kernel '%s' has no "
-				    "parameter '%s' (parameters: %s)", k->name,
-				    names[i], *plist ? plist : "none");
-				goto out;
-			}
-			if (slot[j] >= 0) {
-				rc = ctl_usage_fail(ctx, "input '%s' given "
-				    "twice", names[i]);
-				goto out;
-			}
-			slot[j] = (long)i;
-		}
-		for (i = 0, j = 0; i < nspecs; i++) {
-			if (names[i] != NULL)
-				continue;
-			while (j < n && slot[j] >= 0)
-				j++;
-			if (j == n) {
-				rc = ctl_usage_fail(ctx, "kernel '%s' takes %zu "
-				    "input%s (%s), got %zu", k->name, n,
-				    n == 1 ? "" : "s", plist, nspecs);
-				goto out;
-			}
-			slot[j] = (long)i;
-		}
-		for (j = 0; j < n; j++) {
-			if (slot[j] < 0) {
-				rc = ctl_usage_fail(ctx, "missing input '%s' of "
-				    "kernel '%s' (give -i %s=FILE.npy)",
-				    sig.params[j].name, k->name,
-				    sig.params[j].name);
-				goto out;
-			}
-		}
+	if (sig.known)
+		rc = ctl_tensor_place(ctx, k, &sig, names, nspecs, slot);
+	else
+		for (j = 0; j < n; j++)
+			slot[j] = (long)j;
+	for (j = 0; j < n && rc == CTL_EXIT_OK; j++) {
+		i = (size_t)slot[j];
+		name = sig.known ? sig.params[j].name : names[i] != NULL ?
+		    names[i] : "";
+		want = sig.known ? sig.params[j].dtype : "";
+		rc = ctl_tensor_input_read(ctx, in, j, name, files[i], want);
 	}
-
-	/* Read the files. */
-	for (j = 0; j < n; j++) {
-		npy_array *a = &in->arrays[j];
-		Nkid__V1__Tensor *t = &in->tensors[j];
-		const char *want = sig.known ? sig.params[j].dtype : "";
-		long s = slot[j];
-
-		in->names[j] = strdup(sig.known ? sig.params[j].name :
-		    names[s] ? names[s] : "");
-		if (in->names[j] == NULL)
-			goto nomem;
-		if (npy_array_read(files[s], a, err, sizeof(err)) < 0) {
-			ctl_errorf(ctx, "%s: %s", ctx->cmd->name, err);
-			goto out;
-		}
-		if (*a->dtype == '\0') {
-			if (strncmp(want, "float8_", 7) != 0) {
-				ctl_errorf(ctx, "%s: cannot read '%s': raw "
-				    "1-byte dtype '%s' (an ml_dtypes float8?) "
-				    "for parameter '%s'%s%s", ctx->cmd->name,
-				    files[s], a->descr, in->names[j],
-				    *want ? " of dtype " : "", want);
-				goto out;
-			}
-			snprintf(a->dtype, sizeof(a->dtype), "%s", want);
-		}
-		nkid__v1__tensor__init(t);
-		t->name = in->names[j];
-		t->dtype = a->dtype;
-		t->n_shape = a->rank;
-		t->shape = a->shape;
-		t->data.data = a->data;
-		t->data.len = a->nbytes;
-		in->ptrs[j] = t;
-	}
-	rc = CTL_EXIT_OK;
-	goto out;
-nomem:
-	ctl_errorf(ctx, "%s: out of memory", ctx->cmd->name);
-	rc = CTL_EXIT_FAIL;
-out:
-	for (i = 0; names != NULL && files != NULL && i < nspecs; i++)
-		free(names[i] ? names[i] : files[i]);
+	for (i = 0; i < nspecs; i++)
+		free(names[i] != NULL ? names[i] : files[i]);
 	free(names);
 	free(files);
 	free(slot);
 	ctl_kernel_sig_release(&sig);
-	return rc;
+	return (rc);
 }
 
 /* A name usable as a file name in DIR: no '/', not hidden, not empty. */
 static int
 ctl_tensor_name_ok(const char *s)
 {
-	return *s != '\0' && *s != '.' && strchr(s, '/') == NULL &&
-	    strlen(s) < 200;
+	return (*s != '\0' && *s != '.' && strchr(s, '/') == NULL &&
+	    strlen(s) < 200);
 }
 
 int
-ctl_outputs_write(ctl_ctx *ctx, const char *dir,
+ctl_tensor_outputs_write(struct ctl_ctx *ctx, const char *dir,
     Nkid__V1__Tensor *const *outs, size_t n, cJSON *arr)
 {
-	char err[1024], **paths;
-	char shape[256];
-	size_t i, j;
-	int rc = CTL_EXIT_OK, wn = 6, wd = 5, ws = 5;
+	char	err[1024], **paths;
+	char	shape[256];
+	size_t	i, j;
+	int	rc = CTL_EXIT_OK, wn = 6, wd = 5, ws = 5;
 
 	if (dir == NULL || *dir == '\0')
 		dir = ".";
 	if (n > 0 && mkdir(dir, 0777) < 0 && errno != EEXIST) {
 		ctl_errorf(ctx, "%s: cannot create output directory '%s': %s",
 		    ctx->cmd->name, dir, strerror(errno));
-		return CTL_EXIT_FAIL;
+		return (CTL_EXIT_FAIL);
 	}
-	paths = calloc(n + 1, sizeof(*paths));
+	paths = calloc(n + 1, sizeof *paths);
 	if (paths == NULL) {
 		ctl_errorf(ctx, "%s: out of memory", ctx->cmd->name);
-		return CTL_EXIT_FAIL;
+		return (CTL_EXIT_FAIL);
 	}
 	for (i = 0; i < n; i++) {
 		const Nkid__V1__Tensor *t = outs[i];
@@ -255,7 +271,7 @@ ctl_outputs_write(ctl_ctx *ctx, const char *dir,
 		int dup = 0, r;
 
 		if (!ctl_tensor_name_ok(name)) {
-			snprintf(alt, sizeof(alt), "output%zu", i);
+			snprintf(alt, sizeof alt, "output%zu", i);
 			name = alt;
 		}
 		for (j = 0; j < i; j++)
@@ -282,7 +298,7 @@ ctl_outputs_write(ctl_ctx *ctx, const char *dir,
 		}
 		if (npy_array_write(paths[i], t->dtype, (int)t->n_shape,
 		    t->shape, t->data.data, t->data.len, err,
-		    sizeof(err)) < 0) {
+		    sizeof err) < 0) {
 			ctl_errorf(ctx, "%s: output '%s': %s", ctx->cmd->name,
 			    t->name, err);
 			free(paths[i]);
@@ -290,7 +306,8 @@ ctl_outputs_write(ctl_ctx *ctx, const char *dir,
 			rc = CTL_EXIT_FAIL;
 			continue;
 		}
-		ctl_shape_format(t->shape, t->n_shape, shape, sizeof(shape));
+		ctl_tensor_shape_format(t->shape, t->n_shape, shape,
+		    sizeof shape);
 		if ((int)strlen(t->name) > wn)
 			wn = (int)strlen(t->name);
 		if ((int)strlen(t->dtype) > wd)
@@ -306,7 +323,8 @@ ctl_outputs_write(ctl_ctx *ctx, const char *dir,
 
 		if (paths[i] == NULL)
 			continue;
-		ctl_shape_format(t->shape, t->n_shape, shape, sizeof(shape));
+		ctl_tensor_shape_format(t->shape, t->n_shape, shape,
+		    sizeof shape);
 		if (arr != NULL) {
 			cJSON *o = cJSON_CreateObject(), *s;
 
@@ -327,5 +345,5 @@ ctl_outputs_write(ctl_ctx *ctx, const char *dir,
 	for (i = 0; i < n; i++)
 		free(paths[i]);
 	free(paths);
-	return rc;
+	return (rc);
 }

@@ -1,51 +1,37 @@
-/*
- * ctl_version.c: `nkictl version`: nkictl's version and, if nkid answers,
- * nkid's. Never fails because nkid is down: it says so.
- */
+/* ctl_version.c: `nkictl version`: nkictl's version and, if nkid answers, nkid's; never fails because nkid is down, it says so. */
 #include <stdio.h>
 
 #include <cjson/cJSON.h>
 
 #include "nkid.pb-c.h"
+#include "proto/wire.h"
 #include "ctl.h"
 
 /* Asking a daemon that may be down: a short default deadline. */
-#define CTL_VERSION_TIMEOUT 5.0
+#define CTL_VERSION_TIMEOUT	5.0
 
 static int
-ctl_version_exec(ctl_ctx *ctx, int argc, char **argv)
+ctl_version_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 {
-	static const struct option longopts[] = {
-		CTL_LONGOPTS_COMMON,
-		{ NULL, 0, NULL, 0 },
-	};
-	Nkid__V1__StatusRequest req = NKID__V1__STATUS_REQUEST__INIT;
-	Nkid__V1__StatusReply *reply = NULL;
-	ctl_rpc_status st;
-	char why[sizeof(st.msg) + 32] = "";
-	int c, rc;
-
-	while ((c = ctl_opt_next(ctx, argc, argv, "", longopts, &rc)) != -1)
-		if (c == CTL_OPT_DONE)
-			return rc;
-	if (optind < argc)
-		return ctl_usage_fail(ctx, "unexpected argument '%s'",
-		    argv[optind]);
+	Nkid__V1__StatusRequest	 req = NKID__V1__STATUS_REQUEST__INIT;
+	Nkid__V1__StatusReply	*reply = NULL;
+	struct ctl_rpc_status	 st;
+	char			 why[sizeof st.msg + 32] = "";
+	cJSON			*o;
+	int			 rc;
 
 	if (ctl_rpc_open(ctx->socket, &ctx->rpc, &st) < 0 ||
 	    ctl_rpc_call(ctx->rpc, "Status", &req.base,
 	    &nkid__v1__status_reply__descriptor, ctx->timeout_s,
 	    (ProtobufCMessage **)&reply, &st) < 0) {
 		if (st.connect_errno != 0)
-			snprintf(why, sizeof(why), "%s", st.msg);
+			snprintf(why, sizeof why, "%s", st.msg);
 		else
-			snprintf(why, sizeof(why), "%s: %s",
-			    ctl_rpc_code_name(st.code), st.msg);
+			snprintf(why, sizeof why, "%s: %s",
+			    wire_status_name(st.code), st.msg);
 	}
 	if (ctx->json) {
-		cJSON *o = cJSON_CreateObject();
-
-		if (o != NULL) {
+		if ((o = cJSON_CreateObject()) != NULL) {
 			cJSON_AddStringToObject(o, "client", NKID_VERSION);
 			if (reply != NULL)
 				cJSON_AddStringToObject(o, "daemon",
@@ -69,10 +55,10 @@ ctl_version_exec(ctl_ctx *ctx, int argc, char **argv)
 	}
 	if (reply != NULL)
 		protobuf_c_message_free_unpacked(&reply->base, NULL);
-	return rc;
+	return (rc);
 }
 
-const ctl_cmd ctl_version_cmd = {
+const struct ctl_cmd ctl_version_cmd = {
 	.name = "version",
 	.usage = "",
 	.help = "show nkictl's version and, if it answers, nkid's",

@@ -1,7 +1,4 @@
-/*
- * nkictl.c: the command line of nkid. Everything is in ctl_main (so that
- * tests can drive it); the command table is in ctl_cmd.c.
- */
+/* nkictl.c: the command line of nkid; everything is in ctl_main (so that tests can drive it), the command table in ctl_cmd.c. */
 #include <stdio.h>
 
 #include "ctl.h"
@@ -9,5 +6,5 @@
 int
 main(int argc, char **argv)
 {
-	return ctl_main(argc, argv, stdout, stderr);
+	return (ctl_main(argc, argv, stdout, stderr));
 }

@@ -34,9 +34,9 @@ setup(void)
 static void
 teardown(void)
 {
-	char cmd[600];
+	char	cmd[600];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
 	ck_assert_int_eq(system(cmd), 0);
 	strcpy(tmpdir, "/tmp/check_ctl_args.XXXXXX");
 	free(out_buf);
@@ -49,11 +49,12 @@ teardown(void)
 static int
 run_ctl(const char *first, ...)
 {
-	char *argv[64];
-	size_t olen, elen;
-	FILE *out, *err;
-	va_list ap;
-	int argc = 0, rc;
+	char		*argv[64];
+	const char	*w;
+	size_t		 olen, elen;
+	FILE		*out, *err;
+	va_list		 ap;
+	int		 argc = 0, rc;
 
 	free(out_buf);
 	free(err_buf);
@@ -61,56 +62,103 @@ run_ctl(const char *first, ...)
 	err = open_memstream(&err_buf, &elen);
 	argv[argc++] = "nkictl";
 	va_start(ap, first);
-	for (const char *w = first; w != NULL; w = va_arg(ap, const char *))
+	for (w = first; w != NULL; w = va_arg(ap, const char *))
 		argv[argc++] = (char *)w;
 	va_end(ap);
 	argv[argc] = NULL;
 	rc = ctl_main(argc, argv, out, err);
 	fclose(out);
 	fclose(err);
-	return rc;
+	return (rc);
 }
 
 /* ------------------------------------------------------------ table */
 
+/* Nonzero if s is one line, lower case first, with no final period. */
+static int
+help_line_ok(const char *s)
+{
+	size_t	len = strlen(s);
+
+	return (len > 0 && s[0] >= 'a' && s[0] <= 'z' && s[len - 1] != '.' &&
+	    strchr(s, '\n') == NULL);
+}
+
 START_TEST(test_ctl_table_sorted_and_complete)
 {
-	size_t i;
+	const struct ctl_cmd	*c;
+	const struct ctl_opt	*o, *p;
+	char			 word[64];
+	size_t			 i;
 
 	ck_assert_uint_gt(ctl_cmd_count, 0);
 	for (i = 0; i < ctl_cmd_count; i++) {
-		const ctl_cmd *c = ctl_cmd_table[i];
-		size_t hl = strlen(c->help);
-
+		c = ctl_cmd_table[i];
 		ck_assert_ptr_nonnull(c->name);
 		ck_assert_ptr_nonnull(c->usage);
 		ck_assert_ptr_nonnull(c->exec);
-		ck_assert_uint_gt(hl, 0);
-		ck_assert_msg(c->help[0] >= 'a' && c->help[0] <= 'z' &&
-		    c->help[hl - 1] != '.', "help of '%s': lower case, no final "
-		    "period", c->name);
+		ck_assert_msg(help_line_ok(c->help), "help of '%s': one line, "
+		    "lower case, no final period", c->name);
 		if (i > 0)
 			ck_assert_msg(strcmp(ctl_cmd_table[i - 1]->name,
 			    c->name) < 0, "'%s' before '%s': table not sorted",
 			    ctl_cmd_table[i - 1]->name, c->name);
+		/* the arity: what is missing is named, and in the usage */
+		ck_assert_int_ge(c->args.lower, 0);
+		ck_assert(c->args.upper == -1 ||
+		    c->args.upper >= c->args.lower);
+		ck_assert_msg((c->args.lower > 0) == (c->args.what != NULL),
+		    "'%s': what names the first operand iff one is needed",
+		    c->name);
+		if (c->args.what != NULL) {
+			sscanf(c->args.what, "%63s", word);
+			ck_assert_msg(strstr(c->usage, word) != NULL, "'%s': "
+			    "usage does not show '%s'", c->name, word);
+		}
+		/* every option: named, explained, shown in the usage line,
+		 * not the common ones, not twice */
+		for (o = c->opts; o != NULL && (o->letter || o->name); o++) {
+			ck_assert_msg(help_line_ok(o->help), "'%s': help of an "
+			    "option", c->name);
+			ck_assert(o->letter != 'h');
+			if (o->name != NULL) {
+				ck_assert_str_ne(o->name, "help");
+				ck_assert_str_ne(o->name, "json");
+				snprintf(word, sizeof word, "--%s", o->name);
+			} else
+				snprintf(word, sizeof word, "-%c", o->letter);
+			if (strstr(c->usage, word) == NULL && o->letter)
+				snprintf(word, sizeof word, "-%c", o->letter);
+			ck_assert_msg(strstr(c->usage, word) != NULL, "'%s': "
+			    "usage does not show '%s'", c->name, word);
+			for (p = c->opts; p < o; p++)
+				ck_assert_msg((!o->letter || p->letter !=
+				    o->letter) && (!o->name || !p->name ||
+				    strcmp(o->name, p->name) != 0), "'%s': an "
+				    "option twice", c->name);
+		}
 	}
 }
 END_TEST
 
 static int
-fake_exec(ctl_ctx *ctx, int argc, char **argv)
+fake_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 {
-	return 0;
+	return (CTL_EXIT_OK);
 }
 
 START_TEST(test_ctl_find_words_and_groups)
 {
-	static const ctl_cmd cache_ls = { "cache ls", "", "x", 0, fake_exec };
-	static const ctl_cmd cache_rm = { "cache rm", "", "x", 0, fake_exec };
-	static const ctl_cmd cancel = { "cancel", "", "x", 0, fake_exec };
-	static const ctl_cmd compile = { "compile", "", "x", 0, fake_exec };
-	static const ctl_cmd *const t[] = { &cache_ls, &cache_rm, &cancel,
-	    &compile };
+	static const struct ctl_cmd cache_ls = { .name = "cache ls",
+	    .usage = "", .help = "x", .exec = fake_exec };
+	static const struct ctl_cmd cache_rm = { .name = "cache rm",
+	    .usage = "", .help = "x", .exec = fake_exec };
+	static const struct ctl_cmd cancel = { .name = "cancel", .usage = "",
+	    .help = "x", .exec = fake_exec };
+	static const struct ctl_cmd compile = { .name = "compile",
+	    .usage = "", .help = "x", .exec = fake_exec };
+	static const struct ctl_cmd *const t[] = { &cache_ls, &cache_rm,
+	    &cancel, &compile };
 	char *a1[] = { "cache", "ls", "-l" }, *a2[] = { "cancel", "ls" },
 	    *a3[] = { "cache" }, *a4[] = { "cache", "nope" },
 	    *a5[] = { "status" }, *a6[] = { "compile" };
@@ -133,11 +181,340 @@ START_TEST(test_ctl_find_words_and_groups)
 }
 END_TEST
 
+/* ------------------------------------------------------------ parser */
+
+/* A command of every kind of option, for the parser's tests. */
+static const struct ctl_opt fake_opts[] = {
+	{ 'n', "count", "N", "a value with a letter and a name" },
+	{ 'v', NULL, NULL, "a flag with a letter only" },
+	{ 0, "dry-run", NULL, "a flag with a name only" },
+	{ 'i', "input", "FILE", "a value given any number of times" },
+	CTL_OPT_END
+};
+static const struct ctl_cmd fake_cmd = {
+	.name = "fake",
+	.usage = "A [B] [-n N] [-v] [--dry-run] [-i FILE]...",
+	.help = "a command of the tests",
+	.opts = fake_opts,
+	.args = { 1, 2, "A" },
+	.exec = fake_exec,
+};
+static const struct ctl_cmd fake_first_cmd = {
+	.name = "first",
+	.usage = "[-v] CMD [ARG...]",
+	.help = "a command whose options end at its first operand",
+	.opts = fake_opts,
+	.args = { 1, -1, "CMD" },
+	.flags = CTL_CMD_OPTS_FIRST,
+	.exec = fake_exec,
+};
+
+static struct ctl_ctx	fake_ctx;
+static char		*fake_words[32];
+
+/*
+ * Parse the NULL-terminated words after the command word against cmd
+ * into a: the parser's answer, 0 to run the command or its exit code
+ * (CTL_EXIT_OK after --help: 100 stands for it). out_buf and err_buf
+ * hold what it printed.
+ */
+static int
+parse(const struct ctl_cmd *cmd, struct ctl_args *a, ...)
+{
+	size_t	 olen, elen;
+	va_list	 ap;
+	char	*w;
+	int	 argc = 0, rc;
+
+	free(out_buf);
+	free(err_buf);
+	memset(&fake_ctx, 0, sizeof fake_ctx);
+	fake_ctx.cmd = cmd;
+	fake_ctx.out = open_memstream(&out_buf, &olen);
+	fake_ctx.err = open_memstream(&err_buf, &elen);
+	fake_words[argc++] = (char *)cmd->name;
+	va_start(ap, a);
+	while ((w = va_arg(ap, char *)) != NULL)
+		fake_words[argc++] = w;
+	va_end(ap);
+	fake_words[argc] = NULL;
+	if (ctl_args_parse(&fake_ctx, argc, fake_words, a, &rc) == 0)
+		rc = 0;
+	else if (rc == CTL_EXIT_OK)
+		rc = 100;
+	fclose(fake_ctx.out);
+	fclose(fake_ctx.err);
+	return (rc);
+}
+
+START_TEST(test_ctl_args_options_and_operands)
+{
+	struct ctl_args	 a;
+	char *const	*v;
+	size_t		 n;
+
+	/* options anywhere (GNU order), in every spelling */
+	ck_assert_int_eq(parse(&fake_cmd, &a, "-n", "3", "x", "--input=f1",
+	    "-vv", "-i", "f2", "--dry-run", "y", "--json", "--count", "4",
+	    NULL), 0);
+	ck_assert_int_eq(a.argc, 2);
+	ck_assert_str_eq(a.argv[0], "x");
+	ck_assert_str_eq(a.argv[1], "y");
+	ck_assert_uint_eq(ctl_args_has(&a, "count"), 2);
+	ck_assert_str_eq(ctl_args_get(&a, "count"), "4");
+	ck_assert_uint_eq(ctl_args_has(&a, "v"), 2);
+	ck_assert_ptr_null(ctl_args_get(&a, "v"));
+	ck_assert_uint_eq(ctl_args_has(&a, "dry-run"), 1);
+	v = ctl_args_values(&a, "input", &n);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(v[0], "f1");
+	ck_assert_str_eq(v[1], "f2");
+	ck_assert_int_eq(fake_ctx.json, 1);
+	ck_assert(ctl_args_takes(&a, "input"));
+	/* an option the command does not have was never given */
+	ck_assert(!ctl_args_takes(&a, "neff"));
+	ck_assert_uint_eq(ctl_args_has(&a, "neff"), 0);
+	ck_assert_ptr_null(ctl_args_get(&a, "neff"));
+	ck_assert_ptr_null(ctl_args_values(&a, "neff", &n));
+	ck_assert_uint_eq(n, 0);
+	ck_assert_str_eq(out_buf, "");
+	ck_assert_str_eq(err_buf, "");
+	ctl_args_release(&a);
+
+	/* nothing given; "--" ends the options */
+	ck_assert_int_eq(parse(&fake_cmd, &a, "--", "-v", NULL), 0);
+	ck_assert_int_eq(a.argc, 1);
+	ck_assert_str_eq(a.argv[0], "-v");
+	ck_assert_uint_eq(ctl_args_has(&a, "v"), 0);
+	ck_assert_ptr_null(ctl_args_get(&a, "count"));
+	ck_assert_ptr_null(ctl_args_values(&a, "input", &n));
+	ck_assert_int_eq(fake_ctx.json, 0);
+	ctl_args_release(&a);
+
+	/* CTL_CMD_OPTS_FIRST: what follows the first operand is its own */
+	ck_assert_int_eq(parse(&fake_first_cmd, &a, "-v", "sh", "-n", "3",
+	    "--json", NULL), 0);
+	ck_assert_int_eq(a.argc, 4);
+	ck_assert_str_eq(a.argv[0], "sh");
+	ck_assert_str_eq(a.argv[1], "-n");
+	ck_assert_uint_eq(ctl_args_has(&a, "v"), 1);
+	ck_assert_uint_eq(ctl_args_has(&a, "count"), 0);
+	ck_assert_int_eq(fake_ctx.json, 0);
+	ctl_args_release(&a);
+}
+END_TEST
+
+START_TEST(test_ctl_args_unknown_option)
+{
+	static const char *const usage = "usage: nkictl [-s SOCKET] [--json] "
+	    "[--timeout S] fake A [B] [-n N] [-v] [--dry-run] [-i FILE]...\n";
+	struct ctl_args	a;
+	char		want[512];
+
+	ck_assert_int_eq(parse(&fake_cmd, &a, "x", "-x", NULL),
+	    CTL_EXIT_USAGE);
+	snprintf(want, sizeof want, "nkictl: fake: unknown option '-x'\n%s",
+	    usage);
+	ck_assert_str_eq(err_buf, want);
+	ck_assert_str_eq(out_buf, "");
+	ctl_args_release(&a);
+	ck_assert_int_eq(parse(&fake_cmd, &a, "--nope=1", "x", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '--nope'\n"));
+	ctl_args_release(&a);
+	/* a letter that only other commands have, combined flags */
+	ck_assert_int_eq(parse(&fake_cmd, &a, "x", "-vq", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '-q'\n"));
+	ctl_args_release(&a);
+	/* a value given to a flag */
+	ck_assert_int_eq(parse(&fake_cmd, &a, "x", "--dry-run=yes", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: fake: option "
+	    "'--dry-run' takes no value\n"));
+	ctl_args_release(&a);
+	/* a value missing, short and long */
+	ck_assert_int_eq(parse(&fake_cmd, &a, "x", "-n", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "option '-n' needs a value\n"));
+	ck_assert_ptr_nonnull(strstr(err_buf, usage));
+	ctl_args_release(&a);
+	ck_assert_int_eq(parse(&fake_cmd, &a, "x", "--input", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "option '--input' needs a "
+	    "value\n"));
+	ctl_args_release(&a);
+	/* the common options are every command's, no other */
+	ck_assert_int_eq(parse(&ctl_status_cmd, &a, "--json", NULL), 0);
+	ctl_args_release(&a);
+	ck_assert_int_eq(parse(&ctl_status_cmd, &a, "-v", NULL),
+	    CTL_EXIT_USAGE);
+	ctl_args_release(&a);
+}
+END_TEST
+
+START_TEST(test_ctl_args_arity)
+{
+	struct ctl_args	a;
+
+	ck_assert_int_eq(parse(&fake_cmd, &a, "-v", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: fake: missing A\n"));
+	ck_assert_ptr_nonnull(strstr(err_buf, "usage: nkictl"));
+	ctl_args_release(&a);
+	ck_assert_int_eq(parse(&fake_cmd, &a, "a", "b", "c", "d", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: fake: unexpected "
+	    "argument 'c'\n"));
+	ctl_args_release(&a);
+	ck_assert_int_eq(parse(&fake_cmd, &a, "a", "b", NULL), 0);
+	ctl_args_release(&a);
+	/* no upper bound */
+	ck_assert_int_eq(parse(&fake_first_cmd, &a, "a", "b", "c", "d", "e",
+	    NULL), 0);
+	ck_assert_int_eq(a.argc, 5);
+	ctl_args_release(&a);
+	/* through ctl_main, for real commands */
+	ck_assert_int_eq(run_ctl("cancel", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: cancel: missing ID"));
+	ck_assert_int_eq(run_ctl("cancel", "1", "2", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "unexpected argument '2'"));
+	ck_assert_int_eq(run_ctl("cache", "pin", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "missing KEY"));
+	ck_assert_int_eq(run_ctl("cache", "ls", "a", "b", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("lock", NULL), CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("warmup", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "missing MANIFEST"));
+}
+END_TEST
+
+START_TEST(test_ctl_args_values_checked)
+{
+	struct ctl_args		a;
+	unsigned long long	v = 7;
+	double			d = 7;
+
+	ck_assert_int_eq(parse(&fake_cmd, &a, "x", NULL), 0);
+	ck_assert_int_eq(ctl_args_uint(&fake_ctx, &a, "count", 1, 9, &v), 0);
+	ck_assert_uint_eq(v, 7);		/* not given: untouched */
+	ctl_args_release(&a);
+	ck_assert_int_eq(parse(&fake_cmd, &a, "x", "-n", "9", NULL), 0);
+	ck_assert_int_eq(ctl_args_uint(&fake_ctx, &a, "count", 1, 9, &v), 0);
+	ck_assert_uint_eq(v, 9);
+	ctl_args_release(&a);
+
+	ck_assert_int_eq(parse(&fake_cmd, &a, "x", "--count=10", NULL), 0);
+	free(err_buf);
+	fake_ctx.err = open_memstream(&err_buf, &(size_t){ 0 });
+	ck_assert_int_eq(ctl_args_uint(&fake_ctx, &a, "count", 1, 9, &v),
+	    CTL_EXIT_USAGE);
+	ck_assert_int_eq(ctl_args_seconds(&fake_ctx, &a, "count", 0, &d),
+	    0);
+	ck_assert(d == 10);
+	fclose(fake_ctx.err);
+	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: fake: bad value '10' "
+	    "for -n: want an integer from 1 to 9\n"));
+	ctl_args_release(&a);
+
+	ck_assert_int_eq(parse(&fake_cmd, &a, "x", "-n", "0", NULL), 0);
+	free(err_buf);
+	fake_ctx.err = open_memstream(&err_buf, &(size_t){ 0 });
+	ck_assert_int_eq(ctl_args_seconds(&fake_ctx, &a, "count", 0, &d),
+	    CTL_EXIT_USAGE);
+	ck_assert_int_eq(ctl_args_seconds(&fake_ctx, &a, "count", 1, &d), 0);
+	ck_assert(d == 0);
+	fclose(fake_ctx.err);
+	ck_assert_ptr_nonnull(strstr(err_buf, "bad value '0' for -n: want "
+	    "seconds, more than 0"));
+	ctl_args_release(&a);
+
+	/* through ctl_main */
+	ck_assert_int_eq(run_ctl("ping", "-n", "0", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: ping: bad value '0' "
+	    "for -n: want an integer from 1 to 10000000\n"));
+	ck_assert_int_eq(run_ctl("lock", "-w", "-1", "true", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("cache", "gc", "--min-age", "soon", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "for --min-age"));
+	ck_assert_int_eq(run_ctl("cache", "ls", "--cache-dir", "/a",
+	    "--state-dir", "/b", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "exclude each other"));
+}
+END_TEST
+
+/* ------------------------------------------------------------ help */
+
+START_TEST(test_ctl_help_from_table)
+{
+	const struct ctl_cmd	*c;
+	const struct ctl_opt	*o;
+	struct ctl_args		 a;
+	char			*help, *words[3], want[256];
+	size_t			 i;
+
+	/* -h/--help: the usage, the help line, every option with its help,
+	 * then nothing else is parsed */
+	ck_assert_int_eq(parse(&fake_cmd, &a, "-h", "-x", NULL), 100);
+	ck_assert_str_eq(out_buf,
+	    "usage: nkictl [-s SOCKET] [--json] [--timeout S] fake A [B] "
+	    "[-n N] [-v] [--dry-run] [-i FILE]...\n"
+	    "a command of the tests\n"
+	    "\n"
+	    "options:\n"
+	    "  -n, --count N     a value with a letter and a name\n"
+	    "  -v                a flag with a letter only\n"
+	    "      --dry-run     a flag with a name only\n"
+	    "  -i, --input FILE  a value given any number of times\n"
+	    "      --json        print one JSON object\n"
+	    "  -h, --help        print this help\n");
+	ck_assert_str_eq(err_buf, "");
+	ctl_args_release(&a);
+
+	/* for every command: `help CMD` and `CMD --help` say the same, from
+	 * its table */
+	for (i = 0; i < ctl_cmd_count; i++) {
+		c = ctl_cmd_table[i];
+		ck_assert_uint_lt(strlen(c->name), 64);
+		words[0] = strdup(c->name);
+		words[1] = strchr(words[0], ' ');
+		if (words[1] != NULL)
+			*words[1]++ = '\0';
+		ck_assert_int_eq(run_ctl("help", words[0], words[1], NULL),
+		    CTL_EXIT_OK);
+		help = strdup(out_buf);
+		ck_assert_int_eq(words[1] != NULL ? run_ctl(words[0],
+		    words[1], "--help", NULL) : run_ctl(words[0], "-h", NULL),
+		    CTL_EXIT_OK);
+		ck_assert_str_eq(out_buf, help);
+		ck_assert_str_eq(err_buf, "");
+		ck_assert_ptr_nonnull(strstr(help, c->help));
+		for (o = c->opts; o != NULL && (o->letter || o->name); o++) {
+			if (o->name != NULL)
+				snprintf(want, sizeof want, "--%s%s%s  ",
+				    o->name, o->value ? " " : "",
+				    o->value ? o->value : "");
+			else
+				snprintf(want, sizeof want, "  -%c%s%s  ",
+				    o->letter, o->value ? " " : "",
+				    o->value ? o->value : "");
+			ck_assert_msg(strstr(help, want) != NULL, "help %s: "
+			    "no '%s'", c->name, want);
+			ck_assert_ptr_nonnull(strstr(help, o->help));
+		}
+		ck_assert_ptr_nonnull(strstr(help, "  -h, --help "));
+		free(help);
+		free(words[0]);
+	}
+}
+END_TEST
+
 /* ------------------------------------------------------------ usage */
 
 START_TEST(test_ctl_usage_exit_codes)
 {
 	ck_assert_int_eq(run_ctl(NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: missing COMMAND"));
 	ck_assert_ptr_nonnull(strstr(err_buf, "usage: nkictl"));
 	ck_assert_int_eq(run_ctl("bogus", NULL), CTL_EXIT_USAGE);
 	ck_assert_ptr_nonnull(strstr(err_buf, "unknown command 'bogus'"));
@@ -153,7 +530,8 @@ START_TEST(test_ctl_usage_exit_codes)
 	    CTL_EXIT_USAGE);
 	ck_assert_int_eq(run_ctl("--timeout=abc", "status", NULL),
 	    CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "bad timeout 'abc'"));
+	ck_assert_ptr_nonnull(strstr(err_buf, "bad value 'abc' for "
+	    "--timeout"));
 	ck_assert_int_eq(run_ctl("--timeout", "nan", "status", NULL),
 	    CTL_EXIT_USAGE);
 	ck_assert_int_eq(run_ctl("status", "extra", NULL), CTL_EXIT_USAGE);
@@ -177,6 +555,7 @@ START_TEST(test_ctl_usage_exit_codes)
 	ck_assert_int_eq(run_ctl("run", "k", "-c", "x", NULL), CTL_EXIT_USAGE);
 	ck_assert_int_eq(run_ctl("compile", "k", "-i", "a=b.npy", NULL),
 	    CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '-i'"));
 	ck_assert_int_eq(run_ctl("simulate", "k", "--batch", NULL),
 	    CTL_EXIT_USAGE);
 	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '--batch'"));
@@ -187,15 +566,18 @@ END_TEST
 
 START_TEST(test_ctl_help_and_version_succeed)
 {
-	size_t i;
+	size_t	i;
 
 	ck_assert_int_eq(run_ctl("help", NULL), CTL_EXIT_OK);
 	for (i = 0; i < ctl_cmd_count; i++)
 		ck_assert_ptr_nonnull(strstr(out_buf, ctl_cmd_table[i]->name));
 	ck_assert_int_eq(run_ctl("--help", NULL), CTL_EXIT_OK);
 	ck_assert_ptr_nonnull(strstr(out_buf, "exit status"));
+	ck_assert_ptr_nonnull(strstr(out_buf, "-s, --socket SOCKET"));
 	ck_assert_int_eq(run_ctl("help", "run", NULL), CTL_EXIT_OK);
 	ck_assert_ptr_nonnull(strstr(out_buf, "-i [NAME=]FILE.npy"));
+	ck_assert_int_eq(run_ctl("help", "cache", NULL), CTL_EXIT_OK);
+	ck_assert_ptr_nonnull(strstr(out_buf, "cache verify"));
 	ck_assert_int_eq(run_ctl("run", "--help", NULL), CTL_EXIT_OK);
 	ck_assert_ptr_nonnull(strstr(out_buf, "usage: nkictl"));
 	ck_assert_int_eq(run_ctl("status", "-h", NULL), CTL_EXIT_OK);
@@ -207,8 +589,8 @@ END_TEST
 
 START_TEST(test_ctl_parse_numbers)
 {
-	unsigned long long v;
-	double d;
+	unsigned long long	v;
+	double			d;
 
 	ck_assert_int_eq(ctl_parse_uint("10", 1, 10, &v), 0);
 	ck_assert_uint_eq(v, 10);
@@ -220,12 +602,15 @@ START_TEST(test_ctl_parse_numbers)
 	ck_assert_int_eq(ctl_parse_uint("1x", 0, 10, &v), -1);
 	ck_assert_int_eq(ctl_parse_uint("99999999999999999999999", 0,
 	    ~0ULL, &v), -1);
-	ck_assert_int_eq(ctl_parse_seconds("0.25", &d), 0);
+	ck_assert_int_eq(ctl_parse_seconds("0.25", 0, &d), 0);
 	ck_assert(d == 0.25);
-	ck_assert_int_eq(ctl_parse_seconds("inf", &d), -1);
-	ck_assert_int_eq(ctl_parse_seconds("1e300", &d), -1);
-	ck_assert_int_eq(ctl_parse_seconds("0", &d), -1);
-	ck_assert_int_eq(ctl_parse_seconds("5s", &d), -1);
+	ck_assert_int_eq(ctl_parse_seconds("inf", 0, &d), -1);
+	ck_assert_int_eq(ctl_parse_seconds("1e300", 0, &d), -1);
+	ck_assert_int_eq(ctl_parse_seconds("0", 0, &d), -1);
+	ck_assert_int_eq(ctl_parse_seconds("5s", 0, &d), -1);
+	ck_assert_int_eq(ctl_parse_seconds("0", 1, &d), 0);
+	ck_assert(d == 0);
+	ck_assert_int_eq(ctl_parse_seconds("-0.5", 1, &d), -1);
 }
 END_TEST
 
@@ -233,10 +618,10 @@ END_TEST
 
 START_TEST(test_ctl_cannot_connect_exits_3)
 {
-	char sock[600], file[600];
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	FILE *f;
-	int fd;
+	char			 sock[600], file[600];
+	struct sockaddr_un	 sa = { .sun_family = AF_UNIX };
+	FILE			*f;
+	int			 fd;
 
 	ck_assert_int_eq(run_ctl("-s", "/nonexistent/nkid.sock", "status",
 	    NULL), CTL_EXIT_CONNECT);
@@ -255,7 +640,7 @@ START_TEST(test_ctl_cannot_connect_exits_3)
 	unsetenv(CTL_SOCKET_ENV);
 
 	/* a regular file */
-	snprintf(file, sizeof(file), "%s/file", tmpdir);
+	snprintf(file, sizeof file, "%s/file", tmpdir);
 	f = fopen(file, "w");
 	fclose(f);
 	ck_assert_int_eq(run_ctl("-s", file, "status", NULL),
@@ -264,11 +649,11 @@ START_TEST(test_ctl_cannot_connect_exits_3)
 
 	/* a socket nobody listens on: gRPC says UNAVAILABLE, the probe
 	 * tells why */
-	snprintf(sock, sizeof(sock), "%s/dead.sock", tmpdir);
-	ck_assert_uint_lt(strlen(sock), sizeof(sa.sun_path));
+	snprintf(sock, sizeof sock, "%s/dead.sock", tmpdir);
+	ck_assert_uint_lt(strlen(sock), sizeof sa.sun_path);
 	memcpy(sa.sun_path, sock, strlen(sock) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
 	ck_assert_int_eq(run_ctl("-s", sock, "--timeout", "5", "status",
 	    NULL), CTL_EXIT_CONNECT);
 	ck_assert_ptr_nonnull(strstr(err_buf, "Connection refused"));
@@ -286,7 +671,7 @@ END_TEST
 
 START_TEST(test_ctl_version_without_nkid)
 {
-	cJSON *o;
+	cJSON	*o;
 
 	ck_assert_int_eq(run_ctl("-s", "/nonexistent/nkid.sock", "version",
 	    NULL), CTL_EXIT_OK);
@@ -344,7 +729,7 @@ kernel_make(const char *format)
 	ir.n_params = 3;
 	ir.params = pp;
 	ck_assert_uint_lt(nkir__v1__kernel__get_packed_size(&ir),
-	    sizeof(irbuf));
+	    sizeof irbuf);
 	n = nkir__v1__kernel__pack(&ir, irbuf);
 	k.name = "k";
 	k.format = (char *)format;
@@ -355,67 +740,68 @@ kernel_make(const char *format)
 	memcpy(kbuf, CTL_KERNEL_MAGIC, CTL_KERNEL_MAGIC_LEN);
 	n = CTL_KERNEL_MAGIC_LEN + nkid__v1__kernel_ref__pack(&ref,
 	    kbuf + CTL_KERNEL_MAGIC_LEN);
-	snprintf(path, sizeof(path), "%s/k.kernel", tmpdir);
+	snprintf(path, sizeof path, "%s/k.kernel", tmpdir);
 	f = fopen(path, "wb");
 	ck_assert_uint_eq(fwrite(kbuf, 1, n, f), n);
 	fclose(f);
-	ck_assert_msg(ctl_kernel_read(path, &back, err, sizeof(err)) == 0,
+	ck_assert_msg(ctl_kernel_read(path, &back, err, sizeof err) == 0,
 	    "%s", err);
 	ck_assert_str_eq(back->kernel->format, format);
 	ck_assert_str_eq(back->target, "trn2");
-	return back;
+	return (back);
 }
 
 static const char *
 npy_make(const char *name, const char *dtype, size_t n)
 {
-	static char path[600];
-	char err[1024], data[64] = { 0 };
-	uint64_t shape[1] = { n };
+	static char	path[600];
+	char		err[1024], data[64] = { 0 };
+	uint64_t	shape[1] = { n };
 
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	snprintf(path, sizeof path, "%s/%s", tmpdir, name);
 	ck_assert_msg(npy_array_write(path, dtype, 1, shape, data,
-	    n * npy_dtype_size(dtype), err, sizeof(err)) == 0, "%s", err);
-	return path;
+	    n * npy_dtype_size(dtype), err, sizeof err) == 0, "%s", err);
+	return (path);
 }
 
 static int
-inputs(Nkid__V1__KernelRef *k, ctl_inputs *in, ...)
+inputs(Nkid__V1__KernelRef *k, struct ctl_tensor_inputs *in, ...)
 {
-	char *specs[16];
-	size_t olen, elen, n = 0;
-	ctl_ctx ctx;
-	va_list ap;
-	int rc;
+	char		*specs[16], *s;
+	size_t		 olen, elen, n = 0;
+	struct ctl_ctx	 ctx;
+	va_list		 ap;
+	int		 rc;
 
-	memset(&ctx, 0, sizeof(ctx));
+	memset(&ctx, 0, sizeof ctx);
 	ctx.cmd = &ctl_run_cmd;
 	free(out_buf);
 	free(err_buf);
 	ctx.out = open_memstream(&out_buf, &olen);
 	ctx.err = open_memstream(&err_buf, &elen);
 	va_start(ap, in);
-	for (char *s = va_arg(ap, char *); s != NULL; s = va_arg(ap, char *))
+	while ((s = va_arg(ap, char *)) != NULL)
 		specs[n++] = strdup(s);
 	va_end(ap);
-	rc = ctl_inputs_load(&ctx, k->kernel, specs, n, in);
+	rc = ctl_tensor_inputs_load(&ctx, k->kernel, specs, n, in);
 	while (n > 0)
 		free(specs[--n]);
 	fclose(ctx.out);
 	fclose(ctx.err);
-	return rc;
+	return (rc);
 }
 
 START_TEST(test_ctl_inputs_placed_by_name)
 {
-	Nkid__V1__KernelRef *k = kernel_make("nkir/1");
-	char sa[700], sb[700], sq[700], sbad[700];
-	ctl_inputs in;
+	Nkid__V1__KernelRef		*k = kernel_make("nkir/1");
+	char				 sa[700], sb[700], sq[700];
+	char				 sbad[700];
+	struct ctl_tensor_inputs	 in;
 
-	snprintf(sa, sizeof(sa), "a=%s", npy_make("a.npy", "float32", 4));
-	snprintf(sb, sizeof(sb), "b=%s", npy_make("b.npy", "bfloat16", 4));
+	snprintf(sa, sizeof sa, "a=%s", npy_make("a.npy", "float32", 4));
+	snprintf(sb, sizeof sb, "b=%s", npy_make("b.npy", "bfloat16", 4));
 	/* a '<V1' file: takes the parameter's float8 dtype */
-	snprintf(sq, sizeof(sq), "q=%s", npy_make("q.npy", "float8_e4m3fn", 4));
+	snprintf(sq, sizeof sq, "q=%s", npy_make("q.npy", "float8_e4m3fn", 4));
 
 	/* by name, in any order */
 	ck_assert_int_eq(inputs(k, &in, sq, sa, sb, NULL), CTL_EXIT_OK);
@@ -427,79 +813,79 @@ START_TEST(test_ctl_inputs_placed_by_name)
 	ck_assert_str_eq(in.ptrs[2]->name, "q");
 	ck_assert_str_eq(in.ptrs[2]->dtype, "float8_e5m2");
 	ck_assert_uint_eq(in.ptrs[0]->data.len, 16);
-	ctl_inputs_release(&in);
+	ctl_tensor_inputs_release(&in);
 
 	/* unnamed ones fill the rest in order */
 	ck_assert_int_eq(inputs(k, &in, sb, sa + 2, sq + 2, NULL), CTL_EXIT_OK);
 	ck_assert_str_eq(in.ptrs[0]->name, "a");
 	ck_assert_str_eq(in.ptrs[0]->dtype, "float32");
 	ck_assert_str_eq(in.ptrs[2]->dtype, "float8_e5m2");
-	ctl_inputs_release(&in);
+	ctl_tensor_inputs_release(&in);
 
 	/* usage errors: unknown name, twice, missing, too many */
 	ck_assert_int_eq(inputs(k, &in, sa, sb, "zz=x.npy", NULL),
 	    CTL_EXIT_USAGE);
 	ck_assert_ptr_nonnull(strstr(err_buf, "no parameter 'zz' (parameters: "
 	    "a, b, q)"));
-	ctl_inputs_release(&in);
+	ctl_tensor_inputs_release(&in);
 	ck_assert_int_eq(inputs(k, &in, sa, sa, sq, NULL), CTL_EXIT_USAGE);
 	ck_assert_ptr_nonnull(strstr(err_buf, "input 'a' given twice"));
-	ctl_inputs_release(&in);
+	ctl_tensor_inputs_release(&in);
 	ck_assert_int_eq(inputs(k, &in, sa, sb, NULL), CTL_EXIT_USAGE);
 	ck_assert_ptr_nonnull(strstr(err_buf, "missing input 'q'"));
-	ctl_inputs_release(&in);
+	ctl_tensor_inputs_release(&in);
 	ck_assert_int_eq(inputs(k, &in, sa, sb, sq, sa + 2, NULL),
 	    CTL_EXIT_USAGE);
 	ck_assert_ptr_nonnull(strstr(err_buf, "takes 3 inputs"));
-	ctl_inputs_release(&in);
+	ctl_tensor_inputs_release(&in);
 
 	/* file errors: missing file, a '<V1' file for a float32 parameter */
 	ck_assert_int_eq(inputs(k, &in, "a=/nonexistent.npy", sb, sq, NULL),
 	    CTL_EXIT_FAIL);
 	ck_assert_ptr_nonnull(strstr(err_buf, "cannot read "
 	    "'/nonexistent.npy'"));
-	ctl_inputs_release(&in);
-	snprintf(sbad, sizeof(sbad), "a=%s", sq + 2);
+	ctl_tensor_inputs_release(&in);
+	snprintf(sbad, sizeof sbad, "a=%s", sq + 2);
 	ck_assert_int_eq(inputs(k, &in, sbad, sb, sq, NULL), CTL_EXIT_FAIL);
 	ck_assert_ptr_nonnull(strstr(err_buf, "raw 1-byte dtype"));
-	ctl_inputs_release(&in);
+	ctl_tensor_inputs_release(&in);
 	ctl_kernel_free(k);
 }
 END_TEST
 
 START_TEST(test_ctl_inputs_opaque_format_in_order)
 {
-	Nkid__V1__KernelRef *k = kernel_make("penguin");
-	char sa[700];
-	ctl_inputs in;
+	Nkid__V1__KernelRef		*k = kernel_make("penguin");
+	char				 sa[700];
+	struct ctl_tensor_inputs	 in;
 
-	snprintf(sa, sizeof(sa), "x=%s", npy_make("a.npy", "int8", 3));
+	snprintf(sa, sizeof sa, "x=%s", npy_make("a.npy", "int8", 3));
 	ck_assert_int_eq(inputs(k, &in, sa + 2, sa, NULL), CTL_EXIT_OK);
 	ck_assert_uint_eq(in.n, 2);
 	ck_assert_str_eq(in.ptrs[0]->name, "");
 	ck_assert_str_eq(in.ptrs[1]->name, "x");
 	ck_assert_str_eq(in.ptrs[1]->dtype, "int8");
-	ctl_inputs_release(&in);
+	ctl_tensor_inputs_release(&in);
 	ctl_kernel_free(k);
 }
 END_TEST
 
 START_TEST(test_ctl_input_spec_split)
 {
-	char *name, *file;
+	char	*name, *file;
 
-	ck_assert_int_eq(ctl_input_spec_split("a_1=x=y.npy", &name, &file), 0);
+	ck_assert_int_eq(ctl_tensor_spec_split("a_1=x=y.npy", &name, &file), 0);
 	ck_assert_str_eq(name, "a_1");
 	ck_assert_str_eq(file, "x=y.npy");
 	free(name);
-	ck_assert_int_eq(ctl_input_spec_split("./a=b.npy", &name, &file), 0);
+	ck_assert_int_eq(ctl_tensor_spec_split("./a=b.npy", &name, &file), 0);
 	ck_assert_ptr_null(name);
 	ck_assert_str_eq(file, "./a=b.npy");
 	free(file);
-	ck_assert_int_eq(ctl_input_spec_split("=b.npy", &name, &file), 0);
+	ck_assert_int_eq(ctl_tensor_spec_split("=b.npy", &name, &file), 0);
 	ck_assert_ptr_null(name);
 	free(file);
-	ck_assert_int_eq(ctl_input_spec_split("1a=b.npy", &name, &file), 0);
+	ck_assert_int_eq(ctl_tensor_spec_split("1a=b.npy", &name, &file), 0);
 	ck_assert_ptr_null(name);
 	free(file);
 }
@@ -507,34 +893,34 @@ END_TEST
 
 START_TEST(test_ctl_kernel_read_errors)
 {
-	Nkid__V1__KernelRef *k;
-	char path[600], err[1024];
-	FILE *f;
+	Nkid__V1__KernelRef	*k;
+	char			 path[600], err[1024];
+	FILE			*f;
 
 	ck_assert_int_eq(ctl_kernel_read("/nonexistent.nkir", &k, err,
-	    sizeof(err)), -1);
+	    sizeof err), -1);
 	ck_assert_ptr_nonnull(strstr(err, "cannot read kernel "
 	    "'/nonexistent.nkir'"));
-	snprintf(path, sizeof(path), "%s/junk", tmpdir);
+	snprintf(path, sizeof path, "%s/junk", tmpdir);
 	f = fopen(path, "w");
 	fputs("\xff\xff\xff not a kernel", f);
 	fclose(f);
-	ck_assert_int_eq(ctl_kernel_read(path, &k, err, sizeof(err)), -1);
+	ck_assert_int_eq(ctl_kernel_read(path, &k, err, sizeof err), -1);
 	ck_assert_ptr_null(k);
 	ck_assert_ptr_nonnull(strstr(err, "not a saved kernel"));
 	/* the magic, then garbage; then nothing */
 	f = fopen(path, "w");
 	fputs(CTL_KERNEL_MAGIC "\xff\xff\xff", f);
 	fclose(f);
-	ck_assert_int_eq(ctl_kernel_read(path, &k, err, sizeof(err)), -1);
+	ck_assert_int_eq(ctl_kernel_read(path, &k, err, sizeof err), -1);
 	ck_assert_ptr_nonnull(strstr(err, "malformed"));
 	f = fopen(path, "w");
 	fputs(CTL_KERNEL_MAGIC, f);
 	fclose(f);
-	ck_assert_int_eq(ctl_kernel_read(path, &k, err, sizeof(err)), -1);
+	ck_assert_int_eq(ctl_kernel_read(path, &k, err, sizeof err), -1);
 	ck_assert_ptr_nonnull(strstr(err, "no kernel"));
 	/* a directory */
-	ck_assert_int_eq(ctl_kernel_read(tmpdir, &k, err, sizeof(err)), -1);
+	ck_assert_int_eq(ctl_kernel_read(tmpdir, &k, err, sizeof err), -1);
 }
 END_TEST
 
@@ -547,7 +933,7 @@ START_TEST(test_ctl_outputs_names_stay_in_dir)
 	uint8_t data[8] = { 0 };
 	char dir[600], p[700];
 	size_t olen, elen;
-	ctl_ctx ctx;
+	struct ctl_ctx ctx;
 	int i;
 
 	for (i = 0; i < 3; i++) {
@@ -560,22 +946,22 @@ START_TEST(test_ctl_outputs_names_stay_in_dir)
 	t[0].name = "../evil";
 	t[1].name = "c";
 	t[2].name = "c";
-	memset(&ctx, 0, sizeof(ctx));
+	memset(&ctx, 0, sizeof ctx);
 	ctx.cmd = &ctl_run_cmd;
 	ctx.out = open_memstream(&out_buf, &olen);
 	ctx.err = open_memstream(&err_buf, &elen);
-	snprintf(dir, sizeof(dir), "%s/out", tmpdir);
-	ck_assert_int_eq(ctl_outputs_write(&ctx, dir, tp, 3, NULL),
+	snprintf(dir, sizeof dir, "%s/out", tmpdir);
+	ck_assert_int_eq(ctl_tensor_outputs_write(&ctx, dir, tp, 3, NULL),
 	    CTL_EXIT_OK);
 	fclose(ctx.out);
 	fclose(ctx.err);
-	snprintf(p, sizeof(p), "%s/output0.npy", dir);
+	snprintf(p, sizeof p, "%s/output0.npy", dir);
 	ck_assert_int_eq(access(p, F_OK), 0);
-	snprintf(p, sizeof(p), "%s/c.npy", dir);
+	snprintf(p, sizeof p, "%s/c.npy", dir);
 	ck_assert_int_eq(access(p, F_OK), 0);
-	snprintf(p, sizeof(p), "%s/c_2.npy", dir);
+	snprintf(p, sizeof p, "%s/c_2.npy", dir);
 	ck_assert_int_eq(access(p, F_OK), 0);
-	snprintf(p, sizeof(p), "%s/evil.npy", tmpdir);
+	snprintf(p, sizeof p, "%s/evil.npy", tmpdir);
 	ck_assert_int_ne(access(p, F_OK), 0);
 	ck_assert_ptr_nonnull(strstr(out_buf, "(2,)"));
 }
@@ -584,13 +970,15 @@ END_TEST
 static Suite *
 args_suite(void)
 {
-	Suite *s = suite_create("ctl_args");
-	TCase *tc;
+	Suite	*s = suite_create("ctl_args");
+	TCase	*tc;
 
 	tc = tcase_create("core");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_ctl_table_sorted_and_complete);
 	tcase_add_test(tc, test_ctl_find_words_and_groups);
+	tcase_add_test(tc, test_ctl_args_options_and_operands);
+	tcase_add_test(tc, test_ctl_help_from_table);
 	tcase_add_test(tc, test_ctl_help_and_version_succeed);
 	tcase_add_test(tc, test_ctl_parse_numbers);
 	tcase_add_test(tc, test_ctl_input_spec_split);
@@ -602,22 +990,25 @@ args_suite(void)
 	tc = tcase_create("errors");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_ctl_usage_exit_codes);
+	tcase_add_test(tc, test_ctl_args_unknown_option);
+	tcase_add_test(tc, test_ctl_args_arity);
+	tcase_add_test(tc, test_ctl_args_values_checked);
 	tcase_add_test(tc, test_ctl_cannot_connect_exits_3);
 	tcase_add_test(tc, test_ctl_version_without_nkid);
 	tcase_add_test(tc, test_ctl_kernel_read_errors);
 	tcase_set_timeout(tc, 20);
 	suite_add_tcase(s, tc);
-	return s;
+	return (s);
 }
 
 int
 main(void)
 {
-	SRunner *sr = srunner_create(args_suite());
-	int failed;
+	SRunner	*sr = srunner_create(args_suite());
+	int	 failed;
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	return failed ? 1 : 0;
+	return (failed ? 1 : 0);
 }

@@ -22,15 +22,15 @@ static void
 setup(void)
 {
 	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-	snprintf(path, sizeof(path), "%s/a.npy", tmpdir);
+	snprintf(path, sizeof path, "%s/a.npy", tmpdir);
 }
 
 static void
 teardown(void)
 {
-	char cmd[600];
+	char	cmd[600];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
 	ck_assert_int_eq(system(cmd), 0);
 	strcpy(tmpdir, "/tmp/check_ctl_npy.XXXXXX");
 }
@@ -38,7 +38,7 @@ teardown(void)
 static void
 file_put(const char *p, const void *data, size_t len)
 {
-	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
@@ -50,8 +50,9 @@ file_put(const char *p, const void *data, size_t len)
 static size_t
 npy_image(int major, const char *dict, size_t ndata, unsigned char **out)
 {
-	size_t prefix = major == 1 ? 10 : 12, dlen = strlen(dict), hlen, len;
-	unsigned char *b;
+	size_t		 prefix = major == 1 ? 10 : 12, dlen = strlen(dict);
+	size_t		 hlen, len;
+	unsigned char	*b;
 
 	hlen = (prefix + dlen + 1 + 63) / 64 * 64 - prefix;
 	len = prefix + hlen + ndata;
@@ -71,20 +72,20 @@ npy_image(int major, const char *dict, size_t ndata, unsigned char **out)
 	b[prefix + hlen - 1] = '\n';
 	memset(b + prefix + hlen, 0xab, ndata);
 	*out = b;
-	return len;
+	return (len);
 }
 
 /* Parse an image both in memory and from a file; the two agree. Returns
  * the code; err holds the file variant's message. */
 static int
-parse_both(const unsigned char *b, size_t len, npy_array *a, char *err,
+parse_both(const unsigned char *b, size_t len, struct npy_array *a, char *err,
     size_t errlen)
 {
-	npy_array m;
-	char merr[1024];
-	int rc1, rc2;
+	struct npy_array	m;
+	char			merr[1024];
+	int			rc1, rc2;
 
-	rc1 = npy_array_parse(b, len, path, &m, merr, sizeof(merr));
+	rc1 = npy_array_parse(b, len, path, &m, merr, sizeof merr);
 	file_put(path, b, len);
 	rc2 = npy_array_read(path, a, err, errlen);
 	ck_assert_msg(rc1 == rc2, "memory %d (%s) vs file %d (%s)", rc1,
@@ -100,7 +101,7 @@ parse_both(const unsigned char *b, size_t len, npy_array *a, char *err,
 		    err);
 	}
 	npy_array_release(&m);
-	return rc2;
+	return (rc2);
 }
 
 /* The dict must fail with code and a message containing what. */
@@ -108,13 +109,13 @@ static void
 expect_fail(int major, const char *dict, size_t ndata, int code,
     const char *what)
 {
-	unsigned char *b;
-	size_t len = npy_image(major, dict, ndata, &b);
-	npy_array a;
-	char err[1024];
-	int rc;
+	unsigned char		*b;
+	size_t			 len = npy_image(major, dict, ndata, &b);
+	struct npy_array	 a;
+	char			 err[1024];
+	int			 rc;
 
-	rc = parse_both(b, len, &a, err, sizeof(err));
+	rc = parse_both(b, len, &a, err, sizeof err);
 	ck_assert_msg(rc == code, "%s: got %d (%s), want %d", dict, rc, err,
 	    code);
 	ck_assert_msg(strstr(err, what) != NULL, "'%s' lacks '%s'", err,
@@ -127,13 +128,13 @@ static void
 expect_ok(int major, const char *dict, size_t ndata, const char *dtype,
     int rank)
 {
-	unsigned char *b;
-	size_t len = npy_image(major, dict, ndata, &b);
-	npy_array a;
-	char err[1024];
-	int rc;
+	unsigned char		*b;
+	size_t			 len = npy_image(major, dict, ndata, &b);
+	struct npy_array	 a;
+	char			 err[1024];
+	int			 rc;
 
-	rc = parse_both(b, len, &a, err, sizeof(err));
+	rc = parse_both(b, len, &a, err, sizeof err);
 	ck_assert_msg(rc == 0, "%s: %s", dict, err);
 	ck_assert_str_eq(a.dtype, dtype);
 	ck_assert_int_eq(a.rank, rank);
@@ -155,17 +156,17 @@ START_TEST(test_npy_roundtrip_dtypes)
 	unsigned char data[2 * 3 * 5 * 8];
 	size_t i, k;
 
-	for (k = 0; k < sizeof(data); k++)
+	for (k = 0; k < sizeof data; k++)
 		data[k] = (unsigned char)(k * 7 + 1);
-	for (i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++) {
-		size_t isz = npy_dtype_size(dtypes[i]);
-		npy_array a;
-		char err[1024];
+	for (i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
+		size_t			isz = npy_dtype_size(dtypes[i]);
+		struct npy_array	a;
+		char			err[1024];
 
 		ck_assert_uint_gt(isz, 0);
-		ck_assert_int_eq(npy_array_write(path, dtypes[i], 3, shape, data,
-		    30 * isz, err, sizeof(err)), 0);
-		ck_assert_msg(npy_array_read(path, &a, err, sizeof(err)) == 0,
+		ck_assert_int_eq(npy_array_write(path, dtypes[i], 3, shape,
+		    data, 30 * isz, err, sizeof err), 0);
+		ck_assert_msg(npy_array_read(path, &a, err, sizeof err) == 0,
 		    "%s", err);
 		ck_assert_str_eq(a.dtype, dtypes[i]);
 		ck_assert_int_eq(a.rank, 3);
@@ -181,12 +182,12 @@ END_TEST
 
 START_TEST(test_npy_header_numpy_layout)
 {
-	uint64_t shape[2] = { 2, 3 };
-	char buf[256];
-	long n;
+	uint64_t	shape[2] = { 2, 3 };
+	char		buf[256];
+	long		n;
 
 	/* byte for byte what np.save writes for float32 (2, 3) */
-	n = npy_header_format("float32", 2, shape, buf, sizeof(buf));
+	n = npy_header_format("float32", 2, shape, buf, sizeof buf);
 	ck_assert_int_eq(n, 128);
 	ck_assert_mem_eq(buf, "\x93NUMPY\x01\x00\x76\x00", 10);
 	ck_assert_mem_eq(buf + 10, "{'descr': '<f4', 'fortran_order': False, "
@@ -195,11 +196,11 @@ START_TEST(test_npy_header_numpy_layout)
 	ck_assert_int_eq(buf[126], ' ');
 	/* (5,) and () as Python writes tuples; bf16 as '<V2' */
 	n = npy_header_format("bfloat16", 1, (uint64_t[]){ 5 }, buf,
-	    sizeof(buf));
+	    sizeof buf);
 	ck_assert_int_gt(n, 0);
 	ck_assert_ptr_nonnull(strstr(buf + 10, "'descr': '<V2'"));
 	ck_assert_ptr_nonnull(strstr(buf + 10, "'shape': (5,)"));
-	n = npy_header_format("int8", 0, NULL, buf, sizeof(buf));
+	n = npy_header_format("int8", 0, NULL, buf, sizeof buf);
 	ck_assert_int_gt(n, 0);
 	ck_assert_ptr_nonnull(strstr(buf + 10, "'descr': '|i1'"));
 	ck_assert_ptr_nonnull(strstr(buf + 10, "'shape': ()"));
@@ -207,7 +208,7 @@ START_TEST(test_npy_header_numpy_layout)
 	/* too small a buffer, unknown dtype */
 	ck_assert_int_eq(npy_header_format("int8", 0, NULL, buf, 16), 0);
 	ck_assert_int_eq(npy_header_format("complex64", 0, NULL, buf,
-	    sizeof(buf)), NPY_EDTYPE);
+	    sizeof buf), NPY_EDTYPE);
 }
 END_TEST
 
@@ -303,34 +304,34 @@ START_TEST(test_npy_rejects_bad_prefix)
 	unsigned char *b;
 	size_t len = npy_image(1, "{'descr': '<f4', 'fortran_order': False, "
 	    "'shape': (3,), }", 12, &b);
-	npy_array a;
+	struct npy_array a;
 	char err[1024];
 
 	/* bad magic, bad versions */
 	b[1] = 'X';
-	ck_assert_int_eq(parse_both(b, len, &a, err, sizeof(err)),
+	ck_assert_int_eq(parse_both(b, len, &a, err, sizeof err),
 	    NPY_EFORMAT);
 	ck_assert_ptr_nonnull(strstr(err, "bad magic"));
 	b[1] = 'N';
 	b[6] = 4;
-	ck_assert_int_eq(parse_both(b, len, &a, err, sizeof(err)),
+	ck_assert_int_eq(parse_both(b, len, &a, err, sizeof err),
 	    NPY_EFORMAT);
 	ck_assert_ptr_nonnull(strstr(err, "version 4.0"));
 	b[6] = 1;
 	b[7] = 1;
-	ck_assert_int_eq(parse_both(b, len, &a, err, sizeof(err)),
+	ck_assert_int_eq(parse_both(b, len, &a, err, sizeof err),
 	    NPY_EFORMAT);
 	b[7] = 0;
 	/* a header length over the bound, and past the end of the file */
 	b[8] = 0xff;
 	b[9] = 0xff;
-	ck_assert_int_eq(parse_both(b, len, &a, err, sizeof(err)),
+	ck_assert_int_eq(parse_both(b, len, &a, err, sizeof err),
 	    NPY_ESIZE);
 	ck_assert_ptr_nonnull(strstr(err, "truncated header"));
 	b[6] = 2;
 	b[10] = 0xff;
 	b[11] = 0x7f;
-	ck_assert_int_eq(parse_both(b, len, &a, err, sizeof(err)),
+	ck_assert_int_eq(parse_both(b, len, &a, err, sizeof err),
 	    NPY_EFORMAT);
 	ck_assert_ptr_nonnull(strstr(err, "exceeds the limit"));
 	/* a NUL inside the header */
@@ -338,12 +339,12 @@ START_TEST(test_npy_rejects_bad_prefix)
 	len = npy_image(1, "{'descr': '<f4', 'fortran_order': False, "
 	    "'shape': (3,), }", 12, &b);
 	b[20] = '\0';
-	ck_assert_int_eq(parse_both(b, len, &a, err, sizeof(err)),
+	ck_assert_int_eq(parse_both(b, len, &a, err, sizeof err),
 	    NPY_EFORMAT);
 	ck_assert_ptr_nonnull(strstr(err, "NUL"));
 	/* too short to be anything */
-	ck_assert_int_eq(parse_both(b, 5, &a, err, sizeof(err)), NPY_EFORMAT);
-	ck_assert_int_eq(parse_both(b, 0, &a, err, sizeof(err)), NPY_EFORMAT);
+	ck_assert_int_eq(parse_both(b, 5, &a, err, sizeof err), NPY_EFORMAT);
+	ck_assert_int_eq(parse_both(b, 0, &a, err, sizeof err), NPY_EFORMAT);
 	free(b);
 }
 END_TEST
@@ -364,14 +365,14 @@ END_TEST
 
 START_TEST(test_npy_rejects_files_it_cannot_read)
 {
-	npy_array a;
-	char err[1024];
+	struct npy_array	a;
+	char			err[1024];
 
 	ck_assert_int_eq(npy_array_read("/nonexistent/x.npy", &a, err,
-	    sizeof(err)), NPY_EIO);
+	    sizeof err), NPY_EIO);
 	ck_assert_str_eq(err, "cannot read '/nonexistent/x.npy': No such file "
 	    "or directory");
-	ck_assert_int_eq(npy_array_read(tmpdir, &a, err, sizeof(err)),
+	ck_assert_int_eq(npy_array_read(tmpdir, &a, err, sizeof err),
 	    NPY_EIO);
 	ck_assert_ptr_nonnull(strstr(err, "is a directory"));
 }
@@ -379,26 +380,26 @@ END_TEST
 
 START_TEST(test_npy_write_errors)
 {
-	uint64_t shape[2] = { 2, 3 };
-	char data[24] = { 0 }, err[1024], p[600];
+	uint64_t	shape[2] = { 2, 3 };
+	char		data[24] = { 0 }, err[1024], p[600];
 
 	ck_assert_int_eq(npy_array_write(path, "complex64", 2, shape, data,
-	    24, err, sizeof(err)), NPY_EDTYPE);
+	    24, err, sizeof err), NPY_EDTYPE);
 	ck_assert_ptr_nonnull(strstr(err, "unsupported dtype 'complex64'"));
 	ck_assert_int_eq(npy_array_write(path, "float32", 2, shape, data, 20,
-	    err, sizeof(err)), NPY_ESIZE);
+	    err, sizeof err), NPY_ESIZE);
 	ck_assert_ptr_nonnull(strstr(err, path));
-	snprintf(p, sizeof(p), "%s/no/such/dir/x.npy", tmpdir);
+	snprintf(p, sizeof p, "%s/no/such/dir/x.npy", tmpdir);
 	ck_assert_int_eq(npy_array_write(p, "float32", 2, shape, data, 24,
-	    err, sizeof(err)), NPY_EIO);
+	    err, sizeof err), NPY_EIO);
 	ck_assert_ptr_nonnull(strstr(err, "No such file or directory"));
 	/* nothing was left behind */
 	ck_assert_int_ne(access(path, F_OK), 0);
 	/* the ambiguous '|V1' cannot be written without its float8 name */
 	ck_assert_int_eq(npy_array_write(path, NPY_DTYPE_AMBIGUOUS, 2, shape,
-	    data, 6, err, sizeof(err)), NPY_EDTYPE);
+	    data, 6, err, sizeof err), NPY_EDTYPE);
 	ck_assert_int_eq(npy_array_write(path, "float8_e5m2", 2, shape, data,
-	    6, err, sizeof(err)), 0);
+	    6, err, sizeof err), 0);
 }
 END_TEST
 
@@ -406,7 +407,7 @@ END_TEST
 
 START_TEST(test_npy_rejects_overflowing_shapes)
 {
-	size_t n;
+	size_t	n;
 
 	/* a dimension over 64 bits, a product over 64 bits, over the bound */
 	expect_fail(1, "{'descr': '<f4', 'fortran_order': False, "
@@ -433,17 +434,17 @@ END_TEST
 
 START_TEST(test_npy_rank_limit)
 {
-	char dict[512];
-	size_t n;
-	int i;
+	char	dict[512];
+	size_t	n;
+	int	i;
 
-	n = snprintf(dict, sizeof(dict), "{'descr': '|u1', 'fortran_order': "
+	n = snprintf(dict, sizeof dict, "{'descr': '|u1', 'fortran_order': "
 	    "False, 'shape': (");
 	for (i = 0; i < NPY_MAX_RANK; i++)
-		n += snprintf(dict + n, sizeof(dict) - n, "1, ");
-	snprintf(dict + n, sizeof(dict) - n, "), }");
+		n += snprintf(dict + n, sizeof dict - n, "1, ");
+	snprintf(dict + n, sizeof dict - n, "), }");
 	expect_ok(1, dict, 1, "uint8", NPY_MAX_RANK);
-	snprintf(dict + n, sizeof(dict) - n, "1, ), }");
+	snprintf(dict + n, sizeof dict - n, "1, ), }");
 	expect_fail(1, dict, 1, NPY_ETOOBIG, "rank over");
 }
 END_TEST
@@ -452,17 +453,17 @@ END_TEST
  * answered with a code, never a crash (run under ASan/valgrind too). */
 START_TEST(test_npy_truncations_and_flips)
 {
-	uint64_t shape[2] = { 3, 4 };
-	float data[12] = { 0 };
-	unsigned char *img;
-	npy_array a;
-	char err[1024];
-	struct stat st;
-	size_t len, i;
-	int fd;
+	uint64_t		 shape[2] = { 3, 4 };
+	float			 data[12] = { 0 };
+	unsigned char		*img;
+	struct npy_array	 a;
+	char			 err[1024];
+	struct stat		 st;
+	size_t			 len, i;
+	int			 fd;
 
 	ck_assert_int_eq(npy_array_write(path, "float32", 2, shape, data,
-	    sizeof(data), err, sizeof(err)), 0);
+	    sizeof data, err, sizeof err), 0);
 	ck_assert_int_eq(stat(path, &st), 0);
 	len = st.st_size;
 	img = malloc(len);
@@ -470,7 +471,7 @@ START_TEST(test_npy_truncations_and_flips)
 	ck_assert_int_eq(read(fd, img, len), (ssize_t)len);
 	close(fd);
 	for (i = 0; i < len; i++) {
-		ck_assert_int_lt(parse_both(img, i, &a, err, sizeof(err)), 0);
+		ck_assert_int_lt(parse_both(img, i, &a, err, sizeof err), 0);
 		ck_assert_ptr_null(a.data);
 	}
 	for (i = 0; i < 128; i++) {
@@ -478,11 +479,11 @@ START_TEST(test_npy_truncations_and_flips)
 		    '9', 'x', 0xff, '}', '{', ':' };
 		size_t s;
 
-		for (s = 0; s < sizeof(subst); s++) {
+		for (s = 0; s < sizeof subst; s++) {
 			unsigned char keep = img[i];
 
 			img[i] = subst[s];
-			if (parse_both(img, len, &a, err, sizeof(err)) == 0)
+			if (parse_both(img, len, &a, err, sizeof err) == 0)
 				npy_array_release(&a);
 			img[i] = keep;
 		}
@@ -494,8 +495,8 @@ END_TEST
 static Suite *
 npy_suite(void)
 {
-	Suite *s = suite_create("ctl_npy");
-	TCase *tc;
+	Suite	*s = suite_create("ctl_npy");
+	TCase	*tc;
 
 	tc = tcase_create("core");
 	tcase_add_checked_fixture(tc, setup, teardown);
@@ -519,17 +520,17 @@ npy_suite(void)
 	tcase_add_test(tc, test_npy_rank_limit);
 	tcase_add_test(tc, test_npy_truncations_and_flips);
 	suite_add_tcase(s, tc);
-	return s;
+	return (s);
 }
 
 int
 main(void)
 {
-	SRunner *sr = srunner_create(npy_suite());
-	int failed;
+	SRunner	*sr = srunner_create(npy_suite());
+	int	 failed;
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	return failed ? 1 : 0;
+	return (failed ? 1 : 0);
 }

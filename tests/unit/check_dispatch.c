@@ -100,7 +100,7 @@ START_TEST(test_dispatch_table_sorted)
 		ck_assert_ptr_eq(dispatch_method_find(m->name), m);
 		ck_assert_ptr_eq(dispatch_method_find(m->path), m);
 		ck_assert_ptr_nonnull(m->request);
-		ck_assert(m->handler != NULL || m->missing != NULL);
+		ck_assert_ptr_nonnull(m->handler);
 		prev = m;
 	}
 	ck_assert_ptr_null(dispatch_method_find("Nope"));
@@ -171,33 +171,6 @@ START_TEST(test_dispatch_status_fields)
 	ck_assert_ptr_nonnull(rep->cache);
 	ck_assert_ptr_nonnull(rep->jobs);
 	nkid__v1__status_reply__free_unpacked(rep, NULL);
-	fake_call_release(&fc);
-}
-END_TEST
-
-START_TEST(test_dispatch_unimplemented_says_what)
-{
-	const struct rpc_method	*m = NULL;
-	struct fake_call	 fc;
-	uint64_t		 errors;
-	char			 want[128];
-	size_t			 i;
-
-	/* Any method whose issue has not landed yet. */
-	for (i = 0; i < dispatch_method_count() && m == NULL; i++) {
-		if (dispatch_method(i)->handler == NULL)
-			m = dispatch_method(i);
-	}
-	if (m == NULL)
-		return;		/* every method is implemented */
-	fake_call_run(&fc, m->name, "", 0);
-	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_UNIMPLEMENTED);
-	snprintf(want, sizeof want, "%s is not implemented yet: %s", m->name,
-	    m->missing);
-	ck_assert_str_eq(fc.rc.message, want);
-	ck_assert_ptr_null(fc.reply);
-	ck_assert_uint_eq(method_calls(m->name, &errors), 1);
-	ck_assert_uint_eq(errors, 1);
 	fake_call_release(&fc);
 }
 END_TEST
@@ -434,7 +407,6 @@ dispatch_suite(void)
 	tc = tcase_create("errors");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_dispatch_unknown_method);
-	tcase_add_test(tc, test_dispatch_unimplemented_says_what);
 	tcase_add_test(tc, test_dispatch_malformed_protobuf);
 	tcase_add_test(tc, test_dispatch_compile_bad_format);
 	tcase_add_test(tc, test_dispatch_compile_malformed_ir);

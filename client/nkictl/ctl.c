@@ -1,0 +1,158 @@
+/* ctl.c: what every nkictl command shares: messages, numbers and seconds parsed, the connection to nkid and its calls, JSON and aligned output. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "proto/wire.h"
+#include "ctl.h"
+
+int
+ctl_usage_fail(struct ctl_ctx *ctx, const char *fmt, ...)
+{
+	va_list	ap;
+
+	fputs("nkictl: ", ctx->err);
+	if (*ctx->cmd->name != '\0')
+		fprintf(ctx->err, "%s: ", ctx->cmd->name);
+	va_start(ap, fmt);
+	vfprintf(ctx->err, fmt, ap);
+	va_end(ap);
+	fputc('\n', ctx->err);
+	ctl_cmd_usage(ctx->cmd, ctx->err);
+	return (CTL_EXIT_USAGE);
+}
+
+void
+ctl_errorf(struct ctl_ctx *ctx, const char *fmt, ...)
+{
+	va_list	ap;
+
+	fputs("nkictl: ", ctx->err);
+	va_start(ap, fmt);
+	vfprintf(ctx->err, fmt, ap);
+	va_end(ap);
+	fputc('\n', ctx->err);
+}
+
+int
+ctl_parse_uint(const char *s, unsigned long long min, unsigned long long max,
+    unsigned long long *out)
+{
+	unsigned long long	 v;
+	char			*end;
+
+	if (s == NULL || *s < '0' || *s > '9')
+		return (-1);
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < min || v > max)
+		return (-1);
+	*out = v;
+	return (0);
+}
+
+int
+ctl_parse_seconds(const char *s, int zero_ok, double *out)
+{
+	double	 v;
+	char	*end;
+
+	if (s == NULL || *s == '\0')
+		return (-1);
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || *end != '\0' || !isfinite(v) || v < 0 ||
+	    (v == 0 && !zero_ok) || v > CTL_TIMEOUT_MAX)
+		return (-1);
+	*out = v;
+	return (0);
+}
+
+/* The cannot-connect message and its hint. */
+static int
+ctl_connect_fail(struct ctl_ctx *ctx, const struct ctl_rpc_status *st)
+{
+	ctl_errorf(ctx, "cannot connect to nkid at '%s': %s", ctx->socket,
+	    st->msg);
+	if (st->connect_errno == EACCES || st->connect_errno == EPERM)
+		fprintf(ctx->err, "hint: may your user use it? see the "
+		    "socket's owner and group: ls -l '%s'\n", ctx->socket);
+	else
+		fprintf(ctx->err, "hint: is nkid running? try: systemctl "
+		    "status nkid\n");
+	return (CTL_EXIT_CONNECT);
+}
+
+int
+ctl_connect(struct ctl_ctx *ctx)
+{
+	struct ctl_rpc_status	st;
+
+	if (ctx->rpc != NULL)
+		return (CTL_EXIT_OK);
+	if (ctl_rpc_open(ctx->socket, &ctx->rpc, &st) < 0)
+		return (ctl_connect_fail(ctx, &st));
+	return (CTL_EXIT_OK);
+}
+
+int
+ctl_call_fail(struct ctl_ctx *ctx, const struct ctl_rpc_status *st)
+{
+	if (st->connect_errno != 0)
+		return (ctl_connect_fail(ctx, st));
+	ctl_errorf(ctx, "%s: %s: %s", ctx->cmd->name,
+	    wire_status_name(st->code), st->msg);
+	return (CTL_EXIT_FAIL);
+}
+
+int
+ctl_call(struct ctl_ctx *ctx, const char *method, const ProtobufCMessage *req,
+    const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply)
+{
+	struct ctl_rpc_status	st;
+	int			rc;
+
+	if ((rc = ctl_connect(ctx)) != CTL_EXIT_OK)
+		return (rc);
+	if (ctl_rpc_call(ctx->rpc, method, req, reply_desc, ctx->timeout_s,
+	    reply, &st) < 0)
+		return (ctl_call_fail(ctx, &st));
+	return (CTL_EXIT_OK);
+}
+
+int
+ctl_json_print(struct ctl_ctx *ctx, cJSON *obj)
+{
+	char	*s;
+
+	if (obj == NULL) {
+		ctl_errorf(ctx, "%s: out of memory", ctx->cmd->name);
+		return (CTL_EXIT_FAIL);
+	}
+	s = cJSON_PrintUnformatted(obj);
+	cJSON_Delete(obj);
+	if (s == NULL) {
+		ctl_errorf(ctx, "%s: out of memory", ctx->cmd->name);
+		return (CTL_EXIT_FAIL);
+	}
+	fputs(s, ctx->out);
+	fputc('\n', ctx->out);
+	cJSON_free(s);
+	return (CTL_EXIT_OK);
+}
+
+void
+ctl_kv(struct ctl_ctx *ctx, const char *key, const char *fmt, ...)
+{
+	va_list	ap;
+
+	fprintf(ctx->out, "%-18s", key);
+	va_start(ap, fmt);
+	vfprintf(ctx->out, fmt, ap);
+	va_end(ap);
+	fputc('\n', ctx->out);
+}

@@ -1,0 +1,39 @@
+/* ctl_manifest.h: kernel manifests (docs/cache.md), the lists of kernel files that warmup compiles and cache verify checks. */
+#ifndef NKID_CTL_MANIFEST_H
+#define NKID_CTL_MANIFEST_H
+
+#include <stddef.h>
+
+#include "nkid.pb-c.h"
+
+/* Largest manifest accepted. */
+#define CTL_MANIFEST_MAX_BYTES	(16u << 20)
+
+/* One kernel of a manifest: its file, read, with the manifest's target
+ * and options applied. */
+struct ctl_manifest_item {
+	char			*path;
+	Nkid__V1__KernelRef	*ref;		/* ctl_kernel_read's */
+	char			*target;	/* NULL: the file's */
+	char			*options;	/* NULL: the file's */
+};
+
+struct ctl_manifest {
+	struct ctl_manifest_item	*items;
+	size_t				 n;
+};
+
+/*
+ * Read a manifest: {"target": T, "options": O, "kernels": ["file.nkir" |
+ * {"path": P, "target": T, "options": O}, ...]} with paths relative to
+ * the manifest's directory, and every kernel file it names. Returns 0, or
+ * -1 with err saying why (m is then released).
+ */
+int	 ctl_manifest_read(const char *path, struct ctl_manifest *m,
+	    char *err, size_t errlen);
+void	 ctl_manifest_release(struct ctl_manifest *m);
+/* The effective KernelRef of item i, borrowing from m. */
+void	 ctl_manifest_ref(const struct ctl_manifest *m, size_t i,
+	    Nkid__V1__KernelRef *ref);
+
+#endif /* NKID_CTL_MANIFEST_H */

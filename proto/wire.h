@@ -1,0 +1,27 @@
+/* wire.h: facts of the nkid.v1 wire that nkid and nkictl share: the names of gRPC status codes and the CacheEntry message of a cache entry. */
+#ifndef NKID_WIRE_H
+#define NKID_WIRE_H
+
+#include "nkid.pb-c.h"
+
+struct cache_entry;
+
+/* The name of a gRPC status code ("INVALID_ARGUMENT"), "UNKNOWN" when out
+ * of range; a static string. */
+const char	*wire_status_name(int code);
+
+/*
+ * Fill m with e as an nkid.v1.CacheEntry: every field of the message, its
+ * status "ok" or "failed". The strings are borrowed from e, so m must not
+ * outlive e nor be freed with protobuf-c.
+ */
+void		 wire_cache_entry_fill(Nkid__V1__CacheEntry *m,
+		    const struct cache_entry *e);
+
+/*
+ * A CacheEntry of e that owns its strings (e may go away), freed with
+ * nkid__v1__cache_entry__free_unpacked(m, NULL). NULL when out of memory.
+ */
+Nkid__V1__CacheEntry *wire_cache_entry_new(const struct cache_entry *e);
+
+#endif /* NKID_WIRE_H */
