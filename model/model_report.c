@@ -124,7 +124,8 @@ model_rep_cb(void *arg, const struct model_event *ev)
 	}
 	model_text_printf(&rp->trace, ",\n{\"name\":\"%s\",\"cat\":\"%s\","
 	    "\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
-	    "\"args\":{\"file\":\"", ev->op, model_track_name(ev->track),
+	    "\"args\":{\"file\":\"", ev->op, ev->track >= MODEL_TRACK_DMA0 ?
+	    "dma" : model_track_name(ev->track),
 	    ev->track + 1, ev->start_ns / 1e3, ev->dur_ns / 1e3);
 	model_text_json(&rp->trace, model_base(ev->file));
 	model_text_printf(&rp->trace, "\",\"line\":%" PRIu32 ",\"program\":%"
@@ -142,13 +143,13 @@ model_track_title(int track)
 
 	switch (track) {
 	case MODEL_TRACK_TENSOR:
-		return ("TensorE (matmul, transpose, broadcast)");
+		return ("Tensor engine (matmul, transpose, broadcast)");
 	case MODEL_TRACK_VECTOR:
-		return ("VectorE");
+		return ("Vector engine");
 	case MODEL_TRACK_SCALAR:
-		return ("ScalarE (activation, copy)");
+		return ("Scalar engine (activation, copy)");
 	case MODEL_TRACK_GPSIMD:
-		return ("GpSimdE");
+		return ("GpSimd engine");
 	default:
 		break;
 	}
@@ -179,8 +180,9 @@ model_summary(struct model_buf_text *s, const char *kernel,
 	model_text_printf(s, "\",\"backend\":\"cpu\",\"source\":\"model\","
 	    "\"deterministic\":true,\"target\":\"%s\",\"execution\":%u,"
 	    "\"total_time_us\":%.3f,\"instructions\":%" PRIu64 ","
-	    "\"slices_in_trace\":%" PRIu64 ",", r->target, execution,
-	    r->total_ns / 1e3, r->instructions, rp->events);
+	    "\"op_count\":%" PRIu64 ",\"ops_in_trace\":%" PRIu64 ",",
+	    r->target, execution, r->total_ns / 1e3, r->instructions,
+	    rp->events + rp->dropped, rp->events);
 	model_text_printf(s, "\"engines\":{");
 	for (t = 0; t < MODEL_TRACK_DMA0; t++)
 		model_text_printf(s, "%s\"%s\":{\"busy_us\":%.3f,"
