@@ -227,3 +227,48 @@ def mamba_v3(delta, u, A, B_, C_):
                     acc[0:P, t * F:(t + 1) * F] += hC
             nl.store(out[b, c * P:(c + 1) * P, 0:L], acc[0:P, 0:L])
     return out
+
+
+# ---------------------------------------------------------------- validation
+
+#: Latencies NKI publishes (ms, trn1), aws-neuron-sdk@8a38e733:
+#: tutorials/matrix_multiplication.rst ([4096,8192] @ [8192,8192] bf16) and
+#: tutorials/fused_mamba.rst (batch 1, channels 4096, state 16, fp32; the
+#: seq_len table; v1 also at channels 256).
+MATMUL_PUBLISHED = [("mm_tiled", 51.80), ("mm_hoisted", 42.96),
+                    ("mm_blocked_free", 22.07), ("mm_optimized", 6.97)]
+MAMBA_V3_PUBLISHED = {512: 1.6, 1024: 3.3, 2048: 6.6, 3072: 10.1, 4096: 13.3,
+                      5120: 17.3, 6144: 19.6, 7168: 24.2, 8192: 27.8}
+MAMBA_V2_PUBLISHED = {512: 1.61, 1024: 4.4, 2048: 8.9, 3072: 13.1, 4096: 17.6,
+                      5120: 23.7, 6144: 27.5, 7168: 41.3, 8192: 52.2}
+MAMBA_V1_PUBLISHED = {256: 0.17293, 4096: 2.34}     # channels, seq_len 512
+
+
+def matmul_args():
+    import nkid.nki.typing as nt
+    return (nt.tensor[[8192, 4096], nl.bfloat16], nt.tensor[[8192, 8192], nl.bfloat16])
+
+
+def mamba_args(channels, seq_len, state=16, batch=1):
+    import nkid.nki.typing as nt
+    f = nl.float32
+    return (nt.tensor[[batch, channels, seq_len], f], nt.tensor[[batch, channels, seq_len], f],
+            nt.tensor[[channels, state], f], nt.tensor[[batch, state, seq_len], f],
+            nt.tensor[[batch, state, seq_len], f])
+
+
+def model(kernel, args, nkimodel, tmpdir, target="trn1"):
+    """Trace kernel with placeholder args, then plan and cost it with
+    nkimodel (build/bin/nkimodel) without executing: its JSON summary."""
+    import json
+    import os
+    import subprocess
+    from nkid import tracer, trace as ktrace
+    fn = getattr(kernel, "func", kernel)
+    traced = tracer.trace(fn, args, {}, (), target=target)
+    path = os.path.join(tmpdir, "%s-%d.nkir" % (fn.__name__, os.getpid()))
+    ktrace.save(traced, path)
+    out = subprocess.run([nkimodel, "-j", path], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError("nkimodel failed: %s" % out.stderr.strip())
+    return json.loads(out.stdout)
