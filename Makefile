@@ -31,6 +31,7 @@ GEN_C      := $(patsubst proto/%.proto,$(BUILD)/gen/%.pb-c.c,$(PROTOS))
 GEN_H      := $(GEN_C:.c=.h)
 
 SIM_SRC    := $(wildcard sim/*.c)
+MODEL_SRC  := $(filter-out model/nkimodel.c,$(wildcard model/*.c))
 CACHE_SRC  := $(wildcard cache/*.c)
 DAEMON_SRC := $(wildcard daemon/*.c)
 CTL_SRC    := $(wildcard client/nkictl/*.c)
@@ -39,6 +40,7 @@ WIRE_SRC   := $(wildcard proto/*.c)
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 PROTO_OBJ  := $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GEN_C))
 SIM_OBJ    := $(call obj,$(SIM_SRC))
+MODEL_OBJ  := $(call obj,$(MODEL_SRC))
 CACHE_OBJ  := $(call obj,$(CACHE_SRC))
 DAEMON_OBJ := $(call obj,$(DAEMON_SRC))
 CTL_OBJ    := $(call obj,$(CTL_SRC))
@@ -46,7 +48,8 @@ WIRE_OBJ   := $(call obj,$(WIRE_SRC))
 DAEMON_LIB_OBJ := $(filter-out $(BUILD)/obj/daemon/nkid.o,$(DAEMON_OBJ))
 CTL_LIB_OBJ    := $(filter-out $(BUILD)/obj/client/nkictl/nkictl.o,$(CTL_OBJ))
 
-LIBS := $(BUILD)/lib/libnkisim.a $(BUILD)/lib/libnkicache.a $(BUILD)/lib/libnkiproto.a
+LIBS := $(BUILD)/lib/libnkimodel.a $(BUILD)/lib/libnkisim.a $(BUILD)/lib/libnkicache.a \
+	$(BUILD)/lib/libnkiproto.a
 
 UNIT_SRC   := $(wildcard tests/unit/check_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -60,7 +63,7 @@ PYGEN      := $(PYPKG)/_proto/nkid_pb2.py $(PYPKG)/_proto/nkir_pb2.py
 .DEFAULT_GOAL := all
 .SECONDARY:
 
-all: deps $(BUILD)/bin/nkid $(BUILD)/bin/nkictl python
+all: deps $(BUILD)/bin/nkid $(BUILD)/bin/nkictl $(BUILD)/bin/nkimodel python
 
 deps:
 	@scripts/deps.sh
@@ -86,6 +89,7 @@ $(BUILD)/obj/sim/%.o: CFLAGS += -O3 -march=x86-64-v2 -ffp-contract=off
 # nkid and nkictl share.
 $(BUILD)/lib/libnkiproto.a: $(PROTO_OBJ) $(WIRE_OBJ)
 $(BUILD)/lib/libnkisim.a: $(SIM_OBJ)
+$(BUILD)/lib/libnkimodel.a: $(MODEL_OBJ)
 $(BUILD)/lib/libnkicache.a: $(CACHE_OBJ)
 $(BUILD)/lib/%.a:
 	@mkdir -p $(dir $@)
@@ -94,6 +98,11 @@ $(BUILD)/lib/%.a:
 $(BUILD)/bin/nkid: $(DAEMON_OBJ) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(DAEMON_OBJ) $(LIBS) $(LDLIBS)
+
+# nkimodel: model a saved kernel on a NeuronCore without executing it.
+$(BUILD)/bin/nkimodel: $(BUILD)/obj/model/nkimodel.o $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
 
 # nkictl is a one-shot process: gRPC linked statically starts in about a
 # fifth of the time it takes to load its ~55 shared libraries.

@@ -140,6 +140,14 @@ struct backend_ops {
 	 * NULL: nothing beyond the image.
 	 */
 	size_t	(*footprint)(void *state, const struct backend_program *p);
+	/*
+	 * Model one execution of p on the NeuronCore its target names,
+	 * without executing it: *us the latency, target (16 bytes) the
+	 * target modeled. NULL: the backend has no model (its benchmark
+	 * times a device).
+	 */
+	int	(*model)(void *state, const struct backend_program *p,
+		    double *us, char *target, char *diag);
 };
 
 /* One profiled execution: the trace (cpu: Chrome trace-event JSON; neuron:

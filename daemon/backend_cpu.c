@@ -1,12 +1,12 @@
-/* backend_cpu.c: the embedded cpu backend, NKIR executed on the host CPU by sim/. */
+/* backend_cpu.c: the embedded cpu backend, NKIR executed on the host CPU by sim/ and timed on a modeled NeuronCore by model/. */
 #include <assert.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "model/model.h"
 #include "sim/sim.h"
 
 #include "daemon/backend.h"
@@ -20,6 +20,8 @@ struct backend_cpu {
 struct backend_cpu_program {
 	struct backend_program	 bp;
 	sim_program		*sp;
+	void			*ir;	/* the image's NKIR, for the model */
+	size_t			 ir_len;
 };
 
 /* sim's codes have the same meaning and values as the backend's. */
@@ -134,6 +136,7 @@ backend_cpu_load(void *state, const void *image, size_t len,
 	struct backend_cpu_program	*p;
 	sim_program			*sp = NULL;
 	sim_diag			 sd;
+	const void			*ir;
 	int				 serr;
 
 	memset(&sd, 0, sizeof sd);
@@ -143,6 +146,10 @@ backend_cpu_load(void *state, const void *image, size_t len,
 	}
 	p = xcalloc(1, sizeof *p);
 	p->sp = sp;
+	if (model_image_ir(image, len, &ir, &p->ir_len) == 0) {
+		p->ir = xmalloc(p->ir_len ? p->ir_len : 1);
+		memcpy(p->ir, ir, p->ir_len);
+	}
 	p->bp.name = sim_program_name(sp);
 	p->bp.nparams = sim_program_nparams(sp);
 	p->bp.noutputs = sim_program_noutputs(sp);
@@ -162,6 +169,7 @@ backend_cpu_unload(void *state, struct backend_program *bp)
 		return;
 	p = bp->impl;
 	sim_program_free(p->sp);
+	free(p->ir);
 	free(p);
 }
 
@@ -170,7 +178,7 @@ backend_cpu_footprint(void *state, const struct backend_program *bp)
 {
 	const struct backend_cpu_program *p = bp->impl;
 
-	return (sizeof *p + sim_program_footprint(p->sp));
+	return (sizeof *p + p->ir_len + sim_program_footprint(p->sp));
 }
 
 static int
@@ -308,223 +316,57 @@ out:
 	return (error);
 }
 
-/* ------------------------------------------------------------ profile */
+/* ------------------------------------------------------------ model */
 
-/* A growing text buffer; allocation failure is fatal (xmalloc). */
-struct backend_cpu_buf {
-	char	*s;
-	size_t	 len;
-	size_t	 cap;
-};
-
-static void
-backend_cpu_buf_printf(struct backend_cpu_buf *b, const char *fmt, ...)
-{
-	va_list	ap;
-	int	n;
-
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-		assert(n >= 0);
-		if ((size_t)n < b->cap - b->len) {
-			b->len += (size_t)n;
-			return;
-		}
-		b->cap = b->cap * 2 + (size_t)n + 256;
-		b->s = xreallocarray(b->s, 1, b->cap);
-	}
-}
-
-/* s as a JSON string body (quotes excluded). */
-static void
-backend_cpu_buf_json(struct backend_cpu_buf *b, const char *s)
-{
-	for (; s != NULL && *s != '\0'; s++) {
-		unsigned char	c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			backend_cpu_buf_printf(b, "\\%c", c);
-		else if (c < 0x20)
-			backend_cpu_buf_printf(b, "\\u%04x", c);
-		else
-			backend_cpu_buf_printf(b, "%c", c);
-	}
-}
-
-/* Profile tracks: one per engine, in this order (Chrome "tid"). */
-static const char *const backend_cpu_engines[] = {
-	"dma", "tensor", "vector", "scalar", "gpsimd",
-};
-static const char *const backend_cpu_track_names[] = {
-	"DMA (load, store)", "Tensor engine (matmul, transpose)",
-	"Vector engine", "Scalar engine (activation)", "GpSimd engine",
-};
-#define BACKEND_CPU_NENGINES	5
-
-/* Most op slices kept in one trace; the summary counts every op. */
+/* Most instruction slices kept in one trace; the summary counts all. */
 #define BACKEND_CPU_EVENTS_MAX	200000
 
-/* Per-op totals of a profiled execution. */
-struct backend_cpu_total {
-	const char	*op;
-	const char	*engine;
-	const char	*file;
-	uint32_t	 line;
-	uint64_t	 count;
-	uint64_t	 ns;
-	uint64_t	 elements;
-};
-
-struct backend_cpu_prof {
-	struct backend_cpu_buf	  trace;
-	uint64_t		  nevents;
-	uint64_t		  dropped;
-	struct backend_cpu_total *totals;
-	size_t			  ntotals;
-	uint64_t		  engine_ns[BACKEND_CPU_NENGINES];
-	const char		 *name;
-};
-
 static int
-backend_cpu_engine_index(const char *engine)
+backend_cpu_model_err(const struct backend_cpu_program *p, int merr,
+    const char *mdiag, char *diag)
 {
-	for (int i = 0; i < BACKEND_CPU_NENGINES; i++)
-		if (strcmp(engine, backend_cpu_engines[i]) == 0)
-			return (i);
-	return (BACKEND_CPU_NENGINES - 1);
-}
-
-static void
-backend_cpu_prof_op_cb(void *arg, const sim_op_event *ev)
-{
-	struct backend_cpu_prof		*pr = arg;
-	struct backend_cpu_total	*t = NULL;
-	int				 e = backend_cpu_engine_index(ev->engine);
-	const char			*base;
-
-	pr->engine_ns[e] += ev->dur_ns;
-	for (size_t i = 0; i < pr->ntotals; i++) {
-		t = &pr->totals[i];
-		if (t->line == ev->line && strcmp(t->op, ev->op) == 0 &&
-		    t->file == ev->file)
-			break;
-		t = NULL;
-	}
-	if (t == NULL) {
-		pr->totals = xreallocarray(pr->totals, pr->ntotals + 1,
-		    sizeof *pr->totals);
-		t = &pr->totals[pr->ntotals++];
-		memset(t, 0, sizeof *t);
-		t->op = ev->op;
-		t->engine = ev->engine;
-		t->file = ev->file;
-		t->line = ev->line;
-	}
-	t->count++;
-	t->ns += ev->dur_ns;
-	t->elements += ev->elements;
-	if (pr->nevents >= BACKEND_CPU_EVENTS_MAX) {
-		pr->dropped++;
-		return;
-	}
-	base = ev->file != NULL ? strrchr(ev->file, '/') : NULL;
-	base = base != NULL ? base + 1 : ev->file;
-	backend_cpu_buf_printf(&pr->trace, ",\n{\"name\":\"%s\",\"cat\":\"%s\","
-	    "\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
-	    "\"args\":{\"file\":\"", ev->op, ev->engine, e + 1,
-	    (double)ev->start_ns / 1e3, (double)ev->dur_ns / 1e3);
-	backend_cpu_buf_json(&pr->trace, base);
-	backend_cpu_buf_printf(&pr->trace, "\",\"line\":%" PRIu32 ","
-	    "\"program\":%" PRIu64 ",\"elements\":%" PRIu64 "}}", ev->line,
-	    ev->program, ev->elements);
-	pr->nevents++;
-}
-
-static void
-backend_cpu_prof_begin(struct backend_cpu_prof *pr, const char *name,
-    unsigned execution)
-{
-	memset(pr, 0, sizeof *pr);
-	pr->name = name;
-	backend_cpu_buf_printf(&pr->trace, "{\"displayTimeUnit\":\"ns\","
-	    "\"otherData\":{\"producer\":\"nkid cpu backend\",\"kernel\":\"");
-	backend_cpu_buf_json(&pr->trace, name);
-	backend_cpu_buf_printf(&pr->trace, "\",\"execution\":%u},\n"
-	    "\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\","
-	    "\"pid\":1,\"args\":{\"name\":\"", execution);
-	backend_cpu_buf_json(&pr->trace, name);
-	backend_cpu_buf_printf(&pr->trace, " (execution %u)\"}}", execution);
-	for (int i = 0; i < BACKEND_CPU_NENGINES; i++)
-		backend_cpu_buf_printf(&pr->trace, ",\n{\"name\":"
-		    "\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
-		    "\"args\":{\"name\":\"%s\"}},\n{\"name\":"
-		    "\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
-		    "\"args\":{\"sort_index\":%d}}", i + 1,
-		    backend_cpu_track_names[i], i + 1, i + 1);
-}
-
-static int
-backend_cpu_total_cmp(const void *a, const void *b)
-{
-	const struct backend_cpu_total	*x = a, *y = b;
-
-	return (x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0);
-}
-
-/* Finish pr into t: the trace closed, the summary written. */
-static void
-backend_cpu_prof_end(struct backend_cpu_prof *pr, unsigned execution,
-    uint64_t total_ns, struct backend_trace *t)
-{
-	struct backend_cpu_buf	 sum = { 0 };
-	const char		*base;
-	size_t			 i;
-
-	backend_cpu_buf_printf(&pr->trace, "\n]}\n");
-	qsort(pr->totals, pr->ntotals, sizeof *pr->totals,
-	    backend_cpu_total_cmp);
-	backend_cpu_buf_printf(&sum, "{\"kernel\":\"");
-	backend_cpu_buf_json(&sum, pr->name);
-	backend_cpu_buf_printf(&sum, "\",\"backend\":\"cpu\",\"execution\":%u,"
-	    "\"total_time_us\":%.3f,\"op_count\":%" PRIu64 ",\"ops_in_trace\":"
-	    "%" PRIu64 ",\"engines\":{", execution, (double)total_ns / 1e3,
-	    pr->nevents + pr->dropped, pr->nevents);
-	for (i = 0; i < BACKEND_CPU_NENGINES; i++)
-		backend_cpu_buf_printf(&sum, "%s\"%s\":{\"time_us\":%.3f}",
-		    i ? "," : "", backend_cpu_engines[i],
-		    (double)pr->engine_ns[i] / 1e3);
-	backend_cpu_buf_printf(&sum, "},\"ops\":[");
-	for (i = 0; i < pr->ntotals; i++) {
-		const struct backend_cpu_total *o = &pr->totals[i];
-
-		base = o->file != NULL ? strrchr(o->file, '/') : NULL;
-		base = base != NULL ? base + 1 : o->file;
-		backend_cpu_buf_printf(&sum, "%s\n{\"op\":\"%s\",\"engine\":"
-		    "\"%s\",\"file\":\"", i ? "," : "", o->op, o->engine);
-		backend_cpu_buf_json(&sum, base);
-		backend_cpu_buf_printf(&sum, "\",\"line\":%" PRIu32 ","
-		    "\"count\":%" PRIu64 ",\"total_us\":%.3f,\"mean_us\":%.3f,"
-		    "\"elements\":%" PRIu64 "}", o->line, o->count,
-		    (double)o->ns / 1e3, (double)o->ns / 1e3 / (double)o->count,
-		    o->elements);
-	}
-	backend_cpu_buf_printf(&sum, "\n]}\n");
-	t->execution = execution;
-	t->trace = pr->trace.s;
-	t->trace_len = pr->trace.len;
-	t->summary_json = sum.s;
-	t->summary_len = sum.len;
-	free(pr->totals);
-	memset(pr, 0, sizeof *pr);
+	snprintf(diag, BACKEND_DIAG_LEN, "cannot model '%s' on a NeuronCore: "
+	    "%s", p->bp.name, mdiag[0] ? mdiag : model_strerror(merr));
+	return (merr == MODEL_ECANCELED ? BACKEND_ECANCELED :
+	    merr == MODEL_ELIMIT ? BACKEND_ELIMIT : BACKEND_EINVAL);
 }
 
 /*
+ * The modeled latency of one execution of p on the NeuronCore its
+ * target names (docs/model.md): deterministic, nothing executed.
+ */
+static int
+backend_cpu_model(void *state, const struct backend_program *bp, double *us,
+    char *target, char *diag)
+{
+	const struct backend_cpu_program *p = bp->impl;
+	struct model_result		 r;
+	char				 mdiag[512];
+	int				 merr;
+
+	*us = 0.0;
+	target[0] = '\0';
+	if (p->ir == NULL) {
+		snprintf(diag, BACKEND_DIAG_LEN, "cannot model '%s': the image "
+		    "holds no NKIR", bp->name);
+		return (BACKEND_EFORMAT);
+	}
+	if ((merr = model_run(p->ir, p->ir_len, NULL, &r, mdiag,
+	    sizeof mdiag)) != 0)
+		return (backend_cpu_model_err(p, merr, mdiag, diag));
+	*us = r.total_ns / 1e3;
+	snprintf(target, 16, "%s", r.target);
+	return (0);
+}
+
+/* ------------------------------------------------------------ profile */
+
+/*
  * Execute p max(num_execs, profile_nth) times on core; executions
- * profile_nth, 2 * profile_nth, ... run with per-op events and become
- * traces: Chrome trace-event JSON (one track per engine, one slice per
- * op) and a JSON summary with per-op totals. See docs/profile.md.
+ * profile_nth, 2 * profile_nth, ... get a trace: the modeled NeuronCore
+ * timeline of the kernel (Chrome trace-event JSON, one track per engine
+ * and DMA queue, one slice per instruction) and its JSON summary, from
+ * model/. See docs/profile.md and docs/model.md.
  */
 static int
 backend_cpu_profile(void *state, const struct backend_program *bp,
@@ -535,12 +377,12 @@ backend_cpu_profile(void *state, const struct backend_program *bp,
 	struct backend_cpu		*b = state;
 	const struct backend_cpu_program *p = bp->impl;
 	struct backend_trace		*t = NULL;
-	struct backend_cpu_prof		 pr;
-	sim_run_opts			 opts;
-	sim_diag			 sd;
+	struct model_opts		 mo;
+	struct model_result		 r;
+	char				 mdiag[512], *tr, *sum;
+	size_t				 tlen, slen, nt = 0;
 	unsigned			 n, i;
-	size_t				 nt = 0;
-	int				 serr, error = 0;
+	int				 merr, error = 0;
 
 	assert(core < b->ncores);
 	*traces = NULL;
@@ -550,33 +392,33 @@ backend_cpu_profile(void *state, const struct backend_program *bp,
 		    "must be at least 1");
 		return (BACKEND_EARG);
 	}
+	if (p->ir == NULL) {
+		snprintf(diag, BACKEND_DIAG_LEN, "cannot profile '%s': the "
+		    "image holds no NKIR", bp->name);
+		return (BACKEND_EFORMAT);
+	}
 	n = num_execs < profile_nth ? profile_nth : num_execs;
 	t = xcalloc(n / profile_nth + 1, sizeof *t);
+	memset(&mo, 0, sizeof mo);
+	mo.cancel = x->cancel;
 	for (i = 1; i <= n; i++) {
-		uint64_t	t0;
-
-		if (i % profile_nth != 0) {
-			if ((error = backend_cpu_run(bp, x, 0, diag)) != 0)
-				goto fail;
-		} else {
-			memset(&opts, 0, sizeof opts);
-			memset(&sd, 0, sizeof sd);
-			opts.cancel = x->cancel;
-			opts.op_cb = backend_cpu_prof_op_cb;
-			opts.op_arg = &pr;
-			backend_cpu_prof_begin(&pr, bp->name, i);
-			t0 = backend_cpu_now_ns();
-			serr = sim_run(p->sp, x->inputs, x->ninputs,
-			    x->outputs, x->noutputs, &opts, &sd);
-			if (serr != SIM_OK) {
-				free(pr.trace.s);
-				free(pr.totals);
-				backend_cpu_diag(diag, &sd, serr);
-				error = backend_cpu_err(serr);
+		if ((error = backend_cpu_run(bp, x, 0, diag)) != 0)
+			goto fail;
+		if (i % profile_nth == 0) {
+			merr = model_report(p->ir, p->ir_len, &mo, bp->name, i,
+			    BACKEND_CPU_EVENTS_MAX, &tr, &tlen, &sum, &slen, &r,
+			    mdiag, sizeof mdiag);
+			if (merr != 0) {
+				sim_tensors_release(x->outputs, x->noutputs);
+				error = backend_cpu_model_err(p, merr, mdiag,
+				    diag);
 				goto fail;
 			}
-			backend_cpu_prof_end(&pr, i, backend_cpu_now_ns() - t0,
-			    &t[nt++]);
+			t[nt].execution = i;
+			t[nt].trace = tr;
+			t[nt].trace_len = tlen;
+			t[nt].summary_json = sum;
+			t[nt++].summary_len = slen;
 		}
 		if (i < n)
 			sim_tensors_release(x->outputs, x->noutputs);
@@ -605,4 +447,5 @@ const struct backend_ops backend_cpu_ops = {
 	.benchmark = backend_cpu_benchmark,
 	.profile = backend_cpu_profile,
 	.footprint = backend_cpu_footprint,
+	.model = backend_cpu_model,
 };

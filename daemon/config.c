@@ -70,6 +70,8 @@ static const struct config_key config_keys[] = {
 	  1, 65536, NULL, 128, NULL, 0 },
 	{ "backend", CFG_CHOICE, F(backend), 0, 0, 0, "cpu", 0, "cpu neuron",
 	  CFG_F_RESTART },
+	{ "benchmark.latency", CFG_CHOICE, F(benchmark_latency), 0, 0, 0,
+	  "model", 0, "model cpu", 0 },
 	{ "cache.compile_workers", CFG_U32, F(cache_compile_workers), 0,
 	  1, 256, NULL, 2, NULL, 0 },
 	{ "cache.max_bundle_bytes", CFG_BYTES, F(cache_max_bundle_bytes), 0,

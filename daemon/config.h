@@ -39,6 +39,9 @@ struct config {
 	uint32_t	 shutdown_grace_ms;
 
 	uint32_t	 cpu_cores;
+	/* What Benchmark's nc_latency holds on the cpu backend: "model"
+	 * (the NeuronCore model) or "cpu" (the executor's time). */
+	char		*benchmark_latency;
 
 	/* The neuron backend (docs/neuron.md). */
 	char		*neuron_compiler;	/* "neuronx-cc" */

@@ -31,6 +31,11 @@ struct rpc_benchmark {
 	double		*samples_us;
 	unsigned	 warmup;
 	unsigned	 iters;
+	/* The backend's model of one execution (cpu: docs/model.md). */
+	int		 modeled;
+	double		 model_us;
+	char		 model_target[16];
+	char		 model_diag[BACKEND_DIAG_LEN];
 };
 
 static void
@@ -83,6 +88,31 @@ rpc_benchmark_work_cb(struct sched_job *sj, unsigned core)
 	job_exec_end(j, j->b->ops->benchmark(j->b->state,
 	    kcache_entry_program(j->e), core, &x, rb->warmup, rb->iters,
 	    rb->samples_us, j->diag), t0);
+	if (j->error == 0 && j->b->ops->model != NULL)
+		rb->modeled = j->b->ops->model(j->b->state,
+		    kcache_entry_program(j->e), &rb->model_us, rb->model_target,
+		    rb->model_diag) == 0 ? 1 : -1;
+}
+
+/* The percentiles of n samples into pv/pp (n >= RPC_BENCHMARK_MIN_ITERS). */
+static void
+rpc_benchmark_percentiles(const double *samples, size_t n,
+    Nkid__V1__Percentile *pv, Nkid__V1__Percentile **pp)
+{
+	double	*sorted;
+	size_t	 i;
+
+	sorted = xreallocarray(NULL, n, sizeof *sorted);
+	memcpy(sorted, samples, n * sizeof *sorted);
+	qsort(sorted, n, sizeof *sorted, rpc_benchmark_dcmp);
+	for (i = 0; i < RPC_BENCHMARK_NPS; i++) {
+		nkid__v1__percentile__init(&pv[i]);
+		pv[i].p = rpc_benchmark_ps[i];
+		pv[i].us = rpc_benchmark_percentile(sorted, n,
+		    rpc_benchmark_ps[i]);
+		pp[i] = &pv[i];
+	}
+	free(sorted);
 }
 
 static void
@@ -95,36 +125,63 @@ rpc_benchmark_done_cb(struct sched_job *sj, int ran)
 	Nkid__V1__BenchmarkReply	 r = NKID__V1__BENCHMARK_REPLY__INIT;
 	Nkid__V1__Percentile		 pv[RPC_BENCHMARK_NPS];
 	Nkid__V1__Percentile		*pp[RPC_BENCHMARK_NPS];
-	double				*sorted = NULL;
+	Nkid__V1__Percentile		 cv[RPC_BENCHMARK_NPS];
+	Nkid__V1__Percentile		*cp[RPC_BENCHMARK_NPS];
+	double				*model = NULL;
+	char				 note[BACKEND_DIAG_LEN + 160];
 	size_t				 i;
 
 	if (job_done_check(j, ran, "benchmark") != 0) {
 		rpc_benchmark_free(rb);
 		return;
 	}
-	if (rb->iters >= RPC_BENCHMARK_MIN_ITERS) {
-		sorted = xreallocarray(NULL, rb->iters, sizeof *sorted);
-		memcpy(sorted, rb->samples_us, rb->iters * sizeof *sorted);
-		qsort(sorted, rb->iters, sizeof *sorted, rpc_benchmark_dcmp);
-		for (i = 0; i < RPC_BENCHMARK_NPS; i++) {
-			nkid__v1__percentile__init(&pv[i]);
-			pv[i].p = rpc_benchmark_ps[i];
-			pv[i].us = rpc_benchmark_percentile(sorted, rb->iters,
-			    rpc_benchmark_ps[i]);
-			pp[i] = &pv[i];
+	/* The cpu backend models a NeuronCore: nc_latency is the model
+	 * unless benchmark.latency says "cpu" (docs/model.md). */
+	r.latency_source = rb->modeled == 0 ? "device" : "cpu";
+	r.samples_us = rb->samples_us;
+	if (rb->modeled != 0) {
+		r.n_cpu_samples_us = rb->iters;
+		r.cpu_samples_us = rb->samples_us;
+		if (rb->iters >= RPC_BENCHMARK_MIN_ITERS) {
+			rpc_benchmark_percentiles(rb->samples_us, rb->iters,
+			    cv, cp);
+			r.n_cpu_percentiles = RPC_BENCHMARK_NPS;
+			r.cpu_percentiles = cp;
 		}
+	}
+	if (rb->modeled > 0) {
+		r.model_us = rb->model_us;
+		r.model_target = rb->model_target;
+		snprintf(note, sizeof note, "modeled NeuronCore latency on %s "
+		    "(deterministic: every sample is the same); cpu_latency is "
+		    "the host executor's time", rb->model_target);
+		if (strcmp(c->d->cfg.benchmark_latency, "model") == 0) {
+			r.latency_source = "model";
+			model = xreallocarray(NULL, rb->iters, sizeof *model);
+			for (i = 0; i < rb->iters; i++)
+				model[i] = rb->model_us;
+			r.samples_us = model;
+		}
+	} else if (rb->modeled < 0)
+		snprintf(note, sizeof note, "the NeuronCore model could not "
+		    "run (%s); nc_latency is the host executor's time",
+		    rb->model_diag);
+	else
+		snprintf(note, sizeof note, "measured on the device");
+	r.latency_note = note;
+	if (rb->iters >= RPC_BENCHMARK_MIN_ITERS) {
+		rpc_benchmark_percentiles(r.samples_us, rb->iters, pv, pp);
 		r.n_percentiles = RPC_BENCHMARK_NPS;
 		r.percentiles = pp;
 	}
 	r.n_samples_us = rb->iters;
-	r.samples_us = rb->samples_us;
 	r.neff_key = (char *)kcache_entry_key(j->e);
 	r.job_id = sj->id;
 	r.core = sj->core;
 	if (req->return_neff)
 		job_neff_get(j, &r.neff);
 	rpc_reply(c, &r.base);
-	free(sorted);
+	free(model);
 	rpc_benchmark_free(rb);
 }
 

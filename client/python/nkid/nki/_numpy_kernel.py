@@ -35,7 +35,8 @@ from ..tracer import dtypes as _dt
 
 __all__ = ["TraceKernel", "NumpyKernel", "BaremetalKernel", "SimulateKernel",
            "BenchmarkKernel", "ProfileKernel", "BenchmarkResult", "NCLatency",
-           "normalize_grid", "array_args", "dump_config", "MIN_LATENCY_ITERS"]
+           "normalize_grid", "array_args", "dump_config", "MIN_LATENCY_ITERS",
+           "LATENCY_ENV"]
 
 #: Fewer timed iterations than this and nki.benchmark has no latency
 #: percentiles (``benchmark_result.nc_latency`` is None).
@@ -376,13 +377,22 @@ class SimulateKernel(NumpyKernel):
 
 
 class NCLatency:
-    """Latency percentiles of a benchmark, in microseconds."""
+    """Latency percentiles of a benchmark, in microseconds.
+
+    On the cpu backend ``nc_latency`` holds the modeled NeuronCore latency
+    (``source == "model"``, docs/model.md): the model is deterministic, so
+    every percentile is the same figure.  ``cpu_latency`` holds the host
+    executor's own time."""
 
     PERCENTILES = (0, 1, 10, 25, 50, 90, 99, 100)
 
-    def __init__(self, result_dicts):
+    def __init__(self, result_dicts, source="", note=""):
         #: {percentile: microseconds}
         self.result_dicts = dict(result_dicts)
+        #: "model", "cpu" or "device" ("" if nkid did not say)
+        self.source = source
+        #: what the figures are, in a sentence
+        self.note = note
 
     def get_latency_percentile(self, p):
         """The p-th percentile latency in microseconds.  result_dicts must
@@ -395,21 +405,60 @@ class NCLatency:
 
     def __str__(self):
         g = self.result_dicts.get
-        return ("min %.2f us, p25 %.2f us, p50 %.2f us, p90 %.2f us, max %.2f us"
-                % (g(0, 0.0), g(25, 0.0), g(50, 0.0), g(90, 0.0), g(100, 0.0)))
+        s = ("min %.2f us, p25 %.2f us, p50 %.2f us, p90 %.2f us, max %.2f us"
+             % (g(0, 0.0), g(25, 0.0), g(50, 0.0), g(90, 0.0), g(100, 0.0)))
+        if self.source == "model":
+            s += " (modeled NeuronCore latency: deterministic)"
+        return s
 
     def __repr__(self):
         return "<NCLatency %s>" % self
 
 
+#: NKID_BENCHMARK_LATENCY: "model" or "cpu" picks what nc_latency holds on
+#: the cpu backend; unset, nkid's benchmark.latency decides.
+LATENCY_ENV = "NKID_BENCHMARK_LATENCY"
+
+
 class BenchmarkResult:
     """What ``bench.benchmark_result`` holds: ``nc_latency`` (an
     :class:`NCLatency`, or None when iters < MIN_LATENCY_ITERS) and the raw
-    per-iteration ``samples_us``."""
+    per-iteration ``samples_us``; on the cpu backend also ``cpu_latency``
+    and ``cpu_samples_us`` (the host executor's time), ``model_us`` and
+    ``model_target`` (the NeuronCore model) and ``note``."""
 
-    def __init__(self, nc_latency, samples_us=()):
+    def __init__(self, nc_latency, samples_us=(), cpu_latency=None, cpu_samples_us=(),
+                 model_us=0.0, model_target="", note=""):
         self.nc_latency = nc_latency
         self.samples_us = list(samples_us)
+        self.cpu_latency = cpu_latency
+        self.cpu_samples_us = list(cpu_samples_us)
+        self.model_us = model_us
+        self.model_target = model_target
+        self.note = note
+
+    @classmethod
+    def from_reply(cls, reply, iters):
+        """From a BenchmarkReply, honouring NKID_BENCHMARK_LATENCY."""
+        want = os.environ.get(LATENCY_ENV, "").strip().lower()
+        if want not in ("", "model", "cpu"):
+            raise ValueError("%s must be 'model' or 'cpu', got '%s'"
+                             % (LATENCY_ENV, os.environ[LATENCY_ENV]))
+        enough = iters >= MIN_LATENCY_ITERS
+        src, note = reply.latency_source, reply.latency_note
+        pct = {int(p.p): p.us for p in reply.percentiles}
+        samples = list(reply.samples_us)
+        cpu = {int(p.p): p.us for p in reply.cpu_percentiles}
+        cpu_lat = NCLatency(cpu, "cpu", "the host executor's time") \
+            if cpu and enough else None
+        if want == "cpu" and src == "model":
+            pct, samples, src = cpu, list(reply.cpu_samples_us), "cpu"
+        elif want == "model" and src == "cpu" and reply.model_us > 0:
+            pct = {p: reply.model_us for p in NCLatency.PERCENTILES}
+            samples, src = [reply.model_us] * len(samples), "model"
+        lat = NCLatency(pct, src, note) if pct and enough else None
+        return cls(lat, samples, cpu_lat, reply.cpu_samples_us, reply.model_us,
+                   reply.model_target, note)
 
 
 class BenchmarkKernel(NumpyKernel):
@@ -430,9 +479,7 @@ class BenchmarkKernel(NumpyKernel):
         inputs, _ = self._inputs(traced, args, kwargs, values=False)
         reply = self._call(traced, "benchmark", inputs, self.warmup, self.iters,
                            return_neff=bool(self.save_neff_name))
-        pct = {int(p.p): p.us for p in reply.percentiles}
-        lat = NCLatency(pct) if pct and self.iters >= MIN_LATENCY_ITERS else None
-        self.benchmark_result = BenchmarkResult(lat, reply.samples_us)
+        self.benchmark_result = BenchmarkResult.from_reply(reply, self.iters)
         if self.save_neff_name:
             _write_new(os.path.abspath(self.save_neff_name), reply.neff, True)
         if self.save_trace_name:

@@ -1,0 +1,274 @@
+"""Kernels for validating the NeuronCore model (docs/model.md) against the
+latencies NKI's tutorials publish, written for this project from the
+tutorials' descriptions of each optimization step (aws-neuron-sdk@8a38e733,
+general/nki/tutorials/matrix_multiplication.rst and fused_mamba.rst).
+
+Matrix multiplication, lhsT [K, M] @ rhs [K, N] -> [M, N]:
+  mm_tiled          every (m, n, k) tile loaded, accumulated in PSUM
+  mm_hoisted        a column of lhsT tiles per m, of rhs tiles per n
+  mm_blocked_free   2 x 2 output tiles per block, loads shared in a block
+  mm_optimized      blocks of 16 x 2 tiles, K blocked by 8 (sequential),
+                    partial sums in SBUF, wide loads and stores
+
+Mamba (delta, u [B, C, L]; A [C, S]; B_, C_ [B, S, L]):
+  mamba_v1          loops batch, state, channel tile; everything loaded inside
+  mamba_v2          loops batch, channel tile, state: delta/u loaded once per tile
+  mamba_v3          v2 with seq_len tiled by 512 inside the state loop
+
+nkid's tracer has no nisa.tensor_tensor_scan yet: the scan step is a
+tensor_tensor of the same two [P, L] operands into a [P, L] tile. That is the
+same engine (VectorE), the same operands and the same documented cost
+(max(MIN_II, 2N) VectorE cycles) as the scan, so the model costs it the same;
+its values are not a scan. These Mamba kernels are for the model only.
+"""
+
+from nkid import nki
+import nkid.nki.isa as nisa
+import nkid.nki.language as nl
+
+TK = 128    # contraction tile (partitions)
+TM = 128    # stationary free size
+TN = 512    # moving free size
+
+
+@nki.jit
+def mm_tiled(lhsT, rhs):
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    for m in nl.affine_range(M // TM):
+        for n in nl.affine_range(N // TN):
+            acc = nl.zeros((TM, TN), nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(K // TK):
+                a = nl.ndarray((TK, TM), dtype=lhsT.dtype, buffer=nl.sbuf)
+                b = nl.ndarray((TK, TN), dtype=rhs.dtype, buffer=nl.sbuf)
+                a[...] = nl.load(lhsT[k * TK:(k + 1) * TK, m * TM:(m + 1) * TM])
+                b[...] = nl.load(rhs[k * TK:(k + 1) * TK, n * TN:(n + 1) * TN])
+                acc += nl.matmul(a[...], b[...], transpose_x=True)
+            nl.store(out[m * TM:(m + 1) * TM, n * TN:(n + 1) * TN],
+                     value=nl.copy(acc, dtype=out.dtype))
+    return out
+
+
+@nki.jit
+def mm_hoisted(lhsT, rhs):
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    ia = nl.mgrid[0:TK, 0:TM]
+    ib = nl.mgrid[0:TK, 0:TN]
+    io = nl.mgrid[0:TM, 0:TN]
+    for m in nl.affine_range(M // TM):
+        col = nl.ndarray((K // TK, nl.par_dim(TK), TM), dtype=lhsT.dtype, buffer=nl.sbuf)
+        for k in nl.affine_range(K // TK):
+            col[k, ia.p, ia.x] = nl.load(lhsT[k * TK + ia.p, m * TM + ia.x])
+        for n in nl.affine_range(N // TN):
+            row = nl.ndarray((K // TK, nl.par_dim(TK), TN), dtype=rhs.dtype, buffer=nl.sbuf)
+            for k in nl.affine_range(K // TK):
+                row[k, ib.p, ib.x] = nl.load(rhs[k * TK + ib.p, n * TN + ib.x])
+            acc = nl.zeros((TM, TN), nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(K // TK):
+                acc[...] += nl.matmul(col[k, ia.p, ia.x], row[k, ib.p, ib.x],
+                                      transpose_x=True)
+            nl.store(out[m * TM + io.p, n * TN + io.x], value=nl.copy(acc, dtype=out.dtype))
+    return out
+
+
+@nki.jit
+def mm_blocked_free(lhsT, rhs, bm=2, bn=2):
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    ia = nl.mgrid[0:TK, 0:TM]
+    ib = nl.mgrid[0:TK, 0:TN]
+    io = nl.mgrid[0:TM, 0:TN]
+    for mb in nl.affine_range(M // (TM * bm)):
+        cols = nl.ndarray((bm, K // TK, nl.par_dim(TK), TM), dtype=lhsT.dtype,
+                          buffer=nl.sbuf)
+        for i in nl.affine_range(bm):
+            for k in nl.affine_range(K // TK):
+                cols[i, k, ia.p, ia.x] = nl.load(lhsT[k * TK + ia.p, (mb * bm + i) * TM + ia.x])
+        for nb in nl.affine_range(N // (TN * bn)):
+            rows = nl.ndarray((bn, K // TK, nl.par_dim(TK), TN), dtype=rhs.dtype,
+                              buffer=nl.sbuf)
+            for j in nl.affine_range(bn):
+                for k in nl.affine_range(K // TK):
+                    rows[j, k, ib.p, ib.x] = nl.load(
+                        rhs[k * TK + ib.p, (nb * bn + j) * TN + ib.x])
+            for i in nl.affine_range(bm):
+                for j in nl.affine_range(bn):
+                    acc = nl.zeros((TM, TN), nl.float32, buffer=nl.psum)
+                    for k in nl.affine_range(K // TK):
+                        acc += nl.matmul(cols[i, k, ia.p, ia.x], rows[j, k, ib.p, ib.x],
+                                         transpose_x=True)
+                    nl.store(out[(mb * bm + i) * TM + io.p, (nb * bn + j) * TN + io.x],
+                             value=nl.copy(acc, dtype=out.dtype))
+    return out
+
+
+@nki.jit
+def mm_optimized(lhsT, rhs, tm=16, tn=2, tk=8):
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    BM, BN, BK = TM * tm, TN * tn, TK * tk
+    nbm = M // BM
+    ia = nl.mgrid[0:TK, 0:TM]
+    ib = nl.mgrid[0:TK, 0:TN]
+    io = nl.mgrid[0:TM, 0:TN]
+    irow = nl.mgrid[0:TK, 0:BN]
+    icol = nl.mgrid[0:TK, 0:BM]
+    iw = nl.mgrid[0:TM, 0:BN]
+    for n in nl.affine_range(N // BN):
+        part = nl.zeros((nbm, tm, tn, nl.par_dim(TM), TN), dtype=lhsT.dtype, buffer=nl.sbuf)
+        for kb in nl.sequential_range(K // BK):
+            rows = nl.ndarray((tk, nl.par_dim(TK), BN), dtype=rhs.dtype, buffer=nl.sbuf)
+            for k in nl.affine_range(tk):
+                rows[k, irow.p, irow.x] = nl.load(rhs[(kb * tk + k) * TK + irow.p, n * BN + irow.x])
+            for m in nl.affine_range(nbm):
+                cols = nl.ndarray((tk, nl.par_dim(TK), BM), dtype=lhsT.dtype, buffer=nl.sbuf)
+                for k in nl.affine_range(tk):
+                    cols[k, icol.p, icol.x] = nl.load(
+                        lhsT[(kb * tk + k) * TK + icol.p, m * BM + icol.x])
+                for j in nl.affine_range(tn):
+                    for i in nl.affine_range(tm):
+                        acc = nl.zeros((TM, TN), nl.float32, buffer=nl.psum)
+                        for k in nl.affine_range(tk):
+                            acc[...] += nisa.nc_matmul(cols[k, ia.p, i * TM + ia.x],
+                                                       rows[k, ib.p, j * TN + ib.x])
+                        part[m, i, j, io.p, io.x] += acc[io.p, io.x]
+        for m in nl.affine_range(nbm):
+            for i in nl.affine_range(tm):
+                wide = nl.ndarray((TM, BN), dtype=part.dtype, buffer=nl.sbuf)
+                for j in nl.affine_range(tn):
+                    wide[io.p, j * TN + io.x] = nl.copy(part[m, i, j, io.p, io.x])
+                nl.store(out[(m * tm + i) * TM + iw.p, n * BN + iw.x], value=wide[iw.p, iw.x])
+    return out
+
+
+def _scan(delta_a, delta_bu):
+    """The scan step's stand-in (see the module docstring)."""
+    return nisa.tensor_tensor(delta_a, delta_bu, op=nl.multiply)
+
+
+@nki.jit
+def mamba_v1(delta, u, A, B_, C_):
+    nb, C, L = delta.shape
+    _, S = A.shape
+    out = nl.ndarray((nb, C, L), dtype=delta.dtype, buffer=nl.shared_hbm)
+    P = 128
+    for b in nl.affine_range(nb):
+        acc = nl.zeros((C // P, nl.par_dim(P), L), dtype=delta.dtype)
+        for s in nl.affine_range(S):
+            for c in nl.affine_range(C // P):
+                d_i = nl.load(delta[b, c * P:(c + 1) * P, 0:L])
+                a_i = nl.load(A[c * P:(c + 1) * P, s:s + 1])
+                dA = nisa.activation(op=nl.exp, data=d_i, scale=a_i)
+                u_i = nl.load(u[b, c * P:(c + 1) * P, 0:L])
+                b_i = nl.load(B_[b, s:s + 1, 0:L])
+                dU = nisa.tensor_tensor(d_i, u_i, op=nl.multiply)
+                dBu = nisa.tensor_tensor(dU, b_i.broadcast_to((P, L)), op=nl.multiply)
+                h = _scan(dA, dBu)
+                c_i = nl.load(C_[b, s:s + 1, 0:L])
+                hC = nisa.tensor_tensor(h, c_i.broadcast_to((P, L)), op=nl.multiply)
+                acc[c, 0:P, 0:L] += hC
+        for c in nl.affine_range(C // P):
+            nl.store(out[b, c * P:(c + 1) * P, 0:L], acc[c, 0:P, 0:L])
+    return out
+
+
+@nki.jit
+def mamba_v2(delta, u, A, B_, C_):
+    nb, C, L = delta.shape
+    _, S = A.shape
+    out = nl.ndarray((nb, C, L), dtype=delta.dtype, buffer=nl.shared_hbm)
+    P = 128
+    for b in nl.affine_range(nb):
+        for c in nl.affine_range(C // P):
+            acc = nl.zeros((nl.par_dim(P), L), dtype=delta.dtype)
+            d_i = nl.load(delta[b, c * P:(c + 1) * P, 0:L])
+            u_i = nl.load(u[b, c * P:(c + 1) * P, 0:L])
+            for s in nl.affine_range(S):
+                a_i = nl.load(A[c * P:(c + 1) * P, s:s + 1])
+                dA = nisa.activation(op=nl.exp, data=d_i, scale=a_i)
+                b_i = nl.load(B_[b, s:s + 1, 0:L])
+                dU = nisa.tensor_tensor(d_i, u_i, op=nl.multiply)
+                dBu = nisa.tensor_tensor(dU, b_i.broadcast_to((P, L)), op=nl.multiply)
+                h = _scan(dA, dBu)
+                c_i = nl.load(C_[b, s:s + 1, 0:L])
+                hC = nisa.tensor_tensor(h, c_i.broadcast_to((P, L)), op=nl.multiply)
+                acc[0:P, 0:L] += hC
+            nl.store(out[b, c * P:(c + 1) * P, 0:L], acc[0:P, 0:L])
+    return out
+
+
+@nki.jit
+def mamba_v3(delta, u, A, B_, C_):
+    nb, C, L = delta.shape
+    _, S = A.shape
+    out = nl.ndarray((nb, C, L), dtype=delta.dtype, buffer=nl.shared_hbm)
+    P, F = 128, 512
+    for b in nl.affine_range(nb):
+        for c in nl.affine_range(C // P):
+            acc = nl.zeros((nl.par_dim(P), L), dtype=delta.dtype)
+            d_i = nl.load(delta[b, c * P:(c + 1) * P, 0:L])
+            u_i = nl.load(u[b, c * P:(c + 1) * P, 0:L])
+            for s in nl.affine_range(S):
+                a_i = nl.load(A[c * P:(c + 1) * P, s:s + 1])
+                for t in nl.static_range(L // F):
+                    dA = nisa.activation(op=nl.exp, data=d_i[0:P, t * F:(t + 1) * F], scale=a_i)
+                    b_i = nl.load(B_[b, s:s + 1, t * F:(t + 1) * F])
+                    dU = nisa.tensor_tensor(d_i[0:P, t * F:(t + 1) * F],
+                                            u_i[0:P, t * F:(t + 1) * F], op=nl.multiply)
+                    dBu = nisa.tensor_tensor(dU, b_i.broadcast_to((P, F)), op=nl.multiply)
+                    h = _scan(dA, dBu)
+                    c_i = nl.load(C_[b, s:s + 1, t * F:(t + 1) * F])
+                    hC = nisa.tensor_tensor(h, c_i.broadcast_to((P, F)), op=nl.multiply)
+                    acc[0:P, t * F:(t + 1) * F] += hC
+            nl.store(out[b, c * P:(c + 1) * P, 0:L], acc[0:P, 0:L])
+    return out
+
+
+# ---------------------------------------------------------------- validation
+
+#: Latencies NKI publishes (ms, trn1), aws-neuron-sdk@8a38e733:
+#: tutorials/matrix_multiplication.rst ([4096,8192] @ [8192,8192] bf16) and
+#: tutorials/fused_mamba.rst (batch 1, channels 4096, state 16, fp32; the
+#: seq_len table; v1 also at channels 256).
+MATMUL_PUBLISHED = [("mm_tiled", 51.80), ("mm_hoisted", 42.96),
+                    ("mm_blocked_free", 22.07), ("mm_optimized", 6.97)]
+MAMBA_V3_PUBLISHED = {512: 1.6, 1024: 3.3, 2048: 6.6, 3072: 10.1, 4096: 13.3,
+                      5120: 17.3, 6144: 19.6, 7168: 24.2, 8192: 27.8}
+MAMBA_V2_PUBLISHED = {512: 1.61, 1024: 4.4, 2048: 8.9, 3072: 13.1, 4096: 17.6,
+                      5120: 23.7, 6144: 27.5, 7168: 41.3, 8192: 52.2}
+MAMBA_V1_PUBLISHED = {256: 0.17293, 4096: 2.34}     # channels, seq_len 512
+
+
+def matmul_args():
+    import nkid.nki.typing as nt
+    return (nt.tensor[[8192, 4096], nl.bfloat16], nt.tensor[[8192, 8192], nl.bfloat16])
+
+
+def mamba_args(channels, seq_len, state=16, batch=1):
+    import nkid.nki.typing as nt
+    f = nl.float32
+    return (nt.tensor[[batch, channels, seq_len], f], nt.tensor[[batch, channels, seq_len], f],
+            nt.tensor[[channels, state], f], nt.tensor[[batch, state, seq_len], f],
+            nt.tensor[[batch, state, seq_len], f])
+
+
+def model(kernel, args, nkimodel, tmpdir, target="trn1"):
+    """Trace kernel with placeholder args, then plan and cost it with
+    nkimodel (build/bin/nkimodel) without executing: its JSON summary."""
+    import json
+    import os
+    import subprocess
+    from nkid import tracer, trace as ktrace
+    fn = getattr(kernel, "func", kernel)
+    traced = tracer.trace(fn, args, {}, (), target=target)
+    path = os.path.join(tmpdir, "%s-%d.nkir" % (fn.__name__, os.getpid()))
+    ktrace.save(traced, path)
+    out = subprocess.run([nkimodel, "-j", path], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError("nkimodel failed: %s" % out.stderr.strip())
+    return json.loads(out.stdout)
