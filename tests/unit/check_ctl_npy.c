@@ -515,6 +515,8 @@ npy_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("limits");
+	/* Hundreds of files written and read: slow on a loaded machine. */
+	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_npy_rejects_overflowing_shapes);
 	tcase_add_test(tc, test_npy_rank_limit);
