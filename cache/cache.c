@@ -290,7 +290,7 @@ static int
 cache_migrate(struct cache *c, char *err, size_t errlen)
 {
 	sqlite3_stmt	*st;
-	int		 v = 0, rc;
+	int		 v = 0, v0, rc;
 	char		 sql[64];
 
 	if (sqlite3_prepare_v2(c->db, "PRAGMA user_version", -1, &st,
@@ -311,7 +311,7 @@ cache_migrate(struct cache *c, char *err, size_t errlen)
 		    "(open it read-write)", v);
 		return (CACHE_EREADONLY);
 	}
-	for (; v < CACHE_SCHEMA_VERSION; v++) {
+	for (v0 = v; v < CACHE_SCHEMA_VERSION; v++) {
 		snprintf(sql, sizeof sql, "PRAGMA user_version = %d", v + 1);
 		if ((rc = cache_exec(c, "BEGIN IMMEDIATE")) != SQLITE_OK ||
 		    (rc = cache_exec(c, cache_migrations[v])) != SQLITE_OK ||
@@ -322,10 +322,10 @@ cache_migrate(struct cache *c, char *err, size_t errlen)
 			cache_exec(c, "ROLLBACK");
 			return (cache_sqlite_err(rc));
 		}
-		if (v > 0)
+		if (v0 > 0)
 			cache_logf(c, CACHE_LOG_INFO, "cache: migrated '%s' to "
 			    "schema version %d", c->dbpath, v + 1);
-		if (v == 1)
+		if (v0 == 1 && v == 1)
 			c->purge_blobs = 1;
 	}
 	return (0);
@@ -679,7 +679,7 @@ cache_hold(struct cache *c, const char *key)
 }
 
 void
-cache_release(struct cache *c, const char *key)
+cache_unhold(struct cache *c, const char *key)
 {
 	struct cache_hold	*h, **hp;
 

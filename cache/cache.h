@@ -150,9 +150,10 @@ int	cache_get(struct cache *c, const char *key, int flags,
 int	cache_put(struct cache *c, const struct cache_entry *e);
 void	cache_entry_release(struct cache_entry *e);
 
-/* Mark key in use (never evicted) until the matching cache_release. */
+/* Mark key in use (never evicted) until the matching cache_unhold
+ * (holds nest: one unhold per hold). */
 void	cache_hold(struct cache *c, const char *key);
-void	cache_release(struct cache *c, const char *key);
+void	cache_unhold(struct cache *c, const char *key);
 
 /* Remove key (its file too when no other entry shares it). */
 int	cache_remove(struct cache *c, const char *key);

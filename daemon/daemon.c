@@ -37,7 +37,7 @@ daemon_init(struct daemon *d, uv_loop_t *loop, struct config *cfg, char *err,
 	d->cfg = *cfg;
 	memset(cfg, 0, sizeof *cfg);
 	d->kcache = kcache_open(loop, d->backend, &d->cfg);
-	sched_open(&d->sched, loop, d->backend->ncores);
+	sched_new(&d->sched, loop, d->backend->ncores);
 	return (0);
 }
 
@@ -45,7 +45,7 @@ void
 daemon_release(struct daemon *d)
 {
 	if (d->sched != NULL) {
-		sched_close(d->sched);
+		sched_free(d->sched);
 		d->sched = NULL;
 		/* Let the loop run the close callback. */
 		uv_run(d->loop, UV_RUN_NOWAIT);

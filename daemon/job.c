@@ -1,4 +1,4 @@
-/* job.c: input checks, kernel binding, scheduling, execution, output allocation and error mapping shared by Run, Simulate, Benchmark and Profile. */
+/* job.c: the pipeline of every kernel RPC: validate, resolve the kernel, queue on a core or the thread pool, execute, reply; and the inputs and outputs a job holds on the way. */
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,16 +6,20 @@
 
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
+#include "daemon/dispatch_error.h"
 #include "daemon/job.h"
-#include "daemon/jobs.h"
 #include "daemon/kcache.h"
+#include "daemon/kernel.h"
 #include "daemon/log.h"
 #include "daemon/outpool.h"
+#include "daemon/sched_call.h"
 #include "daemon/shm.h"
 #include "daemon/tensor.h"
 #include "daemon/xmalloc.h"
 
+static void	job_free(struct job *);
 static void	job_outputs_map(struct job *);
+static void	job_outputs_place(struct job *);
 static void	job_outputs_pool(struct job *, const struct backend_program *);
 
 static void
@@ -24,10 +28,40 @@ job_release_cb(void *arg)
 	job_free(arg);
 }
 
-int
-job_init(struct job *j, struct rpc_call *c, Nkid__V1__Tensor *const *inputs,
-    size_t ninputs, const Nkid__V1__ShmRegion *output_shm, int flags)
+/* Validate: the core and class of the request, for a kind on a core. */
+static int
+job_placement_check(struct job *j)
 {
+	struct rpc_call	*c = j->c;
+	unsigned	 ncores = sched_core_count(c->d->sched);
+
+	if (j->kind->where != JOB_ON_CORE)
+		return (0);
+	if (j->core < -1 || (j->core >= 0 && (unsigned)j->core >= ncores)) {
+		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT,
+		    "core %d does not exist: nkid has %u core%s (0 to %u, or -1 "
+		    "for any)", j->core, ncores, ncores == 1 ? "" : "s",
+		    ncores - 1);
+		return (-1);
+	}
+	if (j->job_class != NKID__V1__JOB_CLASS__JOB_CLASS_INTERACTIVE &&
+	    j->job_class != NKID__V1__JOB_CLASS__JOB_CLASS_BATCH) {
+		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "job_class %d is not "
+		    "a job class: 0 (interactive) or 1 (batch)", j->job_class);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * Validate: every input, inline or mapped from the caller's shared-memory
+ * regions, and output_shm opened and checked for writing. On bad input
+ * answers the call with nothing left held in j.
+ */
+static int
+job_inputs_take(struct job *j, const struct job_args *a)
+{
+	struct rpc_call	*c = j->c;
 	struct daemon	*d = c->d;
 	struct shm_set	*shm;
 	sim_tensor	*st;
@@ -35,55 +69,40 @@ job_init(struct job *j, struct rpc_call *c, Nkid__V1__Tensor *const *inputs,
 	int		 error, ri = -1;
 
 	shm = shm_set_new(SHM_DIR, c->id.uid);
-	error = tensor_inputs_convert(inputs, ninputs, d->cfg.max_tensors,
-	    d->cfg.max_tensor_bytes, flags, shm, &st, err, sizeof err);
+	error = tensor_inputs_convert(a->inputs, a->ninputs, d->cfg.max_tensors,
+	    d->cfg.max_tensor_bytes, j->kind->shapes_only ?
+	    TENSOR_TAKE_SHAPES : 0, shm, &st, err, sizeof err);
 	if (error != 0) {
 		shm_set_free(shm);
-		rpc_fail(c, tensor_err_status(error), "%s", err);
+		rpc_fail(c, dispatch_status_tensor(error), "%s", err);
 		return (-1);
 	}
-	if (output_shm != NULL && (ri = shm_set_open(shm, output_shm->name, 1,
-	    output_shm->offset, output_shm->size, err, sizeof err)) < 0) {
+	if (a->output_shm != NULL && (ri = shm_set_open(shm,
+	    a->output_shm->name, 1, a->output_shm->offset,
+	    a->output_shm->size, err, sizeof err)) < 0) {
 		free(st);
 		shm_set_free(shm);
-		rpc_fail(c, ri == SHM_ENOENT ? GRPC_STATUS_NOT_FOUND :
-		    ri == SHM_EPERM ? GRPC_STATUS_PERMISSION_DENIED :
-		    ri == SHM_ELIMIT ? GRPC_STATUS_RESOURCE_EXHAUSTED :
-		    ri == SHM_ESYS ? GRPC_STATUS_INTERNAL :
-		    GRPC_STATUS_INVALID_ARGUMENT, "output_shm: %s", err);
+		rpc_fail(c, dispatch_status_shm(ri), "output_shm: %s", err);
 		return (-1);
 	}
-	j->c = c;
-	j->b = d->backend;
 	j->inputs = st;
-	j->ninputs = ninputs;
+	j->ninputs = a->ninputs;
 	j->shm = shm;
 	j->out_region = ri;
 	if (ri >= 0) {
-		j->out_offset = output_shm->offset;
-		j->out_size = output_shm->size;
+		j->out_offset = a->output_shm->offset;
+		j->out_size = a->output_shm->size;
 	}
-	c->job = j;
 	return (0);
 }
 
-struct job *
-job_new(struct rpc_call *c, Nkid__V1__Tensor *const *inputs, size_t ninputs,
-    const Nkid__V1__ShmRegion *output_shm)
-{
-	struct job	*j;
-
-	j = xcalloc(1, sizeof *j);
-	if (job_init(j, c, inputs, ninputs, output_shm, 0) != 0) {
-		free(j);
-		return (NULL);
-	}
-	c->job_release = job_release_cb;
-	return (j);
-}
-
-int
-job_kernel_set(struct job *j, struct kcache_entry *e, int cache_hit)
+/*
+ * Take the resolved kernel (the reference moves to the job), check that
+ * the inputs match it and the outputs fit the limits, and place the
+ * outputs. On failure answers the call and returns -1.
+ */
+static int
+job_kernel_bind(struct job *j, struct kcache_entry *e, int cache_hit)
 {
 	struct rpc_call			*c = j->c;
 	const struct backend_program	*p = kcache_entry_program(e);
@@ -118,9 +137,149 @@ job_kernel_set(struct job *j, struct kcache_entry *e, int cache_hit)
 		} else
 			job_outputs_map(j);
 	}
-	if (j->pool_outputs && j->out_bufs == NULL)
+	if (j->kind->in_place && j->out_bufs == NULL)
 		job_outputs_pool(j, p);
 	return (0);
+}
+
+/* On a worker: one execution through the kind, timed; then the outputs
+ * are placed. */
+static void
+job_exec(struct job *j, unsigned core)
+{
+	struct backend_exec	x;
+	uint64_t		t0 = uv_hrtime();
+
+	memset(&x, 0, sizeof x);
+	x.inputs = j->inputs;
+	x.ninputs = j->ninputs;
+	x.outputs = j->outputs;
+	x.noutputs = j->noutputs;
+	if (j->kind->in_place)
+		x.out_bufs = j->out_bufs;
+	x.cancel = &j->c->cancelled;
+	j->error = j->kind->exec(j, core, &x);
+	j->outputs_filled = j->error == 0;
+	j->exec_ns = uv_hrtime() - t0;
+	job_outputs_place(j);
+}
+
+/* On the loop: the execution is over (or never ran): reply, free. */
+static void
+job_finish(struct job *j, int outcome)
+{
+	const char	*name = kcache_entry_name(j->e);
+
+	if (outcome != SCHED_RAN)
+		dispatch_fail_unrun(j->c, &j->sj, outcome, j->kind->verb, name);
+	else if (j->error != 0)
+		dispatch_fail_exec(j->c, &j->sj, j->kind->verb, name, j->error,
+		    j->diag);
+	else
+		j->kind->reply(j);
+	job_free(j);
+}
+
+static void
+job_core_work_cb(struct sched_job *sj, unsigned core)
+{
+	job_exec((struct job *)sj, core);
+}
+
+static void
+job_core_done_cb(struct sched_job *sj, int outcome)
+{
+	job_finish((struct job *)sj, outcome);
+}
+
+static void
+job_pool_work_cb(uv_work_t *w)
+{
+	job_exec(w->data, 0);
+}
+
+static void
+job_pool_after_cb(uv_work_t *w, int status)
+{
+	struct job	*j = w->data;
+
+	if (status != 0 && j->error == 0)
+		j->error = BACKEND_ECANCELED;
+	job_finish(j, SCHED_RAN);
+}
+
+/* The kernel is resolved (or not): bind it and queue the execution. */
+static void
+job_resolved_cb(void *arg, const struct kcache_result *r)
+{
+	struct job	*j = arg;
+	struct rpc_call	*c = j->c;
+	int		 error;
+
+	if (r->e == NULL) {
+		dispatch_fail_kcache(c, r);
+		job_free(j);
+		return;
+	}
+	if (__atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE)) {
+		rpc_fail(c, GRPC_STATUS_CANCELLED, "cancelled while resolving "
+		    "'%s'", kcache_entry_name(r->e));
+		kcache_entry_unref(c->d->kcache, r->e);
+		job_free(j);
+		return;
+	}
+	if (job_kernel_bind(j, r->e, r->cache_hit) != 0) {
+		job_free(j);
+		return;
+	}
+	if (j->kind->where == JOB_ON_POOL) {
+		j->work.data = j;
+		if ((error = uv_queue_work(c->d->loop, &j->work,
+		    job_pool_work_cb, job_pool_after_cb)) != 0) {
+			rpc_fail(c, GRPC_STATUS_INTERNAL, "cannot queue %s: %s",
+			    j->kind->verb, uv_strerror(error));
+			job_free(j);
+		}
+		return;
+	}
+	j->sj.work = job_core_work_cb;
+	j->sj.done = job_core_done_cb;
+	if (sched_call_submit(c, &j->sj, j->kind->verb, kcache_entry_name(j->e),
+	    j->core, j->job_class, j->kind->verb) != 0)
+		job_free(j);
+}
+
+void
+job_start(struct rpc_call *c, const struct job_kind *k,
+    const struct job_args *a)
+{
+	struct kcache_request	 rq;
+	struct job		*j;
+	grpc_status_code	 code;
+	char			 msg[512];
+
+	assert(k->size >= sizeof *j && k->exec != NULL && k->reply != NULL);
+	j = xcalloc(1, k->size);
+	j->kind = k;
+	j->c = c;
+	j->b = c->d->backend;
+	j->core = a->core;
+	j->job_class = k->job_class >= 0 ? k->job_class : a->job_class;
+	j->out_region = -1;
+	if ((k->init != NULL && k->init(j) != 0) ||
+	    job_placement_check(j) != 0 || job_inputs_take(j, a) != 0) {
+		job_free(j);
+		return;
+	}
+	if (kernel_request_init(c->d, c->m->name, a->ref, &rq, &code, msg,
+	    sizeof msg) != 0) {
+		rpc_fail(c, code, "%s", msg);
+		job_free(j);
+		return;
+	}
+	c->job = j;
+	c->job_release = job_release_cb;
+	kcache_resolve(c->d->kcache, &rq, job_resolved_cb, j);
 }
 
 /*
@@ -154,96 +313,6 @@ job_outputs_pool(struct job *j, const struct backend_program *p)
 	}
 }
 
-int
-job_core_check(struct rpc_call *c, int core)
-{
-	unsigned	ncores = sched_core_count(c->d->sched);
-
-	if (core < -1 || (core >= 0 && (unsigned)core >= ncores)) {
-		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT,
-		    "core %d does not exist: nkid has %u core%s (0 to %u, or -1 "
-		    "for any)", core, ncores, ncores == 1 ? "" : "s",
-		    ncores - 1);
-		return (-1);
-	}
-	return (0);
-}
-
-int
-job_class_check(struct rpc_call *c, int job_class)
-{
-	if (job_class != NKID__V1__JOB_CLASS__JOB_CLASS_INTERACTIVE &&
-	    job_class != NKID__V1__JOB_CLASS__JOB_CLASS_BATCH) {
-		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "job_class %d is not "
-		    "a job class: 0 (interactive) or 1 (batch)", job_class);
-		return (-1);
-	}
-	return (0);
-}
-
-int
-job_submit(struct job *j, struct kcache_entry *e, int cache_hit,
-    sched_work_fn work, sched_done_fn done, int core, int job_class,
-    const char *verb)
-{
-	assert(work != NULL && done != NULL);
-	if (job_kernel_set(j, e, cache_hit) != 0)
-		return (-1);
-	j->sj.work = work;
-	j->sj.done = done;
-	return (jobs_submit(j->c, &j->sj, verb, kcache_entry_name(e), core,
-	    job_class, verb));
-}
-
-uint64_t
-job_exec_begin(struct job *j, struct backend_exec *x)
-{
-	uint64_t	t0 = uv_hrtime();
-
-	memset(x, 0, sizeof *x);
-	x->inputs = j->inputs;
-	x->ninputs = j->ninputs;
-	x->outputs = j->outputs;
-	x->noutputs = j->noutputs;
-	x->cancel = &j->c->cancelled;
-	return (t0);
-}
-
-void
-job_exec_end(struct job *j, int error, uint64_t t0)
-{
-	j->error = error;
-	j->outputs_filled = error == 0;
-	j->exec_ns = uv_hrtime() - t0;
-	job_outputs_place(j);
-}
-
-int
-job_done_check(struct job *j, int outcome, const char *verb)
-{
-	if (outcome != SCHED_RAN) {
-		jobs_fail_unrun(j->c, &j->sj, outcome, verb,
-		    kcache_entry_name(j->e));
-		return (-1);
-	}
-	if (j->error != 0) {
-		job_fail(j, verb);
-		return (-1);
-	}
-	return (0);
-}
-
-void
-job_neff_get(const struct job *j, ProtobufCBinaryData *neff)
-{
-	const void	*image;
-	size_t		 len;
-
-	image = kcache_entry_image(j->e, &len);
-	neff->data = (uint8_t *)image;
-	neff->len = len;
-}
-
 /*
  * Map each output's place in output_shm read-write, so that the executor
  * writes it there (no copy afterwards). Any failure leaves j->out_bufs
@@ -270,7 +339,7 @@ job_outputs_map(struct job *j)
 	}
 }
 
-void
+static void
 job_outputs_place(struct job *j)
 {
 	const char	*bad;
@@ -336,58 +405,33 @@ job_outputs_messages(struct job *j)
 }
 
 void
-job_fail(struct job *j, const char *verb)
+job_neff_get(const struct job *j, ProtobufCBinaryData *neff)
 {
-	struct rpc_call	*c = j->c;
-	const char	*name = kcache_entry_name(j->e);
+	const void	*image;
+	size_t		 len;
 
-	switch (j->error) {
-	case BACKEND_EARG:
-	case BACKEND_EINVAL:
-	case BACKEND_EPARSE:
-		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "cannot %s '%s': %s",
-		    verb, name, j->diag);
-		break;
-	case BACKEND_ECANCELED:
-		if (j->sj.stop_reason == SCHED_CANCELLED)
-			rpc_fail(c, GRPC_STATUS_CANCELLED, "%s of '%s' "
-			    "cancelled while running: job %llu was cancelled "
-			    "(nkictl cancel)", verb, name,
-			    (unsigned long long)j->sj.id);
-		else
-			rpc_fail(c, GRPC_STATUS_CANCELLED, "%s of '%s' "
-			    "cancelled: the client went away or its deadline "
-			    "passed", verb, name);
-		break;
-	case BACKEND_ELIMIT:
-	case BACKEND_ENOMEM:
-		rpc_fail(c, GRPC_STATUS_RESOURCE_EXHAUSTED,
-		    "cannot %s '%s': %s", verb, name, j->diag);
-		break;
-	case BACKEND_EBUSY:
-		rpc_fail(c, GRPC_STATUS_UNAVAILABLE, "cannot %s '%s': %s", verb,
-		    name, j->diag);
-		break;
-	default:
-		rpc_fail(c, GRPC_STATUS_INTERNAL, "cannot %s '%s': %s", verb,
-		    name, j->diag);
-		break;
-	}
+	image = kcache_entry_image(j->e, &len);
+	neff->data = (uint8_t *)image;
+	neff->len = len;
 }
 
-void
+/* Release everything the job holds, the kind's state too; c->job is
+ * cleared. */
+static void
 job_free(struct job *j)
 {
+	size_t	i;
+
 	if (j == NULL)
 		return;
 	/* Outputs in the client's region are not ours to free. */
-	for (size_t i = 0; j->out_bufs != NULL && j->outputs != NULL &&
+	for (i = 0; j->out_bufs != NULL && j->outputs != NULL &&
 	    i < j->noutputs; i++)
 		if (j->outputs[i].data == j->out_bufs[i])
 			j->outputs[i].data = NULL;
 	if (j->outputs != NULL && j->outputs_filled)
 		sim_tensors_release(j->outputs, j->noutputs);
-	for (size_t i = 0; j->out_pooled != NULL && i < j->noutputs; i++)
+	for (i = 0; j->out_pooled != NULL && i < j->noutputs; i++)
 		if (j->out_pooled[i] != 0)
 			outpool_put(j->out_bufs[i], j->out_pooled[i]);
 	free(j->out_pooled);
@@ -397,7 +441,8 @@ job_free(struct job *j)
 	shm_set_free(j->shm);
 	free(j->out_offsets);
 	free(j->out_sizes);
-	free(j->print);
+	if (j->kind->release != NULL)
+		j->kind->release(j);
 	if (j->e != NULL)
 		kcache_entry_unref(j->c->d->kcache, j->e);
 	if (j->c->job == j)

@@ -1,8 +1,9 @@
-/* job.h: the state that one Run, Simulate, Benchmark or Profile request carries from validation to reply. */
+/* job.h: the pipeline of every kernel RPC (Run, Simulate, Benchmark, Profile): validate, resolve the kernel, queue, execute, reply. */
 #ifndef NKID_JOB_H
 #define NKID_JOB_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <uv.h>
 
@@ -10,28 +11,80 @@
 #include "daemon/sched.h"
 #include "nkid.pb-c.h"
 
+struct job;
 struct kcache_entry;
 struct rpc_call;
 struct shm_set;
 
+/* Where a kind's executions run. */
+enum job_where {
+	JOB_ON_CORE,		/* the core's fair queue (daemon/sched.c) */
+	JOB_ON_POOL,		/* the thread pool, no core (Simulate) */
+};
+
+/*
+ * What one kernel RPC is, declared next to its handler (rpc_run.c, ...):
+ * a const table the pipeline follows. The kind's own state extends
+ * struct job (which comes first) to size bytes.
+ */
+struct job_kind {
+	const char	*verb;		/* "run": messages and the history */
+	enum job_where	 where;
+	int		 job_class;	/* -1: the request's; else the wire's
+					 * JobClass every job of the kind has */
+	size_t		 size;		/* of the kind's state, >= struct job */
+	int		 shapes_only;	/* inputs may have no values */
+	int		 in_place;	/* one execution: its outputs are
+					 * written where they go (output_shm,
+					 * else warm buffers if inline) */
+	/*
+	 * On the loop thread, before anything is checked or held: take the
+	 * kind's fields from j->c->req. On a bad request answer the call
+	 * and return -1. May be NULL.
+	 */
+	int		(*init)(struct job *j);
+	/*
+	 * On a worker thread: the backend call for one job on core (0 on
+	 * the pool), with x filled by the pipeline. Returns 0 or a
+	 * BACKEND_E* code with a message in j->diag.
+	 */
+	int		(*exec)(struct job *j, unsigned core,
+			    struct backend_exec *x);
+	/* On the loop thread after a successful execution: rpc_reply. */
+	void		(*reply)(struct job *j);
+	/* Free the kind's own state (not j). May be NULL. */
+	void		(*release)(struct job *j);
+};
+
+/* What a handler decodes from its request for the pipeline; borrowed from
+ * the request, which lives as long as the call. */
+struct job_args {
+	const Nkid__V1__KernelRef	 *ref;
+	Nkid__V1__Tensor *const		 *inputs;
+	size_t				  ninputs;
+	const Nkid__V1__ShmRegion	 *output_shm;	/* may be NULL */
+	int				  core;		/* -1: any */
+	int				  job_class;	/* the wire's */
+};
+
+/* One job: shared by every kind; a kind's state follows it. */
 struct job {
-	struct sched_job	 sj;		/* Run: the core's queue */
-	uv_work_t		 work;		/* Simulate: the thread pool */
+	struct sched_job	 sj;		/* on a core's queue */
+	uv_work_t		 work;		/* on the thread pool */
+	const struct job_kind	*kind;
 	struct rpc_call		*c;
 	struct backend		*b;
-	struct kcache_entry	*e;
+	struct kcache_entry	*e;		/* the kernel, referenced */
 	int			 cache_hit;
+	int			 core;		/* requested; -1: any */
+	int			 job_class;
 	sim_tensor		*inputs;
 	size_t			 ninputs;
 	sim_tensor		*outputs;
 	size_t			 noutputs;
-	int			 error;
+	int			 error;		/* BACKEND_E* */
 	int			 outputs_filled;
 	char			 diag[BACKEND_DIAG_LEN];
-	char			*print;		/* Simulate: device_print text */
-	size_t			 print_len;
-	size_t			 print_cap;
-	int			 print_truncated;
 	uint64_t		 exec_ns;
 	/* Shared memory (daemon/shm.h): the regions of the inputs and of
 	 * output_shm, unmapped and closed by job_free. */
@@ -44,95 +97,26 @@ struct job {
 	int			 outputs_in_shm; /* written there */
 	void			**out_bufs;	/* where the outputs go */
 	size_t			*out_pooled;	/* set: out_bufs from outpool */
-	int			 pool_outputs;	/* Run: inline outputs pooled */
 };
 
-/* Most device_print text kept for one Simulate reply. */
-#define JOB_PRINT_MAX	(16 * 1024 * 1024)
+/*
+ * Start call c's job of kind k with the decoded a: validate (the kind's
+ * init, the core and class, every input, output_shm), resolve the kernel
+ * through the cache (compile on a miss), queue it on a core (or the
+ * thread pool), execute it and reply (k->reply), then free it. Every
+ * failure on the way answers the call with its status and words
+ * (daemon/dispatch_error.c). Returns at once; the call is answered later
+ * or before this returns.
+ */
+void	job_start(struct rpc_call *c, const struct job_kind *k,
+	    const struct job_args *a);
 
 /*
- * Fill the zeroed job j (the first member of a bigger state for
- * Benchmark and Profile) for call c: inputs checked and converted, inline
- * or mapped from the caller's shared-memory regions (flags for
- * tensor_inputs_convert), and output_shm (may be NULL) opened and checked
- * for writing. Sets c->job = j; the caller sets c->job_release. On bad
- * input the call is answered (INVALID_ARGUMENT, RESOURCE_EXHAUSTED,
- * NOT_FOUND, PERMISSION_DENIED) with nothing left held in j, and -1
- * returned.
- */
-int	job_init(struct job *j, struct rpc_call *c,
-	    Nkid__V1__Tensor *const *inputs, size_t ninputs,
-	    const Nkid__V1__ShmRegion *output_shm, int flags);
-/*
- * A new job for call c (job_init), c->job_release set; NULL if the call
- * was answered. Freed with job_free.
- */
-struct job *job_new(struct rpc_call *c, Nkid__V1__Tensor *const *inputs,
-	    size_t ninputs, const Nkid__V1__ShmRegion *output_shm);
-/*
- * Take the resolved kernel e (the reference moves to the job), check that
- * the outputs fit the limits and allocate them. On failure answers the
- * call and returns -1.
- */
-int	job_kernel_set(struct job *j, struct kcache_entry *e, int cache_hit);
-/*
- * In the handler: answer the call (INVALID_ARGUMENT) and return -1 when
- * core is neither -1 (any) nor one of nkid's cores; else 0.
- */
-int	job_core_check(struct rpc_call *c, int core);
-/* Likewise for a job_class that is not one of the wire's JobClass. */
-int	job_class_check(struct rpc_call *c, int job_class);
-/*
- * In a kernel_resolve callback: bind e to j (job_kernel_set), then submit
- * j->sj with work and done on core (-1: any) in job_class (the wire's
- * JobClass), verb naming the job in the history and in messages
- * (jobs_submit). On failure the call is answered and -1 returned; the
- * caller then frees its job state.
- */
-int	job_submit(struct job *j, struct kcache_entry *e, int cache_hit,
-	    sched_work_fn work, sched_done_fn done, int core, int job_class,
-	    const char *verb);
-/*
- * On the worker, before the backend call: zero x and fill it with j's
- * inputs, outputs and the call's cancel flag. Returns the start time
- * (uv_hrtime) to give job_exec_end.
- */
-uint64_t job_exec_begin(struct job *j, struct backend_exec *x);
-/*
- * On the worker, right after the backend call that returned error (0 or
- * a BACKEND_E* code) and began at t0: set j->error, outputs_filled and
- * exec_ns, then place the outputs (job_outputs_place).
- */
-void	job_exec_end(struct job *j, int error, uint64_t t0);
-/*
- * In a sched done callback: when the job did not run (outcome !=
- * SCHED_RAN, jobs_fail_unrun) or its execution failed (job_fail), answer
- * the call with verb and return -1; the caller then frees its job state.
- * Else 0: the caller replies.
- */
-int	job_done_check(struct job *j, int outcome, const char *verb);
-/*
- * Point neff at the NEFF image of j's kernel, borrowed from j->e: valid
- * until job_free.
- */
-void	job_neff_get(const struct job *j, ProtobufCBinaryData *neff);
-/*
- * On the worker, right after the execution (outputs_filled and error
- * set, exec_ns taken): fail the job (BACKEND_EARG) if a shared-memory
- * input shrank while it ran; else, when the outputs fit output_shm,
- * write them there (one copy each, pwrite) and release them. An output
- * that cannot be written stays inline.
- */
-void	job_outputs_place(struct job *j);
-/*
- * The reply's output messages: inline, or naming output_shm (see
- * tensor_outputs_messages). Free with tensor_messages_free(m,
- * j->noutputs) before job_free.
+ * For a reply: the reply's output messages, inline or naming output_shm.
+ * Free with tensor_messages_free(m, j->noutputs).
  */
 Nkid__V1__Tensor **job_outputs_messages(struct job *j);
-/* Answer the call for a failed execution (j->error, j->diag). */
-void	job_fail(struct job *j, const char *verb);
-/* Release everything the job holds; c->job is cleared. */
-void	job_free(struct job *j);
+/* For a reply: the NEFF image of j's kernel, borrowed until j is freed. */
+void	job_neff_get(const struct job *j, ProtobufCBinaryData *neff);
 
 #endif /* NKID_JOB_H */

@@ -8,7 +8,6 @@
 
 #include "daemon/backend.h"
 #include "daemon/config.h"
-#include "daemon/dispatch.h"
 #include "daemon/kcache.h"
 #include "daemon/log.h"
 #include "daemon/xmalloc.h"
@@ -30,7 +29,6 @@ TAILQ_HEAD(kcache_list, kcache_entry);
 
 /* A request waiting for a flight. */
 struct kcache_waiter {
-	struct rpc_call			*c;
 	kcache_done_cb			 cb;
 	void				*arg;
 	int				 coalesced;
@@ -109,11 +107,24 @@ struct kcache_async {
 	uv_work_t	 work;
 	struct kcache	*kc;
 	struct cache	*disk;		/* kc's when it was queued */
-	struct rpc_call	*c;
 	void		(*fn)(struct cache *, void *);
-	void		(*done)(struct rpc_call *, void *);
+	void		(*done)(void *);
 	void		*arg;
 };
+
+static const char *kcache_errs[] = {
+	"success", "not in the cache", "a compile failure is cached",
+	"compile failed", "load failed",
+};
+
+const char *
+kcache_strerror(int err)
+{
+	if (err > 0 || -err >= (int)(sizeof kcache_errs /
+	    sizeof kcache_errs[0]))
+		return ("unknown error");
+	return (kcache_errs[-err]);
+}
 
 static void	kcache_flight_compile_queue(struct kcache *kc,
 		    struct kcache_flight *f);
@@ -412,7 +423,7 @@ kcache_entry_unref(struct kcache *kc, struct kcache_entry *e)
 	assert(e->refs > 0);
 	if (--e->refs == 0) {
 		if (kc->disk != NULL)
-			cache_release(kc->disk, e->key);
+			cache_unhold(kc->disk, e->key);
 		/* Executions grow what a program holds (its run memory):
 		 * count it again now that none runs. */
 		kcache_entry_measure(kc, e);
@@ -523,14 +534,13 @@ kcache_async_after_cb(uv_work_t *w, int status)
 {
 	struct kcache_async	*a = w->data;
 
-	a->done(a->c, a->arg);
+	a->done(a->arg);
 	free(a);
 }
 
 void
-kcache_async(struct kcache *kc, struct rpc_call *c,
-    void (*work)(struct cache *disk, void *arg),
-    void (*done)(struct rpc_call *c, void *arg), void *arg)
+kcache_async(struct kcache *kc, void (*work)(struct cache *disk, void *arg),
+    void (*done)(void *arg), void *arg)
 {
 	struct kcache_async	*a;
 	int			 error;
@@ -539,7 +549,6 @@ kcache_async(struct kcache *kc, struct rpc_call *c,
 	a->work.data = a;
 	a->kc = kc;
 	a->disk = kc->disk;
-	a->c = c;
 	a->fn = work;
 	a->done = done;
 	a->arg = arg;
@@ -655,58 +664,6 @@ kcache_flight_compile_cb(uv_work_t *w)
 	f->store_rc = cache_put(f->disk, &ce);
 }
 
-static void
-kcache_flight_fail_message(struct kcache_flight *f, grpc_status_code *code,
-    char *msg, size_t len)
-{
-	if (f->failed_cached) {
-		*code = GRPC_STATUS_FAILED_PRECONDITION;
-		snprintf(msg, len, "cannot compile '%s': %s (a failure cached "
-		    "for key %.12s; retry_failed recompiles)", f->name,
-		    f->log != NULL ? f->log : "", f->key);
-		return;
-	}
-	if (f->format == NULL) {
-		*code = GRPC_STATUS_NOT_FOUND;
-		snprintf(msg, len, "neff key '%s' is not in the cache; send the "
-		    "kernel IR", f->key);
-		return;
-	}
-	switch (f->error) {
-	case BACKEND_EINVAL:
-	case BACKEND_EPARSE:
-	case BACKEND_EARG:
-		if (f->load_stage != 0) {
-			/* Compiled, but the device will not take it. */
-			*code = GRPC_STATUS_FAILED_PRECONDITION;
-			snprintf(msg, len, "cannot load '%s': %s", f->name,
-			    f->diag);
-			break;
-		}
-		*code = GRPC_STATUS_INVALID_ARGUMENT;
-		snprintf(msg, len, "cannot compile '%s': %s", f->name, f->diag);
-		break;
-	case BACKEND_EBUSY:
-		*code = GRPC_STATUS_UNAVAILABLE;
-		snprintf(msg, len, "cannot load '%s': %s", f->name, f->diag);
-		break;
-	case BACKEND_ELIMIT:
-	case BACKEND_ENOMEM:
-		*code = GRPC_STATUS_RESOURCE_EXHAUSTED;
-		snprintf(msg, len, "cannot compile '%s': %s", f->name, f->diag);
-		break;
-	case BACKEND_ECANCELED:
-		*code = GRPC_STATUS_CANCELLED;
-		snprintf(msg, len, "compile of '%s' cancelled", f->name);
-		break;
-	default:
-		*code = GRPC_STATUS_INTERNAL;
-		snprintf(msg, len, "cannot %s '%s': %s", f->load_stage == 0 ?
-		    "compile" : "load", f->name, f->diag);
-		break;
-	}
-}
-
 /* On the loop: answer every waiter and free f. */
 static void
 kcache_flight_finish(struct kcache *kc, struct kcache_flight *f)
@@ -714,12 +671,12 @@ kcache_flight_finish(struct kcache *kc, struct kcache_flight *f)
 	struct kcache_waiter	*wt;
 	struct kcache_entry	*e = NULL;
 	struct kcache_result	 r;
-	char			 msg[BACKEND_DIAG_LEN + 256];
 
 	LIST_REMOVE(f, link);
 	memset(&r, 0, sizeof r);
 	r.key = f->key;
-	r.log = "";
+	r.name = f->name;
+	r.diag = r.log = "";
 	if (f->prog != NULL && f->error == 0) {
 		if (!f->hit && f->store_rc != 0)
 			log_warn("cache: '%s' (%s) served uncached: %s",
@@ -737,19 +694,27 @@ kcache_flight_finish(struct kcache *kc, struct kcache_flight *f)
 		TAILQ_INSERT_HEAD(&kc->lru, e, lru);
 		kc->mem_entries++;
 		kcache_entry_measure(kc, e);
+		r.name = e->name;
 		r.cache_hit = f->hit;
 		r.compile_ms = f->hit ? 0 : f->ms;
-		r.status = GRPC_STATUS_OK;
 	} else {
 		if (f->prog != NULL)
 			kc->backend->ops->unload(kc->backend->state, f->prog);
 		f->prog = NULL;
-		kcache_flight_fail_message(f, &r.status, msg, sizeof msg);
-		r.message = msg;
-		if (f->failed_cached)
-			r.log = f->log != NULL ? f->log : "";
-		else if (f->format != NULL && f->error != BACKEND_ECANCELED)
-			r.log = f->diag;
+		if (f->failed_cached) {
+			r.error = KCACHE_EFAILED;
+			r.diag = r.log = f->log != NULL ? f->log : "";
+		} else if (f->format == NULL)
+			r.error = KCACHE_ENOENT;
+		else {
+			r.error = f->load_stage == 0 ? KCACHE_ECOMPILE :
+			    KCACHE_ELOAD;
+			r.backend_error = f->error != 0 ? f->error :
+			    BACKEND_ERUNTIME;
+			r.diag = f->diag;
+			if (f->error != BACKEND_ECANCELED)
+				r.log = f->diag;
+		}
 	}
 	/* Take the first reference so a waiter cannot evict it early. */
 	if (e != NULL)
@@ -762,7 +727,7 @@ kcache_flight_finish(struct kcache *kc, struct kcache_flight *f)
 		r.e = e;
 		if (e != NULL)
 			kcache_entry_ref(kc, e);
-		wt->cb(wt->c, wt->arg, &r);
+		wt->cb(wt->arg, &r);
 		free(wt);
 	}
 	if (e != NULL) {
@@ -843,31 +808,30 @@ kcache_flight_find(struct kcache *kc, const char *key)
 }
 
 void
-kcache_resolve(struct kcache *kc, struct rpc_call *c,
-    const struct kcache_request *rq, kcache_done_cb cb, void *arg)
+kcache_resolve(struct kcache *kc, const struct kcache_request *rq,
+    kcache_done_cb cb, void *arg)
 {
 	struct kcache_entry	*e;
 	struct kcache_flight	*f;
 	struct kcache_waiter	*wt;
 	struct kcache_result	 r;
-	char			 key[KCACHE_KEY_LEN + 1], msg[160];
+	char			 key[KCACHE_KEY_LEN + 1];
 	char			 digest[KCACHE_KEY_LEN + 1];
 	int			 error;
 
 	assert(cb != NULL);
+	memset(&r, 0, sizeof r);
+	r.name = rq->name != NULL ? rq->name : "kernel";
+	r.diag = r.log = "";
 	/* A key the client already knows: memory, else the disk. */
 	if (rq->neff_key != NULL && rq->neff_key[0] != '\0') {
 		if ((e = kcache_mem_find(kc, rq->neff_key)) != NULL)
 			goto hit;
 		if (!cache_key_valid(rq->neff_key) && rq->format == NULL) {
 			/* Not a key: no entry can have it. */
-			snprintf(msg, sizeof msg, "neff key '%.80s' is not in "
-			    "the cache; send the kernel IR", rq->neff_key);
-			memset(&r, 0, sizeof r);
-			r.status = GRPC_STATUS_NOT_FOUND;
-			r.message = msg;
-			r.key = r.log = "";
-			cb(c, arg, &r);
+			r.error = KCACHE_ENOENT;
+			r.key = rq->neff_key;
+			cb(arg, &r);
 			return;
 		}
 	}
@@ -883,7 +847,6 @@ kcache_resolve(struct kcache *kc, struct rpc_call *c,
 		goto hit;
 
 	wt = xcalloc(1, sizeof *wt);
-	wt->c = c;
 	wt->cb = cb;
 	wt->arg = arg;
 	if ((f = kcache_flight_find(kc, key)) != NULL &&
@@ -923,11 +886,9 @@ hit:
 	TAILQ_REMOVE(&kc->lru, e, lru);
 	TAILQ_INSERT_HEAD(&kc->lru, e, lru);
 	kcache_entry_ref(kc, e);
-	memset(&r, 0, sizeof r);
 	r.e = e;
 	r.cache_hit = 1;
-	r.status = GRPC_STATUS_OK;
 	r.key = e->key;
-	r.log = "";
-	cb(c, arg, &r);
+	r.name = e->name;
+	cb(arg, &r);
 }

@@ -5,7 +5,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <grpc/status.h>
 #include <uv.h>
 
 #include "cache/cache.h"
@@ -17,7 +16,6 @@ struct backend_program;
 struct config;
 struct kcache;
 struct kcache_entry;
-struct rpc_call;
 
 struct kcache_stats {
 	uint64_t	entries;	/* on disk (in memory without a disk) */
@@ -60,22 +58,40 @@ struct kcache_request {
 	int		 retry_failed;
 };
 
-/* How a resolve ended. On success e is referenced (the callee drops it
- * with kcache_entry_unref); on failure e is NULL and status/message say
- * why (message valid during the callback only). */
+/* How a resolve can fail (kcache_result.error). */
+enum kcache_err {
+	KCACHE_OK = 0,
+	KCACHE_ENOENT = -1,	/* a key alone, not in the cache */
+	KCACHE_EFAILED = -2,	/* a deterministic failure cached for it */
+	KCACHE_ECOMPILE = -3,	/* the backend failed to compile it */
+	KCACHE_ELOAD = -4,	/* compiled, the backend failed to load it */
+};
+
+/* Static text naming a kcache_err ("not in the cache", ...). */
+const char *kcache_strerror(int err);
+
+/*
+ * How a resolve ended, valid during the callback only. On success e is
+ * referenced (the callee drops it with kcache_entry_unref). On failure e
+ * is NULL, error says how, backend_error (KCACHE_ECOMPILE, KCACHE_ELOAD)
+ * the backend's code and diag its words or the cached failure's log. The
+ * words a user reads are made from these in one place above the cache
+ * (daemon/dispatch_error.c).
+ */
 struct kcache_result {
 	struct kcache_entry	*e;
+	int			 error;		/* enum kcache_err */
+	int			 backend_error;	/* BACKEND_E* */
 	int			 cache_hit;
 	int			 coalesced;	/* joined a compile in flight */
 	double			 compile_ms;
-	grpc_status_code	 status;
-	const char		*message;
+	const char		*name;		/* the kernel's, for messages */
 	const char		*key;		/* the NEFF key, "" if none */
+	const char		*diag;		/* "" if none */
 	const char		*log;		/* compiler log, "" if none */
 };
 
-typedef void (*kcache_done_cb)(struct rpc_call *c, void *arg,
-    const struct kcache_result *r);
+typedef void (*kcache_done_cb)(void *arg, const struct kcache_result *r);
 
 /*
  * The compile path of Compile, Run, Simulate, Benchmark, Profile and
@@ -83,20 +99,20 @@ typedef void (*kcache_done_cb)(struct rpc_call *c, void *arg,
  * the same key already in flight is joined (single-flight); otherwise the
  * disk cache is read and verified off the loop, and on a miss the kernel
  * is compiled off the loop, stored (off the loop) and served. A cached
- * deterministic failure answers FAILED_PRECONDITION with its log unless
- * rq->retry_failed. cb runs exactly once, maybe before this returns.
+ * deterministic failure is KCACHE_EFAILED unless rq->retry_failed.
+ * done(arg, result) runs exactly once, maybe before this returns.
  */
-void	kcache_resolve(struct kcache *kc, struct rpc_call *c,
-	    const struct kcache_request *rq, kcache_done_cb cb, void *arg);
+void	kcache_resolve(struct kcache *kc, const struct kcache_request *rq,
+	    kcache_done_cb done, void *arg);
 
 /*
  * Run work(disk, arg) on the thread pool (disk may be NULL), then
- * done(c, arg) on the loop thread. For the cache RPCs: the loop never
+ * done(arg) on the loop thread. For the cache RPCs: the loop never
  * touches the database.
  */
-void	kcache_async(struct kcache *kc, struct rpc_call *c,
+void	kcache_async(struct kcache *kc,
 	    void (*work)(struct cache *disk, void *arg),
-	    void (*done)(struct rpc_call *c, void *arg), void *arg);
+	    void (*done)(void *arg), void *arg);
 /*
  * The NEFF key into key (KCACHE_KEY_LEN + 1 bytes) of the kernel whose IR
  * has the digest ir_digest (hex SHA-256 of the IR bytes, checked by the

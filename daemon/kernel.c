@@ -1,11 +1,9 @@
-/* kernel.c: check a KernelRef and resolve it through the cache's compile path. */
-#include <assert.h>
+/* kernel.c: check a request's KernelRef and turn it into a request of the kernel cache. */
 #include <stdio.h>
 #include <string.h>
 
 #include "daemon/backend.h"
 #include "daemon/daemon.h"
-#include "daemon/dispatch.h"
 #include "daemon/kcache.h"
 #include "daemon/kernel.h"
 
@@ -84,41 +82,4 @@ kernel_request_init(struct daemon *d, const char *method,
 	rq->ir = k->ir.data;
 	rq->ir_len = k->ir.len;
 	return (0);
-}
-
-static void
-kernel_resolve_done_cb(struct rpc_call *c, void *arg,
-    const struct kcache_result *r)
-{
-	kernel_resolve_cb	cb = (kernel_resolve_cb)arg;
-
-	if (r->e == NULL) {
-		rpc_fail(c, r->status, "%s", r->message);
-		return;
-	}
-	if (__atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE)) {
-		rpc_fail(c, GRPC_STATUS_CANCELLED, "cancelled while resolving "
-		    "'%s'", kcache_entry_name(r->e));
-		kcache_entry_unref(c->d->kcache, r->e);
-		return;
-	}
-	cb(c, r->e, r->cache_hit, r->compile_ms);
-}
-
-void
-kernel_resolve(struct rpc_call *c, const Nkid__V1__KernelRef *ref,
-    kernel_resolve_cb cb)
-{
-	struct kcache_request	rq;
-	grpc_status_code	code;
-	char			msg[512];
-
-	assert(cb != NULL);
-	if (kernel_request_init(c->d, c->m->name, ref, &rq, &code, msg,
-	    sizeof msg) != 0) {
-		rpc_fail(c, code, "%s", msg);
-		return;
-	}
-	kcache_resolve(c->d->kcache, c, &rq, kernel_resolve_done_cb,
-	    (void *)cb);
 }

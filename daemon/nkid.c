@@ -108,7 +108,7 @@ nkid_stopped_cb(void *arg)
 	struct nkid_main	*nm = arg;
 
 	nm->stopped = 1;
-	sched_close(nm->d.sched);
+	sched_free(nm->d.sched);
 	nm->d.sched = NULL;
 	nkid_handles_close(nm);
 }

@@ -203,9 +203,10 @@ rpc_cache_export_read(struct rpc_cache_export *x)
 }
 
 static void
-rpc_cache_export_built_cb(struct rpc_call *c, void *arg)
+rpc_cache_export_built_cb(void *arg)
 {
 	struct rpc_cache_export	*x = arg;
+	struct rpc_call		*c = x->c;
 	grpc_status_code	 code;
 
 	if (x->nodisk) {
@@ -273,7 +274,7 @@ rpc_cache_export(struct rpc_call *c)
 	x->t0 = uv_hrtime();
 	c->job = x;
 	c->job_release = rpc_cache_export_release_cb;
-	kcache_async(c->d->kcache, c, rpc_cache_export_build_cb,
+	kcache_async(c->d->kcache, rpc_cache_export_build_cb,
 	    rpc_cache_export_built_cb, x);
 }
 

@@ -96,9 +96,10 @@ rpc_cache_import_work_cb(struct cache *disk, void *arg)
 }
 
 static void
-rpc_cache_import_done_cb(struct rpc_call *c, void *arg)
+rpc_cache_import_done_cb(void *arg)
 {
 	struct rpc_cache_import		*x = arg;
+	struct rpc_call			*c = x->c;
 	Nkid__V1__CacheImportReply	 r = NKID__V1__CACHE_IMPORT_REPLY__INIT;
 
 	if (x->rc != 0 && c->cancelled) {
@@ -207,7 +208,7 @@ rpc_cache_import_chunk_cb(struct rpc_call *c, ProtobufCMessage *msg)
 			    "the stream ended without a bundle");
 			return;
 		}
-		kcache_async(c->d->kcache, c, rpc_cache_import_work_cb,
+		kcache_async(c->d->kcache, rpc_cache_import_work_cb,
 		    rpc_cache_import_done_cb, x);
 		return;
 	}
@@ -250,9 +251,10 @@ rpc_cache_import_open_cb(struct cache *disk, void *arg)
 }
 
 static void
-rpc_cache_import_opened_cb(struct rpc_call *c, void *arg)
+rpc_cache_import_opened_cb(void *arg)
 {
 	struct rpc_cache_import	*x = arg;
+	struct rpc_call		*c = x->c;
 
 	if (x->nodisk) {
 		rpc_fail(c, GRPC_STATUS_FAILED_PRECONDITION, "CacheImport: nkid "
@@ -305,7 +307,7 @@ rpc_cache_import(struct rpc_call *c)
 	snprintf(x->name, sizeof x->name, "upload from pid %u", c->id.pid);
 	c->job = x;
 	c->job_release = rpc_cache_import_release_cb;
-	kcache_async(c->d->kcache, c, rpc_cache_import_open_cb,
+	kcache_async(c->d->kcache, rpc_cache_import_open_cb,
 	    rpc_cache_import_opened_cb, x);
 }
 

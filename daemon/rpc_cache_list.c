@@ -15,6 +15,7 @@
 #define RPC_CACHE_LIST_MAX	10000
 
 struct rpc_cache_list {
+	struct rpc_call		 *c;
 	char			 *prefix;
 	unsigned		  limit;
 	Nkid__V1__CacheEntry	**v;
@@ -47,9 +48,10 @@ rpc_cache_list_work_cb(struct cache *disk, void *arg)
 }
 
 static void
-rpc_cache_list_done_cb(struct rpc_call *c, void *arg)
+rpc_cache_list_done_cb(void *arg)
 {
 	struct rpc_cache_list	*l = arg;
+	struct rpc_call		*c = l->c;
 	Nkid__V1__CacheListReply r = NKID__V1__CACHE_LIST_REPLY__INIT;
 	size_t			 i;
 
@@ -76,10 +78,11 @@ rpc_cache_list(struct rpc_call *c)
 	struct rpc_cache_list			*l;
 
 	l = xcalloc(1, sizeof *l);
+	l->c = c;
 	l->prefix = xstrdup(req->prefix);
 	l->limit = req->limit > 0 && req->limit < RPC_CACHE_LIST_MAX ?
 	    req->limit : RPC_CACHE_LIST_MAX;
-	kcache_async(c->d->kcache, c, rpc_cache_list_work_cb,
+	kcache_async(c->d->kcache, rpc_cache_list_work_cb,
 	    rpc_cache_list_done_cb, l);
 }
 

@@ -3,7 +3,7 @@
 
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
-#include "daemon/kcache_keys.h"
+#include "daemon/rpc_cache_keys.h"
 
 static int
 rpc_cache_pin_key_cb(struct cache *disk, const char *key, void *arg)
@@ -14,7 +14,7 @@ rpc_cache_pin_key_cb(struct cache *disk, const char *key, void *arg)
 }
 
 static void
-rpc_cache_pin_done_cb(struct rpc_call *c, const struct kcache_keys_result *kr,
+rpc_cache_pin_done_cb(struct rpc_call *c, const struct rpc_cache_keys_result *kr,
     void *arg)
 {
 	Nkid__V1__CachePinReply	 r = NKID__V1__CACHE_PIN_REPLY__INIT;
@@ -33,7 +33,7 @@ rpc_cache_pin(struct rpc_call *c)
 	/* Pinning protects an entry; unpinning exposes another's. */
 	if (req->unpin && rpc_admin_check(c, "unpin cache entries") != 0)
 		return;
-	kcache_keys_async(c, "CachePin", req->keys, req->n_keys,
+	rpc_cache_keys_async(c, "CachePin", req->keys, req->n_keys,
 	    rpc_cache_pin_key_cb, rpc_cache_pin_done_cb, (void *)req);
 }
 

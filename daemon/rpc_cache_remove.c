@@ -4,7 +4,7 @@
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
-#include "daemon/kcache_keys.h"
+#include "daemon/rpc_cache_keys.h"
 
 static int
 rpc_cache_remove_key_cb(struct cache *disk, const char *key, void *arg)
@@ -14,7 +14,7 @@ rpc_cache_remove_key_cb(struct cache *disk, const char *key, void *arg)
 
 static void
 rpc_cache_remove_done_cb(struct rpc_call *c,
-    const struct kcache_keys_result *kr, void *arg)
+    const struct rpc_cache_keys_result *kr, void *arg)
 {
 	Nkid__V1__CacheRemoveReply	 r = NKID__V1__CACHE_REMOVE_REPLY__INIT;
 	size_t				 i;
@@ -34,7 +34,7 @@ rpc_cache_remove(struct rpc_call *c)
 
 	if (rpc_admin_check(c, "remove cache entries") != 0)
 		return;
-	kcache_keys_async(c, "CacheRemove", req->keys, req->n_keys,
+	rpc_cache_keys_async(c, "CacheRemove", req->keys, req->n_keys,
 	    rpc_cache_remove_key_cb, rpc_cache_remove_done_cb, NULL);
 }
 

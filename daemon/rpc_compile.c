@@ -5,13 +5,14 @@
 
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
+#include "daemon/dispatch_error.h"
 #include "daemon/kcache.h"
 #include "daemon/kernel.h"
 
 static void
-rpc_compile_done_cb(struct rpc_call *c, void *arg,
-    const struct kcache_result *res)
+rpc_compile_done_cb(void *arg, const struct kcache_result *res)
 {
+	struct rpc_call			*c = arg;
 	const Nkid__V1__CompileRequest	*req = (const void *)c->req;
 	Nkid__V1__CompileReply		 r = NKID__V1__COMPILE_REPLY__INIT;
 	struct kcache_entry		*e = res->e;
@@ -19,7 +20,7 @@ rpc_compile_done_cb(struct rpc_call *c, void *arg,
 	size_t				 len;
 
 	if (e == NULL) {
-		rpc_fail(c, res->status, "%s", res->message);
+		dispatch_fail_kcache(c, res);
 		return;
 	}
 	image = kcache_entry_image(e, &len);
@@ -51,7 +52,7 @@ rpc_compile(struct rpc_call *c)
 		rpc_fail(c, code, "%s", msg);
 		return;
 	}
-	kcache_resolve(c->d->kcache, c, &rq, rpc_compile_done_cb, NULL);
+	kcache_resolve(c->d->kcache, &rq, rpc_compile_done_cb, c);
 }
 
 const struct rpc_method rpc_compile_method = {

@@ -10,7 +10,7 @@
 #include "daemon/backend.h"
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
-#include "daemon/jobs.h"
+#include "daemon/sched_call.h"
 #include "daemon/log.h"
 #include "daemon/sched.h"
 #include "daemon/xmalloc.h"
@@ -290,7 +290,7 @@ lease_first_cb(struct rpc_call *c, ProtobufCMessage *msg)
 	l->sj.done = lease_done_cb;
 	l->sj.cancel_cb = lease_cancel_cb;
 	l->sj.owner = l;
-	if (jobs_submit(c, &l->sj, "lease", l->holder, req->core,
+	if (sched_call_submit(c, &l->sj, "lease", l->holder, req->core,
 	    NKID__V1__JOB_CLASS__JOB_CLASS_INTERACTIVE, "lease") != 0) {
 		l->ended = 1;
 		goto out;

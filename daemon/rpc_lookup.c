@@ -11,9 +11,10 @@
 #include "daemon/xmalloc.h"
 
 struct rpc_lookup {
-	char	 neff_key[KCACHE_KEY_LEN + 1];
-	char	*kernel;
-	int	 found;
+	struct rpc_call	*c;
+	char		 neff_key[KCACHE_KEY_LEN + 1];
+	char		*kernel;
+	int		 found;
 };
 
 static void
@@ -45,11 +46,11 @@ rpc_lookup_work_cb(struct cache *disk, void *arg)
 }
 
 static void
-rpc_lookup_done_cb(struct rpc_call *c, void *arg)
+rpc_lookup_done_cb(void *arg)
 {
 	struct rpc_lookup	*l = arg;
 
-	rpc_lookup_reply(c, l);
+	rpc_lookup_reply(l->c, l);
 	free(l->kernel);
 	free(l);
 }
@@ -83,15 +84,16 @@ rpc_lookup(struct rpc_call *c)
 		return;
 	}
 	l = xcalloc(1, sizeof *l);
+	l->c = c;
 	kcache_key_derive(d->kcache, req->format, req->ir_digest, req->target,
 	    req->options, l->neff_key);
 	if ((name = kcache_loaded(d->kcache, l->neff_key)) != NULL) {
 		l->found = 1;
 		l->kernel = xstrdup(name);
-		rpc_lookup_done_cb(c, l);
+		rpc_lookup_done_cb(l);
 		return;
 	}
-	kcache_async(d->kcache, c, rpc_lookup_work_cb, rpc_lookup_done_cb, l);
+	kcache_async(d->kcache, rpc_lookup_work_cb, rpc_lookup_done_cb, l);
 }
 
 const struct rpc_method rpc_lookup_method = {

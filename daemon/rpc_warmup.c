@@ -5,7 +5,9 @@
 #include "nkid.pb-c.h"
 
 #include "daemon/daemon.h"
+#include "daemon/backend.h"
 #include "daemon/dispatch.h"
+#include "daemon/dispatch_error.h"
 #include "daemon/kcache.h"
 #include "daemon/kernel.h"
 #include "daemon/xmalloc.h"
@@ -21,6 +23,7 @@ struct rpc_warmup_item {
 };
 
 struct rpc_warmup {
+	struct rpc_call		*c;
 	struct rpc_warmup_item	*items;
 	Nkid__V1__WarmupResult	**resp;
 	size_t			 n;
@@ -49,17 +52,18 @@ rpc_warmup_reply(struct rpc_call *c, struct rpc_warmup *w)
 	free(w);
 }
 
+/* One item done: its outcome, then the reply once all are. */
 static void
-rpc_warmup_done_cb(struct rpc_call *c, void *arg,
-    const struct kcache_result *r)
+rpc_warmup_item_done(struct rpc_warmup_item *it, const char *key,
+    const char *failure, const struct kcache_result *r)
 {
-	struct rpc_warmup_item	*it = arg;
 	struct rpc_warmup	*w = it->w;
+	struct rpc_call		*c = w->c;
 
-	it->res.neff_key = xstrdup(r->key != NULL ? r->key : "");
-	if (r->e == NULL) {
+	it->res.neff_key = xstrdup(key);
+	if (failure != NULL) {
 		it->res.state = (char *)"failed";
-		it->res.message = xstrdup(r->message);
+		it->res.message = xstrdup(failure);
 		w->failed++;
 	} else {
 		it->res.message = xstrdup("");
@@ -77,12 +81,21 @@ rpc_warmup_done_cb(struct rpc_call *c, void *arg,
 }
 
 static void
+rpc_warmup_done_cb(void *arg, const struct kcache_result *r)
+{
+	char	msg[BACKEND_DIAG_LEN + 256];
+
+	if (r->e == NULL)
+		dispatch_kcache_error(r, msg, sizeof msg);
+	rpc_warmup_item_done(arg, r->key, r->e == NULL ? msg : NULL, r);
+}
+
+static void
 rpc_warmup(struct rpc_call *c)
 {
 	const Nkid__V1__WarmupRequest	*req = (const void *)c->req;
 	struct kcache_request		 rq;
 	struct rpc_warmup		*w;
-	struct kcache_result		 r;
 	grpc_status_code		 code;
 	char				 msg[512];
 	size_t				 i;
@@ -93,6 +106,7 @@ rpc_warmup(struct rpc_call *c)
 		return;
 	}
 	w = xcalloc(1, sizeof *w);
+	w->c = c;
 	w->n = req->n_items;
 	w->items = xcalloc(w->n, sizeof *w->items);
 	w->resp = xcalloc(w->n, sizeof *w->resp);
@@ -108,14 +122,10 @@ rpc_warmup(struct rpc_call *c)
 	for (i = 0; i < w->n; i++) {
 		if (kernel_request_init(c->d, "Warmup", req->items[i]->ref,
 		    &rq, &code, msg, sizeof msg) != 0) {
-			memset(&r, 0, sizeof r);
-			r.status = code;
-			r.message = msg;
-			r.key = "";
-			rpc_warmup_done_cb(c, &w->items[i], &r);
+			rpc_warmup_item_done(&w->items[i], "", msg, NULL);
 			continue;
 		}
-		kcache_resolve(c->d->kcache, c, &rq, rpc_warmup_done_cb,
+		kcache_resolve(c->d->kcache, &rq, rpc_warmup_done_cb,
 		    &w->items[i]);
 	}
 	if (--w->pending == 0)

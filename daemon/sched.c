@@ -326,7 +326,7 @@ sched_async_cb(uv_async_t *async)
 /* ------------------------------------------------------------ life */
 
 int
-sched_open(struct sched **out, uv_loop_t *loop, unsigned ncores)
+sched_new(struct sched **out, uv_loop_t *loop, unsigned ncores)
 {
 	struct sched	*s;
 	unsigned	 i;
@@ -380,7 +380,7 @@ sched_close_cb(uv_handle_t *h)
 }
 
 void
-sched_close(struct sched *s)
+sched_free(struct sched *s)
 {
 	struct sched_core	*c;
 	struct sched_job	*job;

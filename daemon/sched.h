@@ -145,14 +145,14 @@ struct sched;
 void	sched_limits_config(const struct config *cfg, struct sched_limits *l);
 
 /* Start ncores workers; finished jobs come back through loop. Returns 0;
- * the caller frees *out with sched_close. */
-int	sched_open(struct sched **out, uv_loop_t *loop, unsigned ncores);
+ * the caller frees *out with sched_free. */
+int	sched_new(struct sched **out, uv_loop_t *loop, unsigned ncores);
 /*
  * Refuse new jobs, drop the queued ones (done with SCHED_STOPPED), let the
  * running ones finish, join the workers and close the loop handle; frees
  * s once the loop has run the close callback. No lease may be held.
  */
-void	sched_close(struct sched *s);
+void	sched_free(struct sched *s);
 /*
  * Queue job on core (-1: the least loaded core) behind the other jobs of
  * its client (uid + pid), round-robin with the other clients, interactive

@@ -19,23 +19,6 @@ tensor_name(const Nkid__V1__Tensor *t, size_t i, char *buf, size_t len)
 	return (buf);
 }
 
-grpc_status_code
-tensor_err_status(int err)
-{
-	switch (err) {
-	case TENSOR_ELIMIT:
-		return (GRPC_STATUS_RESOURCE_EXHAUSTED);
-	case TENSOR_ENOENT:
-		return (GRPC_STATUS_NOT_FOUND);
-	case TENSOR_EPERM:
-		return (GRPC_STATUS_PERMISSION_DENIED);
-	case TENSOR_ESYS:
-		return (GRPC_STATUS_INTERNAL);
-	default:
-		return (GRPC_STATUS_INVALID_ARGUMENT);
-	}
-}
-
 /* shm_err -> tensor_err. */
 static int
 tensor_shm_err(int error)

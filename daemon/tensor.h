@@ -5,8 +5,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <grpc/status.h>
-
 #include "nkid.pb-c.h"
 #include "sim/sim.h"
 
@@ -30,10 +28,6 @@ enum tensor_err {
 /* TENSOR_TAKE_SHAPES: a tensor with neither data nor shm is taken with
  * data == NULL (Benchmark: the backend supplies the values). */
 #define TENSOR_TAKE_SHAPES	0x1
-
-/* The gRPC status for a tensor_err (INVALID_ARGUMENT, RESOURCE_EXHAUSTED,
- * NOT_FOUND, PERMISSION_DENIED, INTERNAL). */
-grpc_status_code tensor_err_status(int err);
 
 /*
  * Check n wire tensors (dtype known, rank, shape x dtype size without

@@ -289,7 +289,7 @@ START_TEST(test_cache_budget_lru_pinned_held)
 	cache_stats_get(c, &st);
 	ck_assert_uint_le(st.bytes, 10000);
 	ck_assert_int_eq(get(c, 11, 0), CACHE_ENOENT);
-	cache_release(c, key);
+	cache_unhold(c, key);
 	ck_assert_int_eq(put(c, 11, 6000), 0);
 	ck_assert_int_eq(get(c, 1, 0), CACHE_ENOENT);
 	ck_assert_int_eq(get(c, 0, 0), 0);		/* pinned stays */

@@ -106,7 +106,7 @@ static void
 setup(void)
 {
 	ck_assert_int_eq(uv_loop_init(&loop), 0);
-	ck_assert_int_eq(sched_open(&s, &loop, 1), 0);
+	ck_assert_int_eq(sched_new(&s, &loop, 1), 0);
 	order[0] = '\0';
 	ndone = 0;
 }
@@ -114,7 +114,7 @@ setup(void)
 static void
 teardown(void)
 {
-	sched_close(s);
+	sched_free(s);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	ck_assert_int_eq(uv_loop_close(&loop), 0);
 }
@@ -163,9 +163,9 @@ START_TEST(test_sched_least_loaded_core)
 	struct sched_job	lease;
 	struct tjob		j;
 
-	sched_close(s);
+	sched_free(s);
 	uv_run(&loop, UV_RUN_DEFAULT);
-	ck_assert_int_eq(sched_open(&s, &loop, 3), 0);
+	ck_assert_int_eq(sched_new(&s, &loop, 3), 0);
 	hold(&lease);			/* core 0 is loaded */
 	tjob_init(&j, "j", 10, SCHED_CLASS_INTERACTIVE);
 	submit(&j, -1);
@@ -368,13 +368,13 @@ START_TEST(test_sched_close_drops_queued)
 	submit(&t, 0);
 	sched_lease_end(s, &lease);
 	/* Whatever has not started when it closes is STOPPED, never run. */
-	sched_close(s);
+	sched_free(s);
 	s = NULL;
 	uv_run(&loop, UV_RUN_DEFAULT);
 	ck_assert_int_eq(t.done, 1);
 	ck_assert(t.outcome == SCHED_STOPPED || t.outcome == SCHED_RAN);
 	ck_assert_int_eq(t.ran, t.outcome == SCHED_RAN);
-	ck_assert_int_eq(sched_open(&s, &loop, 1), 0);
+	ck_assert_int_eq(sched_new(&s, &loop, 1), 0);
 }
 END_TEST
 

@@ -1,6 +1,6 @@
-/* jobs.h: device work of a call through the scheduler: its identity, class, deadline and cancellation go in, its final status goes into the job history. */
-#ifndef NKID_JOBS_H
-#define NKID_JOBS_H
+/* sched_call.h: a call's device work (a job or a lease) through the scheduler: its identity, class, deadline and cancellation go in, its final status goes into the job history. */
+#ifndef NKID_SCHED_CALL_H
+#define NKID_SCHED_CALL_H
 
 struct rpc_call;
 struct sched_job;
@@ -17,14 +17,7 @@ struct sched_job;
  * stopping) with "cannot VERB 'KERNEL': ..." and returns -1; the caller
  * then frees its state. Returns 0 on success.
  */
-int	jobs_submit(struct rpc_call *c, struct sched_job *sj, const char *kind,
-	    const char *kernel, int core, int job_class, const char *verb);
-/*
- * Answer c for a job that never ran (done with outcome != SCHED_RAN):
- * DEADLINE_EXCEEDED, CANCELLED or UNAVAILABLE, with a message that names
- * the job, kernel and wait.
- */
-void	jobs_fail_unrun(struct rpc_call *c, const struct sched_job *sj,
-	    int outcome, const char *verb, const char *name);
-
-#endif /* NKID_JOBS_H */
+int	sched_call_submit(struct rpc_call *c, struct sched_job *sj,
+	    const char *kind, const char *kernel, int core, int job_class,
+	    const char *verb);
+#endif /* NKID_SCHED_CALL_H */

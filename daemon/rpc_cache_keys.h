@@ -1,6 +1,6 @@
-/* kcache_keys.h: the trip of a per-key cache RPC (CachePin, CacheRemove): every key done on the disk cache off the loop, the outcome gathered on the loop. */
-#ifndef NKID_KCACHE_KEYS_H
-#define NKID_KCACHE_KEYS_H
+/* rpc_cache_keys.h: what the per-key cache RPCs (CachePin, CacheRemove) share: every key done on the disk cache off the loop, the outcome gathered on the loop. */
+#ifndef NKID_RPC_CACHE_KEYS_H
+#define NKID_RPC_CACHE_KEYS_H
 
 #include <stddef.h>
 
@@ -8,11 +8,11 @@ struct cache;
 struct rpc_call;
 
 /* Off the loop, for one key: 0 when done, else the key has no entry. */
-typedef int (*kcache_keys_fn)(struct cache *disk, const char *key,
+typedef int (*rpc_cache_keys_fn)(struct cache *disk, const char *key,
 	    void *arg);
 
 /* What a per-key RPC did; every pointer is valid during the callback. */
-struct kcache_keys_result {
+struct rpc_cache_keys_result {
 	char	**keys;		/* all the keys, as requested */
 	size_t	  nkeys;
 	size_t	  ndone;	/* keys fn did */
@@ -20,8 +20,8 @@ struct kcache_keys_result {
 	size_t	  nmissing;
 };
 
-typedef void (*kcache_keys_done_cb)(struct rpc_call *c,
-	    const struct kcache_keys_result *r, void *arg);
+typedef void (*rpc_cache_keys_done_cb)(struct rpc_call *c,
+	    const struct rpc_cache_keys_result *r, void *arg);
 
 /*
  * Do fn(disk, key, arg) for each of the nkeys keys of call c (borrowed
@@ -30,8 +30,8 @@ typedef void (*kcache_keys_done_cb)(struct rpc_call *c,
  * names no key", rpc the method's name) and nkid without a disk cache
  * FAILED_PRECONDITION; done is not called then.
  */
-void	kcache_keys_async(struct rpc_call *c, const char *rpc, char **keys,
-	    size_t nkeys, kcache_keys_fn fn, kcache_keys_done_cb done,
+void	rpc_cache_keys_async(struct rpc_call *c, const char *rpc, char **keys,
+	    size_t nkeys, rpc_cache_keys_fn fn, rpc_cache_keys_done_cb done,
 	    void *arg);
 
-#endif /* NKID_KCACHE_KEYS_H */
+#endif /* NKID_RPC_CACHE_KEYS_H */

@@ -1,27 +1,28 @@
-/* kcache_keys.c: per-key cache RPCs (CachePin, CacheRemove) over kcache_async: the keys done off the loop, the missing ones gathered on it. */
+/* rpc_cache_keys.c: what the per-key cache RPCs (CachePin, CacheRemove) share: the keys done off the loop, the missing ones gathered on it. */
 #include <assert.h>
 #include <stdlib.h>
 
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
-#include "daemon/kcache_keys.h"
+#include "daemon/rpc_cache_keys.h"
 #include "daemon/xmalloc.h"
 
-struct kcache_keys {
+struct rpc_cache_keys {
+	struct rpc_call		 *c;
 	char			**keys;		/* borrowed from the request */
 	size_t			  n;
 	int			 *rc;		/* per key */
 	int			  nodisk;
-	kcache_keys_fn		  fn;
-	kcache_keys_done_cb	  done;
+	rpc_cache_keys_fn		  fn;
+	rpc_cache_keys_done_cb	  done;
 	void			 *arg;
 };
 
 static void
-kcache_keys_work_cb(struct cache *disk, void *arg)
+rpc_cache_keys_work_cb(struct cache *disk, void *arg)
 {
-	struct kcache_keys	*k = arg;
+	struct rpc_cache_keys	*k = arg;
 	size_t			 i;
 
 	if (disk == NULL) {
@@ -33,10 +34,11 @@ kcache_keys_work_cb(struct cache *disk, void *arg)
 }
 
 static void
-kcache_keys_gather_cb(struct rpc_call *c, void *arg)
+rpc_cache_keys_gather_cb(void *arg)
 {
-	struct kcache_keys		*k = arg;
-	struct kcache_keys_result	 r = { 0 };
+	struct rpc_cache_keys		*k = arg;
+	struct rpc_call			*c = k->c;
+	struct rpc_cache_keys_result	 r = { 0 };
 	size_t				 i;
 
 	if (k->nodisk) {
@@ -61,10 +63,10 @@ out:
 }
 
 void
-kcache_keys_async(struct rpc_call *c, const char *rpc, char **keys,
-    size_t nkeys, kcache_keys_fn fn, kcache_keys_done_cb done, void *arg)
+rpc_cache_keys_async(struct rpc_call *c, const char *rpc, char **keys,
+    size_t nkeys, rpc_cache_keys_fn fn, rpc_cache_keys_done_cb done, void *arg)
 {
-	struct kcache_keys	*k;
+	struct rpc_cache_keys	*k;
 
 	assert(fn != NULL && done != NULL);
 	if (nkeys == 0) {
@@ -73,12 +75,13 @@ kcache_keys_async(struct rpc_call *c, const char *rpc, char **keys,
 		return;
 	}
 	k = xcalloc(1, sizeof *k);
+	k->c = c;
 	k->keys = keys;
 	k->n = nkeys;
 	k->rc = xcalloc(k->n, sizeof *k->rc);
 	k->fn = fn;
 	k->done = done;
 	k->arg = arg;
-	kcache_async(c->d->kcache, c, kcache_keys_work_cb,
-	    kcache_keys_gather_cb, k);
+	kcache_async(c->d->kcache, rpc_cache_keys_work_cb,
+	    rpc_cache_keys_gather_cb, k);
 }

@@ -1,0 +1,172 @@
+/* dispatch_error.c: the one place where errors of the modules below the wire become a gRPC status and the words a user reads. */
+#include <stdio.h>
+
+#include "daemon/backend.h"
+#include "daemon/dispatch.h"
+#include "daemon/dispatch_error.h"
+#include "daemon/kcache.h"
+#include "daemon/sched.h"
+#include "daemon/shm.h"
+#include "daemon/tensor.h"
+
+grpc_status_code
+dispatch_status_backend(int error)
+{
+	switch (error) {
+	case BACKEND_EARG:
+	case BACKEND_EINVAL:
+	case BACKEND_EPARSE:
+		return (GRPC_STATUS_INVALID_ARGUMENT);
+	case BACKEND_ECANCELED:
+		return (GRPC_STATUS_CANCELLED);
+	case BACKEND_ELIMIT:
+	case BACKEND_ENOMEM:
+		return (GRPC_STATUS_RESOURCE_EXHAUSTED);
+	case BACKEND_EBUSY:
+		return (GRPC_STATUS_UNAVAILABLE);
+	default:
+		return (GRPC_STATUS_INTERNAL);
+	}
+}
+
+grpc_status_code
+dispatch_status_tensor(int error)
+{
+	switch (error) {
+	case TENSOR_ELIMIT:
+		return (GRPC_STATUS_RESOURCE_EXHAUSTED);
+	case TENSOR_ENOENT:
+		return (GRPC_STATUS_NOT_FOUND);
+	case TENSOR_EPERM:
+		return (GRPC_STATUS_PERMISSION_DENIED);
+	case TENSOR_ESYS:
+		return (GRPC_STATUS_INTERNAL);
+	default:
+		return (GRPC_STATUS_INVALID_ARGUMENT);
+	}
+}
+
+grpc_status_code
+dispatch_status_shm(int error)
+{
+	switch (error) {
+	case SHM_ENOENT:
+		return (GRPC_STATUS_NOT_FOUND);
+	case SHM_EPERM:
+		return (GRPC_STATUS_PERMISSION_DENIED);
+	case SHM_ELIMIT:
+		return (GRPC_STATUS_RESOURCE_EXHAUSTED);
+	case SHM_ESYS:
+		return (GRPC_STATUS_INTERNAL);
+	default:
+		return (GRPC_STATUS_INVALID_ARGUMENT);
+	}
+}
+
+grpc_status_code
+dispatch_status_sched(int error)
+{
+	switch (error) {
+	case SCHED_ENOCORE:
+		return (GRPC_STATUS_INVALID_ARGUMENT);
+	case SCHED_ESTOPPED:
+		return (GRPC_STATUS_UNAVAILABLE);
+	default:
+		return (GRPC_STATUS_RESOURCE_EXHAUSTED);
+	}
+}
+
+grpc_status_code
+dispatch_kcache_error(const struct kcache_result *r, char *msg, size_t len)
+{
+	switch (r->error) {
+	case KCACHE_ENOENT:
+		snprintf(msg, len, "neff key '%.80s' is not in the cache; send "
+		    "the kernel IR", r->key);
+		return (GRPC_STATUS_NOT_FOUND);
+	case KCACHE_EFAILED:
+		snprintf(msg, len, "cannot compile '%s': %s (a failure cached "
+		    "for key %.12s; retry_failed recompiles)", r->name, r->diag,
+		    r->key);
+		return (GRPC_STATUS_FAILED_PRECONDITION);
+	case KCACHE_ELOAD:
+		if (r->backend_error == BACKEND_EINVAL ||
+		    r->backend_error == BACKEND_EPARSE ||
+		    r->backend_error == BACKEND_EARG) {
+			/* Compiled, but the device will not take it. */
+			snprintf(msg, len, "cannot load '%s': %s", r->name,
+			    r->diag);
+			return (GRPC_STATUS_FAILED_PRECONDITION);
+		}
+		break;
+	default:
+		break;
+	}
+	if (r->backend_error == BACKEND_ECANCELED) {
+		snprintf(msg, len, "compile of '%s' cancelled", r->name);
+		return (GRPC_STATUS_CANCELLED);
+	}
+	snprintf(msg, len, "cannot %s '%s': %s", r->error == KCACHE_ELOAD ||
+	    r->backend_error == BACKEND_EBUSY ? "load" : "compile", r->name,
+	    r->diag);
+	return (dispatch_status_backend(r->backend_error));
+}
+
+void
+dispatch_fail_kcache(struct rpc_call *c, const struct kcache_result *r)
+{
+	char			msg[BACKEND_DIAG_LEN + 256];
+	grpc_status_code	code;
+
+	code = dispatch_kcache_error(r, msg, sizeof msg);
+	rpc_fail(c, code, "%s", msg);
+}
+
+void
+dispatch_fail_exec(struct rpc_call *c, const struct sched_job *sj,
+    const char *verb, const char *name, int error, const char *diag)
+{
+	if (error != BACKEND_ECANCELED) {
+		rpc_fail(c, dispatch_status_backend(error), "cannot %s '%s': %s",
+		    verb, name, diag);
+		return;
+	}
+	if (sj != NULL && sj->stop_reason == SCHED_CANCELLED)
+		rpc_fail(c, GRPC_STATUS_CANCELLED, "%s of '%s' cancelled while "
+		    "running: job %llu was cancelled (nkictl cancel)", verb,
+		    name, (unsigned long long)sj->id);
+	else
+		rpc_fail(c, GRPC_STATUS_CANCELLED, "%s of '%s' cancelled: the "
+		    "client went away or its deadline passed", verb, name);
+}
+
+void
+dispatch_fail_unrun(struct rpc_call *c, const struct sched_job *sj,
+    int outcome, const char *verb, const char *name)
+{
+	double	waited = (double)(sj->finished_ns - sj->queued_ns) / 1e9;
+
+	switch (outcome) {
+	case SCHED_EXPIRED:
+		rpc_fail(c, GRPC_STATUS_DEADLINE_EXCEEDED, "cannot %s '%s': "
+		    "its deadline passed after %.3f s in the queue of core %u, "
+		    "before it started (job %llu never ran)", verb, name,
+		    waited, sj->core, (unsigned long long)sj->id);
+		break;
+	case SCHED_CANCELLED:
+		rpc_fail(c, GRPC_STATUS_CANCELLED, "%s of '%s' cancelled: job "
+		    "%llu was cancelled before it started", verb, name,
+		    (unsigned long long)sj->id);
+		break;
+	case SCHED_STOPPED:
+		rpc_fail(c, GRPC_STATUS_UNAVAILABLE, "cannot %s '%s': nkid is "
+		    "stopping (job %llu never ran)", verb, name,
+		    (unsigned long long)sj->id);
+		break;
+	default:
+		rpc_fail(c, GRPC_STATUS_CANCELLED, "%s of '%s' cancelled: the "
+		    "client went away (job %llu never ran)", verb, name,
+		    (unsigned long long)sj->id);
+		break;
+	}
+}

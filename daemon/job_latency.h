@@ -1,0 +1,59 @@
+/* job_latency.h: what a Benchmark measures: its counts checked, the timed executions and the model run, and the reply's latency figures (percentiles; nc_latency from the device, the NeuronCore model or the host executor). */
+#ifndef NKID_JOB_LATENCY_H
+#define NKID_JOB_LATENCY_H
+
+#include "daemon/backend.h"
+#include "nkid.pb-c.h"
+
+/* Fewer timed executions than this: no percentiles in the reply (the
+ * client's nc_latency is None). */
+#define JOB_LATENCY_MIN_ITERS	2u
+#define JOB_LATENCY_NPS		8	/* percentiles 0 1 10 25 50 90 99 100 */
+
+struct rpc_call;
+
+/* One benchmark's figures, filled on the worker; the reply's storage. */
+struct job_latency {
+	double			*samples_us;	/* iters, from the backend */
+	unsigned		 warmup;
+	unsigned		 iters;
+	int			 modeled;	/* 1 model ran, -1 failed, 0 none */
+	double			 model_us;
+	char			 model_target[16];
+	char			 model_diag[BACKEND_DIAG_LEN];
+	/* Reply storage, valid until job_latency_release. */
+	Nkid__V1__Percentile	 pv[JOB_LATENCY_NPS], *pp[JOB_LATENCY_NPS];
+	Nkid__V1__Percentile	 cv[JOB_LATENCY_NPS], *cp[JOB_LATENCY_NPS];
+	double			*model_samples;
+	char			 note[BACKEND_DIAG_LEN + 160];
+};
+
+/* Most executions one request may ask for (warmup and iters each). */
+#define JOB_LATENCY_MAX		1000000u
+
+/*
+ * Check call c's Benchmark request for b (b benchmarks; iters 1 to
+ * JOB_LATENCY_MAX, warmup 0 to JOB_LATENCY_MAX) and make room for its samples.
+ * On a bad request answers c (UNIMPLEMENTED, INVALID_ARGUMENT, naming the
+ * kernel) and returns -1.
+ */
+int	job_latency_init(struct job_latency *l, struct rpc_call *c,
+	    const struct backend *b);
+/*
+ * On the worker: time warmup + iters executions of p on core (x as for
+ * execute) into the samples and, when that worked, run b's model of p if
+ * it has one. Returns the benchmark's 0 or BACKEND_E* (diag set).
+ */
+int	job_latency_run(struct job_latency *l, struct backend *b,
+	    const struct backend_program *p, unsigned core,
+	    const struct backend_exec *x, char *diag);
+/*
+ * Fill r's latency fields for call c: samples, percentiles, cpu_* beside
+ * the model, latency_source and latency_note, as benchmark.latency
+ * ("model" or "cpu") says. Pointers in r stay valid until job_latency_release.
+ */
+void	job_latency_reply_fill(struct job_latency *l, Nkid__V1__BenchmarkReply *r,
+	    const struct rpc_call *c);
+void	job_latency_release(struct job_latency *l);
+
+#endif /* NKID_JOB_LATENCY_H */

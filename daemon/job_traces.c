@@ -1,0 +1,70 @@
+/* job_traces.c: what a Profile captures: counts checked, the profiled executions, the reply's traces. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/dispatch.h"
+#include "daemon/kernel.h"
+#include "daemon/job_traces.h"
+#include "daemon/xmalloc.h"
+
+int
+job_traces_init(struct job_traces *tr, struct rpc_call *c,
+    const struct backend *b)
+{
+	const Nkid__V1__ProfileRequest	*req = (const void *)c->req;
+	const char			*name = kernel_ref_name(req->ref);
+
+	memset(tr, 0, sizeof *tr);
+	tr->num_execs = req->num_execs ? req->num_execs : 1;
+	tr->profile_nth = req->profile_nth ? req->profile_nth : 1;
+	if (b->ops->profile == NULL) {
+		rpc_fail(c, GRPC_STATUS_UNIMPLEMENTED, "cannot profile '%s': "
+		    "the %s backend does not profile", name, b->ops->name);
+		return (-1);
+	}
+	if (tr->num_execs > JOB_TRACES_MAX || tr->profile_nth > JOB_TRACES_MAX) {
+		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "cannot profile '%s': "
+		    "num_execs and profile_nth must be 1 to %u (got %u and %u)",
+		    name, JOB_TRACES_MAX, tr->num_execs, tr->profile_nth);
+		return (-1);
+	}
+	return (0);
+}
+
+int
+job_traces_run(struct job_traces *tr, struct backend *b,
+    const struct backend_program *p, unsigned core,
+    const struct backend_exec *x, char *diag)
+{
+	return (b->ops->profile(b->state, p, core, x, tr->num_execs,
+	    tr->profile_nth, &tr->t, &tr->n, diag));
+}
+
+void
+job_traces_reply_fill(struct job_traces *tr, Nkid__V1__ProfileReply *r)
+{
+	size_t	i;
+
+	tr->tv = xcalloc(tr->n + 1, sizeof *tr->tv);
+	tr->tp = xcalloc(tr->n + 1, sizeof *tr->tp);
+	for (i = 0; i < tr->n; i++) {
+		nkid__v1__profile_trace__init(&tr->tv[i]);
+		tr->tv[i].execution = tr->t[i].execution;
+		tr->tv[i].trace.data = tr->t[i].trace;
+		tr->tv[i].trace.len = tr->t[i].trace_len;
+		tr->tv[i].summary_json.data = (uint8_t *)tr->t[i].summary_json;
+		tr->tv[i].summary_json.len = tr->t[i].summary_len;
+		tr->tp[i] = &tr->tv[i];
+	}
+	r->n_traces = tr->n;
+	r->traces = tr->tp;
+}
+
+void
+job_traces_release(struct job_traces *tr)
+{
+	backend_traces_free(tr->t, tr->n);
+	free(tr->tv);
+	free(tr->tp);
+	memset(tr, 0, sizeof *tr);
+}
