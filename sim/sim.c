@@ -3,7 +3,6 @@
  * compilation to the "NKIX" executable image, image loading and the
  * program's signature accessors.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,35 +14,6 @@
 #define SIM_IMAGE_VERSION   1u
 #define SIM_IMAGE_HEADER    32u
 #define SIM_WIRE_DEPTH_MAX  (2 * SIM_DEPTH_MAX + 8)
-
-const char *
-sim_strerror(int err)
-{
-	switch (err) {
-	case SIM_OK: return "success";
-	case SIM_EPARSE: return "malformed kernel or image";
-	case SIM_EINVAL: return "invalid kernel";
-	case SIM_ELIMIT: return "kernel exceeds an executor limit";
-	case SIM_EARG: return "argument does not match the kernel signature";
-	case SIM_ECANCELED: return "run cancelled";
-	case SIM_ERUNTIME: return "kernel failed during execution";
-	case SIM_ENOMEM: return "out of memory";
-	default: return "unknown error";
-	}
-}
-
-/* Format a message into d (NULL is fine). */
-void
-sim_diag_set(sim_diag *d, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (d == NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(d->msg, sizeof(d->msg), fmt, ap);
-	va_end(ap);
-}
 
 /* ------------------------------------------------------------ wire scan */
 
@@ -321,14 +291,4 @@ const sim_sig *
 sim_program_output(const sim_program *p, size_t i)
 {
 	return i < p->noutputs ? &p->outputs[i] : NULL;
-}
-
-void
-sim_tensors_release(sim_tensor *t, size_t n)
-{
-	for (size_t i = 0; t != NULL && i < n; i++) {
-		free(t[i].data);
-		t[i].data = NULL;
-		t[i].nbytes = 0;
-	}
 }

@@ -142,13 +142,11 @@ static int
 sim_exec_fail(struct sim_run *r, const struct sim_op *op, int code,
     const char *fmt, ...)
 {
-	char msg[sizeof(r->diag->msg)];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	sim_diag_vset_at(r->diag, op->file, op->line, fmt, ap);
 	va_end(ap);
-	sim_diag_set(r->diag, "%s (%s:%u)", msg, op->file, op->line);
 	return code;
 }
 
@@ -1189,25 +1187,6 @@ static int sim_exec_body(struct sim_run *r, const struct sim_op *ops,
     size_t n);
 static int sim_exec_body_one(struct sim_run *r, const struct sim_op *op);
 
-/* Op names as NKI calls them (profiles). */
-static const char *const sim_exec_opnames[] = {
-	[NKIR__V1__OP_KIND__OP_ALLOC] = "ndarray",
-	[NKIR__V1__OP_KIND__OP_LOAD] = "load",
-	[NKIR__V1__OP_KIND__OP_STORE] = "store",
-	[NKIR__V1__OP_KIND__OP_COPY] = "tensor_copy",
-	[NKIR__V1__OP_KIND__OP_TENSOR_TENSOR] = "tensor_tensor",
-	[NKIR__V1__OP_KIND__OP_ACTIVATION] = "activation",
-	[NKIR__V1__OP_KIND__OP_REDUCE] = "tensor_reduce",
-	[NKIR__V1__OP_KIND__OP_MATMUL] = "matmul",
-	[NKIR__V1__OP_KIND__OP_TRANSPOSE] = "transpose",
-	[NKIR__V1__OP_KIND__OP_IOTA] = "iota",
-	[NKIR__V1__OP_KIND__OP_SELECT] = "select",
-	[NKIR__V1__OP_KIND__OP_PRINT] = "device_print",
-	[NKIR__V1__OP_KIND__OP_LOOP] = "loop",
-	[NKIR__V1__OP_KIND__OP_BN_STATS] = "bn_stats",
-	[NKIR__V1__OP_KIND__OP_BN_AGGR] = "bn_aggr",
-};
-
 static uint64_t
 sim_exec_now_ns(void)
 {
@@ -1215,36 +1194,6 @@ sim_exec_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* The engine an op runs on, as NKI places it. */
-static const char *
-sim_exec_engine(const struct sim_op *op)
-{
-	switch (op->engine) {
-	case NKIR__V1__ENGINE__ENGINE_TENSOR: return "tensor";
-	case NKIR__V1__ENGINE__ENGINE_VECTOR: return "vector";
-	case NKIR__V1__ENGINE__ENGINE_SCALAR: return "scalar";
-	case NKIR__V1__ENGINE__ENGINE_GPSIMD: return "gpsimd";
-	default: break;
-	}
-	switch (op->kind) {
-	case NKIR__V1__OP_KIND__OP_LOAD:
-	case NKIR__V1__OP_KIND__OP_STORE:
-		return "dma";
-	case NKIR__V1__OP_KIND__OP_MATMUL:
-	case NKIR__V1__OP_KIND__OP_TRANSPOSE:
-		return "tensor";
-	case NKIR__V1__OP_KIND__OP_ACTIVATION:
-	case NKIR__V1__OP_KIND__OP_COPY:
-		return "scalar";
-	case NKIR__V1__OP_KIND__OP_IOTA:
-	case NKIR__V1__OP_KIND__OP_ALLOC:
-	case NKIR__V1__OP_KIND__OP_PRINT:
-		return "gpsimd";
-	default:
-		return "vector";
-	}
 }
 
 /* Run one op (not a loop) alone and report it to opts->op_cb. */
@@ -1257,10 +1206,8 @@ sim_exec_timed(struct sim_run *r, const struct sim_op *op)
 
 	rc = sim_exec_body_one(r, op);
 	memset(&ev, 0, sizeof ev);
-	ev.op = op->kind < (int)(sizeof sim_exec_opnames /
-	    sizeof sim_exec_opnames[0]) && sim_exec_opnames[op->kind] ?
-	    sim_exec_opnames[op->kind] : "op";
-	ev.engine = sim_exec_engine(op);
+	ev.op = sim_op_name(op->kind);
+	ev.engine = sim_op_engine(op->kind, op->engine);
 	ev.file = op->file;
 	ev.line = op->line;
 	ev.program = r->prog;
@@ -1330,18 +1277,12 @@ sim_exec_body_one(struct sim_run *r, const struct sim_op *op)
 	}
 }
 
-static void
-sim_exec_shape_str(char *buf, size_t len, int dtype, int rank,
-    const uint64_t *shape)
+static const char *
+sim_exec_dtype_name(int dtype)
 {
 	const char *name = sim_dtype_name(dtype);
-	size_t n = (size_t)snprintf(buf, len, "%s[", name ? name : "invalid");
 
-	for (int i = 0; i < rank && i < SIM_MAX_RANK && n < len; i++)
-		n += (size_t)snprintf(buf + n, len - n, "%s%llu",
-		    i ? ", " : "", (unsigned long long)shape[i]);
-	if (n < len)
-		snprintf(buf + n, len - n, "]");
+	return name != NULL ? name : "invalid";
 }
 
 static int
@@ -1370,9 +1311,10 @@ sim_exec_check_args(const sim_program *p, const sim_tensor *in, size_t nin,
 			nelem *= s->shape[d];
 		}
 		if (!same) {
-			sim_exec_shape_str(want, sizeof(want), s->dtype,
-			    s->rank, s->shape);
-			sim_exec_shape_str(got, sizeof(got), in[i].dtype,
+			sim_print_shape(want, sizeof(want),
+			    sim_exec_dtype_name(s->dtype), s->rank, s->shape);
+			sim_print_shape(got, sizeof(got),
+			    sim_exec_dtype_name(in[i].dtype),
 			    in[i].rank < 0 ? 0 : in[i].rank, in[i].shape);
 			sim_diag_set(diag, "argument '%s': expected %s, got %s",
 			    s->name, want, got);
@@ -1579,4 +1521,14 @@ out:
 	free(r.t);
 	free(r.lv);
 	return rc;
+}
+
+void
+sim_tensors_release(sim_tensor *t, size_t n)
+{
+	for (size_t i = 0; t != NULL && i < n; i++) {
+		free(t[i].data);
+		t[i].data = NULL;
+		t[i].nbytes = 0;
+	}
 }

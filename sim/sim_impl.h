@@ -2,11 +2,21 @@
  * sim_impl.h: the executor's internal model: a validated kernel lowered to
  * precomputed strided views, shared by the planner, the image code and the
  * interpreter. Nothing here is part of the public API (sim.h).
+ *
+ * Floors: a file calls only into the files on the floors below it.
+ *   0  sim_diag.c (error codes, messages), sim_dtype.c (dtypes),
+ *      sim_op.c (op kinds: names, engines)
+ *   1  sim_print.c (shapes and device_print's text)
+ *   2  sim_plan.c (validate NKIR, build a struct sim_program)
+ *   3  sim_exec.c (run a program: sim_run)
+ *   4  sim.c (the front door: NKIR and images in, programs out)
+ * sim_exec.c runs what sim_plan.c built but calls none of its functions.
  */
 #ifndef NKID_SIM_IMPL_H
 #define NKID_SIM_IMPL_H
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -170,6 +180,21 @@ struct sim_program {
 	void *run_cache;
 };
 
+/* sim_diag.c */
+/* Format a message into d (NULL is fine). */
+void sim_diag_set(struct sim_diag *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Format a message into d (NULL is fine) followed by " (file:line)". */
+void sim_diag_vset_at(struct sim_diag *d, const char *file, unsigned line,
+    const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
+
+/* sim_op.c */
+/* NKI's name of op kind ("load", "matmul", ...; "op" if unknown). */
+const char *sim_op_name(int kind);
+/* The engine an op of kind runs on: the NKIR engine it asks for, else where
+ * NKI places the kind ("dma", "tensor", "vector", "scalar", "gpsimd"). */
+const char *sim_op_engine(int kind, int engine);
+
 /* sim_dtype.c */
 bool sim_dtype_is_int(int dt);
 float sim_dtype_round(int dt, float x);
@@ -198,9 +223,7 @@ int sim_print_format(struct sim_strbuf *sb, const char *prefix,
     const char *name, int dtype, int rank, const uint64_t *shape,
     const float *vals, const uint8_t *active);
 void sim_strbuf_release(struct sim_strbuf *sb);
-
-/* sim.c */
-void sim_diag_set(sim_diag *d, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void sim_print_shape(char *buf, size_t len, const char *name, int rank,
+    const uint64_t *shape);
 
 #endif /* NKID_SIM_IMPL_H */

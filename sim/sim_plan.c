@@ -37,24 +37,6 @@ struct sim_build {
 	uint32_t grid[SIM_GRID_RANK_MAX];
 };
 
-static const char *sim_plan_opnames[] = {
-	[NKIR__V1__OP_KIND__OP_ALLOC] = "ndarray",
-	[NKIR__V1__OP_KIND__OP_LOAD] = "load",
-	[NKIR__V1__OP_KIND__OP_STORE] = "store",
-	[NKIR__V1__OP_KIND__OP_COPY] = "tensor_copy",
-	[NKIR__V1__OP_KIND__OP_TENSOR_TENSOR] = "tensor_tensor",
-	[NKIR__V1__OP_KIND__OP_ACTIVATION] = "activation",
-	[NKIR__V1__OP_KIND__OP_REDUCE] = "tensor_reduce",
-	[NKIR__V1__OP_KIND__OP_MATMUL] = "matmul",
-	[NKIR__V1__OP_KIND__OP_TRANSPOSE] = "transpose",
-	[NKIR__V1__OP_KIND__OP_IOTA] = "iota",
-	[NKIR__V1__OP_KIND__OP_SELECT] = "select",
-	[NKIR__V1__OP_KIND__OP_PRINT] = "device_print",
-	[NKIR__V1__OP_KIND__OP_LOOP] = "loop",
-	[NKIR__V1__OP_KIND__OP_BN_STATS] = "bn_stats",
-	[NKIR__V1__OP_KIND__OP_BN_AGGR] = "bn_aggr",
-};
-
 static const char *sim_plan_spaces[] = {
 	"invalid", "hbm", "shared_hbm", "sbuf", "psum",
 };
@@ -131,30 +113,15 @@ static int __attribute__((format(printf, 4, 5)))
 sim_plan_err(struct sim_build *b, const Nkir__V1__Loc *loc, int code,
     const char *fmt, ...)
 {
-	char msg[sizeof(b->diag->msg)];
 	va_list ap;
 
 	if (loc == NULL)
 		loc = b->k->loc;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	sim_diag_vset_at(b->diag, sim_plan_file(b, loc),
+	    loc != NULL ? loc->line : 0, fmt, ap);
 	va_end(ap);
-	sim_diag_set(b->diag, "%s (%s:%u)", msg, sim_plan_file(b, loc),
-	    loc != NULL ? loc->line : 0);
 	return code;
-}
-
-static void
-sim_plan_shape_str(char *buf, size_t len, const char *name, int rank,
-    const uint64_t *shape)
-{
-	size_t n = (size_t)snprintf(buf, len, "%s[", name);
-
-	for (int i = 0; i < rank && n < len; i++)
-		n += (size_t)snprintf(buf + n, len - n, "%s%llu",
-		    i ? ", " : "", (unsigned long long)shape[i]);
-	if (n < len)
-		snprintf(buf + n, len - n, "]");
 }
 
 /* ------------------------------------------------------------ views */
@@ -273,7 +240,7 @@ sim_plan_view(struct sim_build *b, const Nkir__V1__Op *o,
 	if (acc == NULL)
 		return sim_plan_err(b, o->loc, SIM_EPARSE,
 		    "operand '%s' of '%s' is missing", arg,
-		    sim_plan_opnames[o->kind]);
+		    sim_op_name(o->kind));
 	if (acc->tensor >= b->p->ntensors)
 		return sim_plan_err(b, o->loc, SIM_EPARSE,
 		    "operand '%s' names tensor %u of %zu", arg, acc->tensor,
@@ -422,7 +389,7 @@ sim_plan_space(struct sim_build *b, const Nkir__V1__Op *o,
 		return 0;
 	return sim_plan_err(b, o->loc, SIM_EINVAL,
 	    "Expected operand '%s' of '%s' to be in address space '%s', but "
-	    "got a %s in '%s' instead", arg, sim_plan_opnames[o->kind],
+	    "got a %s in '%s' instead", arg, sim_op_name(o->kind),
 	    want_space ? sim_plan_spaces[want_space] :
 	    want_chip ? "sbuf" : "hbm", ti->chip ? "tile" : "tensor",
 	    sim_plan_spaces[ti->space]);
@@ -440,16 +407,16 @@ sim_plan_shape_eq(struct sim_build *b, const Nkir__V1__Op *o,
 		same = as[i] == bs[i];
 	if (same)
 		return 0;
-	sim_plan_shape_str(sa, sizeof(sa), an, ar, as);
-	sim_plan_shape_str(sb, sizeof(sb), bn, br, bs);
+	sim_print_shape(sa, sizeof(sa), an, ar, as);
+	sim_print_shape(sb, sizeof(sb), bn, br, bs);
 	if (as[0] != bs[0])
 		return sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "number of partitions (dimension 0 size of a tile) "
 		    "mismatch in parameters (%s, %s) of '%s'", sa, sb,
-		    sim_plan_opnames[o->kind]);
+		    sim_op_name(o->kind));
 	return sim_plan_err(b, o->loc, SIM_EINVAL,
 	    "shape mismatch in parameters (%s, %s) of '%s'", sa, sb,
-	    sim_plan_opnames[o->kind]);
+	    sim_op_name(o->kind));
 }
 
 /* An element-wise operand: an on-chip access of dst's shape, or a scalar
@@ -465,12 +432,12 @@ sim_plan_operand(struct sim_build *b, const Nkir__V1__Op *o,
 	if (s == NULL || s->value_case == NKIR__V1__OPERAND__VALUE__NOT_SET)
 		return sim_plan_err(b, o->loc, SIM_EPARSE,
 		    "operand '%s' of '%s' is missing", arg,
-		    sim_plan_opnames[o->kind]);
+		    sim_op_name(o->kind));
 	if (s->value_case == NKIR__V1__OPERAND__VALUE_SCALAR) {
 		if (!scalar_ok)
 			return sim_plan_err(b, o->loc, SIM_EINVAL,
 			    "operand '%s' of '%s' must be a tile, not a "
-			    "scalar", arg, sim_plan_opnames[o->kind]);
+			    "scalar", arg, sim_op_name(o->kind));
 		d->scalar = true;
 		d->value = (float)s->scalar;
 		return 0;
@@ -478,7 +445,7 @@ sim_plan_operand(struct sim_build *b, const Nkir__V1__Op *o,
 	if (s->value_case != NKIR__V1__OPERAND__VALUE_ACCESS)
 		return sim_plan_err(b, o->loc, SIM_EPARSE,
 		    "operand '%s' of '%s' is malformed", arg,
-		    sim_plan_opnames[o->kind]);
+		    sim_op_name(o->kind));
 	rc = sim_plan_view(b, o, s->access, &d->v, arg);
 	if (rc)
 		return rc;
@@ -838,8 +805,8 @@ sim_plan_matmul(struct sim_build *b, const Nkir__V1__Op *o,
 	M = o->transpose_x ? x->shape[1] : x->shape[0];
 	N = y->shape[1];
 	if (K != y->shape[0]) {
-		sim_plan_shape_str(sa, sizeof(sa), "stationary", 2, x->shape);
-		sim_plan_shape_str(sb, sizeof(sb), "moving", 2, y->shape);
+		sim_print_shape(sa, sizeof(sa), "stationary", 2, x->shape);
+		sim_print_shape(sb, sizeof(sb), "moving", 2, y->shape);
 		return sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "contraction dimension mismatch in parameters (%s, %s) "
 		    "of 'matmul'", sa, sb);
@@ -927,7 +894,7 @@ sim_plan_bn(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 	if (s->rank != 2 || op->dst.rank != 2)
 		return sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "'%s' expects 2-D tiles [partition, free]",
-		    sim_plan_opnames[o->kind]);
+		    sim_op_name(o->kind));
 	want[0] = s->shape[0];
 	if (o->kind == NKIR__V1__OP_KIND__OP_BN_STATS) {
 		want[1] = 6 * ((s->shape[1] + SIM_BN_FMAX - 1) / SIM_BN_FMAX);
@@ -982,7 +949,7 @@ sim_plan_op(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 		return SIM_ENOMEM;
 	if (o->n_src > 3)
 		return sim_plan_err(b, o->loc, SIM_EPARSE,
-		    "'%s' has %zu operands", sim_plan_opnames[kind], o->n_src);
+		    "'%s' has %zu operands", sim_op_name(kind), o->n_src);
 	if (kind == NKIR__V1__OP_KIND__OP_LOOP)
 		return sim_plan_loop(b, o, op);
 	if (kind != NKIR__V1__OP_KIND__OP_PRINT) {
@@ -1122,7 +1089,7 @@ sim_plan_op(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 		if (op->dst.nelem > (1ull << 27))
 			return sim_plan_err(b, o->loc, SIM_ELIMIT,
 			    "in-place '%s' of %llu elements exceeds the "
-			    "executor limit", sim_plan_opnames[kind],
+			    "executor limit", sim_op_name(kind),
 			    (unsigned long long)op->dst.nelem);
 		if (b->p->scratch_max < op->dst.nelem * 2)
 			b->p->scratch_max = op->dst.nelem * 2;

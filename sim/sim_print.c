@@ -100,6 +100,23 @@ sim_print_rec(struct sim_strbuf *sb, int dtype, int rank,
 }
 
 /*
+ * Write "name[d0, d1, ...]" into buf (len bytes, always NUL-terminated,
+ * truncated if short); at most SIM_MAX_RANK dimensions are shown.
+ */
+void
+sim_print_shape(char *buf, size_t len, const char *name, int rank,
+    const uint64_t *shape)
+{
+	size_t n = (size_t)snprintf(buf, len, "%s[", name);
+
+	for (int i = 0; i < rank && i < SIM_MAX_RANK && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%llu",
+		    i ? ", " : "", (unsigned long long)shape[i]);
+	if (n < len)
+		snprintf(buf + n, len - n, "]");
+}
+
+/*
  * Append device_print's text for a row-major array vals of the given
  * shape to sb: "prefix: name[d0, d1] dtype\n" then the values, numpy
  * style ("--" for elements a mask left inactive), then "\n".
