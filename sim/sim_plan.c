@@ -371,28 +371,47 @@ sim_plan_bounds(struct sim_build *b, const Nkir__V1__Op *o,
 	return 0;
 }
 
+/* Where an operand must live (sim_plan_space). */
+enum sim_plan_where {
+	SIM_PLAN_NOWHERE,	/* the op has no such operand */
+	SIM_PLAN_TILE,		/* on chip: SBUF or PSUM */
+	SIM_PLAN_SBUF,
+	SIM_PLAN_PSUM,
+	SIM_PLAN_HBM,		/* hbm or shared_hbm */
+};
+
 static int
 sim_plan_space(struct sim_build *b, const Nkir__V1__Op *o,
-    const struct sim_view *v, const char *arg, bool want_chip,
-    int want_space)
+    const struct sim_view *v, const char *arg, int where)
 {
-	const struct sim_tinfo *ti = &b->p->tensors[v->tensor];
-	bool ok;
+	const struct sim_tinfo	*ti = &b->p->tensors[v->tensor];
+	const char		*want;
+	bool			 ok;
 
-	if (want_space)
-		ok = ti->space == want_space ||
-		    (want_space == NKIR__V1__SPACE__SPACE_HBM &&
-		    ti->space == NKIR__V1__SPACE__SPACE_SHARED_HBM);
-	else
-		ok = want_chip ? ti->chip : !ti->chip;
+	switch (where) {
+	case SIM_PLAN_TILE:
+		ok = ti->chip;
+		want = "sbuf";
+		break;
+	case SIM_PLAN_SBUF:
+		ok = ti->space == NKIR__V1__SPACE__SPACE_SBUF;
+		want = "sbuf";
+		break;
+	case SIM_PLAN_PSUM:
+		ok = ti->space == NKIR__V1__SPACE__SPACE_PSUM;
+		want = "psum";
+		break;
+	default:
+		ok = !ti->chip;
+		want = "hbm";
+		break;
+	}
 	if (ok)
-		return 0;
-	return sim_plan_err(b, o->loc, SIM_EINVAL,
+		return (0);
+	return (sim_plan_err(b, o->loc, SIM_EINVAL,
 	    "Expected operand '%s' of '%s' to be in address space '%s', but "
-	    "got a %s in '%s' instead", arg, sim_op_name(o->kind),
-	    want_space ? sim_plan_spaces[want_space] :
-	    want_chip ? "sbuf" : "hbm", ti->chip ? "tile" : "tensor",
-	    sim_plan_spaces[ti->space]);
+	    "got a %s in '%s' instead", arg, sim_op_name(o->kind), want,
+	    ti->chip ? "tile" : "tensor", sim_plan_spaces[ti->space]));
 }
 
 static int
@@ -454,37 +473,51 @@ sim_plan_operand(struct sim_build *b, const Nkir__V1__Op *o,
 	return 0;
 }
 
+/* Operand i of op: an access (not a scalar) named arg. */
 static int
 sim_plan_src_access(struct sim_build *b, const Nkir__V1__Op *o,
     struct sim_op *op, int i, const char *arg)
 {
-	int rc = sim_plan_operand(b, o, op, i, arg, false);
-
-	return rc;
+	return (sim_plan_operand(b, o, op, i, arg, false));
 }
 
+/* Operand 0 of op: an on-chip tile named arg; *vp is its view. */
+static int
+sim_plan_src_tile(struct sim_build *b, const Nkir__V1__Op *o,
+    struct sim_op *op, const char *arg, struct sim_view **vp)
+{
+	int	rc;
+
+	op->nsrc = 1;
+	if ((rc = sim_plan_src_access(b, o, op, 0, arg)))
+		return (rc);
+	*vp = &op->src[0].v;
+	return (sim_plan_space(b, o, *vp, arg, SIM_PLAN_TILE));
+}
+
+/* The nsrc operands of an element-wise op, named args[1 ..] (args[0] is
+ * "dst"): scalars, or tiles of dst's shape. */
 static int
 sim_plan_elementwise(struct sim_build *b, const Nkir__V1__Op *o,
-    struct sim_op *op, int nsrc, const char *const *args, bool scalar_ok)
+    struct sim_op *op, int nsrc, const char *const *args)
 {
-	int rc;
+	int	i, rc;
 
-	for (int i = 0; i < nsrc; i++) {
-		rc = sim_plan_operand(b, o, op, i, args[i + 1], scalar_ok);
-		if (rc)
-			return rc;
+	op->nsrc = nsrc;
+	for (i = 0; i < nsrc; i++) {
+		if ((rc = sim_plan_operand(b, o, op, i, args[i + 1], true)))
+			return (rc);
 		if (op->src[i].scalar)
 			continue;
-		rc = sim_plan_space(b, o, &op->src[i].v, args[i + 1], true, 0);
-		if (rc)
-			return rc;
-		rc = sim_plan_shape_eq(b, o, args[0], op->dst.rank,
+		if ((rc = sim_plan_space(b, o, &op->src[i].v, args[i + 1],
+		    SIM_PLAN_TILE)))
+			return (rc);
+		if ((rc = sim_plan_shape_eq(b, o, args[0], op->dst.rank,
 		    op->dst.shape, args[i + 1], op->src[i].v.rank,
-		    op->src[i].v.shape);
-		if (rc)
-			return rc;
+		    op->src[i].v.shape)))
+			return (rc);
 	}
-	return 0;
+	return (0);
 }
 
 static void
@@ -722,15 +755,11 @@ sim_plan_reduce_alu_ok(int alu)
 static int
 sim_plan_reduce(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 {
-	const struct sim_view *s;
+	struct sim_view *s;
 	uint64_t want[SIM_MAX_RANK];
 	int rc;
 
-	rc = sim_plan_src_access(b, o, op, 0, "data");
-	if (rc)
-		return rc;
-	s = &op->src[0].v;
-	if ((rc = sim_plan_space(b, o, s, "data", true, 0)))
+	if ((rc = sim_plan_src_tile(b, o, op, "data", &s)))
 		return rc;
 	if (!sim_plan_reduce_alu_ok(o->alu))
 		return sim_plan_err(b, o->loc, SIM_EINVAL,
@@ -781,22 +810,18 @@ sim_plan_matmul(struct sim_build *b, const Nkir__V1__Op *o,
 	char sa[256], sb[256];
 	int rc;
 
-	if ((rc = sim_plan_space(b, o, d, "dst", true,
-	    NKIR__V1__SPACE__SPACE_PSUM)))
-		return rc;
 	if (dt->dtype != SIM_DT_FLOAT32)
 		return sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "Expected operand 'dst' of 'matmul' to have dtype "
 		    "float32, but got %s instead", sim_dtype_name(dt->dtype));
+	op->nsrc = 2;
 	if ((rc = sim_plan_src_access(b, o, op, 0, "stationary")) ||
 	    (rc = sim_plan_src_access(b, o, op, 1, "moving")))
 		return rc;
 	x = &op->src[0].v;
 	y = &op->src[1].v;
-	if ((rc = sim_plan_space(b, o, x, "stationary", true,
-	    NKIR__V1__SPACE__SPACE_SBUF)) ||
-	    (rc = sim_plan_space(b, o, y, "moving", true,
-	    NKIR__V1__SPACE__SPACE_SBUF)))
+	if ((rc = sim_plan_space(b, o, x, "stationary", SIM_PLAN_SBUF)) ||
+	    (rc = sim_plan_space(b, o, y, "moving", SIM_PLAN_SBUF)))
 		return rc;
 	if (x->rank != 2 || y->rank != 2 || d->rank != 2)
 		return sim_plan_err(b, o->loc, SIM_EINVAL,
@@ -845,10 +870,7 @@ sim_plan_transpose(struct sim_build *b, const Nkir__V1__Op *o,
 	uint64_t want[2], t, lim;
 	int rc;
 
-	if ((rc = sim_plan_src_access(b, o, op, 0, "data")))
-		return rc;
-	s = &op->src[0].v;
-	if ((rc = sim_plan_space(b, o, s, "data", true, 0)))
+	if ((rc = sim_plan_src_tile(b, o, op, "data", &s)))
 		return rc;
 	if (s->rank != 2 || op->dst.rank != 2)
 		return sim_plan_err(b, o->loc, SIM_EINVAL,
@@ -882,14 +904,11 @@ sim_plan_transpose(struct sim_build *b, const Nkir__V1__Op *o,
 static int
 sim_plan_bn(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 {
-	const struct sim_view *s;
+	struct sim_view *s;
 	uint64_t want[2], need;
 	int rc;
 
-	if ((rc = sim_plan_src_access(b, o, op, 0, "data")))
-		return rc;
-	s = &op->src[0].v;
-	if ((rc = sim_plan_space(b, o, s, "data", true, 0)))
+	if ((rc = sim_plan_src_tile(b, o, op, "data", &s)))
 		return rc;
 	if (s->rank != 2 || op->dst.rank != 2)
 		return sim_plan_err(b, o->loc, SIM_EINVAL,
@@ -919,167 +938,251 @@ sim_plan_bn(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 }
 
 static int
-sim_plan_op(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
+sim_plan_ndarray(struct sim_build *b, const Nkir__V1__Op *o,
+    struct sim_op *op)
 {
-	static const char *const ld[] = { "dst", "src" };
-	static const char *const st[] = { "dst", "value" };
-	static const char *const tt[] = { "dst", "data1", "data2" };
-	static const char *const ac[] = { "dst", "data", "bias" };
-	static const char *const se[] = { "dst", "predicate", "on_true",
+	int	dt = b->p->tensors[op->dst.tensor].dtype;
+
+	switch (o->fill) {
+	case NKIR__V1__FILL__FILL_UNINIT:
+		op->value = sim_dtype_uninit(dt);
+		return (0);
+	case NKIR__V1__FILL__FILL_ZERO:
+		op->value = 0.0f;
+		return (0);
+	case NKIR__V1__FILL__FILL_VALUE:
+		op->value = sim_dtype_round(dt, (float)o->value);
+		return (0);
+	default:
+		return (sim_plan_err(b, o->loc, SIM_EPARSE, "invalid fill %d",
+		    (int)o->fill));
+	}
+}
+
+/* load, store, tensor_copy: src (named arg, in where) to dst, same shape. */
+static int
+sim_plan_move(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op,
+    const char *arg, int where)
+{
+	int	rc;
+
+	op->nsrc = 1;
+	if ((rc = sim_plan_src_access(b, o, op, 0, arg)))
+		return (rc);
+	if ((rc = sim_plan_space(b, o, &op->src[0].v, arg, where)))
+		return (rc);
+	return (sim_plan_shape_eq(b, o, "dst", op->dst.rank, op->dst.shape,
+	    arg, op->src[0].v.rank, op->src[0].v.shape));
+}
+
+static int
+sim_plan_load(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
+{
+	return (sim_plan_move(b, o, op, "src", SIM_PLAN_HBM));
+}
+
+static int
+sim_plan_store(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
+{
+	return (sim_plan_move(b, o, op, "value", SIM_PLAN_TILE));
+}
+
+static int
+sim_plan_copy(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
+{
+	return (sim_plan_move(b, o, op, "src", SIM_PLAN_TILE));
+}
+
+static int
+sim_plan_tensor_tensor(struct sim_build *b, const Nkir__V1__Op *o,
+    struct sim_op *op)
+{
+	static const char *const args[] = { "dst", "data1", "data2" };
+
+	if (o->alu <= NKIR__V1__ALU_OP__ALU_INVALID ||
+	    o->alu > NKIR__V1__ALU_OP__ALU_RIGHT_SHIFT ||
+	    o->alu == NKIR__V1__ALU_OP__ALU_MEAN ||
+	    o->alu == NKIR__V1__ALU_OP__ALU_VAR)
+		return (sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "unsupported operator %d in 'tensor_tensor'", (int)o->alu));
+	return (sim_plan_elementwise(b, o, op, 2, args));
+}
+
+static int
+sim_plan_activation(struct sim_build *b, const Nkir__V1__Op *o,
+    struct sim_op *op)
+{
+	static const char *const args[] = { "dst", "data", "bias" };
+	int			 rc;
+
+	if (o->act <= NKIR__V1__ACT_FUNC__ACT_INVALID ||
+	    o->act > NKIR__V1__ACT_FUNC__ACT_LOGICAL_NOT)
+		return (sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "unsupported activation function %d", (int)o->act));
+	if ((rc = sim_plan_elementwise(b, o, op, o->n_src >= 2 ? 2 : 1,
+	    args)))
+		return (rc);
+	op->scale = (float)o->scale;
+	return (0);
+}
+
+static int
+sim_plan_iota(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
+{
+	sim_i128	lo, hi;
+
+	if (o->expr == NULL)
+		return (sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "'iota' has no expression"));
+	return (sim_plan_lin(b, o, o->expr, op->dst.rank, op->dst.shape,
+	    &op->expr, &lo, &hi));
+}
+
+static int
+sim_plan_select(struct sim_build *b, const Nkir__V1__Op *o,
+    struct sim_op *op)
+{
+	static const char *const args[] = { "dst", "predicate", "on_true",
 	    "on_false" };
-	bool dst_chip = true;
-	int kind = o->kind, rc, nsrc = 0;
 
-	if (kind < NKIR__V1__OP_KIND__OP_ALLOC ||
-	    kind > NKIR__V1__OP_KIND__OP_BN_AGGR)
-		return sim_plan_err(b, o->loc, SIM_EPARSE,
-		    "unknown op kind %d", kind);
-	if (o->loc != NULL && o->loc->file >= b->k->n_files &&
-	    b->k->n_files > 0)
-		return sim_plan_err(b, NULL, SIM_EPARSE,
-		    "op location names file %u of %zu", o->loc->file,
-		    b->k->n_files);
-	if (++b->nops > SIM_OPS_MAX)
-		return sim_plan_err(b, o->loc, SIM_ELIMIT,
-		    "kernel has more than %d ops", SIM_OPS_MAX);
-	op->kind = kind;
-	op->line = o->loc != NULL ? o->loc->line : 0;
-	op->file = sim_plan_strdup(b, sim_plan_file(b, o->loc));
-	if (op->file == NULL)
-		return SIM_ENOMEM;
-	if (o->n_src > 3)
-		return sim_plan_err(b, o->loc, SIM_EPARSE,
-		    "'%s' has %zu operands", sim_op_name(kind), o->n_src);
-	if (kind == NKIR__V1__OP_KIND__OP_LOOP)
-		return sim_plan_loop(b, o, op);
-	if (kind != NKIR__V1__OP_KIND__OP_PRINT) {
-		rc = sim_plan_view(b, o, o->dst, &op->dst, "dst");
-		if (rc)
-			return rc;
-		op->has_dst = true;
-		op->masked = op->dst.nmask > 0;
-		op->rank = op->dst.rank;
-		memcpy(op->shape, op->dst.shape, sizeof(op->shape));
-		if (kind == NKIR__V1__OP_KIND__OP_STORE)
-			dst_chip = false;
-		if (kind != NKIR__V1__OP_KIND__OP_MATMUL &&
-		    (rc = sim_plan_space(b, o, &op->dst, "dst", dst_chip,
-		    kind == NKIR__V1__OP_KIND__OP_LOAD ?
-		    NKIR__V1__SPACE__SPACE_SBUF : 0)))
-			return rc;
-		b->p->tensors[op->dst.tensor].written = true;
-	}
-	switch (kind) {
-	case NKIR__V1__OP_KIND__OP_ALLOC: {
-		int dt = b->p->tensors[op->dst.tensor].dtype;
+	return (sim_plan_elementwise(b, o, op, 3, args));
+}
 
-		if (o->fill == NKIR__V1__FILL__FILL_UNINIT)
-			op->value = sim_dtype_uninit(dt);
-		else if (o->fill == NKIR__V1__FILL__FILL_ZERO)
-			op->value = 0.0f;
-		else if (o->fill == NKIR__V1__FILL__FILL_VALUE)
-			op->value = sim_dtype_round(dt, (float)o->value);
-		else
-			return sim_plan_err(b, o->loc, SIM_EPARSE,
-			    "invalid fill %d", (int)o->fill);
-		break;
-	}
-	case NKIR__V1__OP_KIND__OP_LOAD:
-	case NKIR__V1__OP_KIND__OP_STORE:
-	case NKIR__V1__OP_KIND__OP_COPY: {
-		const char *const *args = kind == NKIR__V1__OP_KIND__OP_STORE ?
-		    st : ld;
+static int
+sim_plan_print(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
+{
+	int	rc;
 
-		nsrc = 1;
-		if ((rc = sim_plan_src_access(b, o, op, 0, args[1])))
-			return rc;
-		if ((rc = sim_plan_space(b, o, &op->src[0].v, args[1],
-		    kind != NKIR__V1__OP_KIND__OP_LOAD,
-		    kind == NKIR__V1__OP_KIND__OP_LOAD ?
-		    NKIR__V1__SPACE__SPACE_HBM : 0)))
-			return rc;
-		if ((rc = sim_plan_shape_eq(b, o, "dst", op->dst.rank,
-		    op->dst.shape, args[1], op->src[0].v.rank,
-		    op->src[0].v.shape)))
-			return rc;
-		break;
-	}
-	case NKIR__V1__OP_KIND__OP_TENSOR_TENSOR:
-		nsrc = 2;
-		if (o->alu <= NKIR__V1__ALU_OP__ALU_INVALID ||
-		    o->alu > NKIR__V1__ALU_OP__ALU_RIGHT_SHIFT ||
-		    o->alu == NKIR__V1__ALU_OP__ALU_MEAN ||
-		    o->alu == NKIR__V1__ALU_OP__ALU_VAR)
-			return sim_plan_err(b, o->loc, SIM_EINVAL,
-			    "unsupported operator %d in 'tensor_tensor'",
-			    (int)o->alu);
-		if ((rc = sim_plan_elementwise(b, o, op, 2, tt, true)))
-			return rc;
-		break;
-	case NKIR__V1__OP_KIND__OP_ACTIVATION:
-		nsrc = o->n_src >= 2 ? 2 : 1;
-		if (o->act <= NKIR__V1__ACT_FUNC__ACT_INVALID ||
-		    o->act > NKIR__V1__ACT_FUNC__ACT_LOGICAL_NOT)
-			return sim_plan_err(b, o->loc, SIM_EINVAL,
-			    "unsupported activation function %d", (int)o->act);
-		if ((rc = sim_plan_elementwise(b, o, op, nsrc, ac, true)))
-			return rc;
-		op->scale = (float)o->scale;
-		break;
-	case NKIR__V1__OP_KIND__OP_REDUCE:
-		nsrc = 1;
-		if ((rc = sim_plan_reduce(b, o, op)))
-			return rc;
-		break;
+	op->nsrc = 1;
+	if ((rc = sim_plan_src_access(b, o, op, 0, "data")))
+		return (rc);
+	if ((op->text = sim_plan_strdup(b, o->text)) == NULL)
+		return (SIM_ENOMEM);
+	op->rank = op->src[0].v.rank;
+	memcpy(op->shape, op->src[0].v.shape, sizeof(op->shape));
+	return (0);
+}
+
+/*
+ * The planners, indexed by NKIR OpKind. sim_plan_op plans an op's dst (if
+ * where says it has one) and checks where it lives, then calls plan for
+ * the rest (the operands, setting nsrc, and the fields), then
+ * sim_plan_op_end. A loop (body) plans its body instead: plan does it all.
+ */
+static const struct sim_plan_kind {
+	int	  where;	/* of dst; SIM_PLAN_NOWHERE: no dst */
+	bool	  body;		/* a loop */
+	int	(*plan)(struct sim_build *, const Nkir__V1__Op *,
+		    struct sim_op *);
+} sim_plan_kinds[] = {
+	[NKIR__V1__OP_KIND__OP_ALLOC] =
+	    { SIM_PLAN_TILE, false, sim_plan_ndarray },
+	[NKIR__V1__OP_KIND__OP_LOAD] =
+	    { SIM_PLAN_SBUF, false, sim_plan_load },
+	[NKIR__V1__OP_KIND__OP_STORE] =
+	    { SIM_PLAN_HBM, false, sim_plan_store },
+	[NKIR__V1__OP_KIND__OP_COPY] =
+	    { SIM_PLAN_TILE, false, sim_plan_copy },
+	[NKIR__V1__OP_KIND__OP_TENSOR_TENSOR] =
+	    { SIM_PLAN_TILE, false, sim_plan_tensor_tensor },
+	[NKIR__V1__OP_KIND__OP_ACTIVATION] =
+	    { SIM_PLAN_TILE, false, sim_plan_activation },
+	[NKIR__V1__OP_KIND__OP_REDUCE] =
+	    { SIM_PLAN_TILE, false, sim_plan_reduce },
+	[NKIR__V1__OP_KIND__OP_MATMUL] =
+	    { SIM_PLAN_PSUM, false, sim_plan_matmul },
+	[NKIR__V1__OP_KIND__OP_TRANSPOSE] =
+	    { SIM_PLAN_TILE, false, sim_plan_transpose },
+	[NKIR__V1__OP_KIND__OP_IOTA] =
+	    { SIM_PLAN_TILE, false, sim_plan_iota },
+	[NKIR__V1__OP_KIND__OP_SELECT] =
+	    { SIM_PLAN_TILE, false, sim_plan_select },
+	[NKIR__V1__OP_KIND__OP_PRINT] =
+	    { SIM_PLAN_NOWHERE, false, sim_plan_print },
+	[NKIR__V1__OP_KIND__OP_LOOP] =
+	    { SIM_PLAN_NOWHERE, true, sim_plan_loop },
+	[NKIR__V1__OP_KIND__OP_BN_STATS] =
+	    { SIM_PLAN_TILE, false, sim_plan_bn },
+	[NKIR__V1__OP_KIND__OP_BN_AGGR] =
+	    { SIM_PLAN_TILE, false, sim_plan_bn },
+};
+
+/* dst of op, in where: its view, which is op's iteration space. */
+static int
+sim_plan_dst(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op,
+    int where)
+{
+	int	rc;
+
+	if ((rc = sim_plan_view(b, o, o->dst, &op->dst, "dst")))
+		return (rc);
+	op->has_dst = true;
+	op->masked = op->dst.nmask > 0;
+	op->rank = op->dst.rank;
+	memcpy(op->shape, op->dst.shape, sizeof(op->shape));
+	if ((rc = sim_plan_space(b, o, &op->dst, "dst", where)))
+		return (rc);
+	b->p->tensors[op->dst.tensor].written = true;
+	return (0);
+}
+
+/* The element operations one execution of op does. */
+static uint64_t
+sim_plan_work(const struct sim_op *op)
+{
+	switch (op->kind) {
 	case NKIR__V1__OP_KIND__OP_MATMUL:
-		nsrc = 2;
-		if ((rc = sim_plan_matmul(b, o, op)))
-			return rc;
-		break;
-	case NKIR__V1__OP_KIND__OP_TRANSPOSE:
-		nsrc = 1;
-		if ((rc = sim_plan_transpose(b, o, op)))
-			return rc;
-		break;
-	case NKIR__V1__OP_KIND__OP_IOTA: {
-		sim_i128 lo, hi;
+		return (op->src[0].v.nelem * op->src[1].v.shape[1]);
+	case NKIR__V1__OP_KIND__OP_REDUCE:
+		return (op->src[0].v.nelem * 2);
+	default:
+		if (op->has_dst)
+			return (op->dst.nelem);
+		return (op->nsrc > 0 ? op->src[0].v.nelem : 1);
+	}
+}
 
-		if (o->expr == NULL)
-			return sim_plan_err(b, o->loc, SIM_EPARSE,
-			    "'iota' has no expression");
-		if ((rc = sim_plan_lin(b, o, o->expr, op->dst.rank,
-		    op->dst.shape, &op->expr, &lo, &hi)))
-			return rc;
-		break;
+/* The longest innermost axis of op's iteration space and views. Rows are
+ * gathered per view: a view may be longer than the iteration space
+ * (bn_stats, matmul, transpose sources). */
+static uint64_t
+sim_plan_row(const struct sim_op *op)
+{
+	const struct sim_view	*v;
+	uint64_t		 row = 0;
+	int			 i;
+
+	if (op->rank > 0)
+		row = op->shape[op->rank - 1];
+	for (i = 0; i < op->nsrc; i++) {
+		v = &op->src[i].v;
+		if (!op->src[i].scalar && v->rank > 0 &&
+		    v->shape[v->rank - 1] > row)
+			row = v->shape[v->rank - 1];
 	}
-	case NKIR__V1__OP_KIND__OP_SELECT:
-		nsrc = 3;
-		if ((rc = sim_plan_elementwise(b, o, op, 3, se, true)))
-			return rc;
-		break;
-	case NKIR__V1__OP_KIND__OP_PRINT:
-		nsrc = 1;
-		if ((rc = sim_plan_src_access(b, o, op, 0, "data")))
-			return rc;
-		op->text = sim_plan_strdup(b, o->text);
-		if (op->text == NULL)
-			return SIM_ENOMEM;
-		op->rank = op->src[0].v.rank;
-		memcpy(op->shape, op->src[0].v.shape, sizeof(op->shape));
-		break;
-	case NKIR__V1__OP_KIND__OP_BN_STATS:
-	case NKIR__V1__OP_KIND__OP_BN_AGGR:
-		nsrc = 1;
-		if ((rc = sim_plan_bn(b, o, op)))
-			return rc;
-		break;
-	}
-	op->nsrc = nsrc;
+	if (op->has_dst && op->dst.rank > 0 &&
+	    op->dst.shape[op->dst.rank - 1] > row)
+		row = op->dst.shape[op->dst.rank - 1];
+	return (row);
+}
+
+/*
+ * What every planned data op goes through: masks that always hold are
+ * dropped, reads and in-place updates noted, accesses bounds-checked,
+ * the executor's limits checked, its cost and row length counted.
+ */
+static int
+sim_plan_op_end(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
+{
+	struct sim_program	*p = b->p;
+	uint64_t		 work;
+	int			 i, rc;
+
 	sim_plan_unmask(b, op);
-	for (int i = 0; i < nsrc; i++) {
+	for (i = 0; i < op->nsrc; i++) {
 		if (op->src[i].scalar)
 			continue;
-		b->p->tensors[op->src[i].v.tensor].read = true;
+		p->tensors[op->src[i].v.tensor].read = true;
 		if (op->has_dst && sim_plan_fusable(op) &&
 		    op->src[i].v.tensor == op->dst.tensor &&
 		    !sim_plan_view_same(&op->src[i].v, &op->dst))
@@ -1087,63 +1190,77 @@ sim_plan_op(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 	}
 	if (op->stage) {
 		if (op->dst.nelem > (1ull << 27))
-			return sim_plan_err(b, o->loc, SIM_ELIMIT,
+			return (sim_plan_err(b, o->loc, SIM_ELIMIT,
 			    "in-place '%s' of %llu elements exceeds the "
-			    "executor limit", sim_op_name(kind),
-			    (unsigned long long)op->dst.nelem);
-		if (b->p->scratch_max < op->dst.nelem * 2)
-			b->p->scratch_max = op->dst.nelem * 2;
+			    "executor limit", sim_op_name(op->kind),
+			    (unsigned long long)op->dst.nelem));
+		if (p->scratch_max < op->dst.nelem * 2)
+			p->scratch_max = op->dst.nelem * 2;
 	}
 	if (!op->masked && !b->dead) {
 		if (op->has_dst && (rc = sim_plan_bounds(b, o, &op->dst)))
-			return rc;
-		if (kind == NKIR__V1__OP_KIND__OP_STORE &&
-		    sim_plan_covers(b, o->dst, &b->p->tensors[op->dst.tensor]))
-			b->p->tensors[op->dst.tensor].covered = true;
-		for (int i = 0; i < nsrc; i++)
+			return (rc);
+		if (op->kind == NKIR__V1__OP_KIND__OP_STORE &&
+		    sim_plan_covers(b, o->dst, &p->tensors[op->dst.tensor]))
+			p->tensors[op->dst.tensor].covered = true;
+		for (i = 0; i < op->nsrc; i++)
 			if (!op->src[i].scalar &&
 			    (rc = sim_plan_bounds(b, o, &op->src[i].v)))
-				return rc;
+				return (rc);
 	}
-	if (kind == NKIR__V1__OP_KIND__OP_PRINT &&
+	if (op->kind == NKIR__V1__OP_KIND__OP_PRINT &&
 	    op->src[0].v.nelem > SIM_PRINT_MAX)
-		return sim_plan_err(b, o->loc, SIM_ELIMIT,
+		return (sim_plan_err(b, o->loc, SIM_ELIMIT,
 		    "'device_print' of %llu elements exceeds the executor "
 		    "limit of %llu", (unsigned long long)op->src[0].v.nelem,
-		    (unsigned long long)SIM_PRINT_MAX);
-	{
-		uint64_t work = 1;
-
-		if (kind == NKIR__V1__OP_KIND__OP_MATMUL)
-			work = op->src[0].v.nelem * op->src[1].v.shape[1];
-		else if (kind == NKIR__V1__OP_KIND__OP_REDUCE)
-			work = op->src[0].v.nelem * 2;
-		else if (op->has_dst || nsrc > 0)
-			work = op->has_dst ? op->dst.nelem : op->src[0].v.nelem;
-		work = sim_plan_mul_sat(work, b->trips);
-		b->p->cost = b->p->cost + work < b->p->cost ? UINT64_MAX :
-		    b->p->cost + work;
-	}
+		    (unsigned long long)SIM_PRINT_MAX));
+	work = sim_plan_mul_sat(sim_plan_work(op), b->trips);
+	p->cost = p->cost + work < p->cost ? UINT64_MAX : p->cost + work;
 	op->alu = o->alu;
 	op->act = o->act;
 	op->accumulate = o->accumulate;
 	op->transpose_x = o->transpose_x;
 	op->engine = o->engine;
-	if (op->rank > 0 && op->shape[op->rank - 1] > b->p->row_max)
-		b->p->row_max = op->shape[op->rank - 1];
-	/* Rows are gathered per view: a view may be longer than the
-	 * iteration space (bn_stats, matmul, transpose sources). */
-	for (int i = 0; i < op->nsrc; i++) {
-		const struct sim_view *v = &op->src[i].v;
+	if (sim_plan_row(op) > p->row_max)
+		p->row_max = sim_plan_row(op);
+	return (0);
+}
 
-		if (!op->src[i].scalar && v->rank > 0 &&
-		    v->shape[v->rank - 1] > b->p->row_max)
-			b->p->row_max = v->shape[v->rank - 1];
-	}
-	if (op->has_dst && op->dst.rank > 0 &&
-	    op->dst.shape[op->dst.rank - 1] > b->p->row_max)
-		b->p->row_max = op->dst.shape[op->dst.rank - 1];
-	return 0;
+/* Validate op o and build op from it (see sim_plan_kinds). */
+static int
+sim_plan_op(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
+{
+	const struct sim_plan_kind	*pk;
+	int				 kind = o->kind, rc;
+
+	if (kind <= 0 || kind >= (int)(sizeof(sim_plan_kinds) /
+	    sizeof(sim_plan_kinds[0])) || sim_plan_kinds[kind].plan == NULL)
+		return (sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "unknown op kind %d", kind));
+	pk = &sim_plan_kinds[kind];
+	if (o->loc != NULL && o->loc->file >= b->k->n_files &&
+	    b->k->n_files > 0)
+		return (sim_plan_err(b, NULL, SIM_EPARSE,
+		    "op location names file %u of %zu", o->loc->file,
+		    b->k->n_files));
+	if (++b->nops > SIM_OPS_MAX)
+		return (sim_plan_err(b, o->loc, SIM_ELIMIT,
+		    "kernel has more than %d ops", SIM_OPS_MAX));
+	op->kind = kind;
+	op->line = o->loc != NULL ? o->loc->line : 0;
+	if ((op->file = sim_plan_strdup(b, sim_plan_file(b, o->loc))) == NULL)
+		return (SIM_ENOMEM);
+	if (o->n_src > 3)
+		return (sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "'%s' has %zu operands", sim_op_name(kind), o->n_src));
+	if (pk->body)
+		return (pk->plan(b, o, op));
+	if (pk->where != SIM_PLAN_NOWHERE &&
+	    (rc = sim_plan_dst(b, o, op, pk->where)))
+		return (rc);
+	if ((rc = pk->plan(b, o, op)))
+		return (rc);
+	return (sim_plan_op_end(b, o, op));
 }
 
 /* ------------------------------------------------------------ fusion */
