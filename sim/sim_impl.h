@@ -6,7 +6,8 @@
  * Floors: a file calls only into the files on the floors below it.
  *   0  sim_diag.c (error codes, messages), sim_dtype.c (dtypes),
  *      sim_op.c (op kinds: names, engines)
- *   1  sim_print.c (shapes and device_print's text)
+ *   1  sim_print.c (shapes and device_print's text),
+ *      sim_opt.c (fusion, dead fills, copy elision in a planned program)
  *   2  sim_plan.c (validate NKIR, build a struct sim_program)
  *   3  sim_exec.c (run a program: sim_run)
  *   4  sim.c (the front door: NKIR and images in, programs out)
@@ -52,6 +53,9 @@
 #define SIM_MM_STAT_FMAX    128
 #define SIM_MM_MOVE_FMAX    512
 #define SIM_BN_FMAX         512
+
+/* Exact sums of products of 64-bit values (index ranges). */
+typedef __int128 sim_i128;
 
 /* A loop-variable or program-id term of an affine expression. */
 struct sim_term {
@@ -212,6 +216,27 @@ struct Nkir__V1__Kernel;
 int sim_plan_build(const struct Nkir__V1__Kernel *k, sim_program **out,
     sim_diag *diag);
 void sim_plan_free(sim_program *p);
+
+/* sim_opt.c */
+/* op may run in a fused group: an element-wise kind, unmasked, not staged
+ * and not skipped. */
+bool sim_opt_fusable(const struct sim_op *op);
+/* a and b are one view: same tensor, shape and element offsets. */
+bool sim_opt_view_same(const struct sim_view *a, const struct sim_view *b);
+/* Mark the dead OP_ALLOCs of a body (sim_op.skip): an unmasked fill is dead
+ * when the next op of the body that names the tile (a loop names it if any
+ * op inside does) overwrites the whole tile without reading it. */
+void sim_opt_dead_allocs(const struct sim_program *p, struct sim_op *ops,
+    size_t n);
+/* Mark the fused groups of a body (sim_op.fuse): runs of up to
+ * SIM_FUSE_MAX fusable ops of one iteration space that give the same
+ * result run row by row in lockstep. */
+void sim_opt_fuse(struct sim_op *ops, size_t n);
+/* The whole-program analyses, once p->body is planned (inner bodies
+ * already fused, the top level not yet): the launch fills no op can see
+ * (sim_tinfo.nofill) and copy elision (sim_tinfo.alias, sim_op.skip).
+ * Returns 0 or SIM_ENOMEM. */
+int sim_opt_program(struct sim_program *p);
 
 /* sim_print.c */
 struct sim_strbuf {
