@@ -19,7 +19,7 @@ static const char *const sim_errs[] = {
 const char *
 sim_strerror(int err)
 {
-	if (err > 0 || -err >= (int)(sizeof sim_errs / sizeof sim_errs[0]))
+	if (err > 0 || -err >= (int)SIM_NITEMS(sim_errs))
 		return ("unknown error");
 	return (sim_errs[-err]);
 }

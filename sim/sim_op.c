@@ -35,13 +35,10 @@ static const char *const sim_op_engines[] = {
 	[NKIR__V1__ENGINE__ENGINE_GPSIMD] = "gpsimd",
 };
 
-#define SIM_OP_NKINDS	(int)(sizeof(sim_op_kinds) / sizeof(sim_op_kinds[0]))
-#define SIM_OP_NENGINES	(int)(sizeof(sim_op_engines) / sizeof(sim_op_engines[0]))
-
 static int
 sim_op_kind_valid(int kind)
 {
-	return (kind > 0 && kind < SIM_OP_NKINDS &&
+	return (kind > 0 && kind < (int)SIM_NITEMS(sim_op_kinds) &&
 	    sim_op_kinds[kind].name != NULL);
 }
 
@@ -56,7 +53,7 @@ sim_op_name(int kind)
 const char *
 sim_op_engine(int kind, int engine)
 {
-	if (engine > 0 && engine < SIM_OP_NENGINES &&
+	if (engine > 0 && engine < (int)SIM_NITEMS(sim_op_engines) &&
 	    sim_op_engines[engine] != NULL)
 		return (sim_op_engines[engine]);
 	if (!sim_op_kind_valid(kind))

@@ -21,46 +21,50 @@ sim_opt_fusable(const struct sim_op *op)
 	case NKIR__V1__OP_KIND__OP_SELECT:
 	case NKIR__V1__OP_KIND__OP_IOTA:
 	case NKIR__V1__OP_KIND__OP_TRANSPOSE:
-		return !op->masked && !op->stage && !op->skip;
+		return (!op->masked && !op->stage && !op->skip);
 	default:
-		return false;
+		return (false);
 	}
 }
 
 bool
 sim_opt_view_same(const struct sim_view *a, const struct sim_view *b)
 {
+	uint32_t	k;
+	int		i;
+
 	if (a->tensor != b->tensor || a->rank != b->rank ||
 	    a->off.c != b->off.c || a->off.nt != b->off.nt)
-		return false;
-	for (int i = 0; i < a->rank; i++)
+		return (false);
+	for (i = 0; i < a->rank; i++)
 		if (a->shape[i] != b->shape[i] || a->off.ax[i] != b->off.ax[i])
-			return false;
-	for (uint32_t i = 0; i < a->off.nt; i++)
-		if (a->off.t[i].kind != b->off.t[i].kind ||
-		    a->off.t[i].index != b->off.t[i].index ||
-		    a->off.t[i].coef != b->off.t[i].coef)
-			return false;
-	return true;
+			return (false);
+	for (k = 0; k < a->off.nt; k++)
+		if (a->off.t[k].kind != b->off.t[k].kind ||
+		    a->off.t[k].index != b->off.t[k].index ||
+		    a->off.t[k].coef != b->off.t[k].coef)
+			return (false);
+	return (true);
 }
 
 /* Distinct points of the view's iteration space are distinct elements. */
 static bool
 sim_opt_view_injective(const struct sim_view *v)
 {
-	sim_i128 st[SIM_MAX_RANK], ext[SIM_MAX_RANK], span = 0;
-	int n = 0;
+	sim_i128	st[SIM_MAX_RANK], ext[SIM_MAX_RANK], span = 0;
+	int		n = 0;
+	int		a, i, j;
 
-	for (int a = 0; a < v->rank; a++) {
+	for (a = 0; a < v->rank; a++) {
 		if (v->shape[a] == 1)
 			continue;
 		st[n] = v->off.ax[a] < 0 ? -(sim_i128)v->off.ax[a] :
 		    v->off.ax[a];
 		ext[n++] = (sim_i128)v->shape[a] - 1;
 	}
-	for (int i = 1; i < n; i++)        /* insertion sort by stride */
-		for (int j = i; j > 0 && st[j] < st[j - 1]; j--) {
-			sim_i128 t = st[j];
+	for (i = 1; i < n; i++)		/* insertion sort by stride */
+		for (j = i; j > 0 && st[j] < st[j - 1]; j--) {
+			sim_i128	t = st[j];
 
 			st[j] = st[j - 1];
 			st[j - 1] = t;
@@ -68,12 +72,12 @@ sim_opt_view_injective(const struct sim_view *v)
 			ext[j] = ext[j - 1];
 			ext[j - 1] = t;
 		}
-	for (int i = 0; i < n; i++) {
+	for (i = 0; i < n; i++) {
 		if (st[i] <= span)
-			return false;
+			return (false);
 		span += st[i] * ext[i];
 	}
-	return true;
+	return (true);
 }
 
 /* Running ops[0 .. k-1] row by row in lockstep equals running them in
@@ -82,31 +86,34 @@ sim_opt_view_injective(const struct sim_view *v)
 static bool
 sim_opt_group_ok(const struct sim_op *ops, size_t k)
 {
-	for (size_t i = 0; i < k; i++) {
-		const struct sim_view *ref = &ops[i].dst;
+	size_t	i, j;
+	int	s;
+
+	for (i = 0; i < k; i++) {
+		const struct sim_view	*ref = &ops[i].dst;
 
 		if (!sim_opt_view_injective(ref))
-			return false;
-		for (size_t j = 0; j < k; j++) {
-			const struct sim_op *c = &ops[j];
+			return (false);
+		for (j = 0; j < k; j++) {
+			const struct sim_op	*c = &ops[j];
 
 			if (!sim_opt_view_same(&c->dst, ref) &&
 			    c->dst.tensor == ref->tensor)
-				return false;
-			for (int s = 0; s < c->nsrc; s++)
+				return (false);
+			for (s = 0; s < c->nsrc; s++)
 				if (!c->src[s].scalar &&
 				    c->src[s].v.tensor == ref->tensor &&
 				    !sim_opt_view_same(&c->src[s].v, ref))
-					return false;
+					return (false);
 		}
 	}
-	return true;
+	return (true);
 }
 
 void
 sim_opt_fuse(struct sim_op *ops, size_t n)
 {
-	size_t i = 0, k;
+	size_t	i = 0, k;
 
 	while (i < n) {
 		if (!sim_opt_fusable(&ops[i])) {
@@ -114,7 +121,7 @@ sim_opt_fuse(struct sim_op *ops, size_t n)
 			continue;
 		}
 		for (k = 1; i + k < n && k < SIM_FUSE_MAX; k++) {
-			const struct sim_op *c = &ops[i + k];
+			const struct sim_op	*c = &ops[i + k];
 
 			if (!sim_opt_fusable(c) || c->rank != ops[i].rank ||
 			    memcmp(c->shape, ops[i].shape,
@@ -134,48 +141,56 @@ sim_opt_fuse(struct sim_op *ops, size_t n)
 static bool
 sim_opt_reads(const struct sim_op *op, uint32_t t)
 {
-	for (int i = 0; i < op->nsrc; i++)
+	int	i;
+
+	for (i = 0; i < op->nsrc; i++)
 		if (!op->src[i].scalar && op->src[i].v.tensor == t)
-			return true;
-	return op->kind == NKIR__V1__OP_KIND__OP_MATMUL && op->accumulate &&
-	    op->dst.tensor == t;
+			return (true);
+	return (op->kind == NKIR__V1__OP_KIND__OP_MATMUL && op->accumulate &&
+	    op->dst.tensor == t);
 }
 
 /* One execution of op writes every element of its dst tensor (unmasked,
  * bounds-checked at plan time, injective over as many elements as the
  * tensor has). */
 static bool
-sim_opt_overwrites(const sim_program *p, const struct sim_op *op)
+sim_opt_overwrites(const struct sim_program *p, const struct sim_op *op)
 {
-	if (!op->has_dst || op->masked || op->kind == NKIR__V1__OP_KIND__OP_LOOP)
-		return false;
-	return op->dst.nelem == p->tensors[op->dst.tensor].nelem &&
-	    sim_opt_view_injective(&op->dst);
+	if (!op->has_dst || op->masked ||
+	    op->kind == NKIR__V1__OP_KIND__OP_LOOP)
+		return (false);
+	return (op->dst.nelem == p->tensors[op->dst.tensor].nelem &&
+	    sim_opt_view_injective(&op->dst));
 }
 
 /* Some op of the loop (or op itself) names tensor t. */
 static bool
 sim_opt_mentions(const struct sim_op *op, uint32_t t)
 {
+	size_t	i;
+
 	if (op->kind == NKIR__V1__OP_KIND__OP_LOOP) {
-		for (size_t i = 0; i < op->nbody; i++)
+		for (i = 0; i < op->nbody; i++)
 			if (sim_opt_mentions(&op->body[i], t))
-				return true;
-		return false;
+				return (true);
+		return (false);
 	}
-	return (op->has_dst && op->dst.tensor == t) || sim_opt_reads(op, t);
+	return ((op->has_dst && op->dst.tensor == t) ||
+	    sim_opt_reads(op, t));
 }
 
 void
-sim_opt_dead_allocs(const sim_program *p, struct sim_op *ops, size_t n)
+sim_opt_dead_allocs(const struct sim_program *p, struct sim_op *ops, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		uint32_t t = ops[i].dst.tensor;
+	size_t	i, j;
+
+	for (i = 0; i < n; i++) {
+		uint32_t	t = ops[i].dst.tensor;
 
 		if (ops[i].kind != NKIR__V1__OP_KIND__OP_ALLOC ||
 		    ops[i].masked)
 			continue;
-		for (size_t j = i + 1; j < n; j++) {
+		for (j = i + 1; j < n; j++) {
 			if (!sim_opt_mentions(&ops[j], t))
 				continue;
 			if (ops[j].kind != NKIR__V1__OP_KIND__OP_LOOP &&
@@ -192,12 +207,15 @@ sim_opt_dead_allocs(const sim_program *p, struct sim_op *ops, size_t n)
  * allocs ignored); the first op to touch a tensor decides whether its
  * launch fill can be seen. seen[t]: decided. */
 static void
-sim_opt_first_touch(sim_program *p, const struct sim_op *ops, size_t n,
+sim_opt_first_touch(struct sim_program *p, const struct sim_op *ops, size_t n,
     uint8_t *seen)
 {
-	for (size_t i = 0; i < n; i++) {
-		const struct sim_op *op = &ops[i];
-		uint32_t t;
+	size_t	i;
+	int	k;
+
+	for (i = 0; i < n; i++) {
+		const struct sim_op	*op = &ops[i];
+		uint32_t		 t;
 
 		if (op->kind == NKIR__V1__OP_KIND__OP_LOOP) {
 			if (op->trips > 0)
@@ -207,7 +225,7 @@ sim_opt_first_touch(sim_program *p, const struct sim_op *ops, size_t n,
 		}
 		if (op->skip)
 			continue;
-		for (int k = 0; k < op->nsrc; k++)
+		for (k = 0; k < op->nsrc; k++)
 			if (!op->src[k].scalar)
 				seen[op->src[k].v.tensor] = 1;
 		if (!op->has_dst)
@@ -227,16 +245,17 @@ sim_opt_first_touch(sim_program *p, const struct sim_op *ops, size_t n,
 static uint64_t
 sim_opt_nwrites(const struct sim_op *ops, size_t n, uint32_t t)
 {
-	uint64_t c = 0;
+	uint64_t	c = 0;
+	size_t		i;
 
-	for (size_t i = 0; i < n; i++) {
+	for (i = 0; i < n; i++) {
 		if (ops[i].kind == NKIR__V1__OP_KIND__OP_LOOP)
 			c += sim_opt_nwrites(ops[i].body, ops[i].nbody, t);
 		else if (!ops[i].skip && ops[i].has_dst &&
 		    ops[i].dst.tensor == t)
 			c++;
 	}
-	return c;
+	return (c);
 }
 
 /* The load/store reads and writes the same linear element offsets, with
@@ -244,14 +263,16 @@ sim_opt_nwrites(const struct sim_op *ops, size_t n, uint32_t t)
 static bool
 sim_opt_identity(const struct sim_op *op)
 {
-	const struct sim_lin *d = &op->dst.off, *s = &op->src[0].v.off;
+	const struct sim_lin	*d = &op->dst.off, *s = &op->src[0].v.off;
+	int			 a;
 
-	if (d->nt || s->nt || d->c != s->c || op->dst.rank != op->src[0].v.rank)
-		return false;
-	for (int a = 0; a < op->dst.rank; a++)
+	if (d->nt || s->nt || d->c != s->c ||
+	    op->dst.rank != op->src[0].v.rank)
+		return (false);
+	for (a = 0; a < op->dst.rank; a++)
 		if (d->ax[a] != s->ax[a])
-			return false;
-	return true;
+			return (false);
+	return (true);
 }
 
 /*
@@ -267,12 +288,14 @@ sim_opt_identity(const struct sim_op *op)
  *   does nothing.
  */
 static void
-sim_opt_elide(sim_program *p, struct sim_op *ops, size_t n)
+sim_opt_elide(struct sim_program *p, struct sim_op *ops, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		struct sim_op *op = &ops[i];
-		struct sim_tinfo *tile, *hbm;
-		uint32_t tt, ht;
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		struct sim_op		*op = &ops[i];
+		struct sim_tinfo	*tile, *hbm;
+		uint32_t		 tt, ht;
 
 		if ((op->kind != NKIR__V1__OP_KIND__OP_LOAD &&
 		    op->kind != NKIR__V1__OP_KIND__OP_STORE) || op->masked ||
