@@ -860,6 +860,93 @@ START_TEST(test_sim_iota_activation_print)
 }
 END_TEST
 
+/* Profile events: one per executed op, in order, named as NKI names the
+ * op, on the engine the op asks for or else where NKI places its kind. */
+struct kb_events {
+	int		 n;
+	const char	*op[16];
+	const char	*engine[16];
+	uint32_t	 line[16];
+	uint64_t	 elements[16];
+};
+
+static void
+kb_event_cb(void *arg, const sim_op_event *ev)
+{
+	struct kb_events	*e = arg;
+
+	ck_assert_int_lt(e->n, 16);
+	e->op[e->n] = ev->op;
+	e->engine[e->n] = ev->engine;
+	e->line[e->n] = ev->line;
+	e->elements[e->n] = ev->elements;
+	e->n++;
+}
+
+START_TEST(test_sim_op_events_name_engine)
+{
+	static const char	*want[][2] = {
+		{ "ndarray", "gpsimd" }, { "iota", "gpsimd" },
+		{ "device_print", "gpsimd" }, { "activation", "scalar" },
+		{ "tensor_tensor", "vector" }, { "select", "vector" },
+		{ "transpose", "vector" }, { "store", "dma" },
+	};
+	struct kb		 kb, *b = &kb;
+	struct kb_events	 ev = { 0 };
+	sim_run_opts		 opts = { .op_cb = kb_event_cb, .op_arg = &ev };
+	uint32_t		 out, t, u, tt;
+	Nkir__V1__Op		*o;
+	sim_program		*p;
+	sim_tensor		 to;
+	sim_diag		 d;
+	int			 i, rc;
+
+	kb_init(b, "events");
+	out = kb_out(b, "y", F32, 2, SH(3, 2));
+	t = kb_tile(b, "t", SBUF, F32, 2, SH(2, 3));
+	u = kb_tile(b, "u", SBUF, F32, 2, SH(2, 3));
+	tt = kb_tile(b, "tt", PSUM, F32, 2, SH(3, 2));
+	kb_alloc_op(b, u, NKIR__V1__FILL__FILL_ZERO, 0);
+	b->line++;
+	o = kb_op(b, OPK(IOTA), kb_full2(b, t));
+	o->expr = kb_aff(b, 0, 1, X, 1, (int64_t)1);
+	b->line++;
+	o = kb_op1(b, OPK(PRINT), NULL, kb_full2(b, t));
+	o->text = "t";
+	b->line++;
+	o = kb_op1(b, OPK(ACTIVATION), kb_full2(b, u), kb_full2(b, t));
+	o->act = NKIR__V1__ACT_FUNC__ACT_EXP;
+	b->line++;
+	o = kb_op1(b, OPK(TENSOR_TENSOR), kb_full2(b, t), kb_full2(b, u));
+	kb_scalar(b, o, 2.0);
+	o->alu = NKIR__V1__ALU_OP__ALU_GREATER;
+	b->line++;
+	o = kb_op1(b, OPK(SELECT), kb_full2(b, u), kb_full2(b, t));
+	kb_src(b, o, kb_full2(b, u));
+	kb_scalar(b, o, -1.0);
+	b->line++;
+	/* asks for the vector engine: NKI's default for transpose is the
+	 * tensor engine */
+	o = kb_op1(b, OPK(TRANSPOSE), kb_full2(b, tt), kb_full2(b, u));
+	o->engine = NKIR__V1__ENGINE__ENGINE_VECTOR;
+	b->line++;
+	kb_op1(b, OPK(STORE), kb_full2(b, out), kb_full2(b, tt));
+	p = kb_program(b);
+	rc = sim_run(p, NULL, 0, &to, 1, &opts, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	ck_assert_int_eq(ev.n, 8);
+	for (i = 0; i < 8; i++) {
+		ck_assert_str_eq(ev.op[i], want[i][0]);
+		ck_assert_str_eq(ev.engine[i], want[i][1]);
+		ck_assert_uint_eq(ev.line[i], 10 + (uint32_t)i);
+		ck_assert_uint_eq(ev.elements[i], 6);
+	}
+	sim_tensors_release(&to, 1);
+	sim_program_free(p);
+	kb_release(b);
+}
+END_TEST
+
 /* bn_stats + bn_aggr give the mean and population variance per row */
 START_TEST(test_sim_bn_stats_aggr)
 {
@@ -1660,6 +1747,7 @@ sim_suite(void)
 	tcase_add_test(core, test_sim_nan_fill_visible);
 	tcase_add_test(core, test_sim_masked_tail);
 	tcase_add_test(core, test_sim_iota_activation_print);
+	tcase_add_test(core, test_sim_op_events_name_engine);
 	tcase_add_test(core, test_sim_bn_stats_aggr);
 	tcase_add_test(core, test_sim_inplace_overlap);
 	tcase_add_test(core, test_sim_fast_transpose_copy);
