@@ -103,8 +103,6 @@ struct sim_run_opts {
 	 * during the run. May be NULL. */
 	void *const		*out_bufs;
 };
-
-/* The typedef names the callers use until they say struct. */
 typedef struct sim_diag sim_diag;
 typedef struct sim_program sim_program;
 typedef struct sim_sig sim_sig;
