@@ -19,7 +19,7 @@ struct backend_cpu {
 
 struct backend_cpu_program {
 	struct backend_program	 bp;
-	sim_program		*sp;
+	struct sim_program		*sp;
 };
 
 /* sim's codes have the same meaning and values as the backend's. */
@@ -47,7 +47,7 @@ backend_cpu_err(int serr)
 }
 
 static void
-backend_cpu_diag(char *diag, const sim_diag *sd, int serr)
+backend_cpu_diag(char *diag, const struct sim_diag *sd, int serr)
 {
 	if (sd->msg[0] != '\0')
 		snprintf(diag, BACKEND_DIAG_LEN, "%s", sd->msg);
@@ -98,7 +98,7 @@ static int
 backend_cpu_compile(void *state, const void *ir, size_t len, void **image,
     size_t *image_len, char *diag)
 {
-	sim_diag	sd;
+	struct sim_diag	sd;
 	int		serr;
 
 	memset(&sd, 0, sizeof sd);
@@ -111,7 +111,7 @@ backend_cpu_compile(void *state, const void *ir, size_t len, void **image,
 	return (0);
 }
 
-static const sim_sig *
+static const struct sim_sig *
 backend_cpu_param(const struct backend_program *bp, size_t i)
 {
 	const struct backend_cpu_program *p = bp->impl;
@@ -119,7 +119,7 @@ backend_cpu_param(const struct backend_program *bp, size_t i)
 	return (sim_program_param(p->sp, i));
 }
 
-static const sim_sig *
+static const struct sim_sig *
 backend_cpu_output(const struct backend_program *bp, size_t i)
 {
 	const struct backend_cpu_program *p = bp->impl;
@@ -132,8 +132,8 @@ backend_cpu_load(void *state, const void *image, size_t len,
     struct backend_program **out, char *diag)
 {
 	struct backend_cpu_program	*p;
-	sim_program			*sp = NULL;
-	sim_diag			 sd;
+	struct sim_program			*sp = NULL;
+	struct sim_diag			 sd;
 	int				 serr;
 
 	memset(&sd, 0, sizeof sd);
@@ -170,8 +170,8 @@ backend_cpu_run(const struct backend_program *bp, const struct backend_exec *x,
     int with_print, char *diag)
 {
 	const struct backend_cpu_program	*p = bp->impl;
-	sim_run_opts				 opts;
-	sim_diag				 sd;
+	struct sim_run_opts				 opts;
+	struct sim_diag				 sd;
 	int					 serr;
 
 	memset(&opts, 0, sizeof opts);
@@ -225,7 +225,7 @@ backend_cpu_now_ns(void)
  * or 1), the same for every run and every daemon.
  */
 static void
-backend_cpu_fill(sim_tensor *t)
+backend_cpu_fill(struct sim_tensor *t)
 {
 	float		 v[256];
 	unsigned char	*out = t->data;
@@ -261,7 +261,7 @@ backend_cpu_benchmark(void *state, const struct backend_program *bp,
 {
 	struct backend_cpu	*b = state;
 	struct backend_exec	 y = *x;
-	sim_tensor		*in;
+	struct sim_tensor		*in;
 	unsigned		 i;
 	int			 error = 0;
 
@@ -389,7 +389,7 @@ backend_cpu_engine_index(const char *engine)
 }
 
 static void
-backend_cpu_prof_op_cb(void *arg, const sim_op_event *ev)
+backend_cpu_prof_op_cb(void *arg, const struct sim_op_event *ev)
 {
 	struct backend_cpu_prof		*pr = arg;
 	struct backend_cpu_total	*t = NULL;
@@ -528,8 +528,8 @@ backend_cpu_profile(void *state, const struct backend_program *bp,
 	const struct backend_cpu_program *p = bp->impl;
 	struct backend_trace		*t = NULL;
 	struct backend_cpu_prof		 pr;
-	sim_run_opts			 opts;
-	sim_diag			 sd;
+	struct sim_run_opts			 opts;
+	struct sim_diag			 sd;
 	unsigned			 n, i;
 	size_t				 nt = 0;
 	int				 serr, error = 0;

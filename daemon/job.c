@@ -30,7 +30,7 @@ job_init(struct job *j, struct rpc_call *c, Nkid__V1__Tensor *const *inputs,
 {
 	struct daemon	*d = c->d;
 	struct shm_set	*shm;
-	sim_tensor	*st;
+	struct sim_tensor	*st;
 	char		 err[768];
 	int		 error, ri = -1;
 
@@ -130,7 +130,7 @@ job_kernel_set(struct job *j, struct kcache_entry *e, int cache_hit)
 static void
 job_outputs_pool(struct job *j, const struct backend_program *p)
 {
-	const sim_sig	*sg;
+	const struct sim_sig	*sg;
 	size_t		 i, n;
 	int		 any = 0, k;
 

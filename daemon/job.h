@@ -21,9 +21,9 @@ struct job {
 	struct backend		*b;
 	struct kcache_entry	*e;
 	int			 cache_hit;
-	sim_tensor		*inputs;
+	struct sim_tensor		*inputs;
 	size_t			 ninputs;
-	sim_tensor		*outputs;
+	struct sim_tensor		*outputs;
 	size_t			 noutputs;
 	int			 error;
 	int			 outputs_filled;

@@ -103,12 +103,6 @@ struct sim_run_opts {
 	 * during the run. May be NULL. */
 	void *const		*out_bufs;
 };
-typedef struct sim_diag sim_diag;
-typedef struct sim_program sim_program;
-typedef struct sim_sig sim_sig;
-typedef struct sim_tensor sim_tensor;
-typedef struct sim_op_event sim_op_event;
-typedef struct sim_run_opts sim_run_opts;
 
 /* Static string naming an error code ("invalid kernel", ...). */
 const char	*sim_strerror(int err);
