@@ -71,7 +71,7 @@ backend_utf8_valid(const char *s)
 int
 backend_program_names_check(const struct backend_program *p, char *diag)
 {
-	const sim_sig	*sg;
+	const struct sim_sig	*sg;
 	size_t		 i, n;
 	int		 out;
 

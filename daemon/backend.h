@@ -30,16 +30,16 @@ struct backend_program {
 	const char	*name;
 	size_t		 nparams;
 	size_t		 noutputs;
-	const sim_sig	*(*param)(const struct backend_program *, size_t);
-	const sim_sig	*(*output)(const struct backend_program *, size_t);
+	const struct sim_sig	*(*param)(const struct backend_program *, size_t);
+	const struct sim_sig	*(*output)(const struct backend_program *, size_t);
 	void		*impl;
 };
 
-/* Host tensors are sim_tensor (sim/sim.h) for every backend. */
+/* Host tensors are struct sim_tensor (sim/sim.h) for every backend. */
 struct backend_exec {
-	const sim_tensor	*inputs;
+	const struct sim_tensor	*inputs;
 	size_t			 ninputs;
-	sim_tensor		*outputs;	/* noutputs, filled on success */
+	struct sim_tensor		*outputs;	/* noutputs, filled on success */
 	size_t			 noutputs;
 	/* Where the outputs may be written in place (the caller's memory,
 	 * e.g. a client's shared-memory region), entries NULL for "anywhere";

@@ -19,7 +19,7 @@ struct backend_cpu {
 
 struct backend_cpu_program {
 	struct backend_program	 bp;
-	sim_program		*sp;
+	struct sim_program		*sp;
 	void			*ir;	/* the image's NKIR, for the model */
 	size_t			 ir_len;
 };
@@ -49,7 +49,7 @@ backend_cpu_err(int serr)
 }
 
 static void
-backend_cpu_diag(char *diag, const sim_diag *sd, int serr)
+backend_cpu_diag(char *diag, const struct sim_diag *sd, int serr)
 {
 	if (sd->msg[0] != '\0')
 		snprintf(diag, BACKEND_DIAG_LEN, "%s", sd->msg);
@@ -100,7 +100,7 @@ static int
 backend_cpu_compile(void *state, const void *ir, size_t len, void **image,
     size_t *image_len, char *diag)
 {
-	sim_diag	sd;
+	struct sim_diag	sd;
 	int		serr;
 
 	memset(&sd, 0, sizeof sd);
@@ -113,7 +113,7 @@ backend_cpu_compile(void *state, const void *ir, size_t len, void **image,
 	return (0);
 }
 
-static const sim_sig *
+static const struct sim_sig *
 backend_cpu_param(const struct backend_program *bp, size_t i)
 {
 	const struct backend_cpu_program *p = bp->impl;
@@ -121,7 +121,7 @@ backend_cpu_param(const struct backend_program *bp, size_t i)
 	return (sim_program_param(p->sp, i));
 }
 
-static const sim_sig *
+static const struct sim_sig *
 backend_cpu_output(const struct backend_program *bp, size_t i)
 {
 	const struct backend_cpu_program *p = bp->impl;
@@ -134,8 +134,8 @@ backend_cpu_load(void *state, const void *image, size_t len,
     struct backend_program **out, char *diag)
 {
 	struct backend_cpu_program	*p;
-	sim_program			*sp = NULL;
-	sim_diag			 sd;
+	struct sim_program			*sp = NULL;
+	struct sim_diag			 sd;
 	const void			*ir;
 	int				 serr;
 
@@ -186,8 +186,8 @@ backend_cpu_run(const struct backend_program *bp, const struct backend_exec *x,
     int with_print, char *diag)
 {
 	const struct backend_cpu_program	*p = bp->impl;
-	sim_run_opts				 opts;
-	sim_diag				 sd;
+	struct sim_run_opts				 opts;
+	struct sim_diag				 sd;
 	int					 serr;
 
 	memset(&opts, 0, sizeof opts);
@@ -241,7 +241,7 @@ backend_cpu_now_ns(void)
  * or 1), the same for every run and every daemon.
  */
 static void
-backend_cpu_fill(sim_tensor *t)
+backend_cpu_fill(struct sim_tensor *t)
 {
 	float		 v[256];
 	unsigned char	*out = t->data;
@@ -277,7 +277,7 @@ backend_cpu_benchmark(void *state, const struct backend_program *bp,
 {
 	struct backend_cpu	*b = state;
 	struct backend_exec	 y = *x;
-	sim_tensor		*in;
+	struct sim_tensor		*in;
 	unsigned		 i;
 	int			 error = 0;
 

@@ -72,7 +72,7 @@ struct neuron_program {
 	void			*neff;
 	size_t			 neff_len;
 	size_t			 nin, nout;
-	sim_sig			*in, *out;
+	struct sim_sig			*in, *out;
 	size_t			*in_bytes, *out_bytes;
 	pthread_mutex_t		 lock;		/* guards models */
 	neuron_nrt_model	**models;
@@ -782,7 +782,7 @@ backend_neuron_compile(void *state, const void *ir, size_t len, void **image,
 
 /* ------------------------------------------------------------ load */
 
-static const sim_sig *
+static const struct sim_sig *
 backend_neuron_param(const struct backend_program *bp, size_t i)
 {
 	const struct neuron_program	*p = bp->impl;
@@ -790,7 +790,7 @@ backend_neuron_param(const struct backend_program *bp, size_t i)
 	return (i < p->nin ? &p->in[i] : NULL);
 }
 
-static const sim_sig *
+static const struct sim_sig *
 backend_neuron_output(const struct backend_program *bp, size_t i)
 {
 	const struct neuron_program	*p = bp->impl;
@@ -830,7 +830,7 @@ backend_neuron_dtype(int nrt_dtype)
 
 /* Fill sig from one tensor of the model's tensor info. */
 static int
-backend_neuron_sig(const struct neuron_nrt_tensor_info *ti, sim_sig *sig,
+backend_neuron_sig(const struct neuron_nrt_tensor_info *ti, struct sim_sig *sig,
     char *diag)
 {
 	const char	*dn;
@@ -1001,8 +1001,8 @@ static int
 backend_neuron_args_check(const struct neuron_program *p,
     const struct backend_exec *x, int inputs_only, char *diag)
 {
-	const sim_tensor	*t;
-	const sim_sig		*s;
+	const struct sim_tensor	*t;
+	const struct sim_sig		*s;
 	size_t			 i;
 	int			 d;
 
@@ -1289,7 +1289,7 @@ backend_neuron_npy_descr(int dtype)
 /* Write t as a version 1.0 .npy file dir/name. */
 static int
 backend_neuron_npy_write(const char *dir, const char *name,
-    const sim_tensor *t, char *err, size_t errlen)
+    const struct sim_tensor *t, char *err, size_t errlen)
 {
 	char	hdr[512], shape[256];
 	size_t	off = 0, hlen, pad;

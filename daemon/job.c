@@ -64,7 +64,7 @@ job_inputs_take(struct job *j, const struct job_args *a)
 	struct rpc_call	*c = j->c;
 	struct daemon	*d = c->d;
 	struct shm_set	*shm;
-	sim_tensor	*st;
+	struct sim_tensor	*st;
 	char		 err[768];
 	int		 error, ri = -1;
 
@@ -289,7 +289,7 @@ job_start(struct rpc_call *c, const struct job_kind *k,
 static void
 job_outputs_pool(struct job *j, const struct backend_program *p)
 {
-	const sim_sig	*sg;
+	const struct sim_sig	*sg;
 	size_t		 i, n;
 	int		 any = 0, k;
 

@@ -78,9 +78,9 @@ struct job {
 	int			 cache_hit;
 	int			 core;		/* requested; -1: any */
 	int			 job_class;
-	sim_tensor		*inputs;
+	struct sim_tensor		*inputs;
 	size_t			 ninputs;
-	sim_tensor		*outputs;
+	struct sim_tensor		*outputs;
 	size_t			 noutputs;
 	int			 error;		/* BACKEND_E* */
 	int			 outputs_filled;

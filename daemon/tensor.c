@@ -40,7 +40,7 @@ tensor_shm_err(int error)
 /* Map the shared-memory inputs of in[] into st[]; 0 or a tensor_err. */
 static int
 tensor_inputs_map(Nkid__V1__Tensor *const *in, size_t n, struct shm_set *shm,
-    sim_tensor *st, char *err, size_t errlen)
+    struct sim_tensor *st, char *err, size_t errlen)
 {
 	const Nkid__V1__ShmRegion	*r;
 	const void			*p;
@@ -70,10 +70,10 @@ tensor_inputs_map(Nkid__V1__Tensor *const *in, size_t n, struct shm_set *shm,
 int
 tensor_inputs_convert(Nkid__V1__Tensor *const *in, size_t n,
     size_t max_tensors, uint64_t max_bytes, int flags, struct shm_set *shm,
-    sim_tensor **out, char *err, size_t errlen)
+    struct sim_tensor **out, char *err, size_t errlen)
 {
 	const Nkid__V1__Tensor	*t;
-	sim_tensor		*st;
+	struct sim_tensor		*st;
 	char			 name[320], msg[256];
 	uint64_t		 total = 0, nbytes;
 	size_t			 i, j, esize, nshm = 0;
@@ -176,7 +176,7 @@ int
 tensor_outputs_layout(const struct backend_program *p, uint64_t base,
     uint64_t *offsets, uint64_t *sizes, uint64_t *end)
 {
-	const sim_sig	*s;
+	const struct sim_sig	*s;
 	uint64_t	 at = base, nbytes;
 	size_t		 i;
 	int		 j;
@@ -203,7 +203,7 @@ int
 tensor_outputs_size(const struct backend_program *p, uint64_t max_bytes,
     uint64_t *total, char *err, size_t errlen)
 {
-	const sim_sig	*s;
+	const struct sim_sig	*s;
 	uint64_t	 sum = 0, nbytes;
 	size_t		 i;
 	int		 j;
@@ -233,11 +233,11 @@ over:
 }
 
 Nkid__V1__Tensor **
-tensor_outputs_messages(const struct backend_program *p, const sim_tensor *t,
+tensor_outputs_messages(const struct backend_program *p, const struct sim_tensor *t,
     size_t n, const char *shm_name, const uint64_t *offsets)
 {
 	Nkid__V1__Tensor	**m;
-	const sim_sig		 *s;
+	const struct sim_sig		 *s;
 	const char		 *dn;
 	size_t			  i;
 	int			  j;

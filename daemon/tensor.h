@@ -43,7 +43,7 @@ enum tensor_err {
  */
 int	tensor_inputs_convert(Nkid__V1__Tensor *const *in, size_t n,
 	    size_t max_tensors, uint64_t max_bytes, int flags,
-	    struct shm_set *shm, sim_tensor **out, char *err, size_t errlen);
+	    struct shm_set *shm, struct sim_tensor **out, char *err, size_t errlen);
 /*
  * File offsets for the outputs of p written one after the other from
  * file offset base, each aligned to SHM_ALIGN: offsets[i] (p->noutputs
@@ -66,7 +66,7 @@ int	tensor_outputs_size(const struct backend_program *p,
  * messages carry shm (name borrowed, size t[i].nbytes) and no data.
  */
 Nkid__V1__Tensor **tensor_outputs_messages(const struct backend_program *p,
-	    const sim_tensor *t, size_t n, const char *shm_name,
+	    const struct sim_tensor *t, size_t n, const char *shm_name,
 	    const uint64_t *offsets);
 void	tensor_messages_free(Nkid__V1__Tensor **m, size_t n);
 

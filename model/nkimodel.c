@@ -76,8 +76,8 @@ main(int argc, char **argv)
 	Nkid__V1__KernelRef	*ref = NULL;
 	struct model_opts	 o;
 	struct model_result	 r;
-	sim_program		*sp = NULL;
-	sim_diag		 sd;
+	struct sim_program		*sp = NULL;
+	struct sim_diag		 sd;
 	unsigned char		*file;
 	const void		*ir, *pir;
 	void			*image = NULL;

@@ -1,9 +1,5 @@
-/*
- * sim.c: the executor's front door: NKIR parsing with bounded input,
- * compilation to the "NKIX" executable image, image loading and the
- * program's signature accessors.
- */
-#include <stdarg.h>
+/* sim.c: the executor's front door: NKIR parsing with bounded input, the "NKIX" executable image, program loading and signature accessors. */
+/* Floor 4: calls sim_plan.c and sim_diag.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,71 +7,44 @@
 #include "nkir.pb-c.h"
 #include "sim/sim_impl.h"
 
-#define SIM_IMAGE_MAGIC     "NKIX"
-#define SIM_IMAGE_VERSION   1u
-#define SIM_IMAGE_HEADER    32u
-#define SIM_WIRE_DEPTH_MAX  (2 * SIM_DEPTH_MAX + 8)
-
-const char *
-sim_strerror(int err)
-{
-	switch (err) {
-	case SIM_OK: return "success";
-	case SIM_EPARSE: return "malformed kernel or image";
-	case SIM_EINVAL: return "invalid kernel";
-	case SIM_ELIMIT: return "kernel exceeds an executor limit";
-	case SIM_EARG: return "argument does not match the kernel signature";
-	case SIM_ECANCELED: return "run cancelled";
-	case SIM_ERUNTIME: return "kernel failed during execution";
-	case SIM_ENOMEM: return "out of memory";
-	default: return "unknown error";
-	}
-}
-
-/* Format a message into d (NULL is fine). */
-void
-sim_diag_set(sim_diag *d, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (d == NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(d->msg, sizeof(d->msg), fmt, ap);
-	va_end(ap);
-}
+#define SIM_IMAGE_MAGIC		"NKIX"
+#define SIM_IMAGE_VERSION	1u
+#define SIM_IMAGE_HEADER	32u
+#define SIM_WIRE_DEPTH_MAX	(2 * SIM_DEPTH_MAX + 8)
 
 /* ------------------------------------------------------------ wire scan */
 
 static uint64_t
 sim_fnv1a(const uint8_t *p, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t	h = 0xcbf29ce484222325ull;
+	size_t		i;
 
-	for (size_t i = 0; i < n; i++) {
+	for (i = 0; i < n; i++) {
 		h ^= p[i];
 		h *= 0x100000001b3ull;
 	}
-	return h;
+	return (h);
 }
 
 static int
 sim_wire_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
 {
-	const uint8_t *p = *pp;
-	uint64_t x = 0;
+	const uint8_t	*p = *pp;
+	uint64_t	 x = 0;
+	int		 shift;
 
-	for (int shift = 0; shift < 64; shift += 7) {
+	for (shift = 0; shift < 64; shift += 7) {
 		if (p >= end)
-			return -1;
+			return (-1);
 		x |= (uint64_t)(*p & 0x7f) << shift;
 		if (!(*p++ & 0x80)) {
 			*pp = p;
 			*v = x;
-			return 0;
+			return (0);
 		}
 	}
-	return -1;
+	return (-1);
 }
 
 enum { SIM_WIRE_KERNEL, SIM_WIRE_OP, SIM_WIRE_LOOP };
@@ -88,34 +57,34 @@ enum { SIM_WIRE_KERNEL, SIM_WIRE_OP, SIM_WIRE_LOOP };
 static int
 sim_wire_scan(const uint8_t *p, const uint8_t *end, int type, int depth)
 {
-	uint64_t key, v;
+	uint64_t	key, v;
+	int		sub, rc;
 
 	if (depth > SIM_WIRE_DEPTH_MAX)
-		return SIM_ELIMIT;
+		return (SIM_ELIMIT);
 	while (p < end) {
 		if (sim_wire_varint(&p, end, &key))
-			return SIM_EPARSE;
+			return (SIM_EPARSE);
 		switch (key & 7) {
 		case 0:
 			if (sim_wire_varint(&p, end, &v))
-				return SIM_EPARSE;
+				return (SIM_EPARSE);
 			break;
 		case 1:
 			if (end - p < 8)
-				return SIM_EPARSE;
+				return (SIM_EPARSE);
 			p += 8;
 			break;
 		case 5:
 			if (end - p < 4)
-				return SIM_EPARSE;
+				return (SIM_EPARSE);
 			p += 4;
 			break;
-		case 2: {
-			int sub = -1, rc;
-
+		case 2:
 			if (sim_wire_varint(&p, end, &v) ||
 			    v > (uint64_t)(end - p))
-				return SIM_EPARSE;
+				return (SIM_EPARSE);
+			sub = -1;
 			if (type == SIM_WIRE_KERNEL && key >> 3 == 7)
 				sub = SIM_WIRE_OP;
 			else if (type == SIM_WIRE_OP && key >> 3 == 14)
@@ -124,43 +93,42 @@ sim_wire_scan(const uint8_t *p, const uint8_t *end, int type, int depth)
 				sub = SIM_WIRE_OP;
 			if (sub >= 0 && (rc = sim_wire_scan(p, p + v, sub,
 			    depth + 1)))
-				return rc;
+				return (rc);
 			p += v;
 			break;
-		}
 		default:
-			return SIM_EPARSE;
+			return (SIM_EPARSE);
 		}
 	}
-	return 0;
+	return (0);
 }
 
 static int
 sim_kernel_unpack(const void *ir, size_t len, Nkir__V1__Kernel **out,
-    sim_diag *diag)
+    struct sim_diag *diag)
 {
-	int rc;
+	int	rc;
 
 	*out = NULL;
 	if (len > SIM_IR_MAX) {
 		sim_diag_set(diag, "kernel IR of %zu bytes exceeds the "
 		    "executor limit of %u bytes", len, SIM_IR_MAX);
-		return SIM_ELIMIT;
+		return (SIM_ELIMIT);
 	}
 	rc = sim_wire_scan(ir, (const uint8_t *)ir + len, SIM_WIRE_KERNEL, 0);
 	if (rc == SIM_ELIMIT) {
 		sim_diag_set(diag, "kernel IR nests loops deeper than %d",
 		    SIM_DEPTH_MAX);
-		return rc;
+		return (rc);
 	}
 	if (rc == 0)
 		*out = nkir__v1__kernel__unpack(NULL, len, ir);
 	if (*out == NULL) {
 		sim_diag_set(diag, "malformed or truncated kernel IR (%zu "
 		    "bytes)", len);
-		return SIM_EPARSE;
+		return (SIM_EPARSE);
 	}
-	return 0;
+	return (0);
 }
 
 /* ------------------------------------------------------------ images */
@@ -168,59 +136,65 @@ sim_kernel_unpack(const void *ir, size_t len, Nkir__V1__Kernel **out,
 static void
 sim_put32(uint8_t *p, uint32_t v)
 {
-	for (int i = 0; i < 4; i++)
+	int	i;
+
+	for (i = 0; i < 4; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
 static void
 sim_put64(uint8_t *p, uint64_t v)
 {
-	for (int i = 0; i < 8; i++)
+	int	i;
+
+	for (i = 0; i < 8; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
 static uint32_t
 sim_get32(const uint8_t *p)
 {
-	uint32_t v = 0;
+	uint32_t	v = 0;
+	int		i;
 
-	for (int i = 3; i >= 0; i--)
+	for (i = 3; i >= 0; i--)
 		v = v << 8 | p[i];
-	return v;
+	return (v);
 }
 
 static uint64_t
 sim_get64(const uint8_t *p)
 {
-	uint64_t v = 0;
+	uint64_t	v = 0;
+	int		i;
 
-	for (int i = 7; i >= 0; i--)
+	for (i = 7; i >= 0; i--)
 		v = v << 8 | p[i];
-	return v;
+	return (v);
 }
 
 int
 sim_compile(const void *ir, size_t ir_len, void **image, size_t *image_len,
-    sim_diag *diag)
+    struct sim_diag *diag)
 {
-	Nkir__V1__Kernel *k;
-	sim_program *p;
-	uint8_t *img;
-	size_t n;
-	int rc;
+	Nkir__V1__Kernel	*k;
+	struct sim_program	*p;
+	uint8_t			*img;
+	size_t			 n;
+	int			 rc;
 
 	*image = NULL;
 	*image_len = 0;
 	if (ir == NULL && ir_len > 0) {
 		sim_diag_set(diag, "no kernel IR");
-		return SIM_EPARSE;
+		return (SIM_EPARSE);
 	}
 	if ((rc = sim_kernel_unpack(ir, ir_len, &k, diag)))
-		return rc;
+		return (rc);
 	rc = sim_plan_build(k, &p, diag);
 	if (rc) {
 		nkir__v1__kernel__free_unpacked(k, NULL);
-		return rc;
+		return (rc);
 	}
 	sim_plan_free(p);
 	n = nkir__v1__kernel__get_packed_size(k);
@@ -228,7 +202,7 @@ sim_compile(const void *ir, size_t ir_len, void **image, size_t *image_len,
 	if (img == NULL) {
 		nkir__v1__kernel__free_unpacked(k, NULL);
 		sim_diag_set(diag, "out of memory");
-		return SIM_ENOMEM;
+		return (SIM_ENOMEM);
 	}
 	nkir__v1__kernel__pack(k, img + SIM_IMAGE_HEADER);
 	nkir__v1__kernel__free_unpacked(k, NULL);
@@ -240,95 +214,85 @@ sim_compile(const void *ir, size_t ir_len, void **image, size_t *image_len,
 	sim_put64(img + 24, sim_fnv1a(img + SIM_IMAGE_HEADER, n));
 	*image = img;
 	*image_len = SIM_IMAGE_HEADER + n;
-	return 0;
+	return (0);
 }
 
 int
-sim_program_load(const void *image, size_t len, sim_program **out,
-    sim_diag *diag)
+sim_program_load(const void *image, size_t len, struct sim_program **out,
+    struct sim_diag *diag)
 {
-	const uint8_t *img = image;
-	Nkir__V1__Kernel *k;
-	uint64_t n;
-	int rc;
+	const uint8_t		*img = image;
+	Nkir__V1__Kernel	*k;
+	uint64_t		 n;
+	int			 rc;
 
 	*out = NULL;
 	if (img == NULL || len < SIM_IMAGE_HEADER ||
 	    memcmp(img, SIM_IMAGE_MAGIC, 4) != 0) {
 		sim_diag_set(diag, "not a cpu executable image (bad magic)");
-		return SIM_EPARSE;
+		return (SIM_EPARSE);
 	}
 	if (sim_get32(img + 4) != SIM_IMAGE_VERSION) {
 		sim_diag_set(diag, "unsupported image version %u (expected "
 		    "%u)", sim_get32(img + 4), SIM_IMAGE_VERSION);
-		return SIM_EPARSE;
+		return (SIM_EPARSE);
 	}
 	n = sim_get64(img + 16);
 	if (sim_get32(img + 8) != 0 ||
 	    sim_get32(img + 12) != SIM_IMAGE_HEADER ||
 	    n != len - SIM_IMAGE_HEADER) {
 		sim_diag_set(diag, "corrupted image: bad header or length");
-		return SIM_EPARSE;
+		return (SIM_EPARSE);
 	}
 	if (sim_fnv1a(img + SIM_IMAGE_HEADER, n) != sim_get64(img + 24)) {
 		sim_diag_set(diag, "corrupted image: checksum mismatch");
-		return SIM_EPARSE;
+		return (SIM_EPARSE);
 	}
 	if ((rc = sim_kernel_unpack(img + SIM_IMAGE_HEADER, n, &k, diag)))
-		return rc;
+		return (rc);
 	rc = sim_plan_build(k, out, diag);
 	nkir__v1__kernel__free_unpacked(k, NULL);
-	return rc;
+	return (rc);
 }
 
 void
-sim_program_free(sim_program *p)
+sim_program_free(struct sim_program *p)
 {
 	sim_plan_free(p);
 }
 
 const char *
-sim_program_name(const sim_program *p)
+sim_program_name(const struct sim_program *p)
 {
-	return p->name;
+	return (p->name);
 }
 
 uint64_t
-sim_program_cost(const sim_program *p)
+sim_program_cost(const struct sim_program *p)
 {
-	return p->cost;
+	return (p->cost);
 }
 
 size_t
-sim_program_nparams(const sim_program *p)
+sim_program_nparams(const struct sim_program *p)
 {
-	return p->nparams;
+	return (p->nparams);
 }
 
-const sim_sig *
-sim_program_param(const sim_program *p, size_t i)
+const struct sim_sig *
+sim_program_param(const struct sim_program *p, size_t i)
 {
-	return i < p->nparams ? &p->params[i] : NULL;
+	return (i < p->nparams ? &p->params[i] : NULL);
 }
 
 size_t
-sim_program_noutputs(const sim_program *p)
+sim_program_noutputs(const struct sim_program *p)
 {
-	return p->noutputs;
+	return (p->noutputs);
 }
 
-const sim_sig *
-sim_program_output(const sim_program *p, size_t i)
+const struct sim_sig *
+sim_program_output(const struct sim_program *p, size_t i)
 {
-	return i < p->noutputs ? &p->outputs[i] : NULL;
-}
-
-void
-sim_tensors_release(sim_tensor *t, size_t n)
-{
-	for (size_t i = 0; t != NULL && i < n; i++) {
-		free(t[i].data);
-		t[i].data = NULL;
-		t[i].nbytes = 0;
-	}
+	return (i < p->noutputs ? &p->outputs[i] : NULL);
 }

@@ -3,9 +3,9 @@
  * against NKI's hardware limits, lower it to an executable image, execute
  * the image on the host CPU.
  *
- * Thread safety: a loaded sim_program is immutable (but for a cache of one
- * run's scratch memory, behind a lock) and may be executed by several
- * threads at once; each sim_run keeps its own state.
+ * Thread safety: a loaded struct sim_program is immutable (but for a cache
+ * of one run's scratch memory, behind a lock) and may be executed by
+ * several threads at once; each sim_run keeps its own state.
  */
 #ifndef NKID_SIM_H
 #define NKID_SIM_H
@@ -13,23 +13,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SIM_FORMAT      "nkir/1"
-#define SIM_MAX_RANK    8
+#define SIM_FORMAT	"nkir/1"
+#define SIM_MAX_RANK	8
 
 /* Error codes: 0 on success, one of these (negative) on failure. */
 enum sim_err {
 	SIM_OK = 0,
-	SIM_EPARSE = -1,     /* malformed or truncated IR / image */
-	SIM_EINVAL = -2,     /* valid IR that breaks a language or hardware rule */
-	SIM_ELIMIT = -3,     /* over one of the executor's own bounds */
-	SIM_EARG = -4,       /* a tensor does not match the kernel's signature */
-	SIM_ECANCELED = -5,  /* the run was cancelled (sim_run_opts.cancel) */
-	SIM_ERUNTIME = -6,   /* failed during execution */
+	SIM_EPARSE = -1,	/* malformed or truncated IR / image */
+	SIM_EINVAL = -2,	/* valid IR that breaks a language or
+				 * hardware rule */
+	SIM_ELIMIT = -3,	/* over one of the executor's own bounds */
+	SIM_EARG = -4,		/* a tensor does not match the signature */
+	SIM_ECANCELED = -5,	/* cancelled (sim_run_opts.cancel) */
+	SIM_ERUNTIME = -6,	/* failed during execution */
 	SIM_ENOMEM = -7,
 };
-
-/* Static string naming an error code ("invalid kernel", ...). */
-const char *sim_strerror(int err);
 
 /* dtypes, numbered as nkir.v1.DType. */
 enum sim_dtype {
@@ -41,23 +39,85 @@ enum sim_dtype {
 	SIM_DT_BOOL = 13,
 };
 
-/* numpy's name of a dtype ("float32", "bfloat16", "float8_e4m3fn", ...),
- * or NULL if invalid. */
-const char *sim_dtype_name(int dtype);
-/* The dtype named by numpy's name, or SIM_DT_INVALID. */
-int sim_dtype_from_name(const char *name);
-/* Bytes per element, 0 if invalid. */
-size_t sim_dtype_size(int dtype);
-/* Encode n floats as dtype into dst (n * sim_dtype_size bytes), rounded
- * the way the executor rounds (integers saturate). */
-void sim_dtype_from_float(int dtype, void *dst, const float *src, size_t n);
-
 /* Error detail: a message in NKI's words with the kernel's file and line,
  * e.g. "Size of partition dimension 256 exceeds architecture limitation
  * of 128 (kernel.py:14)". Always NUL-terminated. */
-typedef struct sim_diag {
-	char msg[1024];
-} sim_diag;
+struct sim_diag {
+	char	msg[1024];
+};
+
+/* A loaded kernel (opaque). */
+struct sim_program;
+
+/* A kernel parameter or output: borrowed from the program. */
+struct sim_sig {
+	const char	*name;
+	int		 dtype;
+	int		 rank;
+	uint64_t	 shape[SIM_MAX_RANK];
+};
+
+/* A host tensor. For inputs, data is borrowed and must hold nbytes =
+ * product(shape) * sim_dtype_size(dtype) little-endian bytes. For outputs,
+ * sim_run fills every field and data is malloc'd: the caller frees it. */
+struct sim_tensor {
+	int		 dtype;
+	int		 rank;
+	uint64_t	 shape[SIM_MAX_RANK];
+	void		*data;
+	size_t		 nbytes;
+};
+
+/* One executed op, for profiling (sim_run_opts.op_cb). */
+struct sim_op_event {
+	const char	*op;		/* "load", "matmul", ... (static) */
+	const char	*engine;	/* "dma", "tensor", "vector", "scalar",
+					 * "gpsimd" (static) */
+	const char	*file;		/* kernel source file (borrowed) or
+					 * NULL */
+	uint32_t	 line;
+	uint64_t	 program;	/* SPMD program index */
+	uint64_t	 start_ns;	/* since sim_run began */
+	uint64_t	 dur_ns;
+	uint64_t	 elements;	/* elements the op produced */
+};
+
+struct sim_run_opts {
+	/* device_print output, called in execution order; may be NULL. */
+	void			(*print_cb)(void *arg, const char *text,
+				    size_t len);
+	void			*print_arg;
+	/* Checked between ops; when it becomes non-zero the run stops with
+	 * SIM_ECANCELED. May be NULL. */
+	const volatile int	*cancel;
+	/* Called after every executed op (loops excluded; each op of a
+	 * fused group separately, the group then runs unfused), in
+	 * execution order, with the event borrowed for the call. May be
+	 * NULL; when set, runs are slower. */
+	void			(*op_cb)(void *arg,
+				    const struct sim_op_event *ev);
+	void			*op_arg;
+	/* Where the outputs go: out_bufs[i] (of exactly output i's bytes,
+	 * owned by the caller), or, if out_bufs or out_bufs[i] is NULL, new
+	 * memory that sim_run allocates. The executor may write there
+	 * during the run. May be NULL. */
+	void *const		*out_bufs;
+};
+
+/* Static string naming an error code ("invalid kernel", ...). */
+const char	*sim_strerror(int err);
+
+/* numpy's name of a dtype ("float32", "bfloat16", "float8_e4m3fn", ...),
+ * or NULL if invalid. */
+const char	*sim_dtype_name(int dtype);
+/* The dtype named by numpy's name, or SIM_DT_INVALID. */
+int		 sim_dtype_from_name(const char *name);
+/* Bytes per element, 0 if invalid. */
+size_t		 sim_dtype_size(int dtype);
+/* Encode n floats as dtype into dst (n * sim_dtype_size bytes), rounded
+ * the way the executor rounds (integers saturate). */
+void		 sim_dtype_from_float(int dtype, void *dst, const float *src,
+		    size_t n);
 
 /*
  * Parse and validate NKIR bytes and lower them to an executable image.
@@ -65,84 +125,34 @@ typedef struct sim_diag {
  * *image_len set. The image starts with a magic and a version; it is what
  * the cache stores as the cpu backend's NEFF.
  */
-int sim_compile(const void *ir, size_t ir_len, void **image, size_t *image_len,
-    sim_diag *diag);
-
-typedef struct sim_program sim_program;
+int		 sim_compile(const void *ir, size_t ir_len, void **image,
+		    size_t *image_len, struct sim_diag *diag);
 
 /* Load an image made by sim_compile (checks magic, version, integrity).
  * The caller frees *out with sim_program_free. */
-int sim_program_load(const void *image, size_t len, sim_program **out,
-    sim_diag *diag);
-void sim_program_free(sim_program *p);
-
+int		 sim_program_load(const void *image, size_t len,
+		    struct sim_program **out, struct sim_diag *diag);
+/* Free p and all it holds (NULL is fine). */
+void		 sim_program_free(struct sim_program *p);
 /* An estimate of the work one sim_run does: elements of the tensors it
  * allocates plus element operations summed over every op execution of
  * every program (saturating at UINT64_MAX).
  * Lets a caller refuse or budget a kernel before running it. */
-uint64_t sim_program_cost(const sim_program *p);
+uint64_t	 sim_program_cost(const struct sim_program *p);
 
 /* Bytes of memory the loaded program p holds now: its plan and, once it
  * ran, the run memory it keeps for the next run. Not while p runs. */
-size_t sim_program_footprint(const sim_program *p);
-
-/* A kernel parameter or output: borrowed from the program. */
-typedef struct sim_sig {
-	const char *name;
-	int dtype;
-	int rank;
-	uint64_t shape[SIM_MAX_RANK];
-} sim_sig;
-
-const char *sim_program_name(const sim_program *p);
-size_t sim_program_nparams(const sim_program *p);
-const sim_sig *sim_program_param(const sim_program *p, size_t i);
-size_t sim_program_noutputs(const sim_program *p);
-const sim_sig *sim_program_output(const sim_program *p, size_t i);
-
-/* A host tensor. For inputs, data is borrowed and must hold nbytes =
- * product(shape) * sim_dtype_size(dtype) little-endian bytes. For outputs,
- * sim_run fills every field and data is malloc'd: the caller frees it. */
-typedef struct sim_tensor {
-	int dtype;
-	int rank;
-	uint64_t shape[SIM_MAX_RANK];
-	void *data;
-	size_t nbytes;
-} sim_tensor;
-
-/* One executed op, for profiling (sim_run_opts.op_cb). */
-typedef struct sim_op_event {
-	const char *op;         /* "load", "matmul", ... (static) */
-	const char *engine;     /* "dma", "tensor", "vector", "scalar",
-	                         * "gpsimd" (static) */
-	const char *file;       /* kernel source file (borrowed) or NULL */
-	uint32_t line;
-	uint64_t program;       /* SPMD program index */
-	uint64_t start_ns;      /* since sim_run began */
-	uint64_t dur_ns;
-	uint64_t elements;      /* elements the op produced */
-} sim_op_event;
-
-typedef struct sim_run_opts {
-	/* device_print output, called in execution order; may be NULL. */
-	void (*print_cb)(void *arg, const char *text, size_t len);
-	void *print_arg;
-	/* Checked between ops; when it becomes non-zero the run stops with
-	 * SIM_ECANCELED. May be NULL. */
-	const volatile int *cancel;
-	/* Called after every executed op (loops excluded; each op of a
-	 * fused group separately, the group then runs unfused), in
-	 * execution order, with the event borrowed for the call. May be
-	 * NULL; when set, runs are slower. */
-	void (*op_cb)(void *arg, const sim_op_event *ev);
-	void *op_arg;
-	/* Where the outputs go: out_bufs[i] (of exactly output i's bytes,
-	 * owned by the caller), or, if out_bufs or out_bufs[i] is NULL, new
-	 * memory that sim_run allocates. The executor may write there
-	 * during the run. May be NULL. */
-	void *const *out_bufs;
-} sim_run_opts;
+size_t		 sim_program_footprint(const struct sim_program *p);
+/* The kernel's name (borrowed from p). */
+const char	*sim_program_name(const struct sim_program *p);
+/* The kernel's parameters and outputs: i-th (borrowed from p), NULL if
+ * i is out of range. */
+size_t		 sim_program_nparams(const struct sim_program *p);
+const struct sim_sig *sim_program_param(const struct sim_program *p,
+		    size_t i);
+size_t		 sim_program_noutputs(const struct sim_program *p);
+const struct sim_sig *sim_program_output(const struct sim_program *p,
+		    size_t i);
 
 /*
  * Execute p once (every program of its SPMD grid). inputs are matched to
@@ -153,11 +163,11 @@ typedef struct sim_run_opts {
  * that pointer as data (the caller's: sim_tensors_release must not see
  * it). opts may be NULL.
  */
-int sim_run(const sim_program *p, const sim_tensor *inputs, size_t ninputs,
-    sim_tensor *outputs, size_t noutputs, const sim_run_opts *opts,
-    sim_diag *diag);
-
+int		 sim_run(const struct sim_program *p,
+		    const struct sim_tensor *inputs, size_t ninputs,
+		    struct sim_tensor *outputs, size_t noutputs,
+		    const struct sim_run_opts *opts, struct sim_diag *diag);
 /* Free the data of n tensors filled by sim_run. */
-void sim_tensors_release(sim_tensor *t, size_t n);
+void		 sim_tensors_release(struct sim_tensor *t, size_t n);
 
 #endif /* NKID_SIM_H */

@@ -1,15 +1,13 @@
-/*
- * sim_dtype.c: dtype names and sizes, rounding to a dtype, and bulk
- * conversion between a dtype's little-endian bytes and fp32.
- */
+/* sim_dtype.c: dtype names and sizes, rounding to a dtype, and bulk conversion between a dtype's little-endian bytes and fp32. */
+/* Floor 0: calls nothing else in sim/. */
 #include <math.h>
 #include <string.h>
 
 #include "sim/sim_impl.h"
 
 static const struct {
-	const char *name;
-	size_t size;
+	const char	*name;
+	size_t		 size;
 } sim_dtype_table[] = {
 	[SIM_DT_FLOAT32] = { "float32", 4 },
 	[SIM_DT_FLOAT16] = { "float16", 2 },
@@ -28,11 +26,11 @@ static const struct {
 
 /* A small IEEE-like float: e exponent bits, m mantissa bits. */
 struct sim_mini {
-	int e;
-	int m;
-	int bias;
-	bool ieee;              /* all-ones exponent is inf/NaN (else: e4m3fn) */
-	double max;
+	int	e;
+	int	m;
+	int	bias;
+	bool	ieee;	/* all-ones exponent is inf/NaN (else: e4m3fn) */
+	double	max;
 };
 
 static const struct sim_mini sim_dtype_f16 = { 5, 10, 15, true, 65504.0 };
@@ -43,95 +41,97 @@ const char *
 sim_dtype_name(int dt)
 {
 	if (dt <= 0 || dt > SIM_DT_BOOL)
-		return NULL;
-	return sim_dtype_table[dt].name;
+		return (NULL);
+	return (sim_dtype_table[dt].name);
 }
 
 int
 sim_dtype_from_name(const char *name)
 {
+	int	dt;
+
 	if (name == NULL)
-		return SIM_DT_INVALID;
-	for (int dt = 1; dt <= SIM_DT_BOOL; dt++)
+		return (SIM_DT_INVALID);
+	for (dt = 1; dt <= SIM_DT_BOOL; dt++)
 		if (strcmp(name, sim_dtype_table[dt].name) == 0)
-			return dt;
+			return (dt);
 	if (strcmp(name, "float8_e4m3") == 0)
-		return SIM_DT_FP8_E4M3;
-	return SIM_DT_INVALID;
+		return (SIM_DT_FP8_E4M3);
+	return (SIM_DT_INVALID);
 }
 
 size_t
 sim_dtype_size(int dt)
 {
 	if (dt <= 0 || dt > SIM_DT_BOOL)
-		return 0;
-	return sim_dtype_table[dt].size;
+		return (0);
+	return (sim_dtype_table[dt].size);
 }
 
-/* True for the integer dtypes and bool. */
 bool
 sim_dtype_is_int(int dt)
 {
-	return (dt >= SIM_DT_INT8 && dt <= SIM_DT_UINT32) || dt == SIM_DT_BOOL;
+	return ((dt >= SIM_DT_INT8 && dt <= SIM_DT_UINT32) ||
+	    dt == SIM_DT_BOOL);
 }
 
 static uint32_t
 sim_dtype_bits(float x)
 {
-	uint32_t u;
+	uint32_t	u;
 
 	memcpy(&u, &x, 4);
-	return u;
+	return (u);
 }
 
 static float
 sim_dtype_from_bits(uint32_t u)
 {
-	float x;
+	float	x;
 
 	memcpy(&x, &u, 4);
-	return x;
+	return (x);
 }
 
 static uint16_t
 sim_dtype_bf16_encode(float x)
 {
-	uint32_t u = sim_dtype_bits(x);
+	uint32_t	u = sim_dtype_bits(x);
 
 	if ((u & 0x7fffffffu) > 0x7f800000u)
-		return (uint16_t)((u >> 16) | 0x40);    /* quiet NaN */
+		return ((uint16_t)((u >> 16) | 0x40));	/* quiet NaN */
 	u += 0x7fffu + ((u >> 16) & 1);
-	return (uint16_t)(u >> 16);
+	return ((uint16_t)(u >> 16));
 }
 
 static float
 sim_dtype_tf32_round(float x)
 {
-	uint32_t u = sim_dtype_bits(x);
+	uint32_t	u = sim_dtype_bits(x);
 
 	if ((u & 0x7f800000u) == 0x7f800000u)
-		return x;
+		return (x);
 	u += 0xfffu + ((u >> 13) & 1);
-	return sim_dtype_from_bits(u & ~0x1fffu);
+	return (sim_dtype_from_bits(u & ~0x1fffu));
 }
 
 static uint32_t
 sim_dtype_mini_encode(const struct sim_mini *f, float x)
 {
-	uint32_t sign = signbit(x) ? 1u << (f->e + f->m) : 0;
-	uint32_t emax = (1u << f->e) - 1;
-	uint32_t nan = f->ieee ? (emax << f->m) | (1u << (f->m - 1)) :
+	uint32_t	sign = signbit(x) ? 1u << (f->e + f->m) : 0;
+	uint32_t	emax = (1u << f->e) - 1;
+	uint32_t	nan = f->ieee ? (emax << f->m) | (1u << (f->m - 1)) :
 	    (emax << f->m) | ((1u << f->m) - 1);
-	double a, q, r;
-	int e, ue;
+	double		a, q, r;
+	int		e, ue;
 
 	if (isnan(x))
-		return sign | nan;
+		return (sign | nan);
 	a = fabs((double)x);
 	if (a == 0.0)
-		return sign;
+		return (sign);
 	if (isinf(a))
-		return sign | (f->ieee ? emax << f->m : nan);
+		return (sign | (f->ieee ? emax << f->m : nan));
 	frexp(a, &e);
 	ue = e - 1;
 	if (ue < 1 - f->bias)
@@ -139,24 +139,24 @@ sim_dtype_mini_encode(const struct sim_mini *f, float x)
 	q = ldexp(1.0, ue - f->m);
 	r = nearbyint(a / q) * q;
 	if (r > f->max)
-		return sign | (f->ieee ? emax << f->m : nan);
+		return (sign | (f->ieee ? emax << f->m : nan));
 	if (r == 0.0)
-		return sign;
+		return (sign);
 	frexp(r, &e);
 	ue = e - 1;
 	if (ue < 1 - f->bias)
-		return sign | (uint32_t)(r / ldexp(1.0, 1 - f->bias - f->m));
-	return sign | ((uint32_t)(ue + f->bias) << f->m) |
-	    ((uint32_t)((r / ldexp(1.0, ue) - 1.0) * (double)(1u << f->m)));
+		return (sign | (uint32_t)(r / ldexp(1.0, 1 - f->bias - f->m)));
+	return (sign | ((uint32_t)(ue + f->bias) << f->m) |
+	    ((uint32_t)((r / ldexp(1.0, ue) - 1.0) * (double)(1u << f->m))));
 }
 
 static float
 sim_dtype_mini_decode(const struct sim_mini *f, uint32_t b)
 {
-	uint32_t emax = (1u << f->e) - 1;
-	uint32_t ex = (b >> f->m) & emax, m = b & ((1u << f->m) - 1);
-	bool neg = (b >> (f->e + f->m)) & 1;
-	double v;
+	uint32_t	emax = (1u << f->e) - 1;
+	uint32_t	ex = (b >> f->m) & emax, m = b & ((1u << f->m) - 1);
+	bool		neg = (b >> (f->e + f->m)) & 1;
+	double		v;
 
 	if (f->ieee && ex == emax)
 		v = m ? NAN : INFINITY;
@@ -167,105 +167,132 @@ sim_dtype_mini_decode(const struct sim_mini *f, uint32_t b)
 	else
 		v = ldexp(1.0 + (double)m / (double)(1u << f->m),
 		    (int)ex - f->bias);
-	return (float)(neg ? -v : v);
+	return ((float)(neg ? -v : v));
 }
 
 static float
 sim_dtype_half_decode(uint16_t h)
 {
-	uint32_t s = (uint32_t)(h & 0x8000u) << 16;
-	uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ffu;
-	float v;
+	uint32_t	s = (uint32_t)(h & 0x8000u) << 16;
+	uint32_t	e = (h >> 10) & 0x1f, m = h & 0x3ffu;
+	float		v;
 
 	if (e == 0) {
 		v = (float)m * 0x1p-24f;
-		return s ? -v : v;
+		return (s ? -v : v);
 	}
 	if (e == 31)
-		return sim_dtype_from_bits(s | 0x7f800000u | (m << 13));
-	return sim_dtype_from_bits(s | ((e + 112) << 23) | (m << 13));
+		return (sim_dtype_from_bits(s | 0x7f800000u | (m << 13)));
+	return (sim_dtype_from_bits(s | ((e + 112) << 23) | (m << 13)));
 }
 
 static double
 sim_dtype_int_clamp(int dt, float x)
 {
-	double v, lo, hi;
+	double	v, lo, hi;
 
 	if (isnan(x))
-		return 0.0;
+		return (0.0);
 	v = nearbyint((double)x);
 	switch (dt) {
-	case SIM_DT_INT8: lo = -128; hi = 127; break;
-	case SIM_DT_INT16: lo = -32768; hi = 32767; break;
-	case SIM_DT_INT32: lo = -2147483648.0; hi = 2147483647.0; break;
-	case SIM_DT_UINT8: lo = 0; hi = 255; break;
-	case SIM_DT_UINT16: lo = 0; hi = 65535; break;
-	default: lo = 0; hi = 4294967295.0; break;
+	case SIM_DT_INT8:
+		lo = -128;
+		hi = 127;
+		break;
+	case SIM_DT_INT16:
+		lo = -32768;
+		hi = 32767;
+		break;
+	case SIM_DT_INT32:
+		lo = -2147483648.0;
+		hi = 2147483647.0;
+		break;
+	case SIM_DT_UINT8:
+		lo = 0;
+		hi = 255;
+		break;
+	case SIM_DT_UINT16:
+		lo = 0;
+		hi = 65535;
+		break;
+	default:
+		lo = 0;
+		hi = 4294967295.0;
+		break;
 	}
-	return v < lo ? lo : v > hi ? hi : v;
+	return (v < lo ? lo : v > hi ? hi : v);
 }
 
-/* x rounded to the nearest value of dtype dt (as the on-chip fp32 copy). */
 float
 sim_dtype_round(int dt, float x)
 {
 	switch (dt) {
 	case SIM_DT_FLOAT32:
-		return x;
+		return (x);
 	case SIM_DT_BFLOAT16:
-		return sim_dtype_from_bits(
-		    (uint32_t)sim_dtype_bf16_encode(x) << 16);
+		return (sim_dtype_from_bits(
+		    (uint32_t)sim_dtype_bf16_encode(x) << 16));
 	case SIM_DT_FLOAT16:
-		return sim_dtype_half_decode(
-		    (uint16_t)sim_dtype_mini_encode(&sim_dtype_f16, x));
+		return (sim_dtype_half_decode(
+		    (uint16_t)sim_dtype_mini_encode(&sim_dtype_f16, x)));
 	case SIM_DT_FP8_E4M3:
-		return sim_dtype_mini_decode(&sim_dtype_e4m3,
-		    sim_dtype_mini_encode(&sim_dtype_e4m3, x));
+		return (sim_dtype_mini_decode(&sim_dtype_e4m3,
+		    sim_dtype_mini_encode(&sim_dtype_e4m3, x)));
 	case SIM_DT_FP8_E5M2:
-		return sim_dtype_mini_decode(&sim_dtype_e5m2,
-		    sim_dtype_mini_encode(&sim_dtype_e5m2, x));
+		return (sim_dtype_mini_decode(&sim_dtype_e5m2,
+		    sim_dtype_mini_encode(&sim_dtype_e5m2, x)));
 	case SIM_DT_TFLOAT32:
-		return sim_dtype_tf32_round(x);
+		return (sim_dtype_tf32_round(x));
 	case SIM_DT_BOOL:
-		return x != 0.0f ? 1.0f : 0.0f;
+		return (x != 0.0f ? 1.0f : 0.0f);
 	default:
-		return (float)sim_dtype_int_clamp(dt, x);
+		return ((float)sim_dtype_int_clamp(dt, x));
 	}
 }
 
-/* The fill of an uninitialized element: NaN, or the integer minimum. */
 float
 sim_dtype_uninit(int dt)
 {
 	switch (dt) {
-	case SIM_DT_INT8: return -128.0f;
-	case SIM_DT_INT16: return -32768.0f;
-	case SIM_DT_INT32: return -2147483648.0f;
-	case SIM_DT_UINT8: case SIM_DT_UINT16: case SIM_DT_UINT32:
+	case SIM_DT_INT8:
+		return (-128.0f);
+	case SIM_DT_INT16:
+		return (-32768.0f);
+	case SIM_DT_INT32:
+		return (-2147483648.0f);
+	case SIM_DT_UINT8:
+	case SIM_DT_UINT16:
+	case SIM_DT_UINT32:
 	case SIM_DT_BOOL:
-		return 0.0f;
+		return (0.0f);
 	default:
-		return NAN;
+		return (NAN);
 	}
 }
 
-/* Convert n elements of dtype dt at src (element stride `stride`, may be
- * 0 or negative) to fp32 at dst[0 .. n-1]. */
 void
 sim_dtype_decode(int dt, const void *src, int64_t stride, size_t n,
     float *dst)
 {
-	const uint8_t *b = src;
-	size_t i;
+	const uint8_t	*b = src;
+	size_t		 i;
 
-#define SIM_DEC(T, EXPR) do { \
-	const T *p = (const T *)src; \
-	if (stride == 1) \
-		for (i = 0; i < n; i++) { T v = p[i]; dst[i] = (EXPR); } \
-	else \
-		for (i = 0; i < n; i++) { \
-			T v = p[(int64_t)i * stride]; dst[i] = (EXPR); \
-		} \
+/* dst[i] = EXPR of v, the i-th element of type T at src. */
+#define SIM_DEC(T, EXPR) do {						\
+	const T	*p = (const T *)src;					\
+	T	 v;							\
+									\
+	if (stride == 1) {						\
+		for (i = 0; i < n; i++) {				\
+			v = p[i];					\
+			dst[i] = (EXPR);				\
+		}							\
+	} else {							\
+		for (i = 0; i < n; i++) {				\
+			v = p[(int64_t)i * stride];			\
+			dst[i] = (EXPR);				\
+		}							\
+	}								\
 } while (0)
 	switch (dt) {
 	case SIM_DT_FLOAT32:
@@ -278,13 +305,27 @@ sim_dtype_decode(int dt, const void *src, int64_t stride, size_t n,
 	case SIM_DT_FLOAT16:
 		SIM_DEC(uint16_t, sim_dtype_half_decode(v));
 		break;
-	case SIM_DT_INT8: SIM_DEC(int8_t, (float)v); break;
-	case SIM_DT_INT16: SIM_DEC(int16_t, (float)v); break;
-	case SIM_DT_INT32: SIM_DEC(int32_t, (float)v); break;
-	case SIM_DT_UINT8: SIM_DEC(uint8_t, (float)v); break;
-	case SIM_DT_UINT16: SIM_DEC(uint16_t, (float)v); break;
-	case SIM_DT_UINT32: SIM_DEC(uint32_t, (float)v); break;
-	case SIM_DT_BOOL: SIM_DEC(uint8_t, v ? 1.0f : 0.0f); break;
+	case SIM_DT_INT8:
+		SIM_DEC(int8_t, (float)v);
+		break;
+	case SIM_DT_INT16:
+		SIM_DEC(int16_t, (float)v);
+		break;
+	case SIM_DT_INT32:
+		SIM_DEC(int32_t, (float)v);
+		break;
+	case SIM_DT_UINT8:
+		SIM_DEC(uint8_t, (float)v);
+		break;
+	case SIM_DT_UINT16:
+		SIM_DEC(uint16_t, (float)v);
+		break;
+	case SIM_DT_UINT32:
+		SIM_DEC(uint32_t, (float)v);
+		break;
+	case SIM_DT_BOOL:
+		SIM_DEC(uint8_t, v ? 1.0f : 0.0f);
+		break;
 	case SIM_DT_FP8_E4M3:
 		for (i = 0; i < n; i++)
 			dst[i] = sim_dtype_mini_decode(&sim_dtype_e4m3,
@@ -301,28 +342,39 @@ sim_dtype_decode(int dt, const void *src, int64_t stride, size_t n,
 #undef SIM_DEC
 }
 
-/* Round n fp32 values src[i * sstride] to dtype dt and store their bytes
- * at dst (element stride `stride`). */
 void
 sim_dtype_encode(int dt, void *dst, int64_t stride, size_t n,
     const float *src, int64_t sstride)
 {
-	size_t i;
+	size_t	i;
 
-#define SIM_ENC(T, EXPR) do { \
-	T *p = (T *)dst; \
-	if (stride == 1 && sstride == 1) \
-		for (i = 0; i < n; i++) { float x = src[i]; p[i] = (EXPR); } \
-	else \
-		for (i = 0; i < n; i++) { \
-			float x = src[(int64_t)i * sstride]; \
-			p[(int64_t)i * stride] = (EXPR); \
-		} \
+/* The i-th element of type T at dst = EXPR of x, the i-th value at src. */
+#define SIM_ENC(T, EXPR) do {						\
+	T	*p = (T *)dst;						\
+	float	 x;							\
+									\
+	if (stride == 1 && sstride == 1) {				\
+		for (i = 0; i < n; i++) {				\
+			x = src[i];					\
+			p[i] = (EXPR);					\
+		}							\
+	} else {							\
+		for (i = 0; i < n; i++) {				\
+			x = src[(int64_t)i * sstride];			\
+			p[(int64_t)i * stride] = (EXPR);		\
+		}							\
+	}								\
 } while (0)
 	switch (dt) {
-	case SIM_DT_FLOAT32: SIM_ENC(float, x); break;
-	case SIM_DT_TFLOAT32: SIM_ENC(float, sim_dtype_tf32_round(x)); break;
-	case SIM_DT_BFLOAT16: SIM_ENC(uint16_t, sim_dtype_bf16_encode(x)); break;
+	case SIM_DT_FLOAT32:
+		SIM_ENC(float, x);
+		break;
+	case SIM_DT_TFLOAT32:
+		SIM_ENC(float, sim_dtype_tf32_round(x));
+		break;
+	case SIM_DT_BFLOAT16:
+		SIM_ENC(uint16_t, sim_dtype_bf16_encode(x));
+		break;
 	case SIM_DT_FLOAT16:
 		SIM_ENC(uint16_t,
 		    (uint16_t)sim_dtype_mini_encode(&sim_dtype_f16, x));
@@ -335,25 +387,38 @@ sim_dtype_encode(int dt, void *dst, int64_t stride, size_t n,
 		SIM_ENC(uint8_t,
 		    (uint8_t)sim_dtype_mini_encode(&sim_dtype_e5m2, x));
 		break;
-	case SIM_DT_INT8: SIM_ENC(int8_t, (int8_t)sim_dtype_int_clamp(dt, x)); break;
-	case SIM_DT_INT16: SIM_ENC(int16_t, (int16_t)sim_dtype_int_clamp(dt, x)); break;
-	case SIM_DT_INT32: SIM_ENC(int32_t, (int32_t)sim_dtype_int_clamp(dt, x)); break;
-	case SIM_DT_UINT8: SIM_ENC(uint8_t, (uint8_t)sim_dtype_int_clamp(dt, x)); break;
-	case SIM_DT_UINT16: SIM_ENC(uint16_t, (uint16_t)sim_dtype_int_clamp(dt, x)); break;
-	case SIM_DT_UINT32: SIM_ENC(uint32_t, (uint32_t)sim_dtype_int_clamp(dt, x)); break;
-	case SIM_DT_BOOL: SIM_ENC(uint8_t, x != 0.0f); break;
+	case SIM_DT_INT8:
+		SIM_ENC(int8_t, (int8_t)sim_dtype_int_clamp(dt, x));
+		break;
+	case SIM_DT_INT16:
+		SIM_ENC(int16_t, (int16_t)sim_dtype_int_clamp(dt, x));
+		break;
+	case SIM_DT_INT32:
+		SIM_ENC(int32_t, (int32_t)sim_dtype_int_clamp(dt, x));
+		break;
+	case SIM_DT_UINT8:
+		SIM_ENC(uint8_t, (uint8_t)sim_dtype_int_clamp(dt, x));
+		break;
+	case SIM_DT_UINT16:
+		SIM_ENC(uint16_t, (uint16_t)sim_dtype_int_clamp(dt, x));
+		break;
+	case SIM_DT_UINT32:
+		SIM_ENC(uint32_t, (uint32_t)sim_dtype_int_clamp(dt, x));
+		break;
+	case SIM_DT_BOOL:
+		SIM_ENC(uint8_t, x != 0.0f);
+		break;
 	default:
 		break;
 	}
 #undef SIM_ENC
 }
 
-/* Fill n contiguous elements of dtype dt at dst with v (rounded). */
 void
 sim_dtype_fill(int dt, void *dst, size_t n, float v)
 {
-	size_t sz = sim_dtype_size(dt), i;
-	uint8_t one[4];
+	size_t	sz = sim_dtype_size(dt), i;
+	uint8_t	one[4];
 
 	if (n == 0 || sz == 0)
 		return;
@@ -361,13 +426,13 @@ sim_dtype_fill(int dt, void *dst, size_t n, float v)
 	if (sz == 1) {
 		memset(dst, one[0], n);
 	} else if (sz == 2) {
-		uint16_t v16, *d = dst;
+		uint16_t	v16, *d = dst;
 
 		memcpy(&v16, one, 2);
 		for (i = 0; i < n; i++)
 			d[i] = v16;
 	} else {
-		uint32_t v32, *d = dst;
+		uint32_t	v32, *d = dst;
 
 		memcpy(&v32, one, 4);
 		for (i = 0; i < n; i++)
@@ -375,13 +440,11 @@ sim_dtype_fill(int dt, void *dst, size_t n, float v)
 	}
 }
 
-/* dst[i * dstride] = src[i * sstride] rounded to dt, for the fp32 copy of
- * an on-chip tile. */
 void
 sim_dtype_round_row(int dt, float *dst, int64_t dstride, const float *src,
     int64_t sstride, size_t n)
 {
-	size_t i;
+	size_t	i;
 
 	switch (dt) {
 	case SIM_DT_FLOAT32:
@@ -390,7 +453,7 @@ sim_dtype_round_row(int dt, float *dst, int64_t dstride, const float *src,
 		break;
 	case SIM_DT_BFLOAT16:
 		for (i = 0; i < n; i++) {
-			float x = src[(int64_t)i * sstride];
+			float	x = src[(int64_t)i * sstride];
 
 			dst[(int64_t)i * dstride] = sim_dtype_from_bits(
 			    (uint32_t)sim_dtype_bf16_encode(x) << 16);

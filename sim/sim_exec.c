@@ -1,8 +1,7 @@
-/*
- * sim_exec.c: the interpreter: runs every program of a loaded kernel's
- * SPMD grid over host memory, row by row through strided views, with
- * matmul through cblas_sgemm.
- */
+/* sim_exec.c: the interpreter: runs every program of a kernel's SPMD grid over host memory, row by row through strided views, matmul through cblas_sgemm. */
+/* Floor 3: calls sim_print.c and floor 0; runs what sim_plan.c built. */
+#include <sys/mman.h>
+
 #include <cblas.h>
 #ifdef __SSE__
 #include <immintrin.h>
@@ -12,46 +11,47 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "nkir.pb-c.h"
 #include "sim/sim_impl.h"
 
+/* A tensor's memory during one run. */
 struct sim_bind {
-	char *base;
-	int dtype;
-	bool chip;              /* fp32 copy of an on-chip tile */
-	bool f32;               /* storage holds float (chip or fp32 HBM) */
-	bool owned;
-	size_t esize;           /* bytes per stored element */
-	const struct sim_tinfo *ti;
+	char			*base;
+	int			 dtype;
+	bool			 chip;	/* fp32 copy of an on-chip tile */
+	bool			 f32;	/* holds float (chip or fp32 HBM) */
+	bool			 owned;
+	size_t			 esize;	/* bytes per stored element */
+	const struct sim_tinfo	*ti;
 };
 
+/* The state of one sim_run. */
 struct sim_run {
-	const sim_program *p;
-	const sim_run_opts *opts;
-	sim_diag *diag;
-	struct sim_bind *t;
-	int64_t *lv;
-	int64_t pid[SIM_GRID_RANK_MAX];
-	float *row[5];
-	uint8_t *act;
-	float *scratch;
-	char *mem;              /* the run block (sim_program.run_bytes) */
-	uint64_t prog;          /* SPMD program being run */
-	uint64_t t0_ns;         /* when sim_run began (op events) */
+	const struct sim_program	*p;
+	const struct sim_run_opts	*opts;
+	struct sim_diag			*diag;
+	struct sim_bind			*t;
+	int64_t				*lv;	/* loop variables */
+	int64_t				 pid[SIM_GRID_RANK_MAX];
+	float				*row[5];
+	uint8_t				*act;
+	float				*scratch;
+	char				*mem;	/* the run block */
+	uint64_t			 prog;	/* SPMD program being run */
+	uint64_t			 t0_ns;	/* when sim_run began */
 };
 
 /* Row iterator over an iteration space: offsets of up to 4 views at the
  * start of each innermost row. */
 struct sim_rows {
-	int rank;
-	const uint64_t *shape;
-	uint64_t idx[SIM_MAX_RANK];
-	int nv;
-	const struct sim_view *v[4];
-	uint64_t off[4];
+	int			 rank;
+	const uint64_t		*shape;
+	uint64_t		 idx[SIM_MAX_RANK];
+	int			 nv;
+	const struct sim_view	*v[4];
+	uint64_t		 off[4];
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -62,31 +62,33 @@ struct sim_rows {
 static void *
 sim_exec_tensor_alloc(size_t n)
 {
-	void *p;
+	void	*p;
 
 	if (n < (4u << 20))
-		return malloc(n ? n : 1);
+		return (malloc(n ? n : 1));
 	if (posix_memalign(&p, 2u << 20, n) != 0)
-		return NULL;
+		return (NULL);
 #ifdef MADV_HUGEPAGE
 	madvise(p, n, MADV_HUGEPAGE);
 #endif
-	return p;
+	return (p);
 }
 
 static uint64_t
 sim_exec_lin(const struct sim_run *r, const struct sim_lin *l)
 {
-	uint64_t v = (uint64_t)l->c;
+	const struct sim_term	*t;
+	uint64_t		 v = (uint64_t)l->c;
+	int64_t			 x;
+	uint32_t		 i;
 
-	for (uint32_t i = 0; i < l->nt; i++) {
-		const struct sim_term *t = &l->t[i];
-		int64_t x = t->kind == NKIR__V1__TERM_KIND__TERM_LOOP ?
+	for (i = 0; i < l->nt; i++) {
+		t = &l->t[i];
+		x = t->kind == NKIR__V1__TERM_KIND__TERM_LOOP ?
 		    r->lv[t->index] : r->pid[t->index];
-
 		v += (uint64_t)t->coef * (uint64_t)x;
 	}
-	return v;
+	return (v);
 }
 
 /* l at the start of the iterator's current row (axes 0 .. rank-2). */
@@ -94,62 +96,61 @@ static int64_t
 sim_exec_lin_row(const struct sim_run *r, const struct sim_lin *l,
     const struct sim_rows *it)
 {
-	uint64_t v = sim_exec_lin(r, l);
+	uint64_t	v = sim_exec_lin(r, l);
+	int		a;
 
-	for (int a = 0; a < it->rank - 1; a++)
+	for (a = 0; a < it->rank - 1; a++)
 		v += (uint64_t)l->ax[a] * it->idx[a];
-	return (int64_t)v;
+	return ((int64_t)v);
 }
 
 static void
-sim_rows_begin(struct sim_rows *it, const struct sim_run *r, int rank,
+sim_exec_rows_begin(struct sim_rows *it, const struct sim_run *r, int rank,
     const uint64_t *shape, const struct sim_view **v, int nv)
 {
+	int	k;
+
 	memset(it, 0, sizeof(*it));
 	it->rank = rank;
 	it->shape = shape;
 	it->nv = nv;
-	for (int k = 0; k < nv; k++) {
+	for (k = 0; k < nv; k++) {
 		it->v[k] = v[k];
 		it->off[k] = v[k] != NULL ? sim_exec_lin(r, &v[k]->off) : 0;
 	}
 }
 
 static bool
-sim_rows_next(struct sim_rows *it)
+sim_exec_rows_next(struct sim_rows *it)
 {
-	for (int a = it->rank - 2; a >= 0; a--) {
+	int	a, k;
+
+	for (a = it->rank - 2; a >= 0; a--) {
 		it->idx[a]++;
-		for (int k = 0; k < it->nv; k++)
+		for (k = 0; k < it->nv; k++)
 			if (it->v[k] != NULL)
 				it->off[k] += (uint64_t)it->v[k]->off.ax[a];
 		if (it->idx[a] < it->shape[a])
-			return true;
-		for (int k = 0; k < it->nv; k++)
+			return (true);
+		for (k = 0; k < it->nv; k++)
 			if (it->v[k] != NULL)
 				it->off[k] -= (uint64_t)it->v[k]->off.ax[a] *
 				    it->shape[a];
 		it->idx[a] = 0;
 	}
-	return false;
+	return (false);
 }
 
-static int
-sim_exec_fail(struct sim_run *r, const struct sim_op *op, int code,
-    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static int
+static int __attribute__((format(printf, 4, 5)))
 sim_exec_fail(struct sim_run *r, const struct sim_op *op, int code,
     const char *fmt, ...)
 {
-	char msg[sizeof(r->diag->msg)];
-	va_list ap;
+	va_list	ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	sim_diag_vset_at(r->diag, op->file, op->line, fmt, ap);
 	va_end(ap);
-	sim_diag_set(r->diag, "%s (%s:%u)", msg, op->file, op->line);
-	return code;
+	return (code);
 }
 
 /*
@@ -160,50 +161,51 @@ static int
 sim_exec_active(struct sim_run *r, const struct sim_op *op,
     const struct sim_rows *it, uint8_t *act, size_t n)
 {
-	int last = it->rank - 1;
+	int	last = it->rank - 1, k, m, d;
+	size_t	i;
 
 	memset(act, 1, n);
-	for (int k = 0; k < it->nv; k++) {
-		const struct sim_view *v = it->v[k];
+	for (k = 0; k < it->nv; k++) {
+		const struct sim_view	*v = it->v[k];
 
 		if (v == NULL)
 			continue;
-		for (int m = 0; m < v->nmask; m++) {
-			int64_t base = sim_exec_lin_row(r, &v->mask[m], it);
-			int64_t step = v->mask[m].ax[last];
+		for (m = 0; m < v->nmask; m++) {
+			int64_t	base = sim_exec_lin_row(r, &v->mask[m], it);
+			int64_t	step = v->mask[m].ax[last];
 
-			for (size_t i = 0; i < n; i++)
+			for (i = 0; i < n; i++)
 				if (base + (int64_t)i * step < 0)
 					act[i] = 0;
 		}
 	}
-	for (int k = 0; k < it->nv; k++) {
-		const struct sim_view *v = it->v[k];
-		const struct sim_tinfo *ti;
+	for (k = 0; k < it->nv; k++) {
+		const struct sim_view	*v = it->v[k];
+		const struct sim_tinfo	*ti;
 
 		if (v == NULL)
 			continue;
 		ti = r->t[v->tensor].ti;
-		for (int d = 0; d < v->ndim; d++) {
-			int64_t base = sim_exec_lin_row(r, &v->dim[d], it);
-			int64_t step = v->dim[d].ax[last];
+		for (d = 0; d < v->ndim; d++) {
+			int64_t	base = sim_exec_lin_row(r, &v->dim[d], it);
+			int64_t	step = v->dim[d].ax[last];
 
-			for (size_t i = 0; i < n; i++) {
-				int64_t x = base + (int64_t)i * step;
+			for (i = 0; i < n; i++) {
+				int64_t	x = base + (int64_t)i * step;
 
 				if (act[i] && (x < 0 ||
 				    (uint64_t)x >= ti->shape[d]))
-					return sim_exec_fail(r, op,
+					return (sim_exec_fail(r, op,
 					    SIM_ERUNTIME, "Out-of-bound access "
 					    "for tensor `%s` on dimension %d: "
 					    "index %lld exceed dimension size "
 					    "of %llu", ti->name, d,
 					    (long long)x, (unsigned long long)
-					    ti->shape[d]);
+					    ti->shape[d]));
 			}
 		}
 	}
-	return 0;
+	return (0);
 }
 
 /* Read a row of n elements of operand s at offset off. Returns fp32
@@ -212,18 +214,19 @@ static const float *
 sim_exec_read(const struct sim_run *r, const struct sim_operand *s,
     uint64_t off, size_t n, float *tmp, int64_t *st, const uint8_t *act)
 {
-	const struct sim_bind *bd;
-	int64_t ax;
+	const struct sim_bind	*bd;
+	int64_t			 ax;
+	size_t			 i;
 
 	if (s->scalar) {
 		*st = 0;
-		return &s->value;
+		return (&s->value);
 	}
 	bd = &r->t[s->v.tensor];
 	ax = s->v.off.ax[s->v.rank - 1];
 	if (act != NULL) {
-		for (size_t i = 0; i < n; i++) {
-			uint64_t e = off + (uint64_t)ax * i;
+		for (i = 0; i < n; i++) {
+			uint64_t	e = off + (uint64_t)ax * i;
 
 			if (!act[i])
 				tmp[i] = 0.0f;
@@ -234,29 +237,29 @@ sim_exec_read(const struct sim_run *r, const struct sim_operand *s,
 				    bd->base + e * bd->esize, 1, 1, &tmp[i]);
 		}
 		*st = 1;
-		return tmp;
+		return (tmp);
 	}
 	if (bd->f32) {
-		const float *p = (const float *)bd->base + off;
+		const float	*p = (const float *)bd->base + off;
 
 		if (ax == 0 || ax == 1) {
 			*st = ax;
-			return p;
+			return (p);
 		}
-		for (size_t i = 0; i < n; i++)
+		for (i = 0; i < n; i++)
 			tmp[i] = p[(int64_t)i * ax];
 		*st = 1;
-		return tmp;
+		return (tmp);
 	}
 	if (ax == 0) {
 		sim_dtype_decode(bd->dtype, bd->base + off * bd->esize, 1, 1,
 		    tmp);
 		*st = 0;
-		return tmp;
+		return (tmp);
 	}
 	sim_dtype_decode(bd->dtype, bd->base + off * bd->esize, ax, n, tmp);
 	*st = 1;
-	return tmp;
+	return (tmp);
 }
 
 /* Write n values src[i * sst] to view v at offset off, rounded to the
@@ -266,13 +269,14 @@ sim_exec_write(const struct sim_run *r, const struct sim_view *v,
     uint64_t off, size_t n, const float *src, int64_t sst,
     const uint8_t *act)
 {
-	const struct sim_bind *bd = &r->t[v->tensor];
-	int64_t ax = v->off.ax[v->rank - 1];
+	const struct sim_bind	*bd = &r->t[v->tensor];
+	int64_t			 ax = v->off.ax[v->rank - 1];
+	size_t			 i;
 
 	if (act != NULL) {
-		for (size_t i = 0; i < n; i++) {
-			uint64_t e = off + (uint64_t)ax * i;
-			float x = src[(int64_t)i * sst];
+		for (i = 0; i < n; i++) {
+			uint64_t	e = off + (uint64_t)ax * i;
+			float		x = src[(int64_t)i * sst];
 
 			if (!act[i])
 				continue;
@@ -286,7 +290,7 @@ sim_exec_write(const struct sim_run *r, const struct sim_view *v,
 		return;
 	}
 	if (bd->chip) {
-		float *d = (float *)bd->base + off;
+		float	*d = (float *)bd->base + off;
 
 		if (bd->dtype == SIM_DT_FLOAT32 && ax == 1 && sst == 1) {
 			if (d != src)
@@ -311,24 +315,25 @@ sim_exec_gather(struct sim_run *r, const struct sim_op *op,
     const struct sim_operand *s, float *buf, uint8_t *act_out,
     float inactive)
 {
-	const struct sim_view *v = &s->v, *vs[1] = { v };
-	size_t n = v->shape[v->rank - 1];
-	struct sim_rows it;
-	int64_t st;
-	int rc;
+	const struct sim_view	*v = &s->v, *vs[1] = { v };
+	size_t			 n = v->shape[v->rank - 1];
+	struct sim_rows		 it;
+	int64_t			 st;
+	int			 rc;
+	size_t			 i;
 
-	sim_rows_begin(&it, r, v->rank, v->shape, vs, 1);
+	sim_exec_rows_begin(&it, r, v->rank, v->shape, vs, 1);
 	do {
-		const uint8_t *act = NULL;
-		const float *p;
+		const uint8_t	*act = NULL;
+		const float	*p;
 
 		if (v->nmask) {
 			if ((rc = sim_exec_active(r, op, &it, r->act, n)))
-				return rc;
+				return (rc);
 			act = r->act;
 		}
 		p = sim_exec_read(r, s, it.off[0], n, r->row[0], &st, act);
-		for (size_t i = 0; i < n; i++)
+		for (i = 0; i < n; i++)
 			buf[i] = act && !act[i] ? inactive : p[(int64_t)i * st];
 		if (act_out != NULL) {
 			if (act)
@@ -338,8 +343,8 @@ sim_exec_gather(struct sim_run *r, const struct sim_op *op,
 			act_out += n;
 		}
 		buf += n;
-	} while (sim_rows_next(&it));
-	return 0;
+	} while (sim_exec_rows_next(&it));
+	return (0);
 }
 
 /* Write buf (row-major in v's shape) through view v. */
@@ -347,24 +352,24 @@ static int
 sim_exec_scatter(struct sim_run *r, const struct sim_op *op,
     const struct sim_view *v, const float *buf)
 {
-	const struct sim_view *vs[1] = { v };
-	size_t n = v->shape[v->rank - 1];
-	struct sim_rows it;
-	int rc;
+	const struct sim_view	*vs[1] = { v };
+	size_t			 n = v->shape[v->rank - 1];
+	struct sim_rows		 it;
+	int			 rc;
 
-	sim_rows_begin(&it, r, v->rank, v->shape, vs, 1);
+	sim_exec_rows_begin(&it, r, v->rank, v->shape, vs, 1);
 	do {
-		const uint8_t *act = NULL;
+		const uint8_t	*act = NULL;
 
 		if (v->nmask) {
 			if ((rc = sim_exec_active(r, op, &it, r->act, n)))
-				return rc;
+				return (rc);
 			act = r->act;
 		}
 		sim_exec_write(r, v, it.off[0], n, buf, 1, act);
 		buf += n;
-	} while (sim_rows_next(&it));
-	return 0;
+	} while (sim_exec_rows_next(&it));
+	return (0);
 }
 
 /* ------------------------------------------------------------ math */
@@ -373,95 +378,140 @@ static inline int64_t
 sim_exec_f2i(float x)
 {
 	if (!(x == x))
-		return 0;
+		return (0);
 	if (x >= 9.2e18f)
-		return INT64_MAX;
+		return (INT64_MAX);
 	if (x <= -9.2e18f)
-		return INT64_MIN;
-	return (int64_t)x;
+		return (INT64_MIN);
+	return ((int64_t)x);
 }
 
 static inline float
 sim_exec_mod(float x, float y)
 {
-	float m = fmodf(x, y);
+	float	m = fmodf(x, y);
 
 	if (m != 0.0f && ((m < 0.0f) != (y < 0.0f)))
 		m += y;
-	return m;
+	return (m);
 }
 
 static inline float
 sim_exec_shift(float x, float y, bool left)
 {
-	int32_t a = (int32_t)(uint32_t)(sim_exec_f2i(x) & 0xffffffff);
-	int s = (int)(sim_exec_f2i(y) & 31);
+	int32_t	a = (int32_t)(uint32_t)(sim_exec_f2i(x) & 0xffffffff);
+	int	s = (int)(sim_exec_f2i(y) & 31);
 
 	if (left)
-		return (float)(int32_t)((uint32_t)a << s);
-	return (float)(a >> s);
+		return ((float)(int32_t)((uint32_t)a << s));
+	return ((float)(a >> s));
 }
 
 static void
 sim_exec_alu_row(int alu, float *o, const float *a, int64_t sa,
     const float *b, int64_t sb, size_t n)
 {
-	size_t i;
+	float	x, y, z;
+	size_t	i;
 
-#define SIM_ALU(EXPR) do { \
-	if (sa == 1 && sb == 1) { \
-		for (i = 0; i < n; i++) { \
-			float x = a[i], y = b[i]; o[i] = (EXPR); \
-		} \
-	} else if (sa == 1) { \
-		float y = b[0]; \
-		for (i = 0; i < n; i++) { float x = a[i]; o[i] = (EXPR); } \
-	} else if (sb == 1) { \
-		float x = a[0]; \
-		for (i = 0; i < n; i++) { float y = b[i]; o[i] = (EXPR); } \
-	} else { \
-		float x = a[0], y = b[0], z = (EXPR); \
-		for (i = 0; i < n; i++) o[i] = z; \
-	} \
+/* o[i] = EXPR of x = a[i * sa] and y = b[i * sb] (strides 0 or 1). */
+#define SIM_ALU(EXPR) do {						\
+	if (sa == 1 && sb == 1) {					\
+		for (i = 0; i < n; i++) {				\
+			x = a[i];					\
+			y = b[i];					\
+			o[i] = (EXPR);					\
+		}							\
+	} else if (sa == 1) {						\
+		y = b[0];						\
+		for (i = 0; i < n; i++) {				\
+			x = a[i];					\
+			o[i] = (EXPR);					\
+		}							\
+	} else if (sb == 1) {						\
+		x = a[0];						\
+		for (i = 0; i < n; i++) {				\
+			y = b[i];					\
+			o[i] = (EXPR);					\
+		}							\
+	} else {							\
+		x = a[0];						\
+		y = b[0];						\
+		z = (EXPR);						\
+		for (i = 0; i < n; i++)					\
+			o[i] = z;					\
+	}								\
 } while (0)
 	switch (alu) {
-	case NKIR__V1__ALU_OP__ALU_ADD: SIM_ALU(x + y); break;
-	case NKIR__V1__ALU_OP__ALU_SUBTRACT: SIM_ALU(x - y); break;
-	case NKIR__V1__ALU_OP__ALU_MULTIPLY: SIM_ALU(x * y); break;
-	case NKIR__V1__ALU_OP__ALU_DIVIDE: SIM_ALU(x / y); break;
+	case NKIR__V1__ALU_OP__ALU_ADD:
+		SIM_ALU(x + y);
+		break;
+	case NKIR__V1__ALU_OP__ALU_SUBTRACT:
+		SIM_ALU(x - y);
+		break;
+	case NKIR__V1__ALU_OP__ALU_MULTIPLY:
+		SIM_ALU(x * y);
+		break;
+	case NKIR__V1__ALU_OP__ALU_DIVIDE:
+		SIM_ALU(x / y);
+		break;
 	case NKIR__V1__ALU_OP__ALU_MAXIMUM:
-		SIM_ALU((x != x || x > y) ? x : y); break;
+		SIM_ALU((x != x || x > y) ? x : y);
+		break;
 	case NKIR__V1__ALU_OP__ALU_MINIMUM:
-		SIM_ALU((x != x || x < y) ? x : y); break;
-	case NKIR__V1__ALU_OP__ALU_POWER: SIM_ALU(powf(x, y)); break;
-	case NKIR__V1__ALU_OP__ALU_GREATER: SIM_ALU(x > y ? 1.0f : 0.0f); break;
+		SIM_ALU((x != x || x < y) ? x : y);
+		break;
+	case NKIR__V1__ALU_OP__ALU_POWER:
+		SIM_ALU(powf(x, y));
+		break;
+	case NKIR__V1__ALU_OP__ALU_GREATER:
+		SIM_ALU(x > y ? 1.0f : 0.0f);
+		break;
 	case NKIR__V1__ALU_OP__ALU_GREATER_EQUAL:
-		SIM_ALU(x >= y ? 1.0f : 0.0f); break;
-	case NKIR__V1__ALU_OP__ALU_LESS: SIM_ALU(x < y ? 1.0f : 0.0f); break;
+		SIM_ALU(x >= y ? 1.0f : 0.0f);
+		break;
+	case NKIR__V1__ALU_OP__ALU_LESS:
+		SIM_ALU(x < y ? 1.0f : 0.0f);
+		break;
 	case NKIR__V1__ALU_OP__ALU_LESS_EQUAL:
-		SIM_ALU(x <= y ? 1.0f : 0.0f); break;
-	case NKIR__V1__ALU_OP__ALU_EQUAL: SIM_ALU(x == y ? 1.0f : 0.0f); break;
+		SIM_ALU(x <= y ? 1.0f : 0.0f);
+		break;
+	case NKIR__V1__ALU_OP__ALU_EQUAL:
+		SIM_ALU(x == y ? 1.0f : 0.0f);
+		break;
 	case NKIR__V1__ALU_OP__ALU_NOT_EQUAL:
-		SIM_ALU(x != y ? 1.0f : 0.0f); break;
+		SIM_ALU(x != y ? 1.0f : 0.0f);
+		break;
 	case NKIR__V1__ALU_OP__ALU_LOGICAL_AND:
-		SIM_ALU((x != 0.0f && y != 0.0f) ? 1.0f : 0.0f); break;
+		SIM_ALU((x != 0.0f && y != 0.0f) ? 1.0f : 0.0f);
+		break;
 	case NKIR__V1__ALU_OP__ALU_LOGICAL_OR:
-		SIM_ALU((x != 0.0f || y != 0.0f) ? 1.0f : 0.0f); break;
+		SIM_ALU((x != 0.0f || y != 0.0f) ? 1.0f : 0.0f);
+		break;
 	case NKIR__V1__ALU_OP__ALU_LOGICAL_XOR:
-		SIM_ALU(((x != 0.0f) != (y != 0.0f)) ? 1.0f : 0.0f); break;
+		SIM_ALU(((x != 0.0f) != (y != 0.0f)) ? 1.0f : 0.0f);
+		break;
 	case NKIR__V1__ALU_OP__ALU_BITWISE_AND:
-		SIM_ALU((float)(sim_exec_f2i(x) & sim_exec_f2i(y))); break;
+		SIM_ALU((float)(sim_exec_f2i(x) & sim_exec_f2i(y)));
+		break;
 	case NKIR__V1__ALU_OP__ALU_BITWISE_OR:
-		SIM_ALU((float)(sim_exec_f2i(x) | sim_exec_f2i(y))); break;
+		SIM_ALU((float)(sim_exec_f2i(x) | sim_exec_f2i(y)));
+		break;
 	case NKIR__V1__ALU_OP__ALU_BITWISE_XOR:
-		SIM_ALU((float)(sim_exec_f2i(x) ^ sim_exec_f2i(y))); break;
-	case NKIR__V1__ALU_OP__ALU_MOD: SIM_ALU(sim_exec_mod(x, y)); break;
+		SIM_ALU((float)(sim_exec_f2i(x) ^ sim_exec_f2i(y)));
+		break;
+	case NKIR__V1__ALU_OP__ALU_MOD:
+		SIM_ALU(sim_exec_mod(x, y));
+		break;
 	case NKIR__V1__ALU_OP__ALU_LEFT_SHIFT:
-		SIM_ALU(sim_exec_shift(x, y, true)); break;
+		SIM_ALU(sim_exec_shift(x, y, true));
+		break;
 	case NKIR__V1__ALU_OP__ALU_RIGHT_SHIFT:
-		SIM_ALU(sim_exec_shift(x, y, false)); break;
+		SIM_ALU(sim_exec_shift(x, y, false));
+		break;
 	default: /* ALU_BYPASS */
-		SIM_ALU(((void)y, x)); break;
+		SIM_ALU(((void)y, x));
+		break;
 	}
 #undef SIM_ALU
 }
@@ -470,35 +520,55 @@ static float
 sim_exec_act1(int act, float t)
 {
 	switch (act) {
-	case NKIR__V1__ACT_FUNC__ACT_EXP: return expf(t);
-	case NKIR__V1__ACT_FUNC__ACT_LOG: return logf(t);
-	case NKIR__V1__ACT_FUNC__ACT_SQUARE: return t * t;
-	case NKIR__V1__ACT_FUNC__ACT_SQRT: return sqrtf(t);
-	case NKIR__V1__ACT_FUNC__ACT_RSQRT: return 1.0f / sqrtf(t);
-	case NKIR__V1__ACT_FUNC__ACT_RECIPROCAL: return 1.0f / t;
-	case NKIR__V1__ACT_FUNC__ACT_TANH: return tanhf(t);
-	case NKIR__V1__ACT_FUNC__ACT_SIGMOID: return 1.0f / (1.0f + expf(-t));
-	case NKIR__V1__ACT_FUNC__ACT_RELU: return t > 0.0f || t != t ? t : 0.0f;
+	case NKIR__V1__ACT_FUNC__ACT_EXP:
+		return (expf(t));
+	case NKIR__V1__ACT_FUNC__ACT_LOG:
+		return (logf(t));
+	case NKIR__V1__ACT_FUNC__ACT_SQUARE:
+		return (t * t);
+	case NKIR__V1__ACT_FUNC__ACT_SQRT:
+		return (sqrtf(t));
+	case NKIR__V1__ACT_FUNC__ACT_RSQRT:
+		return (1.0f / sqrtf(t));
+	case NKIR__V1__ACT_FUNC__ACT_RECIPROCAL:
+		return (1.0f / t);
+	case NKIR__V1__ACT_FUNC__ACT_TANH:
+		return (tanhf(t));
+	case NKIR__V1__ACT_FUNC__ACT_SIGMOID:
+		return (1.0f / (1.0f + expf(-t)));
+	case NKIR__V1__ACT_FUNC__ACT_RELU:
+		return (t > 0.0f || t != t ? t : 0.0f);
 	case NKIR__V1__ACT_FUNC__ACT_GELU:
-		return 0.5f * t * (1.0f + erff(t * 0.70710678118654752f));
+		return (0.5f * t * (1.0f + erff(t * 0.70710678118654752f)));
 	case NKIR__V1__ACT_FUNC__ACT_GELU_TANH:
-		return 0.5f * t * (1.0f + tanhf(0.79788456080286536f *
-		    (t + 0.044715f * t * t * t)));
-	case NKIR__V1__ACT_FUNC__ACT_SILU: return t / (1.0f + expf(-t));
-	case NKIR__V1__ACT_FUNC__ACT_NEGATIVE: return -t;
-	case NKIR__V1__ACT_FUNC__ACT_ABS: return fabsf(t);
+		return (0.5f * t * (1.0f + tanhf(0.79788456080286536f *
+		    (t + 0.044715f * t * t * t))));
+	case NKIR__V1__ACT_FUNC__ACT_SILU:
+		return (t / (1.0f + expf(-t)));
+	case NKIR__V1__ACT_FUNC__ACT_NEGATIVE:
+		return (-t);
+	case NKIR__V1__ACT_FUNC__ACT_ABS:
+		return (fabsf(t));
 	case NKIR__V1__ACT_FUNC__ACT_SIGN:
-		return t > 0.0f ? 1.0f : t < 0.0f ? -1.0f : t;
-	case NKIR__V1__ACT_FUNC__ACT_SIN: return sinf(t);
-	case NKIR__V1__ACT_FUNC__ACT_COS: return cosf(t);
-	case NKIR__V1__ACT_FUNC__ACT_ERF: return erff(t);
+		return (t > 0.0f ? 1.0f : t < 0.0f ? -1.0f : t);
+	case NKIR__V1__ACT_FUNC__ACT_SIN:
+		return (sinf(t));
+	case NKIR__V1__ACT_FUNC__ACT_COS:
+		return (cosf(t));
+	case NKIR__V1__ACT_FUNC__ACT_ERF:
+		return (erff(t));
 	case NKIR__V1__ACT_FUNC__ACT_SOFTPLUS:
-		return t > 20.0f ? t : log1pf(expf(t));
-	case NKIR__V1__ACT_FUNC__ACT_CEIL: return ceilf(t);
-	case NKIR__V1__ACT_FUNC__ACT_FLOOR: return floorf(t);
-	case NKIR__V1__ACT_FUNC__ACT_TRUNC: return truncf(t);
-	case NKIR__V1__ACT_FUNC__ACT_LOGICAL_NOT: return t == 0.0f ? 1.0f : 0.0f;
-	default: return t;
+		return (t > 20.0f ? t : log1pf(expf(t)));
+	case NKIR__V1__ACT_FUNC__ACT_CEIL:
+		return (ceilf(t));
+	case NKIR__V1__ACT_FUNC__ACT_FLOOR:
+		return (floorf(t));
+	case NKIR__V1__ACT_FUNC__ACT_TRUNC:
+		return (truncf(t));
+	case NKIR__V1__ACT_FUNC__ACT_LOGICAL_NOT:
+		return (t == 0.0f ? 1.0f : 0.0f);
+	default:
+		return (t);
 	}
 }
 
@@ -506,11 +576,11 @@ static void
 sim_exec_act_row(const struct sim_op *op, float *o, const float *a,
     int64_t sa, const float *b, int64_t sb, size_t n)
 {
-	float s = op->scale;
-	size_t i;
+	float	s = op->scale;
+	size_t	i;
 
 	if (sa == 1 && sb == 0) {
-		float y = b[0];
+		float	y = b[0];
 
 		for (i = 0; i < n; i++)
 			o[i] = a[i] * s + y;
@@ -549,41 +619,42 @@ static void
 sim_exec_ew_begin(struct sim_rows *it, const struct sim_run *r,
     const struct sim_op *op)
 {
-	const struct sim_view *vs[4] = { &op->dst, NULL, NULL, NULL };
+	const struct sim_view	*vs[4] = { &op->dst, NULL, NULL, NULL };
+	int			 k;
 
-	for (int k = 0; k < op->nsrc; k++)
+	for (k = 0; k < op->nsrc; k++)
 		if (!op->src[k].scalar)
 			vs[k + 1] = &op->src[k].v;
-	sim_rows_begin(it, r, op->rank, op->shape, vs, 4);
+	sim_exec_rows_begin(it, r, op->rank, op->shape, vs, 4);
 }
 
 /* Prefetch a row of a load's HBM source SIM_PF_ROWS ahead: tiled loads
  * jump by a whole HBM row between tile rows, which hardware prefetchers
  * miss (a tile row is often shorter than a page). The first row of a
  * tile prefetches the rows up to the distance. */
-#define SIM_PF_ROWS 4
+#define SIM_PF_ROWS	4
 
 static void
 sim_exec_prefetch(const struct sim_run *r, const struct sim_op *op,
     const struct sim_rows *it, size_t n)
 {
-	const struct sim_view *v = &op->src[0].v;
-	const struct sim_bind *bd = &r->t[v->tensor];
-	int a = op->rank - 2;
-	uint64_t d0, d1;
+	const struct sim_view	*v = &op->src[0].v;
+	const struct sim_bind	*bd = &r->t[v->tensor];
+	const char		*p;
+	uint64_t		 d0, d1, d;
+	size_t			 i;
+	int			 a = op->rank - 2;
 
 	if (a < 0 || op->masked || v->off.ax[a + 1] != 1)
 		return;
 	d0 = it->idx[a] == 0 ? 1 : SIM_PF_ROWS;
 	d1 = SIM_PF_ROWS;
-	for (uint64_t d = d0; d <= d1; d++) {
-		const char *p;
-
+	for (d = d0; d <= d1; d++) {
 		if (it->idx[a] + d >= op->shape[a])
 			break;
 		p = bd->base + (it->off[1] + (uint64_t)v->off.ax[a] * d) *
 		    bd->esize;
-		for (size_t i = 0; i < n * bd->esize; i += 64)
+		for (i = 0; i < n * bd->esize; i += 64)
 			__builtin_prefetch(p + i);
 	}
 }
@@ -595,22 +666,24 @@ static int
 sim_exec_ew_row(struct sim_run *r, const struct sim_op *op,
     const struct sim_rows *it, float *stage, uint8_t *stage_act)
 {
-	const struct sim_bind *db = &r->t[op->dst.tensor];
-	size_t n = op->shape[op->rank - 1];
-	const float *s[3] = { NULL, NULL, NULL };
-	int64_t ss[3] = { 0, 0, 0 };
-	const uint8_t *act = NULL;
-	bool direct = db->chip && db->dtype == SIM_DT_FLOAT32 &&
-	    op->dst.off.ax[op->rank - 1] == 1 && !op->masked && !stage;
-	float *o;
-	int rc;
+	static const float	 zero = 0.0f;
+	const struct sim_bind	*db = &r->t[op->dst.tensor];
+	size_t			 n = op->shape[op->rank - 1], i;
+	const float		*s[3] = { NULL, NULL, NULL };
+	int64_t			 ss[3] = { 0, 0, 0 }, base, step;
+	const uint8_t		*act = NULL;
+	bool			 direct;
+	float			*o;
+	int			 k, rc;
 
+	direct = db->chip && db->dtype == SIM_DT_FLOAT32 &&
+	    op->dst.off.ax[op->rank - 1] == 1 && !op->masked && !stage;
 	if (op->masked) {
 		if ((rc = sim_exec_active(r, op, it, r->act, n)))
-			return rc;
+			return (rc);
 		act = r->act;
 	}
-	for (int k = 0; k < op->nsrc; k++) {
+	for (k = 0; k < op->nsrc; k++) {
 		s[k] = sim_exec_read(r, &op->src[k], it->off[k + 1], n,
 		    r->row[k], &ss[k], act);
 		/* in-place only when reading exactly what is written */
@@ -625,7 +698,7 @@ sim_exec_ew_row(struct sim_run *r, const struct sim_op *op,
 		memcpy(stage_act, act, n);
 	switch (op->kind) {
 	case NKIR__V1__OP_KIND__OP_ALLOC:
-		for (size_t i = 0; i < n; i++)
+		for (i = 0; i < n; i++)
 			o[i] = op->value;
 		break;
 	case NKIR__V1__OP_KIND__OP_LOAD:
@@ -637,38 +710,33 @@ sim_exec_ew_row(struct sim_run *r, const struct sim_op *op,
 		if (stage == NULL) {
 			sim_exec_write(r, &op->dst, it->off[0], n, s[0], ss[0],
 			    act);
-			return 0;
+			return (0);
 		}
-		for (size_t i = 0; i < n; i++)
+		for (i = 0; i < n; i++)
 			o[i] = s[0][(int64_t)i * ss[0]];
-		return 0;
+		return (0);
 	case NKIR__V1__OP_KIND__OP_TENSOR_TENSOR:
 		sim_exec_alu_row(op->alu, o, s[0], ss[0], s[1], ss[1], n);
 		break;
-	case NKIR__V1__OP_KIND__OP_ACTIVATION: {
-		static const float zero = 0.0f;
-
+	case NKIR__V1__OP_KIND__OP_ACTIVATION:
 		sim_exec_act_row(op, o, s[0], ss[0],
 		    op->nsrc > 1 ? s[1] : &zero, op->nsrc > 1 ? ss[1] : 0, n);
 		break;
-	}
 	case NKIR__V1__OP_KIND__OP_SELECT:
-		for (size_t i = 0; i < n; i++)
+		for (i = 0; i < n; i++)
 			o[i] = s[0][(int64_t)i * ss[0]] != 0.0f ?
 			    s[1][(int64_t)i * ss[1]] : s[2][(int64_t)i * ss[2]];
 		break;
-	case NKIR__V1__OP_KIND__OP_IOTA: {
-		int64_t base = sim_exec_lin_row(r, &op->expr, it);
-		int64_t step = op->expr.ax[op->rank - 1];
-
-		for (size_t i = 0; i < n; i++)
+	case NKIR__V1__OP_KIND__OP_IOTA:
+		base = sim_exec_lin_row(r, &op->expr, it);
+		step = op->expr.ax[op->rank - 1];
+		for (i = 0; i < n; i++)
 			o[i] = (float)(base + (int64_t)i * step);
 		break;
 	}
-	}
 	if (!direct && stage == NULL)
 		sim_exec_write(r, &op->dst, it->off[0], n, o, 1, act);
-	return 0;
+	return (0);
 }
 
 /*
@@ -678,13 +746,13 @@ sim_exec_ew_row(struct sim_run *r, const struct sim_op *op,
  * copy, so both sides stay in L1 instead of one side striding through a
  * row per element.
  */
-#define SIM_TBLOCK 16
+#define SIM_TBLOCK	16
 
 static bool
 sim_exec_transposing(const struct sim_run *r, const struct sim_op *op)
 {
-	const struct sim_view *d = &op->dst, *s = &op->src[0].v;
-	int l = op->rank - 1;
+	const struct sim_view	*d = &op->dst, *s = &op->src[0].v;
+	int			 l = op->rank - 1;
 
 	switch (op->kind) {
 	case NKIR__V1__OP_KIND__OP_LOAD:
@@ -693,16 +761,16 @@ sim_exec_transposing(const struct sim_run *r, const struct sim_op *op)
 	case NKIR__V1__OP_KIND__OP_TRANSPOSE:
 		break;
 	default:
-		return false;
+		return (false);
 	}
 	if (op->masked || op->stage || op->rank < 2 || op->src[0].scalar ||
 	    r->t[d->tensor].dtype != SIM_DT_FLOAT32 || !r->t[d->tensor].f32 ||
 	    !r->t[s->tensor].f32 || d->tensor == s->tensor)
-		return false;
+		return (false);
 	if (d->off.ax[l] == 1 && s->off.ax[l] == 1)
-		return false;
-	return (d->off.ax[l - 1] == 1 || s->off.ax[l - 1] == 1) &&
-	    op->shape[l] > 1 && op->shape[l - 1] > 1;
+		return (false);
+	return ((d->off.ax[l - 1] == 1 || s->off.ax[l - 1] == 1) &&
+	    op->shape[l] > 1 && op->shape[l - 1] > 1);
 }
 
 /* d[j*dj + i] = s[i*si + j] for an [nj, ni] block: both sides contiguous
@@ -711,16 +779,17 @@ static void
 sim_exec_transpose_block(float *d, int64_t dj, const float *s, int64_t si,
     size_t nj, size_t ni)
 {
-	size_t j = 0, i;
-
+	size_t	j = 0, i;
 #ifdef __SSE__
+	size_t	k;
+	__m128	r0, r1, r2, r3;
+
 	for (; j + 4 <= nj; j += 4) {
 		for (i = 0; i + 4 <= ni; i += 4) {
-			__m128 r0 = _mm_loadu_ps(s + (int64_t)i * si + j);
-			__m128 r1 = _mm_loadu_ps(s + (int64_t)(i + 1) * si + j);
-			__m128 r2 = _mm_loadu_ps(s + (int64_t)(i + 2) * si + j);
-			__m128 r3 = _mm_loadu_ps(s + (int64_t)(i + 3) * si + j);
-
+			r0 = _mm_loadu_ps(s + (int64_t)i * si + j);
+			r1 = _mm_loadu_ps(s + (int64_t)(i + 1) * si + j);
+			r2 = _mm_loadu_ps(s + (int64_t)(i + 2) * si + j);
+			r3 = _mm_loadu_ps(s + (int64_t)(i + 3) * si + j);
 			_MM_TRANSPOSE4_PS(r0, r1, r2, r3);
 			_mm_storeu_ps(d + (int64_t)j * dj + i, r0);
 			_mm_storeu_ps(d + (int64_t)(j + 1) * dj + i, r1);
@@ -728,7 +797,7 @@ sim_exec_transpose_block(float *d, int64_t dj, const float *s, int64_t si,
 			_mm_storeu_ps(d + (int64_t)(j + 3) * dj + i, r3);
 		}
 		for (; i < ni; i++)
-			for (size_t k = j; k < j + 4; k++)
+			for (k = j; k < j + 4; k++)
 				d[(int64_t)k * dj + i] = s[(int64_t)i * si + k];
 	}
 #endif
@@ -740,32 +809,37 @@ sim_exec_transpose_block(float *d, int64_t dj, const float *s, int64_t si,
 static void
 sim_exec_transpose_copy(struct sim_run *r, const struct sim_op *op)
 {
-	const struct sim_view *vs[2] = { &op->dst, &op->src[0].v };
-	int l = op->rank - 1;
-	int64_t di = op->dst.off.ax[l], dj = op->dst.off.ax[l - 1];
-	int64_t si = op->src[0].v.off.ax[l], sj = op->src[0].v.off.ax[l - 1];
-	size_t ni = op->shape[l], nj = op->shape[l - 1];
-	float *dbase = (float *)r->t[op->dst.tensor].base;
-	const float *sbase = (const float *)r->t[op->src[0].v.tensor].base;
-	struct sim_rows it;
+	const struct sim_view	*vs[2] = { &op->dst, &op->src[0].v };
+	const float		*sbase, *s, *sp;
+	float			*dbase, *d, *dp;
+	struct sim_rows		 it;
+	int64_t			 di, dj, si, sj, t;
+	size_t			 ni, nj, n, jb, ib, je, ie, j, i;
+	int			 l = op->rank - 1;
 
-	if (dj == 1 && si == 1) {       /* name the axes so di == 1 */
-		int64_t t = di;
-		size_t n = ni;
-
+	di = op->dst.off.ax[l];
+	dj = op->dst.off.ax[l - 1];
+	si = op->src[0].v.off.ax[l];
+	sj = op->src[0].v.off.ax[l - 1];
+	ni = op->shape[l];
+	nj = op->shape[l - 1];
+	dbase = (float *)r->t[op->dst.tensor].base;
+	sbase = (const float *)r->t[op->src[0].v.tensor].base;
+	if (dj == 1 && si == 1) {	/* name the axes so di == 1 */
+		t = di;
+		n = ni;
 		di = dj, dj = t;
 		t = si, si = sj, sj = t;
 		ni = nj, nj = n;
 	}
 	/* iterate axes 0 .. rank-3; each step is one 2-D [nj, ni] block */
-	sim_rows_begin(&it, r, op->rank - 1, op->shape, vs, 2);
+	sim_exec_rows_begin(&it, r, op->rank - 1, op->shape, vs, 2);
 	do {
-		float *d = dbase + it.off[0];
-		const float *s = sbase + it.off[1];
-
+		d = dbase + it.off[0];
+		s = sbase + it.off[1];
 		if (di == 1 && sj == 1) {
-			for (size_t jb = 0; jb < nj; jb += SIM_TBLOCK)
-				for (size_t ib = 0; ib < ni; ib += SIM_TBLOCK)
+			for (jb = 0; jb < nj; jb += SIM_TBLOCK)
+				for (ib = 0; ib < ni; ib += SIM_TBLOCK)
 					sim_exec_transpose_block(
 					    d + (int64_t)jb * dj + ib, dj,
 					    s + (int64_t)ib * si + jb, si,
@@ -774,20 +848,17 @@ sim_exec_transpose_copy(struct sim_run *r, const struct sim_op *op)
 					    ni - ib : SIM_TBLOCK);
 			continue;
 		}
-		for (size_t jb = 0; jb < nj; jb += SIM_TBLOCK) {
-			size_t je = jb + SIM_TBLOCK < nj ? jb + SIM_TBLOCK : nj;
-
-			for (size_t ib = 0; ib < ni; ib += SIM_TBLOCK) {
-				size_t ie = ib + SIM_TBLOCK < ni ?
-				    ib + SIM_TBLOCK : ni;
-
-				for (size_t j = jb; j < je; j++) {
-					float *dp = d + (int64_t)j * dj +
+		for (jb = 0; jb < nj; jb += SIM_TBLOCK) {
+			je = jb + SIM_TBLOCK < nj ? jb + SIM_TBLOCK : nj;
+			for (ib = 0; ib < ni; ib += SIM_TBLOCK) {
+				ie = ib + SIM_TBLOCK < ni ? ib + SIM_TBLOCK :
+				    ni;
+				for (j = jb; j < je; j++) {
+					dp = d + (int64_t)j * dj +
 					    (int64_t)ib * di;
-					const float *sp = s + (int64_t)j * sj +
+					sp = s + (int64_t)j * sj +
 					    (int64_t)ib * si;
-
-					for (size_t i = ib; i < ie; i++) {
+					for (i = ib; i < ie; i++) {
 						*dp = *sp;
 						dp += di;
 						sp += si;
@@ -795,50 +866,51 @@ sim_exec_transpose_copy(struct sim_run *r, const struct sim_op *op)
 				}
 			}
 		}
-	} while (sim_rows_next(&it));
+	} while (sim_exec_rows_next(&it));
 }
 
 static int
 sim_exec_elementwise(struct sim_run *r, const struct sim_op *op)
 {
-	struct sim_rows it;
-	int rc;
+	const struct sim_view	*vs[1] = { &op->dst };
+	struct sim_rows		 it;
+	size_t			 n = op->shape[op->rank - 1];
+	float			*stage;
+	uint8_t			*sact;
+	int			 rc;
 
 	if (sim_exec_transposing(r, op)) {
 		sim_exec_transpose_copy(r, op);
-		return 0;
+		return (0);
 	}
 	sim_exec_ew_begin(&it, r, op);
 	if (op->stage) {
 		/* dst overlaps a source: read everything before writing */
-		size_t n = op->shape[op->rank - 1];
-		float *stage = r->scratch;
-		uint8_t *sact = (uint8_t *)(r->scratch + op->dst.nelem);
-		const struct sim_view *vs[1] = { &op->dst };
-
+		stage = r->scratch;
+		sact = (uint8_t *)(r->scratch + op->dst.nelem);
 		do {
 			if ((rc = sim_exec_ew_row(r, op, &it, stage,
 			    op->masked ? sact : NULL)))
-				return rc;
+				return (rc);
 			stage += n;
 			sact += n;
-		} while (sim_rows_next(&it));
+		} while (sim_exec_rows_next(&it));
 		stage = r->scratch;
 		sact = (uint8_t *)(r->scratch + op->dst.nelem);
-		sim_rows_begin(&it, r, op->rank, op->shape, vs, 1);
+		sim_exec_rows_begin(&it, r, op->rank, op->shape, vs, 1);
 		do {
 			sim_exec_write(r, &op->dst, it.off[0], n, stage, 1,
 			    op->masked ? sact : NULL);
 			stage += n;
 			sact += n;
-		} while (sim_rows_next(&it));
-		return 0;
+		} while (sim_exec_rows_next(&it));
+		return (0);
 	}
 	do {
 		if ((rc = sim_exec_ew_row(r, op, &it, NULL, NULL)))
-			return rc;
-	} while (sim_rows_next(&it));
-	return 0;
+			return (rc);
+	} while (sim_exec_rows_next(&it));
+	return (0);
 }
 
 /* A fused group (sim_op.fuse): the ops run row by row in lockstep, so a
@@ -847,22 +919,23 @@ sim_exec_elementwise(struct sim_run *r, const struct sim_op *op)
 static int
 sim_exec_fused(struct sim_run *r, const struct sim_op *ops, size_t k)
 {
-	struct sim_rows it[SIM_FUSE_MAX];
-	bool more;
-	int rc;
+	struct sim_rows	it[SIM_FUSE_MAX];
+	bool		more;
+	int		rc;
+	size_t		j;
 
-	for (size_t j = 0; j < k; j++)
+	for (j = 0; j < k; j++)
 		sim_exec_ew_begin(&it[j], r, &ops[j]);
 	do {
-		for (size_t j = 0; j < k; j++)
+		for (j = 0; j < k; j++)
 			if ((rc = sim_exec_ew_row(r, &ops[j], &it[j], NULL,
 			    NULL)))
-				return rc;
+				return (rc);
 		more = false;
-		for (size_t j = 0; j < k; j++)
-			more = sim_rows_next(&it[j]);
+		for (j = 0; j < k; j++)
+			more = sim_exec_rows_next(&it[j]);
 	} while (more);
-	return 0;
+	return (0);
 }
 
 /* ------------------------------------------------------------ reduce */
@@ -873,11 +946,15 @@ sim_exec_reduce_init(int alu)
 	switch (alu) {
 	case NKIR__V1__ALU_OP__ALU_MULTIPLY:
 	case NKIR__V1__ALU_OP__ALU_LOGICAL_AND:
-		return 1.0f;
-	case NKIR__V1__ALU_OP__ALU_MAXIMUM: return -INFINITY;
-	case NKIR__V1__ALU_OP__ALU_MINIMUM: return INFINITY;
-	case NKIR__V1__ALU_OP__ALU_BITWISE_AND: return -1.0f;
-	default: return 0.0f;
+		return (1.0f);
+	case NKIR__V1__ALU_OP__ALU_MAXIMUM:
+		return (-INFINITY);
+	case NKIR__V1__ALU_OP__ALU_MINIMUM:
+		return (INFINITY);
+	case NKIR__V1__ALU_OP__ALU_BITWISE_AND:
+		return (-1.0f);
+	default:
+		return (0.0f);
 	}
 }
 
@@ -885,58 +962,67 @@ static float
 sim_exec_fold(int alu, float acc, const float *x, int64_t sx,
     const uint8_t *act, size_t n, const float *mean)
 {
-	float p[8] = { 0 };
-	size_t i = 0;
+	float	p[8] = { 0 }, m, d, y;
+	size_t	i = 0;
+	int	j;
 
 	if (alu == NKIR__V1__ALU_OP__ALU_VAR) {
-		float m = *mean;
-
+		m = *mean;
 		for (i = 0; i < n; i++)
 			if (!act || act[i]) {
-				float d = x[(int64_t)i * sx] - m;
-
+				d = x[(int64_t)i * sx] - m;
 				acc += d * d;
 			}
-		return acc;
+		return (acc);
 	}
 	if ((alu == NKIR__V1__ALU_OP__ALU_ADD ||
 	    alu == NKIR__V1__ALU_OP__ALU_MEAN) && !act && sx == 1) {
 		for (; i + 8 <= n; i += 8)
-			for (int j = 0; j < 8; j++)
+			for (j = 0; j < 8; j++)
 				p[j] += x[i + j];
 		for (; i < n; i++)
 			acc += x[i];
-		return acc + (((p[0] + p[1]) + (p[2] + p[3])) +
-		    ((p[4] + p[5]) + (p[6] + p[7])));
+		return (acc + (((p[0] + p[1]) + (p[2] + p[3])) +
+		    ((p[4] + p[5]) + (p[6] + p[7]))));
 	}
 	for (i = 0; i < n; i++) {
-		float y;
-
 		if (act && !act[i])
 			continue;
 		y = x[(int64_t)i * sx];
 		switch (alu) {
-		case NKIR__V1__ALU_OP__ALU_MULTIPLY: acc *= y; break;
+		case NKIR__V1__ALU_OP__ALU_MULTIPLY:
+			acc *= y;
+			break;
 		case NKIR__V1__ALU_OP__ALU_MAXIMUM:
-			acc = (y != y || y > acc) ? y : acc; break;
+			acc = (y != y || y > acc) ? y : acc;
+			break;
 		case NKIR__V1__ALU_OP__ALU_MINIMUM:
-			acc = (y != y || y < acc) ? y : acc; break;
+			acc = (y != y || y < acc) ? y : acc;
+			break;
 		case NKIR__V1__ALU_OP__ALU_LOGICAL_AND:
-			acc = (acc != 0.0f && y != 0.0f); break;
+			acc = (acc != 0.0f && y != 0.0f);
+			break;
 		case NKIR__V1__ALU_OP__ALU_LOGICAL_OR:
-			acc = (acc != 0.0f || y != 0.0f); break;
+			acc = (acc != 0.0f || y != 0.0f);
+			break;
 		case NKIR__V1__ALU_OP__ALU_LOGICAL_XOR:
-			acc = ((acc != 0.0f) != (y != 0.0f)); break;
+			acc = ((acc != 0.0f) != (y != 0.0f));
+			break;
 		case NKIR__V1__ALU_OP__ALU_BITWISE_AND:
-			acc = (float)(sim_exec_f2i(acc) & sim_exec_f2i(y)); break;
+			acc = (float)(sim_exec_f2i(acc) & sim_exec_f2i(y));
+			break;
 		case NKIR__V1__ALU_OP__ALU_BITWISE_OR:
-			acc = (float)(sim_exec_f2i(acc) | sim_exec_f2i(y)); break;
+			acc = (float)(sim_exec_f2i(acc) | sim_exec_f2i(y));
+			break;
 		case NKIR__V1__ALU_OP__ALU_BITWISE_XOR:
-			acc = (float)(sim_exec_f2i(acc) ^ sim_exec_f2i(y)); break;
-		default: acc += y; break;
+			acc = (float)(sim_exec_f2i(acc) ^ sim_exec_f2i(y));
+			break;
+		default:
+			acc += y;
+			break;
 		}
 	}
-	return acc;
+	return (acc);
 }
 
 /* One pass over src0 folding into acc (dst-shaped, contiguous); for VAR's
@@ -945,44 +1031,45 @@ static int
 sim_exec_reduce_pass(struct sim_run *r, const struct sim_op *op, int alu,
     float *acc, float *cnt, const float *mean)
 {
-	const struct sim_view *vs[1] = { &op->src[0].v };
-	int last = op->rank - 1;
-	size_t n = op->shape[last];
-	uint64_t astride[SIM_MAX_RANK], s = 1;
-	bool inner = op->axes & (1u << last);
-	struct sim_rows it;
-	int rc;
+	const struct sim_view	*vs[1] = { &op->src[0].v };
+	int			 last = op->rank - 1;
+	size_t			 n = op->shape[last];
+	uint64_t		 astride[SIM_MAX_RANK], s = 1;
+	bool			 inner = op->axes & (1u << last);
+	struct sim_rows		 it;
+	size_t			 i;
+	int			 a, rc;
 
-	for (int a = op->rank - 1; a >= 0; a--) {
-		bool red = op->axes & (1u << a);
+	for (a = op->rank - 1; a >= 0; a--) {
+		bool	red = op->axes & (1u << a);
 
 		astride[a] = red ? 0 : s;
 		s *= red ? 1 : op->shape[a];
 	}
-	sim_rows_begin(&it, r, op->rank, op->shape, vs, 1);
+	sim_exec_rows_begin(&it, r, op->rank, op->shape, vs, 1);
 	do {
-		const uint8_t *act = NULL;
-		const float *x;
-		uint64_t ao = 0;
-		int64_t sx;
+		const uint8_t	*act = NULL;
+		const float	*x;
+		uint64_t	 ao = 0;
+		int64_t		 sx;
 
 		if (op->src[0].v.nmask) {
 			if ((rc = sim_exec_active(r, op, &it, r->act, n)))
-				return rc;
+				return (rc);
 			act = r->act;
 		}
-		for (int a = 0; a < last; a++)
+		for (a = 0; a < last; a++)
 			ao += astride[a] * it.idx[a];
 		x = sim_exec_read(r, &op->src[0], it.off[0], n, r->row[0], &sx,
 		    act);
 		if (inner) {
 			acc[ao] = sim_exec_fold(alu, acc[ao], x, sx, act, n,
 			    mean ? &mean[ao] : NULL);
-			for (size_t i = 0; i < n; i++)
+			for (i = 0; i < n; i++)
 				cnt[ao] += !act || act[i];
 			continue;
 		}
-		for (size_t i = 0; i < n; i++) {
+		for (i = 0; i < n; i++) {
 			if (act && !act[i])
 				continue;
 			acc[ao + i] = sim_exec_fold(alu, acc[ao + i],
@@ -990,38 +1077,39 @@ sim_exec_reduce_pass(struct sim_run *r, const struct sim_op *op, int alu,
 			    mean ? &mean[ao + i] : NULL);
 			cnt[ao + i] += 1.0f;
 		}
-	} while (sim_rows_next(&it));
-	return 0;
+	} while (sim_exec_rows_next(&it));
+	return (0);
 }
 
 static int
 sim_exec_reduce(struct sim_run *r, const struct sim_op *op)
 {
-	size_t m = op->dst.nelem;
-	float *acc = r->scratch, *cnt = acc + m, *mean = cnt + m;
-	int alu = op->alu, rc;
+	size_t	 m = op->dst.nelem;
+	float	*acc = r->scratch, *cnt = acc + m, *mean = cnt + m;
+	int	 alu = op->alu, rc;
+	size_t	 i;
 
-	for (size_t i = 0; i < m; i++) {
+	for (i = 0; i < m; i++) {
 		acc[i] = sim_exec_reduce_init(alu);
 		cnt[i] = 0.0f;
 	}
 	if (alu == NKIR__V1__ALU_OP__ALU_VAR)
 		alu = NKIR__V1__ALU_OP__ALU_MEAN;
 	if ((rc = sim_exec_reduce_pass(r, op, alu, acc, cnt, NULL)))
-		return rc;
+		return (rc);
 	if (alu == NKIR__V1__ALU_OP__ALU_MEAN)
-		for (size_t i = 0; i < m; i++)
+		for (i = 0; i < m; i++)
 			acc[i] = cnt[i] > 0.0f ? acc[i] / cnt[i] : NAN;
 	if (op->alu == NKIR__V1__ALU_OP__ALU_VAR) {
 		memcpy(mean, acc, m * sizeof(float));
-		for (size_t i = 0; i < m; i++)
+		for (i = 0; i < m; i++)
 			acc[i] = cnt[i] = 0.0f;
 		if ((rc = sim_exec_reduce_pass(r, op, op->alu, acc, cnt, mean)))
-			return rc;
-		for (size_t i = 0; i < m; i++)
+			return (rc);
+		for (i = 0; i < m; i++)
 			acc[i] = cnt[i] > 0.0f ? acc[i] / cnt[i] : NAN;
 	}
-	return sim_exec_scatter(r, op, &op->dst, acc);
+	return (sim_exec_scatter(r, op, &op->dst, acc));
 }
 
 /* ------------------------------------------------------------ matmul */
@@ -1032,122 +1120,136 @@ static float *
 sim_exec_blas_view(const struct sim_run *r, const struct sim_view *v,
     int *ld)
 {
-	const struct sim_bind *bd = &r->t[v->tensor];
+	const struct sim_bind	*bd = &r->t[v->tensor];
 
 	if (!bd->f32 || v->nmask || v->rank != 2 || v->off.ax[1] != 1 ||
 	    v->off.ax[0] < (int64_t)v->shape[1] || v->off.ax[0] > INT32_MAX)
-		return NULL;
+		return (NULL);
 	*ld = (int)v->off.ax[0];
-	return (float *)bd->base + sim_exec_lin(r, &v->off);
+	return ((float *)bd->base + sim_exec_lin(r, &v->off));
 }
 
 static int
 sim_exec_matmul(struct sim_run *r, const struct sim_op *op)
 {
-	const struct sim_view *x = &op->src[0].v, *y = &op->src[1].v;
-	int K = (int)(op->transpose_x ? x->shape[0] : x->shape[1]);
-	int M = (int)(op->transpose_x ? x->shape[1] : x->shape[0]);
-	int N = (int)y->shape[1];
-	float *A, *B, *C, *tmp = r->scratch;
-	int lda, ldb, ldc, rc;
-	float beta = op->accumulate ? 1.0f : 0.0f;
-	bool direct_c;
+	const struct sim_view	*x = &op->src[0].v, *y = &op->src[1].v;
+	struct sim_operand	 d;
+	float			*A, *B, *C, *tmp = r->scratch;
+	float			 beta = op->accumulate ? 1.0f : 0.0f;
+	bool			 direct_c;
+	int			 K, M, N, lda, ldb, ldc, rc;
 
+	K = (int)(op->transpose_x ? x->shape[0] : x->shape[1]);
+	M = (int)(op->transpose_x ? x->shape[1] : x->shape[0]);
+	N = (int)y->shape[1];
 	if ((A = sim_exec_blas_view(r, x, &lda)) == NULL) {
 		A = tmp;
 		tmp += (size_t)K * M;
 		lda = (int)x->shape[1];
 		if ((rc = sim_exec_gather(r, op, &op->src[0], A, NULL, 0.0f)))
-			return rc;
+			return (rc);
 	}
 	if ((B = sim_exec_blas_view(r, y, &ldb)) == NULL) {
 		B = tmp;
 		tmp += (size_t)K * N;
 		ldb = N;
 		if ((rc = sim_exec_gather(r, op, &op->src[1], B, NULL, 0.0f)))
-			return rc;
+			return (rc);
 	}
 	C = sim_exec_blas_view(r, &op->dst, &ldc);
 	direct_c = C != NULL;
 	if (!direct_c) {
-		struct sim_operand d = { .v = op->dst };
-
+		d = (struct sim_operand){ .v = op->dst };
 		C = tmp;
 		ldc = N;
 		if (op->accumulate &&
 		    (rc = sim_exec_gather(r, op, &d, C, NULL, 0.0f)))
-			return rc;
+			return (rc);
 	}
 	cblas_sgemm(CblasRowMajor,
 	    op->transpose_x ? CblasTrans : CblasNoTrans, CblasNoTrans,
 	    M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
 	if (!direct_c)
-		return sim_exec_scatter(r, op, &op->dst, C);
-	return 0;
+		return (sim_exec_scatter(r, op, &op->dst, C));
+	return (0);
 }
 
 /* ------------------------------------------------------------ bn */
 
+/* bn_stats of one partition's F values x (active where a[i]): per chunk
+ * of SIM_BN_FMAX, for the even and the odd elements, count, mean and the
+ * sum of squared deviations (masked-off elements count for nothing). */
+static void
+sim_exec_bn_stats(const float *x, const uint8_t *a, size_t F, float *o)
+{
+	float	cnt, sum, m2, mean;
+	size_t	c0, c1, par, i, k = 0;
+
+	for (c0 = 0; c0 < F; c0 += SIM_BN_FMAX) {
+		c1 = c0 + SIM_BN_FMAX < F ? c0 + SIM_BN_FMAX : F;
+		for (par = 0; par < 2; par++, k += 3) {
+			cnt = sum = m2 = 0;
+			for (i = c0 + par; i < c1; i += 2) {
+				if (!a[i])
+					continue;
+				sum += x[i];
+				cnt += 1.0f;
+			}
+			mean = cnt > 0 ? sum / cnt : 0.0f;
+			for (i = c0 + par; i < c1; i += 2)
+				if (a[i])
+					m2 += (x[i] - mean) * (x[i] - mean);
+			o[k] = cnt;
+			o[k + 1] = mean;
+			o[k + 2] = m2;
+		}
+	}
+}
+
+/* bn_aggr of one partition's F / 3 (count, mean, m2) triples x: the
+ * mean and the variance of all. */
+static void
+sim_exec_bn_aggr(const float *x, size_t F, float *o)
+{
+	float	n = 0, sum = 0, m2 = 0, mean;
+	size_t	i;
+
+	for (i = 0; i < F; i += 3) {
+		n += x[i];
+		sum += x[i] * x[i + 1];
+	}
+	mean = n > 0 ? sum / n : 0.0f;
+	for (i = 0; i < F; i += 3)
+		m2 += x[i + 2] + x[i] * (x[i + 1] - mean) * (x[i + 1] - mean);
+	o[0] = mean;
+	o[1] = n > 0 ? m2 / n : 0.0f;
+}
+
 static int
 sim_exec_bn(struct sim_run *r, const struct sim_op *op)
 {
-	const struct sim_view *s = &op->src[0].v;
-	size_t P = s->shape[0], F = s->shape[1], D = op->dst.shape[1];
-	float *in = r->scratch, *out = in + s->nelem;
-	/* bn_stats: which source elements are active (masked-off ones
-	 * count for nothing), after out in the scratch (see sim_plan_bn). */
-	uint8_t *on = (uint8_t *)(out + op->dst.nelem);
-	int rc;
+	const struct sim_view	*s = &op->src[0].v;
+	size_t			 F = s->shape[1], D = op->dst.shape[1], p;
+	float			*in = r->scratch, *out = in + s->nelem;
+	uint8_t			*on;
+	bool			 stats;
+	int			 rc;
 
-	if ((rc = sim_exec_gather(r, op, &op->src[0], in,
-	    op->kind == NKIR__V1__OP_KIND__OP_BN_STATS ? on : NULL, 0.0f)))
-		return rc;
-	for (size_t p = 0; p < P; p++) {
-		const float *x = in + p * F;
-		float *o = out + p * D;
-
-		if (op->kind == NKIR__V1__OP_KIND__OP_BN_STATS) {
-			const uint8_t *a = on + p * F;
-
-			for (size_t c0 = 0, k = 0; c0 < F; c0 += SIM_BN_FMAX) {
-				size_t c1 = c0 + SIM_BN_FMAX < F ?
-				    c0 + SIM_BN_FMAX : F;
-
-				for (size_t par = 0; par < 2; par++, k += 3) {
-					float cntv = 0, sum = 0, m2 = 0, mean;
-
-					for (size_t i = c0 + par; i < c1; i += 2) {
-						if (!a[i])
-							continue;
-						sum += x[i];
-						cntv += 1.0f;
-					}
-					mean = cntv > 0 ? sum / cntv : 0.0f;
-					for (size_t i = c0 + par; i < c1; i += 2)
-						if (a[i])
-							m2 += (x[i] - mean) *
-							    (x[i] - mean);
-					o[k] = cntv;
-					o[k + 1] = mean;
-					o[k + 2] = m2;
-				}
-			}
-		} else {
-			float n = 0, sum = 0, m2 = 0, mean;
-
-			for (size_t i = 0; i < F; i += 3) {
-				n += x[i];
-				sum += x[i] * x[i + 1];
-			}
-			mean = n > 0 ? sum / n : 0.0f;
-			for (size_t i = 0; i < F; i += 3)
-				m2 += x[i + 2] + x[i] * (x[i + 1] - mean) *
-				    (x[i + 1] - mean);
-			o[0] = mean;
-			o[1] = n > 0 ? m2 / n : 0.0f;
-		}
+	/* bn_stats: which source elements are active, after out in the
+	 * scratch (see sim_plan_bn) */
+	on = (uint8_t *)(out + op->dst.nelem);
+	stats = op->kind == NKIR__V1__OP_KIND__OP_BN_STATS;
+	if ((rc = sim_exec_gather(r, op, &op->src[0], in, stats ? on : NULL,
+	    0.0f)))
+		return (rc);
+	for (p = 0; p < s->shape[0]; p++) {
+		if (stats)
+			sim_exec_bn_stats(in + p * F, on + p * F, F,
+			    out + p * D);
+		else
+			sim_exec_bn_aggr(in + p * F, F, out + p * D);
 	}
-	return sim_exec_scatter(r, op, &op->dst, out);
+	return (sim_exec_scatter(r, op, &op->dst, out));
 }
 
 /* ------------------------------------------------------------ print */
@@ -1155,32 +1257,32 @@ sim_exec_bn(struct sim_run *r, const struct sim_op *op)
 static int
 sim_exec_print(struct sim_run *r, const struct sim_op *op)
 {
-	const struct sim_view *v = &op->src[0].v;
-	const struct sim_tinfo *ti = r->t[v->tensor].ti;
-	struct sim_strbuf sb = { 0 };
-	float *vals;
-	uint8_t *act;
-	int rc;
+	const struct sim_view	*v = &op->src[0].v;
+	const struct sim_tinfo	*ti = r->t[v->tensor].ti;
+	struct sim_print_buf	 pb = { 0 };
+	float			*vals;
+	uint8_t			*act;
+	int			 rc;
 
 	if (r->opts == NULL || r->opts->print_cb == NULL)
-		return 0;
+		return (0);
 	vals = malloc(v->nelem * sizeof(float));
 	act = malloc(v->nelem);
 	if (vals == NULL || act == NULL) {
 		free(vals);
 		free(act);
-		return SIM_ENOMEM;
+		return (SIM_ENOMEM);
 	}
 	rc = sim_exec_gather(r, op, &op->src[0], vals, act, 0.0f);
 	if (rc == 0)
-		rc = sim_print_format(&sb, op->text, ti->name, ti->dtype,
+		rc = sim_print_format(&pb, op->text, ti->name, ti->dtype,
 		    v->rank, v->shape, vals, act);
 	if (rc == 0)
-		r->opts->print_cb(r->opts->print_arg, sb.s, sb.len);
-	sim_strbuf_release(&sb);
+		r->opts->print_cb(r->opts->print_arg, pb.s, pb.len);
+	sim_print_buf_release(&pb);
 	free(vals);
 	free(act);
-	return rc;
+	return (rc);
 }
 
 /* ------------------------------------------------------------ driver */
@@ -1189,78 +1291,27 @@ static int sim_exec_body(struct sim_run *r, const struct sim_op *ops,
     size_t n);
 static int sim_exec_body_one(struct sim_run *r, const struct sim_op *op);
 
-/* Op names as NKI calls them (profiles). */
-static const char *const sim_exec_opnames[] = {
-	[NKIR__V1__OP_KIND__OP_ALLOC] = "ndarray",
-	[NKIR__V1__OP_KIND__OP_LOAD] = "load",
-	[NKIR__V1__OP_KIND__OP_STORE] = "store",
-	[NKIR__V1__OP_KIND__OP_COPY] = "tensor_copy",
-	[NKIR__V1__OP_KIND__OP_TENSOR_TENSOR] = "tensor_tensor",
-	[NKIR__V1__OP_KIND__OP_ACTIVATION] = "activation",
-	[NKIR__V1__OP_KIND__OP_REDUCE] = "tensor_reduce",
-	[NKIR__V1__OP_KIND__OP_MATMUL] = "matmul",
-	[NKIR__V1__OP_KIND__OP_TRANSPOSE] = "transpose",
-	[NKIR__V1__OP_KIND__OP_IOTA] = "iota",
-	[NKIR__V1__OP_KIND__OP_SELECT] = "select",
-	[NKIR__V1__OP_KIND__OP_PRINT] = "device_print",
-	[NKIR__V1__OP_KIND__OP_LOOP] = "loop",
-	[NKIR__V1__OP_KIND__OP_BN_STATS] = "bn_stats",
-	[NKIR__V1__OP_KIND__OP_BN_AGGR] = "bn_aggr",
-};
-
 static uint64_t
 sim_exec_now_ns(void)
 {
-	struct timespec ts;
+	struct timespec	ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* The engine an op runs on, as NKI places it. */
-static const char *
-sim_exec_engine(const struct sim_op *op)
-{
-	switch (op->engine) {
-	case NKIR__V1__ENGINE__ENGINE_TENSOR: return "tensor";
-	case NKIR__V1__ENGINE__ENGINE_VECTOR: return "vector";
-	case NKIR__V1__ENGINE__ENGINE_SCALAR: return "scalar";
-	case NKIR__V1__ENGINE__ENGINE_GPSIMD: return "gpsimd";
-	default: break;
-	}
-	switch (op->kind) {
-	case NKIR__V1__OP_KIND__OP_LOAD:
-	case NKIR__V1__OP_KIND__OP_STORE:
-		return "dma";
-	case NKIR__V1__OP_KIND__OP_MATMUL:
-	case NKIR__V1__OP_KIND__OP_TRANSPOSE:
-		return "tensor";
-	case NKIR__V1__OP_KIND__OP_ACTIVATION:
-	case NKIR__V1__OP_KIND__OP_COPY:
-		return "scalar";
-	case NKIR__V1__OP_KIND__OP_IOTA:
-	case NKIR__V1__OP_KIND__OP_ALLOC:
-	case NKIR__V1__OP_KIND__OP_PRINT:
-		return "gpsimd";
-	default:
-		return "vector";
-	}
+	return ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
 }
 
 /* Run one op (not a loop) alone and report it to opts->op_cb. */
 static int
 sim_exec_timed(struct sim_run *r, const struct sim_op *op)
 {
-	sim_op_event ev;
-	uint64_t t0 = sim_exec_now_ns();
-	int rc;
+	struct sim_op_event	ev;
+	uint64_t		t0 = sim_exec_now_ns();
+	int			rc;
 
 	rc = sim_exec_body_one(r, op);
 	memset(&ev, 0, sizeof ev);
-	ev.op = op->kind < (int)(sizeof sim_exec_opnames /
-	    sizeof sim_exec_opnames[0]) && sim_exec_opnames[op->kind] ?
-	    sim_exec_opnames[op->kind] : "op";
-	ev.engine = sim_exec_engine(op);
+	ev.op = sim_op_name(op->kind);
+	ev.engine = sim_op_engine(op->kind, op->engine);
 	ev.file = op->file;
 	ev.line = op->line;
 	ev.program = r->prog;
@@ -1269,21 +1320,22 @@ sim_exec_timed(struct sim_run *r, const struct sim_op *op)
 	ev.elements = op->has_dst ? op->dst.nelem : op->nsrc > 0 ?
 	    op->src[0].v.nelem : 0;
 	r->opts->op_cb(r->opts->op_arg, &ev);
-	return rc;
+	return (rc);
 }
 
 static int
 sim_exec_body(struct sim_run *r, const struct sim_op *ops, size_t n)
 {
-	const volatile int *cancel = r->opts ? r->opts->cancel : NULL;
-	int rc = 0;
+	const volatile int	*cancel = r->opts ? r->opts->cancel : NULL;
+	int			 rc = 0;
+	size_t			 i;
 
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		const struct sim_op *op = &ops[i];
+	for (i = 0; i < n && rc == 0; i++) {
+		const struct sim_op	*op = &ops[i];
 
 		if (cancel != NULL && *cancel) {
 			sim_diag_set(r->diag, "run cancelled");
-			return SIM_ECANCELED;
+			return (SIM_ECANCELED);
 		}
 		if (op->fuse > 1 && (r->opts == NULL ||
 		    r->opts->op_cb == NULL)) {
@@ -1298,85 +1350,86 @@ sim_exec_body(struct sim_run *r, const struct sim_op *ops, size_t n)
 		}
 		rc = sim_exec_body_one(r, op);
 	}
-	return rc;
+	return (rc);
 }
 
 /* Run one op (a loop with its body). */
 static int
 sim_exec_body_one(struct sim_run *r, const struct sim_op *op)
 {
-	int rc = 0;
+	int		rc = 0;
+	uint64_t	t;
 
 	switch (op->kind) {
 	case NKIR__V1__OP_KIND__OP_LOOP:
-		for (uint64_t t = 0; t < op->trips && rc == 0; t++) {
+		for (t = 0; t < op->trips && rc == 0; t++) {
 			r->lv[op->var] = op->start + (int64_t)t * op->step;
 			rc = sim_exec_body(r, op->body, op->nbody);
 		}
-		return rc;
+		return (rc);
 	case NKIR__V1__OP_KIND__OP_REDUCE:
-		return sim_exec_reduce(r, op);
+		return (sim_exec_reduce(r, op));
 	case NKIR__V1__OP_KIND__OP_MATMUL:
-		return sim_exec_matmul(r, op);
+		return (sim_exec_matmul(r, op));
 	case NKIR__V1__OP_KIND__OP_BN_STATS:
 	case NKIR__V1__OP_KIND__OP_BN_AGGR:
-		return sim_exec_bn(r, op);
+		return (sim_exec_bn(r, op));
 	case NKIR__V1__OP_KIND__OP_PRINT:
-		return sim_exec_print(r, op);
+		return (sim_exec_print(r, op));
 	default:
-		if (op->skip)   /* dead alloc, elided load/store */
-			return 0;
-		return sim_exec_elementwise(r, op);
+		if (op->skip)	/* dead alloc, elided load/store */
+			return (0);
+		return (sim_exec_elementwise(r, op));
 	}
 }
 
-static void
-sim_exec_shape_str(char *buf, size_t len, int dtype, int rank,
-    const uint64_t *shape)
+static const char *
+sim_exec_dtype_name(int dtype)
 {
-	const char *name = sim_dtype_name(dtype);
-	size_t n = (size_t)snprintf(buf, len, "%s[", name ? name : "invalid");
+	const char	*name = sim_dtype_name(dtype);
 
-	for (int i = 0; i < rank && i < SIM_MAX_RANK && n < len; i++)
-		n += (size_t)snprintf(buf + n, len - n, "%s%llu",
-		    i ? ", " : "", (unsigned long long)shape[i]);
-	if (n < len)
-		snprintf(buf + n, len - n, "]");
+	return (name != NULL ? name : "invalid");
 }
 
 static int
-sim_exec_check_args(const sim_program *p, const sim_tensor *in, size_t nin,
-    size_t nout, sim_diag *diag)
+sim_exec_check_args(const struct sim_program *p,
+    const struct sim_tensor *in, size_t nin, size_t nout,
+    struct sim_diag *diag)
 {
-	char want[256], got[256];
+	const struct sim_sig	*s;
+	char			 want[256], got[256];
+	uint64_t		 nelem;
+	size_t			 i;
+	bool			 same;
+	int			 d;
 
 	if (nin != p->nparams) {
 		sim_diag_set(diag, "kernel '%s' takes %zu arguments, got %zu",
 		    p->name, p->nparams, nin);
-		return SIM_EARG;
+		return (SIM_EARG);
 	}
 	if (nout != p->noutputs) {
 		sim_diag_set(diag, "kernel '%s' returns %zu outputs, %zu "
 		    "requested", p->name, p->noutputs, nout);
-		return SIM_EARG;
+		return (SIM_EARG);
 	}
-	for (size_t i = 0; i < nin; i++) {
-		const sim_sig *s = &p->params[i];
-		bool same = in[i].dtype == s->dtype && in[i].rank == s->rank;
-		uint64_t nelem = 1;
-
-		for (int d = 0; same && d < s->rank; d++) {
+	for (i = 0; i < nin; i++) {
+		s = &p->params[i];
+		same = in[i].dtype == s->dtype && in[i].rank == s->rank;
+		nelem = 1;
+		for (d = 0; same && d < s->rank; d++) {
 			same = in[i].shape[d] == s->shape[d];
 			nelem *= s->shape[d];
 		}
 		if (!same) {
-			sim_exec_shape_str(want, sizeof(want), s->dtype,
-			    s->rank, s->shape);
-			sim_exec_shape_str(got, sizeof(got), in[i].dtype,
+			sim_print_shape(want, sizeof(want),
+			    sim_exec_dtype_name(s->dtype), s->rank, s->shape);
+			sim_print_shape(got, sizeof(got),
+			    sim_exec_dtype_name(in[i].dtype),
 			    in[i].rank < 0 ? 0 : in[i].rank, in[i].shape);
 			sim_diag_set(diag, "argument '%s': expected %s, got %s",
 			    s->name, want, got);
-			return SIM_EARG;
+			return (SIM_EARG);
 		}
 		if (in[i].data == NULL ||
 		    in[i].nbytes != nelem * sim_dtype_size(s->dtype)) {
@@ -1384,36 +1437,38 @@ sim_exec_check_args(const sim_program *p, const sim_tensor *in, size_t nin,
 			    "of data, got %zu", s->name, (unsigned long long)
 			    (nelem * sim_dtype_size(s->dtype)),
 			    in[i].data ? in[i].nbytes : 0);
-			return SIM_EARG;
+			return (SIM_EARG);
 		}
 	}
-	return 0;
+	return (0);
 }
-
 
 /* The caller's buffer for tensor t if t is an output it gave one for (the
  * first such output: a tensor returned twice is copied to the other). */
 static void *
 sim_exec_out_buf(const struct sim_run *r, size_t t)
 {
-	const sim_program *p = r->p;
+	const struct sim_program	*p = r->p;
+	size_t				 o;
 
 	if (r->opts == NULL || r->opts->out_bufs == NULL)
-		return NULL;
-	for (size_t o = 0; o < p->noutputs; o++)
+		return (NULL);
+	for (o = 0; o < p->noutputs; o++)
 		if (p->output_tensor[o] == t && r->opts->out_bufs[o] != NULL)
-			return r->opts->out_bufs[o];
-	return NULL;
+			return (r->opts->out_bufs[o]);
+	return (NULL);
 }
 
 static int
-sim_exec_bind(struct sim_run *r, const sim_tensor *in)
+sim_exec_bind(struct sim_run *r, const struct sim_tensor *in)
 {
-	const sim_program *p = r->p;
+	const struct sim_program	*p = r->p;
+	size_t				 i;
+	uint64_t			 e;
 
-	for (size_t i = 0; i < p->ntensors; i++) {
-		const struct sim_tinfo *ti = &p->tensors[i];
-		struct sim_bind *bd = &r->t[i];
+	for (i = 0; i < p->ntensors; i++) {
+		const struct sim_tinfo	*ti = &p->tensors[i];
+		struct sim_bind		*bd = &r->t[i];
 
 		bd->ti = ti;
 		bd->dtype = ti->dtype;
@@ -1424,13 +1479,13 @@ sim_exec_bind(struct sim_run *r, const sim_tensor *in)
 		if (ti->kind == NKIR__V1__TENSOR_KIND__TENSOR_PARAM)
 			continue;
 		if (ti->chip)
-			continue;       /* below: may alias an HBM tensor */
+			continue;	/* below: may alias an HBM tensor */
 		if ((bd->base = sim_exec_out_buf(r, i)) != NULL) {
 			bd->owned = false;	/* the caller's */
 		} else {
 			bd->base = sim_exec_tensor_alloc(ti->nelem * bd->esize);
 			if (bd->base == NULL)
-				return SIM_ENOMEM;
+				return (SIM_ENOMEM);
 			bd->owned = true;
 		}
 		if ((ti->covered && !ti->read) || ti->nofill) {
@@ -1443,8 +1498,8 @@ sim_exec_bind(struct sim_run *r, const sim_tensor *in)
 			    sim_dtype_uninit(ti->dtype));
 		}
 	}
-	for (size_t i = 0; i < p->nparams; i++) {
-		struct sim_bind *bd = &r->t[p->param_tensor[i]];
+	for (i = 0; i < p->nparams; i++) {
+		struct sim_bind	*bd = &r->t[p->param_tensor[i]];
 
 		if (!bd->ti->written) {
 			bd->base = in[i].data;
@@ -1453,14 +1508,14 @@ sim_exec_bind(struct sim_run *r, const sim_tensor *in)
 		/* the kernel writes its argument: work on a copy */
 		bd->base = sim_exec_tensor_alloc(in[i].nbytes);
 		if (bd->base == NULL)
-			return SIM_ENOMEM;
+			return (SIM_ENOMEM);
 		memcpy(bd->base, in[i].data, in[i].nbytes);
 		bd->owned = true;
 	}
-	for (size_t i = 0; i < p->ntensors; i++) {
-		const struct sim_tinfo *ti = &p->tensors[i];
-		struct sim_bind *bd = &r->t[i];
-		float u = sim_dtype_uninit(ti->dtype), *f;
+	for (i = 0; i < p->ntensors; i++) {
+		const struct sim_tinfo	*ti = &p->tensors[i];
+		struct sim_bind		*bd = &r->t[i];
+		float			 u = sim_dtype_uninit(ti->dtype), *f;
 
 		if (!ti->chip)
 			continue;
@@ -1468,23 +1523,24 @@ sim_exec_bind(struct sim_run *r, const sim_tensor *in)
 		    r->mem + ti->moff;
 		f = (float *)bd->base;
 		if (!ti->nofill)
-			for (uint64_t e = 0; e < ti->nelem; e++)
+			for (e = 0; e < ti->nelem; e++)
 				f[e] = u;
 	}
-	return 0;
+	return (0);
 }
 
 static int
-sim_exec_outputs(struct sim_run *r, sim_tensor *out)
+sim_exec_outputs(struct sim_run *r, struct sim_tensor *out)
 {
-	void *const *bufs = r->opts != NULL ? r->opts->out_bufs : NULL;
+	const struct sim_program	*p = r->p;
+	void *const			*bufs;
+	size_t				 i;
 
-	const sim_program *p = r->p;
-
-	for (size_t i = 0; i < p->noutputs; i++) {
-		struct sim_bind *bd = &r->t[p->output_tensor[i]];
-		const struct sim_tinfo *ti = bd->ti;
-		size_t nbytes = ti->nelem * bd->esize;
+	bufs = r->opts != NULL ? r->opts->out_bufs : NULL;
+	for (i = 0; i < p->noutputs; i++) {
+		struct sim_bind		*bd = &r->t[p->output_tensor[i]];
+		const struct sim_tinfo	*ti = bd->ti;
+		size_t			 nbytes = ti->nelem * bd->esize;
 
 		out[i].dtype = ti->dtype;
 		out[i].rank = ti->rank;
@@ -1507,52 +1563,52 @@ sim_exec_outputs(struct sim_run *r, sim_tensor *out)
 		out[i].data = sim_exec_tensor_alloc(nbytes);
 		if (out[i].data == NULL) {
 			sim_tensors_release(out, i);
-			return SIM_ENOMEM;
+			return (SIM_ENOMEM);
 		}
 		memcpy(out[i].data, bd->base, nbytes);
 	}
-	return 0;
+	return (0);
 }
 
 int
-sim_run(const sim_program *p, const sim_tensor *inputs, size_t ninputs,
-    sim_tensor *outputs, size_t noutputs, const sim_run_opts *opts,
-    sim_diag *diag)
+sim_run(const struct sim_program *p, const struct sim_tensor *inputs,
+    size_t ninputs, struct sim_tensor *outputs, size_t noutputs,
+    const struct sim_run_opts *opts, struct sim_diag *diag)
 {
-	struct sim_run r = { .p = p, .opts = opts, .diag = diag };
-	size_t row = p->row_max ? p->row_max : 1;
-	int rc;
+	struct sim_run	r = { .p = p, .opts = opts, .diag = diag };
+	size_t		row = p->row_max ? p->row_max : 1, i;
+	uint64_t	prog, q;
+	int		a, rc;
 
 	if (diag != NULL)
 		diag->msg[0] = '\0';
 	if (opts != NULL && opts->op_cb != NULL)
 		r.t0_ns = sim_exec_now_ns();
 	if ((rc = sim_exec_check_args(p, inputs, ninputs, noutputs, diag)))
-		return rc;
+		return (rc);
 	rc = SIM_ENOMEM;
 	r.t = calloc(p->ntensors + 1, sizeof(*r.t));
 	r.lv = calloc(p->nloopvars + 1, sizeof(int64_t));
 	if (r.t == NULL || r.lv == NULL)
 		goto out;
-	pthread_mutex_lock(&((sim_program *)p)->run_mu);
+	pthread_mutex_lock(&((struct sim_program *)p)->run_mu);
 	r.mem = p->run_cache;
-	((sim_program *)p)->run_cache = NULL;
-	pthread_mutex_unlock(&((sim_program *)p)->run_mu);
+	((struct sim_program *)p)->run_cache = NULL;
+	pthread_mutex_unlock(&((struct sim_program *)p)->run_mu);
 	if (r.mem == NULL &&
 	    (r.mem = sim_exec_tensor_alloc(p->run_bytes)) == NULL)
 		goto out;
 	r.scratch = (float *)(r.mem + p->scratch_off);
-	for (int i = 0; i < 5; i++)
+	for (i = 0; i < 5; i++)
 		r.row[i] = (float *)(r.mem + p->row_off) +
 		    i * (((row * sizeof(float) + 63) & ~(size_t)63) /
 		    sizeof(float));
 	r.act = (uint8_t *)r.mem + p->act_off;
 	if ((rc = sim_exec_bind(&r, inputs)))
 		goto out;
-	for (uint64_t prog = 0; prog < p->nprograms && rc == 0; prog++) {
-		uint64_t q = prog;
-
-		for (int a = p->grid_rank - 1; a >= 0; a--) {
+	for (prog = 0; prog < p->nprograms && rc == 0; prog++) {
+		q = prog;
+		for (a = p->grid_rank - 1; a >= 0; a--) {
 			r.pid[a] = (int64_t)(q % p->grid[a]);
 			q /= p->grid[a];
 		}
@@ -1564,19 +1620,31 @@ sim_run(const sim_program *p, const sim_tensor *inputs, size_t ninputs,
 out:
 	if (rc == SIM_ENOMEM)
 		sim_diag_set(diag, "out of memory");
-	for (size_t i = 0; r.t != NULL && i < p->ntensors; i++)
+	for (i = 0; r.t != NULL && i < p->ntensors; i++)
 		if (r.t[i].owned)
 			free(r.t[i].base);
 	if (r.mem != NULL && p->run_bytes <= SIM_RUN_CACHE_MAX) {
-		pthread_mutex_lock(&((sim_program *)p)->run_mu);
+		pthread_mutex_lock(&((struct sim_program *)p)->run_mu);
 		if (p->run_cache == NULL) {
-			((sim_program *)p)->run_cache = r.mem;
+			((struct sim_program *)p)->run_cache = r.mem;
 			r.mem = NULL;
 		}
-		pthread_mutex_unlock(&((sim_program *)p)->run_mu);
+		pthread_mutex_unlock(&((struct sim_program *)p)->run_mu);
 	}
 	free(r.mem);
 	free(r.t);
 	free(r.lv);
-	return rc;
+	return (rc);
+}
+
+void
+sim_tensors_release(struct sim_tensor *t, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; t != NULL && i < n; i++) {
+		free(t[i].data);
+		t[i].data = NULL;
+		t[i].nbytes = 0;
+	}
 }

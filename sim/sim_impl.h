@@ -2,205 +2,298 @@
  * sim_impl.h: the executor's internal model: a validated kernel lowered to
  * precomputed strided views, shared by the planner, the image code and the
  * interpreter. Nothing here is part of the public API (sim.h).
+ *
+ * Floors: a file calls only into the files on the floors below it.
+ *   0  sim_diag.c (error codes, messages), sim_dtype.c (dtypes),
+ *      sim_op.c (op kinds: names, engines)
+ *   1  sim_print.c (shapes and device_print's text),
+ *      sim_opt.c (fusion, dead fills, copy elision in a planned program)
+ *   2  sim_plan.c (validate NKIR, build a struct sim_program)
+ *   3  sim_exec.c (run a program: sim_run)
+ *   4  sim.c (the front door: NKIR and images in, programs out)
+ * sim_exec.c runs what sim_plan.c built but calls none of its functions.
  */
 #ifndef NKID_SIM_IMPL_H
 #define NKID_SIM_IMPL_H
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "sim/sim.h"
 
+#define SIM_NITEMS(a)		(sizeof(a) / sizeof((a)[0]))
+
 /* Executor bounds (SIM_ELIMIT beyond them). docs/nkir.md lists them. */
-#define SIM_IR_MAX          (64u << 20)    /* bytes of NKIR or image */
-#define SIM_OPS_MAX         65536          /* ops, loops included */
-#define SIM_DEPTH_MAX       16             /* loop nesting */
-#define SIM_LOOPVARS_MAX    4096
-#define SIM_TENSORS_MAX     65536
-#define SIM_FILES_MAX       4096
-#define SIM_PARAMS_MAX      256
-#define SIM_TERMS_MAX       16             /* terms per affine expression */
-#define SIM_MASKS_MAX       16             /* mask expressions per access */
-#define SIM_GRID_RANK_MAX   4
-#define SIM_PROGRAMS_MAX    (1u << 20)
-#define SIM_DIM_MAX         (1ull << 32)   /* one dimension */
-#define SIM_ELEMS_MAX       (1ull << 34)   /* elements of one tensor/view */
-#define SIM_TILE_BYTES_MAX  (2ull << 30)   /* all tiles of a kernel, as fp32 */
-#define SIM_HBM_BYTES_MAX   (16ull << 30)  /* all kernel-allocated HBM */
-#define SIM_COEF_MAX        (1ll << 40)    /* |constant|, |coef|, loop bounds */
-#define SIM_IDX_MAX         (1ll << 61)    /* any partial index sum */
-#define SIM_TEXT_MAX        4096           /* names, print prefixes */
-#define SIM_FUSE_MAX        16             /* ops in one fused group */
-#define SIM_PRINT_MAX       (1ull << 24)   /* elements one device_print shows */
-#define SIM_RUN_CACHE_MAX   (32ull << 20)  /* run block kept between runs */
+#define SIM_IR_MAX		(64u << 20)	/* bytes of NKIR or image */
+#define SIM_OPS_MAX		65536		/* ops, loops included */
+#define SIM_DEPTH_MAX		16		/* loop nesting */
+#define SIM_LOOPVARS_MAX	4096
+#define SIM_TENSORS_MAX		65536
+#define SIM_FILES_MAX		4096
+#define SIM_PARAMS_MAX		256
+#define SIM_TERMS_MAX		16		/* per affine expression */
+#define SIM_MASKS_MAX		16		/* mask expressions per access */
+#define SIM_GRID_RANK_MAX	4
+#define SIM_PROGRAMS_MAX	(1u << 20)
+#define SIM_DIM_MAX		(1ull << 32)	/* one dimension */
+#define SIM_ELEMS_MAX		(1ull << 34)	/* of one tensor or view */
+#define SIM_TILE_BYTES_MAX	(2ull << 30)	/* all tiles, as fp32 */
+#define SIM_HBM_BYTES_MAX	(16ull << 30)	/* all kernel-allocated HBM */
+#define SIM_COEF_MAX		(1ll << 40)	/* |constant|, |coef|, bounds */
+#define SIM_IDX_MAX		(1ll << 61)	/* any partial index sum */
+#define SIM_TEXT_MAX		4096		/* names, print prefixes */
+#define SIM_FUSE_MAX		16		/* ops in one fused group */
+#define SIM_PRINT_MAX		(1ull << 24)	/* elements of a device_print */
+#define SIM_RUN_CACHE_MAX	(32ull << 20)	/* run block kept between runs */
 
 /* Hardware limits (NKI, trn1/trn2). */
-#define SIM_PMAX            128            /* partitions */
-#define SIM_PSUM_PART_BYTES 2048           /* one PSUM tile per partition */
-#define SIM_MM_STAT_FMAX    128
-#define SIM_MM_MOVE_FMAX    512
-#define SIM_BN_FMAX         512
+#define SIM_PMAX		128		/* partitions */
+#define SIM_PSUM_PART_BYTES	2048		/* a PSUM tile per partition */
+#define SIM_MM_STAT_FMAX	128
+#define SIM_MM_MOVE_FMAX	512
+#define SIM_BN_FMAX		512
+
+/* Exact sums of products of 64-bit values (index ranges). */
+typedef __int128 sim_i128;
 
 /* A loop-variable or program-id term of an affine expression. */
 struct sim_term {
-	uint32_t kind;          /* NKIR__V1__TERM_KIND__TERM_LOOP / _PROGRAM */
-	uint32_t index;
-	int64_t coef;
+	uint32_t	kind;	/* NKIR TERM_LOOP or TERM_PROGRAM */
+	uint32_t	index;
+	int64_t		coef;
 };
 
-/* constant + sum(terms) + sum(ax[a] * axis a): an index, a mask, or a
+/*
+ * constant + sum(terms) + sum(ax[a] * axis a): an index, a mask, or a
  * linear element offset (then ax[] are the view's strides). Offsets are
  * computed modulo 2^64 (only in-bounds elements are ever dereferenced);
- * index and mask values are exact (bounded by SIM_IDX_MAX at load). */
+ * index and mask values are exact (bounded by SIM_IDX_MAX at load).
+ */
 struct sim_lin {
-	int64_t c;
-	uint32_t nt;
-	struct sim_term *t;
-	int64_t ax[SIM_MAX_RANK];
+	int64_t		 c;
+	uint32_t	 nt;
+	struct sim_term	*t;
+	int64_t		 ax[SIM_MAX_RANK];
 };
 
 /* A strided view of a tensor (nkir Access) in its op's iteration space. */
 struct sim_view {
-	uint32_t tensor;
-	int rank;
-	uint64_t shape[SIM_MAX_RANK];
-	uint64_t nelem;
-	struct sim_lin off;     /* element offset into the tensor */
-	int ndim;               /* tensor rank: dim[] for run-time checks */
-	struct sim_lin *dim;
-	int nmask;
-	struct sim_lin *mask;
+	uint32_t	 tensor;
+	int		 rank;
+	uint64_t	 shape[SIM_MAX_RANK];
+	uint64_t	 nelem;
+	struct sim_lin	 off;	/* element offset into the tensor */
+	int		 ndim;	/* tensor rank: dim[] for run-time checks */
+	struct sim_lin	*dim;
+	int		 nmask;
+	struct sim_lin	*mask;
 };
 
 struct sim_operand {
-	bool scalar;
-	float value;            /* scalar operand, pre-rounded to fp32 */
-	struct sim_view v;
+	bool		scalar;
+	float		value;	/* a scalar, pre-rounded to fp32 */
+	struct sim_view	v;
 };
 
 struct sim_tinfo {
-	char *name;
-	int kind;               /* NKIR TensorKind */
-	int space;
-	int dtype;
-	int rank;
-	uint64_t shape[SIM_MAX_RANK];
-	uint64_t nelem;
-	int fill;               /* TENSOR_HBM launch fill */
-	bool written;           /* dst of some op */
-	bool read;              /* source of some op */
-	bool covered;           /* every element stored by one unmasked op */
-	bool nofill;            /* the first op to touch it (in execution
-	                         * order) overwrites every element and reads
-	                         * none: the launch fill is unobservable */
-	bool chip;              /* SBUF/PSUM: stored as fp32 */
-	size_t moff;            /* tiles: byte offset in the run block */
-	int64_t alias;          /* tiles: >= 0, an fp32 HBM tensor whose
-	                         * memory the tile uses (copy elision) */
+	char		*name;
+	int		 kind;		/* NKIR TensorKind */
+	int		 space;
+	int		 dtype;
+	int		 rank;
+	uint64_t	 shape[SIM_MAX_RANK];
+	uint64_t	 nelem;
+	int		 fill;		/* TENSOR_HBM launch fill */
+	bool		 written;	/* dst of some op */
+	bool		 read;		/* source of some op */
+	bool		 covered;	/* all stored by one unmasked op */
+	bool		 nofill;	/* the first op to touch it (in
+					 * execution order) overwrites every
+					 * element and reads none: the launch
+					 * fill is unobservable */
+	bool		 chip;		/* SBUF/PSUM: stored as fp32 */
+	size_t		 moff;		/* tiles: offset in the run block */
+	int64_t		 alias;		/* tiles: >= 0, an fp32 HBM tensor
+					 * whose memory the tile uses (copy
+					 * elision) */
 };
 
 struct sim_op {
-	int kind;               /* NKIR OpKind */
-	const char *file;       /* borrowed from the program's files */
-	uint32_t line;
-	bool has_dst;
-	struct sim_view dst;
-	int nsrc;
-	struct sim_operand src[3];
-	int alu;
-	int act;
-	float scale;
-	float value;            /* OP_ALLOC: the fill, rounded to dst dtype */
-	uint32_t axes;          /* OP_REDUCE: bit a set = axis a reduced */
-	bool accumulate;
-	bool transpose_x;
-	int engine;
-	char *text;
-	struct sim_lin expr;    /* OP_IOTA */
+	int			 kind;		/* NKIR OpKind */
+	const char		*file;		/* the program's */
+	uint32_t		 line;
+	bool			 has_dst;
+	struct sim_view		 dst;
+	int			 nsrc;
+	struct sim_operand	 src[3];
+	int			 alu;
+	int			 act;
+	float			 scale;
+	float			 value;		/* OP_ALLOC: the fill, rounded
+						 * to dst's dtype */
+	uint32_t		 axes;		/* OP_REDUCE: bit a set: axis a
+						 * is reduced */
+	bool			 accumulate;
+	bool			 transpose_x;
+	int			 engine;
+	char			*text;
+	struct sim_lin		 expr;		/* OP_IOTA */
 	/* OP_LOOP */
-	uint32_t var;
-	int64_t start;
-	int64_t step;
-	uint64_t trips;
-	size_t nbody;
-	struct sim_op *body;
-	/* iteration space of element-wise kinds (dst shape; src0 for reduce) */
-	int rank;
-	uint64_t shape[SIM_MAX_RANK];
-	bool masked;            /* some view of the op has a mask */
-	size_t fuse;            /* > 1: first of a fused group of this size */
-	bool stage;             /* reads its dst tensor through another view:
-	                         * compute everything, then write */
-	bool skip;              /* OP_ALLOC whose values the next op touching
-	                         * the tile overwrites before any read */
+	uint32_t		 var;
+	int64_t			 start;
+	int64_t			 step;
+	uint64_t		 trips;
+	size_t			 nbody;
+	struct sim_op		*body;
+	/* iteration space of element-wise kinds (dst's shape; src0's for
+	 * reduce) */
+	int			 rank;
+	uint64_t		 shape[SIM_MAX_RANK];
+	bool			 masked;	/* some view has a mask */
+	size_t			 fuse;		/* > 1: first of a fused group
+						 * of this size */
+	bool			 stage;		/* reads its dst tensor through
+						 * another view: compute it
+						 * all, then write */
+	bool			 skip;		/* OP_ALLOC whose values the
+						 * next op touching the tile
+						 * overwrites before any read,
+						 * or an elided load/store */
 };
 
 struct sim_program {
-	char *name;
-	size_t nfiles;
-	char **files;
-	size_t ntensors;
-	struct sim_tinfo *tensors;
-	size_t nparams;
-	sim_sig *params;
-	uint32_t *param_tensor;
-	size_t noutputs;
-	sim_sig *outputs;
-	uint32_t *output_tensor;
-	int grid_rank;
-	uint32_t grid[SIM_GRID_RANK_MAX];
-	uint64_t nprograms;
-	uint32_t nloopvars;
-	size_t nbody;
-	struct sim_op *body;
-	void *arena;            /* every allocation of the program */
-	uint64_t cost;          /* see sim_program_cost */
-	size_t row_max;         /* longest innermost axis of any op */
-	size_t scratch_max;     /* floats of gather scratch any op needs */
+	char			*name;
+	size_t			 nfiles;
+	char			**files;
+	size_t			 ntensors;
+	struct sim_tinfo	*tensors;
+	size_t			 nparams;
+	struct sim_sig		*params;
+	uint32_t		*param_tensor;
+	size_t			 noutputs;
+	struct sim_sig		*outputs;
+	uint32_t		*output_tensor;
+	int			 grid_rank;
+	uint32_t		 grid[SIM_GRID_RANK_MAX];
+	uint64_t		 nprograms;
+	uint32_t		 nloopvars;
+	size_t			 nbody;
+	struct sim_op		*body;
+	void			*arena;		/* all the program's memory */
+	uint64_t		 cost;		/* see sim_program_cost */
+	size_t			 row_max;	/* longest innermost axis */
+	size_t			 scratch_max;	/* floats of scratch an op
+						 * needs, at most */
 	/* Per-run memory (tiles, scratch, rows) in one block of run_bytes;
 	 * one block is kept between runs (run_cache, under run_mu) so a
 	 * warm run neither allocates nor page-faults. */
-	size_t run_bytes;
-	size_t scratch_off;     /* byte offsets in the block */
-	size_t row_off;
-	size_t act_off;
-	pthread_mutex_t run_mu;
-	void *run_cache;
+	size_t			 run_bytes;
+	size_t			 scratch_off;	/* byte offsets in the block */
+	size_t			 row_off;
+	size_t			 act_off;
+	pthread_mutex_t		 run_mu;
+	void			*run_cache;
 };
 
-/* sim_dtype.c */
-bool sim_dtype_is_int(int dt);
-float sim_dtype_round(int dt, float x);
-float sim_dtype_uninit(int dt);
-void sim_dtype_decode(int dt, const void *src, int64_t stride, size_t n,
-    float *dst);
-void sim_dtype_encode(int dt, void *dst, int64_t stride, size_t n,
-    const float *src, int64_t sstride);
-void sim_dtype_fill(int dt, void *dst, size_t n, float v);
-void sim_dtype_round_row(int dt, float *dst, int64_t dstride,
-    const float *src, int64_t sstride, size_t n);
+/* A growing string (sim_print.c). */
+struct sim_print_buf {
+	char	*s;
+	size_t	 len;
+	size_t	 cap;
+};
+
+/* sim_diag.c */
+/* Format a message into d (NULL is fine). */
+void	 sim_diag_set(struct sim_diag *d, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
+/* Format a message into d (NULL is fine) followed by " (file:line)". */
+void	 sim_diag_vset_at(struct sim_diag *d, const char *file,
+	    unsigned line, const char *fmt, va_list ap)
+	    __attribute__((format(printf, 4, 0)));
+
+/* sim_op.c */
+/* NKI's name of op kind ("load", "matmul", ...; "op" if unknown). */
+const char *sim_op_name(int kind);
+/* The engine an op of kind runs on: the NKIR engine it asks for, else
+ * where NKI places the kind ("dma", "tensor", "vector", "scalar",
+ * "gpsimd"). */
+const char *sim_op_engine(int kind, int engine);
+
+/* sim_dtype.c (and sim.h) */
+/* True for the integer dtypes and bool. */
+bool	 sim_dtype_is_int(int dt);
+/* x rounded to the nearest value of dt (as the on-chip fp32 copy). */
+float	 sim_dtype_round(int dt, float x);
+/* The fill of an uninitialized element of dt: NaN, or the integer
+ * minimum. */
+float	 sim_dtype_uninit(int dt);
+/* Convert n elements of dt at src (element stride `stride`, may be 0 or
+ * negative) to fp32 at dst[0 .. n-1]. */
+void	 sim_dtype_decode(int dt, const void *src, int64_t stride, size_t n,
+	    float *dst);
+/* Round n fp32 values src[i * sstride] to dt and store their bytes at
+ * dst (element stride `stride`). */
+void	 sim_dtype_encode(int dt, void *dst, int64_t stride, size_t n,
+	    const float *src, int64_t sstride);
+/* Fill n contiguous elements of dt at dst with v (rounded). */
+void	 sim_dtype_fill(int dt, void *dst, size_t n, float v);
+/* dst[i * dstride] = src[i * sstride] rounded to dt, for the fp32 copy of
+ * an on-chip tile. */
+void	 sim_dtype_round_row(int dt, float *dst, int64_t dstride,
+	    const float *src, int64_t sstride, size_t n);
+
+/* sim_print.c */
+/* Write "name[d0, d1, ...]" into buf (len bytes, always NUL-terminated,
+ * truncated if short); at most SIM_MAX_RANK dimensions are shown. */
+void	 sim_print_shape(char *buf, size_t len, const char *name, int rank,
+	    const uint64_t *shape);
+/*
+ * Append device_print's text for a row-major array vals of the given
+ * shape to pb: "prefix: name[d0, d1] dtype\n" then the values, numpy
+ * style ("--" for elements a mask left inactive), then "\n". name is at
+ * most SIM_TEXT_MAX bytes. Returns 0, SIM_ENOMEM or SIM_ERUNTIME.
+ */
+int	 sim_print_format(struct sim_print_buf *pb, const char *prefix,
+	    const char *name, int dtype, int rank, const uint64_t *shape,
+	    const float *vals, const uint8_t *active);
+/* Free pb's memory; pb is empty again. */
+void	 sim_print_buf_release(struct sim_print_buf *pb);
+
+/* sim_opt.c */
+/* op may run in a fused group: an element-wise kind, unmasked, not staged
+ * and not skipped. */
+bool	 sim_opt_fusable(const struct sim_op *op);
+/* a and b are one view: same tensor, shape and element offsets. */
+bool	 sim_opt_view_same(const struct sim_view *a,
+	    const struct sim_view *b);
+/* Mark the dead OP_ALLOCs of a body (sim_op.skip): an unmasked fill is
+ * dead when the next op of the body that names the tile (a loop names it
+ * if any op inside does) overwrites the whole tile without reading it. */
+void	 sim_opt_dead_allocs(const struct sim_program *p, struct sim_op *ops,
+	    size_t n);
+/* Mark the fused groups of a body (sim_op.fuse): runs of up to
+ * SIM_FUSE_MAX fusable ops of one iteration space that give the same
+ * result run row by row in lockstep. */
+void	 sim_opt_fuse(struct sim_op *ops, size_t n);
+/* The whole-program analyses, once p->body is planned (inner bodies
+ * already fused, the top level not yet): the launch fills no op can see
+ * (sim_tinfo.nofill) and copy elision (sim_tinfo.alias, sim_op.skip).
+ * Returns 0 or SIM_ENOMEM. */
+int	 sim_opt_program(struct sim_program *p);
 
 /* sim_plan.c */
 struct Nkir__V1__Kernel;
-int sim_plan_build(const struct Nkir__V1__Kernel *k, sim_program **out,
-    sim_diag *diag);
-void sim_plan_free(sim_program *p);
-
-/* sim_print.c */
-struct sim_strbuf {
-	char *s;
-	size_t len;
-	size_t cap;
-};
-int sim_print_format(struct sim_strbuf *sb, const char *prefix,
-    const char *name, int dtype, int rank, const uint64_t *shape,
-    const float *vals, const uint8_t *active);
-void sim_strbuf_release(struct sim_strbuf *sb);
-
-/* sim.c */
-void sim_diag_set(sim_diag *d, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/*
+ * Validate kernel k and build its program. On success *out is the
+ * program (free with sim_plan_free); on failure diag says why and the
+ * code is SIM_EPARSE, SIM_EINVAL, SIM_ELIMIT or SIM_ENOMEM.
+ */
+int	 sim_plan_build(const struct Nkir__V1__Kernel *k,
+	    struct sim_program **out, struct sim_diag *diag);
+/* Release a program built by sim_plan_build (NULL is fine). */
+void	 sim_plan_free(struct sim_program *p);
 
 #endif /* NKID_SIM_IMPL_H */

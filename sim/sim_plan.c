@@ -1,8 +1,5 @@
-/*
- * sim_plan.c: validate an unpacked NKIR kernel against the IR contract,
- * NKI's hardware rules and the executor's bounds, and build the in-memory
- * program (strided views with precomputed offset tables).
- */
+/* sim_plan.c: validate an unpacked NKIR kernel against the IR contract, NKI's hardware rules and the executor's bounds, and build its program of strided views. */
+/* Floor 2: calls sim_opt.c, sim_print.c and floor 0. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,51 +8,35 @@
 #include "nkir.pb-c.h"
 #include "sim/sim_impl.h"
 
-typedef __int128 sim_i128;
-
+/* The program's memory: blocks of 64 KiB or more, freed together. */
 struct sim_arena_block {
-	struct sim_arena_block *next;
-	size_t used;
-	size_t cap;
-	max_align_t data[];
+	struct sim_arena_block	*next;
+	size_t			 used;
+	size_t			 cap;
+	max_align_t		 data[];
 };
 
+/* The state of one sim_plan_build. Per loop variable: used, inscope and
+ * the range [vlo, vhi] it takes, by vstep. */
 struct sim_build {
-	const Nkir__V1__Kernel *k;
-	sim_program *p;
-	sim_diag *diag;
-	uint8_t *used;          /* loop var already bound by some loop */
-	uint8_t *inscope;
-	int64_t *vlo;
-	int64_t *vhi;
-	int64_t *vstep;
-	int dead;               /* > 0 inside a loop that never runs */
-	uint64_t trips;         /* product of enclosing trip counts (sat.) */
-	int depth;
-	size_t nops;
-	int grid_rank;          /* at least 1 */
-	uint32_t grid[SIM_GRID_RANK_MAX];
+	const Nkir__V1__Kernel	*k;
+	struct sim_program	*p;
+	struct sim_diag		*diag;
+	uint8_t			*used;		/* bound by some loop */
+	uint8_t			*inscope;
+	int64_t			*vlo;
+	int64_t			*vhi;
+	int64_t			*vstep;
+	int			 dead;		/* > 0: in a dead loop */
+	uint64_t		 trips;		/* of the outer loops (sat.) */
+	int			 depth;
+	size_t			 nops;
+	int			 grid_rank;	/* at least 1 */
+	uint32_t		 grid[SIM_GRID_RANK_MAX];
 };
 
-static const char *sim_plan_opnames[] = {
-	[NKIR__V1__OP_KIND__OP_ALLOC] = "ndarray",
-	[NKIR__V1__OP_KIND__OP_LOAD] = "load",
-	[NKIR__V1__OP_KIND__OP_STORE] = "store",
-	[NKIR__V1__OP_KIND__OP_COPY] = "tensor_copy",
-	[NKIR__V1__OP_KIND__OP_TENSOR_TENSOR] = "tensor_tensor",
-	[NKIR__V1__OP_KIND__OP_ACTIVATION] = "activation",
-	[NKIR__V1__OP_KIND__OP_REDUCE] = "tensor_reduce",
-	[NKIR__V1__OP_KIND__OP_MATMUL] = "matmul",
-	[NKIR__V1__OP_KIND__OP_TRANSPOSE] = "transpose",
-	[NKIR__V1__OP_KIND__OP_IOTA] = "iota",
-	[NKIR__V1__OP_KIND__OP_SELECT] = "select",
-	[NKIR__V1__OP_KIND__OP_PRINT] = "device_print",
-	[NKIR__V1__OP_KIND__OP_LOOP] = "loop",
-	[NKIR__V1__OP_KIND__OP_BN_STATS] = "bn_stats",
-	[NKIR__V1__OP_KIND__OP_BN_AGGR] = "bn_aggr",
-};
-
-static const char *sim_plan_spaces[] = {
+/* NKIR Space names, as NKI writes them. */
+static const char *const sim_plan_spaces[] = {
 	"invalid", "hbm", "shared_hbm", "sbuf", "psum",
 };
 
@@ -64,8 +45,8 @@ static const char *sim_plan_spaces[] = {
 static void *
 sim_plan_alloc(struct sim_build *b, size_t size)
 {
-	struct sim_arena_block *blk = b->p->arena;
-	size_t need = (size + 15) & ~(size_t)15, cap;
+	struct sim_arena_block	*blk = b->p->arena;
+	size_t			 need = (size + 15) & ~(size_t)15, cap;
 
 	if (size == 0)
 		need = 16;
@@ -73,20 +54,20 @@ sim_plan_alloc(struct sim_build *b, size_t size)
 		cap = need > 65536 ? need : 65536;
 		blk = calloc(1, sizeof(*blk) + cap);
 		if (blk == NULL)
-			return NULL;
+			return (NULL);
 		blk->cap = cap;
 		blk->next = b->p->arena;
 		b->p->arena = blk;
 	}
 	blk->used += need;
-	return (char *)blk->data + blk->used - need;
+	return ((char *)blk->data + blk->used - need);
 }
 
 static char *
 sim_plan_strdup(struct sim_build *b, const char *s)
 {
-	size_t n;
-	char *d;
+	size_t	 n;
+	char	*d;
 
 	if (s == NULL)
 		s = "";
@@ -96,14 +77,13 @@ sim_plan_strdup(struct sim_build *b, const char *s)
 		memcpy(d, s, n);
 		d[n] = '\0';
 	}
-	return d;
+	return (d);
 }
 
-/* Release a program built by sim_plan_build (NULL is fine). */
 void
-sim_plan_free(sim_program *p)
+sim_plan_free(struct sim_program *p)
 {
-	struct sim_arena_block *blk, *next;
+	struct sim_arena_block	*blk, *next;
 
 	if (p == NULL)
 		return;
@@ -117,16 +97,16 @@ sim_plan_free(sim_program *p)
 }
 
 size_t
-sim_program_footprint(const sim_program *p)
+sim_program_footprint(const struct sim_program *p)
 {
-	const struct sim_arena_block *blk;
-	size_t n = sizeof(*p);
+	const struct sim_arena_block	*blk;
+	size_t				 n = sizeof(*p);
 
 	for (blk = p->arena; blk != NULL; blk = blk->next)
 		n += sizeof(*blk) + blk->cap;
 	if (p->run_cache != NULL)
 		n += p->run_bytes;
-	return n;
+	return (n);
 }
 
 /* ------------------------------------------------------------ errors */
@@ -136,38 +116,23 @@ sim_plan_file(struct sim_build *b, const Nkir__V1__Loc *loc)
 {
 	if (loc == NULL || loc->file >= b->k->n_files ||
 	    b->k->files[loc->file] == NULL)
-		return "<unknown>";
-	return b->k->files[loc->file];
+		return ("<unknown>");
+	return (b->k->files[loc->file]);
 }
 
 static int __attribute__((format(printf, 4, 5)))
 sim_plan_err(struct sim_build *b, const Nkir__V1__Loc *loc, int code,
     const char *fmt, ...)
 {
-	char msg[sizeof(b->diag->msg)];
-	va_list ap;
+	va_list	ap;
 
 	if (loc == NULL)
 		loc = b->k->loc;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	sim_diag_vset_at(b->diag, sim_plan_file(b, loc),
+	    loc != NULL ? loc->line : 0, fmt, ap);
 	va_end(ap);
-	sim_diag_set(b->diag, "%s (%s:%u)", msg, sim_plan_file(b, loc),
-	    loc != NULL ? loc->line : 0);
-	return code;
-}
-
-static void
-sim_plan_shape_str(char *buf, size_t len, const char *name, int rank,
-    const uint64_t *shape)
-{
-	size_t n = (size_t)snprintf(buf, len, "%s[", name);
-
-	for (int i = 0; i < rank && n < len; i++)
-		n += (size_t)snprintf(buf + n, len - n, "%s%llu",
-		    i ? ", " : "", (unsigned long long)shape[i]);
-	if (n < len)
-		snprintf(buf + n, len - n, "]");
+	return (code);
 }
 
 /* ------------------------------------------------------------ views */
@@ -177,67 +142,69 @@ sim_plan_lin(struct sim_build *b, const Nkir__V1__Op *o,
     const Nkir__V1__Affine *a, int rank, const uint64_t *shape,
     struct sim_lin *out, sim_i128 *plo, sim_i128 *phi)
 {
-	sim_i128 lo, hi, abs, vlo, vhi, x, y;
-	uint32_t nt = 0;
+	sim_i128	lo, hi, abs, vlo, vhi, x, y;
+	uint32_t	nt = 0;
+	size_t		i;
 
 	memset(out, 0, sizeof(*out));
 	if (a == NULL) {
 		*plo = *phi = 0;
-		return 0;
+		return (0);
 	}
 	if (a->n_terms > SIM_TERMS_MAX)
-		return sim_plan_err(b, o->loc, SIM_ELIMIT,
+		return (sim_plan_err(b, o->loc, SIM_ELIMIT,
 		    "affine expression with %zu terms exceeds the executor "
-		    "limit of %d", a->n_terms, SIM_TERMS_MAX);
+		    "limit of %d", a->n_terms, SIM_TERMS_MAX));
 	if (a->constant > SIM_COEF_MAX || a->constant < -SIM_COEF_MAX)
-		return sim_plan_err(b, o->loc, SIM_ELIMIT,
+		return (sim_plan_err(b, o->loc, SIM_ELIMIT,
 		    "index constant %lld is out of the executor's range",
-		    (long long)a->constant);
+		    (long long)a->constant));
 	out->c = a->constant;
 	lo = hi = a->constant;
 	abs = a->constant < 0 ? -(sim_i128)a->constant : a->constant;
 	out->t = sim_plan_alloc(b, a->n_terms * sizeof(*out->t));
 	if (out->t == NULL)
-		return SIM_ENOMEM;
-	for (size_t i = 0; i < a->n_terms; i++) {
-		const Nkir__V1__Term *t = a->terms[i];
+		return (SIM_ENOMEM);
+	for (i = 0; i < a->n_terms; i++) {
+		const Nkir__V1__Term	*t = a->terms[i];
 
 		if (t == NULL)
-			return sim_plan_err(b, o->loc, SIM_EPARSE,
-			    "missing index term");
+			return (sim_plan_err(b, o->loc, SIM_EPARSE,
+			    "missing index term"));
 		if (t->coef > SIM_COEF_MAX || t->coef < -SIM_COEF_MAX)
-			return sim_plan_err(b, o->loc, SIM_ELIMIT,
+			return (sim_plan_err(b, o->loc, SIM_ELIMIT,
 			    "index coefficient %lld is out of the executor's "
-			    "range", (long long)t->coef);
+			    "range", (long long)t->coef));
 		switch (t->kind) {
 		case NKIR__V1__TERM_KIND__TERM_LOOP:
-			if (t->index >= b->p->nloopvars || !b->inscope[t->index])
-				return sim_plan_err(b, o->loc, SIM_EPARSE,
+			if (t->index >= b->p->nloopvars ||
+			    !b->inscope[t->index])
+				return (sim_plan_err(b, o->loc, SIM_EPARSE,
 				    "index uses loop variable %u outside its "
-				    "loop", t->index);
+				    "loop", t->index));
 			vlo = b->vlo[t->index];
 			vhi = b->vhi[t->index];
 			break;
 		case NKIR__V1__TERM_KIND__TERM_PROGRAM:
 			if (t->index >= (uint32_t)b->grid_rank)
-				return sim_plan_err(b, o->loc, SIM_EPARSE,
+				return (sim_plan_err(b, o->loc, SIM_EPARSE,
 				    "program_id(%u) is outside the launch grid",
-				    t->index);
+				    t->index));
 			vlo = 0;
 			vhi = t->index < (uint32_t)b->grid_rank ?
 			    (sim_i128)b->grid[t->index] - 1 : 0;
 			break;
 		case NKIR__V1__TERM_KIND__TERM_AXIS:
 			if (t->index >= (uint32_t)rank)
-				return sim_plan_err(b, o->loc, SIM_EPARSE,
+				return (sim_plan_err(b, o->loc, SIM_EPARSE,
 				    "index uses axis %u of a rank-%d access",
-				    t->index, rank);
+				    t->index, rank));
 			vlo = 0;
 			vhi = (sim_i128)shape[t->index] - 1;
 			break;
 		default:
-			return sim_plan_err(b, o->loc, SIM_EPARSE,
-			    "invalid index term kind %d", (int)t->kind);
+			return (sim_plan_err(b, o->loc, SIM_EPARSE,
+			    "invalid index term kind %d", (int)t->kind));
 		}
 		x = vlo * t->coef;
 		y = vhi * t->coef;
@@ -249,8 +216,8 @@ sim_plan_lin(struct sim_build *b, const Nkir__V1__Op *o,
 			y = -y;
 		abs += x > y ? x : y;
 		if (abs > SIM_IDX_MAX)
-			return sim_plan_err(b, o->loc, SIM_ELIMIT,
-			    "index expression exceeds the executor's range");
+			return (sim_plan_err(b, o->loc, SIM_ELIMIT,
+			    "index expression exceeds the executor's range"));
 		if (t->kind == NKIR__V1__TERM_KIND__TERM_AXIS) {
 			out->ax[t->index] += t->coef;
 		} else {
@@ -263,118 +230,121 @@ sim_plan_lin(struct sim_build *b, const Nkir__V1__Op *o,
 	out->nt = nt;
 	*plo = lo;
 	*phi = hi;
-	return 0;
+	return (0);
 }
 
 static bool
 sim_plan_is_chip(int space)
 {
-	return space == NKIR__V1__SPACE__SPACE_SBUF ||
-	    space == NKIR__V1__SPACE__SPACE_PSUM;
+	return (space == NKIR__V1__SPACE__SPACE_SBUF ||
+	    space == NKIR__V1__SPACE__SPACE_PSUM);
 }
 
 static int
 sim_plan_view(struct sim_build *b, const Nkir__V1__Op *o,
     const Nkir__V1__Access *acc, struct sim_view *v, const char *arg)
 {
-	const struct sim_tinfo *ti;
-	uint64_t stride[SIM_MAX_RANK];
-	sim_i128 lo, hi;
-	int rc;
+	const struct sim_tinfo	*ti;
+	uint64_t		 stride[SIM_MAX_RANK];
+	sim_i128		 lo, hi;
+	uint32_t		 k;
+	int			 i, d, a, m, rc;
 
 	memset(v, 0, sizeof(*v));
 	if (acc == NULL)
-		return sim_plan_err(b, o->loc, SIM_EPARSE,
+		return (sim_plan_err(b, o->loc, SIM_EPARSE,
 		    "operand '%s' of '%s' is missing", arg,
-		    sim_plan_opnames[o->kind]);
+		    sim_op_name(o->kind)));
 	if (acc->tensor >= b->p->ntensors)
-		return sim_plan_err(b, o->loc, SIM_EPARSE,
+		return (sim_plan_err(b, o->loc, SIM_EPARSE,
 		    "operand '%s' names tensor %u of %zu", arg, acc->tensor,
-		    b->p->ntensors);
+		    b->p->ntensors));
 	ti = &b->p->tensors[acc->tensor];
 	v->tensor = acc->tensor;
 	if (acc->n_shape < 1 || acc->n_shape > SIM_MAX_RANK)
-		return sim_plan_err(b, o->loc, SIM_EPARSE,
+		return (sim_plan_err(b, o->loc, SIM_EPARSE,
 		    "operand '%s' has rank %zu (1 to %d)", arg, acc->n_shape,
-		    SIM_MAX_RANK);
+		    SIM_MAX_RANK));
 	v->rank = (int)acc->n_shape;
 	v->nelem = 1;
-	for (int i = 0; i < v->rank; i++) {
+	for (i = 0; i < v->rank; i++) {
 		if (acc->shape[i] < 1 || acc->shape[i] > SIM_DIM_MAX)
-			return sim_plan_err(b, o->loc, SIM_EPARSE,
+			return (sim_plan_err(b, o->loc, SIM_EPARSE,
 			    "operand '%s' has dimension %d of size %llu", arg,
-			    i, (unsigned long long)acc->shape[i]);
+			    i, (unsigned long long)acc->shape[i]));
 		v->shape[i] = acc->shape[i];
 		if (v->nelem > SIM_ELEMS_MAX / acc->shape[i])
-			return sim_plan_err(b, o->loc, SIM_ELIMIT,
-			    "operand '%s' has too many elements", arg);
+			return (sim_plan_err(b, o->loc, SIM_ELIMIT,
+			    "operand '%s' has too many elements", arg));
 		v->nelem *= acc->shape[i];
 	}
 	if (ti->chip && v->shape[0] > SIM_PMAX)
-		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		return (sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "Size of partition dimension %llu exceeds architecture "
 		    "limitation of %d", (unsigned long long)v->shape[0],
-		    SIM_PMAX);
+		    SIM_PMAX));
 	if ((int)acc->n_index != ti->rank)
-		return sim_plan_err(b, o->loc, SIM_EPARSE,
+		return (sim_plan_err(b, o->loc, SIM_EPARSE,
 		    "operand '%s' indexes tensor `%s` of rank %d with %zu "
-		    "indices", arg, ti->name, ti->rank, acc->n_index);
+		    "indices", arg, ti->name, ti->rank, acc->n_index));
 	if (acc->n_mask > SIM_MASKS_MAX)
-		return sim_plan_err(b, o->loc, SIM_ELIMIT,
+		return (sim_plan_err(b, o->loc, SIM_ELIMIT,
 		    "operand '%s' has %zu masks (executor limit %d)", arg,
-		    acc->n_mask, SIM_MASKS_MAX);
+		    acc->n_mask, SIM_MASKS_MAX));
 	stride[ti->rank - 1] = 1;
-	for (int d = ti->rank - 1; d > 0; d--)
+	for (d = ti->rank - 1; d > 0; d--)
 		stride[d - 1] = stride[d] * ti->shape[d];
 	v->ndim = ti->rank;
 	v->dim = sim_plan_alloc(b, (size_t)ti->rank * sizeof(*v->dim));
 	v->nmask = (int)acc->n_mask;
 	v->mask = sim_plan_alloc(b, acc->n_mask * sizeof(*v->mask) + 1);
 	if (v->dim == NULL || v->mask == NULL)
-		return SIM_ENOMEM;
-	for (int d = 0; d < ti->rank; d++) {
-		struct sim_lin *l = &v->dim[d];
+		return (SIM_ENOMEM);
+	for (d = 0; d < ti->rank; d++) {
+		struct sim_lin	*l = &v->dim[d];
 
 		rc = sim_plan_lin(b, o, acc->index[d], v->rank, v->shape, l,
 		    &lo, &hi);
 		if (rc)
-			return rc;
+			return (rc);
 		/* offset = sum stride[d] * index[d], modulo 2^64 */
 		v->off.c = (int64_t)((uint64_t)v->off.c +
 		    stride[d] * (uint64_t)l->c);
-		for (int a = 0; a < v->rank; a++)
+		for (a = 0; a < v->rank; a++)
 			v->off.ax[a] = (int64_t)((uint64_t)v->off.ax[a] +
 			    stride[d] * (uint64_t)l->ax[a]);
 		v->off.nt += l->nt;
 	}
 	v->off.t = sim_plan_alloc(b, v->off.nt * sizeof(*v->off.t));
 	if (v->off.t == NULL)
-		return SIM_ENOMEM;
+		return (SIM_ENOMEM);
 	v->off.nt = 0;
-	for (int d = 0; d < ti->rank; d++)
-		for (uint32_t i = 0; i < v->dim[d].nt; i++) {
-			struct sim_term t = v->dim[d].t[i];
+	for (d = 0; d < ti->rank; d++)
+		for (k = 0; k < v->dim[d].nt; k++) {
+			struct sim_term	t = v->dim[d].t[k];
 
 			t.coef = (int64_t)((uint64_t)t.coef * stride[d]);
 			v->off.t[v->off.nt++] = t;
 		}
-	for (int m = 0; m < v->nmask; m++) {
+	for (m = 0; m < v->nmask; m++) {
 		rc = sim_plan_lin(b, o, acc->mask[m], v->rank, v->shape,
 		    &v->mask[m], &lo, &hi);
 		if (rc)
-			return rc;
+			return (rc);
 	}
-	return 0;
+	return (0);
 }
 
 static void
 sim_plan_lin_range(struct sim_build *b, const struct sim_lin *l, int rank,
     const uint64_t *shape, sim_i128 *plo, sim_i128 *phi)
 {
-	sim_i128 lo = l->c, hi = l->c, x, y;
+	sim_i128	lo = l->c, hi = l->c, x, y;
+	uint32_t	i;
+	int		a;
 
-	for (uint32_t i = 0; i < l->nt; i++) {
-		const struct sim_term *t = &l->t[i];
+	for (i = 0; i < l->nt; i++) {
+		const struct sim_term	*t = &l->t[i];
 
 		if (t->kind == NKIR__V1__TERM_KIND__TERM_LOOP) {
 			x = (sim_i128)b->vlo[t->index] * t->coef;
@@ -386,7 +356,7 @@ sim_plan_lin_range(struct sim_build *b, const struct sim_lin *l, int rank,
 		lo += x < y ? x : y;
 		hi += x < y ? y : x;
 	}
-	for (int a = 0; a < rank; a++) {
+	for (a = 0; a < rank; a++) {
 		y = ((sim_i128)shape[a] - 1) * l->ax[a];
 		lo += y < 0 ? y : 0;
 		hi += y < 0 ? 0 : y;
@@ -402,43 +372,63 @@ static int
 sim_plan_bounds(struct sim_build *b, const Nkir__V1__Op *o,
     const struct sim_view *v)
 {
-	const struct sim_tinfo *ti = &b->p->tensors[v->tensor];
-	sim_i128 lo, hi;
+	const struct sim_tinfo	*ti = &b->p->tensors[v->tensor];
+	sim_i128		 lo, hi;
+	int			 d;
 
-	for (int d = 0; d < v->ndim; d++) {
+	for (d = 0; d < v->ndim; d++) {
 		sim_plan_lin_range(b, &v->dim[d], v->rank, v->shape, &lo, &hi);
 		if (lo < 0 || hi >= (sim_i128)ti->shape[d])
-			return sim_plan_err(b, o->loc, SIM_EINVAL,
+			return (sim_plan_err(b, o->loc, SIM_EINVAL,
 			    "Out-of-bound access for tensor `%s` on dimension "
-			    "%d: index range [%lld, %lld] exceed dimension size "
-			    "of %llu", ti->name, d, (long long)lo,
-			    (long long)hi, (unsigned long long)ti->shape[d]);
+			    "%d: index range [%lld, %lld] exceed dimension "
+			    "size of %llu", ti->name, d, (long long)lo,
+			    (long long)hi, (unsigned long long)ti->shape[d]));
 	}
-	return 0;
+	return (0);
 }
+
+/* Where an operand must live (sim_plan_space). */
+enum sim_plan_where {
+	SIM_PLAN_NOWHERE,	/* the op has no such operand */
+	SIM_PLAN_TILE,		/* on chip: SBUF or PSUM */
+	SIM_PLAN_SBUF,
+	SIM_PLAN_PSUM,
+	SIM_PLAN_HBM,		/* hbm or shared_hbm */
+};
 
 static int
 sim_plan_space(struct sim_build *b, const Nkir__V1__Op *o,
-    const struct sim_view *v, const char *arg, bool want_chip,
-    int want_space)
+    const struct sim_view *v, const char *arg, int where)
 {
-	const struct sim_tinfo *ti = &b->p->tensors[v->tensor];
-	bool ok;
+	const struct sim_tinfo	*ti = &b->p->tensors[v->tensor];
+	const char		*want;
+	bool			 ok;
 
-	if (want_space)
-		ok = ti->space == want_space ||
-		    (want_space == NKIR__V1__SPACE__SPACE_HBM &&
-		    ti->space == NKIR__V1__SPACE__SPACE_SHARED_HBM);
-	else
-		ok = want_chip ? ti->chip : !ti->chip;
+	switch (where) {
+	case SIM_PLAN_TILE:
+		ok = ti->chip;
+		want = "sbuf";
+		break;
+	case SIM_PLAN_SBUF:
+		ok = ti->space == NKIR__V1__SPACE__SPACE_SBUF;
+		want = "sbuf";
+		break;
+	case SIM_PLAN_PSUM:
+		ok = ti->space == NKIR__V1__SPACE__SPACE_PSUM;
+		want = "psum";
+		break;
+	default:
+		ok = !ti->chip;
+		want = "hbm";
+		break;
+	}
 	if (ok)
-		return 0;
-	return sim_plan_err(b, o->loc, SIM_EINVAL,
+		return (0);
+	return (sim_plan_err(b, o->loc, SIM_EINVAL,
 	    "Expected operand '%s' of '%s' to be in address space '%s', but "
-	    "got a %s in '%s' instead", arg, sim_plan_opnames[o->kind],
-	    want_space ? sim_plan_spaces[want_space] :
-	    want_chip ? "sbuf" : "hbm", ti->chip ? "tile" : "tensor",
-	    sim_plan_spaces[ti->space]);
+	    "got a %s in '%s' instead", arg, sim_op_name(o->kind), want,
+	    ti->chip ? "tile" : "tensor", sim_plan_spaces[ti->space]));
 }
 
 static int
@@ -446,23 +436,24 @@ sim_plan_shape_eq(struct sim_build *b, const Nkir__V1__Op *o,
     const char *an, int ar, const uint64_t *as, const char *bn, int br,
     const uint64_t *bs)
 {
-	char sa[256], sb[256];
-	bool same = ar == br;
+	char	sa[256], sb[256];
+	bool	same = ar == br;
+	int	i;
 
-	for (int i = 0; same && i < ar; i++)
+	for (i = 0; same && i < ar; i++)
 		same = as[i] == bs[i];
 	if (same)
-		return 0;
-	sim_plan_shape_str(sa, sizeof(sa), an, ar, as);
-	sim_plan_shape_str(sb, sizeof(sb), bn, br, bs);
+		return (0);
+	sim_print_shape(sa, sizeof(sa), an, ar, as);
+	sim_print_shape(sb, sizeof(sb), bn, br, bs);
 	if (as[0] != bs[0])
-		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		return (sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "number of partitions (dimension 0 size of a tile) "
 		    "mismatch in parameters (%s, %s) of '%s'", sa, sb,
-		    sim_plan_opnames[o->kind]);
-	return sim_plan_err(b, o->loc, SIM_EINVAL,
+		    sim_op_name(o->kind)));
+	return (sim_plan_err(b, o->loc, SIM_EINVAL,
 	    "shape mismatch in parameters (%s, %s) of '%s'", sa, sb,
-	    sim_plan_opnames[o->kind]);
+	    sim_op_name(o->kind)));
 }
 
 /* An element-wise operand: an on-chip access of dst's shape, or a scalar
@@ -471,72 +462,86 @@ static int
 sim_plan_operand(struct sim_build *b, const Nkir__V1__Op *o,
     struct sim_op *op, int i, const char *arg, bool scalar_ok)
 {
-	const Nkir__V1__Operand *s = (size_t)i < o->n_src ? o->src[i] : NULL;
-	struct sim_operand *d = &op->src[i];
-	int rc;
+	const Nkir__V1__Operand	*s = (size_t)i < o->n_src ? o->src[i] : NULL;
+	struct sim_operand	*d = &op->src[i];
+	int			 rc;
 
 	if (s == NULL || s->value_case == NKIR__V1__OPERAND__VALUE__NOT_SET)
-		return sim_plan_err(b, o->loc, SIM_EPARSE,
+		return (sim_plan_err(b, o->loc, SIM_EPARSE,
 		    "operand '%s' of '%s' is missing", arg,
-		    sim_plan_opnames[o->kind]);
+		    sim_op_name(o->kind)));
 	if (s->value_case == NKIR__V1__OPERAND__VALUE_SCALAR) {
 		if (!scalar_ok)
-			return sim_plan_err(b, o->loc, SIM_EINVAL,
+			return (sim_plan_err(b, o->loc, SIM_EINVAL,
 			    "operand '%s' of '%s' must be a tile, not a "
-			    "scalar", arg, sim_plan_opnames[o->kind]);
+			    "scalar", arg, sim_op_name(o->kind)));
 		d->scalar = true;
 		d->value = (float)s->scalar;
-		return 0;
+		return (0);
 	}
 	if (s->value_case != NKIR__V1__OPERAND__VALUE_ACCESS)
-		return sim_plan_err(b, o->loc, SIM_EPARSE,
+		return (sim_plan_err(b, o->loc, SIM_EPARSE,
 		    "operand '%s' of '%s' is malformed", arg,
-		    sim_plan_opnames[o->kind]);
+		    sim_op_name(o->kind)));
 	rc = sim_plan_view(b, o, s->access, &d->v, arg);
 	if (rc)
-		return rc;
+		return (rc);
 	if (d->v.nmask)
 		op->masked = true;
-	return 0;
+	return (0);
 }
 
+/* Operand i of op: an access (not a scalar) named arg. */
 static int
 sim_plan_src_access(struct sim_build *b, const Nkir__V1__Op *o,
     struct sim_op *op, int i, const char *arg)
 {
-	int rc = sim_plan_operand(b, o, op, i, arg, false);
-
-	return rc;
+	return (sim_plan_operand(b, o, op, i, arg, false));
 }
 
+/* Operand 0 of op: an on-chip tile named arg; *vp is its view. */
+static int
+sim_plan_src_tile(struct sim_build *b, const Nkir__V1__Op *o,
+    struct sim_op *op, const char *arg, struct sim_view **vp)
+{
+	int	rc;
+
+	op->nsrc = 1;
+	if ((rc = sim_plan_src_access(b, o, op, 0, arg)))
+		return (rc);
+	*vp = &op->src[0].v;
+	return (sim_plan_space(b, o, *vp, arg, SIM_PLAN_TILE));
+}
+
+/* The nsrc operands of an element-wise op, named args[1 ..] (args[0] is
+ * "dst"): scalars, or tiles of dst's shape. */
 static int
 sim_plan_elementwise(struct sim_build *b, const Nkir__V1__Op *o,
-    struct sim_op *op, int nsrc, const char *const *args, bool scalar_ok)
+    struct sim_op *op, int nsrc, const char *const *args)
 {
-	int rc;
+	int	i, rc;
 
-	for (int i = 0; i < nsrc; i++) {
-		rc = sim_plan_operand(b, o, op, i, args[i + 1], scalar_ok);
-		if (rc)
-			return rc;
+	op->nsrc = nsrc;
+	for (i = 0; i < nsrc; i++) {
+		if ((rc = sim_plan_operand(b, o, op, i, args[i + 1], true)))
+			return (rc);
 		if (op->src[i].scalar)
 			continue;
-		rc = sim_plan_space(b, o, &op->src[i].v, args[i + 1], true, 0);
-		if (rc)
-			return rc;
-		rc = sim_plan_shape_eq(b, o, args[0], op->dst.rank,
+		if ((rc = sim_plan_space(b, o, &op->src[i].v, args[i + 1],
+		    SIM_PLAN_TILE)))
+			return (rc);
+		if ((rc = sim_plan_shape_eq(b, o, args[0], op->dst.rank,
 		    op->dst.shape, args[i + 1], op->src[i].v.rank,
-		    op->src[i].v.shape);
-		if (rc)
-			return rc;
+		    op->src[i].v.shape)))
+			return (rc);
 	}
-	return 0;
+	return (0);
 }
 
 static void
 sim_plan_lin_swap01(struct sim_lin *l)
 {
-	int64_t t = l->ax[0];
+	int64_t	t = l->ax[0];
 
 	l->ax[0] = l->ax[1];
 	l->ax[1] = t;
@@ -553,29 +558,32 @@ static bool
 sim_plan_covers_dims(struct sim_build *b, const Nkir__V1__Access *acc,
     const struct sim_tinfo *ti)
 {
-	uint32_t axes = 0, progs = 0;
-	uint8_t *seen = b->used;    /* scratch: bit 1 = used as tiling var */
-	bool ok = acc->n_shape == (size_t)ti->rank;
+	uint32_t	 axes = 0, progs = 0;
+	uint8_t		*seen = b->used;	/* bit 1: a tiling var */
+	bool		 ok = acc->n_shape == (size_t)ti->rank;
+	int		 d;
+	size_t		 i;
 
-	for (int d = 0; ok && d < ti->rank; d++) {
-		const Nkir__V1__Affine *a = acc->index[d];
-		const Nkir__V1__Term *ax = NULL, *v = NULL;
-		uint64_t tile, trips;
+	for (d = 0; ok && d < ti->rank; d++) {
+		const Nkir__V1__Affine	*a = acc->index[d];
+		const Nkir__V1__Term	*ax = NULL, *v = NULL;
+		uint64_t		 tile, trips;
 
 		ok = a != NULL && a->constant == 0 && a->n_terms <= 2;
-		for (size_t i = 0; ok && i < a->n_terms; i++) {
-			const Nkir__V1__Term *t = a->terms[i];
+		for (i = 0; ok && i < a->n_terms; i++) {
+			const Nkir__V1__Term	*t = a->terms[i];
 
 			if (t->kind == NKIR__V1__TERM_KIND__TERM_AXIS && !ax)
 				ax = t;
-			else if (t->kind != NKIR__V1__TERM_KIND__TERM_AXIS && !v)
+			else if (t->kind != NKIR__V1__TERM_KIND__TERM_AXIS &&
+			    !v)
 				v = t;
 			else
 				ok = false;
 		}
 		if (!ok || ax == NULL || ax->coef != 1 ||
 		    (axes & (1u << ax->index)))
-			return false;
+			return (false);
 		axes |= 1u << ax->index;
 		tile = acc->shape[ax->index];
 		if (v == NULL) {
@@ -583,33 +591,34 @@ sim_plan_covers_dims(struct sim_build *b, const Nkir__V1__Access *acc,
 			continue;
 		}
 		if (v->coef != (int64_t)tile)
-			return false;
+			return (false);
 		if (v->kind == NKIR__V1__TERM_KIND__TERM_PROGRAM) {
 			if (progs & (1u << v->index))
-				return false;
+				return (false);
 			progs |= 1u << v->index;
 			trips = b->grid[v->index];
 		} else {
 			if (b->vstep[v->index] != 1 || b->vlo[v->index] != 0 ||
 			    (seen[v->index] & 2))
-				return false;
+				return (false);
 			seen[v->index] |= 2;
 			trips = (uint64_t)b->vhi[v->index] + 1;
 		}
 		ok = tile * trips == ti->shape[d];
 	}
-	return ok;
+	return (ok);
 }
 
 static bool
 sim_plan_covers(struct sim_build *b, const Nkir__V1__Access *acc,
     const struct sim_tinfo *ti)
 {
-	bool ok = sim_plan_covers_dims(b, acc, ti);
+	bool		ok = sim_plan_covers_dims(b, acc, ti);
+	uint32_t	i;
 
-	for (uint32_t i = 0; i < b->p->nloopvars; i++)
+	for (i = 0; i < b->p->nloopvars; i++)
 		b->used[i] &= 1;
-	return ok;
+	return (ok);
 }
 
 /* ------------------------------------------------------------ ops */
@@ -625,86 +634,85 @@ sim_plan_covers(struct sim_build *b, const Nkir__V1__Access *acc,
 static void
 sim_plan_unmask(struct sim_build *b, struct sim_op *op)
 {
-	struct sim_view *v[4];
-	int nv = 0;
-	sim_i128 lo, hi;
+	struct sim_view	*v[4];
+	sim_i128	 lo, hi;
+	int		 nv = 0, i, k, m, d;
 
 	if (!op->masked || b->dead)
 		return;
 	if (op->has_dst)
 		v[nv++] = &op->dst;
-	for (int i = 0; i < op->nsrc; i++)
+	for (i = 0; i < op->nsrc; i++)
 		if (!op->src[i].scalar)
 			v[nv++] = &op->src[i].v;
-	for (int k = 0; k < nv; k++) {
-		const struct sim_tinfo *ti = &b->p->tensors[v[k]->tensor];
+	for (k = 0; k < nv; k++) {
+		const struct sim_tinfo	*ti = &b->p->tensors[v[k]->tensor];
 
-		for (int m = 0; m < v[k]->nmask; m++) {
+		for (m = 0; m < v[k]->nmask; m++) {
 			sim_plan_lin_range(b, &v[k]->mask[m], v[k]->rank,
 			    v[k]->shape, &lo, &hi);
 			if (lo < 0)
 				return;
 		}
-		for (int d = 0; d < v[k]->ndim; d++) {
+		for (d = 0; d < v[k]->ndim; d++) {
 			sim_plan_lin_range(b, &v[k]->dim[d], v[k]->rank,
 			    v[k]->shape, &lo, &hi);
 			if (lo < 0 || hi >= (sim_i128)ti->shape[d])
 				return;
 		}
 	}
-	for (int k = 0; k < nv; k++)
+	for (k = 0; k < nv; k++)
 		v[k]->nmask = 0;
 	op->masked = false;
 }
 
-
 static int sim_plan_body(struct sim_build *b, Nkir__V1__Op *const *ops,
     size_t n, struct sim_op **out);
-static bool sim_plan_fusable(const struct sim_op *op);
-static bool sim_plan_view_same(const struct sim_view *a,
-    const struct sim_view *b);
 
 static uint64_t
 sim_plan_mul_sat(uint64_t a, uint64_t b)
 {
-	uint64_t r;
+	uint64_t	r;
 
 	if (__builtin_mul_overflow(a, b, &r))
-		return UINT64_MAX;
-	return r;
+		return (UINT64_MAX);
+	return (r);
 }
 
 static int
 sim_plan_loop(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 {
-	const Nkir__V1__Loop *l = o->loop;
-	sim_i128 trips;
-	int rc;
+	const Nkir__V1__Loop	*l = o->loop;
+	sim_i128		 trips;
+	uint64_t		 outer;
+	int64_t			 last;
+	int			 rc;
 
 	if (l == NULL)
-		return sim_plan_err(b, o->loc, SIM_EPARSE, "loop op has no loop");
+		return (sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "loop op has no loop"));
 	if (l->var >= b->p->nloopvars)
-		return sim_plan_err(b, o->loc, SIM_EPARSE,
+		return (sim_plan_err(b, o->loc, SIM_EPARSE,
 		    "loop variable %u is out of range (%u variables)", l->var,
-		    b->p->nloopvars);
+		    b->p->nloopvars));
 	if (b->used[l->var])
-		return sim_plan_err(b, o->loc, SIM_EPARSE,
-		    "loop variable %u is bound by two loops", l->var);
+		return (sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "loop variable %u is bound by two loops", l->var));
 	if (l->kind < NKIR__V1__LOOP_KIND__LOOP_AFFINE ||
 	    l->kind > NKIR__V1__LOOP_KIND__LOOP_STATIC)
-		return sim_plan_err(b, o->loc, SIM_EPARSE,
-		    "invalid loop kind %d", (int)l->kind);
+		return (sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "invalid loop kind %d", (int)l->kind));
 	if (l->step == 0)
-		return sim_plan_err(b, o->loc, SIM_EINVAL,
-		    "range() arg 3 must not be zero");
+		return (sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "range() arg 3 must not be zero"));
 	if (l->start > SIM_COEF_MAX || l->start < -SIM_COEF_MAX ||
 	    l->stop > SIM_COEF_MAX || l->stop < -SIM_COEF_MAX ||
 	    l->step > SIM_COEF_MAX || l->step < -SIM_COEF_MAX)
-		return sim_plan_err(b, o->loc, SIM_ELIMIT,
-		    "loop bounds are out of the executor's range");
+		return (sim_plan_err(b, o->loc, SIM_ELIMIT,
+		    "loop bounds are out of the executor's range"));
 	if (b->depth >= SIM_DEPTH_MAX)
-		return sim_plan_err(b, o->loc, SIM_ELIMIT,
-		    "loops nested deeper than %d", SIM_DEPTH_MAX);
+		return (sim_plan_err(b, o->loc, SIM_ELIMIT,
+		    "loops nested deeper than %d", SIM_DEPTH_MAX));
 	if (l->step > 0)
 		trips = l->start < l->stop ?
 		    ((sim_i128)l->stop - l->start + l->step - 1) / l->step : 0;
@@ -721,26 +729,22 @@ sim_plan_loop(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 		b->vlo[l->var] = b->vhi[l->var] = l->start;
 		b->dead++;
 	} else {
-		int64_t last = (int64_t)(l->start + (trips - 1) * l->step);
-
+		last = (int64_t)(l->start + (trips - 1) * l->step);
 		b->vlo[l->var] = l->step > 0 ? l->start : last;
 		b->vhi[l->var] = l->step > 0 ? last : l->start;
 	}
 	b->vstep[l->var] = l->step;
 	b->depth++;
-	{
-		uint64_t saved = b->trips;
-
-		b->trips = sim_plan_mul_sat(b->trips, (uint64_t)trips);
-		rc = sim_plan_body(b, l->body, l->n_body, &op->body);
-		b->trips = saved;
-	}
+	outer = b->trips;
+	b->trips = sim_plan_mul_sat(b->trips, (uint64_t)trips);
+	rc = sim_plan_body(b, l->body, l->n_body, &op->body);
+	b->trips = outer;
 	b->depth--;
 	if (trips == 0)
 		b->dead--;
 	b->inscope[l->var] = 0;
 	op->nbody = l->n_body;
-	return rc;
+	return (rc);
 }
 
 static bool
@@ -759,782 +763,559 @@ sim_plan_reduce_alu_ok(int alu)
 	case NKIR__V1__ALU_OP__ALU_BITWISE_AND:
 	case NKIR__V1__ALU_OP__ALU_BITWISE_OR:
 	case NKIR__V1__ALU_OP__ALU_BITWISE_XOR:
-		return true;
+		return (true);
 	default:
-		return false;
+		return (false);
 	}
 }
 
 static int
 sim_plan_reduce(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 {
-	const struct sim_view *s;
-	uint64_t want[SIM_MAX_RANK];
-	int rc;
+	struct sim_view	*s;
+	uint64_t	 want[SIM_MAX_RANK];
+	uint32_t	 ax;
+	size_t		 i;
+	int		 a, rc;
 
-	rc = sim_plan_src_access(b, o, op, 0, "data");
-	if (rc)
-		return rc;
-	s = &op->src[0].v;
-	if ((rc = sim_plan_space(b, o, s, "data", true, 0)))
-		return rc;
+	if ((rc = sim_plan_src_tile(b, o, op, "data", &s)))
+		return (rc);
 	if (!sim_plan_reduce_alu_ok(o->alu))
-		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		return (sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "unsupported reduce operator %d in 'tensor_reduce'",
-		    (int)o->alu);
+		    (int)o->alu));
 	if (o->n_axes == 0)
-		return sim_plan_err(b, o->loc, SIM_EPARSE,
-		    "'tensor_reduce' has no axes");
-	for (size_t i = 0; i < o->n_axes; i++) {
-		uint32_t a = o->axes[i];
-
-		if (a == 0)
-			return sim_plan_err(b, o->loc, SIM_EINVAL,
+		return (sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "'tensor_reduce' has no axes"));
+	for (i = 0; i < o->n_axes; i++) {
+		ax = o->axes[i];
+		if (ax == 0)
+			return (sim_plan_err(b, o->loc, SIM_EINVAL,
 			    "reduction along the partition dimension (axis "
 			    "0) is not supported; reduce axes must be free "
-			    "dimensions");
-		if (a >= (uint32_t)s->rank)
-			return sim_plan_err(b, o->loc, SIM_EINVAL,
+			    "dimensions"));
+		if (ax >= (uint32_t)s->rank)
+			return (sim_plan_err(b, o->loc, SIM_EINVAL,
 			    "reduce axis %u is out of range for a tile of "
-			    "rank %d", a, s->rank);
-		if (op->axes & (1u << a))
-			return sim_plan_err(b, o->loc, SIM_EINVAL,
-			    "reduce axis %u is repeated", a);
-		op->axes |= 1u << a;
+			    "rank %d", ax, s->rank));
+		if (op->axes & (1u << ax))
+			return (sim_plan_err(b, o->loc, SIM_EINVAL,
+			    "reduce axis %u is repeated", ax));
+		op->axes |= 1u << ax;
 	}
-	for (int a = 0; a < s->rank; a++)
+	for (a = 0; a < s->rank; a++)
 		want[a] = (op->axes & (1u << a)) ? 1 : s->shape[a];
 	if ((rc = sim_plan_shape_eq(b, o, "dst", op->dst.rank, op->dst.shape,
 	    "data", s->rank, want)))
-		return rc;
+		return (rc);
 	op->rank = s->rank;
 	memcpy(op->shape, s->shape, sizeof(op->shape));
 	if (op->dst.nelem * 3 + 16 > (1ull << 28))
-		return sim_plan_err(b, o->loc, SIM_ELIMIT,
-		    "reduce result too large for the executor");
+		return (sim_plan_err(b, o->loc, SIM_ELIMIT,
+		    "reduce result too large for the executor"));
 	if (b->p->scratch_max < op->dst.nelem * 3)
 		b->p->scratch_max = op->dst.nelem * 3;
-	return 0;
+	return (0);
 }
 
 static int
 sim_plan_matmul(struct sim_build *b, const Nkir__V1__Op *o,
     struct sim_op *op)
 {
-	const struct sim_view *x, *y, *d = &op->dst;
-	const struct sim_tinfo *dt = &b->p->tensors[d->tensor];
-	uint64_t K, M, N, want[2];
-	char sa[256], sb[256];
-	int rc;
+	const struct sim_view	*x, *y, *d = &op->dst;
+	const struct sim_tinfo	*dt = &b->p->tensors[d->tensor];
+	uint64_t		 K, M, N, want[2];
+	char			 sa[256], sb[256];
+	int			 rc;
 
-	if ((rc = sim_plan_space(b, o, d, "dst", true,
-	    NKIR__V1__SPACE__SPACE_PSUM)))
-		return rc;
 	if (dt->dtype != SIM_DT_FLOAT32)
-		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		return (sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "Expected operand 'dst' of 'matmul' to have dtype "
-		    "float32, but got %s instead", sim_dtype_name(dt->dtype));
+		    "float32, but got %s instead", sim_dtype_name(dt->dtype)));
+	op->nsrc = 2;
 	if ((rc = sim_plan_src_access(b, o, op, 0, "stationary")) ||
 	    (rc = sim_plan_src_access(b, o, op, 1, "moving")))
-		return rc;
+		return (rc);
 	x = &op->src[0].v;
 	y = &op->src[1].v;
-	if ((rc = sim_plan_space(b, o, x, "stationary", true,
-	    NKIR__V1__SPACE__SPACE_SBUF)) ||
-	    (rc = sim_plan_space(b, o, y, "moving", true,
-	    NKIR__V1__SPACE__SPACE_SBUF)))
-		return rc;
+	if ((rc = sim_plan_space(b, o, x, "stationary", SIM_PLAN_SBUF)) ||
+	    (rc = sim_plan_space(b, o, y, "moving", SIM_PLAN_SBUF)))
+		return (rc);
 	if (x->rank != 2 || y->rank != 2 || d->rank != 2)
-		return sim_plan_err(b, o->loc, SIM_EINVAL,
-		    "'matmul' operands must be 2-D tiles");
+		return (sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "'matmul' operands must be 2-D tiles"));
 	K = o->transpose_x ? x->shape[0] : x->shape[1];
 	M = o->transpose_x ? x->shape[1] : x->shape[0];
 	N = y->shape[1];
 	if (K != y->shape[0]) {
-		sim_plan_shape_str(sa, sizeof(sa), "stationary", 2, x->shape);
-		sim_plan_shape_str(sb, sizeof(sb), "moving", 2, y->shape);
-		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		sim_print_shape(sa, sizeof(sa), "stationary", 2, x->shape);
+		sim_print_shape(sb, sizeof(sb), "moving", 2, y->shape);
+		return (sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "contraction dimension mismatch in parameters (%s, %s) "
-		    "of 'matmul'", sa, sb);
+		    "of 'matmul'", sa, sb));
 	}
 	if (K > SIM_PMAX)
-		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		return (sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "Size of partition dimension %llu exceeds architecture "
-		    "limitation of %d", (unsigned long long)K, SIM_PMAX);
+		    "limitation of %d", (unsigned long long)K, SIM_PMAX));
 	if (M > SIM_MM_STAT_FMAX)
-		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		return (sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "Size of stationary free dimension %llu exceeds "
 		    "architecture limitation of %d (gemm_stationary_fmax)",
-		    (unsigned long long)M, SIM_MM_STAT_FMAX);
+		    (unsigned long long)M, SIM_MM_STAT_FMAX));
 	if (N > SIM_MM_MOVE_FMAX)
-		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		return (sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "Size of moving free dimension %llu exceeds architecture "
 		    "limitation of %d (gemm_moving_fmax)",
-		    (unsigned long long)N, SIM_MM_MOVE_FMAX);
+		    (unsigned long long)N, SIM_MM_MOVE_FMAX));
 	want[0] = M;
 	want[1] = N;
 	if ((rc = sim_plan_shape_eq(b, o, "dst", 2, d->shape, "result", 2,
 	    want)))
-		return rc;
+		return (rc);
 	if (op->masked || d->nmask)
 		op->masked = true;
 	if (b->p->scratch_max < K * M + K * N + M * N)
 		b->p->scratch_max = K * M + K * N + M * N;
-	return 0;
+	return (0);
 }
 
 static int
 sim_plan_transpose(struct sim_build *b, const Nkir__V1__Op *o,
     struct sim_op *op)
 {
-	struct sim_view *s;
-	uint64_t want[2], t, lim;
-	int rc;
+	struct sim_view	*s;
+	uint64_t	 want[2], t, lim;
+	int		 d, m, rc;
 
-	if ((rc = sim_plan_src_access(b, o, op, 0, "data")))
-		return rc;
-	s = &op->src[0].v;
-	if ((rc = sim_plan_space(b, o, s, "data", true, 0)))
-		return rc;
+	if ((rc = sim_plan_src_tile(b, o, op, "data", &s)))
+		return (rc);
 	if (s->rank != 2 || op->dst.rank != 2)
-		return sim_plan_err(b, o->loc, SIM_EINVAL,
-		    "'transpose' expects 2-D tiles, got rank %d", s->rank);
+		return (sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "'transpose' expects 2-D tiles, got rank %d", s->rank));
 	lim = o->engine == NKIR__V1__ENGINE__ENGINE_VECTOR ? 32 : SIM_PMAX;
 	if (s->shape[0] > lim || s->shape[1] > lim)
-		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		return (sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "'transpose' of a [%llu, %llu] tile exceeds the %s "
 		    "engine limitation of %llux%llu",
 		    (unsigned long long)s->shape[0],
 		    (unsigned long long)s->shape[1],
 		    lim == 32 ? "vector" : "tensor",
-		    (unsigned long long)lim, (unsigned long long)lim);
+		    (unsigned long long)lim, (unsigned long long)lim));
 	want[0] = s->shape[1];
 	want[1] = s->shape[0];
 	if ((rc = sim_plan_shape_eq(b, o, "dst", 2, op->dst.shape, "data.T",
 	    2, want)))
-		return rc;
+		return (rc);
 	/* express the source in dst's iteration space: swap its axes */
 	t = s->shape[0];
 	s->shape[0] = s->shape[1];
 	s->shape[1] = t;
 	sim_plan_lin_swap01(&s->off);
-	for (int d = 0; d < s->ndim; d++)
+	for (d = 0; d < s->ndim; d++)
 		sim_plan_lin_swap01(&s->dim[d]);
-	for (int m = 0; m < s->nmask; m++)
+	for (m = 0; m < s->nmask; m++)
 		sim_plan_lin_swap01(&s->mask[m]);
-	return 0;
+	return (0);
 }
 
 static int
 sim_plan_bn(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 {
-	const struct sim_view *s;
-	uint64_t want[2], need;
-	int rc;
+	struct sim_view	*s;
+	uint64_t	 want[2], need;
+	int		 rc;
 
-	if ((rc = sim_plan_src_access(b, o, op, 0, "data")))
-		return rc;
-	s = &op->src[0].v;
-	if ((rc = sim_plan_space(b, o, s, "data", true, 0)))
-		return rc;
+	if ((rc = sim_plan_src_tile(b, o, op, "data", &s)))
+		return (rc);
 	if (s->rank != 2 || op->dst.rank != 2)
-		return sim_plan_err(b, o->loc, SIM_EINVAL,
+		return (sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "'%s' expects 2-D tiles [partition, free]",
-		    sim_plan_opnames[o->kind]);
+		    sim_op_name(o->kind)));
 	want[0] = s->shape[0];
 	if (o->kind == NKIR__V1__OP_KIND__OP_BN_STATS) {
 		want[1] = 6 * ((s->shape[1] + SIM_BN_FMAX - 1) / SIM_BN_FMAX);
 	} else {
 		if (s->shape[1] % 3)
-			return sim_plan_err(b, o->loc, SIM_EINVAL,
+			return (sim_plan_err(b, o->loc, SIM_EINVAL,
 			    "the free size %llu of 'data' of 'bn_aggr' must "
 			    "be a multiple of 3",
-			    (unsigned long long)s->shape[1]);
+			    (unsigned long long)s->shape[1]));
 		want[1] = 2;
 	}
 	if ((rc = sim_plan_shape_eq(b, o, "dst", 2, op->dst.shape, "stats",
 	    2, want)))
-		return rc;
+		return (rc);
 	if (op->dst.nmask)
 		op->masked = true;
 	/* in, out and one active byte per input element (in floats) */
 	need = s->nelem + op->dst.nelem + (s->nelem + 3) / 4;
 	if (b->p->scratch_max < need)
 		b->p->scratch_max = need;
-	return 0;
+	return (0);
 }
 
 static int
-sim_plan_op(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
+sim_plan_ndarray(struct sim_build *b, const Nkir__V1__Op *o,
+    struct sim_op *op)
 {
-	static const char *const ld[] = { "dst", "src" };
-	static const char *const st[] = { "dst", "value" };
-	static const char *const tt[] = { "dst", "data1", "data2" };
-	static const char *const ac[] = { "dst", "data", "bias" };
-	static const char *const se[] = { "dst", "predicate", "on_true",
+	int	dt = b->p->tensors[op->dst.tensor].dtype;
+
+	switch (o->fill) {
+	case NKIR__V1__FILL__FILL_UNINIT:
+		op->value = sim_dtype_uninit(dt);
+		return (0);
+	case NKIR__V1__FILL__FILL_ZERO:
+		op->value = 0.0f;
+		return (0);
+	case NKIR__V1__FILL__FILL_VALUE:
+		op->value = sim_dtype_round(dt, (float)o->value);
+		return (0);
+	default:
+		return (sim_plan_err(b, o->loc, SIM_EPARSE, "invalid fill %d",
+		    (int)o->fill));
+	}
+}
+
+/* load, store, tensor_copy: src (named arg, in where) to dst, same shape. */
+static int
+sim_plan_move(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op,
+    const char *arg, int where)
+{
+	int	rc;
+
+	op->nsrc = 1;
+	if ((rc = sim_plan_src_access(b, o, op, 0, arg)))
+		return (rc);
+	if ((rc = sim_plan_space(b, o, &op->src[0].v, arg, where)))
+		return (rc);
+	return (sim_plan_shape_eq(b, o, "dst", op->dst.rank, op->dst.shape,
+	    arg, op->src[0].v.rank, op->src[0].v.shape));
+}
+
+static int
+sim_plan_load(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
+{
+	return (sim_plan_move(b, o, op, "src", SIM_PLAN_HBM));
+}
+
+static int
+sim_plan_store(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
+{
+	return (sim_plan_move(b, o, op, "value", SIM_PLAN_TILE));
+}
+
+static int
+sim_plan_copy(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
+{
+	return (sim_plan_move(b, o, op, "src", SIM_PLAN_TILE));
+}
+
+static int
+sim_plan_tensor_tensor(struct sim_build *b, const Nkir__V1__Op *o,
+    struct sim_op *op)
+{
+	static const char	*const args[] = { "dst", "data1", "data2" };
+
+	if (o->alu <= NKIR__V1__ALU_OP__ALU_INVALID ||
+	    o->alu > NKIR__V1__ALU_OP__ALU_RIGHT_SHIFT ||
+	    o->alu == NKIR__V1__ALU_OP__ALU_MEAN ||
+	    o->alu == NKIR__V1__ALU_OP__ALU_VAR)
+		return (sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "unsupported operator %d in 'tensor_tensor'", (int)o->alu));
+	return (sim_plan_elementwise(b, o, op, 2, args));
+}
+
+static int
+sim_plan_activation(struct sim_build *b, const Nkir__V1__Op *o,
+    struct sim_op *op)
+{
+	static const char	*const args[] = { "dst", "data", "bias" };
+	int			 rc;
+
+	if (o->act <= NKIR__V1__ACT_FUNC__ACT_INVALID ||
+	    o->act > NKIR__V1__ACT_FUNC__ACT_LOGICAL_NOT)
+		return (sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "unsupported activation function %d", (int)o->act));
+	if ((rc = sim_plan_elementwise(b, o, op, o->n_src >= 2 ? 2 : 1,
+	    args)))
+		return (rc);
+	op->scale = (float)o->scale;
+	return (0);
+}
+
+static int
+sim_plan_iota(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
+{
+	sim_i128	lo, hi;
+
+	if (o->expr == NULL)
+		return (sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "'iota' has no expression"));
+	return (sim_plan_lin(b, o, o->expr, op->dst.rank, op->dst.shape,
+	    &op->expr, &lo, &hi));
+}
+
+static int
+sim_plan_select(struct sim_build *b, const Nkir__V1__Op *o,
+    struct sim_op *op)
+{
+	static const char	*const args[] = { "dst", "predicate", "on_true",
 	    "on_false" };
-	bool dst_chip = true;
-	int kind = o->kind, rc, nsrc = 0;
 
-	if (kind < NKIR__V1__OP_KIND__OP_ALLOC ||
-	    kind > NKIR__V1__OP_KIND__OP_BN_AGGR)
-		return sim_plan_err(b, o->loc, SIM_EPARSE,
-		    "unknown op kind %d", kind);
-	if (o->loc != NULL && o->loc->file >= b->k->n_files &&
-	    b->k->n_files > 0)
-		return sim_plan_err(b, NULL, SIM_EPARSE,
-		    "op location names file %u of %zu", o->loc->file,
-		    b->k->n_files);
-	if (++b->nops > SIM_OPS_MAX)
-		return sim_plan_err(b, o->loc, SIM_ELIMIT,
-		    "kernel has more than %d ops", SIM_OPS_MAX);
-	op->kind = kind;
-	op->line = o->loc != NULL ? o->loc->line : 0;
-	op->file = sim_plan_strdup(b, sim_plan_file(b, o->loc));
-	if (op->file == NULL)
-		return SIM_ENOMEM;
-	if (o->n_src > 3)
-		return sim_plan_err(b, o->loc, SIM_EPARSE,
-		    "'%s' has %zu operands", sim_plan_opnames[kind], o->n_src);
-	if (kind == NKIR__V1__OP_KIND__OP_LOOP)
-		return sim_plan_loop(b, o, op);
-	if (kind != NKIR__V1__OP_KIND__OP_PRINT) {
-		rc = sim_plan_view(b, o, o->dst, &op->dst, "dst");
-		if (rc)
-			return rc;
-		op->has_dst = true;
-		op->masked = op->dst.nmask > 0;
-		op->rank = op->dst.rank;
-		memcpy(op->shape, op->dst.shape, sizeof(op->shape));
-		if (kind == NKIR__V1__OP_KIND__OP_STORE)
-			dst_chip = false;
-		if (kind != NKIR__V1__OP_KIND__OP_MATMUL &&
-		    (rc = sim_plan_space(b, o, &op->dst, "dst", dst_chip,
-		    kind == NKIR__V1__OP_KIND__OP_LOAD ?
-		    NKIR__V1__SPACE__SPACE_SBUF : 0)))
-			return rc;
-		b->p->tensors[op->dst.tensor].written = true;
-	}
-	switch (kind) {
-	case NKIR__V1__OP_KIND__OP_ALLOC: {
-		int dt = b->p->tensors[op->dst.tensor].dtype;
+	return (sim_plan_elementwise(b, o, op, 3, args));
+}
 
-		if (o->fill == NKIR__V1__FILL__FILL_UNINIT)
-			op->value = sim_dtype_uninit(dt);
-		else if (o->fill == NKIR__V1__FILL__FILL_ZERO)
-			op->value = 0.0f;
-		else if (o->fill == NKIR__V1__FILL__FILL_VALUE)
-			op->value = sim_dtype_round(dt, (float)o->value);
-		else
-			return sim_plan_err(b, o->loc, SIM_EPARSE,
-			    "invalid fill %d", (int)o->fill);
-		break;
-	}
-	case NKIR__V1__OP_KIND__OP_LOAD:
-	case NKIR__V1__OP_KIND__OP_STORE:
-	case NKIR__V1__OP_KIND__OP_COPY: {
-		const char *const *args = kind == NKIR__V1__OP_KIND__OP_STORE ?
-		    st : ld;
+static int
+sim_plan_print(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
+{
+	int	rc;
 
-		nsrc = 1;
-		if ((rc = sim_plan_src_access(b, o, op, 0, args[1])))
-			return rc;
-		if ((rc = sim_plan_space(b, o, &op->src[0].v, args[1],
-		    kind != NKIR__V1__OP_KIND__OP_LOAD,
-		    kind == NKIR__V1__OP_KIND__OP_LOAD ?
-		    NKIR__V1__SPACE__SPACE_HBM : 0)))
-			return rc;
-		if ((rc = sim_plan_shape_eq(b, o, "dst", op->dst.rank,
-		    op->dst.shape, args[1], op->src[0].v.rank,
-		    op->src[0].v.shape)))
-			return rc;
-		break;
-	}
-	case NKIR__V1__OP_KIND__OP_TENSOR_TENSOR:
-		nsrc = 2;
-		if (o->alu <= NKIR__V1__ALU_OP__ALU_INVALID ||
-		    o->alu > NKIR__V1__ALU_OP__ALU_RIGHT_SHIFT ||
-		    o->alu == NKIR__V1__ALU_OP__ALU_MEAN ||
-		    o->alu == NKIR__V1__ALU_OP__ALU_VAR)
-			return sim_plan_err(b, o->loc, SIM_EINVAL,
-			    "unsupported operator %d in 'tensor_tensor'",
-			    (int)o->alu);
-		if ((rc = sim_plan_elementwise(b, o, op, 2, tt, true)))
-			return rc;
-		break;
-	case NKIR__V1__OP_KIND__OP_ACTIVATION:
-		nsrc = o->n_src >= 2 ? 2 : 1;
-		if (o->act <= NKIR__V1__ACT_FUNC__ACT_INVALID ||
-		    o->act > NKIR__V1__ACT_FUNC__ACT_LOGICAL_NOT)
-			return sim_plan_err(b, o->loc, SIM_EINVAL,
-			    "unsupported activation function %d", (int)o->act);
-		if ((rc = sim_plan_elementwise(b, o, op, nsrc, ac, true)))
-			return rc;
-		op->scale = (float)o->scale;
-		break;
-	case NKIR__V1__OP_KIND__OP_REDUCE:
-		nsrc = 1;
-		if ((rc = sim_plan_reduce(b, o, op)))
-			return rc;
-		break;
+	op->nsrc = 1;
+	if ((rc = sim_plan_src_access(b, o, op, 0, "data")))
+		return (rc);
+	if ((op->text = sim_plan_strdup(b, o->text)) == NULL)
+		return (SIM_ENOMEM);
+	op->rank = op->src[0].v.rank;
+	memcpy(op->shape, op->src[0].v.shape, sizeof(op->shape));
+	return (0);
+}
+
+/*
+ * The planners, indexed by NKIR OpKind. sim_plan_op plans an op's dst (if
+ * where says it has one) and checks where it lives, then calls plan for
+ * the rest (the operands, setting nsrc, and the fields), then
+ * sim_plan_op_end. A loop (body) plans its body instead: plan does it all.
+ */
+static const struct sim_plan_kind {
+	int	  where;	/* of dst; SIM_PLAN_NOWHERE: no dst */
+	bool	  body;		/* a loop */
+	int	(*plan)(struct sim_build *, const Nkir__V1__Op *,
+		    struct sim_op *);
+} sim_plan_kinds[] = {
+	[NKIR__V1__OP_KIND__OP_ALLOC] =
+	    { SIM_PLAN_TILE, false, sim_plan_ndarray },
+	[NKIR__V1__OP_KIND__OP_LOAD] =
+	    { SIM_PLAN_SBUF, false, sim_plan_load },
+	[NKIR__V1__OP_KIND__OP_STORE] =
+	    { SIM_PLAN_HBM, false, sim_plan_store },
+	[NKIR__V1__OP_KIND__OP_COPY] =
+	    { SIM_PLAN_TILE, false, sim_plan_copy },
+	[NKIR__V1__OP_KIND__OP_TENSOR_TENSOR] =
+	    { SIM_PLAN_TILE, false, sim_plan_tensor_tensor },
+	[NKIR__V1__OP_KIND__OP_ACTIVATION] =
+	    { SIM_PLAN_TILE, false, sim_plan_activation },
+	[NKIR__V1__OP_KIND__OP_REDUCE] =
+	    { SIM_PLAN_TILE, false, sim_plan_reduce },
+	[NKIR__V1__OP_KIND__OP_MATMUL] =
+	    { SIM_PLAN_PSUM, false, sim_plan_matmul },
+	[NKIR__V1__OP_KIND__OP_TRANSPOSE] =
+	    { SIM_PLAN_TILE, false, sim_plan_transpose },
+	[NKIR__V1__OP_KIND__OP_IOTA] =
+	    { SIM_PLAN_TILE, false, sim_plan_iota },
+	[NKIR__V1__OP_KIND__OP_SELECT] =
+	    { SIM_PLAN_TILE, false, sim_plan_select },
+	[NKIR__V1__OP_KIND__OP_PRINT] =
+	    { SIM_PLAN_NOWHERE, false, sim_plan_print },
+	[NKIR__V1__OP_KIND__OP_LOOP] =
+	    { SIM_PLAN_NOWHERE, true, sim_plan_loop },
+	[NKIR__V1__OP_KIND__OP_BN_STATS] =
+	    { SIM_PLAN_TILE, false, sim_plan_bn },
+	[NKIR__V1__OP_KIND__OP_BN_AGGR] =
+	    { SIM_PLAN_TILE, false, sim_plan_bn },
+};
+
+/* dst of op, in where: its view, which is op's iteration space. */
+static int
+sim_plan_dst(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op,
+    int where)
+{
+	int	rc;
+
+	if ((rc = sim_plan_view(b, o, o->dst, &op->dst, "dst")))
+		return (rc);
+	op->has_dst = true;
+	op->masked = op->dst.nmask > 0;
+	op->rank = op->dst.rank;
+	memcpy(op->shape, op->dst.shape, sizeof(op->shape));
+	if ((rc = sim_plan_space(b, o, &op->dst, "dst", where)))
+		return (rc);
+	b->p->tensors[op->dst.tensor].written = true;
+	return (0);
+}
+
+/* The element operations one execution of op does. */
+static uint64_t
+sim_plan_work(const struct sim_op *op)
+{
+	switch (op->kind) {
 	case NKIR__V1__OP_KIND__OP_MATMUL:
-		nsrc = 2;
-		if ((rc = sim_plan_matmul(b, o, op)))
-			return rc;
-		break;
-	case NKIR__V1__OP_KIND__OP_TRANSPOSE:
-		nsrc = 1;
-		if ((rc = sim_plan_transpose(b, o, op)))
-			return rc;
-		break;
-	case NKIR__V1__OP_KIND__OP_IOTA: {
-		sim_i128 lo, hi;
+		return (op->src[0].v.nelem * op->src[1].v.shape[1]);
+	case NKIR__V1__OP_KIND__OP_REDUCE:
+		return (op->src[0].v.nelem * 2);
+	default:
+		if (op->has_dst)
+			return (op->dst.nelem);
+		return (op->nsrc > 0 ? op->src[0].v.nelem : 1);
+	}
+}
 
-		if (o->expr == NULL)
-			return sim_plan_err(b, o->loc, SIM_EPARSE,
-			    "'iota' has no expression");
-		if ((rc = sim_plan_lin(b, o, o->expr, op->dst.rank,
-		    op->dst.shape, &op->expr, &lo, &hi)))
-			return rc;
-		break;
+/* The longest innermost axis of op's iteration space and views. Rows are
+ * gathered per view: a view may be longer than the iteration space
+ * (bn_stats, matmul, transpose sources). */
+static uint64_t
+sim_plan_row(const struct sim_op *op)
+{
+	const struct sim_view	*v;
+	uint64_t		 row = 0;
+	int			 i;
+
+	if (op->rank > 0)
+		row = op->shape[op->rank - 1];
+	for (i = 0; i < op->nsrc; i++) {
+		v = &op->src[i].v;
+		if (!op->src[i].scalar && v->rank > 0 &&
+		    v->shape[v->rank - 1] > row)
+			row = v->shape[v->rank - 1];
 	}
-	case NKIR__V1__OP_KIND__OP_SELECT:
-		nsrc = 3;
-		if ((rc = sim_plan_elementwise(b, o, op, 3, se, true)))
-			return rc;
-		break;
-	case NKIR__V1__OP_KIND__OP_PRINT:
-		nsrc = 1;
-		if ((rc = sim_plan_src_access(b, o, op, 0, "data")))
-			return rc;
-		op->text = sim_plan_strdup(b, o->text);
-		if (op->text == NULL)
-			return SIM_ENOMEM;
-		op->rank = op->src[0].v.rank;
-		memcpy(op->shape, op->src[0].v.shape, sizeof(op->shape));
-		break;
-	case NKIR__V1__OP_KIND__OP_BN_STATS:
-	case NKIR__V1__OP_KIND__OP_BN_AGGR:
-		nsrc = 1;
-		if ((rc = sim_plan_bn(b, o, op)))
-			return rc;
-		break;
-	}
-	op->nsrc = nsrc;
+	if (op->has_dst && op->dst.rank > 0 &&
+	    op->dst.shape[op->dst.rank - 1] > row)
+		row = op->dst.shape[op->dst.rank - 1];
+	return (row);
+}
+
+/*
+ * What every planned data op goes through: masks that always hold are
+ * dropped, reads and in-place updates noted, accesses bounds-checked,
+ * the executor's limits checked, its cost and row length counted.
+ */
+static int
+sim_plan_op_end(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
+{
+	struct sim_program	*p = b->p;
+	uint64_t		 work;
+	int			 i, rc;
+
 	sim_plan_unmask(b, op);
-	for (int i = 0; i < nsrc; i++) {
+	for (i = 0; i < op->nsrc; i++) {
 		if (op->src[i].scalar)
 			continue;
-		b->p->tensors[op->src[i].v.tensor].read = true;
-		if (op->has_dst && sim_plan_fusable(op) &&
+		p->tensors[op->src[i].v.tensor].read = true;
+		if (op->has_dst && sim_opt_fusable(op) &&
 		    op->src[i].v.tensor == op->dst.tensor &&
-		    !sim_plan_view_same(&op->src[i].v, &op->dst))
+		    !sim_opt_view_same(&op->src[i].v, &op->dst))
 			op->stage = true;
 	}
 	if (op->stage) {
 		if (op->dst.nelem > (1ull << 27))
-			return sim_plan_err(b, o->loc, SIM_ELIMIT,
+			return (sim_plan_err(b, o->loc, SIM_ELIMIT,
 			    "in-place '%s' of %llu elements exceeds the "
-			    "executor limit", sim_plan_opnames[kind],
-			    (unsigned long long)op->dst.nelem);
-		if (b->p->scratch_max < op->dst.nelem * 2)
-			b->p->scratch_max = op->dst.nelem * 2;
+			    "executor limit", sim_op_name(op->kind),
+			    (unsigned long long)op->dst.nelem));
+		if (p->scratch_max < op->dst.nelem * 2)
+			p->scratch_max = op->dst.nelem * 2;
 	}
 	if (!op->masked && !b->dead) {
 		if (op->has_dst && (rc = sim_plan_bounds(b, o, &op->dst)))
-			return rc;
-		if (kind == NKIR__V1__OP_KIND__OP_STORE &&
-		    sim_plan_covers(b, o->dst, &b->p->tensors[op->dst.tensor]))
-			b->p->tensors[op->dst.tensor].covered = true;
-		for (int i = 0; i < nsrc; i++)
+			return (rc);
+		if (op->kind == NKIR__V1__OP_KIND__OP_STORE &&
+		    sim_plan_covers(b, o->dst, &p->tensors[op->dst.tensor]))
+			p->tensors[op->dst.tensor].covered = true;
+		for (i = 0; i < op->nsrc; i++)
 			if (!op->src[i].scalar &&
 			    (rc = sim_plan_bounds(b, o, &op->src[i].v)))
-				return rc;
+				return (rc);
 	}
-	if (kind == NKIR__V1__OP_KIND__OP_PRINT &&
+	if (op->kind == NKIR__V1__OP_KIND__OP_PRINT &&
 	    op->src[0].v.nelem > SIM_PRINT_MAX)
-		return sim_plan_err(b, o->loc, SIM_ELIMIT,
+		return (sim_plan_err(b, o->loc, SIM_ELIMIT,
 		    "'device_print' of %llu elements exceeds the executor "
 		    "limit of %llu", (unsigned long long)op->src[0].v.nelem,
-		    (unsigned long long)SIM_PRINT_MAX);
-	{
-		uint64_t work = 1;
-
-		if (kind == NKIR__V1__OP_KIND__OP_MATMUL)
-			work = op->src[0].v.nelem * op->src[1].v.shape[1];
-		else if (kind == NKIR__V1__OP_KIND__OP_REDUCE)
-			work = op->src[0].v.nelem * 2;
-		else if (op->has_dst || nsrc > 0)
-			work = op->has_dst ? op->dst.nelem : op->src[0].v.nelem;
-		work = sim_plan_mul_sat(work, b->trips);
-		b->p->cost = b->p->cost + work < b->p->cost ? UINT64_MAX :
-		    b->p->cost + work;
-	}
+		    (unsigned long long)SIM_PRINT_MAX));
+	work = sim_plan_mul_sat(sim_plan_work(op), b->trips);
+	p->cost = p->cost + work < p->cost ? UINT64_MAX : p->cost + work;
 	op->alu = o->alu;
 	op->act = o->act;
 	op->accumulate = o->accumulate;
 	op->transpose_x = o->transpose_x;
 	op->engine = o->engine;
-	if (op->rank > 0 && op->shape[op->rank - 1] > b->p->row_max)
-		b->p->row_max = op->shape[op->rank - 1];
-	/* Rows are gathered per view: a view may be longer than the
-	 * iteration space (bn_stats, matmul, transpose sources). */
-	for (int i = 0; i < op->nsrc; i++) {
-		const struct sim_view *v = &op->src[i].v;
-
-		if (!op->src[i].scalar && v->rank > 0 &&
-		    v->shape[v->rank - 1] > b->p->row_max)
-			b->p->row_max = v->shape[v->rank - 1];
-	}
-	if (op->has_dst && op->dst.rank > 0 &&
-	    op->dst.shape[op->dst.rank - 1] > b->p->row_max)
-		b->p->row_max = op->dst.shape[op->dst.rank - 1];
-	return 0;
+	if (sim_plan_row(op) > p->row_max)
+		p->row_max = sim_plan_row(op);
+	return (0);
 }
 
-/* ------------------------------------------------------------ fusion */
-
-static bool
-sim_plan_fusable(const struct sim_op *op)
+/* Validate op o and build op from it (see sim_plan_kinds). */
+static int
+sim_plan_op(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 {
-	switch (op->kind) {
-	case NKIR__V1__OP_KIND__OP_ALLOC:
-	case NKIR__V1__OP_KIND__OP_LOAD:
-	case NKIR__V1__OP_KIND__OP_STORE:
-	case NKIR__V1__OP_KIND__OP_COPY:
-	case NKIR__V1__OP_KIND__OP_TENSOR_TENSOR:
-	case NKIR__V1__OP_KIND__OP_ACTIVATION:
-	case NKIR__V1__OP_KIND__OP_SELECT:
-	case NKIR__V1__OP_KIND__OP_IOTA:
-	case NKIR__V1__OP_KIND__OP_TRANSPOSE:
-		return !op->masked && !op->stage && !op->skip;
-	default:
-		return false;
-	}
-}
+	const struct sim_plan_kind	*pk;
+	int				 kind = o->kind, rc;
 
-static bool
-sim_plan_view_same(const struct sim_view *a, const struct sim_view *b)
-{
-	if (a->tensor != b->tensor || a->rank != b->rank ||
-	    a->off.c != b->off.c || a->off.nt != b->off.nt)
-		return false;
-	for (int i = 0; i < a->rank; i++)
-		if (a->shape[i] != b->shape[i] || a->off.ax[i] != b->off.ax[i])
-			return false;
-	for (uint32_t i = 0; i < a->off.nt; i++)
-		if (a->off.t[i].kind != b->off.t[i].kind ||
-		    a->off.t[i].index != b->off.t[i].index ||
-		    a->off.t[i].coef != b->off.t[i].coef)
-			return false;
-	return true;
-}
-
-/* Distinct points of the view's iteration space are distinct elements. */
-static bool
-sim_plan_view_injective(const struct sim_view *v)
-{
-	sim_i128 st[SIM_MAX_RANK], ext[SIM_MAX_RANK], span = 0;
-	int n = 0;
-
-	for (int a = 0; a < v->rank; a++) {
-		if (v->shape[a] == 1)
-			continue;
-		st[n] = v->off.ax[a] < 0 ? -(sim_i128)v->off.ax[a] :
-		    v->off.ax[a];
-		ext[n++] = (sim_i128)v->shape[a] - 1;
-	}
-	for (int i = 1; i < n; i++)        /* insertion sort by stride */
-		for (int j = i; j > 0 && st[j] < st[j - 1]; j--) {
-			sim_i128 t = st[j];
-
-			st[j] = st[j - 1];
-			st[j - 1] = t;
-			t = ext[j];
-			ext[j] = ext[j - 1];
-			ext[j - 1] = t;
-		}
-	for (int i = 0; i < n; i++) {
-		if (st[i] <= span)
-			return false;
-		span += st[i] * ext[i];
-	}
-	return true;
-}
-
-/* Running ops[0 .. k-1] row by row in lockstep equals running them in
- * order when every tensor any of them writes is accessed by all of them
- * through one and the same injective view (row i touches only row i). */
-static bool
-sim_plan_group_ok(const struct sim_op *ops, size_t k)
-{
-	for (size_t i = 0; i < k; i++) {
-		const struct sim_view *ref = &ops[i].dst;
-
-		if (!sim_plan_view_injective(ref))
-			return false;
-		for (size_t j = 0; j < k; j++) {
-			const struct sim_op *c = &ops[j];
-
-			if (!sim_plan_view_same(&c->dst, ref) &&
-			    c->dst.tensor == ref->tensor)
-				return false;
-			for (int s = 0; s < c->nsrc; s++)
-				if (!c->src[s].scalar &&
-				    c->src[s].v.tensor == ref->tensor &&
-				    !sim_plan_view_same(&c->src[s].v, ref))
-					return false;
-		}
-	}
-	return true;
-}
-
-static void
-sim_plan_fuse(struct sim_op *ops, size_t n)
-{
-	size_t i = 0, k;
-
-	while (i < n) {
-		if (!sim_plan_fusable(&ops[i])) {
-			i++;
-			continue;
-		}
-		for (k = 1; i + k < n && k < SIM_FUSE_MAX; k++) {
-			const struct sim_op *c = &ops[i + k];
-
-			if (!sim_plan_fusable(c) || c->rank != ops[i].rank ||
-			    memcmp(c->shape, ops[i].shape,
-			    sizeof(c->shape)) != 0 ||
-			    !sim_plan_group_ok(&ops[i], k + 1))
-				break;
-		}
-		if (k > 1)
-			ops[i].fuse = k;
-		i += k;
-	}
-}
-
-/* ------------------------------------------------------------ dead fills */
-
-/* op reads tensor t (a source, or matmul's accumulated dst). */
-static bool
-sim_plan_reads(const struct sim_op *op, uint32_t t)
-{
-	for (int i = 0; i < op->nsrc; i++)
-		if (!op->src[i].scalar && op->src[i].v.tensor == t)
-			return true;
-	return op->kind == NKIR__V1__OP_KIND__OP_MATMUL && op->accumulate &&
-	    op->dst.tensor == t;
-}
-
-/* One execution of op writes every element of its dst tensor (unmasked,
- * bounds-checked at plan time, injective over as many elements as the
- * tensor has). */
-static bool
-sim_plan_overwrites(const sim_program *p, const struct sim_op *op)
-{
-	if (!op->has_dst || op->masked || op->kind == NKIR__V1__OP_KIND__OP_LOOP)
-		return false;
-	return op->dst.nelem == p->tensors[op->dst.tensor].nelem &&
-	    sim_plan_view_injective(&op->dst);
-}
-
-/* Some op of the loop (or op itself) names tensor t. */
-static bool
-sim_plan_mentions(const struct sim_op *op, uint32_t t)
-{
-	if (op->kind == NKIR__V1__OP_KIND__OP_LOOP) {
-		for (size_t i = 0; i < op->nbody; i++)
-			if (sim_plan_mentions(&op->body[i], t))
-				return true;
-		return false;
-	}
-	return (op->has_dst && op->dst.tensor == t) || sim_plan_reads(op, t);
-}
-
-/* An unmasked OP_ALLOC is dead when the next op of its body that names
- * the tile (loops count as naming it if any op inside does) overwrites
- * the whole tile without reading it. */
-static void
-sim_plan_dead_allocs(const sim_program *p, struct sim_op *ops, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		uint32_t t = ops[i].dst.tensor;
-
-		if (ops[i].kind != NKIR__V1__OP_KIND__OP_ALLOC ||
-		    ops[i].masked)
-			continue;
-		for (size_t j = i + 1; j < n; j++) {
-			if (!sim_plan_mentions(&ops[j], t))
-				continue;
-			if (ops[j].kind != NKIR__V1__OP_KIND__OP_LOOP &&
-			    !sim_plan_reads(&ops[j], t) &&
-			    ops[j].dst.tensor == t &&
-			    sim_plan_overwrites(p, &ops[j]))
-				ops[i].skip = true;
-			break;
-		}
-	}
-}
-
-/* Walk the ops in execution order (loops that never run skipped, skipped
- * allocs ignored); the first op to touch a tensor decides whether its
- * launch fill can be seen. seen[t]: decided. */
-static void
-sim_plan_first_touch(sim_program *p, const struct sim_op *ops, size_t n,
-    uint8_t *seen)
-{
-	for (size_t i = 0; i < n; i++) {
-		const struct sim_op *op = &ops[i];
-		uint32_t t;
-
-		if (op->kind == NKIR__V1__OP_KIND__OP_LOOP) {
-			if (op->trips > 0)
-				sim_plan_first_touch(p, op->body, op->nbody,
-				    seen);
-			continue;
-		}
-		if (op->skip)
-			continue;
-		for (int k = 0; k < op->nsrc; k++)
-			if (!op->src[k].scalar)
-				seen[op->src[k].v.tensor] = 1;
-		if (!op->has_dst)
-			continue;
-		t = op->dst.tensor;
-		if (seen[t])
-			continue;
-		seen[t] = 1;
-		if (!sim_plan_reads(op, t) && sim_plan_overwrites(p, op))
-			p->tensors[t].nofill = true;
-	}
-}
-
-/* ------------------------------------------------------------ copy elision */
-
-/* Ops (not skipped) that write tensor t in ops[0 .. n-1], loops included. */
-static uint64_t
-sim_plan_nwrites(const struct sim_op *ops, size_t n, uint32_t t)
-{
-	uint64_t c = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (ops[i].kind == NKIR__V1__OP_KIND__OP_LOOP)
-			c += sim_plan_nwrites(ops[i].body, ops[i].nbody, t);
-		else if (!ops[i].skip && ops[i].has_dst &&
-		    ops[i].dst.tensor == t)
-			c++;
-	}
-	return c;
-}
-
-/* The load/store reads and writes the same linear element offsets, with
- * no loop-variable or program-id term. */
-static bool
-sim_plan_identity(const struct sim_op *op)
-{
-	const struct sim_lin *d = &op->dst.off, *s = &op->src[0].v.off;
-
-	if (d->nt || s->nt || d->c != s->c || op->dst.rank != op->src[0].v.rank)
-		return false;
-	for (int a = 0; a < op->dst.rank; a++)
-		if (d->ax[a] != s->ax[a])
-			return false;
-	return true;
-}
-
-/*
- * Copy elision, top-level body only (each op there runs exactly once per
- * program, in order):
- * - a load that is the only write of an fp32 tile, overwrites it whole as
- *   its first touch, element for element from an fp32 HBM tensor no op
- *   writes: the tile is that tensor's memory and the load does nothing;
- * - a store that is the only write of an fp32 HBM tensor no op reads,
- *   copying an fp32 tile of the same size element for element, with no
- *   write to the tile after it: the tile lives in the tensor's memory (so
- *   the tensor ends holding the tile's values at the store) and the store
- *   does nothing.
- */
-static void
-sim_plan_elide(sim_program *p, struct sim_op *ops, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		struct sim_op *op = &ops[i];
-		struct sim_tinfo *tile, *hbm;
-		uint32_t tt, ht;
-
-		if ((op->kind != NKIR__V1__OP_KIND__OP_LOAD &&
-		    op->kind != NKIR__V1__OP_KIND__OP_STORE) || op->masked ||
-		    op->skip || op->src[0].scalar || !sim_plan_identity(op) ||
-		    !sim_plan_overwrites(p, op))
-			continue;
-		if (op->kind == NKIR__V1__OP_KIND__OP_LOAD) {
-			tt = op->dst.tensor;
-			ht = op->src[0].v.tensor;
-		} else {
-			tt = op->src[0].v.tensor;
-			ht = op->dst.tensor;
-		}
-		tile = &p->tensors[tt];
-		hbm = &p->tensors[ht];
-		if (!tile->chip || hbm->chip || tile->alias >= 0 ||
-		    tile->dtype != SIM_DT_FLOAT32 ||
-		    hbm->dtype != SIM_DT_FLOAT32)
-			continue;
-		if (op->kind == NKIR__V1__OP_KIND__OP_LOAD) {
-			if (!tile->nofill || hbm->written ||
-			    sim_plan_nwrites(p->body, p->nbody, tt) != 1)
-				continue;
-		} else {
-			if (hbm->kind != NKIR__V1__TENSOR_KIND__TENSOR_HBM ||
-			    hbm->read || tile->nelem != hbm->nelem ||
-			    sim_plan_nwrites(p->body, p->nbody, ht) != 1 ||
-			    sim_plan_nwrites(ops + i + 1, n - i - 1, tt) != 0)
-				continue;
-		}
-		tile->alias = ht;
-		op->skip = true;
-	}
+	if (kind <= 0 || kind >= (int)SIM_NITEMS(sim_plan_kinds) ||
+	    sim_plan_kinds[kind].plan == NULL)
+		return (sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "unknown op kind %d", kind));
+	pk = &sim_plan_kinds[kind];
+	if (o->loc != NULL && o->loc->file >= b->k->n_files &&
+	    b->k->n_files > 0)
+		return (sim_plan_err(b, NULL, SIM_EPARSE,
+		    "op location names file %u of %zu", o->loc->file,
+		    b->k->n_files));
+	if (++b->nops > SIM_OPS_MAX)
+		return (sim_plan_err(b, o->loc, SIM_ELIMIT,
+		    "kernel has more than %d ops", SIM_OPS_MAX));
+	op->kind = kind;
+	op->line = o->loc != NULL ? o->loc->line : 0;
+	if ((op->file = sim_plan_strdup(b, sim_plan_file(b, o->loc))) == NULL)
+		return (SIM_ENOMEM);
+	if (o->n_src > 3)
+		return (sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "'%s' has %zu operands", sim_op_name(kind), o->n_src));
+	if (pk->body)
+		return (pk->plan(b, o, op));
+	if (pk->where != SIM_PLAN_NOWHERE &&
+	    (rc = sim_plan_dst(b, o, op, pk->where)))
+		return (rc);
+	if ((rc = pk->plan(b, o, op)))
+		return (rc);
+	return (sim_plan_op_end(b, o, op));
 }
 
 static int
 sim_plan_body(struct sim_build *b, Nkir__V1__Op *const *ops, size_t n,
     struct sim_op **out)
 {
-	struct sim_op *body;
-	int rc;
+	struct sim_op	*body;
+	int		 rc;
+	size_t		 i;
 
 	if (n > SIM_OPS_MAX)
-		return sim_plan_err(b, NULL, SIM_ELIMIT,
-		    "kernel has more than %d ops", SIM_OPS_MAX);
+		return (sim_plan_err(b, NULL, SIM_ELIMIT,
+		    "kernel has more than %d ops", SIM_OPS_MAX));
 	body = sim_plan_alloc(b, n * sizeof(*body));
 	if (body == NULL)
-		return SIM_ENOMEM;
+		return (SIM_ENOMEM);
 	*out = body;
-	for (size_t i = 0; i < n; i++) {
+	for (i = 0; i < n; i++) {
 		if (ops[i] == NULL)
-			return sim_plan_err(b, NULL, SIM_EPARSE, "missing op");
+			return (sim_plan_err(b, NULL, SIM_EPARSE,
+			    "missing op"));
 		rc = sim_plan_op(b, ops[i], &body[i]);
 		if (rc)
-			return rc;
+			return (rc);
 	}
 	if (!b->dead)
-		sim_plan_dead_allocs(b->p, body, n);
+		sim_opt_dead_allocs(b->p, body, n);
 	if (b->depth == 0) {
 		/* the whole program is planned: whole-program analyses
 		 * before the top level fuses */
-		uint8_t *seen = calloc(b->p->ntensors + 1, 1);
-
-		if (seen == NULL)
-			return SIM_ENOMEM;
 		b->p->body = body;
 		b->p->nbody = n;
-		sim_plan_first_touch(b->p, body, n, seen);
-		free(seen);
-		sim_plan_elide(b->p, body, n);
+		if ((rc = sim_opt_program(b->p)))
+			return (rc);
 	}
-	sim_plan_fuse(body, n);
-	return 0;
+	sim_opt_fuse(body, n);
+	return (0);
 }
 
 /* ------------------------------------------------------------ kernel */
@@ -1543,101 +1324,103 @@ static uint64_t
 sim_plan_sbuf_limit(const char *target)
 {
 	if (target != NULL && strcmp(target, "trn2") == 0)
-		return 224 * 1024;
+		return (224 * 1024);
 	if (target != NULL && strcmp(target, "trn3") == 0)
-		return 256 * 1024;
-	return 192 * 1024;
+		return (256 * 1024);
+	return (192 * 1024);
 }
 
 static int
 sim_plan_tensors(struct sim_build *b)
 {
-	const Nkir__V1__Kernel *k = b->k;
-	sim_program *p = b->p;
-	uint64_t tile_bytes = 0, hbm_bytes = 0;
+	const Nkir__V1__Kernel	*k = b->k;
+	struct sim_program	*p = b->p;
+	uint64_t		 tile_bytes = 0, hbm_bytes = 0;
+	size_t			 i;
+	int			 d;
 
 	if (k->n_tensors > SIM_TENSORS_MAX)
-		return sim_plan_err(b, NULL, SIM_ELIMIT,
+		return (sim_plan_err(b, NULL, SIM_ELIMIT,
 		    "kernel has %zu tensors (executor limit %d)", k->n_tensors,
-		    SIM_TENSORS_MAX);
+		    SIM_TENSORS_MAX));
 	p->ntensors = k->n_tensors;
 	p->tensors = sim_plan_alloc(b, k->n_tensors * sizeof(*p->tensors));
 	if (p->tensors == NULL)
-		return SIM_ENOMEM;
-	for (size_t i = 0; i < k->n_tensors; i++) {
-		const Nkir__V1__Tensor *t = k->tensors[i];
-		struct sim_tinfo *ti = &p->tensors[i];
-		const Nkir__V1__Loc *loc;
-		uint64_t free_elems = 1, sz;
+		return (SIM_ENOMEM);
+	for (i = 0; i < k->n_tensors; i++) {
+		const Nkir__V1__Tensor	*t = k->tensors[i];
+		struct sim_tinfo	*ti = &p->tensors[i];
+		const Nkir__V1__Loc	*loc;
+		uint64_t		 free_elems = 1, sz;
 
 		if (t == NULL)
-			return sim_plan_err(b, NULL, SIM_EPARSE,
-			    "missing tensor %zu", i);
+			return (sim_plan_err(b, NULL, SIM_EPARSE,
+			    "missing tensor %zu", i));
 		loc = t->loc;
 		if (loc != NULL && loc->file >= k->n_files && k->n_files > 0)
-			return sim_plan_err(b, NULL, SIM_EPARSE,
+			return (sim_plan_err(b, NULL, SIM_EPARSE,
 			    "tensor %zu location names file %u of %zu", i,
-			    loc->file, k->n_files);
+			    loc->file, k->n_files));
 		ti->name = sim_plan_strdup(b, t->name);
 		if (ti->name == NULL)
-			return SIM_ENOMEM;
+			return (SIM_ENOMEM);
 		ti->alias = -1;
 		ti->kind = t->kind;
 		ti->space = t->space;
 		ti->dtype = t->dtype;
 		ti->fill = t->fill;
 		if (sim_dtype_name(t->dtype) == NULL)
-			return sim_plan_err(b, loc, SIM_EPARSE,
+			return (sim_plan_err(b, loc, SIM_EPARSE,
 			    "tensor `%s` has invalid dtype %d", ti->name,
-			    (int)t->dtype);
+			    (int)t->dtype));
 		if (t->space < NKIR__V1__SPACE__SPACE_HBM ||
 		    t->space > NKIR__V1__SPACE__SPACE_PSUM)
-			return sim_plan_err(b, loc, SIM_EPARSE,
+			return (sim_plan_err(b, loc, SIM_EPARSE,
 			    "tensor `%s` has invalid space %d", ti->name,
-			    (int)t->space);
+			    (int)t->space));
 		ti->chip = sim_plan_is_chip(t->space);
 		switch (t->kind) {
 		case NKIR__V1__TENSOR_KIND__TENSOR_PARAM:
 		case NKIR__V1__TENSOR_KIND__TENSOR_HBM:
 			if (ti->chip)
-				return sim_plan_err(b, loc, SIM_EINVAL,
+				return (sim_plan_err(b, loc, SIM_EINVAL,
 				    "kernel argument or HBM tensor `%s` must "
 				    "be in address space 'hbm', not '%s'",
-				    ti->name, sim_plan_spaces[t->space]);
+				    ti->name, sim_plan_spaces[t->space]));
 			if (t->fill > NKIR__V1__FILL__FILL_ZERO)
-				return sim_plan_err(b, loc, SIM_EPARSE,
+				return (sim_plan_err(b, loc, SIM_EPARSE,
 				    "tensor `%s` has invalid fill %d",
-				    ti->name, (int)t->fill);
+				    ti->name, (int)t->fill));
 			break;
 		case NKIR__V1__TENSOR_KIND__TENSOR_TILE:
 			if (!ti->chip)
-				return sim_plan_err(b, loc, SIM_EINVAL,
+				return (sim_plan_err(b, loc, SIM_EINVAL,
 				    "tile `%s` must be in 'sbuf' or 'psum', "
 				    "not '%s'", ti->name,
-				    sim_plan_spaces[t->space]);
+				    sim_plan_spaces[t->space]));
 			break;
 		default:
-			return sim_plan_err(b, loc, SIM_EPARSE,
+			return (sim_plan_err(b, loc, SIM_EPARSE,
 			    "tensor `%s` has invalid kind %d", ti->name,
-			    (int)t->kind);
+			    (int)t->kind));
 		}
 		if (t->n_shape < 1 || t->n_shape > SIM_MAX_RANK)
-			return sim_plan_err(b, loc, SIM_EPARSE,
+			return (sim_plan_err(b, loc, SIM_EPARSE,
 			    "tensor `%s` has rank %zu (1 to %d)", ti->name,
-			    t->n_shape, SIM_MAX_RANK);
+			    t->n_shape, SIM_MAX_RANK));
 		ti->rank = (int)t->n_shape;
 		ti->nelem = 1;
-		for (int d = 0; d < ti->rank; d++) {
+		for (d = 0; d < ti->rank; d++) {
 			if (t->shape[d] < 1 || t->shape[d] > SIM_DIM_MAX)
-				return sim_plan_err(b, loc, SIM_EPARSE,
+				return (sim_plan_err(b, loc, SIM_EPARSE,
 				    "tensor `%s` has dimension %d of size "
 				    "%llu", ti->name, d,
-				    (unsigned long long)t->shape[d]);
+				    (unsigned long long)t->shape[d]));
 			ti->shape[d] = t->shape[d];
 			if (ti->nelem > SIM_ELEMS_MAX / t->shape[d])
-				return sim_plan_err(b, loc, SIM_ELIMIT,
+				return (sim_plan_err(b, loc, SIM_ELIMIT,
 				    "tensor `%s` has too many elements",
-				    ti->name);
+				    ti->name));
 			ti->nelem *= t->shape[d];
 			if (d > 0)
 				free_elems *= t->shape[d];
@@ -1645,51 +1428,51 @@ sim_plan_tensors(struct sim_build *b)
 		sz = sim_dtype_size(ti->dtype);
 		if (ti->chip) {
 			if (ti->shape[0] > SIM_PMAX)
-				return sim_plan_err(b, loc, SIM_EINVAL,
+				return (sim_plan_err(b, loc, SIM_EINVAL,
 				    "Size of partition dimension %llu exceeds "
 				    "architecture limitation of %d",
 				    (unsigned long long)ti->shape[0],
-				    SIM_PMAX);
+				    SIM_PMAX));
 			if (t->space == NKIR__V1__SPACE__SPACE_PSUM &&
 			    free_elems * sz > SIM_PSUM_PART_BYTES)
-				return sim_plan_err(b, loc, SIM_EINVAL,
+				return (sim_plan_err(b, loc, SIM_EINVAL,
 				    "PSUM tile `%s` needs %llu bytes per "
 				    "partition, which exceeds architecture "
 				    "limitation of %d (2KiB per partition)",
 				    ti->name,
 				    (unsigned long long)(free_elems * sz),
-				    SIM_PSUM_PART_BYTES);
+				    SIM_PSUM_PART_BYTES));
 			if (t->space == NKIR__V1__SPACE__SPACE_SBUF &&
 			    free_elems * sz > sim_plan_sbuf_limit(k->target))
-				return sim_plan_err(b, loc, SIM_EINVAL,
+				return (sim_plan_err(b, loc, SIM_EINVAL,
 				    "SBUF tile `%s` needs %llu bytes per "
 				    "partition, which exceeds architecture "
 				    "limitation of %llu", ti->name,
 				    (unsigned long long)(free_elems * sz),
 				    (unsigned long long)
-				    sim_plan_sbuf_limit(k->target));
+				    sim_plan_sbuf_limit(k->target)));
 			tile_bytes += ti->nelem * 4;
 			p->cost += ti->nelem;
 			if (tile_bytes > SIM_TILE_BYTES_MAX)
-				return sim_plan_err(b, loc, SIM_ELIMIT,
+				return (sim_plan_err(b, loc, SIM_ELIMIT,
 				    "tiles of the kernel need more than %llu "
 				    "bytes", (unsigned long long)
-				    SIM_TILE_BYTES_MAX);
+				    SIM_TILE_BYTES_MAX));
 		} else if (t->kind == NKIR__V1__TENSOR_KIND__TENSOR_HBM) {
 			hbm_bytes += ti->nelem * sz;
 			p->cost += ti->nelem;
 			if (hbm_bytes > SIM_HBM_BYTES_MAX)
-				return sim_plan_err(b, loc, SIM_ELIMIT,
+				return (sim_plan_err(b, loc, SIM_ELIMIT,
 				    "HBM tensors of the kernel need more than "
 				    "%llu bytes", (unsigned long long)
-				    SIM_HBM_BYTES_MAX);
+				    SIM_HBM_BYTES_MAX));
 		}
 	}
-	return 0;
+	return (0);
 }
 
 static void
-sim_plan_sig(sim_sig *s, const char *name, const struct sim_tinfo *ti)
+sim_plan_sig(struct sim_sig *s, const char *name, const struct sim_tinfo *ti)
 {
 	s->name = name;
 	s->dtype = ti->dtype;
@@ -1700,12 +1483,13 @@ sim_plan_sig(sim_sig *s, const char *name, const struct sim_tinfo *ti)
 static int
 sim_plan_signature(struct sim_build *b)
 {
-	const Nkir__V1__Kernel *k = b->k;
-	sim_program *p = b->p;
+	const Nkir__V1__Kernel	*k = b->k;
+	struct sim_program	*p = b->p;
+	size_t			 i, j;
 
 	if (k->n_params > SIM_PARAMS_MAX || k->n_outputs > SIM_PARAMS_MAX)
-		return sim_plan_err(b, NULL, SIM_ELIMIT,
-		    "kernel has too many parameters or outputs");
+		return (sim_plan_err(b, NULL, SIM_ELIMIT,
+		    "kernel has too many parameters or outputs"));
 	p->nparams = k->n_params;
 	p->params = sim_plan_alloc(b, k->n_params * sizeof(*p->params));
 	p->param_tensor = sim_plan_alloc(b, k->n_params * sizeof(uint32_t));
@@ -1713,62 +1497,63 @@ sim_plan_signature(struct sim_build *b)
 	p->outputs = sim_plan_alloc(b, k->n_outputs * sizeof(*p->outputs));
 	p->output_tensor = sim_plan_alloc(b, k->n_outputs * sizeof(uint32_t));
 	if (!p->params || !p->param_tensor || !p->outputs || !p->output_tensor)
-		return SIM_ENOMEM;
-	for (size_t i = 0; i < k->n_params; i++) {
-		const Nkir__V1__Param *pa = k->params[i];
-		char *name;
+		return (SIM_ENOMEM);
+	for (i = 0; i < k->n_params; i++) {
+		const Nkir__V1__Param	*pa = k->params[i];
+		char			*name;
 
 		if (pa == NULL || pa->tensor >= p->ntensors ||
 		    p->tensors[pa->tensor].kind !=
 		    NKIR__V1__TENSOR_KIND__TENSOR_PARAM)
-			return sim_plan_err(b, NULL, SIM_EPARSE,
+			return (sim_plan_err(b, NULL, SIM_EPARSE,
 			    "parameter %zu does not name a kernel argument "
-			    "tensor", i);
-		for (size_t j = 0; j < i; j++)
+			    "tensor", i));
+		for (j = 0; j < i; j++)
 			if (p->param_tensor[j] == pa->tensor)
-				return sim_plan_err(b, NULL, SIM_EPARSE,
+				return (sim_plan_err(b, NULL, SIM_EPARSE,
 				    "parameters %zu and %zu name the same "
-				    "tensor", j, i);
+				    "tensor", j, i));
 		name = sim_plan_strdup(b, pa->name);
 		if (name == NULL)
-			return SIM_ENOMEM;
+			return (SIM_ENOMEM);
 		p->param_tensor[i] = pa->tensor;
 		sim_plan_sig(&p->params[i], name, &p->tensors[pa->tensor]);
 	}
-	for (size_t i = 0; i < p->ntensors; i++) {
-		bool found = false;
+	for (i = 0; i < p->ntensors; i++) {
+		bool	found = false;
 
 		if (p->tensors[i].kind != NKIR__V1__TENSOR_KIND__TENSOR_PARAM)
 			continue;
-		for (size_t j = 0; j < p->nparams; j++)
+		for (j = 0; j < p->nparams; j++)
 			found = found || p->param_tensor[j] == i;
 		if (!found)
-			return sim_plan_err(b, NULL, SIM_EPARSE,
+			return (sim_plan_err(b, NULL, SIM_EPARSE,
 			    "kernel argument tensor `%s` is not a parameter",
-			    p->tensors[i].name);
+			    p->tensors[i].name));
 	}
-	for (size_t i = 0; i < k->n_outputs; i++) {
-		uint32_t t = k->outputs[i];
+	for (i = 0; i < k->n_outputs; i++) {
+		uint32_t	t = k->outputs[i];
 
 		if (t >= p->ntensors || p->tensors[t].chip)
-			return sim_plan_err(b, NULL, SIM_EPARSE,
-			    "output %zu does not name an HBM tensor", i);
+			return (sim_plan_err(b, NULL, SIM_EPARSE,
+			    "output %zu does not name an HBM tensor", i));
 		p->output_tensor[i] = t;
 		sim_plan_sig(&p->outputs[i], p->tensors[t].name,
 		    &p->tensors[t]);
 	}
-	return 0;
+	return (0);
 }
 
 /* The run block: tiles (64-byte aligned), then the scratch, the five row
  * buffers and the active flags. */
 static void
-sim_plan_run_layout(sim_program *p)
+sim_plan_run_layout(struct sim_program *p)
 {
-	size_t off = 0, row = p->row_max ? p->row_max : 1;
+	size_t	off = 0, row = p->row_max ? p->row_max : 1;
+	size_t	i;
 
-	for (size_t i = 0; i < p->ntensors; i++) {
-		struct sim_tinfo *ti = &p->tensors[i];
+	for (i = 0; i < p->ntensors; i++) {
+		struct sim_tinfo	*ti = &p->tensors[i];
 
 		if (!ti->chip)
 			continue;
@@ -1784,60 +1569,57 @@ sim_plan_run_layout(sim_program *p)
 	p->run_bytes = off;
 }
 
-/*
- * Validate kernel k and build its program. On success *out is the program
- * (free with sim_plan_free); on failure diag says why and the code is
- * SIM_EPARSE, SIM_EINVAL, SIM_ELIMIT or SIM_ENOMEM.
- */
 int
-sim_plan_build(const Nkir__V1__Kernel *k, sim_program **out, sim_diag *diag)
+sim_plan_build(const Nkir__V1__Kernel *k, struct sim_program **out,
+    struct sim_diag *diag)
 {
-	struct sim_build b = { .k = k, .diag = diag };
-	sim_program *p;
-	size_t nv;
-	int rc;
+	struct sim_build	 b = { .k = k, .diag = diag };
+	struct sim_program	*p;
+	const struct sim_tinfo	*ti;
+	size_t			 nv, i;
+	int			 rc;
 
 	*out = NULL;
 	p = calloc(1, sizeof(*p));
 	if (p == NULL)
-		return SIM_ENOMEM;
+		return (SIM_ENOMEM);
 	pthread_mutex_init(&p->run_mu, NULL);
 	b.p = p;
 	rc = SIM_ENOMEM;
 	p->name = sim_plan_strdup(&b, k->name);
 	if (p->name == NULL)
-		goto fail;
+		goto out;
 	if (k->n_files > SIM_FILES_MAX) {
 		rc = sim_plan_err(&b, NULL, SIM_ELIMIT, "too many files");
-		goto fail;
+		goto out;
 	}
 	if (k->loc != NULL && k->loc->file >= k->n_files && k->n_files > 0) {
 		rc = sim_plan_err(&b, NULL, SIM_EPARSE,
 		    "kernel location names a missing file");
-		goto fail;
+		goto out;
 	}
 	p->nfiles = k->n_files;
 	p->files = sim_plan_alloc(&b, k->n_files * sizeof(char *));
 	if (p->files == NULL)
-		goto fail;
-	for (size_t i = 0; i < k->n_files; i++)
+		goto out;
+	for (i = 0; i < k->n_files; i++)
 		if ((p->files[i] = sim_plan_strdup(&b, k->files[i])) == NULL)
-			goto fail;
+			goto out;
 	if (k->n_grid > SIM_GRID_RANK_MAX) {
 		rc = sim_plan_err(&b, NULL, SIM_ELIMIT,
 		    "launch grid of rank %zu (executor limit %d)", k->n_grid,
 		    SIM_GRID_RANK_MAX);
-		goto fail;
+		goto out;
 	}
 	p->grid_rank = (int)k->n_grid;
 	p->nprograms = 1;
 	b.grid_rank = 1;
 	b.grid[0] = 1;
-	for (size_t i = 0; i < k->n_grid; i++) {
+	for (i = 0; i < k->n_grid; i++) {
 		if (k->grid[i] < 1) {
 			rc = sim_plan_err(&b, NULL, SIM_EPARSE,
 			    "launch grid dimension %zu is 0", i);
-			goto fail;
+			goto out;
 		}
 		p->grid[i] = k->grid[i];
 		b.grid[i] = k->grid[i];
@@ -1846,7 +1628,7 @@ sim_plan_build(const Nkir__V1__Kernel *k, sim_program **out, sim_diag *diag)
 			rc = sim_plan_err(&b, NULL, SIM_ELIMIT,
 			    "launch grid has more than %u programs",
 			    SIM_PROGRAMS_MAX);
-			goto fail;
+			goto out;
 		}
 	}
 	if (k->n_grid > 0)
@@ -1855,7 +1637,7 @@ sim_plan_build(const Nkir__V1__Kernel *k, sim_program **out, sim_diag *diag)
 		rc = sim_plan_err(&b, NULL, SIM_ELIMIT,
 		    "kernel has %u loop variables (executor limit %d)",
 		    k->num_loop_vars, SIM_LOOPVARS_MAX);
-		goto fail;
+		goto out;
 	}
 	p->nloopvars = k->num_loop_vars;
 	nv = p->nloopvars + 1;
@@ -1865,36 +1647,29 @@ sim_plan_build(const Nkir__V1__Kernel *k, sim_program **out, sim_diag *diag)
 	b.vhi = calloc(nv, sizeof(int64_t));
 	b.vstep = calloc(nv, sizeof(int64_t));
 	if (!b.used || !b.inscope || !b.vlo || !b.vhi || !b.vstep)
-		goto fail;
+		goto out;
 	if ((rc = sim_plan_tensors(&b)) || (rc = sim_plan_signature(&b)))
-		goto fail;
+		goto out;
 	p->nbody = k->n_body;
 	b.trips = p->nprograms;
 	if ((rc = sim_plan_body(&b, k->body, k->n_body, &p->body)))
-		goto fail;
-	for (size_t i = 0; i < p->noutputs; i++) {
-		const struct sim_tinfo *ti = &p->tensors[p->output_tensor[i]];
-
+		goto out;
+	for (i = 0; i < p->noutputs; i++) {
+		ti = &p->tensors[p->output_tensor[i]];
 		if (!ti->written &&
 		    ti->kind == NKIR__V1__TENSOR_KIND__TENSOR_HBM) {
-			const Nkir__V1__Tensor *t =
-			    k->tensors[p->output_tensor[i]];
-
-			rc = sim_plan_err(&b, t->loc, SIM_EINVAL,
+			rc = sim_plan_err(&b,
+			    k->tensors[p->output_tensor[i]]->loc, SIM_EINVAL,
 			    "output tensor `%s` of kernel '%s' is never "
 			    "written", ti->name, p->name);
-			goto fail;
+			goto out;
 		}
 	}
 	sim_plan_run_layout(p);
-	free(b.used);
-	free(b.inscope);
-	free(b.vlo);
-	free(b.vhi);
-	free(b.vstep);
 	*out = p;
-	return 0;
-fail:
+	p = NULL;
+	rc = 0;
+out:
 	if (rc == SIM_ENOMEM)
 		sim_diag_set(diag, "out of memory");
 	free(b.used);
@@ -1903,5 +1678,5 @@ fail:
 	free(b.vhi);
 	free(b.vstep);
 	sim_plan_free(p);
-	return rc;
+	return (rc);
 }

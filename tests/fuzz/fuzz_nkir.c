@@ -21,19 +21,19 @@ fuzz_nkir_print_cb(void *arg, const char *text, size_t len)
 }
 
 static void
-fuzz_nkir_run(const sim_program *p)
+fuzz_nkir_run(const struct sim_program *p)
 {
 	size_t np = sim_program_nparams(p), no = sim_program_noutputs(p);
-	sim_tensor *in = calloc(np + 1, sizeof(*in));
-	sim_tensor *out = calloc(no + 1, sizeof(*out));
-	sim_run_opts opts = { .print_cb = fuzz_nkir_print_cb };
+	struct sim_tensor *in = calloc(np + 1, sizeof(*in));
+	struct sim_tensor *out = calloc(no + 1, sizeof(*out));
+	struct sim_run_opts opts = { .print_cb = fuzz_nkir_print_cb };
 	size_t total = 0;
-	sim_diag d;
+	struct sim_diag d;
 
 	if (in == NULL || out == NULL || sim_program_cost(p) > FUZZ_RUN_COST_MAX)
 		goto done;
 	for (size_t i = 0; i < np; i++) {
-		const sim_sig *s = sim_program_param(p, i);
+		const struct sim_sig *s = sim_program_param(p, i);
 		size_t n = sim_dtype_size(s->dtype);
 
 		in[i].dtype = s->dtype;
@@ -64,10 +64,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	sim_program *p = NULL;
+	struct sim_program *p = NULL;
 	size_t ilen = 0;
 	void *img = NULL;
-	sim_diag d;
+	struct sim_diag d;
 
 	if (sim_compile(data, size, &img, &ilen, &d) != 0)
 		return 0;

@@ -130,7 +130,7 @@ START_TEST(test_backend_cpu_compile_execute)
 	struct backend		*b = d.backend;
 	struct backend_program	*p = NULL;
 	struct backend_exec	 x;
-	sim_tensor		 in[2], out[1];
+	struct sim_tensor		 in[2], out[1];
 	void			*image = NULL;
 	size_t			 len, image_len;
 	uint8_t			*ir = ir_tensor_add(&len, 0, P);
@@ -200,7 +200,7 @@ START_TEST(test_backend_cpu_bad_args)
 	struct backend		*b = d.backend;
 	struct backend_program	*p = NULL;
 	struct backend_exec	 x;
-	sim_tensor		 in[2], out[1];
+	struct sim_tensor		 in[2], out[1];
 	void			*image = NULL;
 	size_t			 len, image_len;
 	uint8_t			*ir = ir_tensor_add(&len, 0, P);
@@ -480,7 +480,7 @@ START_TEST(test_backend_cpu_benchmark_shapes_only)
 	struct backend		*b = d.backend;
 	struct backend_program	*p;
 	struct backend_exec	 x;
-	sim_tensor		 in[2], out[1], out2[1];
+	struct sim_tensor		 in[2], out[1], out2[1];
 	double			 samples[5];
 	void			*image = NULL;
 	char			 diag[BACKEND_DIAG_LEN] = "";
@@ -530,7 +530,7 @@ START_TEST(test_backend_cpu_profile_traces)
 	struct backend_program	*p;
 	struct backend_exec	 x;
 	struct backend_trace	*t = NULL;
-	sim_tensor		 in[2], out[1];
+	struct sim_tensor		 in[2], out[1];
 	size_t			 nt = 0;
 	void			*image = NULL;
 	char			 diag[BACKEND_DIAG_LEN] = "", *s;

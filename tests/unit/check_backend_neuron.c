@@ -422,7 +422,7 @@ START_TEST(test_backend_neuron_round_trip)
 	struct backend_program		*p = NULL;
 	struct backend_exec		 x;
 	struct fake_nrt_counters	*fc;
-	sim_tensor			 in[2], out[2];
+	struct sim_tensor			 in[2], out[2];
 	float				 a[8];
 	int32_t				 bb[3] = { 7, -8, 9 };
 	char				 diag[BACKEND_DIAG_LEN];
@@ -543,7 +543,7 @@ START_TEST(test_backend_neuron_benchmark)
 	struct backend_program		*p = NULL;
 	struct backend_exec		 x;
 	struct fake_nrt_counters	*fc;
-	sim_tensor			 in[2], out[2];
+	struct sim_tensor			 in[2], out[2];
 	double				 samples[5];
 	char				 diag[BACKEND_DIAG_LEN];
 	void				*img;
@@ -591,7 +591,7 @@ START_TEST(test_backend_neuron_profile)
 	struct backend_program	*p = NULL;
 	struct backend_exec	 x;
 	struct backend_trace	*t = NULL;
-	sim_tensor		 in[2];
+	struct sim_tensor		 in[2];
 	float			 a[8] = { 0 };
 	int32_t			 bb[3] = { 0 };
 	char			 diag[BACKEND_DIAG_LEN], plog[PATH_MAX + 16];
@@ -856,7 +856,7 @@ START_TEST(test_backend_neuron_busy_core)
 	struct backend		*b;
 	struct backend_program	*p = NULL;
 	struct backend_exec	 x;
-	sim_tensor		 in[2], out[2];
+	struct sim_tensor		 in[2], out[2];
 	char			 diag[BACKEND_DIAG_LEN];
 	void			*img;
 	size_t			 len;

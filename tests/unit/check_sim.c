@@ -310,7 +310,7 @@ kb_pack(struct kb *b, size_t *len)
 
 /* compile + load; returns the sim code, message in diag */
 static int
-kb_build(struct kb *b, sim_program **prog, sim_diag *diag)
+kb_build(struct kb *b, struct sim_program **prog, struct sim_diag *diag)
 {
 	size_t len, ilen;
 	uint8_t *ir = kb_pack(b, &len);
@@ -350,11 +350,11 @@ kb_seed(struct kb *b)
 	free(ir);
 }
 
-static sim_program *
+static struct sim_program *
 kb_program(struct kb *b)
 {
-	sim_program *p;
-	sim_diag d;
+	struct sim_program *p;
+	struct sim_diag d;
 	int rc = kb_build(b, &p, &d);
 
 	kb_seed(b);
@@ -365,8 +365,8 @@ kb_program(struct kb *b)
 static void
 kb_expect_error(struct kb *b, int code, const char *msg)
 {
-	sim_program *p;
-	sim_diag d;
+	struct sim_program *p;
+	struct sim_diag d;
 	int rc = kb_build(b, &p, &d);
 
 	ck_assert_int_eq(rc, code);
@@ -375,10 +375,10 @@ kb_expect_error(struct kb *b, int code, const char *msg)
 	sim_program_free(p);
 }
 
-static sim_tensor
+static struct sim_tensor
 kb_host(int dtype, int rank, const uint64_t *shape, void *data)
 {
-	sim_tensor t = { .dtype = dtype, .rank = rank, .data = data };
+	struct sim_tensor t = { .dtype = dtype, .rank = rank, .data = data };
 	size_t n = 1;
 
 	for (int i = 0; i < rank; i++) {
@@ -458,11 +458,11 @@ kb_tiled_add(struct kb *b, uint64_t R, uint64_t C, uint64_t TP, uint64_t TF,
 static void
 kb_check_add(struct kb *b, uint64_t R, uint64_t C)
 {
-	sim_program *p = kb_program(b);
+	struct sim_program *p = kb_program(b);
 	float *x = kb_randf(R * C, 1), *y = kb_randf(R * C, 2);
-	sim_tensor in[2] = { kb_host(F32, 2, SH(R, C), x),
+	struct sim_tensor in[2] = { kb_host(F32, 2, SH(R, C), x),
 	    kb_host(F32, 2, SH(R, C), y) }, out[1];
-	sim_diag d;
+	struct sim_diag d;
 	int rc;
 
 	ck_assert_uint_eq(sim_program_nparams(p), 2);
@@ -506,9 +506,9 @@ kb_matmul_case(bool transpose_x)
 	struct kb kb, *b = &kb;
 	uint32_t lhs, rhs, out, tl, tr, ps, res;
 	float *x, *y, *got;
-	sim_tensor in[2], o[1];
-	sim_program *p;
-	sim_diag d;
+	struct sim_tensor in[2], o[1];
+	struct sim_program *p;
+	struct sim_diag d;
 	Nkir__V1__Op *op;
 	int rc;
 
@@ -588,9 +588,9 @@ kb_reduce_case(int alu, uint32_t axis)
 	uint64_t ds[3] = { 4, 3, 5 };
 	uint32_t in, out, t, r;
 	float x[60], want[60], *got;
-	sim_tensor ti, to;
-	sim_program *p;
-	sim_diag d;
+	struct sim_tensor ti, to;
+	struct sim_program *p;
+	struct sim_diag d;
 	Nkir__V1__Op *o;
 	int rc;
 
@@ -677,9 +677,9 @@ START_TEST(test_sim_bf16_round_nearest_even)
 	uint16_t want[8] = { 0x3f80, 0x3f82, 0x3f81, 0xbf80, 0x4780, 0x7f62,
 	    0x0001, 0x0000 };
 	uint32_t in, out, t;
-	sim_tensor ti, to;
-	sim_program *p;
-	sim_diag d;
+	struct sim_tensor ti, to;
+	struct sim_program *p;
+	struct sim_diag d;
 	int rc;
 
 	kb_init(b, "round");
@@ -709,9 +709,9 @@ START_TEST(test_sim_nan_fill_visible)
 {
 	struct kb kb, *b = &kb;
 	uint32_t out, out8, t, t8;
-	sim_tensor to[2];
-	sim_program *p;
-	sim_diag d;
+	struct sim_tensor to[2];
+	struct sim_program *p;
+	struct sim_diag d;
 	int rc;
 
 	kb_init(b, "uninit");
@@ -745,9 +745,9 @@ START_TEST(test_sim_masked_tail)
 	uint32_t in, out, t;
 	Nkir__V1__Access *src, *dst;
 	float x[200 * 4];
-	sim_tensor ti, to;
-	sim_program *p;
-	sim_diag d;
+	struct sim_tensor ti, to;
+	struct sim_program *p;
+	struct sim_diag d;
 	Nkir__V1__Op *o;
 	int rc;
 
@@ -802,11 +802,11 @@ START_TEST(test_sim_iota_activation_print)
 	struct kb kb, *b = &kb;
 	uint32_t out, t, u, tt;
 	Nkir__V1__Op *o;
-	sim_program *p;
-	sim_tensor to;
-	sim_run_opts opts = { .print_cb = kb_print_cb };
+	struct sim_program *p;
+	struct sim_tensor to;
+	struct sim_run_opts opts = { .print_cb = kb_print_cb };
 	char *text = NULL;
-	sim_diag d;
+	struct sim_diag d;
 	int rc;
 
 	opts.print_arg = &text;
@@ -860,15 +860,102 @@ START_TEST(test_sim_iota_activation_print)
 }
 END_TEST
 
+/* Profile events: one per executed op, in order, named as NKI names the
+ * op, on the engine the op asks for or else where NKI places its kind. */
+struct kb_events {
+	int		 n;
+	const char	*op[16];
+	const char	*engine[16];
+	uint32_t	 line[16];
+	uint64_t	 elements[16];
+};
+
+static void
+kb_event_cb(void *arg, const struct sim_op_event *ev)
+{
+	struct kb_events	*e = arg;
+
+	ck_assert_int_lt(e->n, 16);
+	e->op[e->n] = ev->op;
+	e->engine[e->n] = ev->engine;
+	e->line[e->n] = ev->line;
+	e->elements[e->n] = ev->elements;
+	e->n++;
+}
+
+START_TEST(test_sim_op_events_name_engine)
+{
+	static const char	*want[][2] = {
+		{ "ndarray", "gpsimd" }, { "iota", "gpsimd" },
+		{ "device_print", "gpsimd" }, { "activation", "scalar" },
+		{ "tensor_tensor", "vector" }, { "select", "vector" },
+		{ "transpose", "vector" }, { "store", "dma" },
+	};
+	struct kb		 kb, *b = &kb;
+	struct kb_events	 ev = { 0 };
+	struct sim_run_opts		 opts = { .op_cb = kb_event_cb, .op_arg = &ev };
+	uint32_t		 out, t, u, tt;
+	Nkir__V1__Op		*o;
+	struct sim_program		*p;
+	struct sim_tensor		 to;
+	struct sim_diag		 d;
+	int			 i, rc;
+
+	kb_init(b, "events");
+	out = kb_out(b, "y", F32, 2, SH(3, 2));
+	t = kb_tile(b, "t", SBUF, F32, 2, SH(2, 3));
+	u = kb_tile(b, "u", SBUF, F32, 2, SH(2, 3));
+	tt = kb_tile(b, "tt", PSUM, F32, 2, SH(3, 2));
+	kb_alloc_op(b, u, NKIR__V1__FILL__FILL_ZERO, 0);
+	b->line++;
+	o = kb_op(b, OPK(IOTA), kb_full2(b, t));
+	o->expr = kb_aff(b, 0, 1, X, 1, (int64_t)1);
+	b->line++;
+	o = kb_op1(b, OPK(PRINT), NULL, kb_full2(b, t));
+	o->text = "t";
+	b->line++;
+	o = kb_op1(b, OPK(ACTIVATION), kb_full2(b, u), kb_full2(b, t));
+	o->act = NKIR__V1__ACT_FUNC__ACT_EXP;
+	b->line++;
+	o = kb_op1(b, OPK(TENSOR_TENSOR), kb_full2(b, t), kb_full2(b, u));
+	kb_scalar(b, o, 2.0);
+	o->alu = NKIR__V1__ALU_OP__ALU_GREATER;
+	b->line++;
+	o = kb_op1(b, OPK(SELECT), kb_full2(b, u), kb_full2(b, t));
+	kb_src(b, o, kb_full2(b, u));
+	kb_scalar(b, o, -1.0);
+	b->line++;
+	/* asks for the vector engine: NKI's default for transpose is the
+	 * tensor engine */
+	o = kb_op1(b, OPK(TRANSPOSE), kb_full2(b, tt), kb_full2(b, u));
+	o->engine = NKIR__V1__ENGINE__ENGINE_VECTOR;
+	b->line++;
+	kb_op1(b, OPK(STORE), kb_full2(b, out), kb_full2(b, tt));
+	p = kb_program(b);
+	rc = sim_run(p, NULL, 0, &to, 1, &opts, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	ck_assert_int_eq(ev.n, 8);
+	for (i = 0; i < 8; i++) {
+		ck_assert_str_eq(ev.op[i], want[i][0]);
+		ck_assert_str_eq(ev.engine[i], want[i][1]);
+		ck_assert_uint_eq(ev.line[i], 10 + (uint32_t)i);
+		ck_assert_uint_eq(ev.elements[i], 6);
+	}
+	sim_tensors_release(&to, 1);
+	sim_program_free(p);
+	kb_release(b);
+}
+END_TEST
+
 /* bn_stats + bn_aggr give the mean and population variance per row */
 START_TEST(test_sim_bn_stats_aggr)
 {
 	struct kb kb, *b = &kb;
 	uint32_t in, out, t, st, ag;
 	float x[2 * 10];
-	sim_tensor ti, to;
-	sim_program *p;
-	sim_diag d;
+	struct sim_tensor ti, to;
+	struct sim_program *p;
+	struct sim_diag d;
 	int rc;
 
 	kb_init(b, "bn");
@@ -909,9 +996,9 @@ START_TEST(test_sim_inplace_overlap)
 	struct kb kb, *b = &kb;
 	uint32_t out, t;
 	Nkir__V1__Op *o;
-	sim_program *p;
-	sim_tensor to;
-	sim_diag d;
+	struct sim_program *p;
+	struct sim_tensor to;
+	struct sim_diag d;
 	int rc;
 
 	kb_init(b, "inplace");
@@ -946,10 +1033,10 @@ END_TEST
 /* Run p twice (the second run reuses the cached run memory) on one f32
  * input; both runs must give the same bytes. Returns the first output. */
 static float *
-kb_run_twice(sim_program *p, sim_tensor *in, size_t nin, size_t nbytes)
+kb_run_twice(struct sim_program *p, struct sim_tensor *in, size_t nin, size_t nbytes)
 {
-	sim_tensor to[2];
-	sim_diag d;
+	struct sim_tensor to[2];
+	struct sim_diag d;
 	float *keep;
 	int rc;
 
@@ -975,8 +1062,8 @@ START_TEST(test_sim_fast_transpose_copy)
 	enum { R = 5, A = 7, B = 9 };
 	uint32_t in, out, t, m;
 	float *x = kb_randf(R * A * B, 3), *y;
-	sim_program *p;
-	sim_tensor ti;
+	struct sim_program *p;
+	struct sim_tensor ti;
 
 	kb_init(b, "swap_blocks");
 	in = kb_param(b, "x", F32, 2, SH(R, A * B));
@@ -1015,9 +1102,9 @@ START_TEST(test_sim_fast_transpose_strides_dtype)
 	enum { P0 = 37, F0 = 21 };
 	uint32_t in, o1, o2, o3, t, tt, u, w, tb;
 	float *x = kb_randf(P0 * 64, 4);
-	sim_tensor ti, to[3];
-	sim_program *p;
-	sim_diag d;
+	struct sim_tensor ti, to[3];
+	struct sim_program *p;
+	struct sim_diag d;
 	int rc;
 
 	for (int i = 0; i < P0 * 64; i++)
@@ -1092,8 +1179,8 @@ kb_rows_scaled(uint64_t N, uint64_t T)
 	Nkir__V1__Access *a;
 	Nkir__V1__Op *o;
 	float *x = kb_randf(N * 8, 5), *got;
-	sim_program *p;
-	sim_tensor ti;
+	struct sim_program *p;
+	struct sim_tensor ti;
 
 	kb_init(b, "rows");
 	in = kb_param(b, "x", F32, 2, SH(N, 8));
@@ -1157,9 +1244,9 @@ START_TEST(test_sim_fast_mask_in_bounds_kept)
 	uint32_t out, t, u;
 	Nkir__V1__Access *a;
 	Nkir__V1__Op *o;
-	sim_program *p;
-	sim_tensor to;
-	sim_diag d;
+	struct sim_program *p;
+	struct sim_tensor to;
+	struct sim_diag d;
 
 	kb_init(b, "mask");
 	out = kb_out(b, "y", F32, 2, SH(4, 3));
@@ -1193,9 +1280,9 @@ START_TEST(test_sim_fast_fills_kept)
 	struct kb kb, *b = &kb;
 	uint32_t in, out, o2, o3, t, u, v;
 	float x[2 * 4] = { 1, 2, 3, 4, 5, 6, 7, 8 };
-	sim_tensor ti, to[3];
-	sim_program *p;
-	sim_diag d;
+	struct sim_tensor ti, to[3];
+	struct sim_program *p;
+	struct sim_diag d;
 	Nkir__V1__Op *o;
 	int rc;
 
@@ -1457,11 +1544,11 @@ END_TEST
 START_TEST(test_sim_error_argument_mismatch)
 {
 	struct kb b;
-	sim_program *p;
+	struct sim_program *p;
 	float x[64 * 64];
 	uint16_t h[64 * 64];
-	sim_tensor in, out;
-	sim_diag d;
+	struct sim_tensor in, out;
+	struct sim_diag d;
 
 	kb_one_load(&b, 64, 64, 64, 64);
 	p = kb_program(&b);
@@ -1532,7 +1619,7 @@ START_TEST(test_sim_recovery_truncated_ir)
 	size_t len, ilen;
 	uint8_t *ir;
 	void *img;
-	sim_diag d;
+	struct sim_diag d;
 
 	kb_tiled_add(&b, 256, 1024, 128, 512, false);
 	ir = kb_pack(&b, &len);
@@ -1559,8 +1646,8 @@ START_TEST(test_sim_recovery_corrupted_image)
 	size_t len, ilen;
 	uint8_t *ir, *img;
 	void *vimg;
-	sim_program *p;
-	sim_diag d;
+	struct sim_program *p;
+	struct sim_diag d;
 
 	kb_tiled_add(&b, 256, 1024, 128, 512, false);
 	ir = kb_pack(&b, &len);
@@ -1590,11 +1677,11 @@ static volatile int kb_cancel_flag;
 START_TEST(test_sim_recovery_cancel)
 {
 	struct kb b;
-	sim_program *p;
+	struct sim_program *p;
 	float *x = kb_randf(256 * 1024, 1);
-	sim_tensor in[2], out[1];
-	sim_run_opts o = { .cancel = &kb_cancel_flag };
-	sim_diag d;
+	struct sim_tensor in[2], out[1];
+	struct sim_run_opts o = { .cancel = &kb_cancel_flag };
+	struct sim_diag d;
 
 	kb_tiled_add(&b, 256, 1024, 128, 512, false);
 	p = kb_program(&b);
@@ -1617,9 +1704,9 @@ START_TEST(test_sim_recovery_masked_oob_at_runtime)
 	uint32_t in, out, t;
 	Nkir__V1__Access *src;
 	float x[100 * 4] = { 0 };
-	sim_tensor ti, to;
-	sim_program *p;
-	sim_diag d;
+	struct sim_tensor ti, to;
+	struct sim_program *p;
+	struct sim_diag d;
 
 	kb_init(b, "k");
 	in = kb_param(b, "x", F32, 2, SH(100, 4));
@@ -1660,6 +1747,7 @@ sim_suite(void)
 	tcase_add_test(core, test_sim_nan_fill_visible);
 	tcase_add_test(core, test_sim_masked_tail);
 	tcase_add_test(core, test_sim_iota_activation_print);
+	tcase_add_test(core, test_sim_op_events_name_engine);
 	tcase_add_test(core, test_sim_bn_stats_aggr);
 	tcase_add_test(core, test_sim_inplace_overlap);
 	tcase_add_test(core, test_sim_fast_transpose_copy);

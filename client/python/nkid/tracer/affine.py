@@ -19,6 +19,7 @@ import math
 import numbers
 
 from ..errors import NKISyntaxError
+from .loc import loc_suffix
 
 __all__ = ["Aff", "IndexExpr", "Predicate", "MGrid", "broadcast_shapes",
            "as_index", "loop_var", "program_var", "arange", "mgrid"]
@@ -122,14 +123,12 @@ def broadcast_shapes(*shapes):
 
 
 def _control_flow_error():
-    from .builder import loc_suffix
     return NKISyntaxError(
         "Control-flow depending on `nl.arange` or `nl.mgrid` is not supported."
         " (err_control_flow_condition_depending_on_arange)" + loc_suffix())
 
 
 def _not_affine(what):
-    from .builder import loc_suffix
     return NKISyntaxError(
         "index expression is not affine: %s; NKI indices must be affine in"
         " loop variables, program ids and nl.arange/nl.mgrid%s"

@@ -7,18 +7,17 @@ thread-local: tracing is re-entrant per thread and independent across
 threads.
 """
 
-import os
-import sys
 import threading
 
 from .._proto import nkir_pb2 as ir
 from ..errors import NKIError
 from .affine import Aff
+from .dtypes import to_ir
+from .loc import caller_loc, loc_suffix     # re-exported: tensor.py, nki/
 
 __all__ = ["KernelBuilder", "current", "require", "caller_loc", "loc_suffix",
            "Access", "Op"]
 
-_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _state = threading.local()
 
 
@@ -34,27 +33,6 @@ def require(what):
         raise NKIError("%s can only be used inside a NKI kernel while it is traced"
                        " (call the kernel, or nki.baremetal / nki.simulate_kernel)" % what)
     return b
-
-
-def caller_frame():
-    """The innermost frame outside the nkid package (the kernel's line)."""
-    f = sys._getframe(1)
-    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
-        f = f.f_back
-    return f
-
-
-def caller_loc():
-    f = caller_frame()
-    if f is None:
-        return ("<unknown>", 0)
-    return (f.f_code.co_filename, f.f_lineno)
-
-
-def loc_suffix():
-    """`` (file.py:LINE)`` for the kernel line being traced."""
-    path, line = caller_loc()
-    return " (%s:%d)" % (os.path.basename(path), line)
 
 
 class Access:
@@ -228,7 +206,7 @@ class KernelBuilder:
             k.loc.file, k.loc.line = self.def_loc
         for t in self.tensors:
             m = k.tensors.add(name=t.name, kind=t.kind, space=t.space,
-                              dtype=_dtype_ir(t.dtype), shape=list(t.shape))
+                              dtype=to_ir(t.dtype), shape=list(t.shape))
             m.loc.file, m.loc.line = t.loc
             if t.kind == ir.TENSOR_HBM:
                 m.fill = t.fill
@@ -237,11 +215,6 @@ class KernelBuilder:
         k.outputs.extend(self.outputs)
         _ops_to_pb(self.body, k.body)
         return k
-
-
-def _dtype_ir(dt):
-    from .dtypes import to_ir
-    return to_ir(dt)
 
 
 def full_access(tid, shape, mask=()):

@@ -1,0 +1,62 @@
+/* sim_op.c: what the executor knows of each NKIR op kind: NKI's name for it and the engine it runs on. */
+/* Floor 0: calls nothing else in sim/. */
+#include <stddef.h>
+
+#include "nkir.pb-c.h"
+#include "sim/sim_impl.h"
+
+/* Indexed by NKIR OpKind. */
+static const struct {
+	const char	*name;		/* as NKI calls the op */
+	const char	*engine;	/* where NKI places it by default */
+} sim_op_kinds[] = {
+	[NKIR__V1__OP_KIND__OP_ALLOC] =		{ "ndarray", "gpsimd" },
+	[NKIR__V1__OP_KIND__OP_LOAD] =		{ "load", "dma" },
+	[NKIR__V1__OP_KIND__OP_STORE] =		{ "store", "dma" },
+	[NKIR__V1__OP_KIND__OP_COPY] =		{ "tensor_copy", "scalar" },
+	[NKIR__V1__OP_KIND__OP_TENSOR_TENSOR] =	{ "tensor_tensor", "vector" },
+	[NKIR__V1__OP_KIND__OP_ACTIVATION] =	{ "activation", "scalar" },
+	[NKIR__V1__OP_KIND__OP_REDUCE] =	{ "tensor_reduce", "vector" },
+	[NKIR__V1__OP_KIND__OP_MATMUL] =	{ "matmul", "tensor" },
+	[NKIR__V1__OP_KIND__OP_TRANSPOSE] =	{ "transpose", "tensor" },
+	[NKIR__V1__OP_KIND__OP_IOTA] =		{ "iota", "gpsimd" },
+	[NKIR__V1__OP_KIND__OP_SELECT] =	{ "select", "vector" },
+	[NKIR__V1__OP_KIND__OP_PRINT] =		{ "device_print", "gpsimd" },
+	[NKIR__V1__OP_KIND__OP_LOOP] =		{ "loop", "vector" },
+	[NKIR__V1__OP_KIND__OP_BN_STATS] =	{ "bn_stats", "vector" },
+	[NKIR__V1__OP_KIND__OP_BN_AGGR] =	{ "bn_aggr", "vector" },
+};
+
+/* Indexed by NKIR Engine; ENGINE_DEFAULT: the kind's. */
+static const char *const sim_op_engines[] = {
+	[NKIR__V1__ENGINE__ENGINE_TENSOR] = "tensor",
+	[NKIR__V1__ENGINE__ENGINE_VECTOR] = "vector",
+	[NKIR__V1__ENGINE__ENGINE_SCALAR] = "scalar",
+	[NKIR__V1__ENGINE__ENGINE_GPSIMD] = "gpsimd",
+};
+
+static int
+sim_op_kind_valid(int kind)
+{
+	return (kind > 0 && kind < (int)SIM_NITEMS(sim_op_kinds) &&
+	    sim_op_kinds[kind].name != NULL);
+}
+
+const char *
+sim_op_name(int kind)
+{
+	if (!sim_op_kind_valid(kind))
+		return ("op");
+	return (sim_op_kinds[kind].name);
+}
+
+const char *
+sim_op_engine(int kind, int engine)
+{
+	if (engine > 0 && engine < (int)SIM_NITEMS(sim_op_engines) &&
+	    sim_op_engines[engine] != NULL)
+		return (sim_op_engines[engine]);
+	if (!sim_op_kind_valid(kind))
+		return ("vector");
+	return (sim_op_kinds[kind].engine);
+}
