@@ -1,22 +1,13 @@
-/* server.c: lock, listening socket, accept with SO_PEERCRED policy, and the gRPC core bridge to the loop. */
-#include <sys/file.h>
+/* server.c: the gRPC core bridge: the server, its completion-queue thread feeding the loop, and the calls behind rpc_transport. */
 #include <sys/queue.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 
 #include <assert.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
@@ -26,32 +17,21 @@
 #include <grpc/slice.h>
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
-#include <systemd/sd-daemon.h>
 #include <uv.h>
 
-#include "daemon/access.h"
 #include "daemon/backend.h"
 #include "daemon/daemon.h"
 #include "daemon/devlock.h"
 #include "daemon/dispatch.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
+#include "daemon/server_accept.h"
+#include "daemon/server_listen.h"
 #include "daemon/xmalloc.h"
 
 /* Requests kept posted per method, and for unknown methods. */
 #define SERVER_POSTED_PER_METHOD	4
 #define SERVER_POSTED_GENERIC		2
-/* Most connections accepted per loop wakeup. */
-#define SERVER_ACCEPT_BATCH		64
-/* Sweep interval for closed connections. */
-#define SERVER_SWEEP_MS			1000
-/* Refused peers whose connections are handed to gRPC to be told why
- * (PERMISSION_DENIED); over this many open at once, closed at accept. */
-#define SERVER_REFUSED_MAX		16
-/* A refused connection is shut down this long after its first answer, or
- * after it was accepted if it makes no call. */
-#define SERVER_REFUSED_LINGER_NS	(200ULL * 1000000)
-#define SERVER_REFUSED_IDLE_NS		(3000ULL * 1000000)
 
 struct server;
 struct server_tag {
@@ -63,24 +43,6 @@ struct server_event {
 	struct server_tag	*tag;
 	int			 ok;
 	uint64_t		 stamp;
-};
-
-/* One accepted connection, at fd number fd_base + its slot. */
-struct server_conn {
-	uint64_t	id;
-	uint64_t	seq;		/* stamp when handed to gRPC; 0: never */
-	uint32_t	uid;
-	uint32_t	gid;
-	int			 admin;		/* access_peer_admin */
-	uint32_t	pid;
-	dev_t		dev;
-	ino_t		ino;
-	int		alive;
-	int		refused;	/* every call: PERMISSION_DENIED */
-	char		*refusal;	/* its message (refused only) */
-	uint64_t	accepted_ns;
-	uint64_t	answered_ns;	/* first refusal sent; 0: not yet */
-	int		shut;		/* shutdown(2) done */
 };
 
 struct server_call {
@@ -115,16 +77,9 @@ TAILQ_HEAD(server_calls, server_call);
 struct server {
 	struct daemon		*d;
 
-	int			 lock_fd;
-	char			*lock_path;
+	struct server_listen	 listen;	/* the lock and the socket */
 	struct devlock		*devlock;	/* lock_dir/core-N */
-	int			 listen_fd;
-	int			 listen_ours;	/* we created the path */
-	char			*socket_path;
-	uint32_t		 sock_gid;
-	uint32_t		 self_uid;
-	uv_poll_t		 listen_poll;
-	int			 listen_polling;
+	struct server_accept	*acc;		/* NULL once closed */
 
 	grpc_server		*srv;
 	grpc_completion_queue	*cq;
@@ -140,22 +95,10 @@ struct server {
 	size_t			 nevents;
 	size_t			 capevents;
 
-	struct server_conn	*conns;
-	int			 fd_base;
-	int			 fd_range;
-	int			 fd_next;
-	int			*alive;		/* fds of live conns */
-	size_t			 nalive;
-	uint64_t		 next_conn_id;
-	uint64_t		 refusal_logged_ns;
-	uint64_t		 refusals_quiet;
-	size_t			 nrefused_open;	/* refused conns alive */
-
 	struct server_calls	 live;
 	size_t			 nlive;
 	size_t			 nposted;
 
-	uv_timer_t		 sweep_timer;
 	uv_timer_t		 grace_timer;
 	struct server_tag	 shutdown_tag;
 	int			 stopping;
@@ -168,500 +111,6 @@ struct server {
 
 static void	server_call_maybe_free(struct server_call *sc);
 static void	server_stop_check(struct server *s);
-
-/* ------------------------------------------------------------ lock */
-
-static int
-server_lock_open(struct server *s, const char *socket, char *err,
-    size_t errlen)
-{
-	char	buf[32];
-	ssize_t	n;
-	long	pid;
-
-	s->lock_path = xasprintf("%s.lock", socket);
-	s->lock_fd = open(s->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (s->lock_fd == -1) {
-		snprintf(err, errlen, "cannot open lock '%s': %s", s->lock_path,
-		    strerror(errno));
-		return (-1);
-	}
-	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) == -1) {
-		if (errno != EWOULDBLOCK) {
-			snprintf(err, errlen, "cannot lock '%s': %s",
-			    s->lock_path, strerror(errno));
-			return (-1);
-		}
-		n = pread(s->lock_fd, buf, sizeof buf - 1, 0);
-		buf[n > 0 ? n : 0] = '\0';
-		pid = strtol(buf, NULL, 10);
-		if (pid > 0)
-			snprintf(err, errlen, "socket '%s' is in use by nkid "
-			    "pid %ld (lock '%s')", socket, pid, s->lock_path);
-		else
-			snprintf(err, errlen, "socket '%s' is in use by another "
-			    "nkid (lock '%s')", socket, s->lock_path);
-		return (-1);
-	}
-	n = snprintf(buf, sizeof buf, "%ld\n", (long)getpid());
-	if (ftruncate(s->lock_fd, 0) == -1 ||
-	    pwrite(s->lock_fd, buf, (size_t)n, 0) != n)
-		log_warn("cannot write pid into '%s': %s", s->lock_path,
-		    strerror(errno));
-	return (0);
-}
-
-/* ------------------------------------------------------------ socket */
-
-static int
-server_group_resolve(const char *name, uint32_t *gid, char *err,
-    size_t errlen)
-{
-	char		 buf[16384], *end;
-	struct group	 gr, *grp;
-	unsigned long	 n;
-
-	if (*name == '\0') {
-		*gid = (uint32_t)getegid();
-		return (0);
-	}
-	errno = 0;
-	n = strtoul(name, &end, 10);
-	if (*end == '\0' && errno == 0 && n < UINT32_MAX) {
-		*gid = (uint32_t)n;
-		return (0);
-	}
-	if (getgrnam_r(name, &gr, buf, sizeof buf, &grp) != 0 || grp == NULL) {
-		snprintf(err, errlen, "unknown socket_group '%s'", name);
-		return (-1);
-	}
-	*gid = grp->gr_gid;
-	return (0);
-}
-
-static int
-server_socket_create(struct server *s, char *err, size_t errlen)
-{
-	const struct config	*cfg = &s->d->cfg;
-	struct sockaddr_un	 sun;
-	struct stat		 sb;
-	char			*dir, *slash;
-	mode_t			 old;
-	int			 fd;
-
-	memset(&sun, 0, sizeof sun);
-	sun.sun_family = AF_UNIX;
-	if (strlen(cfg->socket) >= sizeof sun.sun_path) {
-		snprintf(err, errlen, "socket path '%s' is too long",
-		    cfg->socket);
-		return (-1);
-	}
-	strcpy(sun.sun_path, cfg->socket);
-
-	/* Its directory: create one level (systemd's RuntimeDirectory
-	 * usually has). */
-	dir = xstrdup(cfg->socket);
-	if ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
-		*slash = '\0';
-		if (mkdir(dir, 0755) == -1 && errno != EEXIST) {
-			snprintf(err, errlen, "cannot create directory '%s': %s",
-			    dir, strerror(errno));
-			free(dir);
-			return (-1);
-		}
-	}
-	free(dir);
-
-	/* We hold the lock: a socket left at the path is stale. */
-	if (lstat(cfg->socket, &sb) == 0) {
-		if (!S_ISSOCK(sb.st_mode)) {
-			snprintf(err, errlen, "'%s' exists and is not a socket",
-			    cfg->socket);
-			return (-1);
-		}
-		if (unlink(cfg->socket) == -1) {
-			snprintf(err, errlen, "cannot remove stale socket '%s': "
-			    "%s", cfg->socket, strerror(errno));
-			return (-1);
-		}
-		log_info("removed stale socket '%s'", cfg->socket);
-	}
-
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd == -1) {
-		snprintf(err, errlen, "cannot create socket: %s",
-		    strerror(errno));
-		return (-1);
-	}
-	old = umask(0177);
-	if (bind(fd, (struct sockaddr *)&sun, sizeof sun) == -1) {
-		umask(old);
-		snprintf(err, errlen, "cannot bind '%s': %s", cfg->socket,
-		    strerror(errno));
-		close(fd);
-		return (-1);
-	}
-	umask(old);
-	s->listen_ours = 1;
-	if (*cfg->socket_group != '\0' &&
-	    chown(cfg->socket, (uid_t)-1, (gid_t)s->sock_gid) == -1) {
-		snprintf(err, errlen, "cannot give '%s' to group %u: %s",
-		    cfg->socket, s->sock_gid, strerror(errno));
-		close(fd);
-		return (-1);
-	}
-	if (chmod(cfg->socket, cfg->socket_mode) == -1) {
-		snprintf(err, errlen, "cannot chmod '%s' to %04o: %s",
-		    cfg->socket, cfg->socket_mode, strerror(errno));
-		close(fd);
-		return (-1);
-	}
-	if (listen(fd, SOMAXCONN) == -1) {
-		snprintf(err, errlen, "cannot listen on '%s': %s", cfg->socket,
-		    strerror(errno));
-		close(fd);
-		return (-1);
-	}
-	s->listen_fd = fd;
-	return (0);
-}
-
-/* The socket systemd passed (LISTEN_FDS), if any: 1 taken, 0 none. */
-static int
-server_socket_inherit(struct server *s, char *err, size_t errlen)
-{
-	struct sockaddr_un	sun;
-	socklen_t		len = sizeof sun;
-	struct stat		sb;
-	int			n, fd, fl;
-
-	if ((n = sd_listen_fds(1)) <= 0)
-		return (0);
-	fd = SD_LISTEN_FDS_START;
-	if (n > 1)
-		log_warn("systemd passed %d sockets; using the first", n);
-	if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0) {
-		snprintf(err, errlen, "the socket systemd passed (fd %d) is not "
-		    "a listening unix stream socket", fd);
-		return (-1);
-	}
-	if ((fl = fcntl(fd, F_GETFL)) == -1 ||
-	    fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1 ||
-	    fcntl(fd, F_SETFD, FD_CLOEXEC) == -1) {
-		snprintf(err, errlen, "cannot set up fd %d: %s", fd,
-		    strerror(errno));
-		return (-1);
-	}
-	memset(&sun, 0, sizeof sun);
-	if (getsockname(fd, (struct sockaddr *)&sun, &len) == 0 &&
-	    sun.sun_path[0] != '\0') {
-		free(s->d->cfg.socket);
-		s->d->cfg.socket = xstrdup(sun.sun_path);
-		if (stat(sun.sun_path, &sb) == 0 &&
-		    *s->d->cfg.socket_group == '\0')
-			s->sock_gid = (uint32_t)sb.st_gid;
-	}
-	s->listen_fd = fd;
-	s->listen_ours = 0;
-	log_info("listening on '%s' (from systemd)", s->d->cfg.socket);
-	return (1);
-}
-
-/* ------------------------------------------------------------ conns */
-
-static void
-server_fd_range_init(struct server *s)
-{
-	struct rlimit	rl;
-	rlim_t		want = 65536;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-		if (rl.rlim_cur < want && rl.rlim_max > rl.rlim_cur) {
-			rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
-			if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
-				getrlimit(RLIMIT_NOFILE, &rl);
-		}
-	} else
-		rl.rlim_cur = 1024;
-	if (rl.rlim_cur > INT_MAX)
-		rl.rlim_cur = INT_MAX;
-	/* Accepted fds live in the upper half, rotating through it. */
-	s->fd_base = (int)(rl.rlim_cur / 2);
-	s->fd_range = (int)rl.rlim_cur - s->fd_base - 16;
-	if (s->fd_range < 16)
-		fatal("the descriptor limit %llu is too small",
-		    (unsigned long long)rl.rlim_cur);
-	if (s->fd_range < 4096)
-		log_warn("only %d descriptor numbers to rotate connections "
-		    "through (RLIMIT_NOFILE %llu); raise the limit", s->fd_range,
-		    (unsigned long long)rl.rlim_cur);
-	s->fd_next = s->fd_base;
-	s->conns = xcalloc((size_t)s->fd_range, sizeof *s->conns);
-	log_debug("connections rotate through descriptors %d to %d",
-	    s->fd_base, s->fd_base + s->fd_range - 1);
-}
-
-static struct server_conn *
-server_conn_at(struct server *s, int fd)
-{
-	if (fd < s->fd_base || fd >= s->fd_base + s->fd_range)
-		return (NULL);
-	return (&s->conns[fd - s->fd_base]);
-}
-
-static void
-server_conn_dead(struct server *s, size_t i)
-{
-	struct server_conn	*conn = server_conn_at(s, s->alive[i]);
-
-	log_debug("connection %llu (fd %d, uid %u pid %u%s) closed",
-	    (unsigned long long)conn->id, s->alive[i], conn->uid, conn->pid,
-	    conn->refused ? ", refused" : "");
-	conn->alive = 0;
-	if (conn->refused) {
-		conn->refused = 0;
-		free(conn->refusal);
-		conn->refusal = NULL;
-		s->nrefused_open--;
-	}
-	s->alive[i] = s->alive[--s->nalive];
-	s->d->active_connections = s->nalive - s->nrefused_open;
-}
-
-/* A refused connection has been told, or had its chance: shut it down so
- * that gRPC closes it (the fd stays gRPC's to close). */
-static void
-server_conn_refused_expire(struct server *s, int fd, struct server_conn *conn,
-    uint64_t now)
-{
-	if (conn->shut)
-		return;
-	if (conn->answered_ns != 0 ? now - conn->answered_ns <
-	    SERVER_REFUSED_LINGER_NS : now - conn->accepted_ns <
-	    SERVER_REFUSED_IDLE_NS)
-		return;
-	shutdown(fd, SHUT_RDWR);
-	conn->shut = 1;
-}
-
-void
-server_conns_sweep(struct server *s)
-{
-	struct server_conn	*conn;
-	struct stat		 sb;
-	uint64_t		 now = uv_hrtime();
-	size_t			 i;
-
-	for (i = 0; i < s->nalive; ) {
-		conn = server_conn_at(s, s->alive[i]);
-		if (fstat(s->alive[i], &sb) == -1 || sb.st_dev != conn->dev ||
-		    sb.st_ino != conn->ino) {
-			server_conn_dead(s, i);
-			continue;
-		}
-		if (conn->refused)
-			server_conn_refused_expire(s, s->alive[i], conn, now);
-		i++;
-	}
-	s->d->active_connections = s->nalive - s->nrefused_open;
-}
-
-static unsigned
-server_conns_of_uid(struct server *s, uint32_t uid)
-{
-	unsigned	n = 0;
-	size_t		i;
-
-	struct server_conn	*conn;
-
-	for (i = 0; i < s->nalive; i++) {
-		conn = server_conn_at(s, s->alive[i]);
-		if (conn->uid == uid && !conn->refused)
-			n++;
-	}
-	return (n);
-}
-
-static void
-server_sweep_cb(uv_timer_t *t)
-{
-	server_conns_sweep(t->data);
-}
-
-/* Move fd to the next free number of the rotating range; -1 if none. */
-static int
-server_fd_rotate(struct server *s, int fd)
-{
-	int	nfd, tries;
-
-	for (tries = 0; tries < 2; tries++) {
-		nfd = fcntl(fd, F_DUPFD_CLOEXEC, s->fd_next);
-		if (nfd != -1 && nfd < s->fd_base + s->fd_range) {
-			s->fd_next = nfd + 1;
-			if (s->fd_next >= s->fd_base + s->fd_range)
-				s->fd_next = s->fd_base;
-			close(fd);
-			return (nfd);
-		}
-		if (nfd != -1)
-			close(nfd);
-		s->fd_next = s->fd_base;	/* wrap */
-	}
-	return (-1);
-}
-
-static void
-server_refuse_log(struct server *s, const char *why)
-{
-	uint64_t	now = uv_hrtime();
-
-	s->d->refused++;
-	if (now - s->refusal_logged_ns > 1000000000ULL) {
-		if (s->refusals_quiet > 0)
-			log_warn("%llu more connections refused",
-			    (unsigned long long)s->refusals_quiet);
-		log_warn("refused connection: %s", why);
-		s->refusal_logged_ns = now;
-		s->refusals_quiet = 0;
-	} else
-		s->refusals_quiet++;
-}
-
-static void
-server_refuse(struct server *s, int fd, const char *why)
-{
-	close(fd);
-	server_refuse_log(s, why);
-}
-
-static void
-server_accept_one(struct server *s, int fd)
-{
-	struct ucred		 cr;
-	socklen_t		 len = sizeof cr;
-	gid_t			 groups[256];
-	socklen_t		 glen = sizeof groups;
-	struct access_peer	 peer;
-	struct server_conn	*conn;
-	struct stat		 sb;
-	char			 why[256];
-	unsigned		 n;
-	int			 nfd, verdict;
-
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == -1) {
-		snprintf(why, sizeof why, "cannot read SO_PEERCRED: %s",
-		    strerror(errno));
-		server_refuse(s, fd, why);
-		return;
-	}
-	memset(&peer, 0, sizeof peer);
-	peer.uid = cr.uid;
-	peer.gid = cr.gid;
-	peer.pid = (uint32_t)cr.pid;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) == 0) {
-		peer.groups = groups;
-		peer.ngroups = glen / sizeof groups[0];
-	}
-	n = server_conns_of_uid(s, cr.uid);
-	if (n >= s->d->cfg.max_conn_per_uid) {
-		server_conns_sweep(s);
-		n = server_conns_of_uid(s, cr.uid);
-	}
-	verdict = access_peer_check(&s->d->cfg, s->self_uid, s->sock_gid,
-	    &peer, n, why, sizeof why);
-	if (verdict != ACCESS_ALLOW) {
-		char	msg[320];
-
-		snprintf(msg, sizeof msg, "pid %u: %s", peer.pid, why);
-		if (s->nrefused_open >= SERVER_REFUSED_MAX) {
-			server_refuse(s, fd, msg);
-			return;
-		}
-		/* Handed to gRPC, so the client reads why. */
-		server_refuse_log(s, msg);
-		if (verdict == ACCESS_EPOLICY)
-			snprintf(why, sizeof why, "uid %u is not allowed to use "
-			    "nkid (access.allow_uids, access.allow_gids or the "
-			    "socket's group %u in %s)", peer.uid, s->sock_gid,
-			    s->d->cfg.path != NULL ? s->d->cfg.path :
-			    CONFIG_DEFAULT_PATH);
-	}
-	if ((nfd = server_fd_rotate(s, fd)) == -1) {
-		server_refuse(s, fd, "no free descriptor number in the rotating "
-		    "range");
-		return;
-	}
-	if (fstat(nfd, &sb) == -1) {
-		server_refuse(s, nfd, "cannot fstat the connection");
-		return;
-	}
-	conn = server_conn_at(s, nfd);
-	/* The number was free, so whoever had it before has closed. */
-	if (conn->alive) {
-		size_t	i;
-
-		for (i = 0; i < s->nalive; i++) {
-			if (s->alive[i] == nfd) {
-				server_conn_dead(s, i);
-				break;
-			}
-		}
-	}
-	free(conn->refusal);
-	memset(conn, 0, sizeof *conn);
-	conn->id = ++s->next_conn_id;
-	conn->accepted_ns = uv_hrtime();
-	if (verdict != ACCESS_ALLOW) {
-		conn->refused = 1;
-		conn->refusal = xstrdup(why);
-		s->nrefused_open++;
-	}
-	conn->uid = peer.uid;
-	conn->gid = peer.gid;
-	conn->pid = peer.pid;
-	conn->admin = access_peer_admin(&s->d->cfg, s->self_uid, &peer);
-	conn->dev = sb.st_dev;
-	conn->ino = sb.st_ino;
-	conn->alive = 1;
-	s->alive = xreallocarray(s->alive, s->nalive + 1, sizeof *s->alive);
-	s->alive[s->nalive++] = nfd;
-	if (!conn->refused)
-		s->d->connections++;
-	s->d->active_connections = s->nalive - s->nrefused_open;
-	/* Stamped before gRPC can see it: every call of this connection is
-	 * stamped later (see docs/protocol.md, "Identity"). */
-	conn->seq = atomic_fetch_add(&s->seq, 1) + 1;
-	log_debug("connection %llu from uid %u gid %u pid %u on fd %d%s",
-	    (unsigned long long)conn->id, peer.uid, peer.gid, peer.pid, nfd,
-	    conn->refused ? " (refused: its calls are answered "
-	    "PERMISSION_DENIED)" : "");
-	grpc_server_add_channel_from_fd(s->srv, nfd, s->creds);
-}
-
-static void
-server_accept_cb(uv_poll_t *p, int status, int events)
-{
-	struct server	*s = p->data;
-	int		 fd, i;
-
-	if (status < 0) {
-		log_warn("accept poll: %s", uv_strerror(status));
-		return;
-	}
-	for (i = 0; i < SERVER_ACCEPT_BATCH && !s->stopping; i++) {
-		fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC |
-		    SOCK_NONBLOCK);
-		if (fd == -1) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK ||
-			    errno == EINTR || errno == ECONNABORTED)
-				return;
-			log_warn("cannot accept on '%s': %s", s->d->cfg.socket,
-			    strerror(errno));
-			return;
-		}
-		server_accept_one(s, fd);
-	}
-}
 
 /* ------------------------------------------------------------ bridge */
 
@@ -837,45 +286,27 @@ server_call_maybe_free(struct server_call *sc)
 }
 
 /* Who made this call: the connection gRPC calls "fd:N", if the call is
- * younger than that connection. 0: identified; 1: identified, and the
- * connection is a refused one (its message in *refusal, borrowed); -1:
- * unknown. */
+ * younger than that connection (enum server_accept_who; a refused
+ * connection's message in *refusal, borrowed). */
 static int
 server_call_identify(struct server *s, struct server_call *sc, uint64_t stamp,
     const char **refusal)
 {
-	struct server_conn	*conn;
-	char			*peer;
-	int			 fd = -1;
+	char	*peer;
+	int	 fd = -1, who;
 
 	peer = grpc_call_get_peer(sc->call);
 	if (peer != NULL && sscanf(peer, "fd:%d", &fd) != 1)
 		fd = -1;
-	if ((conn = server_conn_at(s, fd)) == NULL || conn->seq == 0) {
+	who = s->acc == NULL ? SERVER_ACCEPT_UNKNOWN :
+	    server_accept_identify(s->acc, fd, stamp, &sc->rc.id, refusal);
+	if (who == SERVER_ACCEPT_UNKNOWN)
 		log_warn("call from unknown peer '%s'", peer != NULL ? peer :
 		    "?");
-		gpr_free(peer);
-		return (-1);
-	}
 	gpr_free(peer);
-	if (conn->seq > stamp) {
-		/* The call is older than the connection now at fd: its own
-		 * connection is gone. */
-		log_debug("call on fd %d predates connection %llu", fd,
-		    (unsigned long long)conn->id);
-		return (-1);
-	}
-	sc->rc.id.uid = conn->uid;
-	sc->rc.id.gid = conn->gid;
-	sc->rc.id.admin = conn->admin;
-	sc->rc.id.pid = conn->pid;
-	sc->rc.id.conn_id = conn->id;
-	if (conn->refused) {
+	if (who == SERVER_ACCEPT_REFUSED)
 		sc->refused_fd = fd;
-		*refusal = conn->refusal;
-		return (1);
-	}
-	return (0);
+	return (who);
 }
 
 /* The call's deadline, as gRPC got it from the client, on uv_hrtime's
@@ -994,7 +425,7 @@ server_req_cb(struct server *s, struct server_tag *t, int ok, uint64_t stamp)
 		    "the connection of this call has closed");
 		return;
 	}
-	if (who > 0) {
+	if (who == SERVER_ACCEPT_REFUSED) {
 		sc->rc.m = NULL;
 		rpc_fail(&sc->rc, GRPC_STATUS_PERMISSION_DENIED, "%s", refusal);
 		return;
@@ -1182,17 +613,15 @@ static void
 server_send_cb(struct server *s, struct server_tag *t, int ok, uint64_t stamp)
 {
 	struct server_call	*sc = SC_OF(t, send_tag);
-	struct server_conn	*conn;
 
 	sc->pending--;
 	if (!ok)
 		log_debug("reply of %s not delivered", sc->rc.m != NULL ?
 		    sc->rc.m->name : "call");
 	/* A refused connection has had its answer: it goes soon. */
-	if (sc->refused_fd != -1 && (conn = server_conn_at(s,
-	    sc->refused_fd)) != NULL && conn->alive && conn->refused &&
-	    conn->id == sc->rc.id.conn_id && conn->answered_ns == 0)
-		conn->answered_ns = uv_hrtime();
+	if (sc->refused_fd != -1 && s->acc != NULL)
+		server_accept_answered(s->acc, sc->refused_fd,
+		    sc->rc.id.conn_id);
 	server_call_maybe_free(sc);
 }
 
@@ -1211,7 +640,21 @@ server_close_cb(struct server *s, struct server_tag *t, int ok,
 	server_call_maybe_free(sc);
 }
 
+
 /* ------------------------------------------------------------ life */
+
+/* An accepted connection goes to gRPC core, which closes fd from now on.
+ * Its stamp is taken first: every event of its calls is stamped later. */
+static uint64_t
+server_hand_cb(int fd, void *arg)
+{
+	struct server	*s = arg;
+	uint64_t	 stamp;
+
+	stamp = atomic_fetch_add(&s->seq, 1) + 1;
+	grpc_server_add_channel_from_fd(s->srv, fd, s->creds);
+	return (stamp);
+}
 
 int
 server_open(struct daemon *d, char *err, size_t errlen)
@@ -1222,31 +665,29 @@ server_open(struct daemon *d, char *err, size_t errlen)
 	const struct rpc_method	*m;
 	uint64_t		 cap = 0;
 	size_t			 i;
-	int			 j, error, inherited;
+	int			 j, error;
 
 	s = xcalloc(1, sizeof *s);
 	s->d = d;
-	s->lock_fd = -1;
-	s->listen_fd = -1;
-	s->self_uid = (uint32_t)geteuid();
 	TAILQ_INIT(&s->live);
 	pthread_mutex_init(&s->mu, NULL);
 
-	if (server_group_resolve(d->cfg.socket_group, &s->sock_gid, err,
-	    errlen) != 0)
-		goto fail;
-	if (server_lock_open(s, d->cfg.socket, err, errlen) != 0)
-		goto fail;
+	if (server_listen_open(&s->listen, &d->cfg, err, errlen) != 0) {
+		pthread_mutex_destroy(&s->mu);
+		free(s);
+		return (-1);
+	}
+	/* A socket systemd passed is wherever it is bound. */
+	if (strcmp(s->listen.path, d->cfg.socket) != 0) {
+		free(d->cfg.socket);
+		d->cfg.socket = xstrdup(s->listen.path);
+	}
 	/* The cores, for nkid's lifetime (docs/scheduling.md). */
 	if (devlock_open(d->cfg.lock_dir, d->backend->ncores, &s->devlock, err,
 	    errlen) != 0)
 		goto fail;
-	if ((inherited = server_socket_inherit(s, err, errlen)) < 0)
+	if (server_listen_bind(&s->listen, &d->cfg, err, errlen) != 0)
 		goto fail;
-	if (!inherited && server_socket_create(s, err, errlen) != 0)
-		goto fail;
-	s->socket_path = xstrdup(d->cfg.socket);
-	server_fd_range_init(s);
 
 	/* The transport cap is the largest method cap; each method's own
 	 * cap is checked in dispatch before unpacking. */
@@ -1293,44 +734,37 @@ server_open(struct daemon *d, char *err, size_t errlen)
 	for (j = 0; j < SERVER_POSTED_GENERIC; j++)
 		server_request_post(s, -1);
 
-	uv_timer_init(d->loop, &s->sweep_timer);
-	s->sweep_timer.data = s;
-	uv_timer_start(&s->sweep_timer, server_sweep_cb, SERVER_SWEEP_MS,
-	    SERVER_SWEEP_MS);
 	uv_timer_init(d->loop, &s->grace_timer);
 	s->grace_timer.data = s;
 
-	if ((error = uv_poll_init(d->loop, &s->listen_poll, s->listen_fd)) != 0)
-		fatal("cannot poll the listening socket: %s",
-		    uv_strerror(error));
-	s->listen_poll.data = s;
-	uv_poll_start(&s->listen_poll, UV_READABLE, server_accept_cb);
-	s->listen_polling = 1;
+	s->acc = server_accept_open(d, s->listen.fd, s->listen.gid,
+	    server_hand_cb, s);
 	d->server = s;
 	log_info("listening on '%s' (mode %04o, group %u)", d->cfg.socket,
-	    d->cfg.socket_mode, s->sock_gid);
+	    d->cfg.socket_mode, s->listen.gid);
 	return (0);
 fail:
-	if (s->listen_fd != -1 && s->listen_ours) {
-		close(s->listen_fd);
-		unlink(d->cfg.socket);
-	}
+	server_listen_close(&s->listen);
 	devlock_close(s->devlock);
-	if (s->lock_fd != -1)
-		close(s->lock_fd);
-	free(s->lock_path);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 	return (-1);
 }
 
+/* One of the server's handles, or the accept room, has closed. */
 static void
-server_handle_closed_cb(uv_handle_t *h)
+server_closed_cb(void *arg)
 {
-	struct server	*s = h->data;
+	struct server	*s = arg;
 
 	if (--s->closing_handles == 0 && s->done != NULL)
 		s->done(s->done_arg);
+}
+
+static void
+server_handle_closed_cb(uv_handle_t *h)
+{
+	server_closed_cb(h->data);
 }
 
 static void
@@ -1352,8 +786,9 @@ server_finish(struct server *s)
 
 	s->closing_handles = 3;
 	uv_close((uv_handle_t *)&s->async, server_handle_closed_cb);
-	uv_close((uv_handle_t *)&s->sweep_timer, server_handle_closed_cb);
 	uv_close((uv_handle_t *)&s->grace_timer, server_handle_closed_cb);
+	server_accept_close(s->acc, server_closed_cb, s);
+	s->acc = NULL;
 }
 
 static void
@@ -1390,17 +825,6 @@ server_grace_cb(uv_timer_t *t)
 	}
 }
 
-static void
-server_listen_closed_cb(uv_handle_t *h)
-{
-	struct server	*s = h->data;
-
-	if (s->listen_fd != -1) {
-		close(s->listen_fd);
-		s->listen_fd = -1;
-	}
-}
-
 void
 server_stop(struct server *s, void (*done)(void *), void *arg)
 {
@@ -1409,15 +833,8 @@ server_stop(struct server *s, void (*done)(void *), void *arg)
 	s->stopping = 1;
 	s->done = done;
 	s->done_arg = arg;
-	if (s->listen_polling) {
-		uv_poll_stop(&s->listen_poll);
-		uv_close((uv_handle_t *)&s->listen_poll,
-		    server_listen_closed_cb);
-		s->listen_polling = 0;
-	}
-	if (s->listen_ours && unlink(s->socket_path) == -1 && errno != ENOENT)
-		log_warn("cannot remove '%s': %s", s->socket_path,
-		    strerror(errno));
+	server_accept_stop(s->acc);
+	server_listen_stop(&s->listen);
 	log_info("stopping: %zu call%s in flight, grace %u ms", s->nlive,
 	    s->nlive == 1 ? "" : "s", s->d->cfg.shutdown_grace_ms);
 	s->shutdown_tag.cb = server_shutdown_cb;
@@ -1430,23 +847,14 @@ server_stop(struct server *s, void (*done)(void *), void *arg)
 void
 server_free(struct server *s)
 {
-	int	i;
-
 	if (s == NULL)
 		return;
-	assert(s->srv == NULL && s->nlive == 0);
+	assert(s->srv == NULL && s->nlive == 0 && s->acc == NULL);
 	if (s->d != NULL && s->d->server == s)
 		s->d->server = NULL;
 	devlock_close(s->devlock);
-	if (s->lock_fd != -1)
-		close(s->lock_fd);
-	free(s->lock_path);
-	free(s->socket_path);
+	server_listen_close(&s->listen);
 	free(s->events);
-	free(s->alive);
-	for (i = 0; s->conns != NULL && i < s->fd_range; i++)
-		free(s->conns[i].refusal);
-	free(s->conns);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 }

@@ -1,4 +1,4 @@
-/* server.h: the listening socket, the accept loop with its access policy, and the gRPC bridge. */
+/* server.h: nkid's server: the socket (server_listen.c), accepting (server_accept.c) and the gRPC bridge. */
 #ifndef NKID_SERVER_H
 #define NKID_SERVER_H
 
@@ -8,12 +8,13 @@ struct daemon;
 struct server;
 
 /*
- * Take the lock beside d->cfg.socket (refusing, with the holder's pid in
- * err, if another nkid holds it), create the listening socket (or take
- * the one systemd passed), start gRPC core and the completion-queue
- * thread, and start accepting on d->loop. grpc_init must have been
- * called. On failure returns -1 with a message in err and nothing to
- * free. d->server is set on success.
+ * Take the lock beside the socket's path (refusing, with the holder's pid
+ * in err, if another nkid holds it): the path of the socket systemd
+ * passed, if any (d->cfg.socket then becomes that path), else
+ * d->cfg.socket, which nkid creates. Take the per-core locks, start gRPC
+ * core and the completion-queue thread, and start accepting on d->loop.
+ * grpc_init must have been called. On failure returns -1 with a message
+ * in err and nothing to free. d->server is set on success.
  */
 int	server_open(struct daemon *d, char *err, size_t errlen);
 /*
@@ -25,7 +26,5 @@ int	server_open(struct daemon *d, char *err, size_t errlen);
 void	server_stop(struct server *s, void (*done)(void *), void *arg);
 /* Free s after its done callback ran; releases the socket lock. */
 void	server_free(struct server *s);
-/* Re-check which connections are still open; updates the counters. */
-void	server_conns_sweep(struct server *s);
 
 #endif /* NKID_SERVER_H */
