@@ -109,7 +109,7 @@ static const struct model_tgt model_targets[] = {
 
 struct model_term {
 	uint32_t	 id;		/* loop var or grid axis */
-	int		 prog;		/* 1: a grid axis */
+	int		 prog;		/* 1: a grid axis, 2: an index fn */
 	int64_t		 coef;		/* flat-offset coefficient */
 };
 
@@ -356,6 +356,53 @@ model_runs(const Nkir__V1__Access *a, const int64_t *st, uint64_t n)
 	return (run ? (n + run - 1) / run : n);
 }
 
+/* Index function i of k (a TERM_FN target) is well formed. */
+static int
+model_fn_ok(const Nkir__V1__Kernel *k, uint32_t i)
+{
+	const Nkir__V1__IndexFn	*f = i < k->n_fns ? k->fns[i] : NULL;
+	size_t			 j;
+
+	if (f == NULL || f->expr == NULL || f->divisor < 1)
+		return (0);
+	for (j = 0; j < f->expr->n_terms; j++) {
+		const Nkir__V1__Term *t = f->expr->terms[j];
+
+		if (t == NULL || (t->kind == NKIR__V1__TERM_KIND__TERM_LOOP ?
+		    t->index >= k->num_loop_vars : t->kind !=
+		    NKIR__V1__TERM_KIND__TERM_PROGRAM || t->index >= k->n_grid))
+			return (0);
+	}
+	return (1);
+}
+
+/* The value of index function i (checked by model_fn_ok) now: python's
+ * % or // of its expression of loop variables and program ids. */
+static int64_t
+model_fn(const struct model_ctx *m, uint32_t i)
+{
+	const Nkir__V1__IndexFn	*f = m->k->fns[i];
+	uint64_t		 u = (uint64_t)f->expr->constant;
+	int64_t			 v, q, r;
+	size_t			 j;
+
+	for (j = 0; j < f->expr->n_terms; j++) {
+		const Nkir__V1__Term *t = f->expr->terms[j];
+
+		u += (uint64_t)t->coef * (uint64_t)(t->kind ==
+		    NKIR__V1__TERM_KIND__TERM_LOOP ? m->vars[t->index] :
+		    m->prog[t->index]);
+	}
+	v = (int64_t)u;
+	q = v / f->divisor;
+	r = v % f->divisor;
+	if (r < 0) {
+		r += f->divisor;
+		q--;
+	}
+	return (f->kind == NKIR__V1__FN_KIND__FN_FLOORDIV ? q : r);
+}
+
 static struct model_acc *
 model_acc_new(struct model_ctx *m, const Nkir__V1__Access *a)
 {
@@ -429,6 +476,11 @@ model_acc_new(struct model_ctx *m, const Nkir__V1__Access *a)
 				if (tm->index >= k->num_loop_vars)
 					goto bad;
 				/* FALLTHROUGH */
+			case NKIR__V1__TERM_KIND__TERM_FN:
+				if (tm->kind == NKIR__V1__TERM_KIND__TERM_FN &&
+				    !model_fn_ok(k, tm->index))
+					goto bad;
+				/* FALLTHROUGH */
 			case NKIR__V1__TERM_KIND__TERM_PROGRAM:
 				if (tm->kind == NKIR__V1__TERM_KIND__TERM_PROGRAM &&
 				    tm->index >= k->n_grid)
@@ -439,7 +491,8 @@ model_acc_new(struct model_ctx *m, const Nkir__V1__Access *a)
 					goto oom;
 				x->terms[nt].id = tm->index;
 				x->terms[nt].prog = tm->kind ==
-				    NKIR__V1__TERM_KIND__TERM_PROGRAM;
+				    NKIR__V1__TERM_KIND__TERM_PROGRAM ? 1 :
+				    tm->kind == NKIR__V1__TERM_KIND__TERM_FN ? 2 : 0;
 				x->terms[nt++].coef = tm->coef * gst[d];
 				break;
 			default:
@@ -501,8 +554,9 @@ model_acc_range(const struct model_ctx *m, const struct model_acc *x,
 	size_t		i;
 
 	for (i = 0; i < x->nterms; i++) {
-		int64_t	v = x->terms[i].prog ? m->prog[x->terms[i].id] :
-		    m->vars[x->terms[i].id];
+		int64_t	v = x->terms[i].prog == 2 ? model_fn(m,
+		    x->terms[i].id) : x->terms[i].prog ?
+		    m->prog[x->terms[i].id] : m->vars[x->terms[i].id];
 
 		base += (uint64_t)x->terms[i].coef * (uint64_t)v;
 	}
@@ -566,7 +620,14 @@ model_engine(const Nkir__V1__Op *o)
 	switch (o->kind) {
 	case NKIR__V1__OP_KIND__OP_LOAD:
 	case NKIR__V1__OP_KIND__OP_STORE:
+	case NKIR__V1__OP_KIND__OP_LOAD_INDIRECT:
+	case NKIR__V1__OP_KIND__OP_STORE_INDIRECT:
+	case NKIR__V1__OP_KIND__OP_ATOMIC_RMW:
+	case NKIR__V1__OP_KIND__OP_ALL_REDUCE:
 		return (ENG_DMA);
+	case NKIR__V1__OP_KIND__OP_RAND:
+	case NKIR__V1__OP_KIND__OP_GATHER_FLAT:
+		return (ENG_G);
 	case NKIR__V1__OP_KIND__OP_MATMUL:
 	case NKIR__V1__OP_KIND__OP_TRANSPOSE:
 		return (ENG_T);
@@ -617,6 +678,20 @@ model_op_name(int kind)
 		return ("bn_stats");
 	case NKIR__V1__OP_KIND__OP_BN_AGGR:
 		return ("bn_aggr");
+	case NKIR__V1__OP_KIND__OP_LOAD_INDIRECT:
+		return ("load");
+	case NKIR__V1__OP_KIND__OP_STORE_INDIRECT:
+		return ("store");
+	case NKIR__V1__OP_KIND__OP_ATOMIC_RMW:
+		return ("atomic_rmw");
+	case NKIR__V1__OP_KIND__OP_RAND:
+		return ("rand");
+	case NKIR__V1__OP_KIND__OP_DROPOUT:
+		return ("dropout");
+	case NKIR__V1__OP_KIND__OP_GATHER_FLAT:
+		return ("gather_flattened");
+	case NKIR__V1__OP_KIND__OP_ALL_REDUCE:
+		return ("all_reduce");
 	default:
 		return ("op");
 	}
@@ -731,6 +806,15 @@ model_cost_elementwise(struct model_ctx *m, struct model_op *op,
 		/* isa (bn_aggr): max(MIN_II, 13 * (N / 3)). */
 		work = 13.0 * ((op->nsrc ? (double)op->src[0]->n : n) / 3.0);
 		break;
+	case NKIR__V1__OP_KIND__OP_DROPOUT:
+		/* isa (dropout): max(MIN_II, N) Vector Engine cycles. */
+		work = n;
+		break;
+	case NKIR__V1__OP_KIND__OP_GATHER_FLAT:
+		/* One GpSimd pass over the result, as isa iota's
+		 * GPSIMD_START + N (GUESSED for a gather). */
+		work = n;
+		break;
 	case NKIR__V1__OP_KIND__OP_SELECT:
 		/* Three inputs; costed like a two-input tensor_tensor
 		 * (GUESSED). */
@@ -772,6 +856,39 @@ model_cost(struct model_ctx *m, struct model_op *op, const Nkir__V1__Op *o)
 		if (op->nsrc < 1)
 			return (-1);
 		model_cost_dma(m, op, d, op->src[0]);
+		return (0);
+	case NKIR__V1__OP_KIND__OP_LOAD_INDIRECT:
+	case NKIR__V1__OP_KIND__OP_STORE_INDIRECT:
+	case NKIR__V1__OP_KIND__OP_ATOMIC_RMW:
+		/*
+		 * isa (dma_copy): an indirect load or store is one DMA whose
+		 * descriptors the DGE writes from the index tile; costed as
+		 * the plain DMA of the same bytes, with one buffer per
+		 * partition row (runs of the HBM side). A read-modify-write
+		 * moves the bytes twice (read, then write back): GUESSED.
+		 */
+		if (op->nsrc < 1)
+			return (-1);
+		if (o->kind == NKIR__V1__OP_KIND__OP_LOAD_INDIRECT)
+			model_cost_dma(m, op, op->src[0], d);
+		else
+			model_cost_dma(m, op, d, op->nsrc > 1 ? op->src[0] : d);
+		if (o->kind == NKIR__V1__OP_KIND__OP_ATOMIC_RMW) {
+			op->piece_ns *= 2.0;
+			op->last_ns *= 2.0;
+			op->dur_ns *= 2.0;
+		}
+		return (0);
+	case NKIR__V1__OP_KIND__OP_ALL_REDUCE:
+		/* A collective over the programs' cores: costed as the tile
+		 * leaving and coming back by DMA (GUESSED; NKI documents no
+		 * cost for nl.all_reduce). */
+		if (op->nsrc < 1)
+			return (-1);
+		model_cost_dma(m, op, op->src[0], d);
+		op->piece_ns *= 2.0;
+		op->last_ns *= 2.0;
+		op->dur_ns *= 2.0;
 		return (0);
 	case NKIR__V1__OP_KIND__OP_MATMUL: {
 		const struct model_acc *x, *y;
@@ -1106,6 +1223,9 @@ model_build_body(struct model_ctx *m, Nkir__V1__Op **body, size_t n,
 			sc->depth--;
 			nd.first = f;
 			nd.n = c;
+		} else if (o->kind == NKIR__V1__OP_KIND__OP_RANDOM_SEED) {
+			/* no data to move or compute: an empty node */
+			nd.loop = 1;
 		} else if (model_build_op(m, o, sc, &nd.op) != 0)
 			return (m->error);
 		m->nodes[base + i] = nd;

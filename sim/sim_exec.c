@@ -15,44 +15,7 @@
 
 #include "nkir.pb-c.h"
 #include "sim/sim_impl.h"
-
-/* A tensor's memory during one run. */
-struct sim_bind {
-	char			*base;
-	int			 dtype;
-	bool			 chip;	/* fp32 copy of an on-chip tile */
-	bool			 f32;	/* holds float (chip or fp32 HBM) */
-	bool			 owned;
-	size_t			 esize;	/* bytes per stored element */
-	const struct sim_tinfo	*ti;
-};
-
-/* The state of one sim_run. */
-struct sim_run {
-	const struct sim_program	*p;
-	const struct sim_run_opts	*opts;
-	struct sim_diag			*diag;
-	struct sim_bind			*t;
-	int64_t				*lv;	/* loop variables */
-	int64_t				 pid[SIM_GRID_RANK_MAX];
-	float				*row[5];
-	uint8_t				*act;
-	float				*scratch;
-	char				*mem;	/* the run block */
-	uint64_t			 prog;	/* SPMD program being run */
-	uint64_t			 t0_ns;	/* when sim_run began */
-};
-
-/* Row iterator over an iteration space: offsets of up to 4 views at the
- * start of each innermost row. */
-struct sim_rows {
-	int			 rank;
-	const uint64_t		*shape;
-	uint64_t		 idx[SIM_MAX_RANK];
-	int			 nv;
-	const struct sim_view	*v[4];
-	uint64_t		 off[4];
-};
+#include "sim/sim_exec.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -74,7 +37,7 @@ sim_exec_tensor_alloc(size_t n)
 	return (p);
 }
 
-static uint64_t
+uint64_t
 sim_exec_lin(const struct sim_run *r, const struct sim_lin *l)
 {
 	const struct sim_term	*t;
@@ -92,7 +55,7 @@ sim_exec_lin(const struct sim_run *r, const struct sim_lin *l)
 }
 
 /* l at the start of the iterator's current row (axes 0 .. rank-2). */
-static int64_t
+int64_t
 sim_exec_lin_row(const struct sim_run *r, const struct sim_lin *l,
     const struct sim_rows *it)
 {
@@ -104,7 +67,7 @@ sim_exec_lin_row(const struct sim_run *r, const struct sim_lin *l,
 	return ((int64_t)v);
 }
 
-static void
+void
 sim_exec_rows_begin(struct sim_rows *it, const struct sim_run *r, int rank,
     const uint64_t *shape, const struct sim_view **v, int nv)
 {
@@ -120,7 +83,7 @@ sim_exec_rows_begin(struct sim_rows *it, const struct sim_run *r, int rank,
 	}
 }
 
-static bool
+bool
 sim_exec_rows_next(struct sim_rows *it)
 {
 	int	a, k;
@@ -141,7 +104,7 @@ sim_exec_rows_next(struct sim_rows *it)
 	return (false);
 }
 
-static int __attribute__((format(printf, 4, 5)))
+int
 sim_exec_fail(struct sim_run *r, const struct sim_op *op, int code,
     const char *fmt, ...)
 {
@@ -157,7 +120,7 @@ sim_exec_fail(struct sim_run *r, const struct sim_op *op, int code,
  * Active flags of the current row: every mask of every view must hold.
  * Active elements of masked views are bounds-checked here.
  */
-static int
+int
 sim_exec_active(struct sim_run *r, const struct sim_op *op,
     const struct sim_rows *it, uint8_t *act, size_t n)
 {
@@ -210,7 +173,7 @@ sim_exec_active(struct sim_run *r, const struct sim_op *op,
 
 /* Read a row of n elements of operand s at offset off. Returns fp32
  * values and their stride (0 or 1) in *st; tmp has room for n. */
-static const float *
+const float *
 sim_exec_read(const struct sim_run *r, const struct sim_operand *s,
     uint64_t off, size_t n, float *tmp, int64_t *st, const uint8_t *act)
 {
@@ -264,7 +227,7 @@ sim_exec_read(const struct sim_run *r, const struct sim_operand *s,
 
 /* Write n values src[i * sst] to view v at offset off, rounded to the
  * tensor's dtype; only active elements when act is set. */
-static void
+void
 sim_exec_write(const struct sim_run *r, const struct sim_view *v,
     uint64_t off, size_t n, const float *src, int64_t sst,
     const uint8_t *act)
@@ -310,7 +273,7 @@ sim_exec_write(const struct sim_run *r, const struct sim_view *v,
 
 /* Copy view v into buf (row-major in v's shape); inactive elements get
  * `inactive` and, if act_out is set, a 0 flag there. */
-static int
+int
 sim_exec_gather(struct sim_run *r, const struct sim_op *op,
     const struct sim_operand *s, float *buf, uint8_t *act_out,
     float inactive)
@@ -348,7 +311,7 @@ sim_exec_gather(struct sim_run *r, const struct sim_op *op,
 }
 
 /* Write buf (row-major in v's shape) through view v. */
-static int
+int
 sim_exec_scatter(struct sim_run *r, const struct sim_op *op,
     const struct sim_view *v, const float *buf)
 {
@@ -568,7 +531,7 @@ sim_exec_act1(int act, float t)
 	case NKIR__V1__ACT_FUNC__ACT_LOGICAL_NOT:
 		return (t == 0.0f ? 1.0f : 0.0f);
 	default:
-		return (t);
+		return (act >= 80 ? sim_lang_exec_act(act, t) : t);
 	}
 }
 
@@ -1287,8 +1250,6 @@ sim_exec_print(struct sim_run *r, const struct sim_op *op)
 
 /* ------------------------------------------------------------ driver */
 
-static int sim_exec_body(struct sim_run *r, const struct sim_op *ops,
-    size_t n);
 static int sim_exec_body_one(struct sim_run *r, const struct sim_op *op);
 
 static uint64_t
@@ -1323,7 +1284,7 @@ sim_exec_timed(struct sim_run *r, const struct sim_op *op)
 	return (rc);
 }
 
-static int
+int
 sim_exec_body(struct sim_run *r, const struct sim_op *ops, size_t n)
 {
 	const volatile int	*cancel = r->opts ? r->opts->cancel : NULL;
@@ -1364,6 +1325,8 @@ sim_exec_body_one(struct sim_run *r, const struct sim_op *op)
 	case NKIR__V1__OP_KIND__OP_LOOP:
 		for (t = 0; t < op->trips && rc == 0; t++) {
 			r->lv[op->var] = op->start + (int64_t)t * op->step;
+			if (op->nfns)
+				sim_lang_exec_fns(r, op->fns, op->nfns);
 			rc = sim_exec_body(r, op->body, op->nbody);
 		}
 		return (rc);
@@ -1377,6 +1340,8 @@ sim_exec_body_one(struct sim_run *r, const struct sim_op *op)
 	case NKIR__V1__OP_KIND__OP_PRINT:
 		return (sim_exec_print(r, op));
 	default:
+		if (op->kind >= 80)
+			return (sim_lang_exec_op(r, op));
 		if (op->skip)	/* dead alloc, elided load/store */
 			return (0);
 		return (sim_exec_elementwise(r, op));
@@ -1471,7 +1436,9 @@ sim_exec_bind(struct sim_run *r, const struct sim_tensor *in)
 		struct sim_bind		*bd = &r->t[i];
 
 		bd->ti = ti;
-		bd->dtype = ti->dtype;
+		/* NKI_PRECISE_FP=0: low-precision tiles hold fp32 values */
+		bd->dtype = ti->chip && p->fp32_tiles &&
+		    sim_dtype_is_lowp(ti->dtype) ? SIM_DT_FLOAT32 : ti->dtype;
 		bd->chip = ti->chip;
 		bd->f32 = ti->chip || ti->dtype == SIM_DT_FLOAT32 ||
 		    ti->dtype == SIM_DT_TFLOAT32;
@@ -1480,6 +1447,11 @@ sim_exec_bind(struct sim_run *r, const struct sim_tensor *in)
 			continue;
 		if (ti->chip)
 			continue;	/* below: may alias an HBM tensor */
+		if (ti->data != NULL && !ti->written) {
+			/* a constant no op writes: the program's copy */
+			bd->base = (char *)(uintptr_t)ti->data;
+			continue;
+		}
 		if ((bd->base = sim_exec_out_buf(r, i)) != NULL) {
 			bd->owned = false;	/* the caller's */
 		} else {
@@ -1491,6 +1463,8 @@ sim_exec_bind(struct sim_run *r, const struct sim_tensor *in)
 		if ((ti->covered && !ti->read) || ti->nofill) {
 			/* fully stored before the kernel ends, never read;
 			 * or overwritten entirely before anything reads it */
+		} else if (ti->data != NULL) {
+			memcpy(bd->base, ti->data, ti->nelem * bd->esize);
 		} else if (ti->fill == NKIR__V1__FILL__FILL_ZERO) {
 			memset(bd->base, 0, ti->nelem * bd->esize);
 		} else {
@@ -1588,7 +1562,7 @@ sim_run(const struct sim_program *p, const struct sim_tensor *inputs,
 		return (rc);
 	rc = SIM_ENOMEM;
 	r.t = calloc(p->ntensors + 1, sizeof(*r.t));
-	r.lv = calloc(p->nloopvars + 1, sizeof(int64_t));
+	r.lv = calloc(p->nloopvars + p->nfns + 1, sizeof(int64_t));
 	if (r.t == NULL || r.lv == NULL)
 		goto out;
 	pthread_mutex_lock(&((struct sim_program *)p)->run_mu);
@@ -1606,13 +1580,17 @@ sim_run(const struct sim_program *p, const struct sim_tensor *inputs,
 	r.act = (uint8_t *)r.mem + p->act_off;
 	if ((rc = sim_exec_bind(&r, inputs)))
 		goto out;
-	for (prog = 0; prog < p->nprograms && rc == 0; prog++) {
+	if (p->collective)
+		rc = sim_lang_exec_grid(&r);
+	for (prog = 0; prog < p->nprograms && rc == 0 && !p->collective;
+	    prog++) {
 		q = prog;
 		for (a = p->grid_rank - 1; a >= 0; a--) {
 			r.pid[a] = (int64_t)(q % p->grid[a]);
 			q /= p->grid[a];
 		}
 		r.prog = prog;
+		sim_lang_exec_program(&r);
 		rc = sim_exec_body(&r, p->body, p->nbody);
 	}
 	if (rc == 0)

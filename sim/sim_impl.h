@@ -8,8 +8,10 @@
  *      sim_op.c (op kinds: names, engines)
  *   1  sim_print.c (shapes and device_print's text),
  *      sim_opt.c (fusion, dead fills, copy elision in a planned program)
- *   2  sim_plan.c (validate NKIR, build a struct sim_program)
- *   3  sim_exec.c (run a program: sim_run)
+ *   2  sim_plan.c (validate NKIR, build a struct sim_program), with
+ *      sim_lang_plan.c (the nki.language kinds 80-119; sim_plan.h)
+ *   3  sim_exec.c (run a program: sim_run), with sim_lang_exec.c (the
+ *      nki.language kinds; sim_exec.h)
  *   4  sim.c (the front door: NKIR and images in, programs out)
  * sim_exec.c runs what sim_plan.c built but calls none of its functions.
  */
@@ -116,9 +118,20 @@ struct sim_tinfo {
 					 * fill is unobservable */
 	bool		 chip;		/* SBUF/PSUM: stored as fp32 */
 	size_t		 moff;		/* tiles: offset in the run block */
-	int64_t		 alias;		/* tiles: >= 0, an fp32 HBM tensor
+	int64_t			 alias;		/* tiles: >= 0, an fp32 HBM tensor
 					 * whose memory the tile uses (copy
 					 * elision) */
+	const void		*data;		/* FILL_DATA: nelem elements of
+					 * dtype (in the program's arena) */
+};
+
+/* An index function (nkir IndexFn): its value lives in the run's loop
+ * variable array at slot, refreshed when a variable of expr changes. */
+struct sim_fn {
+	int		 kind;		/* NKIR FnKind */
+	int64_t		 divisor;	/* > 0 */
+	struct sim_lin	 expr;		/* loop and program terms only */
+	uint32_t	 slot;		/* nloopvars + its index */
 };
 
 struct sim_op {
@@ -143,7 +156,7 @@ struct sim_op {
 	struct sim_lin		 expr;		/* OP_IOTA */
 	/* OP_LOOP */
 	uint32_t		 var;
-	int64_t			 start;
+	int64_t			 start;		/* and OP_RANDOM_SEED's seed */
 	int64_t			 step;
 	uint64_t		 trips;
 	size_t			 nbody;
@@ -162,6 +175,15 @@ struct sim_op {
 						 * next op touching the tile
 						 * overwrites before any read,
 						 * or an elided load/store */
+	bool			 dyn;		/* writes dst at elements chosen
+						 * at run time (indirect), and
+						 * reads it when it is an rmw */
+	uint32_t		 ind_dim;	/* indirect ops: the dimension
+						 * indexed at run time */
+	int			 oob;		/* ... NKIR OobMode */
+	uint32_t		 nfns;		/* OP_LOOP: the index functions
+						 * of its variable */
+	uint32_t		*fns;
 };
 
 struct sim_program {
@@ -180,6 +202,13 @@ struct sim_program {
 	uint32_t		 grid[SIM_GRID_RANK_MAX];
 	uint64_t		 nprograms;
 	uint32_t		 nloopvars;
+	uint32_t		 nfns;		/* index functions, slots after
+						 * the loop variables */
+	struct sim_fn		*fns;
+	bool			 fp32_tiles;	/* low-precision float tiles keep
+						 * fp32 values (NKI_PRECISE_FP=0) */
+	bool			 collective;	/* has an OP_ALL_REDUCE: programs
+						 * run side by side */
 	size_t			 nbody;
 	struct sim_op		*body;
 	void			*arena;		/* all the program's memory */
@@ -225,6 +254,9 @@ const char *sim_op_engine(int kind, int engine);
 /* sim_dtype.c (and sim.h) */
 /* True for the integer dtypes and bool. */
 bool	 sim_dtype_is_int(int dt);
+/* True for the float dtypes narrower than float32 (bfloat16, float16,
+ * fp8, tfloat32): what fp32 tiles (NKI_PRECISE_FP=0) keep unrounded. */
+bool	 sim_dtype_is_lowp(int dt);
 /* x rounded to the nearest value of dt (as the on-chip fp32 copy). */
 float	 sim_dtype_round(int dt, float x);
 /* The fill of an uninitialized element of dt: NaN, or the integer

@@ -25,6 +25,14 @@ static const struct {
 	[NKIR__V1__OP_KIND__OP_LOOP] =		{ "loop", "vector" },
 	[NKIR__V1__OP_KIND__OP_BN_STATS] =	{ "bn_stats", "vector" },
 	[NKIR__V1__OP_KIND__OP_BN_AGGR] =	{ "bn_aggr", "vector" },
+	[NKIR__V1__OP_KIND__OP_LOAD_INDIRECT] =	{ "load", "dma" },
+	[NKIR__V1__OP_KIND__OP_STORE_INDIRECT] = { "store", "dma" },
+	[NKIR__V1__OP_KIND__OP_ATOMIC_RMW] =	{ "atomic_rmw", "dma" },
+	[NKIR__V1__OP_KIND__OP_RAND] =		{ "rand", "gpsimd" },
+	[NKIR__V1__OP_KIND__OP_RANDOM_SEED] =	{ "random_seed", "gpsimd" },
+	[NKIR__V1__OP_KIND__OP_DROPOUT] =	{ "dropout", "vector" },
+	[NKIR__V1__OP_KIND__OP_GATHER_FLAT] =	{ "gather_flattened", "gpsimd" },
+	[NKIR__V1__OP_KIND__OP_ALL_REDUCE] =	{ "all_reduce", "gpsimd" },
 };
 
 /* Indexed by NKIR Engine; ENGINE_DEFAULT: the kind's. */

@@ -146,8 +146,9 @@ sim_opt_reads(const struct sim_op *op, uint32_t t)
 	for (i = 0; i < op->nsrc; i++)
 		if (!op->src[i].scalar && op->src[i].v.tensor == t)
 			return (true);
-	return (op->kind == NKIR__V1__OP_KIND__OP_MATMUL && op->accumulate &&
-	    op->dst.tensor == t);
+	/* an indirect write keeps what it does not reach */
+	return (((op->kind == NKIR__V1__OP_KIND__OP_MATMUL && op->accumulate) ||
+	    op->dyn) && op->dst.tensor == t);
 }
 
 /* One execution of op writes every element of its dst tensor (unmasked,
@@ -156,7 +157,7 @@ sim_opt_reads(const struct sim_op *op, uint32_t t)
 static bool
 sim_opt_overwrites(const struct sim_program *p, const struct sim_op *op)
 {
-	if (!op->has_dst || op->masked ||
+	if (!op->has_dst || op->masked || op->dyn ||
 	    op->kind == NKIR__V1__OP_KIND__OP_LOOP)
 		return (false);
 	return (op->dst.nelem == p->tensors[op->dst.tensor].nelem &&
@@ -340,6 +341,9 @@ sim_opt_program(struct sim_program *p)
 		return (SIM_ENOMEM);
 	sim_opt_first_touch(p, p->body, p->nbody, seen);
 	free(seen);
-	sim_opt_elide(p, p->body, p->nbody);
+	/* programs side by side each have their own tiles: none may live
+	 * in an HBM tensor */
+	if (!p->collective)
+		sim_opt_elide(p, p->body, p->nbody);
 	return (0);
 }

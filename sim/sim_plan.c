@@ -7,6 +7,7 @@
 
 #include "nkir.pb-c.h"
 #include "sim/sim_impl.h"
+#include "sim/sim_plan.h"
 
 /* The program's memory: blocks of 64 KiB or more, freed together. */
 struct sim_arena_block {
@@ -16,25 +17,6 @@ struct sim_arena_block {
 	max_align_t		 data[];
 };
 
-/* The state of one sim_plan_build. Per loop variable: used, inscope and
- * the range [vlo, vhi] it takes, by vstep. */
-struct sim_build {
-	const Nkir__V1__Kernel	*k;
-	struct sim_program	*p;
-	struct sim_diag		*diag;
-	uint8_t			*used;		/* bound by some loop */
-	uint8_t			*inscope;
-	int64_t			*vlo;
-	int64_t			*vhi;
-	int64_t			*vstep;
-	int			 dead;		/* > 0: in a dead loop */
-	uint64_t		 trips;		/* of the outer loops (sat.) */
-	int			 depth;
-	size_t			 nops;
-	int			 grid_rank;	/* at least 1 */
-	uint32_t		 grid[SIM_GRID_RANK_MAX];
-};
-
 /* NKIR Space names, as NKI writes them. */
 static const char *const sim_plan_spaces[] = {
 	"invalid", "hbm", "shared_hbm", "sbuf", "psum",
@@ -42,7 +24,7 @@ static const char *const sim_plan_spaces[] = {
 
 /* ------------------------------------------------------------ arena */
 
-static void *
+void *
 sim_plan_alloc(struct sim_build *b, size_t size)
 {
 	struct sim_arena_block	*blk = b->p->arena;
@@ -120,7 +102,7 @@ sim_plan_file(struct sim_build *b, const Nkir__V1__Loc *loc)
 	return (b->k->files[loc->file]);
 }
 
-static int __attribute__((format(printf, 4, 5)))
+int
 sim_plan_err(struct sim_build *b, const Nkir__V1__Loc *loc, int code,
     const char *fmt, ...)
 {
@@ -137,14 +119,15 @@ sim_plan_err(struct sim_build *b, const Nkir__V1__Loc *loc, int code,
 
 /* ------------------------------------------------------------ views */
 
-static int
+int
 sim_plan_lin(struct sim_build *b, const Nkir__V1__Op *o,
     const Nkir__V1__Affine *a, int rank, const uint64_t *shape,
     struct sim_lin *out, sim_i128 *plo, sim_i128 *phi)
 {
 	sim_i128	lo, hi, abs, vlo, vhi, x, y;
-	uint32_t	nt = 0;
+	uint32_t	nt = 0, slot = 0;
 	size_t		i;
+	int		rc;
 
 	memset(out, 0, sizeof(*out));
 	if (a == NULL) {
@@ -194,6 +177,12 @@ sim_plan_lin(struct sim_build *b, const Nkir__V1__Op *o,
 			vhi = t->index < (uint32_t)b->grid_rank ?
 			    (sim_i128)b->grid[t->index] - 1 : 0;
 			break;
+		case NKIR__V1__TERM_KIND__TERM_FN:
+			if ((rc = sim_lang_plan_fn_term(b, o, t->index, &slot)))
+				return (rc);
+			vlo = b->vlo[slot];
+			vhi = b->vhi[slot];
+			break;
 		case NKIR__V1__TERM_KIND__TERM_AXIS:
 			if (t->index >= (uint32_t)rank)
 				return (sim_plan_err(b, o->loc, SIM_EPARSE,
@@ -220,6 +209,12 @@ sim_plan_lin(struct sim_build *b, const Nkir__V1__Op *o,
 			    "index expression exceeds the executor's range"));
 		if (t->kind == NKIR__V1__TERM_KIND__TERM_AXIS) {
 			out->ax[t->index] += t->coef;
+		} else if (t->kind == NKIR__V1__TERM_KIND__TERM_FN) {
+			/* read from the fn's slot, as a loop variable */
+			out->t[nt].kind = NKIR__V1__TERM_KIND__TERM_LOOP;
+			out->t[nt].index = slot;
+			out->t[nt].coef = t->coef;
+			nt++;
 		} else {
 			out->t[nt].kind = t->kind;
 			out->t[nt].index = t->index;
@@ -240,7 +235,7 @@ sim_plan_is_chip(int space)
 	    space == NKIR__V1__SPACE__SPACE_PSUM);
 }
 
-static int
+int
 sim_plan_view(struct sim_build *b, const Nkir__V1__Op *o,
     const Nkir__V1__Access *acc, struct sim_view *v, const char *arg)
 {
@@ -335,7 +330,7 @@ sim_plan_view(struct sim_build *b, const Nkir__V1__Op *o,
 	return (0);
 }
 
-static void
+void
 sim_plan_lin_range(struct sim_build *b, const struct sim_lin *l, int rank,
     const uint64_t *shape, sim_i128 *plo, sim_i128 *phi)
 {
@@ -388,16 +383,7 @@ sim_plan_bounds(struct sim_build *b, const Nkir__V1__Op *o,
 	return (0);
 }
 
-/* Where an operand must live (sim_plan_space). */
-enum sim_plan_where {
-	SIM_PLAN_NOWHERE,	/* the op has no such operand */
-	SIM_PLAN_TILE,		/* on chip: SBUF or PSUM */
-	SIM_PLAN_SBUF,
-	SIM_PLAN_PSUM,
-	SIM_PLAN_HBM,		/* hbm or shared_hbm */
-};
-
-static int
+int
 sim_plan_space(struct sim_build *b, const Nkir__V1__Op *o,
     const struct sim_view *v, const char *arg, int where)
 {
@@ -431,7 +417,7 @@ sim_plan_space(struct sim_build *b, const Nkir__V1__Op *o,
 	    ti->chip ? "tile" : "tensor", sim_plan_spaces[ti->space]));
 }
 
-static int
+int
 sim_plan_shape_eq(struct sim_build *b, const Nkir__V1__Op *o,
     const char *an, int ar, const uint64_t *as, const char *bn, int br,
     const uint64_t *bs)
@@ -458,7 +444,7 @@ sim_plan_shape_eq(struct sim_build *b, const Nkir__V1__Op *o,
 
 /* An element-wise operand: an on-chip access of dst's shape, or a scalar
  * where allowed. */
-static int
+int
 sim_plan_operand(struct sim_build *b, const Nkir__V1__Op *o,
     struct sim_op *op, int i, const char *arg, bool scalar_ok)
 {
@@ -590,7 +576,8 @@ sim_plan_covers_dims(struct sim_build *b, const Nkir__V1__Access *acc,
 			ok = tile == ti->shape[d];
 			continue;
 		}
-		if (v->coef != (int64_t)tile)
+		if (v->coef != (int64_t)tile ||
+		    v->kind == NKIR__V1__TERM_KIND__TERM_FN)
 			return (false);
 		if (v->kind == NKIR__V1__TERM_KIND__TERM_PROGRAM) {
 			if (progs & (1u << v->index))
@@ -734,6 +721,8 @@ sim_plan_loop(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 		b->vhi[l->var] = l->step > 0 ? last : l->start;
 	}
 	b->vstep[l->var] = l->step;
+	if ((rc = sim_lang_plan_loop_fns(b, op)))
+		return (rc);
 	b->depth++;
 	outer = b->trips;
 	b->trips = sim_plan_mul_sat(b->trips, (uint64_t)trips);
@@ -969,7 +958,9 @@ sim_plan_ndarray(struct sim_build *b, const Nkir__V1__Op *o,
 		op->value = 0.0f;
 		return (0);
 	case NKIR__V1__FILL__FILL_VALUE:
-		op->value = sim_dtype_round(dt, (float)o->value);
+		op->value = sim_dtype_round(b->p->fp32_tiles &&
+		    sim_dtype_is_lowp(dt) ? SIM_DT_FLOAT32 : dt,
+		    (float)o->value);
 		return (0);
 	default:
 		return (sim_plan_err(b, o->loc, SIM_EPARSE, "invalid fill %d",
@@ -1033,8 +1024,9 @@ sim_plan_activation(struct sim_build *b, const Nkir__V1__Op *o,
 	static const char	*const args[] = { "dst", "data", "bias" };
 	int			 rc;
 
-	if (o->act <= NKIR__V1__ACT_FUNC__ACT_INVALID ||
-	    o->act > NKIR__V1__ACT_FUNC__ACT_LOGICAL_NOT)
+	if ((o->act <= NKIR__V1__ACT_FUNC__ACT_INVALID ||
+	    o->act > NKIR__V1__ACT_FUNC__ACT_LOGICAL_NOT) &&
+	    !sim_lang_plan_act_ok(o->act))
 		return (sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "unsupported activation function %d", (int)o->act));
 	if ((rc = sim_plan_elementwise(b, o, op, o->n_src >= 2 ? 2 : 1,
@@ -1123,6 +1115,22 @@ static const struct sim_plan_kind {
 	    { SIM_PLAN_TILE, false, sim_plan_bn },
 	[NKIR__V1__OP_KIND__OP_BN_AGGR] =
 	    { SIM_PLAN_TILE, false, sim_plan_bn },
+	[NKIR__V1__OP_KIND__OP_LOAD_INDIRECT] =
+	    { SIM_PLAN_SBUF, false, sim_lang_plan_indirect },
+	[NKIR__V1__OP_KIND__OP_STORE_INDIRECT] =
+	    { SIM_PLAN_HBM, false, sim_lang_plan_indirect },
+	[NKIR__V1__OP_KIND__OP_ATOMIC_RMW] =
+	    { SIM_PLAN_HBM, false, sim_lang_plan_indirect },
+	[NKIR__V1__OP_KIND__OP_RAND] =
+	    { SIM_PLAN_TILE, false, sim_lang_plan_rand },
+	[NKIR__V1__OP_KIND__OP_RANDOM_SEED] =
+	    { SIM_PLAN_NOWHERE, false, sim_lang_plan_seed },
+	[NKIR__V1__OP_KIND__OP_DROPOUT] =
+	    { SIM_PLAN_TILE, false, sim_lang_plan_dropout },
+	[NKIR__V1__OP_KIND__OP_GATHER_FLAT] =
+	    { SIM_PLAN_TILE, false, sim_lang_plan_gather },
+	[NKIR__V1__OP_KIND__OP_ALL_REDUCE] =
+	    { SIM_PLAN_TILE, false, sim_lang_plan_all_reduce },
 };
 
 /* dst of op, in where: its view, which is op's iteration space. */
@@ -1337,7 +1345,7 @@ sim_plan_tensors(struct sim_build *b)
 	struct sim_program	*p = b->p;
 	uint64_t		 tile_bytes = 0, hbm_bytes = 0;
 	size_t			 i;
-	int			 d;
+	int			 d, rc;
 
 	if (k->n_tensors > SIM_TENSORS_MAX)
 		return (sim_plan_err(b, NULL, SIM_ELIMIT,
@@ -1387,7 +1395,8 @@ sim_plan_tensors(struct sim_build *b)
 				    "kernel argument or HBM tensor `%s` must "
 				    "be in address space 'hbm', not '%s'",
 				    ti->name, sim_plan_spaces[t->space]));
-			if (t->fill > NKIR__V1__FILL__FILL_ZERO)
+			if (t->fill > NKIR__V1__FILL__FILL_ZERO &&
+			    t->fill != NKIR__V1__FILL__FILL_DATA)
 				return (sim_plan_err(b, loc, SIM_EPARSE,
 				    "tensor `%s` has invalid fill %d",
 				    ti->name, (int)t->fill));
@@ -1426,6 +1435,9 @@ sim_plan_tensors(struct sim_build *b)
 				free_elems *= t->shape[d];
 		}
 		sz = sim_dtype_size(ti->dtype);
+		if (t->fill == NKIR__V1__FILL__FILL_DATA && !ti->chip &&
+		    (rc = sim_lang_plan_data(b, t, ti)))
+			return (rc);
 		if (ti->chip) {
 			if (ti->shape[0] > SIM_PMAX)
 				return (sim_plan_err(b, loc, SIM_EINVAL,
@@ -1640,7 +1652,8 @@ sim_plan_build(const Nkir__V1__Kernel *k, struct sim_program **out,
 		goto out;
 	}
 	p->nloopvars = k->num_loop_vars;
-	nv = p->nloopvars + 1;
+	p->fp32_tiles = k->fp32_tiles;
+	nv = p->nloopvars + k->n_fns + 1;
 	b.used = calloc(nv, 1);
 	b.inscope = calloc(nv, 1);
 	b.vlo = calloc(nv, sizeof(int64_t));
@@ -1648,7 +1661,8 @@ sim_plan_build(const Nkir__V1__Kernel *k, struct sim_program **out,
 	b.vstep = calloc(nv, sizeof(int64_t));
 	if (!b.used || !b.inscope || !b.vlo || !b.vhi || !b.vstep)
 		goto out;
-	if ((rc = sim_plan_tensors(&b)) || (rc = sim_plan_signature(&b)))
+	if ((rc = sim_plan_tensors(&b)) || (rc = sim_plan_signature(&b)) ||
+	    (rc = sim_lang_plan_fns(&b)))
 		goto out;
 	p->nbody = k->n_body;
 	b.trips = p->nprograms;

@@ -72,6 +72,32 @@ class TracedKernel:
         return "<TracedKernel %s: %d params, %d outputs, %d bytes of %s>" % (
             self.name, len(self.params), len(self.outputs), len(self.ir), self.format)
 
+    def with_precise_fp(self, precise):
+        """This kernel for ``NKI_PRECISE_FP=precise``: itself when precise
+        (tiles round to their dtype, as the hardware stores them) or when
+        it has no bfloat16/float16/fp8/tfloat32 tile; else a copy whose IR
+        sets ``Kernel.fp32_tiles`` (such tiles keep float32 values, as NKI
+        2.24's simulator did).  The IR differs, so nkid keys the two
+        apart."""
+        if precise or not _has_lowp_tile(self.kernel):
+            return self
+        v = getattr(self, "_fp32_variant", None)
+        if v is None:
+            k = ir.Kernel()
+            k.CopyFrom(self.kernel)
+            k.fp32_tiles = True
+            v = TracedKernel(self.name, k, self.params, self.outputs, self.inplace,
+                             self.ret_kind)
+            self._fp32_variant = v
+        return v
+
+
+_LOWP = (ir.DT_BFLOAT16, ir.DT_FLOAT16, ir.DT_FP8_E4M3, ir.DT_FP8_E5M2, ir.DT_TFLOAT32)
+
+
+def _has_lowp_tile(kernel):
+    return any(t.kind == ir.TENSOR_TILE and t.dtype in _LOWP for t in kernel.tensors)
+
 
 def _def_line(func):
     code = func.__code__
@@ -98,6 +124,7 @@ def trace(func, args=(), kwargs=None, grid=(), name=None, target="", options="")
     name = name or getattr(func, "__name__", "kernel")
     b = KernelBuilder(name, grid, target)
     b.def_loc = (b.file_index(func.__code__.co_filename), _def_line(func))
+    b.force_auto_alloc = bool(getattr(func, "__nki_force_auto_alloc__", False))
 
     sig = inspect.signature(func)
     bound = sig.bind(*args, **kwargs)

@@ -64,7 +64,7 @@ class Op:
 
 class TensorInfo:
     __slots__ = ("name", "kind", "space", "dtype", "shape", "loc", "fill",
-                 "pending_alloc", "written")
+                 "pending_alloc", "written", "data", "alloc", "scope")
 
     def __init__(self, name, kind, space, dtype, shape, loc, fill=ir.FILL_UNINIT):
         self.name = name
@@ -76,6 +76,9 @@ class TensorInfo:
         self.fill = fill
         self.pending_alloc = None     # (op, body) of an OP_ALLOC FILL_UNINIT
         self.written = False
+        self.data = None              # FILL_DATA: the constant's bytes
+        self.alloc = None             # a direct allocation (tracer.alloc.Placement)
+        self.scope = ()               # the loop variables open at creation
 
 
 class KernelBuilder:
@@ -95,6 +98,10 @@ class KernelBuilder:
         self._loops = []
         self.num_loop_vars = 0
         self.def_loc = None
+        self.fns = []                 # index functions: (kind, Aff, divisor)
+        self._fn_idx = {}
+        self.force_auto_alloc = False  # nki.compiler.force_auto_alloc
+        self.loop_reduce = {}         # nl.loop_reduce accumulators by call site
 
     # -- activation
     def __enter__(self):
@@ -125,8 +132,21 @@ class KernelBuilder:
     def add_tensor(self, name, kind, space, dtype, shape, fill=ir.FILL_UNINIT, loc=None):
         if loc is None:
             loc = self.loc_here()
-        self.tensors.append(TensorInfo(name, kind, space, dtype, shape, loc, fill))
+        t = TensorInfo(name, kind, space, dtype, shape, loc, fill)
+        t.scope = tuple(lp[0] for lp in self._loops)
+        self.tensors.append(t)
         return len(self.tensors) - 1
+
+    # -- index functions
+    def index_fn(self, kind, aff, divisor):
+        """The index of the NKIR IndexFn ``aff % divisor`` (kind "mod") or
+        ``aff // divisor`` ("floordiv"), added once."""
+        key = (kind, aff.c, tuple(sorted(aff.t.items())), divisor)
+        i = self._fn_idx.get(key)
+        if i is None:
+            i = self._fn_idx[key] = len(self.fns)
+            self.fns.append((kind, aff.copy(), divisor))
+        return i
 
     def add_param(self, name, dtype, shape):
         tid = self.add_tensor(name, ir.TENSOR_PARAM, ir.SPACE_HBM, dtype, shape,
@@ -182,6 +202,14 @@ class KernelBuilder:
                         break
 
     # -- loops
+    def loop_body(self, var):
+        """The body that holds the loop over ``var`` (being traced), or
+        None if ``var`` is not an open loop."""
+        for i, lp in enumerate(self._loops):
+            if lp[0] == var:
+                return self._bodies[i]
+        return None
+
     def begin_loop(self, kind, start, stop, step, loc=None):
         var = self.num_loop_vars
         self.num_loop_vars += 1
@@ -200,6 +228,8 @@ class KernelBuilder:
     # -- serialization
     def finish(self):
         """The traced kernel as a nkir.v1.Kernel message."""
+        from .alloc import check_kernel
+        check_kernel(self)
         k = ir.Kernel(name=self.name, files=self.files, grid=list(self.grid),
                       num_loop_vars=self.num_loop_vars, target=self.target)
         if self.def_loc:
@@ -210,6 +240,12 @@ class KernelBuilder:
             m.loc.file, m.loc.line = t.loc
             if t.kind == ir.TENSOR_HBM:
                 m.fill = t.fill
+            if t.data is not None:
+                m.data = t.data
+        for kind, aff, divisor in self.fns:
+            f = k.fns.add(kind=ir.FN_MOD if kind == "mod" else ir.FN_FLOORDIV,
+                          divisor=divisor)
+            _aff_to_pb(aff, f.expr)
         for name, tid in self.params:
             k.params.add(name=name, tensor=tid)
         k.outputs.extend(self.outputs)
@@ -244,7 +280,7 @@ def covers(acc, shape):
     return True
 
 
-_TERM = {"l": ir.TERM_LOOP, "p": ir.TERM_PROGRAM}
+_TERM = {"l": ir.TERM_LOOP, "p": ir.TERM_PROGRAM, "f": ir.TERM_FN}
 
 
 def _aff_to_pb(a, m):
@@ -286,6 +322,10 @@ def _ops_to_pb(ops, out):
                 m.axes.extend(value)
             elif name == "expr":
                 _aff_to_pb(value, m.expr)
+            elif name == "indirect":
+                m.indirect.dim, m.indirect.oob = value
+            elif name.startswith("_"):
+                continue            # the tracer's own notes
             else:
                 setattr(m, name, value)
         if op.loop is not None:

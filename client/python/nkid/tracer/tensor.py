@@ -85,7 +85,7 @@ class NkiTensor:
     """A tensor or tile of a traced kernel, seen through a view."""
 
     __slots__ = ("_tid", "shape", "dtype", "_imap", "_space", "_producer",
-                 "_inplace", "name", "__weakref__")
+                 "_inplace", "name", "_indirect", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, tid, shape, dtype, imap, space, name=""):
@@ -97,6 +97,7 @@ class NkiTensor:
         self._producer = None
         self._inplace = False
         self.name = name
+        self._indirect = None       # tracer.indirect.Indirect of t[idx_tile, ...]
 
     # -- basic properties
     @property
@@ -133,10 +134,16 @@ class NkiTensor:
     # -- views
     def _view(self, shape, m):
         """A view of shape ``shape`` whose logical axis j is ``m[j]``."""
+        if self._indirect is not None:
+            from .indirect import not_supported
+            raise not_supported()
         imap = [a.subst(m) for a in self._imap]
         return NkiTensor(self._tid, shape, self.dtype, imap, self._space, self.name)
 
     def _access(self, shape=None, mask=()):
+        if self._indirect is not None:
+            from .indirect import not_supported
+            raise not_supported()
         if shape is None or tuple(shape) == self.shape:
             return Access(self._tid, self._imap, self.shape, mask)
         shape = tuple(shape)
@@ -144,6 +151,9 @@ class NkiTensor:
         return Access(self._tid, [a.subst(m) for a in self._imap], shape, mask)
 
     def __getitem__(self, key):
+        if _has_tile(key):
+            from .indirect import view
+            return view(self, key)
         shape, logical = _index(self.shape, key)
         return self._view(shape, dict(enumerate(logical)))
 
@@ -175,6 +185,21 @@ class NkiTensor:
 
     def astype(self, dtype):
         return copy(self, dtype=dtype)
+
+    def assert_shape(self, shape):
+        """This tensor, after checking that its shape is ``shape``."""
+        if tuple(int(s) for s in shape) != self.shape:
+            raise _err("Tensor shape and the annotated shape mismatch: shape of `%s%s`"
+                       " does not match the expected shape of %s"
+                       " (err_annotation_shape_mismatch)"
+                       % (self.name or "tensor", list(self.shape), list(shape)), AssertionError)
+        return self
+
+    def expand_dims(self, axis):
+        """A view with a size-1 dimension inserted at ``axis``."""
+        shape = list(self.shape)
+        shape.insert(axis if axis >= 0 else len(shape) + 1 + axis, 1)
+        return self.reshape(tuple(shape))
 
     def view(self, dtype):
         raise NotImplementedError("NkiTensor.view(dtype) is not supported by nkid")
@@ -444,6 +469,13 @@ def _index(shape, key):
     return tuple(out), logical
 
 
+def _has_tile(key):
+    """An index with a tile in it: indirect (dynamic) indexing."""
+    if isinstance(key, tuple):
+        return any(isinstance(k, NkiTensor) for k in key)
+    return isinstance(key, NkiTensor)
+
+
 def _scalar_or_adv(k, out, dim):
     i = as_index(k)
     if i is None:
@@ -562,6 +594,11 @@ def mask_affs(mask, shape):
     pshape = mask.shape
     m = _align_map(pshape, shape) if pshape else {}
     out = []
+    if any(not isinstance(k, int) and k[0] == "f" for t in mask.terms for k in t.aff.t):
+        raise _err("NKI mask expressions must be affine expressions of static loop"
+                   " indices. Dynamic values, tensor elements, or non-affine"
+                   " operations are not supported in mask predicates."
+                   " (err_unsupported_expression_in_mask)", ValueError)
     for t in mask.terms:
         a = t.aff.shift(len(pshape) - len(t.shape))
         out.append(a.subst(m) if pshape else a)
@@ -745,6 +782,9 @@ def load(src, dtype=None, mask=None):
     b = require("nl.load")
     if not isinstance(src, NkiTensor):
         raise _err("nl.load expects a tensor in HBM, got %r" % (src,), TypeError)
+    if src._indirect is not None:
+        from .indirect import load as indirect_load
+        return indirect_load(src, dtype=dtype, mask=mask)
     ma = mask_affs(mask, op_shape(src.shape))
     return _result(b, ir.OP_LOAD, src.shape, _dt.normalize(dtype) if dtype else src.dtype,
                    [_operand(b, src, op_shape(src.shape), ma)], {}, ma)
@@ -755,6 +795,9 @@ def store(dst, value, mask=None):
     b = require("nl.store")
     if not isinstance(dst, NkiTensor):
         raise _err("nl.store expects a destination tensor in HBM, got %r" % (dst,), TypeError)
+    if dst._indirect is not None:
+        from .indirect import store as indirect_store
+        return indirect_store(dst, value, mask=mask)
     ma = mask_affs(mask, dst.shape)
     d = dst._access(None, ma)
     src = _operand(b, value, dst.shape, ma)
@@ -809,6 +852,12 @@ def _retarget(b, value, view, accumulate=False):
     old = op.dst.tensor
     dst = view._access(op.dst.shape, op.dst.mask)
     op.dst = dst
+    for i in op.fields.get("_dst_srcs", ()):
+        op.src[i] = dst         # nl.loop_reduce: the destination is an input
+        b.note_read(dst)
+    undo = op.fields.get("_undo")
+    if undo is not None:
+        undo()
     if accumulate:
         op.fields["accumulate"] = True
         b.note_read(dst)
@@ -833,12 +882,20 @@ def _no_overlap(op, view):
     return True
 
 
-_RETARGET_SPACES = {ir.OP_LOAD: (ir.SPACE_SBUF,), ir.OP_MATMUL: (ir.SPACE_PSUM,)}
+_RETARGET_SPACES = {ir.OP_LOAD: (ir.SPACE_SBUF,), ir.OP_MATMUL: (ir.SPACE_PSUM,),
+                    ir.OP_LOAD_INDIRECT: (ir.SPACE_SBUF,)}
 
 
 def assign(view, value, mask=None):
     """``view[...] = value``."""
     b = require("tensor assignment")
+    if not view.shape and not any(a.axes() for a in view._imap):
+        # t[i, j] = ...: one element, written as a [1, 1] tile
+        view = NkiTensor(view._tid, (1, 1), view.dtype, view._imap, view._space, view.name)
+    if isinstance(value, NkiTensor) and (value._indirect is not None
+                                         or view._indirect is not None):
+        from .indirect import assign as indirect_assign
+        return indirect_assign(view, value, mask)
     if isinstance(value, NkiTensor):
         p = value._producer
         if (p is not None and b.is_last_op(p) and value.shape == view.shape
