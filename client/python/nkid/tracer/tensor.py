@@ -868,7 +868,8 @@ def _retarget(b, value, view, accumulate=False):
     value._producer = None
 
 
-_ELEMENTWISE = (ir.OP_TENSOR_TENSOR, ir.OP_ACTIVATION, ir.OP_COPY, ir.OP_SELECT)
+_ELEMENTWISE = (ir.OP_TENSOR_TENSOR, ir.OP_ACTIVATION, ir.OP_COPY, ir.OP_SELECT,
+                ir.OP_DROPOUT)
 
 
 def _no_overlap(op, view):
