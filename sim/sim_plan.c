@@ -1446,14 +1446,8 @@ sim_plan_tensors(struct sim_build *b)
 				    (unsigned long long)ti->shape[0],
 				    SIM_PMAX));
 			if (t->space == NKIR__V1__SPACE__SPACE_PSUM &&
-			    free_elems * sz > SIM_PSUM_PART_BYTES)
-				return (sim_plan_err(b, loc, SIM_EINVAL,
-				    "PSUM tile `%s` needs %llu bytes per "
-				    "partition, which exceeds architecture "
-				    "limitation of %d (2KiB per partition)",
-				    ti->name,
-				    (unsigned long long)(free_elems * sz),
-				    SIM_PSUM_PART_BYTES));
+			    (rc = sim_lang_plan_psum(b, t, ti, free_elems * sz)))
+				return (rc);
 			if (t->space == NKIR__V1__SPACE__SPACE_SBUF &&
 			    free_elems * sz > sim_plan_sbuf_limit(k->target))
 				return (sim_plan_err(b, loc, SIM_EINVAL,

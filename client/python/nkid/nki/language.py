@@ -98,6 +98,10 @@ def _create(shape, dtype, buffer, name, fill, value=0.0):
                                      name or "tensor", b.target)
         t = _t.new_tile(shape, dtype, buf.space, name, par, loc=loc)
         b.tensors[t._tid].alloc = placement
+        if placement is not None and buf.space == _ir.SPACE_PSUM:
+            # a placed PSUM tile starts an accumulation group where it is
+            # declared: the group's first matmul overwrites the bank
+            fill = _ir.FILL_ZERO
         b.alloc(t._tid, fill, value, loc=loc)
         return t
     if isinstance(buf, _alloc.AllocBuffer):

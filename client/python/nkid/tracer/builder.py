@@ -64,7 +64,7 @@ class Op:
 
 class TensorInfo:
     __slots__ = ("name", "kind", "space", "dtype", "shape", "loc", "fill",
-                 "pending_alloc", "written", "data", "alloc", "scope")
+                 "pending_alloc", "written", "data", "alloc", "scope", "blocks")
 
     def __init__(self, name, kind, space, dtype, shape, loc, fill=ir.FILL_UNINIT):
         self.name = name
@@ -79,6 +79,7 @@ class TensorInfo:
         self.data = None              # FILL_DATA: the constant's bytes
         self.alloc = None             # a direct allocation (tracer.alloc.Placement)
         self.scope = ()               # the loop variables open at creation
+        self.blocks = 0               # tiles: block dimensions after the partitions
 
 
 class KernelBuilder:
@@ -242,6 +243,8 @@ class KernelBuilder:
                 m.fill = t.fill
             if t.data is not None:
                 m.data = t.data
+            if t.blocks:
+                m.block_dims = t.blocks
         for kind, aff, divisor in self.fns:
             f = k.fns.add(kind=ir.FN_MOD if kind == "mod" else ir.FN_FLOORDIV,
                           divisor=divisor)

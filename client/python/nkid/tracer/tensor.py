@@ -352,6 +352,7 @@ def new_tile(shape, dtype, space=ir.SPACE_SBUF, name="", par=0, loc=None):
         phys.append(1)
         imap.append(Aff(0))
     tid = b.add_tensor(name, ir.TENSOR_TILE, space, dtype, phys, loc=loc)
+    b.tensors[tid].blocks = par         # stored [P, blocks..., free...]
     return NkiTensor(tid, shape, dtype, imap, space, name)
 
 
