@@ -19,30 +19,20 @@ pytestmark = pytest.mark.skipif(
 
 
 @nki.jit
-def top8(x):
+def topk(x, rounds):
+    """The 8 * rounds largest values of each row and their indices; after
+    each round of max8, everything >= its 8th value is knocked out."""
     rows, width = x.shape
-    vals = nl.ndarray((rows, 8), dtype=x.dtype, buffer=nl.shared_hbm)
-    idx = nl.ndarray((rows, 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+    vals = nl.ndarray((rows, 8 * rounds), dtype=x.dtype, buffer=nl.shared_hbm)
+    idx = nl.ndarray((rows, 8 * rounds), dtype=nl.uint32, buffer=nl.shared_hbm)
     t = nl.load(x)
-    m = nisa.max8(src=t)
-    nl.store(vals, value=m)
-    nl.store(idx, value=nisa.nc_find_index8(data=t, vals=m))
-    return vals, idx
-
-
-@nki.jit
-def top16(x):
-    rows, width = x.shape
-    vals = nl.ndarray((rows, 16), dtype=x.dtype, buffer=nl.shared_hbm)
-    idx = nl.ndarray((rows, 16), dtype=nl.uint32, buffer=nl.shared_hbm)
-    t = nl.load(x)
-    for r in range(2):                      # two rounds, unrolled
+    for r in range(rounds):                 # unrolled
         m = nisa.max8(src=t)
         nl.store(vals[:, r * 8:(r + 1) * 8], value=m)
         nl.store(idx[:, r * 8:(r + 1) * 8], value=nisa.nc_find_index8(data=t, vals=m))
-        # knock out this round's values: everything >= the 8th largest
-        eighth = m[:, 7:8].broadcast_to((rows, width))
-        t = nl.where(nl.greater_equal(t, eighth), nl.fp32.min, t)
+        if r + 1 < rounds:
+            eighth = m[:, 7:8].broadcast_to((rows, width))
+            t = nl.where(nl.greater_equal(t, eighth), nl.fp32.min, t)
     return vals, idx
 
 
@@ -55,7 +45,7 @@ def _distinct_rows(rows, width, seed):
 @pytest.mark.parametrize("rows,width", [(128, 64), (16, 1000)])
 def test_top8(nkid_socket, rows, width):
     x = _distinct_rows(rows, width, width)
-    vals, idx = top8(x)
+    vals, idx = topk(x, 1)
     order = np.argsort(-x, axis=1)[:, :8]
     np.testing.assert_array_equal(idx, order)
     np.testing.assert_array_equal(vals, np.take_along_axis(x, order, axis=1))
@@ -63,7 +53,7 @@ def test_top8(nkid_socket, rows, width):
 
 def test_top16_in_two_rounds(nkid_socket):
     x = _distinct_rows(64, 256, 16)
-    vals, idx = top16(x)
+    vals, idx = topk(x, 2)
     order = np.argsort(-x, axis=1)[:, :16]
     np.testing.assert_array_equal(idx, order)
     np.testing.assert_array_equal(vals, np.take_along_axis(x, order, axis=1))
