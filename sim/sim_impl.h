@@ -54,7 +54,7 @@
 /* Hardware limits (NKI, trn1/trn2). */
 #define SIM_PMAX		128		/* partitions */
 #define SIM_PSUM_PART_BYTES	2048		/* a PSUM tile per partition */
-#define SIM_PSUM_BANKS		8		/* of SIM_PSUM_PART_BYTES */
+
 #define SIM_MM_STAT_FMAX	128
 #define SIM_MM_MOVE_FMAX	512
 #define SIM_BN_FMAX		512

@@ -473,11 +473,11 @@ sim_lang_plan_data(struct sim_build *b, const Nkir__V1__Tensor *t,
 	return (0);
 }
 
-/* ------------------------------------------------------------ psum */
+/* ------------------------------------------------------------ blocks */
 
 int
-sim_lang_plan_psum(struct sim_build *b, const Nkir__V1__Tensor *t,
-    const struct sim_tinfo *ti, uint64_t bytes)
+sim_lang_plan_block_bytes(struct sim_build *b, const Nkir__V1__Tensor *t,
+    const struct sim_tinfo *ti, uint64_t bytes, uint64_t *per_block)
 {
 	uint64_t	blocks = 1;
 	uint32_t	d;
@@ -488,17 +488,6 @@ sim_lang_plan_psum(struct sim_build *b, const Nkir__V1__Tensor *t,
 		    ti->rank, t->block_dims));
 	for (d = 1; d <= t->block_dims; d++)
 		blocks *= ti->shape[d];
-	if (bytes / blocks > SIM_PSUM_PART_BYTES)
-		return (sim_plan_err(b, t->loc, SIM_EINVAL,
-		    "PSUM tile `%s` needs %llu bytes per partition, which "
-		    "exceeds architecture limitation of %d (2KiB per "
-		    "partition)", ti->name, (unsigned long long)(bytes / blocks),
-		    SIM_PSUM_PART_BYTES));
-	if (bytes > SIM_PSUM_PART_BYTES * SIM_PSUM_BANKS)
-		return (sim_plan_err(b, t->loc, SIM_EINVAL,
-		    "PSUM tensor `%s` of %llu blocks needs %llu bytes per "
-		    "partition, which exceeds the %d banks of 2KiB of PSUM",
-		    ti->name, (unsigned long long)blocks,
-		    (unsigned long long)bytes, SIM_PSUM_BANKS));
+	*per_block = bytes / blocks;
 	return (0);
 }

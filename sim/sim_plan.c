@@ -1359,7 +1359,7 @@ sim_plan_tensors(struct sim_build *b)
 		const Nkir__V1__Tensor	*t = k->tensors[i];
 		struct sim_tinfo	*ti = &p->tensors[i];
 		const Nkir__V1__Loc	*loc;
-		uint64_t		 free_elems = 1, sz;
+		uint64_t		 free_elems = 1, sz, pb;
 
 		if (t == NULL)
 			return (sim_plan_err(b, NULL, SIM_EPARSE,
@@ -1445,16 +1445,24 @@ sim_plan_tensors(struct sim_build *b)
 				    "architecture limitation of %d",
 				    (unsigned long long)ti->shape[0],
 				    SIM_PMAX));
-			if (t->space == NKIR__V1__SPACE__SPACE_PSUM &&
-			    (rc = sim_lang_plan_psum(b, t, ti, free_elems * sz)))
+			if ((rc = sim_lang_plan_block_bytes(b, t, ti,
+			    free_elems * sz, &pb)))
 				return (rc);
+			if (t->space == NKIR__V1__SPACE__SPACE_PSUM &&
+			    pb > SIM_PSUM_PART_BYTES)
+				return (sim_plan_err(b, loc, SIM_EINVAL,
+				    "PSUM tile `%s` needs %llu bytes per "
+				    "partition, which exceeds architecture "
+				    "limitation of %d (2KiB per partition)",
+				    ti->name, (unsigned long long)pb,
+				    SIM_PSUM_PART_BYTES));
 			if (t->space == NKIR__V1__SPACE__SPACE_SBUF &&
-			    free_elems * sz > sim_plan_sbuf_limit(k->target))
+			    pb > sim_plan_sbuf_limit(k->target))
 				return (sim_plan_err(b, loc, SIM_EINVAL,
 				    "SBUF tile `%s` needs %llu bytes per "
 				    "partition, which exceeds architecture "
 				    "limitation of %llu", ti->name,
-				    (unsigned long long)(free_elems * sz),
+				    (unsigned long long)pb,
 				    (unsigned long long)
 				    sim_plan_sbuf_limit(k->target)));
 			tile_bytes += ti->nelem * 4;

@@ -96,10 +96,12 @@ int	 sim_lang_plan_fn_term(struct sim_build *b, const Nkir__V1__Op *o,
 	    uint32_t index, uint32_t *slot);
 /* The fns a loop over variable var must refresh each trip (op->fns). */
 int	 sim_lang_plan_loop_fns(struct sim_build *b, struct sim_op *op);
-/* PSUM tile t (bytes per partition over all its blocks) fits PSUM: each
- * block one bank of 2 KiB, all of them the 8 banks. */
-int	 sim_lang_plan_psum(struct sim_build *b, const Nkir__V1__Tensor *t,
-	    const struct sim_tinfo *ti, uint64_t bytes);
+/* Tile t's bytes per partition of one block (*per_block) from its bytes
+ * per partition: block dimensions are logical, the memory limits hold
+ * per block. */
+int	 sim_lang_plan_block_bytes(struct sim_build *b,
+	    const Nkir__V1__Tensor *t, const struct sim_tinfo *ti,
+	    uint64_t bytes, uint64_t *per_block);
 /* A FILL_DATA tensor t: its bytes copied into ti->data. */
 int	 sim_lang_plan_data(struct sim_build *b, const Nkir__V1__Tensor *t,
 	    struct sim_tinfo *ti);

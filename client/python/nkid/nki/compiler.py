@@ -24,15 +24,15 @@ __all__ = ["sbuf", "psum", "skip_middle_end_transformations", "enable_stack_allo
 
 
 def _linear(shape, idx):
-    """idx modulo shape ((1, 1, ...) when empty), row-major linearized."""
-    if not shape:
-        return 0
-    if len(shape) != len(idx):
-        raise ValueError("the allocation shape %r must be empty or have one entry per"
-                         " block dimension (%d)" % (tuple(shape), len(idx)))
+    """idx modulo shape ((1, 1, ...) when empty), row-major linearized over
+    shape, as NKI's modulo allocation computes it (extra entries of either
+    are ignored: zip)."""
     n = 0
-    for i, s in zip(idx, shape):
-        n = n * int(s) + int(i) % int(s)
+    for d, (i, s) in enumerate(zip(idx, shape)):
+        stride = 1
+        for x in shape[d + 1:]:
+            stride *= int(x)
+        n += (int(i) % int(s)) * stride
     return n
 
 

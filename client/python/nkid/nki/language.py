@@ -5,9 +5,10 @@ from a kernel it records NKIR ops (see ``nkid.tracer``); called outside a
 kernel it raises.  Tiles returned by these functions are
 :class:`nkid.tracer.tensor.NkiTensor` objects.
 
-Loops: ``affine_range``, ``sequential_range`` and ``static_range`` are traced
-once, with a symbolic loop variable, into one NKIR loop.  A Python ``range``
-inside a kernel is ordinary Python and unrolls.
+Loops: ``affine_range`` and ``sequential_range`` are traced once, with a
+symbolic loop variable, into one NKIR loop.  ``static_range`` and a Python
+``range`` inside a kernel unroll while tracing (NKI's ``static_range`` is
+"fully unrolled during NKI kernel tracing").
 """
 
 import numpy as np
@@ -222,10 +223,15 @@ class sequential_range(_Range):
 
 
 class static_range(_Range):
-    """Loop unrolled by NKI's compiler (kept as a loop in NKIR)."""
+    """A loop NKI unrolls while it traces the kernel: the body runs once per
+    value with a Python int as the index (so it may index host arrays and
+    drive Python control flow), and the IR holds every copy."""
 
     _kind = _ir.LOOP_STATIC
     _label = "static_range"
+
+    def __iter__(self):
+        yield from range(self.start, self.stop, self.step)
 
 
 # ---------------------------------------------------------------- SPMD

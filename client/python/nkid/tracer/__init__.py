@@ -5,9 +5,10 @@
 ``dtype``) become TENSOR_PARAM tensors in HBM; every other argument is a
 static Python value the kernel may compute with.  The ``nki.language``
 functions called by the kernel append ops to the trace; NKI loops
-(``nl.affine_range``, ``sequential_range``, ``static_range``) are traced once
-with a symbolic loop variable, so the IR does not grow with trip counts.
-A plain Python ``range`` loop runs as Python: it is unrolled.
+(``nl.affine_range``, ``sequential_range``) are traced once with a
+symbolic loop variable, so the IR does not grow with trip counts.
+``nl.static_range`` and a plain Python ``range`` loop run as Python: they
+are unrolled.
 
 The result is a :class:`TracedKernel`: the ``nkir.v1.Kernel`` message, its
 bytes and their digest, the parameter and output signatures.  nkid keys a

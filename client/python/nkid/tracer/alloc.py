@@ -137,7 +137,8 @@ def place(buf, shape, par, itemsize, name, target):
     rects = []
     for idx in itertools.product(*[range(n) for n in blocks]):
         try:
-            got = buf.func(tuple(idx), P, fdim)
+            # by keyword, as NKI calls it (functools.partial(f, bank_map=...))
+            got = buf.func(idx=tuple(idx), pdim_size=P, fdim_size=fdim)
         except (ValueError, TypeError, IndexError) as e:
             raise _err("%s for tensor `%s`: %s" % (buf.what, name, e), type(e)) from None
         r = _ints(got, 3 if psum else 2)

@@ -164,12 +164,14 @@ class NkiTensor:
             return
         assign(view, value)
 
-    def reshape(self, *shape, **_):
+    def reshape(self, *shape, **kwargs):
         """A view with another shape (the same elements in row-major order).
 
         Supported when each dimension of the original is either split into,
         or formed by, consecutive new dimensions whose index stays affine.
         """
+        if not shape and "shape" in kwargs:         # t.reshape(shape=(...)), nki.tensor's
+            shape = (kwargs["shape"],)
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         shape = tuple(int(s) for s in shape)
