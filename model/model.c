@@ -163,7 +163,7 @@ struct model_op {
 };
 
 struct model_node {
-	int		 loop;
+	int		 loop;		/* 1: a loop, 2: an if */
 	uint32_t	 op;
 	uint32_t	 var;
 	int64_t		 start;
@@ -171,6 +171,9 @@ struct model_node {
 	uint64_t	 trip;
 	uint32_t	 first;		/* children: nodes[first .. first+n) */
 	uint32_t	 n;
+	const Nkir__V1__Branch *br;	/* an if: its conditions, and the */
+	uint32_t	 efirst;	/* else children */
+	uint32_t	 en;
 };
 
 struct model_wrec {
@@ -401,6 +404,42 @@ model_fn(const struct model_ctx *m, uint32_t i)
 		q--;
 	}
 	return (f->kind == NKIR__V1__FN_KIND__FN_FLOORDIV ? q : r);
+}
+
+/* Every condition of an if holds for the current loop variables and
+ * program ids (checked conditions: TERM_AXIS reads as 0). */
+static int
+model_holds(const struct model_ctx *m, const Nkir__V1__Branch *br)
+{
+	size_t	i, j;
+
+	for (i = 0; i < br->n_cond; i++) {
+		const Nkir__V1__Affine	*a = br->cond[i];
+		uint64_t		 u;
+
+		if (a == NULL)
+			continue;
+		u = (uint64_t)a->constant;
+		for (j = 0; j < a->n_terms; j++) {
+			const Nkir__V1__Term *t = a->terms[j];
+
+			if (t == NULL)
+				continue;
+			if (t->kind == NKIR__V1__TERM_KIND__TERM_LOOP &&
+			    t->index < m->k->num_loop_vars)
+				u += (uint64_t)t->coef * (uint64_t)m->vars[t->index];
+			else if (t->kind == NKIR__V1__TERM_KIND__TERM_PROGRAM &&
+			    t->index < MODEL_MAX_GRID)
+				u += (uint64_t)t->coef * (uint64_t)m->prog[t->index];
+			else if (t->kind == NKIR__V1__TERM_KIND__TERM_FN &&
+			    model_fn_ok(m->k, t->index))
+				u += (uint64_t)t->coef * (uint64_t)model_fn(m,
+				    t->index);
+		}
+		if ((int64_t)u < 0)
+			return (0);
+	}
+	return (1);
 }
 
 static struct model_acc *
@@ -990,6 +1029,15 @@ model_writes(const Nkir__V1__Op *const *body, size_t n, uint32_t tid,
 				return (1);
 			continue;
 		}
+		if (o->kind == NKIR__V1__OP_KIND__OP_IF) {
+			if (o->branch != NULL && (model_writes((const
+			    Nkir__V1__Op *const *)o->branch->then_body,
+			    o->branch->n_then_body, tid, skip) || model_writes(
+			    (const Nkir__V1__Op *const *)o->branch->else_body,
+			    o->branch->n_else_body, tid, skip)))
+				return (1);
+			continue;
+		}
 		if (o->kind == NKIR__V1__OP_KIND__OP_ALLOC &&
 		    o->fill == NKIR__V1__FILL__FILL_UNINIT)
 			continue;
@@ -1223,6 +1271,24 @@ model_build_body(struct model_ctx *m, Nkir__V1__Op **body, size_t n,
 			sc->depth--;
 			nd.first = f;
 			nd.n = c;
+		} else if (o->kind == NKIR__V1__OP_KIND__OP_IF) {
+			uint32_t f, c;
+
+			if (o->branch == NULL || sc->depth >= MODEL_MAX_DEPTH)
+				return (model_fail(m, MODEL_EPARSE, "a malformed "
+				    "if"));
+			nd.loop = 2;
+			nd.br = o->branch;
+			if (model_build_body(m, o->branch->then_body,
+			    o->branch->n_then_body, sc, &f, &c) != 0)
+				return (m->error);
+			nd.first = f;
+			nd.n = c;
+			if (model_build_body(m, o->branch->else_body,
+			    o->branch->n_else_body, sc, &f, &c) != 0)
+				return (m->error);
+			nd.efirst = f;
+			nd.en = c;
 		} else if (o->kind == NKIR__V1__OP_KIND__OP_RANDOM_SEED) {
 			/* no data to move or compute: an empty node */
 			nd.loop = 1;
@@ -1614,6 +1680,13 @@ model_exec_body(struct model_ctx *m, uint32_t first, uint32_t n, int depth)
 
 		if (!nd->loop) {
 			if (model_exec_op(m, &m->ops[nd->op]) != 0)
+				return (m->error);
+			continue;
+		}
+		if (nd->loop == 2) {		/* an if: the side it takes */
+			if (model_exec_body(m, model_holds(m, nd->br) ?
+			    nd->first : nd->efirst, model_holds(m, nd->br) ?
+			    nd->n : nd->en, depth) != 0)
 				return (m->error);
 			continue;
 		}

@@ -1305,7 +1305,8 @@ sim_exec_body(struct sim_run *r, const struct sim_op *ops, size_t n)
 			continue;
 		}
 		if (r->opts != NULL && r->opts->op_cb != NULL &&
-		    op->kind != NKIR__V1__OP_KIND__OP_LOOP) {
+		    op->kind != NKIR__V1__OP_KIND__OP_LOOP &&
+		    op->kind != NKIR__V1__OP_KIND__OP_IF) {
 			rc = sim_exec_timed(r, op);
 			continue;
 		}

@@ -185,6 +185,11 @@ struct sim_op {
 	uint32_t		 nfns;		/* OP_LOOP: the index functions
 						 * of its variable */
 	uint32_t		*fns;
+	/* OP_IF: body (nbody) runs when every cond >= 0, else else_body */
+	int			 ncond;
+	struct sim_lin		*cond;
+	size_t			 nelse;
+	struct sim_op		*else_body;
 };
 
 struct sim_program {

@@ -694,6 +694,19 @@ sim_lang_exec_grid(struct sim_run *r)
 	return (rc);
 }
 
+/* ------------------------------------------------------------ if */
+
+static int
+sim_lang_exec_if(struct sim_run *r, const struct sim_op *op)
+{
+	int	i;
+
+	for (i = 0; i < op->ncond; i++)
+		if ((int64_t)sim_exec_lin(r, &op->cond[i]) < 0)
+			return (sim_exec_body(r, op->else_body, op->nelse));
+	return (sim_exec_body(r, op->body, op->nbody));
+}
+
 /* ------------------------------------------------------------ dispatch */
 
 int
@@ -714,6 +727,8 @@ sim_lang_exec_op(struct sim_run *r, const struct sim_op *op)
 		return (sim_lang_exec_gather(r, op));
 	case NKIR__V1__OP_KIND__OP_ALL_REDUCE:
 		return (sim_lang_exec_all_reduce(r, op));
+	case NKIR__V1__OP_KIND__OP_IF:
+		return (sim_lang_exec_if(r, op));
 	default:
 		return (sim_exec_fail(r, op, SIM_ERUNTIME, "unknown op kind %d",
 		    op->kind));

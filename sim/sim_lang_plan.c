@@ -491,3 +491,142 @@ sim_lang_plan_block_bytes(struct sim_build *b, const Nkir__V1__Tensor *t,
 	*per_block = bytes / blocks;
 	return (0);
 }
+
+/* ------------------------------------------------------------ if */
+
+/*
+ * Narrow the loop variables' ranges to the values where l >= 0 can hold
+ * (sound: a value left out makes l negative whatever the other variables
+ * are), on each variable's grid. False if some variable has none left.
+ */
+static bool
+sim_lang_plan_narrow(struct sim_build *b, const struct sim_lin *l)
+{
+	sim_i128	lo, hi, x, y, rest, bound, st, k;
+	uint32_t	i;
+
+	for (i = 0; i < l->nt; i++) {
+		const struct sim_term	*t = &l->t[i];
+		uint32_t		 v = t->index;
+
+		if (t->kind != NKIR__V1__TERM_KIND__TERM_LOOP ||
+		    v >= b->p->nloopvars || t->coef == 0)
+			continue;
+		sim_plan_lin_range(b, l, 0, NULL, &lo, &hi);
+		x = (sim_i128)b->vlo[v] * t->coef;
+		y = (sim_i128)b->vhi[v] * t->coef;
+		rest = hi - (x > y ? x : y);	/* the others' largest sum */
+		st = b->vstep[v] < 0 ? -(sim_i128)b->vstep[v] : b->vstep[v];
+		if (st == 0)
+			st = 1;
+		if (t->coef > 0) {		/* v >= ceil(-rest / coef) */
+			bound = -rest >= 0 ? (-rest + t->coef - 1) / t->coef :
+			    -(rest / t->coef);
+			if (bound > b->vlo[v]) {
+				k = (bound - b->vlo[v] + st - 1) / st;
+				if (b->vlo[v] + k * st > b->vhi[v])
+					return (false);
+				b->vlo[v] = (int64_t)(b->vlo[v] + k * st);
+			}
+		} else {			/* v <= floor(rest / -coef) */
+			bound = rest >= 0 ? rest / -t->coef :
+			    -((-rest + -t->coef - 1) / -t->coef);
+			if (bound < b->vhi[v]) {
+				k = (b->vhi[v] - bound + st - 1) / st;
+				if (b->vhi[v] - k * st < b->vlo[v])
+					return (false);
+				b->vhi[v] = (int64_t)(b->vhi[v] - k * st);
+			}
+		}
+	}
+	sim_plan_lin_range(b, l, 0, NULL, &lo, &hi);
+	return (hi >= 0);
+}
+
+/* Plan one side of an OP_IF: under conditions conds (all >= 0, or with
+ * neg the one condition negated), loop ranges narrowed to them. */
+static int
+sim_lang_plan_side(struct sim_build *b, const struct sim_op *op, bool neg,
+    Nkir__V1__Op *const *ops, size_t n, struct sim_op **out)
+{
+	uint32_t	nv = b->p->nloopvars;
+	int64_t		*save;
+	bool		 live = true;
+	struct sim_lin	 l;
+	int		 i, rc;
+
+	if ((save = malloc(2 * (nv + 1) * sizeof(*save))) == NULL)
+		return (SIM_ENOMEM);
+	memcpy(save, b->vlo, nv * sizeof(*save));
+	memcpy(save + nv + 1, b->vhi, nv * sizeof(*save));
+	for (i = 0; live && i < op->ncond && !neg; i++)
+		live = sim_lang_plan_narrow(b, &op->cond[i]);
+	if (neg && op->ncond == 1) {
+		/* not (l >= 0): -l - 1 >= 0 */
+		l = op->cond[0];
+		l.t = malloc(l.nt * sizeof(*l.t) + 1);
+		if (l.t == NULL) {
+			free(save);
+			return (SIM_ENOMEM);
+		}
+		l.c = -op->cond[0].c - 1;
+		for (i = 0; i < (int)l.nt; i++) {
+			l.t[i] = op->cond[0].t[i];
+			l.t[i].coef = -l.t[i].coef;
+		}
+		live = sim_lang_plan_narrow(b, &l);
+		free(l.t);
+	}
+	if (!live)
+		b->dead++;
+	rc = sim_plan_body(b, ops, n, out);
+	if (!live)
+		b->dead--;
+	memcpy(b->vlo, save, nv * sizeof(*save));
+	memcpy(b->vhi, save + nv + 1, nv * sizeof(*save));
+	free(save);
+	return (rc);
+}
+
+int
+sim_lang_plan_if(struct sim_build *b, const Nkir__V1__Op *o,
+    struct sim_op *op)
+{
+	const Nkir__V1__Branch	*br = o->branch;
+	sim_i128		 lo, hi;
+	size_t			 i;
+	int			 rc;
+
+	if (br == NULL)
+		return (sim_plan_err(b, o->loc, SIM_EPARSE,
+		    "if op has no branch"));
+	if (b->depth >= SIM_DEPTH_MAX)
+		return (sim_plan_err(b, o->loc, SIM_ELIMIT,
+		    "loops and ifs nested deeper than %d", SIM_DEPTH_MAX));
+	if (br->n_cond > SIM_MASKS_MAX)
+		return (sim_plan_err(b, o->loc, SIM_ELIMIT,
+		    "if with %zu conditions (executor limit %d)", br->n_cond,
+		    SIM_MASKS_MAX));
+	op->ncond = (int)br->n_cond;
+	op->cond = sim_plan_alloc(b, br->n_cond * sizeof(*op->cond) + 1);
+	if (op->cond == NULL)
+		return (SIM_ENOMEM);
+	for (i = 0; i < br->n_cond; i++) {
+		/* rank 0: a condition has one value per execution */
+		if ((rc = sim_plan_lin(b, o, br->cond[i], 0, NULL, &op->cond[i],
+		    &lo, &hi)))
+			return (rc);
+	}
+	b->guarded++;
+	b->depth++;
+	rc = sim_lang_plan_side(b, op, false, br->then_body, br->n_then_body,
+	    &op->body);
+	if (rc == 0)
+		rc = sim_lang_plan_side(b, op, true, br->else_body,
+		    br->n_else_body, &op->else_body);
+	b->depth--;
+	b->guarded--;
+	op->nbody = br->n_then_body;
+	op->nelse = br->n_else_body;
+	return (rc);
+}

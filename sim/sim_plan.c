@@ -653,9 +653,6 @@ sim_plan_unmask(struct sim_build *b, struct sim_op *op)
 	op->masked = false;
 }
 
-static int sim_plan_body(struct sim_build *b, Nkir__V1__Op *const *ops,
-    size_t n, struct sim_op **out);
-
 static uint64_t
 sim_plan_mul_sat(uint64_t a, uint64_t b)
 {
@@ -1131,6 +1128,8 @@ static const struct sim_plan_kind {
 	    { SIM_PLAN_TILE, false, sim_lang_plan_gather },
 	[NKIR__V1__OP_KIND__OP_ALL_REDUCE] =
 	    { SIM_PLAN_TILE, false, sim_lang_plan_all_reduce },
+	[NKIR__V1__OP_KIND__OP_IF] =
+	    { SIM_PLAN_NOWHERE, true, sim_lang_plan_if },
 };
 
 /* dst of op, in where: its view, which is op's iteration space. */
@@ -1226,7 +1225,7 @@ sim_plan_op_end(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 	if (!op->masked && !b->dead) {
 		if (op->has_dst && (rc = sim_plan_bounds(b, o, &op->dst)))
 			return (rc);
-		if (op->kind == NKIR__V1__OP_KIND__OP_STORE &&
+		if (op->kind == NKIR__V1__OP_KIND__OP_STORE && !b->guarded &&
 		    sim_plan_covers(b, o->dst, &p->tensors[op->dst.tensor]))
 			p->tensors[op->dst.tensor].covered = true;
 		for (i = 0; i < op->nsrc; i++)
@@ -1289,7 +1288,7 @@ sim_plan_op(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 	return (sim_plan_op_end(b, o, op));
 }
 
-static int
+int
 sim_plan_body(struct sim_build *b, Nkir__V1__Op *const *ops, size_t n,
     struct sim_op **out)
 {

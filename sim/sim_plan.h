@@ -28,6 +28,7 @@ struct sim_build {
 	size_t			 nops;
 	int			 grid_rank;	/* at least 1 */
 	uint32_t		 grid[SIM_GRID_RANK_MAX];
+	int			 guarded;	/* > 0: in an OP_IF body */
 };
 
 /* Where an operand must live (sim_plan_space). */
@@ -70,6 +71,10 @@ int	 sim_plan_shape_eq(struct sim_build *b, const Nkir__V1__Op *o,
 /* Operand i of o into op->src[i]: an access, or a scalar if scalar_ok. */
 int	 sim_plan_operand(struct sim_build *b, const Nkir__V1__Op *o,
 	    struct sim_op *op, int i, const char *arg, bool scalar_ok);
+/* Plan the n ops of a body into *out (arena memory): each op, then the
+ * body's optimizations (and the whole program's at depth 0). */
+int	 sim_plan_body(struct sim_build *b, Nkir__V1__Op *const *ops, size_t n,
+	    struct sim_op **out);
 
 /* sim_lang_plan.c: the planners of kinds 80-119 (sim_plan_kinds) */
 int	 sim_lang_plan_indirect(struct sim_build *b, const Nkir__V1__Op *o,
@@ -83,6 +88,8 @@ int	 sim_lang_plan_dropout(struct sim_build *b, const Nkir__V1__Op *o,
 int	 sim_lang_plan_gather(struct sim_build *b, const Nkir__V1__Op *o,
 	    struct sim_op *op);
 int	 sim_lang_plan_all_reduce(struct sim_build *b, const Nkir__V1__Op *o,
+	    struct sim_op *op);
+int	 sim_lang_plan_if(struct sim_build *b, const Nkir__V1__Op *o,
 	    struct sim_op *op);
 /* act is one of the activation functions kinds 80-119 add. */
 bool	 sim_lang_plan_act_ok(int act);

@@ -13,6 +13,7 @@ from .compile import GenericKernel, simulate_kernel, compute_mode, _native_mode_
 from ._numpy_kernel import (BaremetalKernel, BenchmarkKernel, ProfileKernel, SimulateKernel,
                             TraceKernel)
 from ..errors import NKIError
+from ..tracer.branch import rewrite as _rewrite
 from ..tracer.builder import current as _current_trace
 from ..tracer.tensor import NkiTensor as tensor
 
@@ -46,7 +47,7 @@ class SubKernel(TraceKernel):
                 raise NKIError(
                     "Calling a NKI kernel with a SPMD grid from another NKI kernel is not"
                     " supported. (err_nested_kernel_with_spmd_grid)")
-            return self.func(*args, **kwargs)
+            return _rewrite(self.func)(*args, **kwargs)
         return super().__call__(*args, **kwargs)
 
 

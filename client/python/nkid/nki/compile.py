@@ -13,6 +13,7 @@ from ._numpy_kernel import (TraceKernel, BaremetalKernel, BenchmarkKernel, Simul
                             ProfileKernel, normalize_grid)
 from ._framework import JAXKernel, PyTorchXLAKernel
 from ._jax import is_jax_tensor as _is_jax_tensor
+from ..tracer.branch import rewrite as _rewrite
 from ..tracer.builder import current as _current_trace
 from ._torch_xla import is_torch_tensor as _is_torch_tensor
 
@@ -78,7 +79,7 @@ class GenericKernel:
     def __call__(self, *args, **kwargs):
         if _current_trace() is not None:
             # called from a kernel being traced: a sub-kernel, inline
-            return self.func(*args, **kwargs)
+            return _rewrite(self.func)(*args, **kwargs)
         cls = compute_mode(self.mode, args, kwargs)
         k = self._cached_kernel.get(cls)
         if k is None:

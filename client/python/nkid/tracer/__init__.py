@@ -26,6 +26,7 @@ import numpy as np
 from .._proto import nkir_pb2 as ir
 from ..errors import NKIError
 from . import dtypes as _dt
+from .branch import rewrite
 from .builder import KernelBuilder
 from .tensor import NkiTensor, new_param
 
@@ -152,7 +153,7 @@ def trace(func, args=(), kwargs=None, grid=(), name=None, target="", options="")
             else:
                 new_args[pname] = convert(pname, v)
         bound.arguments.update(new_args)
-        ret = func(*bound.args, **bound.kwargs)
+        ret = rewrite(func)(*bound.args, **bound.kwargs)
 
         if ret is None:
             ret_kind = "none"

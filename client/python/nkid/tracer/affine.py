@@ -394,7 +394,12 @@ class Predicate:
     __ror__ = __or__
 
     def __bool__(self):
-        raise _control_flow_error()
+        if any(t.shape or any(isinstance(k, int) for k in t.aff.t) for t in self.terms):
+            raise _control_flow_error()
+        raise NKISyntaxError(
+            "an if on loop indices is traced in kernel and sub-kernel functions"
+            " (nki.jit, nki.trace) only; this condition is in a function nkid does not"
+            " rewrite: decorate it with nki.trace or nki.jit(mode='trace')" + loc_suffix())
 
     def __repr__(self):
         return "Predicate(%s)" % " & ".join("(%r >= 0)" % t.aff for t in self.terms)

@@ -210,6 +210,10 @@ def _uses(b):
                 walk(op.loop[5], open_ + (var,))
                 spans[var] = (first, max(first, pos[0] - 1))
                 continue
+            if op.branch is not None:       # either side may run: both count
+                walk(op.branch[1], open_)
+                walk(op.branch[2], open_)
+                continue
             p = pos[0]
             pos[0] += 1
             ops.append((p, op))

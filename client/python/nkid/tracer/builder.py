@@ -51,7 +51,7 @@ class Access:
 class Op:
     """One NKIR op under construction (fields as in nkir.v1.Op)."""
 
-    __slots__ = ("kind", "loc", "dst", "src", "fields", "loop")
+    __slots__ = ("kind", "loc", "dst", "src", "fields", "loop", "branch")
 
     def __init__(self, kind, loc, dst=None, src=(), fields=None, loop=None):
         self.kind = kind
@@ -60,6 +60,7 @@ class Op:
         self.src = list(src)          # Access or float
         self.fields = fields or {}
         self.loop = loop              # (var, kind, start, stop, step, body)
+        self.branch = None            # OP_IF: (conditions [Aff], then body, else body)
 
 
 class TensorInfo:
@@ -206,25 +207,47 @@ class KernelBuilder:
     def loop_body(self, var):
         """The body that holds the loop over ``var`` (being traced), or
         None if ``var`` is not an open loop."""
-        for i, lp in enumerate(self._loops):
+        for lp in self._loops:
             if lp[0] == var:
-                return self._bodies[i]
+                return lp[7]
         return None
 
     def begin_loop(self, kind, start, stop, step, loc=None):
         var = self.num_loop_vars
         self.num_loop_vars += 1
         body = []
-        self._loops.append((var, kind, start, stop, step, body, loc or self.loc_here()))
+        self._loops.append((var, kind, start, stop, step, body, loc or self.loc_here(),
+                            self._bodies[-1]))
         self._bodies.append(body)
         return var
 
     def end_loop(self, var):
         if not self._loops or self._loops[-1][0] != var:
             return          # abandoned trace (an exception left the loop)
-        var, kind, start, stop, step, body, loc = self._loops.pop()
+        var, kind, start, stop, step, body, loc, _ = self._loops.pop()
         self._bodies.pop()
         self.emit(Op(ir.OP_LOOP, loc, loop=(var, kind, start, stop, step, body)))
+
+    # -- if on loop indices
+    def begin_branch(self, conds, loc=None):
+        """Trace the then-side of an OP_IF on ``conds`` (Affs, all >= 0):
+        the op, which end_branch places in the current body."""
+        op = Op(ir.OP_IF, loc or self.loc_here())
+        op.branch = (list(conds), [], [])
+        self._bodies.append(op.branch[1])
+        return op
+
+    def begin_else(self, op):
+        self._bodies.append(op.branch[2])
+
+    def end_branch(self, op, side):
+        """End the then-side (side 1: the op goes into the body around it)
+        or the else-side (side 2) of op."""
+        if len(self._bodies) < 2 or self._bodies[-1] is not op.branch[side]:
+            return          # abandoned trace
+        self._bodies.pop()
+        if side == 1:
+            self.emit(op)
 
     # -- serialization
     def finish(self):
@@ -336,3 +359,10 @@ def _ops_to_pb(ops, out):
             lp = m.loop
             lp.var, lp.kind, lp.start, lp.stop, lp.step = var, kind, start, stop, step
             _ops_to_pb(body, lp.body)
+        if op.branch is not None:
+            conds, then_body, else_body = op.branch
+            for a in conds:
+                _aff_to_pb(a, m.branch.cond.add())
+            _ops_to_pb(then_body, m.branch.then_body)
+            _ops_to_pb(else_body, m.branch.else_body)
+            m.branch.SetInParent()
