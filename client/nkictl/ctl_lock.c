@@ -139,6 +139,31 @@ ctl_lock_hold(struct ctl_ctx *ctx, struct ctl_rpc_stream *cs, pid_t pid,
 	}
 }
 
+/*
+ * After the half-close: read what nkid still sends (its RELEASED message)
+ * until the stream ends, then the status. gRPC delivers the status only
+ * once every message before it was read: finishing without reading hung
+ * when the command ended before a receive was armed. Bounded: nkid
+ * answers a release at once.
+ */
+static void
+ctl_lock_release(struct ctl_rpc_stream *cs, struct ctl_rpc_status *st)
+{
+	Nkid__V1__LeaseReply	*rep;
+	int			 r, polls = 0;
+
+	while ((r = ctl_rpc_stream_recv(cs, &nkid__v1__lease_reply__descriptor,
+	    CTL_LOCK_POLL_S, (ProtobufCMessage **)&rep)) != 0 && r != -1) {
+		if (r == 1)
+			protobuf_c_message_free_unpacked(&rep->base, NULL);
+		else if (++polls * CTL_LOCK_POLL_S > 30) {
+			ctl_rpc_stream_cancel(cs);
+			break;
+		}
+	}
+	ctl_rpc_stream_finish(cs, st);
+}
+
 static const struct ctl_opt ctl_lock_opts[] = {
 	{ 'c', "core", "CORE", "hold this core (default: any)" },
 	{ 't', "max", "MAX_SECONDS", "end the lease after MAX_SECONDS" },
@@ -187,7 +212,7 @@ ctl_lock_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 		goto out;
 	/* Release: end the stream and wait for nkid's answer. */
 	if (ctl_rpc_stream_close_send(cs) == 0)
-		ctl_rpc_stream_finish(cs, &st);
+		ctl_lock_release(cs, &st);
 	if (WIFEXITED(status))
 		rc = WEXITSTATUS(status);
 	else if (WIFSIGNALED(status))
