@@ -14,7 +14,8 @@ PY       := .venv/bin/python
 VERSION  := 0.1.0
 
 CC       ?= cc
-PKGS     := grpc libuv libprotobuf-c sqlite3 libcjson libsystemd libcrypto openblas
+PKGS     := grpc libuv libprotobuf-c sqlite3 libcjson libsystemd libcrypto openblas \
+	libmicrohttpd
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # gRPC's pkg-config names every abseil library; the core needs two.
 PKG_LIBS   = -lgrpc -lgpr $(shell pkg-config --libs $(filter-out grpc,$(PKGS)) 2>/dev/null)
@@ -201,7 +202,8 @@ install: all $(BUILD)/systemd/nkid.service
 	install -m 0755 $(BUILD)/bin/nkictl $(DESTDIR)$(BINDIR)/nkictl
 	[ -e $(DESTDIR)$(SYSCONFDIR)/nkid/nkid.json ] || \
 		install -m 0644 config/nkid.json $(DESTDIR)$(SYSCONFDIR)/nkid/nkid.json
-	install -m 0644 $(BUILD)/systemd/nkid.service systemd/nkid.socket $(DESTDIR)$(UNITDIR)/
+	install -m 0644 $(BUILD)/systemd/nkid.service systemd/nkid.socket \
+		systemd/nkid-metrics.socket $(DESTDIR)$(UNITDIR)/
 	install -m 0644 systemd/nkid.sysusers $(DESTDIR)$(SYSUSERSDIR)/nkid.conf
 	install -m 0644 systemd/nkid.tmpfiles $(DESTDIR)$(TMPFILESDIR)/nkid.conf
 	install -m 0644 docs/nkid.8 $(DESTDIR)$(MANDIR)/man8/nkid.8
@@ -216,7 +218,8 @@ install: all $(BUILD)/systemd/nkid.service
 # The config file stays: it is the operator's.
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/nkid $(DESTDIR)$(BINDIR)/nkictl
-	rm -f $(DESTDIR)$(UNITDIR)/nkid.service $(DESTDIR)$(UNITDIR)/nkid.socket
+	rm -f $(DESTDIR)$(UNITDIR)/nkid.service $(DESTDIR)$(UNITDIR)/nkid.socket \
+		$(DESTDIR)$(UNITDIR)/nkid-metrics.socket
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/nkid.conf $(DESTDIR)$(TMPFILESDIR)/nkid.conf
 	rm -f $(DESTDIR)$(MANDIR)/man8/nkid.8 $(DESTDIR)$(MANDIR)/man1/nkictl.1
 	rm -rf $(DESTDIR)$(DOCDIR)

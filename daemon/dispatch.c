@@ -12,6 +12,7 @@
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/log.h"
+#include "daemon/metrics_hist.h"
 #include "daemon/xmalloc.h"
 #include "proto/wire.h"
 
@@ -113,9 +114,11 @@ dispatch_call_finish(struct rpc_call *c)
 		c->on_finish(c);
 		c->on_finish = NULL;
 	}
-	if (c->m != NULL && c->status != GRPC_STATUS_OK) {
+	if (c->m != NULL) {
 		mc = &c->d->methods[dispatch_method_index(c->m)];
-		mc->errors++;
+		metrics_hist_observe(&mc->duration, uv_hrtime() - c->start_ns);
+		if (c->status != GRPC_STATUS_OK)
+			mc->errors++;
 	}
 	if (c->status != GRPC_STATUS_OK)
 		log_debug("%s from uid %u pid %u: %s: %s", c->m != NULL ?
