@@ -623,6 +623,8 @@ sim_isa_plan_dma_copy(struct sim_build *b, const Nkir__V1__Op *o,
 		return (sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "oob_mode=oob_mode.skip needs an indirect access (an "
 		    "index tile in 'src' or 'dst') in 'dma_copy'"));
+	if (op->isa->oob_skip)		/* skipped elements stay */
+		op->opaque = true;
 	/* isa (dma_copy): "HWDGE is only supported for NeuronCore-v3+" */
 	if (op->isa->dge_mode == NKIR__V1__DGE_MODE__DGE_HWDGE &&
 	    sim_isa_gen(b) < 3)

@@ -144,6 +144,8 @@ class NkiTensor:
         return Access(self._tid, [a.subst(m) for a in self._imap], shape, mask)
 
     def __getitem__(self, key):
+        if _dynamic.has_tile(key):          # t[idx_tile, ...]: indirect
+            return _dynamic.getitem(self, key)
         shape, logical = _index(self.shape, key)
         return self._view(shape, dict(enumerate(logical)))
 
@@ -867,3 +869,6 @@ def assign(view, value, mask=None):
     if isinstance(value, np.ndarray):
         raise _err("cannot assign a host numpy array inside a kernel", TypeError)
     raise _err("cannot assign %r to a NKI tensor" % (value,), TypeError)
+
+
+from . import dynamic as _dynamic  # noqa: E402 (it subclasses NkiTensor)
