@@ -579,15 +579,14 @@ sim_isa_local_gather(struct sim_run *r, const struct sim_op *op)
 			v = (uint64_t)f;
 			if (!(f >= 0.0f) || v + E > Fs)
 				return (sim_exec_fail(r, op, SIM_ERUNTIME,
-				    "index %g of 'local_gather' (index %llu "
-				    "of partitions %llu-%llu of `%s`) reads "
-				    "%llu elements past the %llu elements per "
-				    "partition of `%s`", (double)f,
+				    "index %g + %llu elements of 'local_gather' "
+				    "(index %llu of partitions %llu-%llu of `%s`) "
+				    "exceeds the %llu elements per partition of "
+				    "`%s`", (double)f, (unsigned long long)E,
 				    (unsigned long long)k,
 				    (unsigned long long)(c * 16),
 				    (unsigned long long)(c * 16 + 15),
 				    r->t[ix->tensor].ti->name,
-				    (unsigned long long)E,
 				    (unsigned long long)Fs,
 				    r->t[s->tensor].ti->name));
 			for (p = c * 16; p < c * 16 + 16; p++)

@@ -1099,6 +1099,10 @@ sim_isa_plan_match_replace8(struct sim_build *b, const Nkir__V1__Op *o,
 	if ((rc = sim_isa_new(b, o, op)) ||
 	    (rc = sim_isa_plan_top8(b, o, op, 1, true)))
 		return (rc);
+	/* the replacement, as data holds it (also when the op writes only
+	 * the indices: later searches must see it) */
+	op->value = sim_dtype_round(sim_isa_dtype(b, &op->src[0].v),
+	    (float)o->value);
 	if (op->isa->index_out)
 		return (sim_isa_plan_dst8(b, o, op));
 	if (sim_isa_free(&op->dst) != sim_isa_free(&op->src[0].v) ||
@@ -1106,8 +1110,6 @@ sim_isa_plan_match_replace8(struct sim_build *b, const Nkir__V1__Op *o,
 		return (sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "the output of 'nc_match_replace8' must have the shape "
 		    "of 'data'"));
-	op->value = sim_dtype_round(sim_isa_dtype(b, &op->dst),
-	    (float)o->value);
 	return (0);
 }
 

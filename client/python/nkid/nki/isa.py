@@ -337,14 +337,14 @@ def _check_pe_tiling(stationary, position, size):
     if all(isinstance(v, (int, np.integer)) for v in size):
         if size[0] > 128 or size[1] > 128:
             raise NKIError("tile_size %s exceeds the 128x128 PE array%s" % (list(size), _loc()))
+        if size[0] == 32 and size[1] == 32 and get_nc_version() == nc_version.gen2:
+            raise NKIError("both the row and column sizes in tile_size cannot be 32 for"
+                           " NeuronCore-v2" + _loc())
         if len(stationary.shape) == 2 and (size[0] < stationary.shape[0]
                                            or size[1] < stationary.shape[1]):
             raise NKIError("tile_size %s must be larger than or equal to the accessed"
                            " stationary tile size %s%s"
                            % (list(size), list(stationary.shape), _loc()))
-        if size[0] == 32 and size[1] == 32 and get_nc_version() == nc_version.gen2:
-            raise NKIError("both the row and column sizes in tile_size cannot be 32 for"
-                           " NeuronCore-v2" + _loc())
         for p, s in zip(position, size):
             if isinstance(p, (int, np.integer)) and p + s > 128:
                 raise NKIError("tile_position %s with tile_size %s exceeds the 128x128 PE"
