@@ -307,3 +307,29 @@ def test_sequence_bounds_one_partition(nkid_socket):
     with pytest.raises(nkid.NkidError, match="'segment_ids' of 'sequence_bounds' must be "
                                              "float32 or int32, got float16"):
         segments(np.zeros((1, 8), np.float16))
+
+
+# ---------------------------------------------------------------- copies, reciprocal
+
+@nki.jit
+def copies(x):
+    """tensor_copy on each engine that copies, and reciprocal."""
+    out = nl.ndarray((x.shape[0], 4 * x.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    w = x.shape[1]
+    nl.store(out[:, 0:w], nisa.tensor_copy(t, engine=nisa.vector_engine))
+    nl.store(out[:, w:2 * w], nisa.tensor_copy(t, engine=nisa.scalar_engine))
+    nl.store(out[:, 2 * w:3 * w], nisa.tensor_copy(t, dtype=nl.bfloat16,
+                                                   engine=nisa.gpsimd_engine))
+    nl.store(out[:, 3 * w:4 * w], nisa.reciprocal(t))
+    return out
+
+
+def test_tensor_copy_engines_and_reciprocal(nkid_socket):
+    import ml_dtypes
+    x = rng(8).uniform(0.5, 2, (64, 16)).astype(np.float32)
+    out = copies(x)
+    np.testing.assert_array_equal(out[:, :16], x)
+    np.testing.assert_array_equal(out[:, 16:32], x)
+    np.testing.assert_array_equal(out[:, 32:48], x.astype(ml_dtypes.bfloat16).astype(np.float32))
+    np.testing.assert_allclose(out[:, 48:], 1 / x, rtol=1e-6)

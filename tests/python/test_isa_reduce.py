@@ -328,3 +328,19 @@ def test_select_reduce_predicate_dtype(nkid_socket):
     with pytest.raises(nkid.NkidError,
                        match="'predicate' of 'select_reduce' must be int8, uint8, int16"):
         masked_reverse(x, x)
+
+
+# ---------------------------------------------------------------- tensor_reduce
+
+@nki.jit
+def neg_row_max(x):
+    """-max over the last two axes of [P, 4, 8], kept as [P, 1, 1]."""
+    out = nl.ndarray((x.shape[0], 1, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, nisa.tensor_reduce(np.max, nl.load(x), axis=(1, 2), negate=True,
+                                     keepdims=True))
+    return out
+
+
+def test_tensor_reduce_negate_keepdims(nkid_socket):
+    x = rng(7).standard_normal((50, 4, 8)).astype(np.float32)
+    np.testing.assert_array_equal(neg_row_max(x), -x.max(axis=(1, 2), keepdims=True))

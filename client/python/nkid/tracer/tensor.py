@@ -179,7 +179,26 @@ class NkiTensor:
         return copy(self, dtype=dtype)
 
     def view(self, dtype):
-        raise NotImplementedError("NkiTensor.view(dtype) is not supported by nkid")
+        """The tensor reinterpreted as ``dtype``: nkid supports the
+        identity (``dtype`` is the tensor's own)."""
+        if _dt.normalize(dtype) == self.dtype:
+            return self
+        raise NotImplementedError("NkiTensor.view(%s) of a %s tensor: nkid reinterprets"
+                                  " a tensor only as its own dtype"
+                                  % (_dt.name_of(_dt.normalize(dtype)), _dt.name_of(self.dtype)))
+
+    def assert_shape(self, shape):
+        """Raise unless the tensor has ``shape``; returns the tensor."""
+        if tuple(int(s) for s in shape) != self.shape:
+            raise _err("expected a tensor of shape %s, got %s"
+                       % (list(shape), list(self.shape)), AssertionError)
+        return self
+
+    def expand_dims(self, axis):
+        """A view with a size-1 dimension inserted at ``axis``."""
+        shape = list(self.shape)
+        shape.insert(axis if axis >= 0 else len(shape) + 1 + axis, 1)
+        return self.reshape(tuple(shape))
 
     # -- arithmetic
     def __add__(self, o):
