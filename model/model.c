@@ -1160,7 +1160,8 @@ model_fuse(struct model_ctx *m, uint32_t first, uint32_t n)
 		x = &m->ops[a->op];
 		y = &m->ops[b->op];
 		if (x->kind != NKIR__V1__OP_KIND__OP_TENSOR_TENSOR ||
-		    y->kind != NKIR__V1__OP_KIND__OP_ACTIVATION ||
+		    (y->kind != NKIR__V1__OP_KIND__OP_ACTIVATION &&
+		    y->kind != NKIR__V1__OP_KIND__OP_ACT_ACC) ||
 		    x->line != y->line || x->file != y->file || y->nsrc < 1 ||
 		    y->src[0]->tensor != x->dst->tensor || !x->dst->covers)
 			continue;
