@@ -16,9 +16,6 @@
 #include "nkir.pb-c.h"
 #include "sim/sim_impl.h"
 
-
-
-
 /* ------------------------------------------------------------ helpers */
 
 /* malloc for tensors: large ones on 2 MiB boundaries with transparent

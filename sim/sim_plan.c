@@ -16,7 +16,6 @@ struct sim_arena_block {
 	max_align_t		 data[];
 };
 
-
 /* NKIR Space names, as NKI writes them. */
 static const char *const sim_plan_spaces[] = {
 	"invalid", "hbm", "shared_hbm", "sbuf", "psum",
@@ -369,7 +368,6 @@ sim_plan_bounds(struct sim_build *b, const Nkir__V1__Op *o,
 	}
 	return (0);
 }
-
 
 int
 sim_plan_space(struct sim_build *b, const Nkir__V1__Op *o,
