@@ -75,12 +75,26 @@ ctl_main_find(struct ctl_ctx *ctx, int argc, char **argv, int *used)
 	if (cmd != NULL)
 		return (cmd);
 	if (ctl_cmd_is_group(ctl_cmd_table, ctl_cmd_count, argv[0])) {
-		ctl_errorf(ctx, "'%s' needs a subcommand:", argv[0]);
+		ctl_error(ctx, CTL_CODE_USAGE, "'%s' needs a subcommand:",
+		    argv[0]);
 		ctl_cmd_list(ctl_cmd_table, ctl_cmd_count, argv[0], ctx->err);
 	} else
-		ctl_errorf(ctx, "unknown command '%s'; try 'nkictl help'",
-		    argv[0]);
+		ctl_error(ctx, CTL_CODE_USAGE, "unknown command '%s'; try "
+		    "'nkictl help'", argv[0]);
 	return (NULL);
+}
+
+/* Nonzero if --json is among nkictl's or the command's options (before
+ * "--"), so that even a usage error found before it is told in JSON. */
+static int
+ctl_main_wants_json(int argc, char **argv)
+{
+	int	i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--json") == 0)
+			return (1);
+	return (0);
 }
 
 int
@@ -94,11 +108,14 @@ ctl_main(int argc, char **argv, FILE *out, FILE *err)
 	memset(&ctx, 0, sizeof ctx);
 	ctx.out = out;
 	ctx.err = err;
+	ctx.json = ctl_main_wants_json(argc, argv);
 	if (ctl_main_parse(&ctx, argc, argv, &first, &rc) < 0)
-		return (rc);
+		goto out;
 	ctx.cmd = ctl_main_find(&ctx, argc - first, argv + first, &used);
-	if (ctx.cmd == NULL)
-		return (CTL_EXIT_USAGE);
+	if (ctx.cmd == NULL) {
+		rc = CTL_EXIT_USAGE;
+		goto out;
+	}
 	if (ctx.socket == NULL) {
 		env = getenv(CTL_SOCKET_ENV);
 		ctx.socket = env != NULL && *env != '\0' ? env :
@@ -113,6 +130,8 @@ ctl_main(int argc, char **argv, FILE *out, FILE *err)
 		rc = ctx.cmd->exec(&ctx, &a);
 	ctl_args_release(&a);
 	ctl_rpc_close(ctx.rpc);
+out:
+	ctl_error_json(&ctx, rc);
 	if (fflush(out) != 0 || ferror(out)) {
 		fprintf(err, "nkictl: cannot write the output: %s\n",
 		    strerror(errno));
