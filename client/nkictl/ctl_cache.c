@@ -498,10 +498,11 @@ ctl_cache_checked_sig(Nkid__V1__CacheVerifyResult *x, const void *img,
 		abort();
 	for (i = 0; i < x->n_params; i++) {
 		s = sim_program_param(p, i);
-		if ((t = calloc(1, sizeof *t)) == NULL ||
-		    (t->shape = calloc(s->rank + 1, sizeof *t->shape)) == NULL)
+		if ((t = calloc(1, sizeof *t)) == NULL)
 			abort();
 		nkid__v1__tensor__init(t);
+		if ((t->shape = calloc(s->rank + 1, sizeof *t->shape)) == NULL)
+			abort();
 		t->name = ctl_cache_xstrdup(s->name);
 		t->dtype = ctl_cache_xstrdup(sim_dtype_name(s->dtype));
 		t->n_shape = (size_t)s->rank;

@@ -42,7 +42,7 @@ rc=0; "$NKICTL" cache export "$T/none.nkb" "$key" "$nokey" >"$T/out" 2>&1 || rc=
 [ $rc -eq 1 ] || fail "export of a missing key: rc $rc"
 grep -q "NOT_FOUND: cannot export: no entry '$nokey'" "$T/out" || fail "missing key: $(cat "$T/out")"
 rc=0; "$NKICTL" cache export "$T/none.nkb" nonsense >"$T/out" 2>&1 || rc=$?
-[ $rc -eq 1 ] && grep -q "INVALID_ARGUMENT" "$T/out" || fail "bad key: rc $rc $(cat "$T/out")"
+[ $rc -eq 2 ] && grep -q "bad key 'nonsense'" "$T/out" || fail "bad key: rc $rc $(cat "$T/out")"
 rc=0; "$NKICTL" cache export "$T/none.nkb" --pinned "$key" >"$T/out" 2>&1 || rc=$?
 [ $rc -eq 2 ] || fail "--pinned with KEY: rc $rc"
 [ ! -e "$T/none.nkb" ] || fail "a failed export left its file"
@@ -141,7 +141,7 @@ PYEOF
 for h in digest trailer size count trunc magic stray sqlite; do
 	rc=0; "$NKICTL" cache import "$T/h-$h.nkb" >"$T/out" 2>&1 || rc=$?
 	[ $rc -eq 1 ] || fail "hostile bundle '$h' accepted (rc $rc): $(cat "$T/out")"
-	grep -q "cache import: INVALID_ARGUMENT: bundle 'upload from pid [0-9]*' refused: " "$T/out" ||
+	grep -q "cache import: INVALID_ARGUMENT: bundle '$T/h-$h.nkb' refused: " "$T/out" ||
 		fail "hostile bundle '$h': not refused by nkid with a reason: $(cat "$T/out")"
 	cp "$T/out" "$T/h-$h.out"
 done
