@@ -47,8 +47,10 @@ ctl_fmt_us(double us, char *buf, size_t len)
 		snprintf(buf, len, "%.0f us", us);
 	else if (us < 9995)
 		snprintf(buf, len, "%.2f ms", us / 1e3);
-	else if (us < 999500)
+	else if (us < 99950)
 		snprintf(buf, len, "%.1f ms", us / 1e3);
+	else if (us < 999500)
+		snprintf(buf, len, "%.0f ms", us / 1e3);
 	else if (us < 59.995e6)
 		snprintf(buf, len, "%.2f s", us / 1e6);
 	else {

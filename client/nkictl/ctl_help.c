@@ -1,5 +1,6 @@
 /* ctl_help.c: `nkictl help [COMMAND]`: nkictl's help, a command's options from its table, or a group's commands; the man page's generated sections and the words of shell completion from the same table. */
 #include <stdio.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
@@ -13,20 +14,24 @@ static const struct ctl_opt ctl_help_opts[] = {
 	CTL_OPT_END
 };
 
-/* --json: every command, or one. */
+/* --json: every command (of group, if not NULL), or one. */
 static int
-ctl_help_json(struct ctl_ctx *ctx, const struct ctl_cmd *cmd)
+ctl_help_json(struct ctl_ctx *ctx, const struct ctl_cmd *cmd,
+    const char *group)
 {
 	cJSON	*o, *a;
-	size_t	 i;
+	size_t	 i, glen = group != NULL ? strlen(group) : 0;
 
 	if (cmd != NULL)
 		return (ctl_json_print(ctx, ctl_cmd_json(cmd)));
 	o = cJSON_CreateObject();
-	cJSON_AddItemToObject(o, "nkictl", ctl_cmd_json(&ctl_main_cmd));
+	if (group == NULL)
+		cJSON_AddItemToObject(o, "nkictl", ctl_cmd_json(&ctl_main_cmd));
 	a = cJSON_AddArrayToObject(o, "commands");
 	for (i = 0; a != NULL && i < ctl_cmd_count; i++)
-		cJSON_AddItemToArray(a, ctl_cmd_json(ctl_cmd_table[i]));
+		if (group == NULL || (strncmp(ctl_cmd_table[i]->name, group,
+		    glen) == 0 && ctl_cmd_table[i]->name[glen] == ' '))
+			cJSON_AddItemToArray(a, ctl_cmd_json(ctl_cmd_table[i]));
 	return (ctl_json_print(ctx, o));
 }
 
@@ -53,7 +58,7 @@ ctl_help_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 		if (ctl_args_has(a, "words"))
 			ctl_cmd_words(cmd, ctx->out);
 		else if (ctx->json)
-			return (ctl_help_json(ctx, cmd));
+			return (ctl_help_json(ctx, cmd, NULL));
 		else
 			ctl_cmd_help(cmd != NULL ? cmd : &ctl_main_cmd,
 			    ctx->out);
@@ -61,6 +66,8 @@ ctl_help_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	}
 	if (cmd == NULL && a->argc == 1 &&
 	    ctl_cmd_is_group(ctl_cmd_table, ctl_cmd_count, a->argv[0])) {
+		if (ctx->json)
+			return (ctl_help_json(ctx, NULL, a->argv[0]));
 		fprintf(ctx->out, "commands of '%s':\n", a->argv[0]);
 		ctl_cmd_list(ctl_cmd_table, ctl_cmd_count, a->argv[0],
 		    ctx->out);

@@ -71,11 +71,8 @@ ctl_progress_line(const struct ctl_progress *p, double elapsed, char *buf,
 		n = (size_t)snprintf(buf, len, "%s: %s", p->what, done);
 	if (n >= len || elapsed < 0.5 || r <= 0)
 		return (buf);
-	ctl_progress_amount(p, r, 0, rate, sizeof rate);
-	n += (size_t)snprintf(buf + n, len - n, ", %s%s/s", rate,
-	    p->unit != NULL ? " " : "");
-	if (p->unit != NULL && n < len)
-		n += (size_t)snprintf(buf + n, len - n, "%s", p->unit);
+	ctl_progress_amount(p, r, 1, rate, sizeof rate);
+	n += (size_t)snprintf(buf + n, len - n, ", %s/s", rate);
 	if (known && p->total > p->done && n < len) {
 		ctl_progress_eta((double)(p->total - p->done) / r, eta,
 		    sizeof eta);

@@ -63,7 +63,7 @@ _nkictl()
 	if [ "$cmd" = lock ]; then
 		for ((w = i + 1; w < COMP_CWORD; w++)); do
 			if [ "${COMP_WORDS[w]}" = -- ]; then
-				COMPREPLY=($(compgen -c -- "$cur"))
+				COMPREPLY=($(compgen -c -- "$cur" | sort -u))
 				return
 			fi
 		done
