@@ -167,7 +167,7 @@ static void
 rpc_cache_verify_done_cb(struct rpc_call *c, void *arg)
 {
 	struct rpc_cache_verify		 *x = arg;
-	Nkid__V1__CacheVerifyReply	  r = NKID__V1__CACHE_VERIFY_REPLY__INIT;
+	Nkid__V1__CacheVerifyReply r = NKID__V1__CACHE_VERIFY_REPLY__INIT;
 	Nkid__V1__CacheVerifyResult	 *res, **resp;
 	size_t				  i;
 
@@ -245,8 +245,8 @@ rpc_cache_verify(struct rpc_call *c)
 	size_t					 i;
 
 	if (kcache_disk(c->d->kcache) == NULL) {
-		rpc_fail(c, GRPC_STATUS_FAILED_PRECONDITION, "CacheVerify: nkid "
-		    "runs without a cache directory");
+		rpc_fail(c, GRPC_STATUS_FAILED_PRECONDITION, "CacheVerify: "
+		    "nkid runs without a cache directory");
 		return;
 	}
 	if (req->n_keys + req->n_kernels > RPC_CACHE_VERIFY_MAX) {
@@ -261,9 +261,9 @@ rpc_cache_verify(struct rpc_call *c)
 	x->all = req->n_keys == 0 && req->n_kernels == 0;
 	for (i = 0; i < req->n_keys; i++) {
 		if (!cache_key_valid(req->keys[i])) {
-			rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "CacheVerify: "
-			    "'%s' is not a key (64 lower-case hex digits)",
-			    req->keys[i]);
+			rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT,
+			    "CacheVerify: '%s' is not a key (64 lower-case hex "
+			    "digits)", req->keys[i]);
 			rpc_cache_verify_free(x);
 			return;
 		}

@@ -14,6 +14,11 @@
 /* Bins and widest bar of the histogram. */
 #define CTL_BENCHMARK_BINS	10
 #define CTL_BENCHMARK_BAR	40
+/* The widest bar (CTL_BENCHMARK_BAR of them). */
+static const char ctl_benchmark_bar[] =
+    "########################################";
+_Static_assert(sizeof ctl_benchmark_bar == CTL_BENCHMARK_BAR + 1,
+    "the bar is CTL_BENCHMARK_BAR long");
 /* nkid's bound on warmup and iters. */
 #define CTL_BENCHMARK_MAX	1000000
 
@@ -66,8 +71,7 @@ ctl_benchmark_histogram(FILE *f, const char *what, const double *v, size_t n)
 		ctl_fmt_us(lo + w * (double)(b + 1), z, sizeof z);
 		bar = (int)((count[b] * CTL_BENCHMARK_BAR + most - 1) / most);
 		fprintf(f, "  %10s - %-10s %-*.*s %zu\n", a, z,
-		    CTL_BENCHMARK_BAR, bar, "########################################",
-		    count[b]);
+		    CTL_BENCHMARK_BAR, bar, ctl_benchmark_bar, count[b]);
 	}
 }
 
@@ -125,7 +129,8 @@ ctl_benchmark_print(struct ctl_ctx *ctx, const Nkid__V1__BenchmarkReply *r,
     unsigned long long warmup, unsigned long long iters)
 {
 	static const struct ctl_table_col cols[] = {
-		{ "PERCENTILE", CTL_TABLE_RIGHT }, { "LATENCY", CTL_TABLE_RIGHT },
+		{ "PERCENTILE", CTL_TABLE_RIGHT },
+		{ "LATENCY", CTL_TABLE_RIGHT },
 		{ "HOST CPU", CTL_TABLE_RIGHT },
 	};
 	struct ctl_table	*t;
@@ -252,12 +257,13 @@ const struct ctl_cmd ctl_benchmark_cmd = {
 	.help = "time a traced kernel on one core: latency percentiles and a "
 	    "histogram",
 	.about =
-	    "Without -i the inputs are the kernel's parameters' shapes and dtypes\n"
-	    "(nkir/1; Benchmark needs no data). LATENCY is what nkid reports (on\n"
-	    "the cpu backend the modeled NeuronCore latency, see docs/model.md),\n"
-	    "HOST CPU the executor's own time. The histogram is of the latency\n"
-	    "samples, or of the host's when the latency is one modeled figure.\n"
-	    "--csv writes iteration,latency_us,cpu_us rows.",
+	    "Without -i the inputs are the kernel's parameters' shapes and\n"
+	    "dtypes (nkir/1; Benchmark needs no data). LATENCY is what nkid\n"
+	    "reports (on the cpu backend the modeled NeuronCore latency,\n"
+	    "see docs/model.md), HOST CPU the executor's own time. The\n"
+	    "histogram is of the latency samples, or of the host's when the\n"
+	    "latency is one modeled figure. --csv writes\n"
+	    "iteration,latency_us,cpu_us rows.\n",
 	.opts = ctl_benchmark_opts,
 	.args = { 1, 1, "KERNEL (a traced kernel file)" },
 	.flags = CTL_CMD_SHAPES,

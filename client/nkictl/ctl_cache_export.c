@@ -318,9 +318,10 @@ const struct ctl_cmd ctl_cache_export_cmd = {
 	.help = "write cache entries to a self-verifying bundle (through nkid, "
 	    "or --offline from a cache directory)",
 	.about =
-	    "KEY is a key or a unique prefix of one. FILE is written through a\n"
-	    "temp file that is synced and checked before it is renamed. On a\n"
-	    "terminal a progress line shows bytes, rate and ETA.",
+	    "KEY is a key or a unique prefix of one. FILE is written\n"
+	    "through a temp file that is synced and checked before it is\n"
+	    "renamed. On a terminal a progress line shows bytes, rate and\n"
+	    "ETA.\n",
 	.opts = ctl_cache_export_opts,
 	.args = { 1, -1, "FILE (the bundle to write)" },
 	.timeout_s = CTL_TIMEOUT_KERNEL,

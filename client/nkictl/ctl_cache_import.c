@@ -180,8 +180,8 @@ const struct ctl_cmd ctl_cache_import_cmd = {
 	.help = "import a bundle, all or nothing, after verifying every digest "
 	    "(through nkid, or --offline into a cache directory)",
 	.about =
-	    "On a terminal a progress line shows the bytes sent, rate and ETA.\n"
-	    "Importing through nkid is for root and nkid's own uid.",
+	    "On a terminal a progress line shows the bytes sent, rate and\n"
+	    "ETA. Importing through nkid is for root and nkid's own uid.\n",
 	.opts = ctl_cache_import_opts,
 	.args = { 1, 1, "FILE (the bundle)" },
 	.timeout_s = CTL_TIMEOUT_KERNEL,

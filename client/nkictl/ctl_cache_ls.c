@@ -102,7 +102,8 @@ ctl_cache_ls_table(struct ctl_ctx *ctx, const struct ctl_cache_ls *ls)
 		if (ls->sig[i] != NULL)
 			ctl_cache_sig_format(ls->sig[i]->params,
 			    ls->sig[i]->n_params, sig, sizeof sig);
-		snprintf(hits, sizeof hits, "%llu", (unsigned long long)e->hits);
+		snprintf(hits, sizeof hits, "%llu",
+		    (unsigned long long)e->hits);
 		snprintf(status, sizeof status, "%s%s", e->status, e->pinned ?
 		    ", pinned" : "");
 		ctl_table_row(t, key, e->kernel, sig, ctl_fmt_bytes(e->size,
@@ -176,12 +177,13 @@ const struct ctl_cmd ctl_cache_ls_cmd = {
 	.help = "list cache entries (of kernel NAME, a shell pattern), most "
 	    "recently used first, with their signatures",
 	.about =
-	    "NAME matches kernel names as a shell pattern ('vector_*'). KEY is the\n"
-	    "shortest prefix (16 digits or more) that tells the listed keys apart:\n"
-	    "every cache command takes it. SIGNATURE, the parameters' names, dtypes\n"
-	    "and shapes, is decoded from each entry's compiled image (nkid keeps no\n"
-	    "signature; the cpu backend's image tells it, a NEFF does not: '-'),\n"
-	    "which reads every listed entry: --no-signature does not.",
+	    "NAME matches kernel names as a shell pattern ('vector_*'). KEY\n"
+	    "is the shortest prefix (16 digits or more) that tells the\n"
+	    "listed keys apart: every cache command takes it. SIGNATURE,\n"
+	    "the parameters' names, dtypes and shapes, is decoded from each\n"
+	    "entry's compiled image (nkid keeps no signature; the cpu\n"
+	    "backend's image tells it, a NEFF does not: '-'), which reads\n"
+	    "every listed entry: --no-signature does not.\n",
 	.opts = ctl_cache_ls_opts,
 	.args = { 0, 1, NULL },
 	.exec = ctl_cache_ls_exec,

@@ -56,8 +56,9 @@ ctl_cache_verify_kernels(const struct ctl_manifest *m, char (*digests)[65])
 /* Print the report of r; returns the exit code. m: the manifest, if the
  * results are its kernels'. */
 static int
-ctl_cache_verify_report(struct ctl_ctx *ctx, const Nkid__V1__CacheVerifyReply *r,
-    const struct ctl_manifest *m, int offline)
+ctl_cache_verify_report(struct ctl_ctx *ctx,
+    const Nkid__V1__CacheVerifyReply *r, const struct ctl_manifest *m,
+    int offline)
 {
 	static const struct ctl_table_col cols[] = {
 		{ "STATE", 0 }, { "KEY", 0 }, { "KERNEL", CTL_TABLE_TRUNC },
@@ -65,12 +66,14 @@ ctl_cache_verify_report(struct ctl_ctx *ctx, const Nkid__V1__CacheVerifyReply *r
 	};
 	const Nkid__V1__CacheVerifyResult	*x;
 	struct ctl_table			*t = NULL;
-	unsigned				 count[CTL_CACHE_VERIFY_NSTATES];
+	unsigned				 count[8];
 	cJSON					*o = NULL, *arr = NULL, *e;
 	char					 key[CTL_CACHE_ABBREV + 1];
 	char					 name[1024];
 	size_t					 i, s, bad = 0;
 	int					 rc = CTL_EXIT_OK;
+
+	_Static_assert(CTL_CACHE_VERIFY_NSTATES <= 8, "count[]");
 
 	memset(count, 0, sizeof count);
 	if (ctx->json) {
@@ -200,12 +203,12 @@ const struct ctl_cmd ctl_cache_verify_cmd = {
 	.help = "check that every entry (or those named, or every kernel of "
 	    "MANIFEST) is present and matches its digest",
 	.about =
-	    "Through nkid (CacheVerify), or with --cache-dir/--state-dir in that\n"
-	    "directory (read-only). Each entry is ok, failed (a cached compile\n"
-	    "failure), missing, stale (another compiler's), corrupt (quarantined by\n"
-	    "nkid) or error; the counts add up to the entries checked. Exit 0 only\n"
-	    "if none is missing, stale, corrupt or an error, and, for MANIFEST, none\n"
-	    "failed.",
+	    "Through nkid (CacheVerify), or with --cache-dir/--state-dir in\n"
+	    "that directory (read-only). Each entry is ok, failed (a cached\n"
+	    "compile failure), missing, stale (another compiler's), corrupt\n"
+	    "(quarantined by nkid) or error; the counts add up to the\n"
+	    "entries checked. Exit 0 only if none is missing, stale,\n"
+	    "corrupt or an error, and, for MANIFEST, none failed.\n",
 	.opts = ctl_cache_verify_opts,
 	.args = { 0, 1, NULL },
 	.timeout_s = CTL_TIMEOUT_KERNEL,

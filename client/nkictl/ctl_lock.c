@@ -230,9 +230,9 @@ const struct ctl_cmd ctl_lock_cmd = {
 	.help = "run CMD holding a core (NEURON_RT_VISIBLE_CORES set), like "
 	    "flock(1)",
 	.about =
-	    "The exit status is CMD's (128+N if a signal N ended it). With --json\n"
-	    "one object follows CMD's output: core, visible_cores, waited_s,\n"
-	    "held_s, exit, signal.",
+	    "The exit status is CMD's (128+N if a signal N ended it). With\n"
+	    "--json one object follows CMD's output: core, visible_cores,\n"
+	    "waited_s, held_s, exit, signal.\n",
 	.opts = ctl_lock_opts,
 	.args = { 1, -1, "CMD (the command to run)" },
 	.flags = CTL_CMD_OPTS_FIRST,

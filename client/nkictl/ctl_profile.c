@@ -81,8 +81,8 @@ ctl_profile_check(struct ctl_ctx *ctx, const char *dir,
 		ctl_profile_paths(dir, i, (unsigned)((i + 1) * nth), &trace,
 		    &report);
 		if (stat(trace, &sb) == 0 || stat(report, &sb) == 0)
-			rc = ctl_fail(ctx, "ALREADY_EXISTS", "'%s' exists; give "
-			    "--overwrite to replace the profile",
+			rc = ctl_fail(ctx, "ALREADY_EXISTS", "'%s' exists; "
+			    "give --overwrite to replace the profile",
 			    stat(trace, &sb) == 0 ? trace : report);
 		free(trace);
 		free(report);
@@ -94,11 +94,12 @@ ctl_profile_check(struct ctl_ctx *ctx, const char *dir,
 static void
 ctl_profile_summary(const ProtobufCBinaryData *js, char *buf, size_t len)
 {
-	cJSON		*o = cJSON_ParseWithLength((const char *)js->data, js->len);
+	cJSON		*o;
 	const cJSON	*t, *c, *s;
 	char		 us[32];
 
 	buf[0] = '\0';
+	o = cJSON_ParseWithLength((const char *)js->data, js->len);
 	t = cJSON_GetObjectItemCaseSensitive(o, "total_time_us");
 	c = cJSON_GetObjectItemCaseSensitive(o, "critical_path_engine");
 	s = cJSON_GetObjectItemCaseSensitive(o, "source");
@@ -224,10 +225,10 @@ const struct ctl_cmd ctl_profile_cmd = {
 	.help = "profile a traced kernel: its NEFF, traces and summaries "
 	    "written to DIR as nki.profile writes them",
 	.about =
-	    "Executions PROFILE_NTH, 2*PROFILE_NTH, ... up to N are traced. DIR\n"
-	    "gets file.neff, profile.ntff (then profile_exec_K.ntff) and\n"
-	    "json_reports/profile.json (...), as nki.profile writes them\n"
-	    "(docs/profile.md), and the outputs as NAME.npy.",
+	    "Executions PROFILE_NTH, 2*PROFILE_NTH, ... up to N are traced.\n"
+	    "DIR gets file.neff, profile.ntff (then profile_exec_K.ntff)\n"
+	    "and json_reports/profile.json (...), as nki.profile writes\n"
+	    "them (docs/profile.md), and the outputs as NAME.npy.\n",
 	.opts = ctl_profile_opts,
 	.args = { 1, 1, "KERNEL (a traced kernel file)" },
 	.timeout_s = CTL_TIMEOUT_KERNEL,

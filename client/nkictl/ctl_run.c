@@ -74,9 +74,10 @@ const struct ctl_cmd ctl_run_cmd = {
 	.help = "run a traced kernel once on a core; outputs go to "
 	    "DIR/NAME.npy",
 	.about =
-	    "For an nkir/1 kernel -i NAME=FILE gives parameter NAME and -i FILE the\n"
-	    "next one not given by name; each must match its parameter's dtype and\n"
-	    "shape, or nkictl exits 2 before calling nkid.",
+	    "For an nkir/1 kernel -i NAME=FILE gives parameter NAME and -i\n"
+	    "FILE the next one not given by name; each must match its\n"
+	    "parameter's dtype and shape, or nkictl exits 2 before calling\n"
+	    "nkid.\n",
 	.opts = ctl_run_opts,
 	.args = { 1, 1, "KERNEL (a traced kernel file)" },
 	.timeout_s = CTL_TIMEOUT_KERNEL,

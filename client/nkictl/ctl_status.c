@@ -116,9 +116,10 @@ ctl_status_cores(struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 		else if (k->holder_pid != 0)
 			snprintf(holder, sizeof holder, "lease pid %u uid %u",
 			    k->holder_pid, k->holder_uid);
+		ctl_fmt_percent((uint64_t)(k->busy_s * 1e3),
+		    (uint64_t)(r->uptime_s * 1e3), share, sizeof share);
 		ctl_table_row(t, idx, k->state, ctl_fmt_seconds(k->busy_s, busy,
-		    sizeof busy), ctl_fmt_percent((uint64_t)(k->busy_s * 1e3),
-		    (uint64_t)(r->uptime_s * 1e3), share, sizeof share), holder);
+		    sizeof busy), share, holder);
 	}
 	ctl_table_print(t, ctx->out);
 }

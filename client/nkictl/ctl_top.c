@@ -61,7 +61,7 @@ struct ctl_top_view {
 	struct ctl_top_queue	 queues[2];
 	struct ctl_top_client	*clients;
 	size_t			 nclients;
-	double			 interval;	/* since the previous; 0: none */
+	double			 interval;	/* since the last; 0: none */
 	double			 hit_rate;	/* percent; < 0: no lookups */
 	double			 hit_rate_now;
 	uint64_t		 compiles_now;
@@ -216,15 +216,19 @@ ctl_top_view_jobs(struct ctl_top_view *v, const Nkid__V1__JobsReply *jr,
 		if (strcmp(j->state, "queued") == 0) {
 			q->queued++;
 			c->queued++;
-			if (j->queued_at > 0 && now - j->queued_at > q->oldest_s)
+			if (j->queued_at > 0 &&
+			    now - j->queued_at > q->oldest_s)
 				q->oldest_s = now - j->queued_at;
 		} else if (strcmp(j->state, "running") == 0) {
 			q->running++;
 			c->running++;
-			for (k = 0; k < v->ncores; k++)
-				if ((int32_t)v->cores[k].core->index == j->core ||
-				    v->cores[k].core->job_id == j->id)
+			for (k = 0; k < v->ncores; k++) {
+				const Nkid__V1__Core *co = v->cores[k].core;
+
+				if ((int32_t)co->index == j->core ||
+				    co->job_id == j->id)
 					v->cores[k].job = j;
+			}
 		} else
 			c->done++;
 		if (j->started_at > 0) {
@@ -390,7 +394,8 @@ ctl_top_frame_queues(struct ctl_top_frame *f, const struct ctl_top_view *v)
 {
 	static const struct ctl_table_col cols[] = {
 		{ "QUEUE", 0 }, { "QUEUED", CTL_TABLE_RIGHT },
-		{ "RUNNING", CTL_TABLE_RIGHT }, { "OLDEST WAIT", CTL_TABLE_RIGHT },
+		{ "RUNNING", CTL_TABLE_RIGHT },
+		{ "OLDEST WAIT", CTL_TABLE_RIGHT },
 	};
 	struct ctl_table	*t;
 	char			 q[16], r[16], w[32];
@@ -539,7 +544,8 @@ ctl_top_json(const struct ctl_top *tp)
 		cJSON_AddNumberToObject(x, "job_id",
 		    (double)v.cores[i].core->job_id);
 		if (v.cores[i].job != NULL) {
-			cJSON_AddStringToObject(x, "kind", v.cores[i].job->kind);
+			cJSON_AddStringToObject(x, "kind",
+			    v.cores[i].job->kind);
 			cJSON_AddStringToObject(x, "kernel",
 			    v.cores[i].job->kernel);
 			cJSON_AddNumberToObject(x, "pid", v.cores[i].job->pid);
@@ -753,13 +759,14 @@ const struct ctl_cmd ctl_top_cmd = {
 	.help = "a live view of cores, queues, the busiest clients, the cache "
 	    "hit rate and compiles; q quits",
 	.about =
-	    "Every S seconds: each core's state, busy share of the interval, the\n"
-	    "job on it and its holder; the queued and running jobs per class and\n"
-	    "the oldest wait; the clients (pids) with the most core time among\n"
-	    "nkid's recent jobs; the cache's hit rate, overall and in the interval,\n"
-	    "and the compiles of the interval. Keys: q quits. Only what changed is\n"
-	    "redrawn. -b prints frames of text (--json: a JSON object a frame),\n"
-	    "for N refreshes with -n.",
+	    "Every S seconds: each core's state, busy share of the\n"
+	    "interval, the job on it and its holder; the queued and running\n"
+	    "jobs per class and the oldest wait; the clients (pids) with\n"
+	    "the most core time among nkid's recent jobs; the cache's hit\n"
+	    "rate, overall and in the interval, and the compiles of the\n"
+	    "interval. Keys: q quits. Only what changed is redrawn. -b\n"
+	    "prints frames of text (--json: a JSON object a frame), for N\n"
+	    "refreshes with -n.\n",
 	.opts = ctl_top_opts,
 	.exec = ctl_top_exec,
 };

@@ -149,16 +149,17 @@ out:
 const struct ctl_cmd ctl_warmup_cmd = {
 	.name = "warmup",
 	.usage = "MANIFEST [-j N]",
-	.help = "compile every kernel of MANIFEST (a JSON list of traced kernel "
-	    "files, see docs/cache.md) into nkid's cache",
+	.help = "compile every kernel of MANIFEST (a JSON list of traced "
+	    "kernel files, see docs/cache.md) into nkid's cache",
 	.about =
-	    "MANIFEST is a JSON object: {\"target\": T, \"options\": O, \"kernels\": [...]},\n"
-	    "each kernel a traced kernel file (python -m nkid.trace ... -o F.nkir),\n"
-	    "relative to the manifest's directory, or {\"path\": F, \"target\": T,\n"
-	    "\"options\": O}; target and options default to the file's. The same\n"
-	    "manifest is the gate of 'cache verify MANIFEST'. Exit 1 if a kernel\n"
-	    "failed to compile. On a terminal a progress line shows kernels done,\n"
-	    "rate and ETA.",
+	    "MANIFEST is a JSON object: {\"target\": T, \"options\": O,\n"
+	    "\"kernels\": [...]}, each kernel a traced kernel file (python -m\n"
+	    "nkid.trace ... -o F.nkir), relative to the manifest's\n"
+	    "directory, or {\"path\": F, \"target\": T, \"options\": O};\n"
+	    "target and options default to the file's. The same manifest\n"
+	    "is the gate of 'cache verify MANIFEST'. Exit 1 if a kernel\n"
+	    "failed to compile. On a terminal a progress line shows\n"
+	    "kernels done, rate and ETA.\n",
 	.opts = ctl_warmup_opts,
 	.args = { 1, 1, "MANIFEST" },
 	.timeout_s = CTL_TIMEOUT_KERNEL,

@@ -491,9 +491,8 @@ def test_retry_failed_on_the_front_doors(nkid_socket):
     doors = (nki.baremetal(ew.wide_partition, retry_failed=True),
              nki.jit(ew.wide_partition.func, retry_failed=True),
              nki.jit(ew.wide_partition.func, mode="simulation", retry_failed=True),
-             nki.simulate_kernel.__wrapped__ and
-             (lambda a: nki.simulate_kernel(nki.jit(ew.wide_partition.func,
-                                                    retry_failed=True), a)))
+             lambda a: nki.simulate_kernel(nki.jit(ew.wide_partition.func,
+                                                   retry_failed=True), a))
     for door in doors:                           # ... and compiled again on request
         with pytest.raises(nkid.NkidError) as e:
             door(x)

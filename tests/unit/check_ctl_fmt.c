@@ -169,9 +169,12 @@ START_TEST(test_ctl_cache_abbrev_and_signature)
 	uint64_t		 s0[2] = { 128, 512 }, s1[1] = { 4 };
 	char			*keys[3], b[256];
 
-	keys[0] = "3f576008475cc5c9ea6b1fcf3a9feaf36c9e9cb8bfc1d8d0867920d584bb0c99";
-	keys[1] = "02b67e00370c5fc04d04e4184ef1d12d66bdde2809a7ef5857350073d8eb2c7b";
-	keys[2] = "3f576008475cc5c9ea6b0000000000000000000000000000000000000000000a";
+	keys[0] = "3f576008475cc5c9ea6b1fcf3a9feaf3"
+	    "6c9e9cb8bfc1d8d0867920d584bb0c99";
+	keys[1] = "02b67e00370c5fc04d04e4184ef1d12d"
+	    "66bdde2809a7ef5857350073d8eb2c7b";
+	keys[2] = "3f576008475cc5c9ea6b000000000000"
+	    "0000000000000000000000000000000a";
 	ck_assert_int_eq(ctl_cache_abbrev_len(keys, 2), 16);
 	/* two keys that share 20 digits are told apart with 21 */
 	ck_assert_int_eq(ctl_cache_abbrev_len(keys, 3), 21);
