@@ -153,7 +153,7 @@ ctl_cmd_help(const struct ctl_cmd *cmd, FILE *f)
 		return;
 	fprintf(f, "\ncommands:\n");
 	ctl_cmd_list(ctl_cmd_table, ctl_cmd_count, NULL, f);
-	fprintf(f, "\nsee 'nkictl help COMMAND' and docs/cli.md\n"
+	fprintf(f, "\nsee 'nkictl help COMMAND', nkictl(1) and docs/cli.md\n"
 	    "exit status: 0 ok, 1 the call failed, 2 usage, 3 cannot connect "
 	    "to nkid\n");
 }

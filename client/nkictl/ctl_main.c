@@ -10,7 +10,7 @@ static const struct ctl_opt ctl_main_opts[] = {
 	{ 's', "socket", "SOCKET", "nkid's socket (default: $" CTL_SOCKET_ENV
 	    ", else " CTL_DEFAULT_SOCKET ")" },
 	{ 0, "timeout", "S", "deadline of each call, in seconds (default 30; "
-	    "600 to compile or run)" },
+	    "600 for kernels, warm-up and bundles)" },
 	{ 0, "version", NULL, "print nkictl's version" },
 	CTL_OPT_END
 };
@@ -103,19 +103,27 @@ ctl_main(int argc, char **argv, FILE *out, FILE *err)
 	struct ctl_ctx	 ctx;
 	struct ctl_args	 a;
 	const char	*env;
-	int		 first, used, rc;
+	int		 first, used, rc, wants, global;
 
 	memset(&ctx, 0, sizeof ctx);
 	ctx.out = out;
 	ctx.err = err;
-	ctx.json = ctl_main_wants_json(argc, argv);
-	if (ctl_main_parse(&ctx, argc, argv, &first, &rc) < 0)
+	wants = ctl_main_wants_json(argc, argv);
+	if (ctl_main_parse(&ctx, argc, argv, &first, &rc) < 0) {
+		ctx.json |= wants;
 		goto out;
+	}
+	global = ctx.json;
+	ctx.json |= wants;
 	ctx.cmd = ctl_main_find(&ctx, argc - first, argv + first, &used);
 	if (ctx.cmd == NULL) {
 		rc = CTL_EXIT_USAGE;
 		goto out;
 	}
+	/* After its first operand a command's words are another program's
+	 * (lock -- CMD): its own --json comes before them, if at all. */
+	if (ctx.cmd->flags & CTL_CMD_OPTS_FIRST)
+		ctx.json = global;
 	if (ctx.socket == NULL) {
 		env = getenv(CTL_SOCKET_ENV);
 		ctx.socket = env != NULL && *env != '\0' ? env :

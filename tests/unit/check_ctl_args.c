@@ -1094,10 +1094,16 @@ START_TEST(test_ctl_json_errors)
 	json_error_is("LOCAL", 1);
 	ck_assert_ptr_nonnull(strstr(out_buf, "cannot read kernel "
 	    "'/nonexistent.nkir'"));
-	/* --json after "--" is lock's command's, not nkictl's */
+	/* --json after CMD is CMD's, not nkictl's */
 	ck_assert_int_eq(run_ctl("-s", "/nonexistent/nkid.sock", "lock", "--",
 	    "echo", "--json", NULL), CTL_EXIT_CONNECT);
 	ck_assert_str_eq(out_buf, "");
+	ck_assert_int_eq(run_ctl("-s", "/nonexistent/nkid.sock", "lock",
+	    "echo", "--json", NULL), CTL_EXIT_CONNECT);
+	ck_assert_str_eq(out_buf, "");
+	ck_assert_int_eq(run_ctl("-s", "/nonexistent/nkid.sock", "lock",
+	    "--json", "echo", NULL), CTL_EXIT_CONNECT);
+	json_error_is("UNAVAILABLE", 3);
 	/* without --json nothing goes to stdout */
 	ck_assert_int_eq(run_ctl("bogus", NULL), CTL_EXIT_USAGE);
 	ck_assert_str_eq(out_buf, "");
