@@ -16,7 +16,9 @@
 #include "ctl.h"
 
 /* How often the lock checks on CMD while it holds the core. */
-#define CTL_LOCK_POLL_S	0.05
+#define CTL_LOCK_POLL_S		0.05
+/* How long the release waits for nkid's answer. */
+#define CTL_LOCK_RELEASE_S	10.0
 
 /* The failed stream's status, printed as ctl_call does. */
 static int
@@ -207,9 +209,13 @@ ctl_lock_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	if ((rc = ctl_lock_hold(ctx, cs, pid, a->argv[0], &status)) !=
 	    CTL_EXIT_OK)
 		goto out;
-	/* Release: end the stream and wait for nkid's answer. */
-	if (ctl_rpc_stream_close_send(cs) == 0)
-		ctl_rpc_stream_finish(cs, &st);
+	/* Release: end the stream and wait for nkid's answer, a while: if it
+	 * does not come the call is cancelled, which releases the lease too,
+	 * and CMD's status stands. */
+	if (ctl_rpc_stream_close_send(cs) == 0 &&
+	    ctl_rpc_stream_finish_within(cs, CTL_LOCK_RELEASE_S, &st) == 2)
+		fprintf(ctx->err, "nkictl: lock: %s releasing the lease; "
+		    "cancelling it\n", st.msg);
 	if (WIFEXITED(status))
 		rc = WEXITSTATUS(status);
 	else if (WIFSIGNALED(status))

@@ -1228,6 +1228,7 @@ args_suite(void)
 	tcase_add_test(tc, test_ctl_outputs_names_stay_in_dir);
 	tcase_add_test(tc, test_ctl_man_and_docs_cover_the_table);
 	tcase_add_test(tc, test_ctl_completion_words);
+	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("errors");
