@@ -3,6 +3,7 @@
 #include <sys/un.h>
 
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <grp.h>
 #include <math.h>
@@ -37,6 +38,7 @@ enum config_type {
 	CFG_CHOICE,	/* one of choices, blank-separated */
 	CFG_UIDS,	/* array of uids or user names */
 	CFG_GIDS,	/* array of gids or group names */
+	CFG_LISTEN,	/* "", HOST:PORT or an absolute unix socket path */
 };
 
 #define CFG_F_RESTART	0x1	/* takes effect only at start */
@@ -115,6 +117,8 @@ static const struct config_key config_keys[] = {
 	{ "lock_dir", CFG_PATH, F(lock_dir), 0, 0, 0, "/run/nkid/lock", 0,
 	  NULL, CFG_F_RESTART },
 	{ "log_level", CFG_LEVEL, F(log_level), 0, 0, 0, "info", 0, NULL, 0 },
+	{ "metrics.listen", CFG_LISTEN, F(metrics_listen), 0, 0, 0, "", 0,
+	  NULL, CFG_F_RESTART },
 	{ "neuron.compile_timeout_ms", CFG_U32, F(neuron_compile_timeout_ms),
 	  0, 100, 86400000, NULL, 1800000, NULL, CFG_F_RESTART },
 	{ "neuron.compiler", CFG_STRING, F(neuron_compiler), 0, 0, 0,
@@ -344,6 +348,40 @@ config_id(struct config_ctx *ctx, const char *path, const cJSON *v, int group,
 	return (0);
 }
 
+/*
+ * Is s a metrics.listen value: "" (off), an absolute path that fits a unix
+ * socket address, or HOST:PORT with PORT from 1 to 65535 (HOST a name or
+ * an IPv4 address, [IPv6] in brackets, or empty for every address)?
+ */
+static int
+config_listen_valid(const char *s)
+{
+	const char	*colon, *p;
+	char		*end;
+	unsigned long	 port;
+
+	if (*s == '\0')
+		return (1);
+	if (*s == '/')
+		return (strlen(s) < sizeof(((struct sockaddr_un *)0)->sun_path));
+	if ((colon = strrchr(s, ':')) == NULL || !isdigit((unsigned char)
+	    colon[1]))
+		return (0);
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (*end != '\0' || errno != 0 || port < 1 || port > 65535)
+		return (0);
+	if (*s == '[')
+		return (colon - s > 2 && colon[-1] == ']' &&
+		    strcspn(s + 1, "[]") == (size_t)(colon - s - 2));
+	for (p = s; p < colon; p++) {
+		if (*p == ':' || *p == '[' || *p == ']' || *p == '/' ||
+		    isspace((unsigned char)*p))
+			return (0);
+	}
+	return (1);
+}
+
 static int
 config_string_set(struct config_ctx *ctx, const struct config_key *k,
     struct config *cfg, const char *path, const cJSON *v)
@@ -381,6 +419,12 @@ config_string_set(struct config_ctx *ctx, const struct config_key *k,
 			    "'%s' must be one of: %s; not '%s'", path,
 			    k->choices, s));
 	}
+	if (k->type == CFG_LISTEN && !config_listen_valid(s))
+		return (config_fail(ctx, CONFIG_ERANGE,
+		    "'%s' must be \"\" (off), HOST:PORT (PORT from 1 to 65535, "
+		    "[ADDRESS]:PORT for IPv6) or an absolute unix socket path "
+		    "shorter than %zu bytes, not '%s'", path,
+		    sizeof(((struct sockaddr_un *)0)->sun_path), s));
 	free(*dst);
 	*dst = xstrdup(s);
 	return (0);
@@ -403,6 +447,7 @@ config_value_set(struct config_ctx *ctx, const struct config_key *k,
 	case CFG_PATH:
 	case CFG_SOCKPATH:
 	case CFG_CHOICE:
+	case CFG_LISTEN:
 		return (config_string_set(ctx, k, cfg, path, v));
 	case CFG_MODE:
 		if (!cJSON_IsString(v))
@@ -480,6 +525,7 @@ config_defaults(struct config *cfg)
 		case CFG_PATH:
 		case CFG_SOCKPATH:
 		case CFG_CHOICE:
+		case CFG_LISTEN:
 			*FIELD(cfg, k, char *) = xstrdup(k->def_str);
 			break;
 		case CFG_MODE:
@@ -669,6 +715,7 @@ config_release(struct config *cfg)
 		case CFG_PATH:
 		case CFG_SOCKPATH:
 		case CFG_CHOICE:
+		case CFG_LISTEN:
 			free(*FIELD(cfg, k, char *));
 			break;
 		case CFG_UIDS:
@@ -698,6 +745,7 @@ config_copy(struct config *dst, const struct config *src)
 		case CFG_PATH:
 		case CFG_SOCKPATH:
 		case CFG_CHOICE:
+		case CFG_LISTEN:
 			*FIELD(dst, k, char *) =
 			    xstrdup(*CFIELD(src, k, char *));
 			break;
@@ -729,6 +777,7 @@ config_value_format(const struct config *cfg, const struct config_key *k,
 	case CFG_PATH:
 	case CFG_SOCKPATH:
 	case CFG_CHOICE:
+	case CFG_LISTEN:
 		snprintf(buf, len, "'%s'", *CFIELD(cfg, k, char *));
 		break;
 	case CFG_MODE:

@@ -79,6 +79,10 @@ struct config {
 	uint64_t	 cache_max_bytes;	/* on disk */
 	uint64_t	 cache_max_bundle_bytes; /* one CacheImport */
 	uint32_t	 cache_compile_workers;
+
+	/* Where GET /metrics is served: "" (off unless systemd passes a
+	 * socket named "metrics"), HOST:PORT or a unix socket path. */
+	char		*metrics_listen;
 };
 
 /* Command-line settings that override the file (NULL: not given). They

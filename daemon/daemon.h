@@ -7,18 +7,21 @@
 #include <uv.h>
 
 #include "daemon/config.h"
+#include "daemon/metrics_hist.h"
 
 /* Upper bound of the method table (checked in dispatch.c). */
 #define DAEMON_MAX_METHODS	32
 
 struct backend;
 struct kcache;
+struct metrics_http;
 struct sched;
 struct server;
 
 struct daemon_method_counter {
-	uint64_t	calls;
-	uint64_t	errors;
+	uint64_t		calls;
+	uint64_t		errors;
+	struct metrics_hist	duration;	/* start to status sent */
 };
 
 struct daemon {
@@ -31,6 +34,7 @@ struct daemon {
 	struct sched			*sched;
 	struct kcache			*kcache;
 	struct server			*server;	/* NULL in unit tests */
+	struct metrics_http		*metrics;	/* NULL: no listener */
 
 	uint64_t			 connections;
 	uint64_t			 refused;

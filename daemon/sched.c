@@ -8,6 +8,7 @@
 
 #include "daemon/config.h"
 #include "daemon/log.h"
+#include "daemon/metrics_hist.h"
 #include "daemon/sched.h"
 #include "daemon/xmalloc.h"
 
@@ -55,6 +56,9 @@ struct sched_core {
 	struct sched_job	*holder;	/* running job or granted lease */
 	uint64_t		 busy_ns;
 	int			 state;		/* enum sched_core_state */
+	/* Jobs (not leases), under s->mu: submit to start, start to end. */
+	struct metrics_hist	 wait[SCHED_NCLASSES];
+	struct metrics_hist	 exec[SCHED_NCLASSES];
 };
 
 struct sched {
@@ -157,6 +161,8 @@ sched_queue_remove(struct sched *s, struct sched_job *job)
 	c->nqueued--;
 	s->nqueued--;
 	s->counters.queued--;
+	if (job->work == NULL)
+		s->counters.leases_waiting--;
 }
 
 /*
@@ -231,6 +237,12 @@ sched_job_start(struct sched *s, struct sched_core *c, struct sched_job *job,
 		job->rec->started_at = sched_wall_now();
 	}
 	s->counters.running++;
+	if (job->work != NULL)
+		metrics_hist_observe(&c->wait[job->cls], now - job->queued_ns);
+	else {
+		s->counters.leases_held++;
+		s->counters.leases_granted++;
+	}
 }
 
 /* Under mu: the holder of c is done with it. */
@@ -242,6 +254,11 @@ sched_job_stop(struct sched *s, struct sched_core *c, struct sched_job *job)
 	job->outcome = SCHED_RAN;
 	job->finished_ns = uv_hrtime();
 	c->busy_ns += job->finished_ns - job->started_ns;
+	if (job->work != NULL)
+		metrics_hist_observe(&c->exec[job->cls], job->finished_ns -
+		    job->started_ns);
+	else
+		s->counters.leases_held--;
 	c->holder = NULL;
 	c->state = SCHED_CORE_IDLE;
 	if (job->rec != NULL) {
@@ -541,6 +558,8 @@ sched_job_submit(struct sched *s, struct sched_job *job, int core,
 	c->nqueued++;
 	s->nqueued++;
 	s->counters.queued++;
+	if (job->work == NULL)
+		s->counters.leases_waiting++;
 	if (c->holder == NULL)
 		pthread_cond_signal(&c->cond);
 	pthread_mutex_unlock(&s->mu);
@@ -760,6 +779,17 @@ sched_core_info(struct sched *s, unsigned i, struct sched_core_info *info)
 	info->queued = c->nqueued;
 	pthread_mutex_unlock(&s->mu);
 	info->busy_s = (double)busy / 1e9;
+}
+
+void
+sched_core_hists(struct sched *s, unsigned i, struct metrics_hist *wait,
+    struct metrics_hist *exec)
+{
+	assert(i < s->ncores);
+	pthread_mutex_lock(&s->mu);
+	memcpy(wait, s->cores[i].wait, sizeof s->cores[i].wait);
+	memcpy(exec, s->cores[i].exec, sizeof s->cores[i].exec);
+	pthread_mutex_unlock(&s->mu);
 }
 
 void

@@ -9,6 +9,7 @@
 #include <uv.h>
 
 struct config;
+struct metrics_hist;
 
 enum sched_err {
 	SCHED_OK = 0,
@@ -120,6 +121,9 @@ struct sched_counters {
 	uint64_t	completed;	/* ran, or lease ended after its grant */
 	uint64_t	cancelled;	/* never started: cancelled, expired, gone */
 	uint64_t	rejected;	/* refused at admission */
+	uint64_t	leases_waiting;	/* queued leases */
+	uint64_t	leases_held;	/* granted, not ended */
+	uint64_t	leases_granted;	/* ever */
 };
 
 /* One job as the history shows it (sched_jobs_list). Times are seconds
@@ -202,6 +206,11 @@ unsigned sched_core_load(struct sched *s, unsigned i);
 /* State of core i (< sched_core_count) as seen now. */
 void	sched_core_info(struct sched *s, unsigned i,
 	    struct sched_core_info *info);
+/* Copy the histograms of the jobs (leases not counted) of core i, one
+ * per class (SCHED_NCLASSES each): time from submit to start into wait,
+ * from start to end into exec. */
+void	sched_core_hists(struct sched *s, unsigned i, struct metrics_hist *wait,
+	    struct metrics_hist *exec);
 void	sched_counters_get(struct sched *s, struct sched_counters *c);
 const char *sched_strerror(int err);
 const char *sched_core_state_name(int state);

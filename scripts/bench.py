@@ -81,9 +81,9 @@ def bench_ping(tmp, n=10000):
                  "/bench.Echo/Echo", str(n)], text=True)
             base.append(parse_p50(out))
             out = subprocess.check_output(
-                [os.path.join(BIN, "nkictl"), "-s", nkid_sock, "ping", "-n",
+                [os.path.join(BIN, "nkictl"), "-s", nkid_sock, "--json", "ping", "-n",
                  str(n)], text=True)
-            ours.append(parse_p50(out))
+            ours.append(json.loads(out)["p50_us"])
         b, o = sorted(base)[1], sorted(ours)[1]
         record("rpc_ping_ratio_vs_grpc_echo", round(o, 1), round(b, 1),
                round(o / b, 3), "<= 1.5",

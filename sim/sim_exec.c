@@ -15,7 +15,6 @@
 
 #include "nkir.pb-c.h"
 #include "sim/sim_impl.h"
-#include "sim/sim_exec.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -370,7 +369,7 @@ sim_exec_shift(float x, float y, bool left)
 	return ((float)(a >> s));
 }
 
-static void
+void
 sim_exec_alu_row(int alu, float *o, const float *a, int64_t sa,
     const float *b, int64_t sb, size_t n)
 {
@@ -535,7 +534,7 @@ sim_exec_act1(int act, float t)
 	}
 }
 
-static void
+void
 sim_exec_act_row(const struct sim_op *op, float *o, const float *a,
     int64_t sa, const float *b, int64_t sb, size_t n)
 {
@@ -903,7 +902,7 @@ sim_exec_fused(struct sim_run *r, const struct sim_op *ops, size_t k)
 
 /* ------------------------------------------------------------ reduce */
 
-static float
+float
 sim_exec_reduce_init(int alu)
 {
 	switch (alu) {
@@ -921,7 +920,7 @@ sim_exec_reduce_init(int alu)
 	}
 }
 
-static float
+float
 sim_exec_fold(int alu, float acc, const float *x, int64_t sx,
     const uint8_t *act, size_t n, const float *mean)
 {
@@ -1341,7 +1340,9 @@ sim_exec_body_one(struct sim_run *r, const struct sim_op *op)
 	case NKIR__V1__OP_KIND__OP_PRINT:
 		return (sim_exec_print(r, op));
 	default:
-		if (op->kind >= 80)
+		if (op->isa != NULL)	/* nki.isa kinds 40-79 */
+			return (sim_isa_exec(r, op));
+		if (op->kind >= 80)	/* nki.language kinds 80-119 */
 			return (sim_lang_exec_op(r, op));
 		if (op->skip)	/* dead alloc, elided load/store */
 			return (0);
@@ -1591,6 +1592,7 @@ sim_run(const struct sim_program *p, const struct sim_tensor *inputs,
 			q /= p->grid[a];
 		}
 		r.prog = prog;
+		memset(r.acc, 0, sizeof(r.acc));
 		sim_lang_exec_program(&r);
 		rc = sim_exec_body(&r, p->body, p->nbody);
 	}

@@ -1,5 +1,5 @@
-/* sim_lang_exec.c: the interpreter of the nki.language op kinds 80-119: indirect DMA and atomic_rmw, the RNG (rand, random_seed, dropout), gather_flattened, all_reduce over programs run side by side, index functions, the extra activation functions. */
-/* Floor 3, beside sim_exec.c: uses its row machinery (sim_exec.h). */
+/* sim_lang_exec.c: the interpreter of the nki.language op kinds 80-119: the random stream (rand, random_seed; nisa.dropout draws from it), gather_flattened, all_reduce over programs run side by side, if, index functions, the extra activation functions. */
+/* Floor 3, beside sim_exec.c: uses its row machinery (sim_impl.h). */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -7,7 +7,6 @@
 
 #include "nkir.pb-c.h"
 #include "sim/sim_impl.h"
-#include "sim/sim_exec.h"
 
 /* Programs side by side (sim_lang_exec_grid): where they meet. */
 struct sim_coll {
@@ -104,9 +103,7 @@ sim_lang_exec_seed_set(struct sim_run *r, uint64_t seed)
 	r->rng_ctr = 0;
 }
 
-/* The next draw of the run's counter-based generator: uniform in [0, 1)
- * with 24 random bits (exact in fp32). */
-static inline float
+float
 sim_lang_exec_uniform(struct sim_run *r)
 {
 	uint64_t	z;
@@ -242,140 +239,6 @@ sim_lang_row_rand(struct sim_run *r, const struct sim_op *op,
 	 * the mask */
 	for (i = 0; i < n; i++)
 		out[i] = sim_lang_exec_uniform(r);
-}
-
-static void
-sim_lang_row_dropout(struct sim_run *r, const struct sim_op *op,
-    const struct sim_rows *it, float *out, const uint8_t *act, size_t n)
-{
-	const float	*x, *p;
-	int64_t		 sx, sp;
-	size_t		 i;
-
-	x = sim_exec_read(r, &op->src[0], it->off[1], n, r->row[0], &sx, act);
-	p = sim_exec_read(r, &op->src[1], it->off[2], n, r->row[1], &sp, act);
-	for (i = 0; i < n; i++)
-		out[i] = sim_lang_exec_uniform(r) < p[(int64_t)i * sp] ?
-		    0.0f : x[(int64_t)i * sx];
-}
-
-/* ------------------------------------------------------------ indirect */
-
-/* The HBM side's element offset for run-time index x (already checked)
- * from its offset off at the static index. */
-static int
-sim_lang_exec_oob(struct sim_run *r, const struct sim_op *op,
-    const struct sim_tinfo *ti, float x)
-{
-	return (sim_exec_fail(r, op, SIM_ERUNTIME, "Out-of-bound access for "
-	    "tensor `%s` on dimension %u: index %.0f exceed dimension size "
-	    "of %llu", ti->name, op->ind_dim, (double)x,
-	    (unsigned long long)ti->shape[op->ind_dim]));
-}
-
-/* One element (or row) of an indirect op at HBM offset hoff and tile
- * offset toff: n elements from *vals (stride vs). */
-static void
-sim_lang_exec_move(struct sim_run *r, const struct sim_op *op,
-    const struct sim_operand *hop, uint64_t hoff, uint64_t doff,
-    uint64_t soff, size_t n, const uint8_t *act)
-{
-	const float	*v, *d;
-	int64_t		 sv, sd;
-	size_t		 i;
-
-	switch (op->kind) {
-	case NKIR__V1__OP_KIND__OP_LOAD_INDIRECT:
-		v = sim_exec_read(r, hop, hoff, n, r->row[0], &sv, act);
-		sim_exec_write(r, &op->dst, doff, n, v, sv, act);
-		return;
-	case NKIR__V1__OP_KIND__OP_STORE_INDIRECT:
-		v = sim_exec_read(r, &op->src[0], soff, n, r->row[0], &sv, act);
-		sim_exec_write(r, &op->dst, hoff, n, v, sv, act);
-		return;
-	default:	/* OP_ATOMIC_RMW: dst += value */
-		v = sim_exec_read(r, &op->src[0], soff, n, r->row[0], &sv, act);
-		d = sim_exec_read(r, hop, hoff, n, r->row[2], &sd, act);
-		for (i = 0; i < n; i++)
-			r->row[4][i] = d[(int64_t)i * sd] + v[(int64_t)i * sv];
-		sim_exec_write(r, &op->dst, hoff, n, r->row[4], 1, act);
-		return;
-	}
-}
-
-static int
-sim_lang_exec_indirect(struct sim_run *r, const struct sim_op *op)
-{
-	const bool		 load = op->kind ==
-				    NKIR__V1__OP_KIND__OP_LOAD_INDIRECT;
-	const struct sim_view	*hv = load ? &op->src[0].v : &op->dst;
-	const struct sim_view	*vs[3] = { &op->dst, NULL, &op->src[1].v };
-	const struct sim_tinfo	*ti = r->t[hv->tensor].ti;
-	const struct sim_lin	*dl = &hv->dim[op->ind_dim];
-	const int		 last = op->rank - 1, k = load ? 1 : 0;
-	const size_t		 n = op->shape[last];
-	const int64_t		 hax = hv->off.ax[last], dax = dl->ax[last];
-	struct sim_operand	 hop = { .scalar = false, .v = *hv };
-	uint8_t			 one = 1;
-	const uint8_t		*act;
-	const float		*idx;
-	struct sim_rows		 it;
-	uint64_t		 stride = 1, hoff;
-	int64_t			 base, ist, x;
-	size_t			 i;
-	int			 d, rc;
-
-	for (d = op->ind_dim + 1; d < ti->rank; d++)
-		stride *= ti->shape[d];
-	if (!op->src[0].scalar)
-		vs[1] = &op->src[0].v;
-	sim_exec_rows_begin(&it, r, op->rank, op->shape, vs, 3);
-	do {
-		if ((rc = sim_lang_exec_row_act(r, op, &it, n, &act)))
-			return (rc);
-		idx = sim_exec_read(r, &op->src[1], it.off[2], n, r->row[1],
-		    &ist, act);
-		base = sim_exec_lin_row(r, dl, &it);
-		if (ist == 0 && dax == 0) {
-			/* one index for the whole row (an index tile [P, 1]) */
-			if (!(idx[0] == idx[0]) || fabsf(idx[0]) >= 9.2e18f ||
-			    (x = base + (int64_t)idx[0]) < 0 ||
-			    (uint64_t)x >= ti->shape[op->ind_dim]) {
-				if (op->oob == NKIR__V1__OOB_MODE__OOB_SKIP)
-					continue;
-				if (act == NULL || memchr(act, 1, n) != NULL)
-					return (sim_lang_exec_oob(r, op, ti,
-					    (float)base + idx[0]));
-				continue;
-			}
-			hoff = it.off[k] + (uint64_t)(x - base) * stride;
-			sim_lang_exec_move(r, op, &hop, hoff, it.off[0],
-			    it.off[1], n, act);
-			continue;
-		}
-		for (i = 0; i < n; i++) {
-			float	v = idx[(int64_t)i * ist];
-
-			if (act != NULL && !act[i])
-				continue;
-			if (!(v == v) || fabsf(v) >= 9.2e18f ||
-			    (x = base + dax * (int64_t)i + (int64_t)v) < 0 ||
-			    (uint64_t)x >= ti->shape[op->ind_dim]) {
-				if (op->oob == NKIR__V1__OOB_MODE__OOB_SKIP)
-					continue;
-				return (sim_lang_exec_oob(r, op, ti,
-				    (float)(base + dax * (int64_t)i) + v));
-			}
-			hoff = it.off[k] + (uint64_t)(hax * (int64_t)i) +
-			    (uint64_t)(int64_t)v * stride;
-			sim_lang_exec_move(r, op, &hop, hoff,
-			    it.off[0] + (uint64_t)(op->dst.off.ax[last] *
-			    (int64_t)i), op->src[0].scalar ? 0 : it.off[1] +
-			    (uint64_t)(op->src[0].v.off.ax[last] * (int64_t)i),
-			    1, &one);
-		}
-	} while (sim_exec_rows_next(&it));
-	return (0);
 }
 
 /* ------------------------------------------------------------ gather */
@@ -713,16 +576,10 @@ int
 sim_lang_exec_op(struct sim_run *r, const struct sim_op *op)
 {
 	switch (op->kind) {
-	case NKIR__V1__OP_KIND__OP_LOAD_INDIRECT:
-	case NKIR__V1__OP_KIND__OP_STORE_INDIRECT:
-	case NKIR__V1__OP_KIND__OP_ATOMIC_RMW:
-		return (sim_lang_exec_indirect(r, op));
 	case NKIR__V1__OP_KIND__OP_RAND:
 		return (sim_lang_exec_rows(r, op, sim_lang_row_rand));
 	case NKIR__V1__OP_KIND__OP_RANDOM_SEED:
 		return (sim_lang_exec_seed(r, op));
-	case NKIR__V1__OP_KIND__OP_DROPOUT:
-		return (sim_lang_exec_rows(r, op, sim_lang_row_dropout));
 	case NKIR__V1__OP_KIND__OP_GATHER_FLAT:
 		return (sim_lang_exec_gather(r, op));
 	case NKIR__V1__OP_KIND__OP_ALL_REDUCE:

@@ -1,12 +1,12 @@
-/* sim_lang_plan.c: the planner of the nki.language op kinds 80-119 (indirect DMA, atomic_rmw, the RNG, gather_flattened, all_reduce), of index functions and of shared constants. */
-/* Floor 2, beside sim_plan.c: uses its helpers (sim_plan.h). */
+/* sim_lang_plan.c: the planner of the nki.language op kinds 80-119 (the random stream, gather_flattened, all_reduce, if), of index functions, shared constants and block dimensions. */
+/* Floor 2, beside sim_plan.c: uses its helpers (sim_impl.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nkir.pb-c.h"
 #include "sim/sim_impl.h"
-#include "sim/sim_plan.h"
+
 
 /* Programs of a kernel with all_reduce run side by side, one thread each. */
 #define SIM_COLL_PROGRAMS_MAX	64
@@ -31,121 +31,6 @@ sim_lang_plan_index_tile(struct sim_build *b, const Nkir__V1__Op *o,
 		    ti->name, sim_op_name(o->kind), sim_dtype_name(ti->dtype)));
 	return (sim_plan_shape_eq(b, o, "dst", op->dst.rank, op->dst.shape,
 	    arg, op->src[i].v.rank, op->src[i].v.shape));
-}
-
-/* Operand i of o: a scalar, or a tile (on chip) of dst's shape. */
-static int
-sim_lang_plan_ew_operand(struct sim_build *b, const Nkir__V1__Op *o,
-    struct sim_op *op, int i, const char *arg)
-{
-	int	rc;
-
-	if ((rc = sim_plan_operand(b, o, op, i, arg, true)))
-		return (rc);
-	if (op->src[i].scalar)
-		return (0);
-	if ((rc = sim_plan_space(b, o, &op->src[i].v, arg, SIM_PLAN_TILE)))
-		return (rc);
-	return (sim_plan_shape_eq(b, o, "dst", op->dst.rank, op->dst.shape,
-	    arg, op->src[i].v.rank, op->src[i].v.shape));
-}
-
-/* Sources that read dst's tensor through another view: the op computes
- * every row before writing any (sim_op.stage, scratch for the values
- * and their active flags). */
-static int
-sim_lang_plan_stage(struct sim_build *b, const Nkir__V1__Op *o,
-    struct sim_op *op)
-{
-	int	i;
-
-	for (i = 0; i < op->nsrc; i++)
-		if (!op->src[i].scalar &&
-		    op->src[i].v.tensor == op->dst.tensor &&
-		    !sim_opt_view_same(&op->src[i].v, &op->dst))
-			op->stage = true;
-	if (!op->stage)
-		return (0);
-	if (op->dst.nelem > (1ull << 27))
-		return (sim_plan_err(b, o->loc, SIM_ELIMIT,
-		    "in-place '%s' of %llu elements exceeds the executor "
-		    "limit", sim_op_name(o->kind),
-		    (unsigned long long)op->dst.nelem));
-	if (b->p->scratch_max < op->dst.nelem * 2)
-		b->p->scratch_max = op->dst.nelem * 2;
-	return (0);
-}
-
-/* ------------------------------------------------------------ indirect */
-
-/*
- * OP_LOAD_INDIRECT, OP_STORE_INDIRECT, OP_ATOMIC_RMW: the HBM side (src0
- * of a load, dst otherwise) has dst's shape, and its dimension
- * indirect.dim is index[dim] + indices[element], checked at run time
- * (the op's oob mode). The other dimensions are checked as any access.
- */
-int
-sim_lang_plan_indirect(struct sim_build *b, const Nkir__V1__Op *o,
-    struct sim_op *op)
-{
-	const struct sim_view	*hv;
-	const char		*arg;
-	int			 kind = o->kind, rc;
-
-	if (o->indirect == NULL)
-		return (sim_plan_err(b, o->loc, SIM_EPARSE,
-		    "'%s' has no indirect dimension", sim_op_name(kind)));
-	op->nsrc = 2;
-	if (kind == NKIR__V1__OP_KIND__OP_LOAD_INDIRECT) {
-		arg = "src";
-		if ((rc = sim_plan_operand(b, o, op, 0, arg, false)) ||
-		    (rc = sim_plan_space(b, o, &op->src[0].v, arg,
-		    SIM_PLAN_HBM)))
-			return (rc);
-		hv = &op->src[0].v;
-	} else {
-		arg = "value";
-		if ((rc = sim_plan_operand(b, o, op, 0, arg,
-		    kind == NKIR__V1__OP_KIND__OP_ATOMIC_RMW)))
-			return (rc);
-		if (!op->src[0].scalar && (rc = sim_plan_space(b, o,
-		    &op->src[0].v, arg, SIM_PLAN_TILE)))
-			return (rc);
-		hv = &op->dst;
-	}
-	if (!op->src[0].scalar && (rc = sim_plan_shape_eq(b, o, "dst",
-	    op->dst.rank, op->dst.shape, arg, op->src[0].v.rank,
-	    op->src[0].v.shape)))
-		return (rc);
-	if ((rc = sim_lang_plan_index_tile(b, o, op, 1, "indices")))
-		return (rc);
-	if (o->indirect->dim >= (uint32_t)hv->ndim)
-		return (sim_plan_err(b, o->loc, SIM_EPARSE,
-		    "indirect dimension %u of '%s' is out of range for "
-		    "tensor `%s` of rank %d", o->indirect->dim,
-		    sim_op_name(kind), b->p->tensors[hv->tensor].name,
-		    hv->ndim));
-	if (o->indirect->oob != NKIR__V1__OOB_MODE__OOB_ERROR &&
-	    o->indirect->oob != NKIR__V1__OOB_MODE__OOB_SKIP)
-		return (sim_plan_err(b, o->loc, SIM_EPARSE,
-		    "invalid out-of-bounds mode %d", (int)o->indirect->oob));
-	if (kind == NKIR__V1__OP_KIND__OP_ATOMIC_RMW &&
-	    o->alu != NKIR__V1__ALU_OP__ALU_ADD)
-		return (sim_plan_err(b, o->loc, SIM_EINVAL,
-		    "'atomic_rmw' only supports np.add, got operator %d",
-		    (int)o->alu));
-	if (kind == NKIR__V1__OP_KIND__OP_ATOMIC_RMW &&
-	    o->indirect->oob != NKIR__V1__OOB_MODE__OOB_ERROR)
-		return (sim_plan_err(b, o->loc, SIM_EINVAL,
-		    "a read-modify-write DMA only allows "
-		    "oob_mode=oob_mode.error"));
-	op->ind_dim = o->indirect->dim;
-	op->oob = o->indirect->oob;
-	/* what a store reaches is known at run time only; a load that
-	 * skips keeps the rest of its tile */
-	op->dyn = kind != NKIR__V1__OP_KIND__OP_LOAD_INDIRECT ||
-	    op->oob == NKIR__V1__OOB_MODE__OOB_SKIP;
-	return (0);
 }
 
 /* ------------------------------------------------------------ RNG */
@@ -178,27 +63,6 @@ sim_lang_plan_seed(struct sim_build *b, const Nkir__V1__Op *o,
 		return (0);
 	}
 	return (sim_plan_space(b, o, &op->src[0].v, "seed", SIM_PLAN_TILE));
-}
-
-int
-sim_lang_plan_dropout(struct sim_build *b, const Nkir__V1__Op *o,
-    struct sim_op *op)
-{
-	int	rc;
-
-	op->nsrc = 2;
-	if ((rc = sim_plan_operand(b, o, op, 0, "x", false)) ||
-	    (rc = sim_plan_space(b, o, &op->src[0].v, "x", SIM_PLAN_TILE)) ||
-	    (rc = sim_plan_shape_eq(b, o, "dst", op->dst.rank, op->dst.shape,
-	    "x", op->src[0].v.rank, op->src[0].v.shape)) ||
-	    (rc = sim_lang_plan_ew_operand(b, o, op, 1, "rate")))
-		return (rc);
-	if (op->src[1].scalar &&
-	    !(op->src[1].value >= 0.0f && op->src[1].value <= 1.0f))
-		return (sim_plan_err(b, o->loc, SIM_EINVAL,
-		    "dropout rate %g is not a probability in [0, 1]",
-		    (double)op->src[1].value));
-	return (sim_lang_plan_stage(b, o, op));
 }
 
 /* ------------------------------------------------------------ gather */

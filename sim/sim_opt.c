@@ -146,9 +146,8 @@ sim_opt_reads(const struct sim_op *op, uint32_t t)
 	for (i = 0; i < op->nsrc; i++)
 		if (!op->src[i].scalar && op->src[i].v.tensor == t)
 			return (true);
-	/* an indirect write keeps what it does not reach */
-	return (((op->kind == NKIR__V1__OP_KIND__OP_MATMUL && op->accumulate) ||
-	    op->dyn) && op->dst.tensor == t);
+	return (op->kind == NKIR__V1__OP_KIND__OP_MATMUL && op->accumulate &&
+	    op->dst.tensor == t);
 }
 
 /* One execution of op writes every element of its dst tensor (unmasked,
@@ -157,7 +156,7 @@ sim_opt_reads(const struct sim_op *op, uint32_t t)
 static bool
 sim_opt_overwrites(const struct sim_program *p, const struct sim_op *op)
 {
-	if (!op->has_dst || op->masked || op->dyn ||
+	if (!op->has_dst || op->masked || op->opaque ||
 	    op->kind == NKIR__V1__OP_KIND__OP_LOOP)
 		return (false);
 	return (op->dst.nelem == p->tensors[op->dst.tensor].nelem &&

@@ -7,7 +7,6 @@
 
 #include "nkir.pb-c.h"
 #include "sim/sim_impl.h"
-#include "sim/sim_plan.h"
 
 /* The program's memory: blocks of 64 KiB or more, freed together. */
 struct sim_arena_block {
@@ -363,7 +362,7 @@ sim_plan_lin_range(struct sim_build *b, const struct sim_lin *l, int rank,
 /* Unmasked accesses must stay in bounds over the full ranges of loop
  * variables, program ids and axes; masked ones are checked per element
  * at run time (a mask on any access of an op masks the whole op). */
-static int
+int
 sim_plan_bounds(struct sim_build *b, const Nkir__V1__Op *o,
     const struct sim_view *v)
 {
@@ -403,6 +402,10 @@ sim_plan_space(struct sim_build *b, const Nkir__V1__Op *o,
 	case SIM_PLAN_PSUM:
 		ok = ti->space == NKIR__V1__SPACE__SPACE_PSUM;
 		want = "psum";
+		break;
+	case SIM_PLAN_ANY:
+		ok = true;
+		want = "any";
 		break;
 	default:
 		ok = !ti->chip;
@@ -478,7 +481,7 @@ sim_plan_operand(struct sim_build *b, const Nkir__V1__Op *o,
 }
 
 /* Operand i of op: an access (not a scalar) named arg. */
-static int
+int
 sim_plan_src_access(struct sim_build *b, const Nkir__V1__Op *o,
     struct sim_op *op, int i, const char *arg)
 {
@@ -486,7 +489,7 @@ sim_plan_src_access(struct sim_build *b, const Nkir__V1__Op *o,
 }
 
 /* Operand 0 of op: an on-chip tile named arg; *vp is its view. */
-static int
+int
 sim_plan_src_tile(struct sim_build *b, const Nkir__V1__Op *o,
     struct sim_op *op, const char *arg, struct sim_view **vp)
 {
@@ -501,7 +504,7 @@ sim_plan_src_tile(struct sim_build *b, const Nkir__V1__Op *o,
 
 /* The nsrc operands of an element-wise op, named args[1 ..] (args[0] is
  * "dst"): scalars, or tiles of dst's shape. */
-static int
+int
 sim_plan_elementwise(struct sim_build *b, const Nkir__V1__Op *o,
     struct sim_op *op, int nsrc, const char *const *args)
 {
@@ -1014,7 +1017,7 @@ sim_plan_tensor_tensor(struct sim_build *b, const Nkir__V1__Op *o,
 	return (sim_plan_elementwise(b, o, op, 2, args));
 }
 
-static int
+int
 sim_plan_activation(struct sim_build *b, const Nkir__V1__Op *o,
     struct sim_op *op)
 {
@@ -1112,18 +1115,52 @@ static const struct sim_plan_kind {
 	    { SIM_PLAN_TILE, false, sim_plan_bn },
 	[NKIR__V1__OP_KIND__OP_BN_AGGR] =
 	    { SIM_PLAN_TILE, false, sim_plan_bn },
-	[NKIR__V1__OP_KIND__OP_LOAD_INDIRECT] =
-	    { SIM_PLAN_SBUF, false, sim_lang_plan_indirect },
-	[NKIR__V1__OP_KIND__OP_STORE_INDIRECT] =
-	    { SIM_PLAN_HBM, false, sim_lang_plan_indirect },
-	[NKIR__V1__OP_KIND__OP_ATOMIC_RMW] =
-	    { SIM_PLAN_HBM, false, sim_lang_plan_indirect },
+	/* nki.isa kinds 40-79: sim_isa_plan.c */
+	[NKIR__V1__OP_KIND__OP_ACT_ACC] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_act_acc },
+	[NKIR__V1__OP_KIND__OP_ACC_READ] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_acc_read },
+	[NKIR__V1__OP_KIND__OP_PARTITION_REDUCE] =
+	    { SIM_PLAN_SBUF, false, sim_isa_plan_partition_reduce },
+	[NKIR__V1__OP_KIND__OP_SCAN] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_scan },
+	[NKIR__V1__OP_KIND__OP_SCALAR_TENSOR_TENSOR] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_stt },
+	[NKIR__V1__OP_KIND__OP_TENSOR_SCALAR_ACC] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_ts_acc },
+	[NKIR__V1__OP_KIND__OP_COPY_DYNAMIC] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_copy_dynamic },
+	[NKIR__V1__OP_KIND__OP_COPY_PREDICATED] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_copy_predicated },
+	[NKIR__V1__OP_KIND__OP_ISA_DROPOUT] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_dropout },
+	[NKIR__V1__OP_KIND__OP_AFFINE_SELECT] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_affine_select },
+	[NKIR__V1__OP_KIND__OP_RANGE_SELECT] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_range_select },
+	[NKIR__V1__OP_KIND__OP_SELECT_REDUCE] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_select_reduce },
+	[NKIR__V1__OP_KIND__OP_SEQUENCE_BOUNDS] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_sequence_bounds },
+	[NKIR__V1__OP_KIND__OP_LOCAL_GATHER] =
+	    { SIM_PLAN_SBUF, false, sim_isa_plan_local_gather },
+	[NKIR__V1__OP_KIND__OP_DMA_COPY] =
+	    { SIM_PLAN_ANY, false, sim_isa_plan_dma_copy },
+	[NKIR__V1__OP_KIND__OP_DMA_TRANSPOSE] =
+	    { SIM_PLAN_ANY, false, sim_isa_plan_dma_transpose },
+	[NKIR__V1__OP_KIND__OP_MAX8] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_max8 },
+	[NKIR__V1__OP_KIND__OP_FIND_INDEX8] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_find_index8 },
+	[NKIR__V1__OP_KIND__OP_MATCH_REPLACE8] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_match_replace8 },
+	[NKIR__V1__OP_KIND__OP_SHUFFLE] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_shuffle },
+	/* nki.language kinds 80-119: sim_lang_plan.c */
 	[NKIR__V1__OP_KIND__OP_RAND] =
 	    { SIM_PLAN_TILE, false, sim_lang_plan_rand },
 	[NKIR__V1__OP_KIND__OP_RANDOM_SEED] =
 	    { SIM_PLAN_NOWHERE, false, sim_lang_plan_seed },
-	[NKIR__V1__OP_KIND__OP_DROPOUT] =
-	    { SIM_PLAN_TILE, false, sim_lang_plan_dropout },
 	[NKIR__V1__OP_KIND__OP_GATHER_FLAT] =
 	    { SIM_PLAN_TILE, false, sim_lang_plan_gather },
 	[NKIR__V1__OP_KIND__OP_ALL_REDUCE] =

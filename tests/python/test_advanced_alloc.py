@@ -92,6 +92,6 @@ def test_colliding_buffers_are_refused_before_running():
     z = np.zeros
     with pytest.raises(NKIError, match=r"allocation of tensor `c_sb` \(ncc.sbuf.mod_alloc"
                        r"\(base_addr=532, num_free_tiles=\(2,\)\), .*\) overlaps tensor"
-                       r" `b_sb` .* \(lifetime conflict\) \(test_advanced_alloc.py:\d+\)"):
+                       r" `bias_sb` .* \(lifetime conflict\) \(test_advanced_alloc.py:\d+\)"):
         nki.simulate_kernel(colliding_matmul, z((128, 128), np.float32),
                             z((128, N), np.float32), z((1, N), np.float32))

@@ -55,13 +55,21 @@ def test_alloc_with_a_function(nkid_socket):
     np.testing.assert_array_equal(nki.simulate_kernel(k, X), X)
 
 
+def _pair(x, u_addr):
+    """An output like x and two double-buffered tensors t (at 0) and u."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((4, par_dim(128), 512), dtype=x.dtype,
+                   buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))
+    u = nl.ndarray((4, par_dim(128), 512), dtype=x.dtype,
+                   buffer=ncc.sbuf.mod_alloc(base_addr=u_addr, num_free_tiles=(2,)))
+    return out, t, u
+
+
 def test_overlapping_tensors_alive_together_are_refused():
+    # the direct allocation guide's example: t and u partially overlap,
+    # and t[i], u[i] are alive together
     def k(x):
-        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-        t = nl.ndarray((4, par_dim(128), 512), dtype=x.dtype,
-                       buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))
-        u = nl.ndarray((4, par_dim(128), 512), dtype=x.dtype,
-                       buffer=ncc.sbuf.mod_alloc(base_addr=2048, num_free_tiles=(2,)))
+        out, t, u = _pair(x, u_addr=1024)
         for i in nl.affine_range(4):
             t[i] = nl.load(x[i])
             u[i] = nl.load(x[i])
@@ -70,9 +78,59 @@ def test_overlapping_tensors_alive_together_are_refused():
     with pytest.raises(NKIError) as e:
         nki.simulate_kernel(k, X)
     msg = str(e.value)
-    assert ("allocation of tensor `u` (ncc.sbuf.mod_alloc(base_addr=2048, num_free_tiles=(2,)),"
-            " partitions [0, 128), bytes [2048, 4096)) overlaps tensor `t`") in msg
+    assert ("allocation of tensor `u` (ncc.sbuf.mod_alloc(base_addr=1024, num_free_tiles=(2,)),"
+            " partitions [0, 128), bytes [1024, 3072)) overlaps tensor `t`"
+            " (ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)), partitions [0, 128),"
+            " bytes [0, 2048))") in msg
     assert "(lifetime conflict) (test_lang_alloc.py:" in msg
+
+
+def test_lifetimes_are_per_logical_tile(nkid_socket):
+    # t[i] and u[i] sit on overlapping memory (t[1] and u[0] on the same
+    # bytes) but no two of them are alive at the same time in program
+    # order; likewise two PSUM tensors sharing banks in two phases of one
+    # loop, as NKI's attention tutorials allocate them
+    def k(x):
+        out, t, u = _pair(x, u_addr=2048)
+        ident = nl.ndarray((par_dim(128), 128), dtype=x.dtype,
+                           buffer=ncc.sbuf.mod_alloc(base_addr=8 * 2048))
+        ident[...] = nl.load(nl.shared_identity_matrix(128, dtype=x.dtype))
+        p = nl.ndarray((4, 4, par_dim(128), 128), dtype=nl.float32,
+                       buffer=ncc.psum.mod_alloc(base_bank=0, num_bank_tiles=(1, 2)))
+        q = nl.ndarray((4, 4, par_dim(128), 128), dtype=nl.float32,
+                       buffer=ncc.psum.mod_alloc(base_bank=0, num_bank_tiles=(1, 2)))
+        for i in nl.sequential_range(4):
+            t[i] = nl.load(x[i])
+            u[i] = nl.multiply(t[i], 2.0)
+            for j in nl.affine_range(4):
+                p[i, j] = nisa.nc_matmul(u[i][:, nl.ds(j * 128, 128)], ident)
+                u[i][:, nl.ds(j * 128, 128)] = nl.copy(p[i, j])
+            for j in nl.affine_range(4):
+                q[i, j] = nisa.nc_matmul(u[i][:, nl.ds(j * 128, 128)], ident)
+                u[i][:, nl.ds(j * 128, 128)] = nl.add(q[i, j], 1.0)
+            nl.store(out[i], value=u[i])
+        return out
+    # each 128-column block transposed twice: back in place
+    np.testing.assert_allclose(nki.simulate_kernel(k, X), 2 * X + 1, rtol=1e-5, atol=1e-5)
+
+
+def test_too_few_physical_tiles_are_refused():
+    # the guide's second example: all 8 logical tiles must be alive when
+    # the first loop ends, the allocation gives them 2 physical tiles
+    def k(x):
+        out = nl.ndarray((8, 128, 512), dtype=x.dtype, buffer=nl.shared_hbm)
+        t1 = nl.ndarray((8, par_dim(128), 512), dtype=x.dtype,
+                        buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))
+        for i in nl.affine_range(8):
+            t1[i] = nl.load(x[i % 4])
+        for i in nl.affine_range(8):
+            nl.store(out[i], value=nl.exp(t1[i]))
+        return out
+    with pytest.raises(NKIError, match=r"logical tiles \(0,\) and \(2,\) of tensor `t1`"
+                       r" \(ncc.sbuf.mod_alloc\(base_addr=0, num_free_tiles=\(2,\)\)\) share"
+                       r" partitions \[0, 128\), bytes \[0, 2048\) while both are alive: .*"
+                       r"\(lifetime conflict\) \(test_lang_alloc.py:\d+\)"):
+        nki.simulate_kernel(k, X)
 
 
 def test_reusing_memory_after_a_tensor_dies_is_fine(nkid_socket):
@@ -263,3 +321,44 @@ def test_mod_alloc_arguments_are_checked():
         nl.store(out, value=t)
         return out
     trace(k, (X,))
+
+
+def test_scheduling_directives_are_accepted_and_change_nothing(nkid_socket):
+    # a software-pipelined loop as NKI's attention kernels write it: the
+    # directives steer neuronx-cc's scheduler; nkid runs in program order
+    def k(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((4, par_dim(128), 512), dtype=x.dtype,
+                       buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))
+        with ncc.allocation_scope():
+            for i in nl.sequential_range(4, directives=ncc.no_reorder()):
+                t[i] = nl.load(x[i])
+                nl.store(out[i], value=nl.multiply(t[i], 2.0))
+        with ncc.no_reorder():
+            for i in nl.affine_range(4, directives=[ncc.multi_buffer(3)]):
+                nl.store(out[i], value=nl.add(nl.load(out[i]), 1.0))
+        return out
+    np.testing.assert_allclose(nki.simulate_kernel(k, X), 2 * X + 1, rtol=1e-6)
+    assert ncc.multi_buffer().factor == 2 and ncc.multi_buffer(factor=4).factor == 4
+    with pytest.raises(ValueError, match="multi_buffer factor must be a positive integer"):
+        ncc.multi_buffer(0)
+    with pytest.raises(TypeError, match="directives must be nki.compiler directives"):
+        nl.sequential_range(4, directives="no_reorder")
+
+
+def test_kernels_too_long_to_follow_get_the_coarse_rule(monkeypatch):
+    # past MAX_EVENTS tile events the check falls back to whole tensors:
+    # two allocated tensors alive together may not overlap at all
+    import nkid.tracer.alloc as alloc
+
+    def k(x):
+        out, t, u = _pair(x, u_addr=2048)
+        for i in nl.sequential_range(4):
+            t[i] = nl.load(x[i])
+            u[i] = nl.multiply(t[i], 2.0)
+            nl.store(out[i], value=u[i])
+        return out
+    trace(k, (X,))                            # tile by tile: no conflict
+    monkeypatch.setattr(alloc, "MAX_EVENTS", 8)
+    with pytest.raises(NKIError, match="allocation of tensor `u` .* overlaps tensor `t`"):
+        trace(k, (X,))

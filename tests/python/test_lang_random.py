@@ -123,8 +123,8 @@ def test_dropout_under_a_mask_leaves_the_rest(nkid_socket):
 
 
 def test_dropout_rate_outside_0_1_is_refused(nkid_socket):
-    with pytest.raises(ValueError, match=r"dropout rate 1.5 is not a probability in \[0, 1\]"
-                       r" \(test_lang_random.py:\d+\)"):
+    with pytest.raises(NKIError, match=r"prob of 'dropout' must be between 0.0 and 1.0, got"
+                       r" 1.5 \(test_lang_random.py:\d+\)"):
         nki.simulate_kernel(dropout_kernel, np.ones((4, 4), np.float32), 1.5)
 
 

@@ -9,6 +9,11 @@ tensors alive at the same time on overlapping memory.  The executor keeps
 each tensor in memory of its own, so placements never change results.
 ``auto_alloc()`` (and ``nl.sbuf``/``nl.psum``) leave placement to nkid.
 
+Scheduling directives (``allocation_scope()``, ``multi_buffer(factor)``,
+``no_reorder()``) are accepted and checked for their arguments: they steer
+neuronx-cc's scheduler and allocator, and nkid runs a kernel's operations in
+program order whatever the directive, so results never depend on them.
+
 The decorators are accepted: ``skip_middle_end_transformations`` and
 ``enable_stack_allocator`` change how neuronx-cc schedules, which nothing
 in nkid's results depends on; ``force_auto_alloc`` makes a kernel's direct
@@ -20,7 +25,7 @@ import functools
 from ..tracer.alloc import AllocBuffer
 
 __all__ = ["sbuf", "psum", "skip_middle_end_transformations", "enable_stack_allocator",
-           "force_auto_alloc"]
+           "force_auto_alloc", "allocation_scope", "multi_buffer", "no_reorder"]
 
 
 def _linear(shape, idx):
@@ -72,6 +77,70 @@ def force_auto_alloc(func=None):
     """Force automatic allocation: the kernel's direct allocations are
     ignored (neither placed nor checked)."""
     return _decorator(func, "__nki_force_auto_alloc__")
+
+
+class _Directive:
+    """A scheduling directive: usable as ``with ...:`` around kernel code and
+    as ``nl.sequential_range(n, directives=...)``; changes no result."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class AllocationScope(_Directive):
+    """``ncc.allocation_scope()``: a scope for the allocations made inside
+    it (nkid's allocation check already frees a tensor at its last use)."""
+
+    def __repr__(self):
+        return "nki.compiler.allocation_scope()"
+
+
+class MultiBufferDirective(_Directive):
+    """``ncc.multi_buffer(factor)``: let the allocator use ``factor``
+    buffers for the tensors of a loop."""
+
+    def __init__(self, factor):
+        self.factor = factor
+
+    def __repr__(self):
+        return "nki.compiler.multi_buffer(factor=%d)" % self.factor
+
+
+class OperationOrderGuard(_Directive):
+    """``ncc.no_reorder()``: keep the operations in program order."""
+
+    def __repr__(self):
+        return "nki.compiler.no_reorder()"
+
+
+def allocation_scope():
+    """AllocationScope for managing tensor allocation scopes."""
+    return AllocationScope()
+
+
+def multi_buffer(factor=2):
+    """A MultiBufferDirective: multi-buffered allocation with ``factor``
+    buffers (a positive integer)."""
+    if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
+        raise ValueError("ncc.multi_buffer factor must be a positive integer, got %r"
+                         % (factor,))
+    return MultiBufferDirective(factor)
+
+
+def no_reorder():
+    """An OperationOrderGuard: operations are not reordered (nkid never
+    reorders them)."""
+    return OperationOrderGuard()
+
+
+def is_directive(v):
+    """True if v is a directive or a list/tuple of directives."""
+    if isinstance(v, (list, tuple)):
+        return all(isinstance(x, _Directive) for x in v)
+    return isinstance(v, _Directive)
 
 
 class _Space:

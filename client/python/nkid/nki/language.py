@@ -14,13 +14,14 @@ symbolic loop variable, into one NKIR loop.  ``static_range`` and a Python
 import numpy as np
 
 from .._proto import nkir_pb2 as _ir
-from ..errors import NKIError
+from ..errors import NKIError, NKISyntaxError
 from ..tracer import dtypes as _dt
 from ..tracer import tensor as _t
 from ..tracer.affine import (IndexExpr, Predicate, arange as _arange, mgrid,
                              loop_var as _loop_var, program_var as _program_var,
                              as_index as _as_index)
 from ..tracer import alloc as _alloc
+from ..tracer import dynamic as _dyn
 from ..tracer import indirect as _indirect
 from ..tracer.builder import require as _require, current as _current, loc_suffix as _loc
 from ..tracer.tensor import NkiTensor, ParDim, sbuf, psum, hbm, shared_hbm, private_hbm
@@ -99,10 +100,6 @@ def _create(shape, dtype, buffer, name, fill, value=0.0):
                                      name or "tensor", b.target)
         t = _t.new_tile(shape, dtype, buf.space, name, par, loc=loc)
         b.tensors[t._tid].alloc = placement
-        if placement is not None and buf.space == _ir.SPACE_PSUM:
-            # a placed PSUM tile starts an accumulation group where it is
-            # declared: the group's first matmul overwrites the bank
-            fill = _ir.FILL_ZERO
         b.alloc(t._tid, fill, value, loc=loc)
         return t
     if isinstance(buf, _alloc.AllocBuffer):
@@ -191,6 +188,14 @@ class _Range:
         self.start, self.stop, self.step = vals
         if self.step == 0:
             raise ValueError("nl.%s step must not be zero" % self._label)
+        d = kwargs.get("directives")
+        if d is not None:
+            from .compiler import is_directive
+            if not is_directive(d):
+                raise TypeError("nl.%s directives must be nki.compiler directives"
+                                " (no_reorder(), multi_buffer(), allocation_scope()), got %r"
+                                % (self._label, d))
+        self.directives = d
 
     def __len__(self):
         return len(range(self.start, self.stop, self.step))
@@ -329,6 +334,10 @@ def store(dst, value, *, mask=None, **kwargs):
 
 def load_transpose2d(src, *, mask=None, dtype=None, **kwargs):
     """Load a 2-D HBM tensor [P, F] transposed into a tile [F, P]."""
+    if isinstance(src, _dyn.DynTensor):
+        raise NKISyntaxError("The API does not allow using tiles / tensors with indirect"
+                             " indices. (err_indirect_indices_are_not_supported_with_nki_api)"
+                             + _loc())
     if len(src.shape) != 2:
         raise NKIError("load_transpose2d needs a 2-D tensor" + _loc())
     from ..tracer.affine import Aff
@@ -553,20 +562,12 @@ def random_seed(seed, *, mask=None, **kwargs):
 
 def dropout(x, rate, *, dtype=None, mask=None, **kwargs):
     """Zero each element of ``x`` with probability ``rate`` (a scalar, or a
-    tile with one value per partition); the others are kept unscaled."""
-    b = _require("nl.dropout")
-    if not isinstance(x, NkiTensor):
-        raise NKIError("nl.dropout expects a tile, got %r%s" % (x, _loc()))
-    if not isinstance(rate, NkiTensor):
-        rate = float(rate)
-        if not 0.0 <= rate <= 1.0:
-            raise ValueError("dropout rate %r is not a probability in [0, 1]%s"
-                             % (rate, _loc()))
-    oshape = _t.op_shape(x.shape)
-    ma = _t.mask_affs(mask, oshape)
-    srcs = [_t._operand(b, x, oshape, ma), _t._operand(b, rate, oshape, ma)]
-    return _t._result(b, _ir.OP_DROPOUT, x.shape, _dt.normalize(dtype or x.dtype), srcs,
-                      {}, ma)
+    tile with one value per partition); the others are kept unscaled.  The
+    same instruction as ``nisa.dropout``, drawing from the program's random
+    stream (nl.random_seed)."""
+    _require("nl.dropout")
+    from . import isa
+    return isa.dropout(x, prob=rate, dtype=dtype, mask=mask)
 
 
 # ---------------------------------------------------------------- gather, atomics

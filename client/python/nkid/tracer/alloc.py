@@ -11,10 +11,15 @@ byte_addr)`` in PSUM.  Checked at the tensor's creation: the ISA's
 start-partition rules, SBUF addresses within the partition minus the
 compiler's 16 KiB, PSUM banks 0-7 of 2 KiB, tiles of one tensor either
 shared (modulo allocation) or disjoint.  Checked when the trace ends
-(:func:`check_kernel`): two tensors whose physical tiles overlap may not
-be alive at the same time (NKI's lifetime conflict), allocated kernels
-declare no HBM tensor besides their outputs and constants, and transpose
-on the Tensor Engine needs an identity of the kernel's own.
+(:func:`check_kernel`): two logical tiles on overlapping physical memory
+may not be alive at the same time in program order (NKI's lifetime
+conflict: of two tensors, or of one tensor whose modulo allocation has too
+few physical tiles), allocated kernels declare no HBM tensor besides their
+outputs and constants, and transpose on the Tensor Engine needs an
+identity of the kernel's own.  A logical tile is alive from a write to its
+last read before the next write that replaces all of it; the check follows
+the kernel's loops as they execute, up to MAX_EVENTS, and past that applies
+the coarse rule to whole tensors (first to last use, through the loops).
 
 nkid executes every tensor in memory of its own, so a lifetime conflict
 can never change a result here; it is refused because it would on the
@@ -27,6 +32,7 @@ import os
 
 from .._proto import nkir_pb2 as ir
 from ..errors import NKIError
+from .affine import Aff
 from .builder import loc_suffix
 
 __all__ = ["AllocBuffer", "Placement", "place", "check_kernel", "sbuf_usable",
@@ -79,12 +85,13 @@ class Placement:
     ``(bank, p0, p1, a0, a1)`` (partitions [p0, p1), bytes [a0, a1); bank
     -1 in SBUF)."""
 
-    __slots__ = ("space", "rects", "what")
+    __slots__ = ("space", "rects", "what", "tile")
 
-    def __init__(self, space, rects, what):
+    def __init__(self, space, rects, what, tile=None):
         self.space = space
         self.rects = rects
         self.what = what
+        self.tile = tile or {}        # logical tile (block index) -> index in rects
 
 
 def _ints(r, n):
@@ -134,7 +141,7 @@ def place(buf, shape, par, itemsize, name, target):
                    " single PSUM bank per partition: a physical PSUM tile cannot span"
                    " multiple PSUM banks" % (fdim, name))
     usable = sbuf_usable(target)
-    rects = []
+    rects, tile, at = [], {}, {}
     for idx in itertools.product(*[range(n) for n in blocks]):
         try:
             # by keyword, as NKI calls it (functools.partial(f, bank_map=...))
@@ -174,14 +181,16 @@ def place(buf, shape, par, itemsize, name, target):
                            % (tuple(idx), name, a0, fdim, usable,
                               (usable + SBUF_RESERVED) // 1024, SBUF_RESERVED // 1024))
         rect = (bank, p0, p0 + P, a0, a0 + fdim)
-        if rect in rects:
+        if rect in at:
+            tile[tuple(idx)] = at[rect]
             continue            # logical tiles sharing a physical tile
         for o in rects:
             if _overlap(o, rect):
                 raise _err("physical tiles of tensor `%s` partially overlap: %s and %s"
                            % (name, _fmt(o), _fmt(rect)))
+        tile[tuple(idx)] = at[rect] = len(rects)
         rects.append(rect)
-    return Placement(buf.space, rects, buf.what)
+    return Placement(buf.space, rects, buf.what, tile)
 
 
 # ---------------------------------------------------------------- the kernel
@@ -258,6 +267,22 @@ def check_kernel(b):
     if extra:
         raise NKIError("Non IO HBM tensor is not supported in allocated NKI kernel: %s"
                        % ", ".join(extra) + _at(b, b.def_loc))
+    if not _check_tiles(b, allocated):
+        _check_tensors(b, allocated, uses, spans)
+
+
+def _conflict(b, ti, x, tj, y):
+    return NKIError("allocation of tensor `%s` (%s, %s) overlaps tensor `%s` (%s, %s) while"
+                    " both are alive: physical tiles that must be alive at the same time need"
+                    " unique addresses (lifetime conflict)"
+                    % (ti.name, ti.alloc.what, _fmt(x), tj.name, tj.alloc.what, _fmt(y))
+                    + _at(b, ti.loc))
+
+
+def _check_tensors(b, allocated, uses, spans):
+    """The coarse rule, for kernels too long to follow tile by tile: two
+    allocated tensors alive at the same time (first to last use, through
+    every loop using a tensor declared outside it) may not overlap."""
     live = {i: _live(b.tensors[i], uses[i], spans) for i in allocated if i in uses}
     order = sorted(live, key=lambda i: live[i])
     for n, i in enumerate(order):
@@ -269,9 +294,163 @@ def check_kernel(b):
             for x in ti.alloc.rects:
                 for y in tj.alloc.rects:
                     if _overlap(x, y):
-                        raise NKIError(
-                            "allocation of tensor `%s` (%s, %s) overlaps tensor `%s` (%s,"
-                            " %s) while both are alive: physical tiles that must be alive"
-                            " at the same time need unique addresses (lifetime conflict)"
-                            % (ti.name, ti.alloc.what, _fmt(x), tj.name, tj.alloc.what,
-                               _fmt(y)) + _at(b, ti.loc))
+                        raise _conflict(b, ti, x, tj, y)
+
+
+#: Most (op execution, logical tile) events the tile-level check follows
+#: (about a second of tracing).
+MAX_EVENTS = 1 << 17
+
+
+class _TooLong(Exception):
+    pass
+
+
+def _check_tiles(b, allocated):
+    """NKI's lifetime rule, logical tile by logical tile, in program order:
+    a logical tile is alive from a write to its last read before the next
+    write that replaces all of it; two logical tiles on overlapping physical
+    memory (of two tensors, or of one tensor whose modulo allocation has
+    too few physical tiles) may not be alive at the same time.  Follows the
+    kernel's loops and ifs as they execute (program ids 0); False when that
+    takes more than MAX_EVENTS events."""
+    try:
+        spans = _tile_spans(b, set(allocated))
+    except _TooLong:
+        return False
+    rect_of, ivs = {}, []
+    for (tid, blk), iv in spans.items():
+        pl = b.tensors[tid].alloc
+        key = (pl.space, pl.rects[pl.tile[blk]])
+        r = rect_of.setdefault(key, len(rect_of))
+        for lo, hi in iv:
+            ivs.append((lo, hi, r, tid, blk))
+    rects = list(rect_of)
+    near = [[j for j, (sp2, y) in enumerate(rects) if sp2 == sp and _overlap(x, y)]
+            for sp, x in rects]
+    ivs.sort()
+    active = [[] for _ in rects]
+    for lo, hi, r, tid, blk in ivs:
+        for j in near[r]:
+            act = active[j] = [a for a in active[j] if a[1] > lo]
+            for lo2, hi2, tid2, blk2 in act:
+                if (tid2, blk2) == (tid, blk):
+                    continue
+                ti, tj = b.tensors[tid], b.tensors[tid2]
+                if tid2 != tid:
+                    raise _conflict(b, ti, rects[r][1], tj, rects[j][1])
+                raise NKIError(
+                    "logical tiles %r and %r of tensor `%s` (%s) share %s while both are"
+                    " alive: the allocation has too few physical tiles for the logical tiles"
+                    " that must be alive at the same time (lifetime conflict)"
+                    % (blk2, blk, ti.name, ti.alloc.what, _fmt(rects[r][1])) + _at(b, ti.loc))
+        active[r].append((lo, hi, tid, blk))
+    return True
+
+
+def _tile_spans(b, allocated):
+    """Per (tensor, logical tile) of the allocated tensors, its lifetimes
+    [first, last] in op executions."""
+    env, fns, spans, cur = {}, b.fns, {}, {}
+    clock, events = [0], [0]
+
+    def val(a):
+        v = a.c
+        for k, c in a.t.items():
+            if k[0] == "l":
+                v += c * env[k[1]]
+            elif k[0] == "f":
+                kind, fa, d = fns[k[1]]
+                x = val(fa)
+                v += c * (x % d if kind == "mod" else x // d)
+        return v                # program ids: 0
+
+    def tiles(acc, nblk):
+        out = [()]
+        for a in acc.index[1:1 + nblk]:
+            vals = {val(Aff(a.c, {k: c for k, c in a.t.items() if not isinstance(k, int)}))}
+            for k, c in a.t.items():
+                if isinstance(k, int):
+                    vals = {v + c * i for v in vals for i in range(acc.shape[k])}
+            out = [o + (v,) for o in out for v in sorted(vals)]
+        events[0] += len(out)
+        if events[0] > MAX_EVENTS:
+            raise _TooLong()
+        return out
+
+    def whole_tile(acc, nblk):
+        if acc.mask:
+            return False
+        dims = [0] + list(range(1 + nblk, len(acc.index)))
+        t = b.tensors[acc.tensor]
+        seen = set()
+        for d in dims:
+            a = acc.index[d]
+            axes = [(k, c) for k, c in a.t.items() if isinstance(k, int)]
+            if not axes:
+                if t.shape[d] != 1 or val(a) != 0:
+                    return False
+                continue
+            if len(axes) != 1 or a.c != 0 or len(a.t) != 1:
+                return False
+            k, c = axes[0]
+            if c != 1 or k in seen or acc.shape[k] != t.shape[d]:
+                return False
+            seen.add(k)
+        return True
+
+    def close(key):
+        iv = cur.pop(key, None)
+        if iv is not None:
+            spans.setdefault(key, []).append(tuple(iv))
+
+    def run(op):
+        clock[0] += 1
+        now = clock[0]
+        acts = {}
+        if op.dst is not None and op.dst.tensor in allocated:
+            t = b.tensors[op.dst.tensor]
+            nblk = t.blocks
+            if op.kind == ir.OP_ALLOC and (op.fields.get("fill") == ir.FILL_UNINIT
+                                           or op.fields.get("_acc_group")):
+                # a new allocation: the old contents are dead (zeros that
+                # start an accumulation group come with its first matmul)
+                for blk in tiles(op.dst, nblk):
+                    close((op.dst.tensor, blk))
+            else:
+                full = whole_tile(op.dst, nblk)
+                for blk in tiles(op.dst, nblk):
+                    acts[(op.dst.tensor, blk)] = "w" if full else "r"
+                if op.fields.get("accumulate"):
+                    for blk in tiles(op.dst, nblk):
+                        acts[(op.dst.tensor, blk)] = "r"
+        for s in op.src:
+            if s is not None and not isinstance(s, float) and s.tensor in allocated:
+                for blk in tiles(s, b.tensors[s.tensor].blocks):
+                    acts[(s.tensor, blk)] = "r"
+        for key, how in acts.items():
+            if how == "w":
+                close(key)
+                cur[key] = [now, now]
+            elif key in cur:
+                cur[key][1] = now
+            else:
+                cur[key] = [now, now]
+
+    def walk(body):
+        for op in body:
+            if op.loop is not None:
+                var, _, start, stop, step, inner = op.loop[:6]
+                for v in range(start, stop, step):
+                    env[var] = v
+                    walk(inner)
+                continue
+            if op.branch is not None:
+                conds, then_b, else_b = op.branch
+                walk(then_b if all(val(c) >= 0 for c in conds) else else_b)
+                continue
+            run(op)
+    walk(b.body)
+    for key in list(cur):
+        close(key)
+    return spans

@@ -1,56 +1,32 @@
-"""Indirect (dynamic) indexing: a tensor indexed by the values of a tile.
+"""nl.load, nl.store, assignments and nl.atomic_rmw of a tensor indexed by
+the values of a tile (``data[idx_tile, i_f]``, a
+:class:`~nkid.tracer.dynamic.DynTensor`): one NKIR ``OP_DMA_COPY`` with
+run-time indices (``Op.dyn``), the op ``nisa.dma_copy`` makes too.  An
+index out of bounds fails the run with NKI's IndexError naming the index
+and the tensor (``nisa.dma_copy``'s ``oob_mode.skip`` skips it instead).
 
-``data[idx_tile, i_f]`` (``idx_tile`` an integer SBUF tile of shape [P, 1])
-selects, for partition ``p`` of the access, row ``idx_tile[p, 0]`` of
-``data``.  Indexing a tensor with a tile makes a view that remembers the
-indexed dimension and the index tile (:class:`Indirect`); ``nl.load``,
-``nl.store``, ``nl.atomic_rmw`` and assignments turn it into the NKIR ops
-``OP_LOAD_INDIRECT``, ``OP_STORE_INDIRECT`` and ``OP_ATOMIC_RMW``, whose
-indexed dimension the executor checks at run time (the op's out-of-bounds
-mode: by default the run fails naming the index and the tensor).  Every
-other use of such a view is NKI's
-``err_indirect_indices_are_not_supported_with_nki_api``.
-
-:func:`copy` is the general form (``nisa.dma_copy`` with its ``oob_mode``
-and ``dst_rmw_op``).
+NKI's rules for these (``nl.load`` and ``nl.store`` docs, nki.errors):
+the indices are an integer tile on chip whose values do not vary along
+the free axes of the access (``err_indirect_indices_free_dim``), the HBM
+side is the indexed one (an indexed SBUF tile needs
+``nisa.tensor_copy_dynamic_src/dst``:
+``err_copy_dynamic_indirect_indices_not_natively_supported``), and
+atomic_rmw adds (``np.add``) into an indexed HBM tensor.
 """
 
 from .._proto import nkir_pb2 as ir
 from ..errors import NKIError, NKISyntaxError
 from . import dtypes as _dt
-from .affine import Aff, IndexExpr
+from . import dynamic as _dyn
 from .builder import Op, require, loc_suffix
 
-__all__ = ["Indirect", "view", "load", "store", "assign", "atomic_rmw", "copy",
-           "not_supported", "OOB_ERROR", "OOB_SKIP"]
+__all__ = ["load", "store", "assign", "atomic_rmw"]
 
-OOB_ERROR = ir.OOB_ERROR
-OOB_SKIP = ir.OOB_SKIP
 _HBM = (ir.SPACE_HBM, ir.SPACE_SHARED_HBM)
-_ON_CHIP = (ir.SPACE_SBUF, ir.SPACE_PSUM)
-
-
-class Indirect:
-    """The dimension (of the tensor) a view indexes at run time, and the
-    index tile (broadcast over the view's shape)."""
-
-    __slots__ = ("dim", "index")
-
-    def __init__(self, dim, index):
-        self.dim = dim
-        self.index = index
-
-    def __repr__(self):
-        return "Indirect(dim=%d, index=%r)" % (self.dim, self.index)
 
 
 def _err(msg, cls=NKIError):
     return cls(msg + loc_suffix())
-
-
-def not_supported():
-    return _err("The API does not allow using tiles / tensors with indirect indices."
-                " (err_indirect_indices_are_not_supported_with_nki_api)", NKISyntaxError)
 
 
 def _not_native():
@@ -61,159 +37,81 @@ def _not_native():
                 NKISyntaxError)
 
 
-def _free_dim():
-    return _err("Dynamic indexing for load/store only supports the indirect indexing to"
-                " be on the partition or block dimension."
-                " (err_indirect_indices_free_dim)", NKISyntaxError)
+def _check(v):
+    """v (a DynTensor) may be loaded or stored: HBM, integer indices that
+    vary along the partitions only."""
+    if v._space not in _HBM:
+        raise _not_native()
+    for _, idx, _ in v._dyn:
+        if _dt.is_float(idx.dtype) or idx.dtype == _dt.bool_:
+            raise _err("indirect indices must be an integer tile, got %s `%s`"
+                       % (_dt.name_of(idx.dtype), idx.name or "indices"), TypeError)
+        if any(k for a in idx._imap for k in a.axes() if k != 0):
+            raise _err("Dynamic indexing for load/store only supports the indirect"
+                       " indexing to be on the partition or block dimension."
+                       " (err_indirect_indices_free_dim)", NKISyntaxError)
 
 
-def _tensor_dim(key, pos, rank):
-    """The tensor dimension that key[pos] indexes (ellipsis and None aware)."""
-    before = key[:pos]
-    if any(k is Ellipsis for k in before):
-        after = [k for k in key[pos + 1:] if k is not None]
-        return rank - len(after) - 1
-    return sum(1 for k in before if k is not None)
+def _dma(b, dst, src, mask, rmw=False):
+    dacc, srcs, dyn, partial = _dyn.copy_operands(b, dst, src, mask, rmw)
+    fields = {"alu": ir.ALU_ADD if rmw else ir.ALU_INVALID, "dyn": dyn}
+    op = b.emit(Op(ir.OP_DMA_COPY, b.loc_here(), dacc, srcs, fields))
+    if partial or dacc.mask:
+        b.note_read(dacc)               # what it does not reach keeps its values
+        b.tensors[dacc.tensor].written = True
+    else:
+        b.note_write(dacc)
+    return op
 
 
-def view(t, key):
-    """``t[key]`` where key holds one integer tile: a view of ``t`` with
-    that dimension indexed at run time."""
-    from .tensor import NkiTensor, _index
-    if not isinstance(key, tuple):
-        key = (key,)
-    tiles = [i for i, k in enumerate(key) if isinstance(k, NkiTensor)]
-    if len(tiles) != 1:
-        raise _err("only one dimension of a tensor can be indexed by a tile, got %d"
-                   % len(tiles), IndexError)
-    pos = tiles[0]
-    tile = key[pos]
-    if tile._indirect is not None:
-        raise not_supported()
-    if tile._space not in _ON_CHIP:
-        raise _err("indirect indices must be a tile on chip (load `%s` into SBUF first)"
-                   % (tile.name or "indices"), TypeError)
-    if not (tile.dtype != _dt.bool_ and not _dt.is_float(tile.dtype)):
-        raise _err("indirect indices must be an integer tile, got %s `%s`"
-                   % (_dt.name_of(tile.dtype), tile.name or "indices"), TypeError)
-    tshape = tuple(tile.shape) if len(tile.shape) > 1 else (tile.shape[0], 1)
-    if any(s != 1 for s in tshape[1:]):
-        raise _free_dim()
-    others = [k for i, k in enumerate(key)
-              if i != pos and isinstance(k, IndexExpr) and k.shape]
-    # alone, the tile indexes by partition: [P] (numpy would make [P, 1])
-    placeholder = IndexExpr(tshape if others else (tshape[0],), Aff(0))
-    shape, logical = _index(t.shape, key[:pos] + (placeholder,) + key[pos + 1:])
-    d = _tensor_dim(key, pos, len(t.shape))
-    phys = [p for p, a in enumerate(t._imap) if d in a.t]
-    if len(phys) != 1 or t._imap[phys[0]].t[d] != 1:
-        raise _err("indirect indexing of a reshaped or broadcast view of `%s` is not"
-                   " supported" % (t.name or "tensor"), IndexError)
-    v = t._view(shape, dict(enumerate(logical)))
-    v._indirect = Indirect(phys[0], tile)
-    return v
-
-
-def _plain(v):
-    """The view without its indirect dimension (for its static access)."""
-    from .tensor import NkiTensor
-    return NkiTensor(v._tid, v.shape, v.dtype, v._imap, v._space, v.name)
-
-
-def _index_access(b, v, oshape, mask):
-    acc = v._indirect.index._access(oshape, mask)
-    b.note_read(acc)
-    return acc
-
-
-def load(src, dtype=None, mask=None, oob=OOB_ERROR):
+def load(src, dtype=None, mask=None):
     """``nl.load(data[idx_tile, ...])``: a new SBUF tile gathered from HBM."""
-    from .tensor import _result, mask_affs, op_shape
+    from .tensor import new_tile, _guess_name
     b = require("nl.load")
-    if src._space not in _HBM:
-        raise _not_native()
-    oshape = op_shape(src.shape)
-    ma = mask_affs(mask, oshape)
-    s = _plain(src)._access(oshape, ma)
-    b.note_read(s)
-    idx = _index_access(b, src, oshape, ma)
-    return _result(b, ir.OP_LOAD_INDIRECT, src.shape,
-                   _dt.normalize(dtype) if dtype else src.dtype, [s, idx],
-                   {"indirect": (src._indirect.dim, oob)}, ma)
+    _check(src)
+    loc = b.loc_here()
+    out = new_tile(src.shape, _dt.normalize(dtype) if dtype else src.dtype, ir.SPACE_SBUF,
+                   _guess_name(), loc=loc)
+    out._producer = _dma(b, out, src, mask)     # `t[...] = nl.load(...)` writes t
+    return out
 
 
-def _scatter(kind, dst, value, mask, oob, what):
-    from .tensor import _operand, mask_affs, op_shape
-    b = require(what)
-    if dst._space not in _HBM:
-        raise _not_native()
-    oshape = op_shape(dst.shape)
-    ma = mask_affs(mask, oshape)
-    d = _plain(dst)._access(oshape, ma)
-    src = _operand(b, value, oshape, ma)
-    idx = _index_access(b, dst, oshape, ma)
-    fields = {"indirect": (dst._indirect.dim, oob)}
-    if kind == ir.OP_ATOMIC_RMW:
-        fields["alu"] = ir.ALU_ADD
-        b.note_read(d)
-    b.emit(Op(kind, b.loc_here(), d, [src, idx], fields))
-    b.note_write(d)
-
-
-def store(dst, value, mask=None, oob=OOB_ERROR):
-    """``nl.store(data[idx_tile, ...], value)``: scatter a tile into HBM."""
-    _scatter(ir.OP_STORE_INDIRECT, dst, value, mask, oob, "nl.store")
+def store(dst, value, mask=None):
+    """``nl.store(data[idx_tile, ...], value)``: a tile scattered into HBM."""
+    b = require("nl.store")
+    _check(dst)
+    _dma(b, dst, _tile(b, value, dst), mask)
 
 
 def atomic_rmw(dst, value, mask=None):
-    """``dst = dst + value`` on HBM, dst indexed by a tile."""
-    if getattr(dst, "_indirect", None) is None:
-        raise _err("atomic_rmw only supports indirect dynamic indexing of its"
-                   " destination (index an HBM tensor with an integer tile)", NKIError)
-    _scatter(ir.OP_ATOMIC_RMW, dst, value, mask, OOB_ERROR, "nl.atomic_rmw")
+    """``dst = dst + value`` in HBM, dst indexed by a tile."""
+    b = require("nl.atomic_rmw")
+    if not isinstance(dst, _dyn.DynTensor):
+        raise _err("atomic_rmw only supports indirect dynamic indexing of its destination"
+                   " (index an HBM tensor with an integer tile)")
+    _check(dst)
+    _dma(b, dst, _tile(b, value, dst), mask, rmw=True)
 
 
-def assign(view_, value, mask=None):
+def assign(view, value, mask=None):
     """``tile[...] = data[idx_tile, ...]`` (a load) or ``data[idx_tile, ...]
     = tile`` (a store)."""
-    if value._indirect is not None and view_._indirect is None:
-        return copy(view_, value, mask=mask)
-    if view_._indirect is not None and value._indirect is None:
-        return copy(view_, value, mask=mask)
-    raise _not_native()
-
-
-def copy(dst, src, mask=None, oob=OOB_ERROR, rmw=False):
-    """A DMA between ``src`` and ``dst`` where one side is indexed by a tile
-    (``nisa.dma_copy``): a gather into an SBUF ``dst`` or a scatter (or an
-    add, ``rmw``) into an HBM ``dst``, each with its out-of-bounds mode."""
-    from .tensor import mask_affs, op_shape, NkiTensor
-    b = require("indirect copy")
-    if getattr(dst, "_indirect", None) is not None:
-        if rmw and oob != OOB_ERROR:
-            raise _err("If dst_rmw_op is specified, only oob_mode=oob_mode.error is"
-                       " allowed", ValueError)
-        if isinstance(src, NkiTensor) and src._indirect is not None:
-            raise _not_native()
-        return _scatter(ir.OP_ATOMIC_RMW if rmw else ir.OP_STORE_INDIRECT, dst, src,
-                        mask, oob, "dma_copy")
-    if not isinstance(src, NkiTensor) or src._indirect is None:
-        raise _err("neither side of the copy is indexed by a tile", ValueError)
-    if rmw:
-        raise _err("dst_rmw_op needs an indirectly indexed destination in HBM", ValueError)
-    if src._space not in _HBM or dst._space not in (ir.SPACE_SBUF,):
+    b = require("tensor assignment")
+    for v in (view, value):
+        if isinstance(v, _dyn.DynTensor):
+            _check(v)
+    if isinstance(view, _dyn.DynTensor) and isinstance(value, _dyn.DynTensor):
         raise _not_native()
-    oshape = op_shape(dst.shape)
-    if op_shape(src.shape) != oshape:
-        raise _err("shape mismatch in parameters (dst%s, src%s) of 'load'"
-                   % (list(dst.shape), list(src.shape)), ValueError)
-    ma = mask_affs(mask, oshape)
-    s = _plain(src)._access(oshape, ma)
-    b.note_read(s)
-    idx = _index_access(b, src, oshape, ma)
-    d = dst._access(oshape, ma)
-    if oob == OOB_SKIP:
-        b.note_read(d)          # what it skips keeps its values
-    b.emit(Op(ir.OP_LOAD_INDIRECT, b.loc_here(), d, [s, idx],
-              {"indirect": (src._indirect.dim, oob)}))
-    b.note_write(d)
+    _dma(b, view, _tile(b, value, view), mask)
+
+
+def _tile(b, value, like):
+    """value as a tile (a scalar filled into one of like's shape)."""
+    from .tensor import NkiTensor, is_scalar, new_tile, fill
+    if isinstance(value, NkiTensor):
+        return value
+    if is_scalar(value):
+        t = new_tile(like.shape, like.dtype, ir.SPACE_SBUF)
+        fill(t, value)
+        return t
+    raise _err("cannot store %r through an indirect index" % (value,), TypeError)

@@ -85,7 +85,7 @@ class NkiTensor:
     """A tensor or tile of a traced kernel, seen through a view."""
 
     __slots__ = ("_tid", "shape", "dtype", "_imap", "_space", "_producer",
-                 "_inplace", "name", "_indirect", "__weakref__")
+                 "_inplace", "name", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, tid, shape, dtype, imap, space, name=""):
@@ -97,7 +97,6 @@ class NkiTensor:
         self._producer = None
         self._inplace = False
         self.name = name
-        self._indirect = None       # tracer.indirect.Indirect of t[idx_tile, ...]
 
     # -- basic properties
     @property
@@ -134,16 +133,10 @@ class NkiTensor:
     # -- views
     def _view(self, shape, m):
         """A view of shape ``shape`` whose logical axis j is ``m[j]``."""
-        if self._indirect is not None:
-            from .indirect import not_supported
-            raise not_supported()
         imap = [a.subst(m) for a in self._imap]
         return NkiTensor(self._tid, shape, self.dtype, imap, self._space, self.name)
 
     def _access(self, shape=None, mask=()):
-        if self._indirect is not None:
-            from .indirect import not_supported
-            raise not_supported()
         if shape is None or tuple(shape) == self.shape:
             return Access(self._tid, self._imap, self.shape, mask)
         shape = tuple(shape)
@@ -151,9 +144,8 @@ class NkiTensor:
         return Access(self._tid, [a.subst(m) for a in self._imap], shape, mask)
 
     def __getitem__(self, key):
-        if _has_tile(key):
-            from .indirect import view
-            return view(self, key)
+        if _dynamic.has_tile(key):          # t[idx_tile, ...]: indirect
+            return _dynamic.getitem(self, key)
         shape, logical = _index(self.shape, key)
         return self._view(shape, dict(enumerate(logical)))
 
@@ -188,13 +180,20 @@ class NkiTensor:
     def astype(self, dtype):
         return copy(self, dtype=dtype)
 
+    def view(self, dtype):
+        """The tensor reinterpreted as ``dtype``: nkid supports the
+        identity (``dtype`` is the tensor's own)."""
+        if _dt.normalize(dtype) == self.dtype:
+            return self
+        raise NotImplementedError("NkiTensor.view(%s) of a %s tensor: nkid reinterprets"
+                                  " a tensor only as its own dtype"
+                                  % (_dt.name_of(_dt.normalize(dtype)), _dt.name_of(self.dtype)))
+
     def assert_shape(self, shape):
-        """This tensor, after checking that its shape is ``shape``."""
+        """Raise unless the tensor has ``shape``; returns the tensor."""
         if tuple(int(s) for s in shape) != self.shape:
-            raise _err("Tensor shape and the annotated shape mismatch: shape of `%s%s`"
-                       " does not match the expected shape of %s"
-                       " (err_annotation_shape_mismatch)"
-                       % (self.name or "tensor", list(self.shape), list(shape)), AssertionError)
+            raise _err("expected a tensor of shape %s, got %s"
+                       % (list(shape), list(self.shape)), AssertionError)
         return self
 
     def expand_dims(self, axis):
@@ -202,9 +201,6 @@ class NkiTensor:
         shape = list(self.shape)
         shape.insert(axis if axis >= 0 else len(shape) + 1 + axis, 1)
         return self.reshape(tuple(shape))
-
-    def view(self, dtype):
-        raise NotImplementedError("NkiTensor.view(dtype) is not supported by nkid")
 
     # -- arithmetic
     def __add__(self, o):
@@ -470,13 +466,6 @@ def _index(shape, key):
             logical.append(_scalar_or_adv(k, (), shape[d]))
         d += 1
     return tuple(out), logical
-
-
-def _has_tile(key):
-    """An index with a tile in it: indirect (dynamic) indexing."""
-    if isinstance(key, tuple):
-        return any(isinstance(k, NkiTensor) for k in key)
-    return isinstance(key, NkiTensor)
 
 
 def _scalar_or_adv(k, out, dim):
@@ -785,7 +774,7 @@ def load(src, dtype=None, mask=None):
     b = require("nl.load")
     if not isinstance(src, NkiTensor):
         raise _err("nl.load expects a tensor in HBM, got %r" % (src,), TypeError)
-    if src._indirect is not None:
+    if isinstance(src, _dynamic.DynTensor):
         from .indirect import load as indirect_load
         return indirect_load(src, dtype=dtype, mask=mask)
     ma = mask_affs(mask, op_shape(src.shape))
@@ -798,7 +787,7 @@ def store(dst, value, mask=None):
     b = require("nl.store")
     if not isinstance(dst, NkiTensor):
         raise _err("nl.store expects a destination tensor in HBM, got %r" % (dst,), TypeError)
-    if dst._indirect is not None:
+    if isinstance(dst, _dynamic.DynTensor):
         from .indirect import store as indirect_store
         return indirect_store(dst, value, mask=mask)
     ma = mask_affs(mask, dst.shape)
@@ -863,6 +852,13 @@ def _retarget(b, value, view, accumulate=False):
         undo()
     if accumulate:
         op.fields["accumulate"] = True
+        t = b.tensors[dst.tensor]
+        if t.pending_alloc is not None and view._space == ir.SPACE_PSUM:
+            # the first access since the tile's uninitialized allocation
+            # starts an accumulation group: on the device the group's
+            # first matmul overwrites, so the tile starts at zero
+            t.pending_alloc[0].fields["fill"] = ir.FILL_ZERO
+            t.pending_alloc[0].fields["_acc_group"] = True
         b.note_read(dst)
     b.note_write(dst)
     b.drop_tensor_if_last(old)
@@ -872,7 +868,7 @@ def _retarget(b, value, view, accumulate=False):
 
 
 _ELEMENTWISE = (ir.OP_TENSOR_TENSOR, ir.OP_ACTIVATION, ir.OP_COPY, ir.OP_SELECT,
-                ir.OP_DROPOUT)
+                ir.OP_ISA_DROPOUT)
 
 
 def _no_overlap(op, view):
@@ -887,7 +883,7 @@ def _no_overlap(op, view):
 
 
 _RETARGET_SPACES = {ir.OP_LOAD: (ir.SPACE_SBUF,), ir.OP_MATMUL: (ir.SPACE_PSUM,),
-                    ir.OP_LOAD_INDIRECT: (ir.SPACE_SBUF,)}
+                    ir.OP_DMA_COPY: (ir.SPACE_SBUF,)}
 
 
 def assign(view, value, mask=None):
@@ -896,8 +892,7 @@ def assign(view, value, mask=None):
     if not view.shape and not any(a.axes() for a in view._imap):
         # t[i, j] = ...: one element, written as a [1, 1] tile
         view = NkiTensor(view._tid, (1, 1), view.dtype, view._imap, view._space, view.name)
-    if isinstance(value, NkiTensor) and (value._indirect is not None
-                                         or view._indirect is not None):
+    if isinstance(value, _dynamic.DynTensor) or isinstance(view, _dynamic.DynTensor):
         from .indirect import assign as indirect_assign
         return indirect_assign(view, value, mask)
     if isinstance(value, NkiTensor):
@@ -928,3 +923,6 @@ def assign(view, value, mask=None):
     if isinstance(value, np.ndarray):
         raise _err("cannot assign a host numpy array inside a kernel", TypeError)
     raise _err("cannot assign %r to a NKI tensor" % (value,), TypeError)
+
+
+from . import dynamic as _dynamic  # noqa: E402 (it subclasses NkiTensor)
