@@ -106,13 +106,17 @@ $(BUILD)/bin/nkimodel: $(BUILD)/obj/model/nkimodel.o $(LIBS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
 
 # nkictl is a one-shot process: gRPC linked statically starts in about a
-# fifth of the time it takes to load its ~55 shared libraries.
+# fifth of the time it takes to load its ~55 shared libraries. SQLite and
+# the C++ runtime are static too, and the executable is not PIE: the loader
+# then has ~400 relocations to apply instead of ~32,000 and a few hundred
+# symbol lookups less (docs/performance.md, "Whole-process cache hits").
+CTL_LDFLAGS = -no-pie -static-libgcc
 CTL_LDLIBS = -Wl,-Bstatic $(shell pkg-config --static --libs grpc libprotobuf-c 2>/dev/null) \
-	-Wl,-Bdynamic $(shell pkg-config --libs libcjson sqlite3 libcrypto 2>/dev/null) \
-	-lpthread -lm -ldl -lstdc++
+	-lsqlite3 -lstdc++ -Wl,-Bdynamic $(shell pkg-config --libs libcjson 2>/dev/null) \
+	-lz -lpthread -lm -ldl
 $(BUILD)/bin/nkictl: $(CTL_OBJ) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CTL_OBJ) $(LIBS) $(CTL_LDLIBS) 2>&1 | \
+	$(CC) $(CFLAGS) $(LDFLAGS) $(CTL_LDFLAGS) -o $@ $(CTL_OBJ) $(LIBS) $(CTL_LDLIBS) 2>&1 | \
 		{ grep -v -e 'getaddrinfo' -e 'in statically linked' || true; }
 	@test -x $@
 

@@ -203,6 +203,9 @@ int	 ctl_args_seconds(struct ctl_ctx *ctx, const struct ctl_args *a,
  * the exit code.
  */
 int	 ctl_main(int argc, char **argv, FILE *out, FILE *err);
+/* nkictl the process: ctl_main on stdout and stderr, then exit with its
+ * code (without tearing gRPC down when a connection was made). */
+void	 ctl_main_exit(int argc, char **argv) __attribute__((noreturn));
 
 /* ------------------------------------------------------ ctl.c */
 
