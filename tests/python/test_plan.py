@@ -6,6 +6,7 @@ place) still makes a new trace; the shared-memory threshold, static
 arguments and keyword arguments pick the right plan; a NEFF key nkid no
 longer has falls back to sending the IR."""
 
+import subprocess
 import sys
 import types
 
@@ -236,11 +237,14 @@ def test_other_failures_are_not_retried(nkid_socket, monkeypatch):
 
 
 def test_pid_follows_fork():
-    import os
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.write(w, b"1" if nclient._pid == os.getpid() else b"0")
-        os._exit(0)
-    os.waitpid(pid, 0)
-    assert os.read(r, 1) == b"1" and nclient._pid == os.getpid()
+    # In a fresh interpreter: this one has threads (JAX) that fork warns of.
+    code = ("import os\n"
+            "from nkid import client\n"
+            "r, w = os.pipe()\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    os.write(w, b'1' if client._pid == os.getpid() else b'0')\n"
+            "    os._exit(0)\n"
+            "os.waitpid(pid, 0)\n"
+            "assert os.read(r, 1) == b'1' and client._pid == os.getpid()\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
