@@ -16,44 +16,6 @@
 #include "nkir.pb-c.h"
 #include "sim/sim_impl.h"
 
-/* A tensor's memory during one run. */
-struct sim_bind {
-	char			*base;
-	int			 dtype;
-	bool			 chip;	/* fp32 copy of an on-chip tile */
-	bool			 f32;	/* holds float (chip or fp32 HBM) */
-	bool			 owned;
-	size_t			 esize;	/* bytes per stored element */
-	const struct sim_tinfo	*ti;
-};
-
-/* The state of one sim_run. */
-struct sim_run {
-	const struct sim_program	*p;
-	const struct sim_run_opts	*opts;
-	struct sim_diag			*diag;
-	struct sim_bind			*t;
-	int64_t				*lv;	/* loop variables */
-	int64_t				 pid[SIM_GRID_RANK_MAX];
-	float				*row[5];
-	uint8_t				*act;
-	float				*scratch;
-	char				*mem;	/* the run block */
-	uint64_t			 prog;	/* SPMD program being run */
-	uint64_t			 t0_ns;	/* when sim_run began */
-};
-
-/* Row iterator over an iteration space: offsets of up to 4 views at the
- * start of each innermost row. */
-struct sim_rows {
-	int			 rank;
-	const uint64_t		*shape;
-	uint64_t		 idx[SIM_MAX_RANK];
-	int			 nv;
-	const struct sim_view	*v[4];
-	uint64_t		 off[4];
-};
-
 /* ------------------------------------------------------------ helpers */
 
 /* malloc for tensors: large ones on 2 MiB boundaries with transparent
@@ -74,7 +36,7 @@ sim_exec_tensor_alloc(size_t n)
 	return (p);
 }
 
-static uint64_t
+uint64_t
 sim_exec_lin(const struct sim_run *r, const struct sim_lin *l)
 {
 	const struct sim_term	*t;
@@ -92,7 +54,7 @@ sim_exec_lin(const struct sim_run *r, const struct sim_lin *l)
 }
 
 /* l at the start of the iterator's current row (axes 0 .. rank-2). */
-static int64_t
+int64_t
 sim_exec_lin_row(const struct sim_run *r, const struct sim_lin *l,
     const struct sim_rows *it)
 {
@@ -104,7 +66,7 @@ sim_exec_lin_row(const struct sim_run *r, const struct sim_lin *l,
 	return ((int64_t)v);
 }
 
-static void
+void
 sim_exec_rows_begin(struct sim_rows *it, const struct sim_run *r, int rank,
     const uint64_t *shape, const struct sim_view **v, int nv)
 {
@@ -120,7 +82,7 @@ sim_exec_rows_begin(struct sim_rows *it, const struct sim_run *r, int rank,
 	}
 }
 
-static bool
+bool
 sim_exec_rows_next(struct sim_rows *it)
 {
 	int	a, k;
@@ -141,7 +103,7 @@ sim_exec_rows_next(struct sim_rows *it)
 	return (false);
 }
 
-static int __attribute__((format(printf, 4, 5)))
+int
 sim_exec_fail(struct sim_run *r, const struct sim_op *op, int code,
     const char *fmt, ...)
 {
@@ -157,7 +119,7 @@ sim_exec_fail(struct sim_run *r, const struct sim_op *op, int code,
  * Active flags of the current row: every mask of every view must hold.
  * Active elements of masked views are bounds-checked here.
  */
-static int
+int
 sim_exec_active(struct sim_run *r, const struct sim_op *op,
     const struct sim_rows *it, uint8_t *act, size_t n)
 {
@@ -210,7 +172,7 @@ sim_exec_active(struct sim_run *r, const struct sim_op *op,
 
 /* Read a row of n elements of operand s at offset off. Returns fp32
  * values and their stride (0 or 1) in *st; tmp has room for n. */
-static const float *
+const float *
 sim_exec_read(const struct sim_run *r, const struct sim_operand *s,
     uint64_t off, size_t n, float *tmp, int64_t *st, const uint8_t *act)
 {
@@ -264,7 +226,7 @@ sim_exec_read(const struct sim_run *r, const struct sim_operand *s,
 
 /* Write n values src[i * sst] to view v at offset off, rounded to the
  * tensor's dtype; only active elements when act is set. */
-static void
+void
 sim_exec_write(const struct sim_run *r, const struct sim_view *v,
     uint64_t off, size_t n, const float *src, int64_t sst,
     const uint8_t *act)
@@ -310,7 +272,7 @@ sim_exec_write(const struct sim_run *r, const struct sim_view *v,
 
 /* Copy view v into buf (row-major in v's shape); inactive elements get
  * `inactive` and, if act_out is set, a 0 flag there. */
-static int
+int
 sim_exec_gather(struct sim_run *r, const struct sim_op *op,
     const struct sim_operand *s, float *buf, uint8_t *act_out,
     float inactive)
@@ -348,7 +310,7 @@ sim_exec_gather(struct sim_run *r, const struct sim_op *op,
 }
 
 /* Write buf (row-major in v's shape) through view v. */
-static int
+int
 sim_exec_scatter(struct sim_run *r, const struct sim_op *op,
     const struct sim_view *v, const float *buf)
 {
@@ -407,7 +369,7 @@ sim_exec_shift(float x, float y, bool left)
 	return ((float)(a >> s));
 }
 
-static void
+void
 sim_exec_alu_row(int alu, float *o, const float *a, int64_t sa,
     const float *b, int64_t sb, size_t n)
 {
@@ -572,7 +534,7 @@ sim_exec_act1(int act, float t)
 	}
 }
 
-static void
+void
 sim_exec_act_row(const struct sim_op *op, float *o, const float *a,
     int64_t sa, const float *b, int64_t sb, size_t n)
 {
@@ -940,7 +902,7 @@ sim_exec_fused(struct sim_run *r, const struct sim_op *ops, size_t k)
 
 /* ------------------------------------------------------------ reduce */
 
-static float
+float
 sim_exec_reduce_init(int alu)
 {
 	switch (alu) {
@@ -958,7 +920,7 @@ sim_exec_reduce_init(int alu)
 	}
 }
 
-static float
+float
 sim_exec_fold(int alu, float acc, const float *x, int64_t sx,
     const uint8_t *act, size_t n, const float *mean)
 {
@@ -1377,6 +1339,8 @@ sim_exec_body_one(struct sim_run *r, const struct sim_op *op)
 	case NKIR__V1__OP_KIND__OP_PRINT:
 		return (sim_exec_print(r, op));
 	default:
+		if (op->isa != NULL)	/* nki.isa kinds 40-79 */
+			return (sim_isa_exec(r, op));
 		if (op->skip)	/* dead alloc, elided load/store */
 			return (0);
 		return (sim_exec_elementwise(r, op));
@@ -1613,6 +1577,7 @@ sim_run(const struct sim_program *p, const struct sim_tensor *inputs,
 			q /= p->grid[a];
 		}
 		r.prog = prog;
+		memset(r.acc, 0, sizeof(r.acc));
 		rc = sim_exec_body(&r, p->body, p->nbody);
 	}
 	if (rc == 0)

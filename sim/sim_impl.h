@@ -8,8 +8,12 @@
  *      sim_op.c (op kinds: names, engines)
  *   1  sim_print.c (shapes and device_print's text),
  *      sim_opt.c (fusion, dead fills, copy elision in a planned program)
- *   2  sim_plan.c (validate NKIR, build a struct sim_program)
- *   3  sim_exec.c (run a program: sim_run)
+ *   2  sim_plan.c (validate NKIR, build a struct sim_program), with
+ *      sim_isa_plan.c beside it (the planners of the nki.isa kinds
+ *      40-79, which sim_plan.c's table names; they use its helpers)
+ *   3  sim_exec.c (run a program: sim_run), with sim_isa_exec.c beside
+ *      it (the nki.isa kinds, which sim_exec.c dispatches to; they use
+ *      its helpers)
  *   4  sim.c (the front door: NKIR and images in, programs out)
  * sim_exec.c runs what sim_plan.c built but calls none of its functions.
  */
@@ -121,6 +125,37 @@ struct sim_tinfo {
 					 * elision) */
 };
 
+/* A run-time index of an nki.isa op (NKIR DynIndex). */
+struct sim_dyn {
+	int		 operand;	/* 0: dst, 1 + i: src[i] */
+	int		 dim;		/* of that operand's tensor */
+	int		 src;		/* the index values: src[src] */
+	int64_t		 coef;
+	int64_t		 stride;	/* elements per step of dim */
+};
+
+/* The fields of the nki.isa kinds 40-79 (NKIR Op fields 40-79). */
+struct sim_isa {
+	int		 alu1;
+	int		 reduce_alu;
+	int		 reduce_cmd;
+	bool		 reverse0;
+	bool		 reverse1;
+	bool		 oob_skip;
+	bool		 index_out;
+	int		 dge_mode;
+	int64_t		 range_start;
+	uint32_t	 elem_per_index;
+	uint32_t	 valid_indices;
+	uint8_t		 shuffle[32];
+	int		 perm[SIM_MAX_RANK];	/* dma_transpose: dst axis a is
+						 * src axis perm[a] */
+	int		 ndyn;
+	struct sim_dyn	 dyn[3];
+	bool		 dyn_row;	/* every run-time index is one value
+					 * per innermost row */
+};
+
 struct sim_op {
 	int			 kind;		/* NKIR OpKind */
 	const char		*file;		/* the program's */
@@ -162,6 +197,13 @@ struct sim_op {
 						 * next op touching the tile
 						 * overwrites before any read,
 						 * or an elided load/store */
+	bool			 opaque;	/* may leave elements of dst
+						 * unwritten or read them
+						 * (run-time indices,
+						 * predicates, read-modify-
+						 * write): never assumed to
+						 * overwrite dst */
+	struct sim_isa		*isa;		/* kinds 40-79, else NULL */
 };
 
 struct sim_program {
@@ -286,6 +328,93 @@ int	 sim_opt_program(struct sim_program *p);
 
 /* sim_plan.c */
 struct Nkir__V1__Kernel;
+struct Nkir__V1__Op;
+struct Nkir__V1__Loc;
+struct Nkir__V1__Access;
+struct Nkir__V1__Affine;
+
+/* The state of one sim_plan_build. Per loop variable: used, inscope and
+ * the range [vlo, vhi] it takes, by vstep. */
+struct sim_build {
+	const struct Nkir__V1__Kernel *k;
+	struct sim_program	*p;
+	struct sim_diag		*diag;
+	uint8_t			*used;		/* bound by some loop */
+	uint8_t			*inscope;
+	int64_t			*vlo;
+	int64_t			*vhi;
+	int64_t			*vstep;
+	int			 dead;		/* > 0: in a dead loop */
+	uint64_t		 trips;		/* of the outer loops (sat.) */
+	int			 depth;
+	size_t			 nops;
+	int			 grid_rank;	/* at least 1 */
+	uint32_t		 grid[SIM_GRID_RANK_MAX];
+};
+
+/* Where an operand must live (sim_plan_space). */
+enum sim_plan_where {
+	SIM_PLAN_NOWHERE,	/* the op has no such operand */
+	SIM_PLAN_TILE,		/* on chip: SBUF or PSUM */
+	SIM_PLAN_SBUF,
+	SIM_PLAN_PSUM,
+	SIM_PLAN_HBM,		/* hbm or shared_hbm */
+	SIM_PLAN_ANY,		/* any space */
+};
+
+/* The planner's helpers, for the planners of sim_isa_plan.c. */
+/* The planner of OP_ACTIVATION (operands data and bias, act, scale). */
+int	 sim_plan_activation(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+/* size bytes of the program's arena (zeroed, 16-aligned; freed with the
+ * program), or NULL when out of memory. */
+void	*sim_plan_alloc(struct sim_build *b, size_t size);
+/* Set b's diag to the message and " (file:line)" of loc (the kernel's
+ * when NULL); returns code. */
+int	 sim_plan_err(struct sim_build *b, const struct Nkir__V1__Loc *loc,
+	    int code, const char *fmt, ...)
+	    __attribute__((format(printf, 4, 5)));
+/* Lower affine a over an iteration space of rank and shape into *out;
+ * *lo, *hi its range over every loop variable, program id and axis. */
+int	 sim_plan_lin(struct sim_build *b, const struct Nkir__V1__Op *o,
+	    const struct Nkir__V1__Affine *a, int rank, const uint64_t *shape,
+	    struct sim_lin *out, sim_i128 *lo, sim_i128 *hi);
+/* The range of l over its loop variables, program ids and rank axes. */
+void	 sim_plan_lin_range(struct sim_build *b, const struct sim_lin *l,
+	    int rank, const uint64_t *shape, sim_i128 *lo, sim_i128 *hi);
+/* Lower access acc (operand named arg of op o) into view *v. */
+int	 sim_plan_view(struct sim_build *b, const struct Nkir__V1__Op *o,
+	    const struct Nkir__V1__Access *acc, struct sim_view *v,
+	    const char *arg);
+/* v stays in bounds over the full ranges of its terms, else NKI's
+ * out-of-bound error. */
+int	 sim_plan_bounds(struct sim_build *b, const struct Nkir__V1__Op *o,
+	    const struct sim_view *v);
+/* v (operand arg) lives where (enum sim_plan_where), else NKI's address
+ * space error. */
+int	 sim_plan_space(struct sim_build *b, const struct Nkir__V1__Op *o,
+	    const struct sim_view *v, const char *arg, int where);
+/* Shapes as (an, ar, as) and (bn, br, bs) are equal, else NKI's
+ * partition or shape mismatch error naming both. */
+int	 sim_plan_shape_eq(struct sim_build *b, const struct Nkir__V1__Op *o,
+	    const char *an, int ar, const uint64_t *as, const char *bn, int br,
+	    const uint64_t *bs);
+/* Operand i of op (named arg): an access, or a scalar if scalar_ok. */
+int	 sim_plan_operand(struct sim_build *b, const struct Nkir__V1__Op *o,
+	    struct sim_op *op, int i, const char *arg, bool scalar_ok);
+/* Operand i of op: an access (not a scalar) named arg. */
+int	 sim_plan_src_access(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op, int i,
+	    const char *arg);
+/* Operand 0 of op: an on-chip tile named arg (nsrc = 1); *vp its view. */
+int	 sim_plan_src_tile(struct sim_build *b, const struct Nkir__V1__Op *o,
+	    struct sim_op *op, const char *arg, struct sim_view **vp);
+/* The nsrc operands of an element-wise op named args[1 ..] (args[0] is
+ * "dst"): scalars or on-chip tiles of dst's shape. */
+int	 sim_plan_elementwise(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op, int nsrc,
+	    const char *const *args);
+
 /*
  * Validate kernel k and build its program. On success *out is the
  * program (free with sim_plan_free); on failure diag says why and the
@@ -295,5 +424,153 @@ int	 sim_plan_build(const struct Nkir__V1__Kernel *k,
 	    struct sim_program **out, struct sim_diag *diag);
 /* Release a program built by sim_plan_build (NULL is fine). */
 void	 sim_plan_free(struct sim_program *p);
+
+/* sim_exec.c */
+/* A tensor's memory during one run. */
+struct sim_bind {
+	char			*base;
+	int			 dtype;
+	bool			 chip;	/* fp32 copy of an on-chip tile */
+	bool			 f32;	/* holds float (chip or fp32 HBM) */
+	bool			 owned;
+	size_t			 esize;	/* bytes per stored element */
+	const struct sim_tinfo	*ti;
+};
+
+/* The state of one sim_run. */
+struct sim_run {
+	const struct sim_program	*p;
+	const struct sim_run_opts	*opts;
+	struct sim_diag			*diag;
+	struct sim_bind			*t;
+	int64_t				*lv;	/* loop variables */
+	int64_t				 pid[SIM_GRID_RANK_MAX];
+	float				*row[5];
+	uint8_t				*act;
+	float				*scratch;
+	char				*mem;	/* the run block */
+	uint64_t			 prog;	/* SPMD program being run */
+	uint64_t			 t0_ns;	/* when sim_run began */
+	/* nki.isa: the accumulator registers of the Vector and Scalar
+	 * engines (SIM_ACC_*), zeroed at the start of every program, and
+	 * the state of nisa.dropout's random stream (one per run). */
+	float				 acc[2][SIM_PMAX];
+	uint64_t			 rng;
+};
+
+/* Row iterator over an iteration space: offsets of up to 4 views at the
+ * start of each innermost row. */
+struct sim_rows {
+	int			 rank;
+	const uint64_t		*shape;
+	uint64_t		 idx[SIM_MAX_RANK];
+	int			 nv;
+	const struct sim_view	*v[4];
+	uint64_t		 off[4];
+};
+
+/* The interpreter's helpers, for the executors of sim_isa_exec.c. */
+/* l at the run's loop variables and program ids (axes at 0). */
+uint64_t sim_exec_lin(const struct sim_run *r, const struct sim_lin *l);
+/* l at the start of the iterator's current row. */
+int64_t	 sim_exec_lin_row(const struct sim_run *r, const struct sim_lin *l,
+	    const struct sim_rows *it);
+/* Start iterating the rows of (rank, shape) for views v[0 .. nv-1] (NULL
+ * entries allowed): it->off[k] is view k's offset at the row's start. */
+void	 sim_exec_rows_begin(struct sim_rows *it, const struct sim_run *r,
+	    int rank, const uint64_t *shape, const struct sim_view **v, int nv);
+/* Step to the next row; false after the last. */
+bool	 sim_exec_rows_next(struct sim_rows *it);
+/* Set r's diag to the message and op's " (file:line)"; returns code. */
+int	 sim_exec_fail(struct sim_run *r, const struct sim_op *op, int code,
+	    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* act[0 .. n-1]: which elements of the iterator's row every mask of its
+ * views holds at; active elements of masked views are bounds-checked
+ * (SIM_ERUNTIME naming the tensor). */
+int	 sim_exec_active(struct sim_run *r, const struct sim_op *op,
+	    const struct sim_rows *it, uint8_t *act, size_t n);
+/* A row of n fp32 values of operand s at element offset off: returns
+ * them with their stride (0 or 1) in *st; tmp has room for n. With act,
+ * inactive elements read as 0. */
+const float *sim_exec_read(const struct sim_run *r,
+	    const struct sim_operand *s, uint64_t off, size_t n, float *tmp,
+	    int64_t *st, const uint8_t *act);
+/* Write src[i * sst] (i < n) through view v at offset off, rounded to the
+ * tensor's dtype; only active elements when act is set. */
+void	 sim_exec_write(const struct sim_run *r, const struct sim_view *v,
+	    uint64_t off, size_t n, const float *src, int64_t sst,
+	    const uint8_t *act);
+/* View s into buf, row-major; inactive elements get `inactive` (and a 0
+ * in act_out when set). */
+int	 sim_exec_gather(struct sim_run *r, const struct sim_op *op,
+	    const struct sim_operand *s, float *buf, uint8_t *act_out,
+	    float inactive);
+/* buf (row-major in v's shape) through view v. */
+int	 sim_exec_scatter(struct sim_run *r, const struct sim_op *op,
+	    const struct sim_view *v, const float *buf);
+/* o[i] = a[i * sa] alu b[i * sb], strides 0 or 1 (NKIR AluOp). */
+void	 sim_exec_alu_row(int alu, float *o, const float *a, int64_t sa,
+	    const float *b, int64_t sb, size_t n);
+/* The identity of reduce operator alu (NKIR AluOp): 0, 1, -inf, ... */
+float	 sim_exec_reduce_init(int alu);
+/* acc alu x[i * sx] over the active elements (act NULL: all) of n; for
+ * ALU_VAR the squared deviations from *mean. Subtract folds as add. */
+float	 sim_exec_fold(int alu, float acc, const float *x, int64_t sx,
+	    const uint8_t *act, size_t n, const float *mean);
+/* o[i] = act(a[i * sa] * op->scale + b[i * sb]) (op->act). */
+void	 sim_exec_act_row(const struct sim_op *op, float *o, const float *a,
+	    int64_t sa, const float *b, int64_t sb, size_t n);
+
+/* sim_isa_plan.c: the planners of the nki.isa kinds, named by
+ * sim_plan.c's table: each validates op o (its dst already planned when
+ * the table says where it lives) and fills op, as sim_plan_kinds[].plan
+ * does (see there). */
+int	 sim_isa_plan_act_acc(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_acc_read(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_partition_reduce(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_scan(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_stt(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_ts_acc(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_copy_dynamic(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_copy_predicated(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_dropout(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_affine_select(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_range_select(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_select_reduce(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_sequence_bounds(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_local_gather(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_dma_copy(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_dma_transpose(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_max8(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_find_index8(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_match_replace8(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_shuffle(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+
+/* sim_isa_exec.c */
+/* The accumulator register files of struct sim_run. */
+#define SIM_ACC_VECTOR	0
+#define SIM_ACC_SCALAR	1
+/* Run op, one of the nki.isa kinds 40-79 (op->isa set), once. */
+int	 sim_isa_exec(struct sim_run *r, const struct sim_op *op);
 
 #endif /* NKID_SIM_IMPL_H */

@@ -156,7 +156,7 @@ sim_opt_reads(const struct sim_op *op, uint32_t t)
 static bool
 sim_opt_overwrites(const struct sim_program *p, const struct sim_op *op)
 {
-	if (!op->has_dst || op->masked ||
+	if (!op->has_dst || op->masked || op->opaque ||
 	    op->kind == NKIR__V1__OP_KIND__OP_LOOP)
 		return (false);
 	return (op->dst.nelem == p->tensors[op->dst.tensor].nelem &&

@@ -20,6 +20,7 @@
 #include "client/nkictl/ctl_kernel.h"
 #include "client/nkictl/ctl_tensor.h"
 #include "client/nkictl/npy.h"
+#include "tests/unit/check_main.h"
 
 static char tmpdir[] = "/tmp/check_ctl_args.XXXXXX";
 static char *out_buf, *err_buf;
@@ -1004,11 +1005,5 @@ args_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(args_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed ? 1 : 0);
+	return (check_main(args_suite()));
 }

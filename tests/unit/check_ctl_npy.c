@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "client/nkictl/npy.h"
+#include "tests/unit/check_main.h"
 
 static char tmpdir[] = "/tmp/check_ctl_npy.XXXXXX";
 static char path[512];
@@ -528,11 +529,5 @@ npy_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(npy_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed ? 1 : 0);
+	return (check_main(npy_suite()));
 }

@@ -13,6 +13,7 @@
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "tests/unit/fake_call.h"
+#include "tests/unit/check_main.h"
 
 static uv_loop_t	loop;
 static struct daemon	d;
@@ -424,11 +425,5 @@ dispatch_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(dispatch_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(dispatch_suite()));
 }

@@ -11,6 +11,7 @@
 #include "daemon/config.h"
 #include "daemon/kcache.h"
 #include "tests/unit/nkir_fixture.h"
+#include "tests/unit/check_main.h"
 
 static uv_loop_t	 loop;
 static struct config	 cfg;
@@ -378,11 +379,5 @@ kcache_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(kcache_suite());
-	int	 nfail;
-
-	srunner_run_all(sr, CK_NORMAL);
-	nfail = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (nfail == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(kcache_suite()));
 }

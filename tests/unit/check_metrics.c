@@ -27,6 +27,7 @@
 #include "daemon/sched.h"
 #include "daemon/xmalloc.h"
 #include "tests/unit/fake_call.h"
+#include "tests/unit/check_main.h"
 
 static uv_loop_t	loop;
 static struct daemon	d;
@@ -503,11 +504,5 @@ metrics_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(metrics_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(metrics_suite()));
 }

@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include "daemon/sched.h"
+#include "tests/unit/check_main.h"
 
 static uv_loop_t	 loop;
 static struct sched	*s;
@@ -450,11 +451,5 @@ sched_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(sched_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(sched_suite()));
 }

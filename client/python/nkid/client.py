@@ -15,7 +15,7 @@ import numpy as np
 
 from ._proto import nkid_pb2 as pb
 from ._proto import nkid_pb2_grpc as pb_grpc
-from .errors import NkidError, NkidConnectionError
+from .errors import NkidError, NkidConnectionError, error_for
 from . import _env
 from . import _shm  # noqa: F401  (sweeps stale regions of dead processes at import)
 from .tracer import dtypes as _dt
@@ -135,7 +135,7 @@ class Client:
             if code == grpc.StatusCode.UNAVAILABLE and (
                     not os.path.exists(self.socket) or "connect" in (details or "").lower()):
                 raise self._unreachable(details) from None
-            raise NkidError(details or str(code), code.name if code else None) from None
+            raise error_for(details or str(code), code.name if code else None) from None
 
     # -- convenience wrappers
     def ping(self, payload=b""):

@@ -1,6 +1,8 @@
 """Exceptions raised by the nkid package."""
 
-__all__ = ["NkidError", "NkidConnectionError", "NKISyntaxError", "NKIError"]
+import re
+
+__all__ = ["NkidError", "NkidConnectionError", "NKISyntaxError", "NKIError", "error_for"]
 
 
 class NkidError(RuntimeError):
@@ -20,6 +22,26 @@ class NkidError(RuntimeError):
 
 class NkidConnectionError(NkidError):
     """nkid could not be reached on its socket."""
+
+
+_OOB_RE = re.compile(r"\b(index -?\d+ is out of bounds for axis \d+ with size \d+):")
+
+
+def error_for(message, code=None):
+    """The exception for a failed request: NkidError, or for a run-time
+    (indirect) index out of bounds the plain IndexError NKI's simulator
+    raises, whose ``str`` is numpy's words for the flat element ("index
+    66048 is out of bounds for axis 0 with size 65536") and whose note and
+    ``message`` are the daemon's whole message (the tensor, the index and
+    the kernel's file:line)."""
+    m = _OOB_RE.search(message or "")
+    if not m:
+        return NkidError(message, code)
+    e = IndexError(m.group(1))
+    e.add_note(message)
+    e.message = message
+    e.code = code
+    return e
 
 
 class NKIError(Exception):
