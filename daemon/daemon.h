@@ -13,6 +13,7 @@
 
 struct backend;
 struct kcache;
+struct kcache_remote;
 struct sched;
 struct server;
 
@@ -30,6 +31,7 @@ struct daemon {
 	struct backend			*backend;
 	struct sched			*sched;
 	struct kcache			*kcache;
+	struct kcache_remote		*remote;	/* NULL: off */
 	struct server			*server;	/* NULL in unit tests */
 
 	uint64_t			 connections;
@@ -44,7 +46,7 @@ struct daemon {
 /*
  * Set up d around an already loaded config (taken over: d releases it):
  * open the configured backend, probe its cores, create the compiled-kernel
- * table and the per-core workers. loop must outlive d. On failure returns
+ * table, open the remote tier (remote.mode), create the per-core workers. loop must outlive d. On failure returns
  * -1 with a message in err and leaves nothing to release.
  */
 int	daemon_init(struct daemon *d, uv_loop_t *loop, struct config *cfg,

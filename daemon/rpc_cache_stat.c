@@ -1,27 +1,59 @@
-/* rpc_cache_stat.c: CacheStat, the cache's totals and counters (kept in memory: no disk access). */
+/* rpc_cache_stat.c: CacheStat, the cache's totals and counters and the remote tier's (kept in memory: no disk access). */
 #include "nkid.pb-c.h"
 
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
+#include "daemon/kcache_remote.h"
+#include "daemon/rpc_cache_stat.h"
+
+void
+rpc_cache_stat_fill(struct daemon *d, Nkid__V1__CacheStatReply *r,
+    Nkid__V1__RemoteStat *rs)
+{
+	struct kcache_stats		ks;
+	struct kcache_remote_stats	rst;
+
+	nkid__v1__cache_stat_reply__init(r);
+	nkid__v1__remote_stat__init(rs);
+	kcache_stats_get(d->kcache, &ks);
+	r->entries = ks.entries;
+	r->bytes = ks.bytes;
+	r->max_bytes = ks.max_bytes;
+	r->hits = ks.hits;
+	r->misses = ks.misses;
+	r->compiles = ks.compiles;
+	r->coalesced = ks.coalesced;
+	r->failures = ks.failures;
+	r->evictions = ks.evictions;
+	r->corrupt = ks.corrupt;
+	if (d->remote == NULL)
+		return;
+	kcache_remote_stats_get(d->remote, &rst);
+	rs->state = (char *)rst.state;
+	rs->url = (char *)rst.url;
+	rs->mode = (char *)rst.mode;
+	rs->hits = rst.hits;
+	rs->misses = rst.misses;
+	rs->pushes = rst.pushes;
+	rs->rejected = rst.rejected;
+	rs->errors = rst.errors;
+	rs->locks_taken = rst.locks_taken;
+	rs->locks_waited = rst.locks_waited;
+	rs->skipped = rst.skipped;
+	rs->pulled_bytes = rst.pulled_bytes;
+	rs->pushed_bytes = rst.pushed_bytes;
+	rs->last_error = (char *)rst.last_error;
+	r->remote = rs;
+}
 
 static void
 rpc_cache_stat(struct rpc_call *c)
 {
-	Nkid__V1__CacheStatReply	r = NKID__V1__CACHE_STAT_REPLY__INIT;
-	struct kcache_stats		ks;
+	Nkid__V1__CacheStatReply	r;
+	Nkid__V1__RemoteStat		rs;
 
-	kcache_stats_get(c->d->kcache, &ks);
-	r.entries = ks.entries;
-	r.bytes = ks.bytes;
-	r.max_bytes = ks.max_bytes;
-	r.hits = ks.hits;
-	r.misses = ks.misses;
-	r.compiles = ks.compiles;
-	r.coalesced = ks.coalesced;
-	r.failures = ks.failures;
-	r.evictions = ks.evictions;
-	r.corrupt = ks.corrupt;
+	rpc_cache_stat_fill(c->d, &r, &rs);
 	rpc_reply(c, &r.base);
 }
 
