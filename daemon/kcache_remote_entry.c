@@ -182,12 +182,12 @@ kcache_remote_entry_decode(const void *fkey, size_t fkeylen,
 	assert(fkey != NULL && want_key != NULL && e != NULL);
 	memset(e, 0, sizeof *e);
 	memset(fs, 0, sizeof fs);
+	if (len < 8 || memcmp(b, KCACHE_REMOTE_MAGIC, 8) != 0)
+		return (kcache_remote_reject(why, whylen,
+		    "not an nkid entry (no magic)"));
 	if (len < 8 + 4 + 8 + KCACHE_REMOTE_MAC)
 		return (kcache_remote_reject(why, whylen,
 		    "truncated: %zu bytes", len));
-	if (memcmp(b, KCACHE_REMOTE_MAGIC, 8) != 0)
-		return (kcache_remote_reject(why, whylen,
-		    "not an nkid entry (no magic)"));
 	meta = kcache_remote_get32(b + 8);
 	if (meta > KCACHE_REMOTE_META_MAX ||
 	    12 + meta + 8 + KCACHE_REMOTE_MAC > len)

@@ -69,32 +69,65 @@ J
 # start_host N CONFIG [ARG...]: nkid number N on $T/hN.sock, state
 # $T/hN; its pid in $HOST_PID (and in FLEET_PIDS for the trap).
 start_host() {
-	n=$1 cfg=$2
+	_h=$1 _cfg=$2
 	shift 2
-	"$NKID" -s "$T/h$n.sock" --state-dir "$T/h$n" -c "$cfg" "$@" \
-	    >>"$T/h$n.log" 2>&1 &
+	"$NKID" -s "$T/h$_h.sock" --state-dir "$T/h$_h" -c "$_cfg" "$@" \
+	    >>"$T/h$_h.log" 2>&1 &
 	HOST_PID=$!
 	FLEET_PIDS="$FLEET_PIDS $HOST_PID"
 	i=0
-	while ! "$NKICTL" -s "$T/h$n.sock" --timeout 1 ping -n 1 >/dev/null 2>&1; do
+	while ! "$NKICTL" -s "$T/h$_h.sock" --timeout 1 ping -n 1 >/dev/null 2>&1; do
 		i=$((i + 1))
-		[ $i -lt 100 ] || fail "nkid $n did not start: $(tail -5 "$T/h$n.log")"
-		kill -0 "$HOST_PID" 2>/dev/null || fail "nkid $n exited at start: $(tail -5 "$T/h$n.log")"
+		[ $i -lt 100 ] || fail "nkid $_h did not start: $(tail -5 "$T/h$_h.log")"
+		kill -0 "$HOST_PID" 2>/dev/null || fail "nkid $_h exited at start: $(tail -5 "$T/h$_h.log")"
 		sleep 0.1
 	done
 }
 
 # hctl N ARG...: nkictl against host N.
 hctl() {
-	n=$1
+	_h=$1
 	shift
-	"$NKICTL" -s "$T/h$n.sock" "$@"
+	"$NKICTL" -s "$T/h$_h.sock" "$@"
 }
 
 # hstat N EXPR: a Python expression on host N's `nkictl --json status` (d).
 hstat() {
 	hctl "$1" --json status >"$T/st.json" || fail "status of host $1 failed"
 	json_get "$T/st.json" "$2"
+}
+
+# make_kernels DIR N: N distinct small kernels DIR/k0.nkir ... (a scale
+# by a different constant each), and the manifest DIR/all.json.
+make_kernels() {
+	mkdir -p "$1"
+	"$PY" - "$1" "$2" <<'P' || fail "cannot make kernels"
+import json, struct, sys
+import numpy as np
+import nkid.nki.language as nl
+from nkid import tracer
+from nkid._proto import nkid_pb2
+
+d, n = sys.argv[1], int(sys.argv[2])
+MARK = 1234.5
+
+def scale(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.multiply(nl.load(a), MARK))
+    return out
+
+ir = tracer.trace(scale, (np.ones((128, 64), np.float32),)).ir
+fmt = "<f" if ir.count(struct.pack("<f", MARK)) == 1 else "<d"
+pat = struct.pack(fmt, MARK)
+assert ir.count(pat) == 1
+for i in range(n):
+    ref = nkid_pb2.KernelRef()
+    ref.kernel.name = "scale"
+    ref.kernel.format = "nkir/1"
+    ref.kernel.ir = ir.replace(pat, struct.pack(fmt, float(i)))
+    open("%s/k%d.nkir" % (d, i), "wb").write(b"NKIDKRF1" + ref.SerializeToString())
+json.dump({"kernels": ["k%d.nkir" % i for i in range(n)]}, open(d + "/all.json", "w"))
+P
 }
 
 remote_cleanup() {
