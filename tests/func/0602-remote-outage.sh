@@ -59,12 +59,7 @@ pushes=$(hstat 1 'd["cache"]["remote"]["pushes"]')
 start_redis
 wait_state up
 compile_ok 41
-i=0
-while [ "$(rcli exists "nkid:neff:$KEY")" != 1 ]; do
-	i=$((i + 1))
-	[ $i -lt 50 ] || fail "no push after Redis came back"
-	sleep 0.1
-done
+wait_entry "$KEY"
 [ "$(hstat 1 'd["cache"]["remote"]["pushes"]')" -gt "$pushes" ] || fail "pushes not counted"
 
 # Redis stopped: each call ends within timeout_ms plus the local path,
@@ -85,10 +80,5 @@ grep -q "no answer within $REMOTE_TIMEOUT_MS ms" "$T/h1.log" || fail "the timeou
 kill -CONT "$REDIS_PID"
 wait_state up
 compile_ok 58
-i=0
-while [ "$(rcli exists "nkid:neff:$KEY")" != 1 ]; do
-	i=$((i + 1))
-	[ $i -lt 50 ] || fail "no push after Redis resumed"
-	sleep 0.1
-done
+wait_entry "$KEY"
 echo ok

@@ -64,10 +64,7 @@ fleet_config "$T/good.json" "\"user\": \"nkid\", \"password_file\": \"$T/pw\""
 start_host 1 "$T/good.json"
 hctl 1 --json compile "$T/k/k0.nkir" >"$T/c0.json" || fail "compile failed"
 key=$(json_get "$T/c0.json" 'd["neff_key"]')
-i=0
-while [ "$(rcli exists "nkid:neff:$key")" != 1 ]; do
-	i=$((i + 1)); [ $i -lt 50 ] || fail "no push with ACL credentials"; sleep 0.1
-done
+wait_entry "$key"
 hctl 1 status | grep -q "^remote *up, unix://$RSOCK, read-write" || fail "status: $(hctl 1 status)"
 
 # Read mode: pulls what the fleet has, compiles the rest without a lock,

@@ -97,6 +97,16 @@ hstat() {
 	json_get "$T/st.json" "$2"
 }
 
+# wait_entry KEY: the store holds KEY's entry within 5 s.
+wait_entry() {
+	_i=0
+	while [ "$(rcli exists "nkid:neff:$1")" != 1 ]; do
+		_i=$((_i + 1))
+		[ $_i -lt 50 ] || fail "no entry '$1' in the store after 5 s"
+		sleep 0.1
+	done
+}
+
 # make_kernels DIR N: N distinct small kernels DIR/k0.nkir ... (a scale
 # by a different constant each), and the manifest DIR/all.json.
 make_kernels() {
