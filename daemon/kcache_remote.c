@@ -523,6 +523,8 @@ kr_context_new(struct kcache_remote *r, const char *ip)
 		redisAsyncFree(ac);
 		return (NULL);
 	}
+	/* The store never keeps nkid's loop alive: stopping ends it. */
+	uv_unref((uv_handle_t *)&((redisLibuvEvents *)ac->ev.data)->handle);
 	redisAsyncSetConnectCallback(ac, kr_connect_cb);
 	redisAsyncSetDisconnectCallback(ac, kr_disconnect_cb);
 	return (ac);
@@ -814,6 +816,9 @@ kcache_remote_open(struct kcache_remote **out, uv_loop_t *loop,
 	uv_timer_init(loop, &r->retry_timer);
 	uv_timer_init(loop, &r->tick);
 	r->cmd_timer.data = r->retry_timer.data = r->tick.data = r;
+	uv_unref((uv_handle_t *)&r->cmd_timer);
+	uv_unref((uv_handle_t *)&r->retry_timer);
+	uv_unref((uv_handle_t *)&r->tick);
 	r->handles = 3;
 	kr_connect(r);
 	log_info("remote tier '%s': %s, timeout %u ms, fleet lock %u ms, "

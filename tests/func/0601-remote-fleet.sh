@@ -66,6 +66,7 @@ hctl 4 --json compile "$T/mm.nkir" >"$T/late.json" || fail "late host: compile f
 [ "$(hstat 4 'd["cache"]["remote"]["hits"]')" = 1 ] || fail "late host did not pull: $(cat "$T/st.json")"
 hctl 4 cache stat | grep -q "^remote *up, unix://$RSOCK, read-write" ||
 	fail "cache stat does not show the remote tier: $(hctl 4 cache stat)"
+stop_host "$HOST_PID" 4
 
 # cache pull MANIFEST: a fresh host takes the kernel before serving.
 echo '{"kernels": ["mm.nkir"]}' >"$T/m.json"

@@ -88,4 +88,5 @@ start_host 3 "$T/good.json"
 grep -q "remote tier 'unix://$RSOCK': cannot connect" "$T/h3.log" || fail "the outage at start is not logged"
 hctl 3 compile "$T/k/k1.nkir" >/dev/null || fail "compile failed with Redis down"
 [ "$(hstat 3 'd["cache"]["remote"]["state"]')" = down ] || fail "state: $(cat "$T/st.json")"
+stop_host "$HOST_PID" 3
 echo ok

@@ -84,6 +84,19 @@ start_host() {
 	done
 }
 
+# stop_host PID N: SIGTERM; nkid N must exit 0 within 5 s, its loop empty.
+stop_host() {
+	kill -TERM "$1"
+	_i=0
+	while kill -0 "$1" 2>/dev/null; do
+		_i=$((_i + 1))
+		[ $_i -lt 50 ] || fail "nkid $2 did not stop on SIGTERM"
+		sleep 0.1
+	done
+	wait "$1" || fail "nkid $2 exited non-zero"
+	! grep -q "event loop not empty" "$T/h$2.log" || fail "nkid $2: event loop not empty at exit"
+}
+
 # hctl N ARG...: nkictl against host N.
 hctl() {
 	_h=$1
