@@ -53,6 +53,13 @@ errors=$(hstat 1 'd["cache"]["remote"]["errors"]')
 [ "$(hstat 1 'd["cache"]["remote"]["state"]')" = down ] || fail "remote tier not down: $(cat "$T/st.json")"
 grep -q "remote tier 'unix://$RSOCK': .*requests are served from the local cache" "$T/h1.log" ||
 	fail "the outage is not in the log"
+# Reconnecting fails too: the circuit opens.
+i=0
+while ! grep -q "failures in a row.*not asking it for" "$T/h1.log"; do
+	i=$((i + 1)); [ $i -lt 50 ] || fail "the circuit did not open with Redis dead"; sleep 0.1
+done
+compile_ok 59
+[ "$(hstat 1 'd["cache"]["remote"]["skipped"]')" -ge 1 ] || fail "nothing skipped with the circuit open"
 
 # Redis is back: nkid reconnects by itself and pushes again.
 pushes=$(hstat 1 'd["cache"]["remote"]["pushes"]')
@@ -64,9 +71,11 @@ wait_entry "$KEY"
 
 # Redis stopped: each call ends within timeout_ms plus the local path,
 # until the circuit opens after three failures in a row.
+trips=$(grep -c "failures in a row.*not asking it for" "$T/h1.log" || true)
+errors=$(hstat 1 'd["cache"]["remote"]["errors"]')
 kill -STOP "$REDIS_PID"
 i=42
-while ! grep -q "failures in a row.*not asking it for" "$T/h1.log"; do
+while [ "$(grep -c "failures in a row.*not asking it for" "$T/h1.log")" -le "$trips" ]; do
 	[ $i -lt 58 ] || fail "the circuit did not open: $(grep remote "$T/h1.log")"
 	t0=$(date +%s%N)
 	compile_ok $i
