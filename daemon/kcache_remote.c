@@ -136,12 +136,14 @@ struct kcache_remote {
 	enum kr_state			 state;
 	int				 resolving;	/* getaddrinfo */
 	uv_getaddrinfo_t		 gai;
-	uv_timer_t			 cmd_timer;	/* the oldest's deadline */
+	/* the oldest's deadline */
+	uv_timer_t			 cmd_timer;
 	uv_timer_t			 retry_timer;	/* reconnect */
 	uv_timer_t			 tick;		/* waits and locks */
 	int				 handles;	/* open uv handles */
 	int				 closing;
-	int				 dropping;	/* error of our own drop */
+	/* error of our own drop */
+	int				 dropping;
 	struct kr_cmds			 cmds;
 	struct kr_ops			 waits;
 	struct kr_locks			 locks;
@@ -702,8 +704,8 @@ kr_check(struct kcache_remote *r, char *err, size_t errlen)
 			    "password (remote.password_file): %s", r->url_text,
 			    rp->str);
 		else
-			snprintf(err, errlen, "remote tier '%s': %s", r->url_text,
-			    rp->str);
+			snprintf(err, errlen, "remote tier '%s': %s",
+			    r->url_text, rp->str);
 		rc = rp->str != NULL && strncmp(rp->str, "NOAUTH", 6) == 0 ?
 		    KCACHE_REMOTE_EAUTH : KCACHE_REMOTE_ECONFIG;
 	}
@@ -1124,7 +1126,8 @@ kr_op_get(struct kr_op *op)
 	struct kcache_remote	*r = op->r;
 	const char		*argv[4];
 	size_t			 argvlen[4];
-	char			 name[sizeof KR_NEFF + CACHE_KEY_LEN], end[32];
+	char			 name[sizeof KR_NEFF + CACHE_KEY_LEN];
+	char			 end[32];
 	int			 err;
 
 	snprintf(name, sizeof name, KR_NEFF "%s", op->key);
@@ -1227,7 +1230,8 @@ kr_op_lock(struct kr_op *op)
 	struct kcache_remote	*r = op->r;
 	const char		*argv[6];
 	size_t			 argvlen[6];
-	char			 name[sizeof KR_LOCK + CACHE_KEY_LEN], ms[16];
+	char			 name[sizeof KR_LOCK + CACHE_KEY_LEN];
+	char			 ms[16];
 	int			 err;
 
 	snprintf(name, sizeof name, KR_LOCK "%s", op->key);

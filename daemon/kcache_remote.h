@@ -18,7 +18,8 @@ enum kcache_remote_err {
 	KCACHE_REMOTE_OK = 0,
 	KCACHE_REMOTE_ENOENT = -1,	/* not in the store */
 	KCACHE_REMOTE_EREJECT = -2,	/* failed verification: never served */
-	KCACHE_REMOTE_EDOWN = -3,	/* not connected, or the circuit is open */
+	/* not connected, or the circuit is open */
+	KCACHE_REMOTE_EDOWN = -3,
 	KCACHE_REMOTE_ETIMEDOUT = -4,	/* no answer within remote.timeout_ms */
 	KCACHE_REMOTE_EIO = -5,		/* connection lost, or an error reply */
 	KCACHE_REMOTE_EAUTH = -6,	/* Redis refused the credentials */
@@ -146,8 +147,8 @@ typedef void (*kcache_remote_done_cb)(void *arg, int outcome, int err,
  * later; or KCACHE_REMOTE_EDOWN (counted as skipped) and done never runs.
  */
 int	kcache_remote_resolve(struct kcache_remote *r, const char *key,
-	    int flags, kcache_remote_accept_cb accept, kcache_remote_done_cb done,
-	    void *arg);
+	    int flags, kcache_remote_accept_cb accept,
+	    kcache_remote_done_cb done, void *arg);
 /*
  * After the compile of key: push value (taken over; NULL: nothing to
  * push; failed: a cached compile failure, kept a shorter time) when r is

@@ -79,7 +79,8 @@ kcache_remote_entry_encode(const void *fkey, size_t fkeylen,
     const struct cache_entry *e, void **out, size_t *outlen)
 {
 	const char	*f[KCACHE_REMOTE_NFIELDS];
-	char		 size[32], ms[64], created[64], digest[CACHE_KEY_LEN + 1];
+	char		 size[32], ms[64], created[64];
+	char		 digest[CACHE_KEY_LEN + 1];
 	unsigned char	*buf, *p;
 	size_t		 meta = 0, blob, total, n, i;
 
@@ -172,7 +173,8 @@ kcache_remote_entry_decode(const void *fkey, size_t fkeylen,
 {
 	const unsigned char	*b = v, *fp[KCACHE_REMOTE_NFIELDS];
 	unsigned char		 mac[KCACHE_REMOTE_MAC];
-	char			*fs[KCACHE_REMOTE_NFIELDS], digest[CACHE_KEY_LEN + 1];
+	char			*fs[KCACHE_REMOTE_NFIELDS];
+	char			 digest[CACHE_KEY_LEN + 1];
 	char			*end;
 	uint32_t		 fl[KCACHE_REMOTE_NFIELDS];
 	uint64_t		 meta, blob, want, size;
@@ -203,7 +205,8 @@ kcache_remote_entry_decode(const void *fkey, size_t fkeylen,
 		    blob))));
 	if (want + blob < len)
 		return (kcache_remote_reject(why, whylen, "%llu stray bytes "
-		    "after the entry", (unsigned long long)(len - want - blob)));
+		    "after the entry",
+		    (unsigned long long)(len - want - blob)));
 	/* Nothing of it is believed before its signature is. */
 	kcache_remote_mac(fkey, fkeylen, b, len - KCACHE_REMOTE_MAC, mac);
 	if (CRYPTO_memcmp(mac, b + len - KCACHE_REMOTE_MAC,

@@ -59,7 +59,8 @@ static int
 ctl_cache_pull_run(struct ctl_ctx *ctx, struct ctl_cache_pull *p,
     const struct ctl_manifest *m)
 {
-	Nkid__V1__CachePullRequest	  req = NKID__V1__CACHE_PULL_REQUEST__INIT;
+	Nkid__V1__CachePullRequest	  req =
+	    NKID__V1__CACHE_PULL_REQUEST__INIT;
 	Nkid__V1__CachePullReply	 *r;
 	Nkid__V1__CachePullItem		 *items, **itemp;
 	Nkid__V1__KernelRef		  ref;

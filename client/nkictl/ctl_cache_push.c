@@ -9,7 +9,8 @@
 static int
 ctl_cache_push_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 {
-	Nkid__V1__CachePushRequest	 req = NKID__V1__CACHE_PUSH_REQUEST__INIT;
+	Nkid__V1__CachePushRequest	 req =
+	    NKID__V1__CACHE_PUSH_REQUEST__INIT;
 	Nkid__V1__CachePushReply	*r;
 	cJSON				*o, *m;
 	size_t				 i;

@@ -24,7 +24,7 @@ exec "$TOP/tests/neuron/fake-neuronx-cc" "\$@"
 S
 chmod +x "$T/slow-cc"
 # shellcheck disable=SC2064
-trap 'for p in $(cat "$T/slow.pids" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done; remote_cleanup' EXIT
+trap 'for p in $(cat "$T/slow.pids" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done; remote_cleanup' EXIT
 
 # neuron_fleet FILE COMPILER COMPILE_TIMEOUT_MS
 neuron_fleet() {

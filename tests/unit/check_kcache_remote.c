@@ -287,7 +287,8 @@ START_TEST(test_kcache_remote_open_errors)
 	struct kcache_remote	*r = (void *)1;
 	struct config		 cfg;
 	uv_loop_t		 loop;
-	char			 json[512], err[512], path[] = "/tmp/ckr.XXXXXX";
+	char			 json[512], err[512];
+	char			 path[] = "/tmp/ckr.XXXXXX";
 	int			 fd;
 
 	ck_assert_int_eq(uv_loop_init(&loop), 0);
