@@ -15,7 +15,7 @@ VERSION  := 0.1.0
 
 CC       ?= cc
 PKGS     := grpc libuv libprotobuf-c sqlite3 libcjson libsystemd libcrypto openblas \
-	libmicrohttpd
+	libmicrohttpd hiredis
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # gRPC's pkg-config names every abseil library; the core needs two.
 PKG_LIBS   = -lgrpc -lgpr $(shell pkg-config --libs $(filter-out grpc,$(PKGS)) 2>/dev/null)

@@ -129,6 +129,8 @@ extern const struct ctl_cmd ctl_cache_gc_cmd;
 extern const struct ctl_cmd ctl_cache_import_cmd;
 extern const struct ctl_cmd ctl_cache_ls_cmd;
 extern const struct ctl_cmd ctl_cache_pin_cmd;
+extern const struct ctl_cmd ctl_cache_pull_cmd;
+extern const struct ctl_cmd ctl_cache_push_cmd;
 extern const struct ctl_cmd ctl_cache_rm_cmd;
 extern const struct ctl_cmd ctl_cache_show_cmd;
 extern const struct ctl_cmd ctl_cache_stat_cmd;
