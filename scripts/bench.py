@@ -81,9 +81,9 @@ def bench_ping(tmp, n=10000):
                  "/bench.Echo/Echo", str(n)], text=True)
             base.append(parse_p50(out))
             out = subprocess.check_output(
-                [os.path.join(BIN, "nkictl"), "-s", nkid_sock, "ping", "-n",
+                [os.path.join(BIN, "nkictl"), "-s", nkid_sock, "--json", "ping", "-n",
                  str(n)], text=True)
-            ours.append(parse_p50(out))
+            ours.append(json.loads(out)["p50_us"])
         b, o = sorted(base)[1], sorted(ours)[1]
         record("rpc_ping_ratio_vs_grpc_echo", round(o, 1), round(b, 1),
                round(o / b, 3), "<= 1.5",
@@ -893,6 +893,193 @@ def run_note():
                            loads[0], loads[-1], max(loads), os.cpu_count()))
 
 
+REMOTE_KERNELS = r"""
+import json, struct, sys
+import numpy as np
+import nkid.nki.language as nl
+from nkid import tracer
+from nkid._proto import nkid_pb2
+
+d, n, big_ops = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+MARK = 1234.5
+
+def scale(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.multiply(nl.load(a), MARK))
+    return out
+
+def big(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.load(a)
+    for i in range(big_ops):
+        t = nl.add(t, float(i))
+    nl.store(out, value=t)
+    return out
+
+def save(path, name, ir):
+    ref = nkid_pb2.KernelRef()
+    ref.kernel.name = name
+    ref.kernel.format = "nkir/1"
+    ref.kernel.ir = ir
+    open(path, "wb").write(b"NKIDKRF1" + ref.SerializeToString())
+
+x = np.ones((128, 64), np.float32)
+ir = tracer.trace(scale, (x,)).ir
+fmt = "<f" if ir.count(struct.pack("<f", MARK)) == 1 else "<d"
+pat = struct.pack(fmt, MARK)
+for i in range(n):
+    save("%s/k%d.nkir" % (d, i), "scale", ir.replace(pat, struct.pack(fmt, float(i))))
+json.dump({"kernels": ["k%d.nkir" % i for i in range(n)]}, open(d + "/all.json", "w"))
+save(d + "/big.nkir", "big", tracer.trace(big, (x,)).ir)
+"""
+
+
+def bench_remote(tmp, n=1000, iters=30):
+    """The remote tier on a real redis-server (private Unix socket): a
+    remote hit (local miss, Redis GET, verify, store, load) of a ~1 MiB
+    NEFF against a local hit of the same kernel; a fresh nkid pulling n
+    kernels (nkictl cache pull); compiles for 3 daemons x 32 concurrent
+    identical requests."""
+    if shutil.which("redis-server") is None:
+        for k in ("remote_hit_1mib_us", "remote_warmup_kernels_per_s",
+                  "remote_fleet_compiles_3x32"):
+            record(k, None, None, None, "",
+                   "skipped: redis-server is not installed (make deps installs it)")
+        return
+    import grpc
+    from nkid._proto import nkid_pb2
+    rdir = os.path.join(tmp, "redis")
+    os.makedirs(rdir)
+    rsock = os.path.join(rdir, "redis.sock")
+    redis = subprocess.Popen(["redis-server", "--port", "0", "--unixsocket", rsock,
+                              "--dir", rdir, "--save", "", "--appendonly", "no"],
+                             stdout=subprocess.DEVNULL)
+    procs = []
+    try:
+        wait_socket(rsock, redis)
+        kdir = os.path.join(tmp, "rk")
+        os.makedirs(kdir)
+        subprocess.run([PY, "-c", REMOTE_KERNELS, kdir, str(n), "10900"], check=True)
+        key = os.path.join(tmp, "fleet.key")
+        with open(key, "w") as f:
+            f.write("fleet-key-of-the-benchmark-0123456789\n")
+        os.chmod(key, 0o600)
+        cfg = os.path.join(tmp, "fleet.json")
+        with open(cfg, "w") as f:
+            json.dump({"remote": {"url": "unix://" + rsock, "mode": "read-write",
+                                  "hmac_key_file": key}}, f)
+
+        def host(name):
+            proc, sock = start_nkid(tmp, name, ["-c", cfg])
+            procs.append(proc)
+            return sock
+
+        # Remote hit vs local hit of the big kernel.
+        a, b = host("ra"), host("rb")
+        out = json.loads(nkictl(a, "--json", "compile", os.path.join(kdir, "big.nkir")))
+        neff_key, size = out["neff_key"], out["neff_size"]
+        with open(os.path.join(kdir, "big.nkir"), "rb") as f:
+            ref = nkid_pb2.KernelRef.FromString(f.read()[8:])
+        ch = grpc.insecure_channel("unix:" + b, options=[
+            ("grpc.max_receive_message_length", 1 << 30)])
+        compile_rpc = ch.unary_unary(
+            "/nkid.v1.Nkid/Compile",
+            request_serializer=nkid_pb2.CompileRequest.SerializeToString,
+            response_deserializer=nkid_pb2.CompileReply.FromString)
+        req = nkid_pb2.CompileRequest(ref=ref)
+        while status(a)["cache"]["remote"]["pushes"] < 1:
+            time.sleep(0.05)
+        remote, local = [], []
+        for _ in range(iters):
+            nkictl(b, "cache", "rm", neff_key, check=False)
+            t0 = time.perf_counter()
+            r = compile_rpc(req, timeout=60)
+            t1 = time.perf_counter()
+            if not r.cache_hit:
+                raise RuntimeError("not a remote hit")
+            compile_rpc(req, timeout=60)
+            t2 = time.perf_counter()
+            compile_rpc(req, timeout=60)
+            t3 = time.perf_counter()
+            remote.append((t1 - t0) * 1e6)
+            local.append((t3 - t2) * 1e6)
+        st = status(b)["cache"]
+        if st["compiles"] != 0 or st["remote"]["hits"] != iters:
+            raise RuntimeError("remote hits not served from the store: %s" % st)
+        ch.close()
+        # A local disk hit: a host whose memory budget (1 MiB) cannot
+        # keep the kernel loaded reads, verifies and loads it every time.
+        dcfg = os.path.join(tmp, "fleet-disk.json")
+        with open(dcfg, "w") as f:
+            json.dump({"remote": {"url": "unix://" + rsock, "mode": "read-write",
+                                  "hmac_key_file": key},
+                       "cache": {"max_memory_bytes": "1MiB"}}, f)
+        proc, d = start_nkid(tmp, "rd", ["-c", dcfg])
+        procs.append(proc)
+        ch = grpc.insecure_channel("unix:" + d)
+        compile_d = ch.unary_unary(
+            "/nkid.v1.Nkid/Compile",
+            request_serializer=nkid_pb2.CompileRequest.SerializeToString,
+            response_deserializer=nkid_pb2.CompileReply.FromString)
+        compile_d(req, timeout=60)
+        disk = []
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            compile_d(req, timeout=60)
+            disk.append((time.perf_counter() - t0) * 1e6)
+        st = status(d)["cache"]
+        if st["hits"] != iters or st["remote"]["hits"] != 1:
+            raise RuntimeError("not disk hits: %s" % st)
+        ch.close()
+        ro, lo, do = p50(remote), p50(local), p50(disk)
+        record("remote_hit_1mib_us", round(ro, 0), round(do, 0), round(ro / do, 2), "",
+               "Compile RPC (Python, the 1 MiB IR sent) of a %d-byte NEFF: after cache "
+               "rm (Redis GET + verify + store + load) vs a local disk hit (read + "
+               "verify + load); p50 us of %d" % (size, iters))
+        record("local_hit_1mib_us", round(lo, 0), None, None, "",
+               "the same kernel loaded in memory (the IR still sent and hashed)")
+
+        # Fleet warm-up: a fresh nkid pulls n kernels.
+        warm = json.loads(nkictl(a, "--json", "warmup", "-j", "100",
+                                 os.path.join(kdir, "all.json")))
+        if warm["failed"]:
+            raise RuntimeError("warmup failed: %s" % warm)
+        while status(a)["cache"]["remote"]["pushes"] < n + 1:
+            time.sleep(0.05)
+        c = host("rc")
+        t0 = time.perf_counter()
+        pull = json.loads(nkictl(c, "--json", "cache", "pull",
+                                 os.path.join(kdir, "all.json")))
+        dt = time.perf_counter() - t0
+        if pull["pulled"] != n:
+            raise RuntimeError("pulled %s of %d" % (pull["pulled"], n))
+        record("remote_warmup_kernels_per_s", round(n / dt, 0), None, None, "",
+               "nkictl cache pull of %d kernels into a fresh nkid (whole process)" % n)
+        record("remote_warmup_mb_per_s", round(pull["bytes"] / dt / 1e6, 2), None, None, "",
+               "the same: NEFF bytes pulled, verified and stored per second "
+               "(%d bytes each)" % (pull["bytes"] // n))
+
+        # 3 daemons x 32 concurrent identical requests.
+        socks = [host("f%d" % i) for i in range(3)]
+        kfile = os.path.join(tmp, "fleet-mm.nkir")
+        trace_file(kfile, "examples.matmul:matmul", [(512, 256), (512, 1024)])
+        ps = [subprocess.Popen([os.path.join(BIN, "nkictl"), "-s", socks[i % 3],
+                                "compile", kfile],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+              for i in range(32)]
+        if any(p.wait() != 0 for p in ps):
+            raise RuntimeError("a fleet compile failed")
+        compiles = sum(status(s)["cache"]["compiles"] for s in socks)
+        record("remote_fleet_compiles_3x32", compiles, None, None, "1",
+               "32 concurrent nkictl compile of one new kernel over 3 nkid on one "
+               "Redis; sum of cache.compiles")
+    finally:
+        for p in procs:
+            stop(p)
+        redis.terminate()
+        redis.wait()
+
+
 def write_report():
     os.makedirs(os.path.join(TOP, "bench"), exist_ok=True)
     with open(os.path.join(TOP, "bench", "results.json"), "w") as f:
@@ -1127,7 +1314,8 @@ def bench_model(tmp):
 
 
 BENCHES = ("ping", "executor", "python_run", "tensor_bw", "cache_hit", "single_flight",
-           "fairness", "cache_100k", "model", "curve_clients", "curve_cache", "curve_tensor")
+           "fairness", "cache_100k", "model", "remote", "curve_clients", "curve_cache",
+           "curve_tensor")
 
 
 def main():

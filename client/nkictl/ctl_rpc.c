@@ -528,10 +528,23 @@ ctl_rpc_stream_recv(struct ctl_rpc_stream *cs,
 int
 ctl_rpc_stream_finish(struct ctl_rpc_stream *cs, struct ctl_rpc_status *st)
 {
+	return (ctl_rpc_stream_finish_within(cs, -1, st));
+}
+
+int
+ctl_rpc_stream_finish_within(struct ctl_rpc_stream *cs, double wait_s,
+    struct ctl_rpc_status *st)
+{
+	gpr_timespec	deadline = ctl_rpc_deadline(wait_s);
+
 	memset(st, 0, sizeof *st);
 	while (cs->status_busy)
-		ctl_rpc_stream_wait(cs, &cs->tag_status,
-		    gpr_inf_future(GPR_CLOCK_MONOTONIC));
+		if (!ctl_rpc_stream_wait(cs, &cs->tag_status, deadline)) {
+			st->code = GRPC_STATUS_DEADLINE_EXCEEDED;
+			snprintf(st->msg, sizeof st->msg, "no status from nkid "
+			    "within %g s", wait_s);
+			return (2);
+		}
 	st->code = cs->code;
 	if (cs->code != GRPC_STATUS_OK) {
 		char *d = grpc_slice_to_c_string(cs->details);

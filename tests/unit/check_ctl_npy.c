@@ -522,6 +522,8 @@ npy_suite(void)
 	tcase_add_test(tc, test_npy_rejects_overflowing_shapes);
 	tcase_add_test(tc, test_npy_rank_limit);
 	tcase_add_test(tc, test_npy_truncations_and_flips);
+	/* thousands of files written: seconds on a busy machine */
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -1,8 +1,15 @@
-"""Exceptions raised by the nkid package."""
+"""Exceptions raised by the nkid package, and the front doors' way of
+raising them from the caller's frame."""
 
+import functools
+import os
 import re
 
-__all__ = ["NkidError", "NkidConnectionError", "NKISyntaxError", "NKIError", "error_for"]
+__all__ = ["NkidError", "NkidConnectionError", "NKISyntaxError", "NKIError", "error_for",
+           "front_door", "shallow", "TRACEBACK_ENV"]
+
+#: NKID_TRACEBACK=full keeps the client's own frames in tracebacks.
+TRACEBACK_ENV = "NKID_TRACEBACK"
 
 
 class NkidError(RuntimeError):
@@ -58,3 +65,31 @@ class NKISyntaxError(NKIError, SyntaxError):
 
     def __str__(self):
         return self.msg
+
+
+def shallow(err):
+    """Mark err (returned) to be raised from the caller's frame by the front
+    door it passes through: what the client checked or nkid answered, where
+    the client's own frames tell the user nothing."""
+    err._nkid_shallow = True
+    return err
+
+
+def front_door(call):
+    """Decorate a front door's ``__call__``: an NkidError, or an error
+    marked with :func:`shallow`, is raised again from the door with its
+    message and no traceback of the client's frames (``raise
+    err.with_traceback(None) from None``), so that it ends in the user's
+    call.  Errors of the user's own kernel (NKIError, from tracing) keep
+    their frames: they point into the kernel.  ``NKID_TRACEBACK=full``
+    keeps every frame."""
+    @functools.wraps(call)
+    def door(*args, **kwargs):
+        try:
+            return call(*args, **kwargs)
+        except Exception as err:
+            if not (isinstance(err, NkidError) or getattr(err, "_nkid_shallow", False)) \
+                    or os.environ.get(TRACEBACK_ENV, "") == "full":
+                raise
+            raise err.with_traceback(None) from None
+    return door
