@@ -15,6 +15,7 @@
 struct backend;
 struct kcache;
 struct metrics_http;
+struct kcache_remote;
 struct sched;
 struct server;
 
@@ -33,6 +34,7 @@ struct daemon {
 	struct backend			*backend;
 	struct sched			*sched;
 	struct kcache			*kcache;
+	struct kcache_remote		*remote;	/* NULL: off */
 	struct server			*server;	/* NULL in unit tests */
 	struct metrics_http		*metrics;	/* NULL: no listener */
 
@@ -48,7 +50,7 @@ struct daemon {
 /*
  * Set up d around an already loaded config (taken over: d releases it):
  * open the configured backend, probe its cores, create the compiled-kernel
- * table and the per-core workers. loop must outlive d. On failure returns
+ * table, open the remote tier (remote.mode), create the per-core workers. loop must outlive d. On failure returns
  * -1 with a message in err and leaves nothing to release.
  */
 int	daemon_init(struct daemon *d, uv_loop_t *loop, struct config *cfg,

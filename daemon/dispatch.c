@@ -22,6 +22,9 @@ extern const struct rpc_method rpc_benchmark_method;
 extern const struct rpc_method rpc_profile_method;
 /* daemon/rpc_cache_verify.c */
 extern const struct rpc_method rpc_cache_verify_method;
+/* daemon/rpc_cache_pull.c, rpc_cache_push.c: the remote tier's */
+extern const struct rpc_method rpc_cache_pull_method;
+extern const struct rpc_method rpc_cache_push_method;
 
 /* Every method of nkid.v1.Nkid, sorted by name: the index of the daemon. */
 static const struct rpc_method *const dispatch_methods[] = {
@@ -30,6 +33,8 @@ static const struct rpc_method *const dispatch_methods[] = {
 	&rpc_cache_import_method,
 	&rpc_cache_list_method,
 	&rpc_cache_pin_method,
+	&rpc_cache_pull_method,
+	&rpc_cache_push_method,
 	&rpc_cache_remove_method,
 	&rpc_cache_stat_method,
 	&rpc_cache_verify_method,

@@ -5,11 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon/backend.h"
 #include "daemon/config.h"
 #include "daemon/kcache.h"
 #include "daemon/kcache_impl.h"
+#include "daemon/kcache_remote.h"
 #include "daemon/log.h"
 #include "daemon/xmalloc.h"
 
@@ -38,6 +40,10 @@ kcache_strerror(int err)
 
 static void	kcache_flight_compile_queue(struct kcache *kc,
 		    struct kcache_flight *f);
+static void	kcache_flight_miss(struct kcache *, struct kcache_flight *);
+static int	kcache_flight_accept_cb(void *, struct cache_entry *);
+static void	kcache_flight_remote_cb(void *, int, int,
+		    struct kcache_remote_lock *);
 
 struct kcache *
 kcache_open(uv_loop_t *loop, struct backend *b, const struct config *cfg)
@@ -90,6 +96,13 @@ kcache_close(struct kcache *kc)
 	}
 	kcache_disk_close(kc);
 	free(kc);
+}
+
+void
+kcache_attach_remote(struct kcache *kc, struct kcache_remote *r)
+{
+	assert(LIST_EMPTY(&kc->flights));
+	kc->remote = r;
 }
 
 static void
@@ -383,15 +396,16 @@ kcache_flight_compile_cb(uv_work_t *w)
 		f->load_stage = 0;
 	}
 	f->ms = (double)(uv_hrtime() - t0) / 1e6;
-	if (f->disk == NULL)
-		return;
 	memset(&ce, 0, sizeof ce);
 	memcpy(ce.key, f->key, sizeof ce.key);
 	ce.kernel = f->name;
 	ce.format = (char *)f->format;
 	ce.target = (char *)f->target;
 	ce.options = (char *)f->options;
+	ce.backend = (char *)b->ops->name;
+	ce.compiler_version = (char *)b->ops->compiler_version(b->state);
 	ce.compile_ms = f->ms;
+	ce.created = (double)time(NULL);
 	if (f->error == 0) {
 		ce.data = f->image;
 		ce.len = f->image_len;
@@ -402,7 +416,12 @@ kcache_flight_compile_cb(uv_work_t *w)
 		ce.log = f->diag;
 	} else
 		return;
-	f->store_rc = cache_put(f->disk, &ce);
+	if (f->disk != NULL)
+		f->store_rc = cache_put(f->disk, &ce);
+	/* The fleet's copy is signed here, off the loop. */
+	if (kcache_remote_writable(f->kc->remote))
+		kcache_remote_encode(f->kc->remote, &ce, &f->push,
+		    &f->push_len);
 }
 
 /* On the loop: answer every waiter and free f. */
@@ -477,6 +496,8 @@ kcache_flight_finish(struct kcache *kc, struct kcache_flight *f)
 		kcache_entry_unref(kc, e);
 		kcache_mem_evict(kc);
 	}
+	assert(f->lk == NULL);
+	free(f->push);
 	free(f->image);
 	free(f->name);
 	free(f->log);
@@ -505,6 +526,13 @@ kcache_flight_after_cb(uv_work_t *w, int status)
 			kc->st.failures++;
 		else
 			kc->st.compiles++;
+		/* The fleet gets it (and its lock back) on the side: the
+		 * reply does not wait. */
+		if (kc->remote != NULL && (f->lk != NULL || f->push != NULL))
+			kcache_remote_publish(kc->remote, f->key, f->lk,
+			    f->push, f->push_len, f->error != 0);
+		f->lk = NULL;
+		f->push = NULL;
 		kcache_flight_finish(kc, f);
 		return;
 	}
@@ -514,6 +542,22 @@ kcache_flight_after_cb(uv_work_t *w, int status)
 		return;
 	}
 	kc->st.misses++;
+	/* A local miss asks the fleet before compiling. */
+	if (kc->remote != NULL && !f->failed_cached && !f->remote_asked) {
+		f->remote_asked = 1;
+		if (kcache_remote_resolve(kc->remote, f->key, f->format ==
+		    NULL ? KCACHE_REMOTE_PULL_ONLY : 0, kcache_flight_accept_cb,
+		    kcache_flight_remote_cb, f) == 0)
+			return;
+	}
+	kcache_flight_miss(kc, f);
+}
+
+/* A miss everywhere: a cached failure or a bare key ends here, else the
+ * kernel is compiled. */
+static void
+kcache_flight_miss(struct kcache *kc, struct kcache_flight *f)
+{
 	if (f->failed_cached || f->format == NULL) {
 		if (f->failed_cached)
 			kc->st.failures++;
@@ -525,6 +569,75 @@ kcache_flight_after_cb(uv_work_t *w, int status)
 		TAILQ_INSERT_TAIL(&kc->pending, f, pending);
 	else
 		kcache_flight_compile_queue(kc, f);
+}
+
+/*
+ * Off the loop: an entry the remote tier verified for f's key. Stored
+ * here, then loaded like a disk hit; a cached failure answers like a
+ * local one (unless retry_failed).
+ */
+static int
+kcache_flight_accept_cb(void *arg, struct cache_entry *ce)
+{
+	struct kcache_flight	*f = arg;
+	struct backend		*b = f->kc->backend;
+
+	if (ce->failed) {
+		if (f->retry_failed)
+			return (-1);
+		if (f->disk != NULL)
+			(void)cache_put(f->disk, ce);
+		f->failed_cached = 1;
+		f->log = ce->log;
+		ce->log = NULL;
+		return (0);
+	}
+	if (b->ops->load(b->state, ce->data, ce->len, &f->prog,
+	    f->diag) != 0 || backend_program_names_check(f->prog,
+	    f->diag) != 0) {
+		if (f->prog != NULL)
+			b->ops->unload(b->state, f->prog);
+		f->prog = NULL;
+		f->diag[0] = '\0';
+		return (-1);
+	}
+	if (f->disk != NULL)
+		(void)cache_put(f->disk, ce);
+	f->image = ce->data;
+	f->image_len = ce->len;
+	f->ms = ce->compile_ms;
+	ce->data = NULL;
+	if (f->name[0] == '\0' || strcmp(f->name, "kernel") == 0) {
+		free(f->name);
+		f->name = ce->kernel;
+		ce->kernel = NULL;
+	}
+	f->hit = 1;
+	return (0);
+}
+
+/* On the loop: the remote step ended. */
+static void
+kcache_flight_remote_cb(void *arg, int outcome, int err,
+    struct kcache_remote_lock *lk)
+{
+	struct kcache_flight	*f = arg;
+	struct kcache		*kc = f->kc;
+
+	f->lk = lk;
+	switch (outcome) {
+	case KCACHE_REMOTE_TAKEN:
+		if (f->failed_cached)
+			kc->st.failures++;
+		kcache_flight_finish(kc, f);
+		return;
+	case KCACHE_REMOTE_STOP:
+		f->error = BACKEND_ECANCELED;
+		snprintf(f->diag, sizeof f->diag, "nkid is stopping");
+		kcache_flight_finish(kc, f);
+		return;
+	}
+	kcache_flight_miss(kc, f);
 }
 
 static void

@@ -65,6 +65,12 @@ struct kcache_flight {
 	double			 ms;
 	char			*log;
 	char			 diag[BACKEND_DIAG_LEN];
+	/* The remote tier: asked once; the fleet lock held while this
+	 * compiles; the value to push once compiled. */
+	int			 remote_asked;
+	struct kcache_remote_lock *lk;
+	void			*push;
+	size_t			 push_len;
 	struct kcache_waiters	 waiters;
 	LIST_ENTRY(kcache_flight) link;
 	TAILQ_ENTRY(kcache_flight) pending;
@@ -76,6 +82,7 @@ struct kcache {
 	uv_loop_t		*loop;
 	struct backend		*backend;
 	struct cache		*disk;		/* NULL: memory only */
+	struct kcache_remote	*remote;	/* NULL: no remote tier */
 	struct kcache_list	 lru;
 	uint64_t		 mem_bytes;
 	uint64_t		 mem_max;

@@ -270,13 +270,44 @@ sched_job_stop(struct sched *s, struct sched_core *c, struct sched_job *job)
 	s->counters.completed++;
 }
 
+/*
+ * Under mu, on c's worker or (sched_job_submit) the submitting thread:
+ * job, just picked, runs now (mu is dropped meanwhile), expires, or is
+ * dropped as gone; a lease is granted.
+ */
+static void
+sched_core_run(struct sched *s, struct sched_core *c, struct sched_job *job)
+{
+	uint64_t	now = uv_hrtime();
+
+	if (job->deadline_ns != 0 && now >= job->deadline_ns) {
+		sched_job_unrun(s, job, SCHED_EXPIRED);
+		return;
+	}
+	if (job->cancel != NULL && __atomic_load_n(job->cancel,
+	    __ATOMIC_ACQUIRE)) {
+		sched_job_unrun(s, job, SCHED_GONE);
+		return;
+	}
+	sched_job_start(s, c, job, now);
+	if (job->work == NULL) {
+		/* A lease: the core is its until sched_lease_end. */
+		sched_event_push(s, job, 1);
+		return;
+	}
+	pthread_mutex_unlock(&s->mu);
+	job->work(job, c->index);
+	pthread_mutex_lock(&s->mu);
+	sched_job_stop(s, c, job);
+	sched_event_push(s, job, 0);
+}
+
 static void *
 sched_worker_main(void *arg)
 {
 	struct sched_core	*c = arg;
 	struct sched		*s = c->s;
 	struct sched_job	*job;
-	uint64_t		 now;
 
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
@@ -286,27 +317,7 @@ sched_worker_main(void *arg)
 			pthread_cond_wait(&c->cond, &s->mu);
 		if (job == NULL)
 			break;
-		now = uv_hrtime();
-		if (job->deadline_ns != 0 && now >= job->deadline_ns) {
-			sched_job_unrun(s, job, SCHED_EXPIRED);
-			continue;
-		}
-		if (job->cancel != NULL && __atomic_load_n(job->cancel,
-		    __ATOMIC_ACQUIRE)) {
-			sched_job_unrun(s, job, SCHED_GONE);
-			continue;
-		}
-		sched_job_start(s, c, job, now);
-		if (job->work == NULL) {
-			/* A lease: the core is its until sched_lease_end. */
-			sched_event_push(s, job, 1);
-			continue;
-		}
-		pthread_mutex_unlock(&s->mu);
-		job->work(job, c->index);
-		pthread_mutex_lock(&s->mu);
-		sched_job_stop(s, c, job);
-		sched_event_push(s, job, 0);
+		sched_core_run(s, c, job);
 	}
 	pthread_mutex_unlock(&s->mu);
 	return (NULL);
@@ -338,6 +349,12 @@ sched_async_cb(uv_async_t *async)
 		else
 			job->done(job, job->outcome);
 	}
+}
+
+void
+sched_events_deliver(struct sched *s)
+{
+	sched_async_cb(&s->async);
 }
 
 /* ------------------------------------------------------------ life */
@@ -560,7 +577,17 @@ sched_job_submit(struct sched *s, struct sched_job *job, int core,
 	s->counters.queued++;
 	if (job->work == NULL)
 		s->counters.leases_waiting++;
-	if (c->holder == NULL)
+	if (job->here && job->work != NULL && c->holder == NULL &&
+	    c->nqueued == 1) {
+		/*
+		 * The core is idle and this is its only job: run it on this
+		 * thread, sparing the hops to the worker and back (its worker
+		 * waits on: the core has a holder meanwhile).
+		 */
+		sched_core_run(s, c, sched_core_pick(s, c));
+		if (c->nqueued > 0 && c->holder == NULL)
+			pthread_cond_signal(&c->cond);
+	} else if (c->holder == NULL)
 		pthread_cond_signal(&c->cond);
 	pthread_mutex_unlock(&s->mu);
 	return (0);

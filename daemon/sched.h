@@ -81,6 +81,8 @@ struct sched_job {
 	const char		*kind;		/* "run", "lease", ... (static) */
 	const char		*kernel;	/* copied at submit; may be NULL */
 	void			*owner;
+	int			 here;		/* work may run on the submitting
+						 * thread (sched_job_submit) */
 
 	uint64_t		 id;
 	unsigned		 core;
@@ -162,11 +164,21 @@ void	sched_free(struct sched *s);
  * its client (uid + pid), round-robin with the other clients, interactive
  * before batch. work (jobs) or grant (leases) must be set. On success
  * job->id is set and done (jobs) is called exactly once later on the loop
- * thread; a lease's grant is called at most once. On failure returns a
- * sched_err and, in msg, the reason with its numbers; nothing to undo.
+ * thread; a lease's grant is called at most once. A job with here set
+ * whose core is idle with nothing queued runs its work on the calling
+ * thread before this returns (no hop to the core's worker and back; for
+ * work known to be short: the caller's thread is blocked meanwhile); done
+ * still comes later, through the loop. On failure returns a sched_err
+ * and, in msg, the reason with its numbers; nothing to undo.
  */
 int	sched_job_submit(struct sched *s, struct sched_job *job, int core,
 	    const struct sched_limits *lim, char *msg, size_t msglen);
+/*
+ * On the loop thread: call the done (or grant) of every job that has
+ * finished (or been granted) now, as the loop would on its next turn;
+ * after a submit that ran its job on the spot (sched_job_submit, here).
+ */
+void	sched_events_deliver(struct sched *s);
 /*
  * Cancel job on the loop thread. With a cancel hook: calls it. Otherwise
  * sets *job->cancel; a queued job leaves its queue and its done comes later

@@ -129,6 +129,8 @@ extern const struct ctl_cmd ctl_cache_gc_cmd;
 extern const struct ctl_cmd ctl_cache_import_cmd;
 extern const struct ctl_cmd ctl_cache_ls_cmd;
 extern const struct ctl_cmd ctl_cache_pin_cmd;
+extern const struct ctl_cmd ctl_cache_pull_cmd;
+extern const struct ctl_cmd ctl_cache_push_cmd;
 extern const struct ctl_cmd ctl_cache_rm_cmd;
 extern const struct ctl_cmd ctl_cache_show_cmd;
 extern const struct ctl_cmd ctl_cache_stat_cmd;
@@ -243,6 +245,9 @@ void	 ctl_jobs_times(const struct Nkid__V1__Job *k, double now,
  * the exit code.
  */
 int	 ctl_main(int argc, char **argv, FILE *out, FILE *err);
+/* nkictl the process: ctl_main on stdout and stderr, then exit with its
+ * code (without tearing gRPC down when a connection was made). */
+void	 ctl_main_exit(int argc, char **argv) __attribute__((noreturn));
 
 /* ------------------------------------------------------ ctl.c */
 

@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 
 #include "ctl_cache.h"
+#include "ctl_cache_remote.h"
 
 static const struct ctl_opt ctl_cache_stat_opts[] = {
 	{ 0, "zero", NULL, "count hits, misses, compiles and the others from "
@@ -42,6 +43,8 @@ ctl_cache_stat_print(struct ctl_ctx *ctx, const Nkid__V1__CacheStatReply *r,
 	    (unsigned long long)r->failures);
 	ctl_kv(ctx, "evictions", "%llu", (unsigned long long)r->evictions);
 	ctl_kv(ctx, "corrupt", "%llu", (unsigned long long)r->corrupt);
+	if (r->remote != NULL)
+		ctl_cache_remote_print(ctx, r->remote);
 }
 
 static int
@@ -53,6 +56,7 @@ ctl_cache_stat_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	struct ctl_cache_where		 w = { 0, NULL };
 	struct cache			*c = NULL;
 	struct cache_stats		 cs;
+	cJSON				*o;
 	int				 rc;
 
 	if ((rc = ctl_cache_where_get(ctx, a, &w)) != 0)
@@ -75,9 +79,13 @@ ctl_cache_stat_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	    &nkid__v1__cache_stat_reply__descriptor,
 	    (ProtobufCMessage **)&r)) != 0)
 		goto out;
-	if (ctx->json)
-		rc = ctl_json_print(ctx, ctl_cache_stats_json(r));
-	else
+	if (ctx->json) {
+		o = ctl_cache_stats_json(r);
+		if (o != NULL && r->remote != NULL)
+			cJSON_AddItemToObject(o, "remote",
+			    ctl_cache_remote_json(r->remote));
+		rc = ctl_json_print(ctx, o);
+	} else
 		ctl_cache_stat_print(ctx, r, w.offline);
 out:
 	if (r != NULL && r != &off)

@@ -19,6 +19,8 @@ const struct ctl_cmd *const ctl_cmd_table[] = {
 	&ctl_cache_import_cmd,
 	&ctl_cache_ls_cmd,
 	&ctl_cache_pin_cmd,
+	&ctl_cache_pull_cmd,
+	&ctl_cache_push_cmd,
 	&ctl_cache_rm_cmd,
 	&ctl_cache_show_cmd,
 	&ctl_cache_stat_cmd,

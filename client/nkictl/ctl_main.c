@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ctl.h"
 
@@ -97,54 +98,93 @@ ctl_main_wants_json(int argc, char **argv)
 	return (0);
 }
 
-int
-ctl_main(int argc, char **argv, FILE *out, FILE *err)
+/* Parse, find and run the command on ctx (its connection, if any, is left
+ * open in ctx->rpc); returns the exit code. */
+static int
+ctl_main_run(struct ctl_ctx *ctx, int argc, char **argv)
 {
-	struct ctl_ctx	 ctx;
 	struct ctl_args	 a;
 	const char	*env;
 	int		 first, used, rc, wants, global;
 
-	memset(&ctx, 0, sizeof ctx);
-	ctx.out = out;
-	ctx.err = err;
 	wants = ctl_main_wants_json(argc, argv);
-	if (ctl_main_parse(&ctx, argc, argv, &first, &rc) < 0) {
-		ctx.json |= wants;
-		goto out;
+	if (ctl_main_parse(ctx, argc, argv, &first, &rc) < 0) {
+		ctx->json |= wants;
+		return (rc);
 	}
-	global = ctx.json;
-	ctx.json |= wants;
-	ctx.cmd = ctl_main_find(&ctx, argc - first, argv + first, &used);
-	if (ctx.cmd == NULL) {
-		rc = CTL_EXIT_USAGE;
-		goto out;
-	}
+	global = ctx->json;
+	ctx->json |= wants;
+	ctx->cmd = ctl_main_find(ctx, argc - first, argv + first, &used);
+	if (ctx->cmd == NULL)
+		return (CTL_EXIT_USAGE);
 	/* After its first operand a command's words are another program's
 	 * (lock -- CMD): its own --json comes before them, if at all. */
-	if (ctx.cmd->flags & CTL_CMD_OPTS_FIRST)
-		ctx.json = global;
-	if (ctx.socket == NULL) {
+	if (ctx->cmd->flags & CTL_CMD_OPTS_FIRST)
+		ctx->json = global;
+	if (ctx->socket == NULL) {
 		env = getenv(CTL_SOCKET_ENV);
-		ctx.socket = env != NULL && *env != '\0' ? env :
+		ctx->socket = env != NULL && *env != '\0' ? env :
 		    CTL_DEFAULT_SOCKET;
 	}
-	if (ctx.timeout_s == 0)
-		ctx.timeout_s = ctx.cmd->timeout_s > 0 ? ctx.cmd->timeout_s :
-		    CTL_TIMEOUT_DEFAULT;
+	if (ctx->timeout_s == 0)
+		ctx->timeout_s = ctx->cmd->timeout_s > 0 ?
+		    ctx->cmd->timeout_s : CTL_TIMEOUT_DEFAULT;
 
 	first += used - 1;
-	if (ctl_args_parse(&ctx, argc - first, argv + first, &a, &rc) == 0)
-		rc = ctx.cmd->exec(&ctx, &a);
+	if (ctl_args_parse(ctx, argc - first, argv + first, &a, &rc) == 0)
+		rc = ctx->cmd->exec(ctx, &a);
 	ctl_args_release(&a);
-	ctl_rpc_close(ctx.rpc);
-out:
-	ctl_error_json(&ctx, rc);
-	if (fflush(out) != 0 || ferror(out)) {
-		fprintf(err, "nkictl: cannot write the output: %s\n",
+	return (rc);
+}
+
+/* A failure told in JSON if asked for, and the output flushed; returns
+ * rc, or a failure if the output cannot be written. */
+static int
+ctl_main_end(struct ctl_ctx *ctx, int rc)
+{
+	ctl_error_json(ctx, rc);
+	if (fflush(ctx->out) != 0 || ferror(ctx->out)) {
+		fprintf(ctx->err, "nkictl: cannot write the output: %s\n",
 		    strerror(errno));
 		if (rc == CTL_EXIT_OK)
 			rc = CTL_EXIT_FAIL;
 	}
 	return (rc);
+}
+
+int
+ctl_main(int argc, char **argv, FILE *out, FILE *err)
+{
+	struct ctl_ctx	 ctx;
+	int		 rc;
+
+	memset(&ctx, 0, sizeof ctx);
+	ctx.out = out;
+	ctx.err = err;
+	rc = ctl_main_run(&ctx, argc, argv);
+	ctl_rpc_close(ctx.rpc);
+	return (ctl_main_end(&ctx, rc));
+}
+
+void
+ctl_main_exit(int argc, char **argv)
+{
+	struct ctl_ctx	 ctx;
+	int		 rc;
+
+	memset(&ctx, 0, sizeof ctx);
+	ctx.out = stdout;
+	ctx.err = stderr;
+	rc = ctl_main_end(&ctx, ctl_main_run(&ctx, argc, argv));
+	if (ctx.rpc != NULL) {
+		/*
+		 * Every call has ended and the output is out: the process
+		 * ends without tearing gRPC down. Joining its threads (and
+		 * absl timing the CPU on the way: ~3 ms on a VM) cost more
+		 * than the call itself (docs/performance.md).
+		 */
+		fflush(stderr);
+		_exit(rc);
+	}
+	exit(rc);
 }

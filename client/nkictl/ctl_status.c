@@ -6,6 +6,7 @@
 
 #include "nkid.pb-c.h"
 #include "ctl_cache.h"
+#include "ctl_cache_remote.h"
 
 static const char *
 ctl_status_str(const char *s)
@@ -72,9 +73,13 @@ ctl_status_json(const struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 		}
 	}
 
-	if (r->cache != NULL)
-		cJSON_AddItemToObject(o, "cache",
-		    ctl_cache_stats_json(r->cache));
+	if (r->cache != NULL) {
+		x = ctl_cache_stats_json(r->cache);
+		if (x != NULL && r->cache->remote != NULL)
+			cJSON_AddItemToObject(x, "remote",
+			    ctl_cache_remote_json(r->cache->remote));
+		cJSON_AddItemToObject(o, "cache", x);
+	}
 	if (r->jobs != NULL && (c = cJSON_AddObjectToObject(o, "jobs"))) {
 		const Nkid__V1__JobCounters *j = r->jobs;
 
@@ -205,6 +210,8 @@ ctl_status_human(struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 		ctl_kv(ctx, "evictions", "%llu (%llu corrupt)",
 		    (unsigned long long)k->evictions,
 		    (unsigned long long)k->corrupt);
+		if (k->remote != NULL)
+			ctl_cache_remote_print(ctx, k->remote);
 	}
 	if (r->n_cores > 0) {
 		fputc('\n', ctx->out);

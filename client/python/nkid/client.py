@@ -21,11 +21,12 @@ import numpy as np
 from ._proto import nkid_pb2 as pb
 from ._proto import nkid_pb2_grpc as pb_grpc
 from .errors import NkidError, NkidConnectionError, error_for
+from . import _env
 from . import _shm  # noqa: F401  (sweeps stale regions of dead processes at import)
 from .tracer import dtypes as _dt
 
 __all__ = ["DEFAULT_SOCKET", "DEFAULT_TIMEOUT", "TIMEOUT_ENV", "socket_path", "call_timeout",
-           "Client", "get_client", "to_wire", "from_wire", "kernel_ref"]
+           "Client", "Prepared", "get_client", "to_wire", "from_wire", "kernel_ref"]
 
 DEFAULT_SOCKET = "/run/nkid/nkid.sock"
 #: Seconds a call may take unless NKID_TIMEOUT says otherwise.
@@ -38,13 +39,13 @@ MAX_MESSAGE = 2 ** 31 - 1
 
 def socket_path():
     """The socket nkid is expected on."""
-    return os.environ.get("NKID_SOCKET") or DEFAULT_SOCKET
+    return _env.get("NKID_SOCKET") or DEFAULT_SOCKET
 
 
 def call_timeout():
     """The deadline of a call in seconds: ``$NKID_TIMEOUT`` (``0``, ``inf``
     or ``none``: no deadline, None), else :data:`DEFAULT_TIMEOUT`."""
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    raw = _env.get(TIMEOUT_ENV, "").strip()
     if raw == "":
         return DEFAULT_TIMEOUT
     if raw.lower() in ("none", "inf", "infinity"):
@@ -93,6 +94,33 @@ def kernel_ref(traced, target="", options="", neff_key="", retry_failed=False):
                         neff_key=neff_key, retry_failed=bool(retry_failed))
 
 
+class Prepared:
+    """A request already serialized (``data``), sent as it is: the Run of a
+    warm call plan (nkid/nki/_plan.py) is its template's bytes with the
+    tensors' bytes spliced in.  ``ref`` is its KernelRef; any other field
+    reads from the parsed message (for inspection, never on the hot
+    path)."""
+
+    def __init__(self, message_type, data, ref):
+        self.message_type = message_type
+        self.data = data
+        self.ref = ref
+
+    def SerializeToString(self):
+        return self.data
+
+    def __getattr__(self, name):
+        msg = self.__dict__.get("_msg")
+        if msg is None:
+            msg = self.__dict__["_msg"] = self.message_type.FromString(self.data)
+        return getattr(msg, name)
+
+
+def _serialize(request):
+    """A message's bytes, or a Prepared request's."""
+    return request.SerializeToString()
+
+
 class Client:
     """A connection to nkid on ``socket`` (default: :func:`socket_path`)."""
 
@@ -105,6 +133,10 @@ class Client:
             ("grpc.enable_http_proxy", 0),
         ])
         self._stub = pb_grpc.NkidStub(self._channel)
+        # Run also takes Prepared requests.
+        self._stub.Run = self._channel.unary_unary(
+            "/nkid.v1.Nkid/Run", request_serializer=_serialize,
+            response_deserializer=pb.RunReply.FromString)
 
     def close(self):
         self._channel.close()
@@ -183,14 +215,26 @@ class Client:
 
 _clients = {}
 _lock = threading.Lock()
+# This process's pid, kept by a fork hook (os.getpid is a system call, on
+# every warm call).
+_pid = os.getpid()
+
+
+def _forked():
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def get_client(socket=None):
     """The process's client for ``socket`` (re-created after fork)."""
-    path = socket or socket_path()
-    key = (os.getpid(), path)
-    with _lock:
-        c = _clients.get(key)
-        if c is None:
-            c = _clients[key] = Client(path)
-        return c
+    key = (_pid, socket or _env.get("NKID_SOCKET") or DEFAULT_SOCKET)
+    c = _clients.get(key)
+    if c is None:
+        with _lock:
+            c = _clients.get(key)
+            if c is None:
+                c = _clients[key] = Client(key[1])
+    return c
