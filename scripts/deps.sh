@@ -7,7 +7,7 @@ set -eu
 PKGS="build-essential pkg-config libuv1-dev libgrpc-dev protobuf-c-compiler
 libprotobuf-c-dev protobuf-compiler libsqlite3-dev libcjson-dev check
 libsubunit-dev libsystemd-dev libssl-dev libopenblas-dev python3-venv
-valgrind util-linux systemd sccache"
+valgrind util-linux systemd sccache clang libclang-rt-dev"
 
 missing=""
 for p in $PKGS; do
