@@ -46,6 +46,7 @@ class Nkid:
         cmd += ["-c", self.config]
         cmd += self.args
         log = open(self.logpath, "ab")
+        self.killed = False
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                      env=self.env, preexec_fn=self.preexec)
         log.close()
@@ -89,6 +90,9 @@ class Nkid:
         return self.proc is not None and self.proc.poll() is None
 
     def kill(self, sig=signal.SIGKILL):
+        """Send sig; a deadly one marks the death as asked for."""
+        if sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT):
+            self.killed = True
         if self.alive():
             os.kill(self.proc.pid, sig)
 
