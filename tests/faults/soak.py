@@ -163,6 +163,7 @@ def read_records(paths):
 
 def svg_plot(series, t_end, reloads, path):
     """Two panels, throughput (ops/s) and p99 (ms) per bucket, as SVG."""
+    series = [s for s in series if s["t"] <= t_end]
     W, H, L, R, T, G = 760, 420, 60, 20, 30, 40
     ph = (H - T - 2 * G) / 2
     pw = W - L - R
@@ -276,7 +277,7 @@ def main():
     for r in recs:
         by_op.setdefault(r[1], []).append(r[2])
     series = []
-    for b in range(int(elapsed // BUCKET_S) + 1):
+    for b in range(int(elapsed // BUCKET_S)):      # whole buckets only
         lat = [r[2] for r in recs if b * BUCKET_S <= r[0] - t0 < (b + 1) * BUCKET_S]
         if lat:
             series.append({"t": (b + 0.5) * BUCKET_S, "ops_s": len(lat) / BUCKET_S,
