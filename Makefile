@@ -205,7 +205,7 @@ check-asan: deps python
 		NKID_ASAN=1 check
 
 # The fault-injection suite and the soak (docs/reliability.md).
-faults: all $(BUILD)/tests/libiofail.so
+faults: all $(BUILD)/tests/libiofail.so $(BUILD)/tests/libfake_nrt.so
 	$(PY) tests/faults/run.py --build $(BUILD)
 DURATION ?= 600
 soak: all
