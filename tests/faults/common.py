@@ -202,7 +202,3 @@ def percentile(xs, p):
     if not xs:
         return 0.0
     return float(np.percentile(np.array(xs), p))
-
-
-def sh(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)

@@ -10,7 +10,7 @@ import sys
 import time
 
 import kernels
-from common import alive, run_case, sh
+from common import alive, run_case
 
 WORKERS = 8
 
