@@ -299,6 +299,8 @@ def bundles(n, cl, t, rnd, count=200):
             b += os.urandom(rnd.randrange(1, 64))
         else:               # random bytes with the magic
             b = bytearray(b"NKIDBDL1" + os.urandom(rnd.randrange(8, 2000)))
+        if bytes(b) == real:    # e.g. the count set to what it was
+            b[-1] ^= 1
         chunks = [pb.CacheChunk(data=bytes(b[j:j + 700])).SerializeToString()
                   for j in range(0, len(b), 700)] or [b""]
         code, msg = raw_call(raw_channel(n.sock), "CacheImport", None, "client", chunks=chunks)
