@@ -75,7 +75,11 @@ class Context:
         self.root = os.geteuid() == 0
         self.instances = []
         self.mounts = []
+        # The shim is never built with a sanitizer: take build/'s for
+        # build-asan/ (ASan is told it need not come first).
         self.iofail = os.path.join(TOP, build, "tests", "libiofail.so")
+        if not os.path.exists(self.iofail):
+            self.iofail = os.path.join(TOP, "build", "tests", "libiofail.so")
         self.fake_nrt = os.path.join(TOP, build, "tests", "libfake_nrt.so")
         self.ctl = os.path.join(TOP, build, "bin", "nkictl")
         self.crashes = 0        # nkid deaths nobody asked for, over all scenarios

@@ -73,8 +73,8 @@ class Case:
         if self.n.alive():
             if self.n.stop() != 0:
                 self.fail("nkid did not stop cleanly under the fault")
-        self.n.env = {k: v for k, v in self.n.env.items() if not k.startswith(("LD_PRELOAD",
-                                                                             "IOFAIL_"))}
+        self.n.env = {k: v for k, v in self.n.env.items()
+                      if not k.startswith(("LD_PRELOAD", "IOFAIL_", "ASAN_OPTIONS"))}
         self.n.start()
         self.workload(new_base)
         if not self.n.alive():
@@ -319,7 +319,7 @@ def io_error(ctx, r, name, ops, path, after, err):
     log = os.path.join(c.n.dir, "iofail.log")
     c.n.env.update({"LD_PRELOAD": ctx.iofail, "IOFAIL_OPS": ops, "IOFAIL_PATH": path,
                     "IOFAIL_AFTER": str(after), "IOFAIL_COUNT": "3", "IOFAIL_ERRNO": err,
-                    "IOFAIL_LOG": log})
+                    "IOFAIL_LOG": log, "ASAN_OPTIONS": "verify_asan_link_order=0"})
     c.n.start()
     c.workload(100.0)
     alive(ctx, r, c.n, "io-" + name)
