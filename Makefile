@@ -14,7 +14,7 @@ PY       := .venv/bin/python
 VERSION  := 0.1.0
 
 CC       ?= cc
-PKGS     := grpc libuv libprotobuf-c sqlite3 libcjson libsystemd libcrypto openblas \
+PKGS     := grpc libuv libprotobuf-c sqlite3 libcjson libsystemd libcrypto openblas sleef \
 	libmicrohttpd
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # gRPC's pkg-config names every abseil library; the core needs two.
