@@ -1306,6 +1306,50 @@ sim_exec_fold(int alu, float acc, const float *x, int64_t sx,
 		return (acc + (((p[0] + p[1]) + (p[2] + p[3])) +
 		    ((p[4] + p[5]) + (p[6] + p[7]))));
 	}
+	if ((alu == NKIR__V1__ALU_OP__ALU_MAXIMUM ||
+	    alu == NKIR__V1__ALU_OP__ALU_MINIMUM) && !act && sx == 1 &&
+	    n >= 16 && acc == acc) {
+		/* 8 lanes, exact: max and min of distinct values do not
+		 * depend on the order; a NaN or a zero result (which of
+		 * +0 and -0 comes first) takes the loop below */
+		bool	mx = alu == NKIR__V1__ALU_OP__ALU_MAXIMUM;
+
+		for (j = 0; j < 8; j++)
+			p[j] = acc;
+#ifdef __SSE4_1__
+		{
+			__m128	a0 = _mm_loadu_ps(p), a1 = a0, y0, y1;
+
+			for (; i + 8 <= n; i += 8) {
+				y0 = _mm_loadu_ps(x + i);
+				y1 = _mm_loadu_ps(x + i + 4);
+				a0 = _mm_blendv_ps(a0, y0, _mm_or_ps(mx ?
+				    _mm_cmpgt_ps(y0, a0) : _mm_cmplt_ps(y0, a0),
+				    _mm_cmpunord_ps(y0, y0)));
+				a1 = _mm_blendv_ps(a1, y1, _mm_or_ps(mx ?
+				    _mm_cmpgt_ps(y1, a1) : _mm_cmplt_ps(y1, a1),
+				    _mm_cmpunord_ps(y1, y1)));
+			}
+			_mm_storeu_ps(p, a0);
+			_mm_storeu_ps(p + 4, a1);
+		}
+#endif
+		for (; i + 8 <= n; i += 8)
+			for (j = 0; j < 8; j++)
+				p[j] = (mx ? x[i + j] > p[j] :
+				    x[i + j] < p[j]) || x[i + j] != x[i + j] ?
+				    x[i + j] : p[j];
+		m = p[0];
+		for (j = 1; j < 8; j++)
+			m = (mx ? p[j] > m : p[j] < m) || p[j] != p[j] ?
+			    p[j] : m;
+		for (; i < n; i++)
+			m = (mx ? x[i] > m : x[i] < m) || x[i] != x[i] ?
+			    x[i] : m;
+		if (m == m && m != 0.0f)
+			return (m);
+		i = 0;
+	}
 	for (i = 0; i < n; i++) {
 		if (act && !act[i])
 			continue;
@@ -1354,6 +1398,23 @@ struct sim_exec_fold {
 	const float	*mean;
 };
 
+/* c plus one for each of the n elements active in act (all if NULL),
+ * added one by one in fp32: exact until 2^24, where it sticks. */
+static float
+sim_exec_count(float c, const uint8_t *act, size_t n)
+{
+	size_t	k = n, i;
+
+	if (act != NULL)
+		for (i = 0, k = 0; i < n; i++)
+			k += act[i] != 0;
+	if (k <= (1u << 24) && c + (float)k <= 16777216.0f)
+		return (c + (float)k);	/* every partial sum exact */
+	for (i = 0; i < n; i++)
+		c += !act || act[i];
+	return (c);
+}
+
 /* One pass over src0's rows with axis-0 index in [lo, hi), folding into
  * acc (dst-shaped, contiguous); for VAR's second pass mean holds the
  * means. cnt counts active elements. */
@@ -1400,8 +1461,7 @@ sim_exec_reduce_part(struct sim_run *r, const struct sim_op *op, size_t nop,
 		if (inner) {
 			acc[ao] = sim_exec_fold(alu, acc[ao], x, sx, act, n,
 			    mean ? &mean[ao] : NULL);
-			for (i = 0; i < n; i++)
-				cnt[ao] += !act || act[i];
+			cnt[ao] = sim_exec_count(cnt[ao], act, n);
 			continue;
 		}
 		for (i = 0; i < n; i++) {

@@ -57,8 +57,9 @@
 	}
 
 /* o[0 .. n-1] = act(o[...]) in vectors of W; the tail goes through a
- * zero-padded vector, so every element takes the same path. */
-#define SIM_VMATH_ROW(NAME, ATTR, W, V, LOAD, STORE, VFN)		\
+ * zero-padded vector, so every element takes the same path. A NaN comes
+ * out as the quiet NaN 0x7fc00000: the widths' NaNs differ in sign. */
+#define SIM_VMATH_ROW(NAME, ATTR, W, V, LOAD, STORE, VFN, QNAN)	\
 static ATTR void							\
 NAME(int act, float *o, size_t n)					\
 {									\
@@ -66,11 +67,11 @@ NAME(int act, float *o, size_t n)					\
 	size_t	i;							\
 									\
 	for (i = 0; i + W <= n; i += W)					\
-		STORE(o + i, VFN(act, LOAD(o + i)));			\
+		STORE(o + i, QNAN(VFN(act, LOAD(o + i))));		\
 	if (i < n) {							\
 		memset(buf, 0, sizeof(buf));				\
 		memcpy(buf, o + i, (n - i) * sizeof(float));		\
-		STORE(buf, VFN(act, LOAD(buf)));			\
+		STORE(buf, QNAN(VFN(act, LOAD(buf))));			\
 		memcpy(o + i, buf, (n - i) * sizeof(float));		\
 	}								\
 }
@@ -80,6 +81,8 @@ NAME(int act, float *o, size_t n)					\
 #define SIM_NEG4(x)	_mm_xor_ps((x), _mm_set1_ps(-0.0f))
 #define SIM_GT20_4(x, y) \
 	_mm_blendv_ps((y), (x), _mm_cmpgt_ps((x), _mm_set1_ps(20.0f)))
+#define SIM_QNAN4(x)	_mm_blendv_ps((x),				\
+	_mm_castsi128_ps(_mm_set1_epi32(0x7fc00000)), _mm_cmpunord_ps((x), (x)))
 
 static inline __m128
 sim_vmath_v4(int act, __m128 x)
@@ -92,13 +95,16 @@ sim_vmath_v4(int act, __m128 x)
 }
 
 SIM_VMATH_ROW(sim_vmath_row4, , 4, __m128, _mm_loadu_ps, _mm_storeu_ps,
-    sim_vmath_v4)
+    sim_vmath_v4, SIM_QNAN4)
 
 /* ------------------------------------------------------------ avx */
 
 #define SIM_NEG8(x)	_mm256_xor_ps((x), _mm256_set1_ps(-0.0f))
 #define SIM_GT20_8(x, y) _mm256_blendv_ps((y), (x),			\
 	_mm256_cmp_ps((x), _mm256_set1_ps(20.0f), _CMP_GT_OQ))
+#define SIM_QNAN8(x)	_mm256_blendv_ps((x),				\
+	_mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000)),		\
+	_mm256_cmp_ps((x), (x), _CMP_UNORD_Q))
 
 static inline __attribute__((target("avx"))) __m256
 sim_vmath_v8(int act, __m256 x)
@@ -111,7 +117,7 @@ sim_vmath_v8(int act, __m256 x)
 }
 
 SIM_VMATH_ROW(sim_vmath_row8, __attribute__((target("avx"))), 8, __m256,
-    _mm256_loadu_ps, _mm256_storeu_ps, sim_vmath_v8)
+    _mm256_loadu_ps, _mm256_storeu_ps, sim_vmath_v8, SIM_QNAN8)
 
 /* ------------------------------------------------------------ avx-512 */
 
@@ -119,6 +125,9 @@ SIM_VMATH_ROW(sim_vmath_row8, __attribute__((target("avx"))), 8, __m256,
 	_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u)))
 #define SIM_GT20_16(x, y) _mm512_mask_blend_ps(				\
 	_mm512_cmp_ps_mask((x), _mm512_set1_ps(20.0f), _CMP_GT_OQ), (y), (x))
+#define SIM_QNAN16(x)	_mm512_mask_blend_ps(				\
+	_mm512_cmp_ps_mask((x), (x), _CMP_UNORD_Q), (x),		\
+	_mm512_castsi512_ps(_mm512_set1_epi32(0x7fc00000)))
 
 static inline __attribute__((target("avx512f"))) __m512
 sim_vmath_v16(int act, __m512 x)
@@ -135,7 +144,7 @@ sim_vmath_v16(int act, __m512 x)
 }
 
 SIM_VMATH_ROW(sim_vmath_row16, __attribute__((target("avx512f"))), 16,
-    __m512, _mm512_loadu_ps, _mm512_storeu_ps, sim_vmath_v16)
+    __m512, _mm512_loadu_ps, _mm512_storeu_ps, sim_vmath_v16, SIM_QNAN16)
 
 /* ------------------------------------------------------------ entry */
 
