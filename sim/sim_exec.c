@@ -407,10 +407,15 @@ sim_exec_scatter(struct sim_run *r, const struct sim_op *op,
  * for it costs some microseconds, more when a worker must be woken
  * (docs/performance.md, "The executor uses the machine").
  */
+#ifndef SIM_EXEC_SPLIT_MIN
 #define SIM_EXEC_SPLIT_MIN	(32u << 10)
+#endif
+#ifndef SIM_EXEC_REGION_MIN
 #define SIM_EXEC_REGION_MIN	(64u << 10)
-/* Parts per thread of a spread loop or grid, so that a thread the
- * machine runs slower takes fewer. */
+#endif
+/* Parts per thread of a spread loop or grid or a split op, so that a
+ * thread the machine runs slower (or not at all: a shared machine) takes
+ * fewer and the others take the rest. */
 #define SIM_EXEC_CHUNKS		4
 
 /* A pool slot's memory for one run: this header, a run block (tiles,
@@ -560,11 +565,11 @@ sim_exec_parts(const struct sim_run *r, uint64_t units, uint64_t work,
 	if (r->inpar || r->threads <= 1 || r->slots == NULL)
 		return (1);
 	n = work / min;
-	if (n > r->threads)
-		n = r->threads;
+	if (n > (uint64_t)r->threads * SIM_EXEC_CHUNKS)
+		n = (uint64_t)r->threads * SIM_EXEC_CHUNKS;
 	if (n > units)
 		n = units;
-	return (n < 1 ? 1 : (unsigned)n);
+	return (n < 2 ? 1 : (unsigned)n);
 }
 
 /* One op's rows split over the pool. */
@@ -1575,7 +1580,7 @@ sim_exec_matmul(struct sim_run *r, const struct sim_op *op)
 	float			*A, *B, *C, *tmp = r->scratch;
 	float			 beta = op->accumulate ? 1.0f : 0.0f;
 	bool			 direct_c;
-	int			 K, M, N, lda, ldb, ldc, rc;
+	int			 K, M, N, lda, ldb, ldc, grain, rc;
 
 	K = (int)(op->transpose_x ? x->shape[0] : x->shape[1]);
 	M = (int)(op->transpose_x ? x->shape[1] : x->shape[0]);
@@ -1606,8 +1611,11 @@ sim_exec_matmul(struct sim_run *r, const struct sim_op *op)
 	}
 	g = (struct sim_exec_gemm){ op->transpose_x, M, K, lda, ldb, ldc,
 	    beta, A, B, C };
-	if (op->par_split && N >= 2 * SIM_EXEC_GEMM_GRAIN)
-		rc = sim_exec_split(r, op, 1, (uint64_t)N, SIM_EXEC_GEMM_GRAIN,
+	/* one part per thread: each call packs its operands again */
+	grain = ((N + (int)r->threads - 1) / (int)r->threads +
+	    SIM_EXEC_GEMM_GRAIN - 1) & ~(SIM_EXEC_GEMM_GRAIN - 1);
+	if (op->par_split && N >= 2 * grain)
+		rc = sim_exec_split(r, op, 1, (uint64_t)N, (uint64_t)grain,
 		    op->par_work, sim_exec_gemm_part, &g);
 	else
 		rc = sim_exec_gemm_part(r, op, 1, 0, (uint64_t)N, &g);
@@ -2148,7 +2156,7 @@ sim_run(const struct sim_program *p, const struct sim_tensor *inputs,
 	pthread_once(&blas_once, sim_exec_blas_init);
 	if (diag != NULL)
 		diag->msg[0] = '\0';
-	r.threads = opts != NULL ? opts->threads : 1;
+	r.threads = opts != NULL && opts->threads > 1 ? opts->threads : 1;
 	if (r.threads > SIM_POOL_MAX)
 		r.threads = SIM_POOL_MAX;
 	if (opts != NULL && opts->op_cb != NULL)
