@@ -3,7 +3,6 @@
  * sim_par.c built. */
 #include <sys/mman.h>
 
-#include <cblas.h>
 #ifdef __SSE__
 #include <immintrin.h>
 #endif
@@ -1561,8 +1560,7 @@ sim_exec_gemm_part(struct sim_run *r, const struct sim_op *op, size_t k,
 {
 	const struct sim_exec_gemm	*g = ctx;
 
-	cblas_sgemm(CblasRowMajor, g->trans ? CblasTrans : CblasNoTrans,
-	    CblasNoTrans, g->M, (int)(hi - lo), g->K, 1.0f, g->A, g->lda,
+	sim_blas_sgemm(g->trans, g->M, (int)(hi - lo), g->K, g->A, g->lda,
 	    g->B + lo, g->ldb, g->beta, g->C + lo, g->ldc);
 	return (0);
 }
@@ -1577,11 +1575,15 @@ sim_exec_matmul(struct sim_run *r, const struct sim_op *op)
 	const struct sim_view	*x = &op->src[0].v, *y = &op->src[1].v;
 	struct sim_operand	 d;
 	struct sim_exec_gemm	 g;
+	const char		*msg;
 	float			*A, *B, *C, *tmp = r->scratch;
 	float			 beta = op->accumulate ? 1.0f : 0.0f;
 	bool			 direct_c;
 	int			 K, M, N, lda, ldb, ldc, grain, rc;
 
+	if ((msg = sim_blas_open()) != NULL)
+		return (sim_exec_fail(r, op, SIM_ERUNTIME, "matmul needs "
+		    "OpenBLAS: %s", msg));
 	K = (int)(op->transpose_x ? x->shape[0] : x->shape[1]);
 	M = (int)(op->transpose_x ? x->shape[1] : x->shape[0]);
 	N = (int)y->shape[1];
@@ -2134,26 +2136,16 @@ sim_exec_outputs(struct sim_run *r, struct sim_tensor *out)
 	return (0);
 }
 
-/* The executor's threads are the pool's: OpenBLAS runs on the caller's
- * alone (its own threads would compete with the pool's, and spin). */
-static void
-sim_exec_blas_init(void)
-{
-	openblas_set_num_threads(1);
-}
-
 int
 sim_run(const struct sim_program *p, const struct sim_tensor *inputs,
     size_t ninputs, struct sim_tensor *outputs, size_t noutputs,
     const struct sim_run_opts *opts, struct sim_diag *diag)
 {
-	static pthread_once_t	 blas_once = PTHREAD_ONCE_INIT;
 	struct sim_run		 r = { .p = p, .opts = opts, .diag = diag };
 	size_t			 i;
 	uint64_t		 prog;
 	int			 rc;
 
-	pthread_once(&blas_once, sim_exec_blas_init);
 	if (diag != NULL)
 		diag->msg[0] = '\0';
 	r.threads = opts != NULL && opts->threads > 1 ? opts->threads : 1;

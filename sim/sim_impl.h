@@ -6,7 +6,7 @@
  * Floors: a file calls only into the files on the floors below it.
  *   0  sim_diag.c (error codes, messages), sim_dtype.c (dtypes),
  *      sim_op.c (op kinds: names, engines), sim_pool.c (worker threads),
- *      sim_vmath.c (vectorized math of rows)
+ *      sim_vmath.c (vectorized math of rows), sim_blas.c (OpenBLAS)
  *   1  sim_print.c (shapes and device_print's text),
  *      sim_opt.c (fusion, dead fills, copy elision in a planned program),
  *      sim_par.c (which parts of a program may run side by side)
@@ -291,6 +291,15 @@ void	 sim_dtype_round_row(int dt, float *dst, int64_t dstride,
  */
 void	 sim_pool_run(unsigned threads, unsigned n,
 	    void (*fn)(void *arg, unsigned task, unsigned slot), void *arg);
+
+/* sim_blas.c */
+/* Load OpenBLAS (once; single-threaded, kernels for this CPU): NULL, or
+ * why it cannot be used (static). */
+const char *sim_blas_open(void);
+/* C = A @ B + beta * C, row-major, A transposed if trans_a (A is then
+ * [K, M]); after sim_blas_open succeeded. */
+void	 sim_blas_sgemm(bool trans_a, int M, int N, int K, const float *A,
+	    int lda, const float *B, int ldb, float beta, float *C, int ldc);
 
 /* sim_vmath.c */
 /* Vector widths of sim_vmath_act_isa. */
