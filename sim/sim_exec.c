@@ -499,6 +499,7 @@ sim_exec_slots_release(struct sim_run *r)
 		pthread_mutex_lock(&p->run_mu);
 		if (p->par_nfree < SIM_POOL_MAX &&
 		    sim_exec_slot_bytes(p) <= SIM_RUN_CACHE_MAX) {
+			p->par_block_bytes = sim_exec_slot_bytes(p);
 			p->par_free[p->par_nfree++] = r->slots[i];
 			r->slots[i] = NULL;
 		}

@@ -228,6 +228,7 @@ struct sim_program {
 	/* Worker blocks (run_bytes, then the worker's binds and loop
 	 * variables) kept between runs under run_mu. */
 	size_t			 par_nfree;
+	size_t			 par_block_bytes;	/* each */
 	void			*par_free[SIM_POOL_MAX];
 };
 

@@ -84,7 +84,7 @@ NAME(int act, float *o, size_t n)					\
 #define SIM_QNAN4(x)	_mm_blendv_ps((x),				\
 	_mm_castsi128_ps(_mm_set1_epi32(0x7fc00000)), _mm_cmpunord_ps((x), (x)))
 
-static inline __m128
+static inline __attribute__((target("sse4.1"))) __m128
 sim_vmath_v4(int act, __m128 x)
 {
 	SIM_VMATH_BODY(__m128, _mm_set1_ps, _mm_add_ps, _mm_mul_ps,
@@ -94,7 +94,8 @@ sim_vmath_v4(int act, __m128 x)
 	    Sleef_cinz_cosf4_u10sse4, Sleef_cinz_log1pf4_u10sse4)
 }
 
-SIM_VMATH_ROW(sim_vmath_row4, , 4, __m128, _mm_loadu_ps, _mm_storeu_ps,
+SIM_VMATH_ROW(sim_vmath_row4, __attribute__((target("sse4.1"))), 4, __m128,
+    _mm_loadu_ps, _mm_storeu_ps,
     sim_vmath_v4, SIM_QNAN4)
 
 /* ------------------------------------------------------------ avx */
@@ -169,7 +170,8 @@ sim_vmath_has(int act)
 	}
 }
 
-/* The widest vectors this CPU runs (SIM_VMATH_*). */
+/* The widest vectors this CPU runs (SIM_VMATH_*), -1 for none (before
+ * SSE4.1: the scalar functions then). */
 static int
 sim_vmath_best(void)
 {
@@ -177,13 +179,15 @@ sim_vmath_best(void)
 		return (SIM_VMATH_AVX512);
 	if (__builtin_cpu_supports("avx"))
 		return (SIM_VMATH_AVX);
-	return (SIM_VMATH_SSE4);
+	if (__builtin_cpu_supports("sse4.1"))
+		return (SIM_VMATH_SSE4);
+	return (-1);
 }
 
 bool
 sim_vmath_act_isa(int act, float *o, size_t n, int isa)
 {
-	if (!sim_vmath_has(act) || isa > sim_vmath_best())
+	if (!sim_vmath_has(act) || isa < 0 || isa > sim_vmath_best())
 		return (false);
 	switch (isa) {
 	case SIM_VMATH_AVX512:

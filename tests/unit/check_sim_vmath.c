@@ -79,7 +79,7 @@ static const struct vm_fn vm_fns[] = {
 	{ "gelu_tanh", ACT(GELU_TANH), vm_gelu_tanh, vm_fgelu_tanh, -4.0 },
 	{ "sin", ACT(SIN), sin, vm_fsin, 1.5 },
 	{ "cos", ACT(COS), cos, vm_fcos, 1.5 },
-	{ "erf", ACT(ERF), erf, vm_ferf, 2.0 },
+	{ "erf", ACT(ERF), erf, vm_ferf, 2.5 },
 	{ "softplus", ACT(SOFTPLUS), vm_softplus, vm_fsoftplus, 2.0 },
 };
 
