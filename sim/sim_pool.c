@@ -11,7 +11,7 @@
  * instructions (40 to 140 cycles each: some tens of microseconds): an op
  * split over the pool hands the next op's parts out tens of microseconds
  * later, and waking a sleeping thread costs about that. */
-#define SIM_POOL_SPINS		2048
+#define SIM_POOL_SPINS		512
 
 /* One sim_pool_run call: tasks [0, n) handed out in order. */
 struct sim_pool_job {
