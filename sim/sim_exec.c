@@ -402,15 +402,17 @@ sim_exec_scatter(struct sim_run *r, const struct sim_op *op,
 /*
  * Work (element operations, sim_op.par_work) below which an op's rows are
  * not split, per part, and below which a loop's iterations or the grid's
- * programs are not spread over the pool: handing out a part and waiting
- * for it costs some microseconds, more when a worker must be woken
- * (docs/performance.md, "The executor uses the machine").
+ * programs are not spread over the pool. Handing out parts costs a few
+ * microseconds; but a worker that took a part and is then preempted holds
+ * the caller for the rest of its time slice (milliseconds on a loaded
+ * machine), so only work of a millisecond or more is worth the risk
+ * (docs/performance.md, "Thresholds").
  */
 #ifndef SIM_EXEC_SPLIT_MIN
-#define SIM_EXEC_SPLIT_MIN	(32u << 10)
+#define SIM_EXEC_SPLIT_MIN	(512u << 10)
 #endif
 #ifndef SIM_EXEC_REGION_MIN
-#define SIM_EXEC_REGION_MIN	(64u << 10)
+#define SIM_EXEC_REGION_MIN	(1u << 20)
 #endif
 /* Parts per thread of a spread loop or grid or a split op, so that a
  * thread the machine runs slower (or not at all: a shared machine) takes

@@ -1961,7 +1961,7 @@ END_TEST
  * the one the sequential order meets first. */
 START_TEST(test_sim_par_first_error_wins)
 {
-	enum { N = 8, TP = 128, TF = 64, ROWS = 5 * TP };
+	enum { N = 8, TP = 128, TF = 1024, ROWS = 5 * TP };
 	struct kb kb, *b = &kb;
 	float *x = kb_randf(ROWS * TF, 12);
 	struct sim_tensor in, o;
