@@ -1833,6 +1833,9 @@ struct sim_exec_region {
 	const struct sim_par_region	*rg;
 	uint64_t			 n;	/* iterations */
 	unsigned			 chunks;
+	const int64_t			*lv;	/* loop variables at the
+						 * start (the caller's change
+						 * as its chunk runs) */
 	struct sim_exec_fails		 fails;
 };
 
@@ -1868,7 +1871,7 @@ sim_exec_region_cb(void *arg, unsigned task, unsigned slot)
 		for (k = 0; k < rr->rg->npriv; k++)
 			s->t[rr->rg->priv[k]].base = s->mem +
 			    p->tensors[rr->rg->priv[k]].moff;
-		memcpy(s->lv, r->lv, (p->nloopvars + 1) * sizeof(*s->lv));
+		memcpy(s->lv, rr->lv, (p->nloopvars + 1) * sizeof(*s->lv));
 		w.t = s->t;
 		w.lv = s->lv;
 		sim_exec_run_rows(&w, s->mem, true);
@@ -1905,17 +1908,24 @@ static int
 sim_exec_region(struct sim_run *r, const struct sim_op *loop,
     const struct sim_par_region *rg, uint64_t n)
 {
-	struct sim_exec_region	rr;
-	uint64_t		chunks = (uint64_t)r->threads * SIM_EXEC_CHUNKS;
+	struct sim_exec_region	 rr;
+	uint64_t		 chunks = (uint64_t)r->threads * SIM_EXEC_CHUNKS;
+	int64_t			*lv;
+	size_t			 nlv = r->p->nloopvars + 1;
 
+	if ((lv = malloc(nlv * sizeof(*lv))) == NULL)
+		return (SIM_ENOMEM);
+	memcpy(lv, r->lv, nlv * sizeof(*lv));
 	memset(&rr, 0, sizeof(rr));
 	rr.r = r;
 	rr.loop = loop;
 	rr.rg = rg;
 	rr.n = n;
 	rr.chunks = (unsigned)(n < chunks ? n : chunks);
+	rr.lv = lv;
 	sim_exec_fails_init(&rr.fails, rr.chunks);
 	sim_pool_run(r->threads, rr.chunks, sim_exec_region_cb, &rr);
+	free(lv);
 	return (sim_exec_fails_end(&rr.fails, r));
 }
 
