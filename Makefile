@@ -18,11 +18,13 @@ PY       := .venv/bin/python
 VERSION  := 0.1.0
 
 CC       ?= cc
-PKGS     := grpc libuv libprotobuf-c sqlite3 libcjson libsystemd libcrypto openblas \
+PKGS     := grpc libuv libprotobuf-c sqlite3 libcjson libsystemd libcrypto openblas sleef \
 	libmicrohttpd hiredis
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # gRPC's pkg-config names every abseil library; the core needs two.
-PKG_LIBS   = -lgrpc -lgpr $(shell pkg-config --libs $(filter-out grpc,$(PKGS)) 2>/dev/null)
+# OpenBLAS is not linked: sim/sim_blas.c loads it on first use, after
+# naming the kernels it is to pick.
+PKG_LIBS   = -lgrpc -lgpr $(shell pkg-config --libs $(filter-out grpc openblas,$(PKGS)) 2>/dev/null) -ldl
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
 OPT      ?= -O2
