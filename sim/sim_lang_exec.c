@@ -444,6 +444,8 @@ sim_lang_exec_prog_init(struct sim_lang_prog *g, const struct sim_run *r,
 	pr->coll = c;
 	pr->opts = &c->topts;
 	pr->prog = q;
+	pr->inpar = true;	/* one thread per program: nothing more */
+	pr->slots = NULL;
 	for (a = p->grid_rank - 1; a >= 0; a--) {
 		pr->pid[a] = (int64_t)(x % p->grid[a]);
 		x /= p->grid[a];

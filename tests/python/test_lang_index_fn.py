@@ -34,6 +34,22 @@ def test_modulo_of_a_loop_index(nkid_socket):
     np.testing.assert_array_equal(got, x[:, 512:])      # the last two tiles win
 
 
+def test_iterations_colliding_through_a_function_run_in_order(nkid_socket):
+    # i + i % 2 sends iterations 2k-1 and 2k to the same row: the executor
+    # must not run them side by side (its proof of independence does not
+    # look through index functions), the later one wins
+    def k(x):
+        out = nl.ndarray((17, 128, 2048), dtype=x.dtype, buffer=nl.shared_hbm)
+        for i in nl.affine_range(16):
+            nl.store(out[i + (i % 2)], value=nl.exp(nl.exp(nl.load(x[i]))))
+        return out
+    x = (rng.random((16, 128, 2048)) * 0.1).astype(np.float32)
+    got = nki.simulate_kernel(k, x)
+    want = np.exp(np.exp(x))
+    np.testing.assert_allclose(got[0:16:2], want[0:16:2], rtol=1e-6)
+    np.testing.assert_allclose(got[16], want[15], rtol=1e-6)
+
+
 def test_modulo_is_one_index_function_in_the_ir():
     k = trace(double_buffer, (np.zeros((128, 768), np.float32),)).kernel
     assert len(k.fns) == 2                               # i % 2 and (i + 2) % 2

@@ -24,6 +24,7 @@ import threading
 import numpy as np
 
 from .. import _shm
+from .._proto import nkid_pb2 as pb
 from . import _plan
 from .. import tracer as _tracer
 from ..client import get_client, to_wire, from_wire, kernel_ref
@@ -391,6 +392,7 @@ class BaremetalKernel(NumpyKernel):
             artifacts_dir is None
         self._plans = None
 
+    @front_door
     def __call__(self, *args, **kwargs):
         if not self._plannable or self.func is None:
             return super().__call__(*args, **kwargs)
@@ -405,6 +407,7 @@ class BaremetalKernel(NumpyKernel):
                 self.last_reply = reply
                 return _returned(plan.traced, plan.results(reply), arrays)
         # The whole way; the fingerprint is taken before the trace is.
+        check_dtypes(self.func, args, kwargs)
         fp = _deps.fingerprint(self.func)
         traced = self.specialize(args, kwargs)
         self.last_reply = None
