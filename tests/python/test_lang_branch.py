@@ -42,6 +42,26 @@ def test_if_elif_else_on_a_loop_index(nkid_socket):
     assert ir.OP_IF in kinds
 
 
+def scaled_halves(x, scale=nl.float32, *, acc=nl.float32):
+    """Defaults naming module globals (as NKI's reference kernels write
+    `norm_dtype=nl.float32`) survive the rewrite."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(2):
+        t = nl.load(x[nl.ds(i * 64, 64), :], dtype=acc)
+        if i == 0:
+            nl.store(out[nl.ds(i * 64, 64), :], value=nl.multiply(t, 3.0, dtype=scale))
+        else:
+            nl.store(out[nl.ds(i * 64, 64), :], value=t)
+    return out
+
+
+def test_defaults_naming_module_globals(nkid_socket):
+    x = rng.standard_normal((128, 8)).astype(np.float32)
+    want = x.copy()
+    want[:64] *= 3
+    np.testing.assert_allclose(nki.simulate_kernel(scaled_halves, x), want, rtol=1e-6)
+
+
 def test_each_side_is_bounds_checked_under_its_condition(nkid_socket):
     """Tiles past the tensor exist only in iterations the if excludes."""
     def k(x):

@@ -261,3 +261,29 @@ def test_psum_accumulation_group_starts_from_zero(nkid_socket):
     want = np.stack([a[i].T.astype(np.float64) @ b for i in range(2)])
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     assert np.isnan(junk).all()
+
+
+def test_a_masked_result_assigned_through_a_copy_keeps_its_mask(nkid_socket):
+    # buf[:, a] = op(buf[:, b], mask=m) cannot make op write buf directly
+    # (it reads buf elsewhere): the copy into buf must write what m
+    # selected only (NKI's reference flash attention masks its sliding
+    # window select by a condition of loop indices this way)
+    def k(x):
+        out = nl.ndarray((128, 1024), dtype=x.dtype, buffer=nl.shared_hbm)
+        buf = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.sbuf)
+        buf[...] = nl.load(x)
+        for i in nl.affine_range(4):
+            ip, jf = nl.mgrid[0:128, 0:128]
+            a = nl.ds(((i + 1) % 4) * 128, 128)
+            buf[:, a] = nl.add(buf[:, nl.ds(i * 128, 128)], 100.0,
+                               mask=(i * 128 >= 256) & (ip >= jf))
+        nl.store(out, value=buf)
+        return out
+    x = rng.standard_normal((128, 1024)).astype(np.float32)
+    want = x.copy()
+    low = np.tril(np.ones((128, 128), bool))
+    for i in range(4):
+        if i * 128 >= 256:
+            d = slice(((i + 1) % 4) * 128, ((i + 1) % 4) * 128 + 128)
+            want[:, d] = np.where(low, want[:, i * 128:(i + 1) * 128] + 100, want[:, d])
+    np.testing.assert_allclose(nki.simulate_kernel(k, x), want, rtol=1e-6)

@@ -189,6 +189,10 @@ def _rewrite(func):
     for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]:
         if arg is not None:
             arg.annotation = None
+    # so were the defaults (set again below): module-level code looks
+    # names up in the globals without _Scope.__missing__
+    a.defaults = []
+    a.kw_defaults = [None] * len(a.kw_defaults)
     t = _Rewrite()
     t.visit(fdef)
     ast.increment_lineno(tree, first - 1)

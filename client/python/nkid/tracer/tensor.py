@@ -146,6 +146,13 @@ class NkiTensor:
     def __getitem__(self, key):
         if _dynamic.has_tile(key):          # t[idx_tile, ...]: indirect
             return _dynamic.getitem(self, key)
+        if (len(self.shape) == 1 and self._space in (ir.SPACE_SBUF, ir.SPACE_PSUM)
+                and isinstance(key, tuple) and len(key) == 2
+                and not any(k is None or k is Ellipsis for k in key)):
+            # a tile of partitions only is [P, 1] on chip: t[:, i] of a
+            # [P, N] tile indexes on as t[:, i][:, 0] (NKI's reference
+            # flash attention passes such columns as [P, 1] buffers)
+            return self.reshape((self.shape[0], 1))[key]
         shape, logical = _index(self.shape, key)
         return self._view(shape, dict(enumerate(logical)))
 
@@ -903,6 +910,11 @@ def assign(view, value, mask=None):
             _retarget(b, value, view)
             return
         ma = mask_affs(mask, view.shape)
+        if (not ma and p is not None and p.dst is not None and p.dst.mask
+                and p.dst.shape == view.shape):
+            # the fresh tile of a masked op holds only what its mask
+            # selected: copy those elements only (t[...] = op(.., mask=m))
+            ma = list(p.dst.mask)
         if view._space in _ON_CHIP:
             kind = ir.OP_LOAD if value._space not in _ON_CHIP else ir.OP_COPY
         elif value._space in _ON_CHIP:
