@@ -287,3 +287,20 @@ def test_a_masked_result_assigned_through_a_copy_keeps_its_mask(nkid_socket):
             d = slice(((i + 1) % 4) * 128, ((i + 1) % 4) * 128 + 128)
             want[:, d] = np.where(low, want[:, i * 128:(i + 1) * 128] + 100, want[:, d])
     np.testing.assert_allclose(nki.simulate_kernel(k, x), want, rtol=1e-6)
+
+
+def test_a_column_of_a_tile_indexes_as_partitions_by_one(nkid_socket):
+    # t[:, i] of a [P, N] tile has the partitions only; on chip it is a
+    # [P, 1] tile, and NKI's reference flash attention indexes it so
+    def scale_column(col, by):
+        col[:, 0] = nl.multiply(col[:, 0], by)
+
+    def k(x):
+        out = nl.ndarray((128, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        for i in nl.affine_range(4):
+            scale_column(t[:, i], 2.0)
+        nl.store(out, value=t)
+        return out
+    x = rng.standard_normal((128, 4)).astype(np.float32)
+    np.testing.assert_allclose(nki.simulate_kernel(k, x), 2 * x, rtol=1e-6)
