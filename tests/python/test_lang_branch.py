@@ -62,6 +62,46 @@ def test_defaults_naming_module_globals(nkid_socket):
     np.testing.assert_allclose(nki.simulate_kernel(scaled_halves, x), want, rtol=1e-6)
 
 
+def windowed(x, window, causal=True):
+    """NKI's reference attention backward decides tiles with `and`."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(x.shape[0] // 16):
+        t = nl.load(x[nl.ds(i * 16, 16), :])
+        need = causal and i >= 2
+        need = need and (i * 16 < window) and window > 0
+        if need:
+            nl.store(out[nl.ds(i * 16, 16), :], value=nl.multiply(t, 2.0))
+        elif False or i < 2:
+            nl.store(out[nl.ds(i * 16, 16), :], value=t)
+        else:
+            nl.store(out[nl.ds(i * 16, 16), :], value=nl.negative(t))
+    return out
+
+
+def test_and_joins_conditions_or_is_decided_by_python(nkid_socket):
+    x = rng.standard_normal((128, 8)).astype(np.float32)
+    for window, causal in ((80, True), (0, True), (80, False)):
+        got = nki.simulate_kernel(windowed, x, window, causal)
+        want = np.empty_like(x)
+        for i in range(8):
+            s = slice(i * 16, i * 16 + 16)
+            if causal and i >= 2 and i * 16 < window and window > 0:
+                want[s] = 2 * x[s]
+            else:
+                want[s] = x[s] if i < 2 else -x[s]
+        np.testing.assert_array_equal(got, want)
+
+    def either(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        for i in nl.affine_range(8):
+            if i < 2 or i > 5:
+                nl.store(out[nl.ds(i * 16, 16), :], value=nl.load(x[nl.ds(i * 16, 16), :]))
+        return out
+    with pytest.raises(NKISyntaxError, match=r"`or` of conditions on loop indices is not"
+                       r" supported.*\(test_lang_branch.py:\d+\)"):
+        trace(either, (x,))
+
+
 def test_each_side_is_bounds_checked_under_its_condition(nkid_socket):
     """Tiles past the tensor exist only in iterations the if excludes."""
     def k(x):

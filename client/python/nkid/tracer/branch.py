@@ -27,6 +27,10 @@ becomes
         finally:
             __nki_end__(_c, 2)
 
+``a and b`` becomes ``__nki_and__(lambda: a, lambda: b)``, which joins
+conditions on loop indices into one predicate (``a or b`` likewise, where
+Python decides all but the last operand).
+
 A test that Python can decide (a bool, an int, a constant index) runs as
 Python; one that depends on loop variables or program ids (a
 :class:`~nkid.tracer.affine.Predicate` without ``nl.arange`` axes) traces
@@ -108,13 +112,70 @@ def end(c, side):
             b.end_branch(c.op, side)
 
 
+def and_(*operands):
+    """``a and b and ...`` (each operand a thunk, evaluated in turn): a
+    Python-decidable operand short-circuits as in Python; conditions on
+    loop indices and program ids are joined into one predicate (``&``),
+    which an ``if`` then traces into an OP_IF."""
+    preds, v = [], True
+    for f in operands:
+        v = f()
+        if isinstance(v, Predicate):
+            c = cond(v)                 # NKI's error for nl.arange terms
+            if isinstance(c, _Dynamic):
+                preds.append(v)
+                continue
+            v = c
+        if not v:
+            return v
+    if not preds:
+        return v
+    p = preds[0]
+    for q in preds[1:]:
+        p = p & q
+    return p
+
+
+def or_(*operands):
+    """``a or b or ...``: Python-decidable operands as in Python; the last
+    operand may be a condition on loop indices (``False or i < n``), an
+    earlier one may not (conditions are conjunctions)."""
+    for f in operands[:-1]:
+        v = f()
+        if isinstance(v, Predicate):
+            c = cond(v)
+            if isinstance(c, _Dynamic):
+                raise NKISyntaxError(
+                    "`or` of conditions on loop indices is not supported: NKI conditions"
+                    " are conjunctions; use nested ifs or if/elif" + loc_suffix())
+            v = c
+        if v:
+            return v
+    return operands[-1]()
+
+
 _HELPERS = {"__nki_cond__": cond, "__nki_then__": then, "__nki_else__": orelse,
-            "__nki_end__": end}
+            "__nki_end__": end, "__nki_and__": and_, "__nki_or__": or_}
 
 
 class _Rewrite(ast.NodeTransformer):
     def __init__(self):
         self.n = 0
+
+    def visit_BoolOp(self, node):
+        self.generic_visit(node)
+        if any(isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await))
+               for n in ast.walk(node)):
+            return node
+        noargs = ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
+                               defaults=[])
+        helper = "__nki_and__" if isinstance(node.op, ast.And) else "__nki_or__"
+        out = ast.Call(func=ast.Name(helper, ast.Load()),
+                       args=[ast.Lambda(args=noargs, body=v) for v in node.values],
+                       keywords=[])
+        ast.copy_location(out, node)
+        ast.fix_missing_locations(out)
+        return out
 
     def visit_If(self, node):
         self.generic_visit(node)
@@ -180,7 +241,7 @@ def _rewrite(func):
         return func
     fdef = tree.body[0] if tree.body else None
     if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
-            not any(isinstance(n, ast.If) for n in ast.walk(fdef)):
+            not any(isinstance(n, (ast.If, ast.BoolOp)) for n in ast.walk(fdef)):
         return func
     fdef.decorator_list = []
     # annotations were evaluated once, with the original def: not again
