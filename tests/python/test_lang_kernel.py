@@ -304,3 +304,18 @@ def test_a_column_of_a_tile_indexes_as_partitions_by_one(nkid_socket):
         return out
     x = rng.standard_normal((128, 4)).astype(np.float32)
     np.testing.assert_allclose(nki.simulate_kernel(k, x), 2 * x, rtol=1e-6)
+
+
+def test_one_element_loads_as_a_tile_that_broadcasts(nkid_socket):
+    # nl.load(s[b, h]): an SBUF scalar, broadcast along the partitions
+    # (NKI's reference attention backward loads its sinks so)
+    def k(x, s):
+        out = nl.ndarray((2, 128, 1), dtype=x.dtype, buffer=nl.shared_hbm)
+        for b in nl.affine_range(2):
+            sig = nl.load(s[b, 1])
+            nl.store(out[b], value=nl.add(nl.zeros((128, 1), dtype=nl.float32), sig))
+        return out
+    x = np.zeros((1,), np.float32)
+    s = rng.standard_normal((2, 3)).astype(np.float32)
+    got = nki.simulate_kernel(k, x, s)
+    np.testing.assert_array_equal(got, np.broadcast_to(s[:, 1, None, None], (2, 128, 1)))

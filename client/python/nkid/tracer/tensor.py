@@ -784,6 +784,9 @@ def load(src, dtype=None, mask=None):
     if isinstance(src, _dynamic.DynTensor):
         from .indirect import load as indirect_load
         return indirect_load(src, dtype=dtype, mask=mask)
+    if not src.shape:
+        # x[b, h] of an HBM tensor: one element, loaded as a [1, 1] tile
+        src = NkiTensor(src._tid, (1, 1), src.dtype, src._imap, src._space, src.name)
     ma = mask_affs(mask, op_shape(src.shape))
     return _result(b, ir.OP_LOAD, src.shape, _dt.normalize(dtype) if dtype else src.dtype,
                    [_operand(b, src, op_shape(src.shape), ma)], {}, ma)
