@@ -101,6 +101,17 @@ def test_and_joins_conditions_or_is_decided_by_python(nkid_socket):
                        r" supported.*\(test_lang_branch.py:\d+\)"):
         trace(either, (x,))
 
+    def corner(x):
+        # NKI's own examples join masks with `and`
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        ix, iy = nl.mgrid[0:128, 0:8]
+        nl.store(out, value=nl.zeros((128, 8), dtype=x.dtype))
+        nl.store(out[ix, iy], value=nl.load(x[ix, iy]), mask=(ix < 64 and iy < 4))
+        return out
+    want = np.zeros_like(x)
+    want[:64, :4] = x[:64, :4]
+    np.testing.assert_array_equal(nki.simulate_kernel(corner, x), want)
+
 
 def test_each_side_is_bounds_checked_under_its_condition(nkid_socket):
     """Tiles past the tensor exist only in iterations the if excludes."""

@@ -115,13 +115,17 @@ def end(c, side):
 def and_(*operands):
     """``a and b and ...`` (each operand a thunk, evaluated in turn): a
     Python-decidable operand short-circuits as in Python; conditions on
-    loop indices and program ids are joined into one predicate (``&``),
-    which an ``if`` then traces into an OP_IF."""
+    loop indices and program ids, and masks on nl.arange, are joined into
+    one predicate (``&``), which an ``if`` then traces into an OP_IF (a
+    mask, as NKI's own examples write ``mask=(ix < n and iy < m)``)."""
     preds, v = [], True
     for f in operands:
         v = f()
         if isinstance(v, Predicate):
-            c = cond(v)                 # NKI's error for nl.arange terms
+            if any(t.shape or any(isinstance(k, int) for k in t.aff.t) for t in v.terms):
+                preds.append(v)         # a mask: mask=(ix < n and iy < m)
+                continue
+            c = cond(v)
             if isinstance(c, _Dynamic):
                 preds.append(v)
                 continue
