@@ -23,6 +23,7 @@ import threading
 
 import numpy as np
 
+from .._proto import nkid_pb2 as pb
 from .. import _shm
 from . import _plan
 from .. import tracer as _tracer
@@ -391,12 +392,15 @@ class BaremetalKernel(NumpyKernel):
             artifacts_dir is None
         self._plans = None
 
+    @front_door
     def __call__(self, *args, **kwargs):
         if not self._plannable or self.func is None:
             return super().__call__(*args, **kwargs)
         plans = self._plans
         if plans is None:
             plans = self._plans = _plan.table(self)
+        # A plan exists only for argument kinds that went the whole way
+        # (dtypes checked, traced, run): its key has their dtypes.
         hit = _plan.lookup(plans, self.func, args, kwargs)
         if hit is not None:
             plan, arrays = hit
@@ -405,6 +409,7 @@ class BaremetalKernel(NumpyKernel):
                 self.last_reply = reply
                 return _returned(plan.traced, plan.results(reply), arrays)
         # The whole way; the fingerprint is taken before the trace is.
+        check_dtypes(self.func, args, kwargs)
         fp = _deps.fingerprint(self.func)
         traced = self.specialize(args, kwargs)
         self.last_reply = None
