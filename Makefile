@@ -3,6 +3,10 @@
 #   make deps     install what is missing (apt-get, .venv)
 #   make          build build/bin/nkid and build/bin/nkictl, the Python stubs
 #   make check    build and run every test, ending with a summary line
+#   make check-asan   the same suite against a build with ASan and UBSan
+#   make fuzz     every fuzz target for FUZZ_SECONDS (default 300) each
+#   make faults   the fault-injection suite (tests/faults/report.md)
+#   make soak     a mixed load for DURATION seconds (default 600)
 #   make demo     start nkid on a private socket and run kernels through it
 #   make bench    the performance report (bench/report.md)
 #   make install  [DESTDIR=] [PREFIX=/usr/local]
@@ -14,11 +18,13 @@ PY       := .venv/bin/python
 VERSION  := 0.1.0
 
 CC       ?= cc
-PKGS     := grpc libuv libprotobuf-c sqlite3 libcjson libsystemd libcrypto openblas \
+PKGS     := grpc libuv libprotobuf-c sqlite3 libcjson libsystemd libcrypto openblas sleef \
 	libmicrohttpd hiredis
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # gRPC's pkg-config names every abseil library; the core needs two.
-PKG_LIBS   = -lgrpc -lgpr $(shell pkg-config --libs $(filter-out grpc,$(PKGS)) 2>/dev/null)
+# OpenBLAS is not linked: sim/sim_blas.c loads it on first use, after
+# naming the kernels it is to pick.
+PKG_LIBS   = -lgrpc -lgpr $(shell pkg-config --libs $(filter-out grpc openblas,$(PKGS)) 2>/dev/null) -ldl
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
 OPT      ?= -O2
@@ -56,11 +62,19 @@ UNIT_SRC   := $(wildcard tests/unit/check_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN   := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/%,$(FUZZ_SRC))
+# What the fuzz targets link: every library and the daemon's modules,
+# built again with coverage, ASan and UBSan (an archive: each target pulls
+# only what it calls).
+FUZZ_LIB_SRC := $(SIM_SRC) $(MODEL_SRC) $(CACHE_SRC) $(WIRE_SRC) \
+	$(filter-out daemon/nkid.c,$(DAEMON_SRC)) client/nkictl/npy.c
+FUZZ_OBJ   := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_LIB_SRC)) \
+	$(patsubst $(BUILD)/gen/%.c,$(BUILD)/fuzz/obj/gen/%.o,$(GEN_C))
 
 PYPKG      := client/python/nkid
 PYGEN      := $(PYPKG)/_proto/nkid_pb2.py $(PYPKG)/_proto/nkir_pb2.py
 
-.PHONY: all deps check demo bench install uninstall clean python unit fuzz
+.PHONY: all deps check demo bench install uninstall clean python unit fuzz \
+	fuzzers check-asan faults soak
 .DEFAULT_GOAL := all
 .SECONDARY:
 
@@ -164,13 +178,24 @@ $(BUILD)/tests/check_%: tests/unit/check_%.c $(DAEMON_LIB_OBJ) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(DAEMON_LIB_OBJ) $(LIBS) $(LDLIBS) $(CHECK_LIBS)
 
-# Fuzz targets: libFuzzer's entry point, driven over a corpus by a plain
-# main() under AddressSanitizer and UBSan (tests/fuzz/driver.c).
-FUZZ_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer
-$(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/driver.c $(SIM_SRC) $(PROTO_OBJ)
+# Fuzz targets: libFuzzer (clang from Debian) under AddressSanitizer and
+# UBSan; tests/fuzz/run.sh runs one on its corpus for a while.
+FUZZ_CC     ?= clang
+FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	-fno-sanitize-recover=undefined -std=gnu11 -pthread -fno-strict-aliasing
+$(BUILD)/fuzz/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(FUZZ_CFLAGS) -o $@ $< tests/fuzz/driver.c \
-		$(SIM_SRC) $(GEN_C) $(LDLIBS)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -w -c -o $@ $<
+$(BUILD)/fuzz/obj/%.o: %.c | $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -w -c -o $@ $<
+$(BUILD)/fuzz/libnkifuzz.a: $(FUZZ_OBJ)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/tests/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_tmp.h \
+		tests/fuzz/fuzz_sim.h $(BUILD)/fuzz/libnkifuzz.a
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -Wall -Wextra -Wno-unused-parameter \
+		-fsanitize=fuzzer -o $@ $< $(BUILD)/fuzz/libnkifuzz.a $(LDLIBS)
 
 # The libnrt test double (tests/neuron/fake_nrt.c), never installed.
 $(BUILD)/tests/libfake_nrt.so: tests/neuron/fake_nrt.c daemon/neuron_nrt.h
@@ -178,10 +203,39 @@ $(BUILD)/tests/libfake_nrt.so: tests/neuron/fake_nrt.c daemon/neuron_nrt.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -fPIC -o $@ $<
 
 unit: $(UNIT_BIN) $(BUILD)/tests/libfake_nrt.so
-fuzz: $(FUZZ_BIN)
+fuzzers: $(FUZZ_BIN)
 
-check: all unit fuzz
-	@scripts/check.sh
+check: all unit fuzzers
+	@BUILD=$(BUILD) scripts/check.sh
+
+# Fuzzing for longer: each target FUZZ_SECONDS on its corpus; new inputs
+# go to $(BUILD)/fuzz/corpus/NAME (tests/fuzz/run.sh).
+FUZZ_SECONDS ?= 300
+fuzz: fuzzers
+	@for t in $(FUZZ_BIN); do \
+		tests/fuzz/run.sh $$t $(FUZZ_SECONDS) $(BUILD)/fuzz/corpus || exit 1; \
+	done
+
+# The whole check suite against everything built with ASan and UBSan in
+# build-asan/ (nkid, nkictl, the unit tests; valgrind tests are skipped
+# there: two checkers of memory do not stack).
+ASAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	-fno-sanitize-recover=undefined
+check-asan: deps python
+	$(MAKE) BUILD=build-asan OPT="$(ASAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" \
+		NKID_ASAN=1 check
+
+# The fault-injection suite and the soak (docs/reliability.md).
+faults: all $(BUILD)/tests/libiofail.so $(BUILD)/tests/libfake_nrt.so
+	$(PY) tests/faults/run.py --build $(BUILD)
+DURATION ?= 600
+soak: all
+	$(PY) tests/faults/soak.py --build $(BUILD) --duration $(DURATION)
+
+# The I/O fault shim of make faults (LD_PRELOAD; tests/faults/iofail.c).
+$(BUILD)/tests/libiofail.so: tests/faults/iofail.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -fPIC -o $@ $< -ldl
 
 demo: all
 	@scripts/demo.sh
@@ -252,4 +306,4 @@ uninstall:
 clean:
 	rm -rf $(BUILD) $(PYPKG)/_proto/*_pb2*.py .venv/.editable-stamp
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/fuzz -name '*.d' 2>/dev/null)

@@ -87,6 +87,8 @@ static const struct config_key config_keys[] = {
 	  NULL, CFG_F_RESTART },
 	{ "cpu.cores", CFG_U32, F(cpu_cores), 0, 1, 256, NULL, 1, NULL,
 	  CFG_F_RESTART },
+	{ "cpu.executor_threads", CFG_U32, F(cpu_executor_threads), 0, 0, 64,
+	  NULL, 0, NULL, CFG_F_RESTART },
 	{ "jobs.history", CFG_U32, F(jobs_history), 0, 0, 1000000, NULL, 1000,
 	  NULL, 0 },
 	{ "jobs.max_queued", CFG_U32, F(jobs_max_queued), 0, 1, 10000000,

@@ -39,6 +39,9 @@ struct config {
 	uint32_t	 shutdown_grace_ms;
 
 	uint32_t	 cpu_cores;
+	/* Threads one run of the cpu backend's executor may use; 0: as
+	 * many as the CPUs nkid may run on (sched_getaffinity). */
+	uint32_t	 cpu_executor_threads;
 	/* What Benchmark's nc_latency holds on the cpu backend: "model"
 	 * (the NeuronCore model) or "cpu" (the executor's time). */
 	char		*benchmark_latency;

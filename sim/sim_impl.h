@@ -5,9 +5,11 @@
  *
  * Floors: a file calls only into the files on the floors below it.
  *   0  sim_diag.c (error codes, messages), sim_dtype.c (dtypes),
- *      sim_op.c (op kinds: names, engines)
+ *      sim_op.c (op kinds: names, engines), sim_pool.c (worker threads),
+ *      sim_vmath.c (vectorized math of rows), sim_blas.c (OpenBLAS)
  *   1  sim_print.c (shapes and device_print's text),
- *      sim_opt.c (fusion, dead fills, copy elision in a planned program)
+ *      sim_opt.c (fusion, dead fills, copy elision in a planned program),
+ *      sim_par.c (which parts of a program may run side by side)
  *   2  sim_plan.c (validate NKIR, build a struct sim_program), with
  *      sim_isa_plan.c beside it (the planners of the nki.isa kinds
  *      40-79, which sim_plan.c's table names; they use its helpers)
@@ -52,6 +54,7 @@
 #define SIM_FUSE_MAX		16		/* ops in one fused group */
 #define SIM_PRINT_MAX		(1ull << 24)	/* elements of a device_print */
 #define SIM_RUN_CACHE_MAX	(32ull << 20)	/* run block kept between runs */
+#define SIM_POOL_MAX		64		/* threads of one run */
 
 /* Hardware limits (NKI, trn1/trn2). */
 #define SIM_PMAX		128		/* partitions */
@@ -204,6 +207,26 @@ struct sim_op {
 						 * write): never assumed to
 						 * overwrite dst */
 	struct sim_isa		*isa;		/* kinds 40-79, else NULL */
+	/* sim_par.c: parallel execution */
+	bool			 par_split;	/* its rows along axis 0 may
+						 * run side by side */
+	uint64_t		 par_work;	/* element operations of one
+						 * execution (a loop: of one
+						 * iteration) */
+	struct sim_par_region	*par;		/* OP_LOOP: iterations are
+						 * independent, NULL if not
+						 * proven */
+};
+
+/* Iterations (of a loop, or the programs of the grid) proven independent:
+ * each may run on its own thread with its own copy of the tiles in priv[]
+ * (the tiles it writes, each overwritten whole before any read in every
+ * iteration); HBM it writes is written nowhere else by other iterations
+ * and read by none (sim_par.c). */
+struct sim_par_region {
+	uint32_t		 npriv;
+	uint32_t		*priv;
+	struct sim_par_region	*next;		/* all of a program's */
 };
 
 struct sim_program {
@@ -238,6 +261,17 @@ struct sim_program {
 	size_t			 act_off;
 	pthread_mutex_t		 run_mu;
 	void			*run_cache;
+	/* sim_par.c */
+	struct sim_par_region	*par;		/* the programs of the grid
+						 * are independent, or NULL */
+	uint64_t		 par_work;	/* element operations of one
+						 * program */
+	struct sim_par_region	*par_all;	/* every region, to free */
+	/* Worker blocks (run_bytes, then the worker's binds and loop
+	 * variables) kept between runs under run_mu. */
+	size_t			 par_nfree;
+	size_t			 par_block_bytes;	/* each */
+	void			*par_free[SIM_POOL_MAX];
 };
 
 /* A growing string (sim_print.c). */
@@ -287,6 +321,42 @@ void	 sim_dtype_fill(int dt, void *dst, size_t n, float v);
 void	 sim_dtype_round_row(int dt, float *dst, int64_t dstride,
 	    const float *src, int64_t sstride, size_t n);
 
+/* sim_pool.c */
+/*
+ * Run fn(arg, task, slot) for every task in [0, n) on up to `threads`
+ * threads: the caller and threads - 1 of the process's pool workers
+ * (started on first use, never more than SIM_POOL_MAX - 1). The caller
+ * runs task n - 1 first, then takes tasks in order with the workers; it
+ * returns when all are done. slot names the thread running a task: 0 for
+ * the caller, 1 .. SIM_POOL_MAX - 1 for a worker, so a task can keep
+ * per-thread state in an array; a slot runs one task at a time. May be
+ * called from several threads at once, but not from inside a task.
+ */
+void	 sim_pool_run(unsigned threads, unsigned n,
+	    void (*fn)(void *arg, unsigned task, unsigned slot), void *arg);
+
+/* sim_blas.c */
+/* Load OpenBLAS (once; single-threaded, kernels for this CPU): NULL, or
+ * why it cannot be used (static). */
+const char *sim_blas_open(void);
+/* C = A @ B + beta * C, row-major, A transposed if trans_a (A is then
+ * [K, M]); after sim_blas_open succeeded. */
+void	 sim_blas_sgemm(bool trans_a, int M, int N, int K, const float *A,
+	    int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
+/* sim_vmath.c */
+/* Vector widths of sim_vmath_act_isa. */
+enum { SIM_VMATH_SSE4, SIM_VMATH_AVX, SIM_VMATH_AVX512 };
+/* o[i] = act(o[i]) for the activation functions it vectorizes (exp,
+ * log, tanh, sigmoid, gelu, gelu_tanh, silu, softplus, sin, cos, erf),
+ * with the widest vectors the CPU has; false, o untouched, for any other
+ * act. The results are the same bits on every x86-64-v2 CPU, for every n
+ * and every position in o (SLEEF's deterministic functions). */
+bool	 sim_vmath_act(int act, float *o, size_t n);
+/* The same with vectors of width isa (SIM_VMATH_*); false if the CPU
+ * lacks them (for tests). */
+bool	 sim_vmath_act_isa(int act, float *o, size_t n, int isa);
+
 /* sim_print.c */
 /* Write "name[d0, d1, ...]" into buf (len bytes, always NUL-terminated,
  * truncated if short); at most SIM_MAX_RANK dimensions are shown. */
@@ -311,6 +381,8 @@ bool	 sim_opt_fusable(const struct sim_op *op);
 /* a and b are one view: same tensor, shape and element offsets. */
 bool	 sim_opt_view_same(const struct sim_view *a,
 	    const struct sim_view *b);
+/* Distinct points of view v's iteration space are distinct elements. */
+bool	 sim_opt_view_injective(const struct sim_view *v);
 /* Mark the dead OP_ALLOCs of a body (sim_op.skip): an unmasked fill is
  * dead when the next op of the body that names the tile (a loop names it
  * if any op inside does) overwrites the whole tile without reading it. */
@@ -325,6 +397,15 @@ void	 sim_opt_fuse(struct sim_op *ops, size_t n);
  * (sim_tinfo.nofill) and copy elision (sim_tinfo.alias, sim_op.skip).
  * Returns 0 or SIM_ENOMEM. */
 int	 sim_opt_program(struct sim_program *p);
+
+/* sim_par.c */
+/* Find what may run side by side in a planned program: independent
+ * programs of the grid (p->par) and loops (sim_op.par), ops whose rows
+ * may be split (sim_op.par_split), and the work estimates that decide
+ * whether it pays. Returns 0 or SIM_ENOMEM. */
+int	 sim_par_program(struct sim_program *p);
+/* Free what sim_par_program allocated and the kept worker blocks. */
+void	 sim_par_free(struct sim_program *p);
 
 /* sim_plan.c */
 struct Nkir__V1__Kernel;
@@ -456,6 +537,11 @@ struct sim_run {
 	 * the state of nisa.dropout's random stream (one per run). */
 	float				 acc[2][SIM_PMAX];
 	uint64_t			 rng;
+	unsigned			 threads; /* sim_run_opts.threads */
+	bool				 inpar;	/* a part run side by side:
+						 * nothing more is split */
+	struct sim_exec_slot		**slots; /* worker blocks by pool
+						 * slot (threads > 1) */
 };
 
 /* Row iterator over an iteration space: offsets of up to 4 views at the
@@ -463,6 +549,7 @@ struct sim_run {
 struct sim_rows {
 	int			 rank;
 	const uint64_t		*shape;
+	uint64_t		 end0;	/* axis 0 stops there */
 	uint64_t		 idx[SIM_MAX_RANK];
 	int			 nv;
 	const struct sim_view	*v[4];

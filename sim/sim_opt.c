@@ -47,8 +47,7 @@ sim_opt_view_same(const struct sim_view *a, const struct sim_view *b)
 	return (true);
 }
 
-/* Distinct points of the view's iteration space are distinct elements. */
-static bool
+bool
 sim_opt_view_injective(const struct sim_view *v)
 {
 	sim_i128	st[SIM_MAX_RANK], ext[SIM_MAX_RANK], span = 0;

@@ -87,6 +87,7 @@ sim_program_footprint(const struct sim_program *p)
 		n += sizeof(*blk) + blk->cap;
 	if (p->run_cache != NULL)
 		n += p->run_bytes;
+	n += p->par_nfree * p->par_block_bytes;
 	return (n);
 }
 

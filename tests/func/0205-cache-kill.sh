@@ -22,7 +22,12 @@ while [ $round -lt 3 ]; do
 		pids="$pids $!"
 		i=$((i + 1))
 	done
-	sleep 0.2
+	# Kill once the first store is acknowledged (slow builds, e.g.
+	# ASan, take longer than 0.2 s to get there).
+	w=0
+	while [ -z "$(ls "$T" | grep "^ack\.$round\.")" ] && [ $w -lt 100 ]; do
+		sleep 0.1; w=$((w + 1))
+	done
 	kill -KILL "$NKID_PID"
 	wait "$NKID_PID" 2>/dev/null || true
 	NKID_PID=
