@@ -533,18 +533,21 @@ def start_ready(tmp, state, name):
     return proc, sock, (time.perf_counter() - t0) * 1e3
 
 
+def proc_cpu(pid):
+    """CPU seconds (user + system) process pid has used."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def wait_quiet(pid, cap=120.0):
     """Wait until process pid has used under 20 ms of CPU in half a second
     (nkid checks its cache after READY), at most cap seconds."""
-    def cpu():
-        with open("/proc/%d/stat" % pid) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     end = time.time() + cap
-    last = cpu()
+    last = proc_cpu(pid)
     while time.time() < end:
         time.sleep(0.5)
-        now = cpu()
+        now = proc_cpu(pid)
         if now - last < 0.02:
             return
         last = now
@@ -755,6 +758,7 @@ with open(sys.argv[3]) as f:
 while time.time() < start:
     time.sleep(0.0005)
 done = []
+cpu0 = time.process_time()
 while True:
     t0 = time.time()
     if t0 >= end:
@@ -763,7 +767,7 @@ while True:
     t1 = time.time()
     if t1 <= end:
         done.append(t1 - t0)
-print(json.dumps(done))
+print(json.dumps({"lat": done, "cpu": time.process_time() - cpu0}))
 """
 
 CLIENT_COUNTS = (1, 2, 4, 8, 16, 32, 64)
@@ -774,7 +778,7 @@ def bench_curve_clients(tmp, window=3.0):
     number of client processes, each running short_mix (about a
     millisecond) back to back for the same window."""
     proc, sock = start_nkid(tmp, "fan")
-    thr, p50s, p99s = [], [], []
+    thr, p50s, p99s, cpus = [], [], [], []
     try:
         for n in CLIENT_COUNTS:
             d = tempfile.mkdtemp(dir=tmp)
@@ -792,13 +796,22 @@ def bench_curve_clients(tmp, window=3.0):
             with open(go + ".tmp", "w") as f:
                 f.write("%f %f" % (start, start + window))
             os.rename(go + ".tmp", go)
-            lat = []
+            while time.time() < start:
+                time.sleep(0.001)
+            nkid0 = proc_cpu(proc.pid)
+            time.sleep(window)
+            nkid_cpu = proc_cpu(proc.pid) - nkid0
+            lat, client_cpu = [], 0.0
             for p in ps:
                 out, _ = p.communicate(timeout=window + 120)
                 if p.returncode != 0:
                     raise RuntimeError("a client of %d failed" % n)
-                lat += json.loads(out.strip().splitlines()[-1])
+                got = json.loads(out.strip().splitlines()[-1])
+                lat += got["lat"]
+                client_cpu += got["cpu"]
             thr.append((n, len(lat) / window))
+            cpus.append((n, client_cpu * 1e3 / max(len(lat), 1),
+                         nkid_cpu * 1e3 / max(len(lat), 1)))
             p50s.append((n, pct(lat, 0.5) * 1e3))
             p99s.append((n, pct(lat, 0.99) * 1e3))
     finally:
@@ -809,12 +822,15 @@ def bench_curve_clients(tmp, window=3.0):
            "over 1, each back to back for %.0f s" % window)
     record("clients_64_job_p99_ms", round(p99s[-1][1], 1), None, None, "",
            "p99 of a job's round trip (client side) with 64 client processes")
+    c4, c64 = cpus[2], cpus[-1]
     lines = [
-        verdict("Throughput", thr[2:], "from 4 to 64 clients", "flat",
-                "the core is saturated and runs one job at a time; more clients only "
-                "queue, and the fair queue's cost per job does not grow (from 1 to 4 "
-                "clients it rises %.1fx: a lone client leaves the core idle while it "
-                "prepares its next call)" % (thr[2][1] / thr[0][1])),
+        verdict("Throughput", thr[2:], "from 4 to 64 clients", ("flat", "falling"),
+                "one job runs at a time and the fair queue's cost per job does not grow, "
+                "but the clients share the machine's %d CPUs with nkid: per job they used "
+                "%.2f ms of CPU at 4 clients and %.2f ms at 64 (nkid %.2f and %.2f ms); "
+                "from 1 to 4 clients it rises %.1fx, a lone client leaving the core idle "
+                "while it prepares its next call"
+                % (os.cpu_count(), c4[1], c64[1], c4[2], c64[2], thr[2][1] / thr[0][1])),
         verdict("Job latency (p50)", p50s[2:], "from 4 to 64 clients", "linear",
                 "a client waits for every other client's job in the round robin, about "
                 "N x 1 job"),
@@ -827,7 +843,9 @@ def bench_curve_clients(tmp, window=3.0):
     curves.append(("Jobs vs concurrent clients", "curve_clients.svg", lines,
                    [("clients", [n for n, _ in thr]), ("jobs/s", [round(t) for _, t in thr]),
                     ("p50 ms", [round(v, 1) for _, v in p50s]),
-                    ("p99 ms", [round(v, 1) for _, v in p99s])]))
+                    ("p99 ms", [round(v, 1) for _, v in p99s]),
+                    ("client CPU ms/job", [round(c, 2) for _, c, _ in cpus]),
+                    ("nkid CPU ms/job", [round(d, 2) for _, _, d in cpus])]))
 
 
 CACHE_SIZES = (1000, 10000, 100000, 1000000)

@@ -23,8 +23,8 @@ import threading
 
 import numpy as np
 
-from .. import _shm
 from .._proto import nkid_pb2 as pb
+from .. import _shm
 from . import _plan
 from .. import tracer as _tracer
 from ..client import get_client, to_wire, from_wire, kernel_ref
@@ -399,6 +399,8 @@ class BaremetalKernel(NumpyKernel):
         plans = self._plans
         if plans is None:
             plans = self._plans = _plan.table(self)
+        # A plan exists only for argument kinds that went the whole way
+        # (dtypes checked, traced, run): its key has their dtypes.
         hit = _plan.lookup(plans, self.func, args, kwargs)
         if hit is not None:
             plan, arrays = hit

@@ -175,6 +175,9 @@ class Plan:
             d = t.data
             if len(d) != n or t.dtype != dname:
                 res.append(from_wire(t))
+            elif wire == dt:
+                # One copy, into memory the caller's array owns.
+                res.append(np.ndarray(shape, dt, buffer=bytearray(d)))
             else:
                 res.append(np.frombuffer(d, dtype=wire).astype(dt, copy=True).reshape(shape))
         return res
