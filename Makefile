@@ -18,10 +18,13 @@ PY       := .venv/bin/python
 VERSION  := 0.1.0
 
 CC       ?= cc
-PKGS     := grpc libuv libprotobuf-c sqlite3 libcjson libsystemd libcrypto openblas
+PKGS     := grpc libuv libprotobuf-c sqlite3 libcjson libsystemd libcrypto openblas sleef \
+	libmicrohttpd hiredis
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # gRPC's pkg-config names every abseil library; the core needs two.
-PKG_LIBS   = -lgrpc -lgpr $(shell pkg-config --libs $(filter-out grpc,$(PKGS)) 2>/dev/null)
+# OpenBLAS is not linked: sim/sim_blas.c loads it on first use, after
+# naming the kernels it is to pick.
+PKG_LIBS   = -lgrpc -lgpr $(shell pkg-config --libs $(filter-out grpc openblas,$(PKGS)) 2>/dev/null) -ldl
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
 OPT      ?= -O2
@@ -75,7 +78,8 @@ PYGEN      := $(PYPKG)/_proto/nkid_pb2.py $(PYPKG)/_proto/nkir_pb2.py
 .DEFAULT_GOAL := all
 .SECONDARY:
 
-all: deps $(BUILD)/bin/nkid $(BUILD)/bin/nkictl $(BUILD)/bin/nkimodel python
+all: deps $(BUILD)/bin/nkid $(BUILD)/bin/nkictl $(BUILD)/bin/nkimodel \
+	$(BUILD)/man/nkictl.1 python
 
 deps:
 	@scripts/deps.sh
@@ -116,16 +120,32 @@ $(BUILD)/bin/nkimodel: $(BUILD)/obj/model/nkimodel.o $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
 
+# nkictl's own libraries: tables (util-linux) and `nkictl top` (ncurses).
+CTL_PKGS = smartcols ncursesw
 # nkictl is a one-shot process: gRPC linked statically starts in about a
-# fifth of the time it takes to load its ~55 shared libraries.
+# fifth of the time it takes to load its ~55 shared libraries. SQLite,
+# ncurses and the C++ runtime are static too (libsmartcols and libcjson
+# have no static archive here), and the executable is not PIE: the loader
+# then has ~400 relocations to apply instead of ~32,000 and a few hundred
+# symbol lookups less (docs/performance.md, "Whole-process cache hits").
+CTL_LDFLAGS = -no-pie -static-libgcc
 CTL_LDLIBS = -Wl,-Bstatic $(shell pkg-config --static --libs grpc libprotobuf-c 2>/dev/null) \
-	-Wl,-Bdynamic $(shell pkg-config --libs libcjson sqlite3 libcrypto 2>/dev/null) \
-	-lpthread -lm -ldl -lstdc++
+	-lsqlite3 -lncursesw -ltinfo -lstdc++ \
+	-Wl,-Bdynamic $(shell pkg-config --libs libcjson smartcols 2>/dev/null) \
+	-lz -lpthread -lm -ldl
 $(BUILD)/bin/nkictl: $(CTL_OBJ) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CTL_OBJ) $(LIBS) $(CTL_LDLIBS) 2>&1 | \
+	$(CC) $(CFLAGS) $(LDFLAGS) $(CTL_LDFLAGS) -o $@ $(CTL_OBJ) $(LIBS) $(CTL_LDLIBS) 2>&1 | \
 		{ grep -v -e 'getaddrinfo' -e 'in statically linked' || true; }
 	@test -x $@
+
+# nkictl(1): the prose of docs/nkictl.1.in around the OPTIONS and COMMANDS
+# sections that nkictl prints from its command table, so they cannot drift.
+$(BUILD)/man/nkictl.1: docs/nkictl.1.in $(BUILD)/bin/nkictl
+	@mkdir -p $(dir $@)
+	$(BUILD)/bin/nkictl help --man >$@.gen
+	sed -e 's/@VERSION@/$(VERSION)/' -e '/@GENERATED@/{r $@.gen' -e 'd;}' $< >$@
+	@rm -f $@.gen
 
 # ---------------------------------------------------------------- python
 
@@ -151,7 +171,8 @@ $(BUILD)/tests/check_sim%: tests/unit/check_sim%.c $(LIBS)
 
 $(BUILD)/tests/check_ctl_%: tests/unit/check_ctl_%.c $(CTL_LIB_OBJ) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CTL_LIB_OBJ) $(LIBS) $(LDLIBS) $(CHECK_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CTL_LIB_OBJ) $(LIBS) $(LDLIBS) \
+		$(shell pkg-config --libs $(CTL_PKGS) 2>/dev/null) $(CHECK_LIBS)
 
 $(BUILD)/tests/check_%: tests/unit/check_%.c $(DAEMON_LIB_OBJ) $(LIBS)
 	@mkdir -p $(dir $@)
@@ -238,6 +259,9 @@ SYSCONFDIR  ?= /etc
 UNITDIR     ?= /lib/systemd/system
 SYSUSERSDIR ?= /usr/lib/sysusers.d
 TMPFILESDIR ?= /usr/lib/tmpfiles.d
+# Debian's bash-completion loads completions from here on first use.
+BASHCOMPDIR ?= $(shell pkg-config --variable=completionsdir bash-completion 2>/dev/null || \
+	echo /usr/share/bash-completion/completions)
 
 $(BUILD)/systemd/nkid.service: systemd/nkid.service.in
 	@mkdir -p $(dir $@)
@@ -248,16 +272,19 @@ $(BUILD)/systemd/nkid.service: systemd/nkid.service.in
 install: all $(BUILD)/systemd/nkid.service
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(SYSCONFDIR)/nkid \
 		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
-		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
+		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(BASHCOMPDIR)
 	install -m 0755 $(BUILD)/bin/nkid $(DESTDIR)$(SBINDIR)/nkid
 	install -m 0755 $(BUILD)/bin/nkictl $(DESTDIR)$(BINDIR)/nkictl
 	[ -e $(DESTDIR)$(SYSCONFDIR)/nkid/nkid.json ] || \
 		install -m 0644 config/nkid.json $(DESTDIR)$(SYSCONFDIR)/nkid/nkid.json
-	install -m 0644 $(BUILD)/systemd/nkid.service systemd/nkid.socket $(DESTDIR)$(UNITDIR)/
+	install -m 0644 $(BUILD)/systemd/nkid.service systemd/nkid.socket \
+		systemd/nkid-metrics.socket $(DESTDIR)$(UNITDIR)/
 	install -m 0644 systemd/nkid.sysusers $(DESTDIR)$(SYSUSERSDIR)/nkid.conf
 	install -m 0644 systemd/nkid.tmpfiles $(DESTDIR)$(TMPFILESDIR)/nkid.conf
 	install -m 0644 docs/nkid.8 $(DESTDIR)$(MANDIR)/man8/nkid.8
-	install -m 0644 docs/nkictl.1 $(DESTDIR)$(MANDIR)/man1/nkictl.1
+	install -m 0644 $(BUILD)/man/nkictl.1 $(DESTDIR)$(MANDIR)/man1/nkictl.1
+	install -m 0644 client/nkictl/nkictl.bash $(DESTDIR)$(BASHCOMPDIR)/nkictl
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
 	if [ -n "$(PYLIBDIR)" ]; then \
 		install -d $(DESTDIR)$(PYLIBDIR) && \
@@ -268,9 +295,11 @@ install: all $(BUILD)/systemd/nkid.service
 # The config file stays: it is the operator's.
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/nkid $(DESTDIR)$(BINDIR)/nkictl
-	rm -f $(DESTDIR)$(UNITDIR)/nkid.service $(DESTDIR)$(UNITDIR)/nkid.socket
+	rm -f $(DESTDIR)$(UNITDIR)/nkid.service $(DESTDIR)$(UNITDIR)/nkid.socket \
+		$(DESTDIR)$(UNITDIR)/nkid-metrics.socket
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/nkid.conf $(DESTDIR)$(TMPFILESDIR)/nkid.conf
 	rm -f $(DESTDIR)$(MANDIR)/man8/nkid.8 $(DESTDIR)$(MANDIR)/man1/nkictl.1
+	rm -f $(DESTDIR)$(BASHCOMPDIR)/nkictl
 	rm -rf $(DESTDIR)$(DOCDIR)
 	if [ -n "$(PYLIBDIR)" ]; then rm -rf $(DESTDIR)$(PYLIBDIR)/nkid; fi
 

@@ -4,7 +4,11 @@
  * verify the entry (what nkid does for a Lookup and a disk hit), and print
  * the p50 and p99 in microseconds. Not part of nkid.
  *
- *	cache_lookup DIR N COUNT BACKEND COMPILER_VERSION
+ *	cache_lookup DIR N COUNT BACKEND COMPILER_VERSION [SEED [all]]
+ *
+ * SEED (default 7) picks the digests; with "all" every time is printed too,
+ * one per line, before the summary (the benchmark interleaves several runs
+ * with the Lookup RPC's and merges them).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,14 +44,19 @@ main(int argc, char **argv)
 	char			 err[512], buf[64], digest[CACHE_KEY_LEN + 1];
 	char			 neff[CACHE_KEY_LEN + 1];
 	double			*t, t0;
-	unsigned		 n, count, i;
+	unsigned		 n, count, i, seed = 7;
+	int			 all = 0;
 
-	if (argc != 6 || (n = (unsigned)strtoul(argv[2], NULL, 10)) == 0 ||
+	if (argc < 6 || argc > 8 ||
+	    (n = (unsigned)strtoul(argv[2], NULL, 10)) == 0 ||
 	    (count = (unsigned)strtoul(argv[3], NULL, 10)) == 0) {
 		fprintf(stderr, "usage: cache_lookup DIR N COUNT BACKEND "
-		    "COMPILER_VERSION\n");
+		    "COMPILER_VERSION [SEED [all]]\n");
 		return (2);
 	}
+	if (argc > 6)
+		seed = (unsigned)strtoul(argv[6], NULL, 10);
+	all = argc > 7 && strcmp(argv[7], "all") == 0;
 	o.dir = argv[1];
 	o.backend = argv[4];
 	o.compiler_version = argv[5];
@@ -57,7 +66,7 @@ main(int argc, char **argv)
 		return (1);
 	}
 	t = calloc(count, sizeof *t);
-	srand(7);
+	srand(seed);
 	for (i = 0; i < count; i++) {
 		int	k = snprintf(buf, sizeof buf, "ir-%u",
 		    (unsigned)rand() % n);
@@ -79,6 +88,8 @@ main(int argc, char **argv)
 		t[i] = lookup_now_us() - t0;
 		cache_entry_release(&e);
 	}
+	for (i = 0; all && i < count; i++)
+		printf("%.1f\n", t[i]);
 	qsort(t, count, sizeof *t, lookup_cmp);
 	printf("p50 %.1f p99 %.1f us\n", t[count / 2], t[count * 99 / 100]);
 	free(t);

@@ -3,7 +3,10 @@
  * one channel to a method on a Unix socket, printing p50 and p99 round
  * trips in microseconds. Not part of nkid.
  *
- *	echo_client SOCKET METHOD COUNT
+ *	echo_client SOCKET METHOD COUNT [REQUEST_FILE]
+ *
+ * The request is empty, or the bytes of REQUEST_FILE (a serialized
+ * message, e.g. a RunRequest: the daemon's cost of a method over Ping's).
  */
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
@@ -35,12 +38,36 @@ main(int argc, char **argv)
 {
 	char target[512];
 	int count;
+	grpc_slice payload = grpc_empty_slice();
 
-	if (argc != 4 || (count = atoi(argv[3])) <= 0) {
-		fprintf(stderr, "usage: echo_client SOCKET METHOD COUNT\n");
+	if ((argc != 4 && argc != 5) || (count = atoi(argv[3])) <= 0) {
+		fprintf(stderr, "usage: echo_client SOCKET METHOD COUNT "
+		    "[REQUEST_FILE]\n");
 		return 2;
 	}
-	grpc_init();
+	if (argc == 5) {
+		FILE *f = fopen(argv[4], "rb");
+		char *buf;
+		long n;
+
+		if (f == NULL || fseek(f, 0, SEEK_END) != 0 ||
+		    (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+			fprintf(stderr, "echo_client: cannot read '%s'\n",
+			    argv[4]);
+			return 1;
+		}
+		buf = malloc(n > 0 ? (size_t)n : 1);
+		if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+			fprintf(stderr, "echo_client: cannot read '%s'\n",
+			    argv[4]);
+			return 1;
+		}
+		fclose(f);
+		grpc_init();
+		payload = grpc_slice_from_copied_buffer(buf, (size_t)n);
+		free(buf);
+	} else
+		grpc_init();
 	snprintf(target, sizeof(target), "unix:%s", argv[1]);
 	grpc_channel_credentials *creds = grpc_insecure_credentials_create();
 	grpc_channel *ch = grpc_channel_create(target, creds, NULL);
@@ -51,8 +78,7 @@ main(int argc, char **argv)
 	int failed = 0;
 
 	for (int i = 0; i < count; i++) {
-		grpc_slice empty = grpc_empty_slice();
-		grpc_byte_buffer *req = grpc_raw_byte_buffer_create(&empty, 1);
+		grpc_byte_buffer *req = grpc_raw_byte_buffer_create(&payload, 1);
 		grpc_byte_buffer *resp = NULL;
 		grpc_metadata_array imd, tmd;
 		grpc_status_code status;
@@ -88,7 +114,6 @@ main(int argc, char **argv)
 			grpc_byte_buffer_destroy(resp);
 		grpc_byte_buffer_destroy(req);
 		grpc_slice_unref(details);
-		grpc_slice_unref(empty);
 		grpc_metadata_array_destroy(&imd);
 		grpc_metadata_array_destroy(&tmd);
 		grpc_call_unref(call);
@@ -98,6 +123,7 @@ main(int argc, char **argv)
 	    lat[count / 2], lat[(int)(count * 0.99)]);
 	free(lat);
 	grpc_slice_unref(method);
+	grpc_slice_unref(payload);
 	grpc_channel_destroy(ch);
 	grpc_completion_queue_shutdown(cq);
 	grpc_completion_queue_destroy(cq);

@@ -92,6 +92,8 @@ static const char *const cache_sql[CST_COUNT] = {
 	    " compile_ms, pinned, status, log, data FROM neff WHERE key = ?1",
 	[CST_TOUCH] = "UPDATE neff SET hits = hits + 1, last_used = ?2"
 	    " WHERE key = ?1",
+	[CST_TOUCH_N] = "UPDATE neff SET hits = hits + ?3,"
+	    " last_used = max(last_used, ?2) WHERE key = ?1",
 	[CST_PUT] = "INSERT OR REPLACE INTO neff (key, kernel, format, target,"
 	    " backend, compiler_version, options, size, digest, inline,"
 	    " created, last_used, hits, compile_ms, pinned, status, log, data)"
@@ -1212,6 +1214,47 @@ fail:
 		cache_blob_unref(c, digest);
 	pthread_mutex_unlock(&c->mu);
 	return (rc);
+}
+
+int
+cache_touch_batch(struct cache *c, const struct cache_touch *t, size_t n)
+{
+	sqlite3_stmt	*st;
+	size_t		 i;
+	int		 rc = 0;
+
+	if (c->readonly)
+		return (CACHE_EREADONLY);
+	if (n == 0)
+		return (0);
+	pthread_mutex_lock(&c->mu);
+	if (cache_exec(c, "BEGIN IMMEDIATE") != SQLITE_OK) {
+		pthread_mutex_unlock(&c->mu);
+		return (CACHE_EDB);
+	}
+	st = cache_stmt(c, CST_TOUCH_N);
+	for (i = 0; i < n && rc == 0; i++) {
+		if (!cache_key_valid(t[i].key))
+			continue;
+		sqlite3_bind_text(st, 1, t[i].key, -1, SQLITE_STATIC);
+		sqlite3_bind_double(st, 2, t[i].last_used);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)t[i].hits);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			rc = CACHE_EDB;
+		sqlite3_reset(st);
+	}
+	if (rc != 0 || cache_exec(c, "COMMIT") != SQLITE_OK) {
+		cache_exec(c, "ROLLBACK");
+		rc = CACHE_EDB;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return (rc);
+}
+
+double
+cache_time_now(void)
+{
+	return (cache_now());
 }
 
 int

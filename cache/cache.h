@@ -155,6 +155,24 @@ void	cache_entry_release(struct cache_entry *e);
 void	cache_hold(struct cache *c, const char *key);
 void	cache_unhold(struct cache *c, const char *key);
 
+/* Uses of an entry served without reading the cache (a kernel loaded in
+ * memory): key's hits grow by hits and its last use becomes last_used
+ * (cache_time_now's clock) if later. */
+struct cache_touch {
+	char		key[CACHE_KEY_LEN + 1];
+	uint64_t	hits;
+	double		last_used;
+};
+/*
+ * Record n such uses in one transaction (missing keys are skipped), so
+ * that hits, `cache ls` order and LRU eviction follow real use. 0,
+ * CACHE_EDB or CACHE_EREADONLY.
+ */
+int	cache_touch_batch(struct cache *c, const struct cache_touch *t,
+	    size_t n);
+/* Now, on the clock of created and last_used (seconds since the epoch). */
+double	cache_time_now(void);
+
 /* Remove key (its file too when no other entry shares it). */
 int	cache_remove(struct cache *c, const char *key);
 /* Pin (pinned != 0) or unpin key. */

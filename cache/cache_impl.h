@@ -16,7 +16,7 @@ struct cache_hold {
 
 enum cache_stmt {
 	CST_GET, CST_TOUCH, CST_PUT, CST_DEL, CST_PIN, CST_LRU, CST_REFS,
-	CST_SIZE, CST_META_PUT,
+	CST_SIZE, CST_META_PUT, CST_TOUCH_N,
 	CST_COUNT,
 };
 

@@ -1,6 +1,7 @@
 /* backend_cpu.c: the embedded cpu backend, NKIR executed on the host CPU by sim/ and timed on a modeled NeuronCore by model/. */
 #include <assert.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 struct backend_cpu {
 	unsigned	ncores;
+	unsigned	threads;	/* per run (sim_run_opts.threads) */
 };
 
 struct backend_cpu_program {
@@ -57,6 +59,19 @@ backend_cpu_diag(char *diag, const struct sim_diag *sd, int serr)
 		snprintf(diag, BACKEND_DIAG_LEN, "%s", sim_strerror(serr));
 }
 
+/* The CPUs nkid may run on (its affinity mask), at least 1. */
+static unsigned
+backend_cpu_online(void)
+{
+	cpu_set_t	set;
+	int		n;
+
+	if (sched_getaffinity(0, sizeof set, &set) != 0)
+		return (1);
+	n = CPU_COUNT(&set);
+	return (n > 0 ? (unsigned)n : 1);
+}
+
 static int
 backend_cpu_open(const struct config *cfg, void **state, char *err,
     size_t errlen)
@@ -65,6 +80,10 @@ backend_cpu_open(const struct config *cfg, void **state, char *err,
 
 	b = xcalloc(1, sizeof *b);
 	b->ncores = cfg->cpu_cores;
+	b->threads = cfg->cpu_executor_threads != 0 ?
+	    cfg->cpu_executor_threads : backend_cpu_online();
+	if (b->threads > 64)
+		b->threads = 64;
 	*state = b;
 	return (0);
 }
@@ -182,8 +201,8 @@ backend_cpu_footprint(void *state, const struct backend_program *bp)
 }
 
 static int
-backend_cpu_run(const struct backend_program *bp, const struct backend_exec *x,
-    int with_print, char *diag)
+backend_cpu_run(const struct backend_cpu *b, const struct backend_program *bp,
+    const struct backend_exec *x, int with_print, char *diag)
 {
 	const struct backend_cpu_program	*p = bp->impl;
 	struct sim_run_opts				 opts;
@@ -194,6 +213,7 @@ backend_cpu_run(const struct backend_program *bp, const struct backend_exec *x,
 	memset(&sd, 0, sizeof sd);
 	opts.cancel = x->cancel;
 	opts.out_bufs = x->out_bufs;
+	opts.threads = b->threads;
 	if (with_print) {
 		opts.print_cb = x->print_cb;
 		opts.print_arg = x->print_arg;
@@ -214,14 +234,14 @@ backend_cpu_execute(void *state, const struct backend_program *bp,
 	struct backend_cpu	*b = state;
 
 	assert(core < b->ncores);
-	return (backend_cpu_run(bp, x, 0, diag));
+	return (backend_cpu_run(b, bp, x, 0, diag));
 }
 
 static int
 backend_cpu_simulate(void *state, const struct backend_program *bp,
     const struct backend_exec *x, char *diag)
 {
-	return (backend_cpu_run(bp, x, 1, diag));
+	return (backend_cpu_run(state, bp, x, 1, diag));
 }
 
 /* ------------------------------------------------------------ benchmark */
@@ -300,7 +320,7 @@ backend_cpu_benchmark(void *state, const struct backend_program *bp,
 	for (i = 0; i < warmup + iters; i++) {
 		uint64_t	t0 = backend_cpu_now_ns();
 
-		if ((error = backend_cpu_run(bp, &y, 0, diag)) != 0)
+		if ((error = backend_cpu_run(b, bp, &y, 0, diag)) != 0)
 			goto out;
 		if (i >= warmup)
 			samples_us[i - warmup] = (double)(backend_cpu_now_ns() -
@@ -402,7 +422,7 @@ backend_cpu_profile(void *state, const struct backend_program *bp,
 	memset(&mo, 0, sizeof mo);
 	mo.cancel = x->cancel;
 	for (i = 1; i <= n; i++) {
-		if ((error = backend_cpu_run(bp, x, 0, diag)) != 0)
+		if ((error = backend_cpu_run(b, bp, x, 0, diag)) != 0)
 			goto fail;
 		if (i % profile_nth == 0) {
 			merr = model_report(p->ir, p->ir_len, &mo, bp->name, i,

@@ -3,6 +3,7 @@
 #include <sys/un.h>
 
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <grp.h>
 #include <math.h>
@@ -29,6 +30,7 @@
 enum config_type {
 	CFG_STRING,	/* any string */
 	CFG_PATH,	/* absolute path */
+	CFG_OPTPATH,	/* absolute path, or "" for none */
 	CFG_SOCKPATH,	/* absolute path that fits sockaddr_un */
 	CFG_MODE,	/* octal string, "0660" */
 	CFG_U32,	/* integer in [min, max] */
@@ -37,6 +39,7 @@ enum config_type {
 	CFG_CHOICE,	/* one of choices, blank-separated */
 	CFG_UIDS,	/* array of uids or user names */
 	CFG_GIDS,	/* array of gids or group names */
+	CFG_LISTEN,	/* "", HOST:PORT or an absolute unix socket path */
 };
 
 #define CFG_F_RESTART	0x1	/* takes effect only at start */
@@ -84,6 +87,8 @@ static const struct config_key config_keys[] = {
 	  NULL, CFG_F_RESTART },
 	{ "cpu.cores", CFG_U32, F(cpu_cores), 0, 1, 256, NULL, 1, NULL,
 	  CFG_F_RESTART },
+	{ "cpu.executor_threads", CFG_U32, F(cpu_executor_threads), 0, 0, 64,
+	  NULL, 0, NULL, CFG_F_RESTART },
 	{ "jobs.history", CFG_U32, F(jobs_history), 0, 0, 1000000, NULL, 1000,
 	  NULL, 0 },
 	{ "jobs.max_queued", CFG_U32, F(jobs_max_queued), 0, 1, 10000000,
@@ -115,6 +120,8 @@ static const struct config_key config_keys[] = {
 	{ "lock_dir", CFG_PATH, F(lock_dir), 0, 0, 0, "/run/nkid/lock", 0,
 	  NULL, CFG_F_RESTART },
 	{ "log_level", CFG_LEVEL, F(log_level), 0, 0, 0, "info", 0, NULL, 0 },
+	{ "metrics.listen", CFG_LISTEN, F(metrics_listen), 0, 0, 0, "", 0,
+	  NULL, CFG_F_RESTART },
 	{ "neuron.compile_timeout_ms", CFG_U32, F(neuron_compile_timeout_ms),
 	  0, 100, 86400000, NULL, 1800000, NULL, CFG_F_RESTART },
 	{ "neuron.compiler", CFG_STRING, F(neuron_compiler), 0, 0, 0,
@@ -137,6 +144,24 @@ static const struct config_key config_keys[] = {
 	  NULL, CFG_F_RESTART },
 	{ "neuron.visible_cores", CFG_STRING, F(neuron_visible_cores), 0, 0,
 	  0, "", 0, NULL, CFG_F_RESTART },
+	{ "remote.hmac_key_file", CFG_OPTPATH, F(remote_hmac_key_file), 0, 0,
+	  0, "", 0, NULL, CFG_F_RESTART },
+	{ "remote.lock_ms", CFG_U32, F(remote_lock_ms), 0, 100, 3600000, NULL,
+	  10000, NULL, CFG_F_RESTART },
+	{ "remote.max_entry_bytes", CFG_BYTES, F(remote_max_entry_bytes), 0,
+	  1 * KiB, 512 * MiB, NULL, 64 * MiB, NULL, CFG_F_RESTART },
+	{ "remote.mode", CFG_CHOICE, F(remote_mode), 0, 0, 0, "off", 0,
+	  "off read read-write", CFG_F_RESTART },
+	{ "remote.password_file", CFG_OPTPATH, F(remote_password_file), 0, 0,
+	  0, "", 0, NULL, CFG_F_RESTART },
+	{ "remote.timeout_ms", CFG_U32, F(remote_timeout_ms), 0, 10, 60000,
+	  NULL, 500, NULL, CFG_F_RESTART },
+	{ "remote.ttl_days", CFG_U32, F(remote_ttl_days), 0, 1, 3650, NULL, 30,
+	  NULL, CFG_F_RESTART },
+	{ "remote.url", CFG_STRING, F(remote_url), 0, 0, 0, "", 0, NULL,
+	  CFG_F_RESTART },
+	{ "remote.user", CFG_STRING, F(remote_user), 0, 0, 0, "", 0, NULL,
+	  CFG_F_RESTART },
 	{ "shutdown_grace_ms", CFG_U32, F(shutdown_grace_ms), 0, 0, 600000,
 	  NULL, 1000, NULL, 0 },
 	{ "socket", CFG_SOCKPATH, F(socket), 0, 0, 0, "/run/nkid/nkid.sock", 0,
@@ -344,6 +369,40 @@ config_id(struct config_ctx *ctx, const char *path, const cJSON *v, int group,
 	return (0);
 }
 
+/*
+ * Is s a metrics.listen value: "" (off), an absolute path that fits a unix
+ * socket address, or HOST:PORT with PORT from 1 to 65535 (HOST a name or
+ * an IPv4 address, [IPv6] in brackets, or empty for every address)?
+ */
+static int
+config_listen_valid(const char *s)
+{
+	const char	*colon, *p;
+	char		*end;
+	unsigned long	 port;
+
+	if (*s == '\0')
+		return (1);
+	if (*s == '/')
+		return (strlen(s) < sizeof(((struct sockaddr_un *)0)->sun_path));
+	if ((colon = strrchr(s, ':')) == NULL || !isdigit((unsigned char)
+	    colon[1]))
+		return (0);
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (*end != '\0' || errno != 0 || port < 1 || port > 65535)
+		return (0);
+	if (*s == '[')
+		return (colon - s > 2 && colon[-1] == ']' &&
+		    strcspn(s + 1, "[]") == (size_t)(colon - s - 2));
+	for (p = s; p < colon; p++) {
+		if (*p == ':' || *p == '[' || *p == ']' || *p == '/' ||
+		    isspace((unsigned char)*p))
+			return (0);
+	}
+	return (1);
+}
+
 static int
 config_string_set(struct config_ctx *ctx, const struct config_key *k,
     struct config *cfg, const char *path, const cJSON *v)
@@ -357,7 +416,8 @@ config_string_set(struct config_ctx *ctx, const struct config_key *k,
 		    "'%s' must be a string, not %s", path, config_json_type(v)));
 	s = v->valuestring;
 	len = strlen(s);
-	if (k->type == CFG_PATH || k->type == CFG_SOCKPATH) {
+	if (k->type == CFG_PATH || k->type == CFG_SOCKPATH ||
+	    (k->type == CFG_OPTPATH && s[0] != '\0')) {
 		if (s[0] != '/')
 			return (config_fail(ctx, CONFIG_ERANGE,
 			    "'%s' must be an absolute path, not '%s'", path, s));
@@ -381,6 +441,12 @@ config_string_set(struct config_ctx *ctx, const struct config_key *k,
 			    "'%s' must be one of: %s; not '%s'", path,
 			    k->choices, s));
 	}
+	if (k->type == CFG_LISTEN && !config_listen_valid(s))
+		return (config_fail(ctx, CONFIG_ERANGE,
+		    "'%s' must be \"\" (off), HOST:PORT (PORT from 1 to 65535, "
+		    "[ADDRESS]:PORT for IPv6) or an absolute unix socket path "
+		    "shorter than %zu bytes, not '%s'", path,
+		    sizeof(((struct sockaddr_un *)0)->sun_path), s));
 	free(*dst);
 	*dst = xstrdup(s);
 	return (0);
@@ -401,8 +467,10 @@ config_value_set(struct config_ctx *ctx, const struct config_key *k,
 	switch (k->type) {
 	case CFG_STRING:
 	case CFG_PATH:
+	case CFG_OPTPATH:
 	case CFG_SOCKPATH:
 	case CFG_CHOICE:
+	case CFG_LISTEN:
 		return (config_string_set(ctx, k, cfg, path, v));
 	case CFG_MODE:
 		if (!cJSON_IsString(v))
@@ -478,8 +546,10 @@ config_defaults(struct config *cfg)
 		switch (k->type) {
 		case CFG_STRING:
 		case CFG_PATH:
+		case CFG_OPTPATH:
 		case CFG_SOCKPATH:
 		case CFG_CHOICE:
+		case CFG_LISTEN:
 			*FIELD(cfg, k, char *) = xstrdup(k->def_str);
 			break;
 		case CFG_MODE:
@@ -562,6 +632,125 @@ config_override_apply(struct config *cfg, const struct config_override *ov)
 	}
 }
 
+int
+config_remote_url_parse(const char *url, struct config_remote_url *u,
+    char *err, size_t errlen)
+{
+	const char		*p, *hs, *he, *end;
+	char			*e;
+	unsigned long		 n;
+	size_t			 len;
+
+	memset(u, 0, sizeof *u);
+	u->port = 6379;
+	if (strncmp(url, "unix://", 7) == 0) {
+		p = url + 7;
+		len = strcspn(p, "?");
+		if (p[0] != '/' || len >= sizeof u->path) {
+			snprintf(err, errlen, "'%s' must name an absolute "
+			    "socket path shorter than %zu bytes "
+			    "(unix:///run/redis/redis.sock)", url,
+			    sizeof u->path);
+			return (-1);
+		}
+		memcpy(u->path, p, len);
+		u->path[len] = '\0';
+		p += len;
+		if (*p == '\0')
+			return (0);
+		if (strncmp(p, "?db=", 4) != 0)
+			goto bad;
+		errno = 0;
+		n = strtoul(p + 4, &e, 10);
+		if (p[4] == '\0' || *e != '\0' || errno != 0 || n > 65535)
+			goto bad;
+		u->db = (unsigned)n;
+		return (0);
+	}
+	if (strncmp(url, "rediss://", 9) == 0) {
+		snprintf(err, errlen, "'%s': TLS (rediss://) is not supported; "
+		    "use a unix socket, or redis:// through a TLS tunnel", url);
+		return (-1);
+	}
+	if (strncmp(url, "redis://", 8) != 0)
+		goto bad;
+	p = url + 8;
+	end = p + strcspn(p, "/");
+	if (memchr(p, '@', (size_t)(end - p)) != NULL) {
+		snprintf(err, errlen, "'%s': no user or password in the URL; "
+		    "use remote.user and remote.password_file", url);
+		return (-1);
+	}
+	if (*p == '[') {
+		hs = p + 1;
+		if ((he = memchr(hs, ']', (size_t)(end - hs))) == NULL)
+			goto bad;
+		p = he + 1;
+	} else {
+		hs = p;
+		he = p + strcspn(p, ":/");
+		p = he;
+	}
+	if (he == hs || (size_t)(he - hs) >= sizeof u->host)
+		goto bad;
+	memcpy(u->host, hs, (size_t)(he - hs));
+	u->host[he - hs] = '\0';
+	if (*p == ':') {
+		errno = 0;
+		n = strtoul(p + 1, &e, 10);
+		if (e == p + 1 || errno != 0 || n == 0 || n > 65535 ||
+		    (*e != '\0' && *e != '/'))
+			goto bad;
+		u->port = (unsigned)n;
+		p = e;
+	}
+	if (*p == '/' && p[1] != '\0') {
+		errno = 0;
+		n = strtoul(p + 1, &e, 10);
+		if (!(p[1] >= '0' && p[1] <= '9') || *e != '\0' ||
+		    errno != 0 || n > 65535)
+			goto bad;
+		u->db = (unsigned)n;
+	} else if (*p == '/' || *p == '\0')
+		;
+	else
+		goto bad;
+	return (0);
+bad:
+	snprintf(err, errlen, "'%s' is not a Redis URL "
+	    "(redis://HOST[:PORT][/DB] or unix:///PATH[?db=DB])", url);
+	return (-1);
+}
+
+/* What one key alone cannot say: the remote tier's keys together. */
+static int
+config_check(struct config_ctx *ctx, const struct config *cfg)
+{
+	struct config_remote_url	 u;
+	char				 why[512];
+
+	if (cfg->remote_url[0] != '\0' &&
+	    config_remote_url_parse(cfg->remote_url, &u, why, sizeof why) != 0)
+		return (config_fail(ctx, CONFIG_ERANGE, "'remote.url': %s",
+		    why));
+	if (cfg->remote_user[0] != '\0' &&
+	    cfg->remote_password_file[0] == '\0')
+		return (config_fail(ctx, CONFIG_ERANGE, "'remote.user' needs "
+		    "'remote.password_file' (the user's password)"));
+	if (strcmp(cfg->remote_mode, "off") == 0)
+		return (0);
+	if (cfg->remote_url[0] == '\0')
+		return (config_fail(ctx, CONFIG_ERANGE, "'remote.mode' is "
+		    "'%s': 'remote.url' must name the fleet's Redis",
+		    cfg->remote_mode));
+	if (cfg->remote_hmac_key_file[0] == '\0')
+		return (config_fail(ctx, CONFIG_ERANGE, "'remote.mode' is "
+		    "'%s': 'remote.hmac_key_file' must name the fleet key "
+		    "(every pulled entry is authenticated with it)",
+		    cfg->remote_mode));
+	return (0);
+}
+
 /* Line and column of position pos in s. */
 static void
 config_position(const char *s, size_t pos, int *line, int *col)
@@ -603,7 +792,8 @@ config_load_string(struct config *cfg, const char *name, const char *json,
 		    config_json_type(root));
 		goto fail;
 	}
-	if ((error = config_walk(&ctx, cfg, root, "")) != 0)
+	if ((error = config_walk(&ctx, cfg, root, "")) != 0 ||
+	    (error = config_check(&ctx, cfg)) != 0)
 		goto fail;
 	cJSON_Delete(root);
 	config_override_apply(cfg, ov);
@@ -667,8 +857,10 @@ config_release(struct config *cfg)
 		switch (k->type) {
 		case CFG_STRING:
 		case CFG_PATH:
+		case CFG_OPTPATH:
 		case CFG_SOCKPATH:
 		case CFG_CHOICE:
+		case CFG_LISTEN:
 			free(*FIELD(cfg, k, char *));
 			break;
 		case CFG_UIDS:
@@ -696,8 +888,10 @@ config_copy(struct config *dst, const struct config *src)
 		switch (k->type) {
 		case CFG_STRING:
 		case CFG_PATH:
+		case CFG_OPTPATH:
 		case CFG_SOCKPATH:
 		case CFG_CHOICE:
+		case CFG_LISTEN:
 			*FIELD(dst, k, char *) =
 			    xstrdup(*CFIELD(src, k, char *));
 			break;
@@ -727,8 +921,10 @@ config_value_format(const struct config *cfg, const struct config_key *k,
 	switch (k->type) {
 	case CFG_STRING:
 	case CFG_PATH:
+	case CFG_OPTPATH:
 	case CFG_SOCKPATH:
 	case CFG_CHOICE:
+	case CFG_LISTEN:
 		snprintf(buf, len, "'%s'", *CFIELD(cfg, k, char *));
 		break;
 	case CFG_MODE:
@@ -782,6 +978,9 @@ config_reload_merge(const struct config *cur, struct config *next)
 			if (k->type == CFG_MODE || k->type == CFG_U32)
 				*FIELD(next, k, uint32_t) =
 				    *CFIELD(cur, k, uint32_t);
+			else if (k->type == CFG_BYTES)
+				*FIELD(next, k, uint64_t) =
+				    *CFIELD(cur, k, uint64_t);
 			else {
 				free(*FIELD(next, k, char *));
 				*FIELD(next, k, char *) = *FIELD(&tmp, k,

@@ -39,6 +39,9 @@ struct config {
 	uint32_t	 shutdown_grace_ms;
 
 	uint32_t	 cpu_cores;
+	/* Threads one run of the cpu backend's executor may use; 0: as
+	 * many as the CPUs nkid may run on (sched_getaffinity). */
+	uint32_t	 cpu_executor_threads;
 	/* What Benchmark's nc_latency holds on the cpu backend: "model"
 	 * (the NeuronCore model) or "cpu" (the executor's time). */
 	char		*benchmark_latency;
@@ -79,6 +82,28 @@ struct config {
 	uint64_t	 cache_max_bytes;	/* on disk */
 	uint64_t	 cache_max_bundle_bytes; /* one CacheImport */
 	uint32_t	 cache_compile_workers;
+
+	/* Where GET /metrics is served: "" (off unless systemd passes a
+	 * socket named "metrics"), HOST:PORT or a unix socket path. */
+	char		*metrics_listen;
+	/* The remote tier (docs/cache.md, "The remote tier"). */
+	char		*remote_url;		/* "": none */
+	char		*remote_user;		/* "": default user */
+	char		*remote_password_file;	/* "": no AUTH */
+	char		*remote_mode;		/* off, read, read-write */
+	uint32_t	 remote_timeout_ms;
+	uint64_t	 remote_max_entry_bytes;
+	uint32_t	 remote_ttl_days;
+	char		*remote_hmac_key_file;
+	uint32_t	 remote_lock_ms;
+};
+
+/* Where remote.url points, parsed (config_remote_url_parse). */
+struct config_remote_url {
+	char		 host[256];	/* "" for a unix socket */
+	unsigned	 port;
+	char		 path[108];	/* the unix socket, "" for TCP */
+	unsigned	 db;
 };
 
 /* Command-line settings that override the file (NULL: not given). They
@@ -118,6 +143,14 @@ int	 config_reload_merge(const struct config *cur, struct config *next);
 /* Print every key and its effective value, one per line ("key = value"),
  * to the stdio stream f (a FILE *). */
 void	 config_dump(const struct config *cfg, void *f);
+
+/*
+ * Parse a remote.url: "redis://HOST[:PORT][/DB]" (HOST a name, an IPv4
+ * address or [an IPv6 address]; PORT 6379 and DB 0 by default) or
+ * "unix:///PATH[?db=DB]". Returns 0, or -1 with the reason in err.
+ */
+int	 config_remote_url_parse(const char *url, struct config_remote_url *u,
+	    char *err, size_t errlen);
 
 /* The receive cap in bytes for a size class. */
 uint64_t config_cap_bytes(const struct config *cfg, enum config_cap cap);

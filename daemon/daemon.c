@@ -6,6 +6,7 @@
 #include "daemon/backend.h"
 #include "daemon/daemon.h"
 #include "daemon/kcache.h"
+#include "daemon/kcache_remote.h"
 #include "daemon/outpool.h"
 #include "daemon/log.h"
 #include "daemon/sched.h"
@@ -37,6 +38,20 @@ daemon_init(struct daemon *d, uv_loop_t *loop, struct config *cfg, char *err,
 	d->cfg = *cfg;
 	memset(cfg, 0, sizeof *cfg);
 	d->kcache = kcache_open(loop, d->backend, &d->cfg);
+	/* Waiting for another host's compile never outlasts a compile. */
+	if (kcache_remote_open(&d->remote, loop, &d->cfg,
+	    d->backend->ops->name,
+	    d->backend->ops->compiler_version(d->backend->state),
+	    d->cfg.neuron_compile_timeout_ms, &d->stopping, err,
+	    errlen) != 0) {
+		kcache_close(d->kcache);
+		d->kcache = NULL;
+		backend_close(d->backend);
+		d->backend = NULL;
+		config_release(&d->cfg);
+		return (-1);
+	}
+	kcache_attach_remote(d->kcache, d->remote);
 	sched_new(&d->sched, loop, d->backend->ncores);
 	return (0);
 }
@@ -53,6 +68,8 @@ daemon_release(struct daemon *d)
 	kcache_close(d->kcache);
 	outpool_drain();
 	d->kcache = NULL;
+	kcache_remote_close(d->remote);
+	d->remote = NULL;
 	backend_close(d->backend);
 	d->backend = NULL;
 	config_release(&d->cfg);

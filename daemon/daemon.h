@@ -7,18 +7,22 @@
 #include <uv.h>
 
 #include "daemon/config.h"
+#include "daemon/metrics_hist.h"
 
 /* Upper bound of the method table (checked in dispatch.c). */
 #define DAEMON_MAX_METHODS	32
 
 struct backend;
 struct kcache;
+struct metrics_http;
+struct kcache_remote;
 struct sched;
 struct server;
 
 struct daemon_method_counter {
-	uint64_t	calls;
-	uint64_t	errors;
+	uint64_t		calls;
+	uint64_t		errors;
+	struct metrics_hist	duration;	/* start to status sent */
 };
 
 struct daemon {
@@ -30,7 +34,9 @@ struct daemon {
 	struct backend			*backend;
 	struct sched			*sched;
 	struct kcache			*kcache;
+	struct kcache_remote		*remote;	/* NULL: off */
 	struct server			*server;	/* NULL in unit tests */
+	struct metrics_http		*metrics;	/* NULL: no listener */
 
 	uint64_t			 connections;
 	uint64_t			 refused;
@@ -44,7 +50,7 @@ struct daemon {
 /*
  * Set up d around an already loaded config (taken over: d releases it):
  * open the configured backend, probe its cores, create the compiled-kernel
- * table and the per-core workers. loop must outlive d. On failure returns
+ * table, open the remote tier (remote.mode), create the per-core workers. loop must outlive d. On failure returns
  * -1 with a message in err and leaves nothing to release.
  */
 int	daemon_init(struct daemon *d, uv_loop_t *loop, struct config *cfg,

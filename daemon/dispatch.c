@@ -12,6 +12,7 @@
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/log.h"
+#include "daemon/metrics_hist.h"
 #include "daemon/xmalloc.h"
 #include "proto/wire.h"
 
@@ -19,6 +20,11 @@
 extern const struct rpc_method rpc_benchmark_method;
 /* daemon/rpc_profile.c */
 extern const struct rpc_method rpc_profile_method;
+/* daemon/rpc_cache_verify.c */
+extern const struct rpc_method rpc_cache_verify_method;
+/* daemon/rpc_cache_pull.c, rpc_cache_push.c: the remote tier's */
+extern const struct rpc_method rpc_cache_pull_method;
+extern const struct rpc_method rpc_cache_push_method;
 
 /* Every method of nkid.v1.Nkid, sorted by name: the index of the daemon. */
 static const struct rpc_method *const dispatch_methods[] = {
@@ -27,8 +33,11 @@ static const struct rpc_method *const dispatch_methods[] = {
 	&rpc_cache_import_method,
 	&rpc_cache_list_method,
 	&rpc_cache_pin_method,
+	&rpc_cache_pull_method,
+	&rpc_cache_push_method,
 	&rpc_cache_remove_method,
 	&rpc_cache_stat_method,
+	&rpc_cache_verify_method,
 	&rpc_cancel_method,
 	&rpc_compile_method,
 	&rpc_jobs_method,
@@ -113,9 +122,11 @@ dispatch_call_finish(struct rpc_call *c)
 		c->on_finish(c);
 		c->on_finish = NULL;
 	}
-	if (c->m != NULL && c->status != GRPC_STATUS_OK) {
+	if (c->m != NULL) {
 		mc = &c->d->methods[dispatch_method_index(c->m)];
-		mc->errors++;
+		metrics_hist_observe(&mc->duration, uv_hrtime() - c->start_ns);
+		if (c->status != GRPC_STATUS_OK)
+			mc->errors++;
 	}
 	if (c->status != GRPC_STATUS_OK)
 		log_debug("%s from uid %u pid %u: %s: %s", c->m != NULL ?

@@ -17,6 +17,23 @@
 #include "daemon/tensor.h"
 #include "daemon/xmalloc.h"
 
+/*
+ * A Run whose kernel's last execution took at most this long runs on the
+ * loop thread when its core is idle (sched.c, struct sched_job's here):
+ * the hops to the core's worker and back cost more than such a job.
+ */
+#define JOB_HERE_MAX_NS		100000
+/* Last execution time per NEFF key, direct-mapped (a heuristic: a
+ * collision only sends a job to the worker). Loop thread only. */
+#define JOB_HERE_SLOTS		256
+
+struct job_here_slot {
+	char		key[KCACHE_KEY_LEN + 1];
+	uint64_t	exec_ns;
+};
+
+static struct job_here_slot	job_here_slots[JOB_HERE_SLOTS];
+
 static void	job_free(struct job *);
 static void	job_outputs_map(struct job *);
 static void	job_outputs_place(struct job *);
@@ -164,11 +181,58 @@ job_exec(struct job *j, unsigned core)
 	job_outputs_place(j);
 }
 
+/* The slot of a NEFF key (hex SHA-256: any of its digits is uniform). */
+static struct job_here_slot *
+job_here_slot(const char *key)
+{
+	unsigned	h = 0;
+	int		i;
+
+	for (i = 0; i < 4; i++)
+		h = h * 31 + (unsigned char)key[i];
+	return (&job_here_slots[h % JOB_HERE_SLOTS]);
+}
+
+/*
+ * Whether j may run on the loop thread: a Run (one execution, nothing
+ * streamed) on the cpu backend (a device call never runs on the loop)
+ * whose kernel's last execution was short.
+ */
+static int
+job_here_ok(const struct job *j)
+{
+	const char		*key = kcache_entry_key(j->e);
+	struct job_here_slot	*sl;
+
+	if (!j->kind->in_place || strcmp(j->b->ops->name, "cpu") != 0 ||
+	    strlen(key) != KCACHE_KEY_LEN)
+		return (0);
+	sl = job_here_slot(key);
+	return (strcmp(sl->key, key) == 0 && sl->exec_ns <= JOB_HERE_MAX_NS);
+}
+
+/* On the loop: remember how long j's kernel ran (job_here_ok). */
+static void
+job_here_note(const struct job *j)
+{
+	const char		*key = kcache_entry_key(j->e);
+	struct job_here_slot	*sl;
+
+	if (!j->kind->in_place || strlen(key) != KCACHE_KEY_LEN)
+		return;
+	sl = job_here_slot(key);
+	memcpy(sl->key, key, sizeof sl->key);
+	sl->exec_ns = j->exec_ns;
+}
+
 /* On the loop: the execution is over (or never ran): reply, free. */
 static void
 job_finish(struct job *j, int outcome)
 {
 	const char	*name = kcache_entry_name(j->e);
+
+	if (outcome == SCHED_RAN && j->error == 0)
+		job_here_note(j);
 
 	if (outcome != SCHED_RAN)
 		dispatch_fail_unrun(j->c, &j->sj, outcome, j->kind->verb, name);
@@ -244,9 +308,16 @@ job_resolved_cb(void *arg, const struct kcache_result *r)
 	}
 	j->sj.work = job_core_work_cb;
 	j->sj.done = job_core_done_cb;
+	j->sj.here = job_here_ok(j);
 	if (sched_call_submit(c, &j->sj, j->kind->verb, kcache_entry_name(j->e),
-	    j->core, j->job_class, j->kind->verb) != 0)
+	    j->core, j->job_class, j->kind->verb) != 0) {
 		job_free(j);
+		return;
+	}
+	/* Ran on the spot: answer now rather than a loop turn later (this
+	 * frees j). */
+	if (j->sj.here && j->sj.state == SCHED_FINISHED)
+		sched_events_deliver(c->d->sched);
 }
 
 void

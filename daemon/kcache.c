@@ -5,103 +5,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon/backend.h"
 #include "daemon/config.h"
 #include "daemon/kcache.h"
+#include "daemon/kcache_impl.h"
+#include "daemon/kcache_remote.h"
 #include "daemon/log.h"
 #include "daemon/xmalloc.h"
-
-/* A loaded kernel in the memory table. */
-struct kcache_entry {
-	char			 key[KCACHE_KEY_LEN + 1];
-	char			*name;
-	void			*image;
-	size_t			 image_len;
-	struct backend_program	*prog;
-	double			 compile_ms;
-	size_t			 mem;		/* counted in mem_bytes */
-	unsigned		 refs;
-	int			 forget;	/* drop when unused */
-	TAILQ_ENTRY(kcache_entry) lru;		/* head: most recent */
-};
-TAILQ_HEAD(kcache_list, kcache_entry);
-
-/* A request waiting for a flight. */
-struct kcache_waiter {
-	kcache_done_cb			 cb;
-	void				*arg;
-	int				 coalesced;
-	TAILQ_ENTRY(kcache_waiter)	 link;
-};
-TAILQ_HEAD(kcache_waiters, kcache_waiter);
-
-/* One NEFF key being looked up on disk, then maybe compiled. */
-struct kcache_flight {
-	uv_work_t		 work;
-	struct kcache		*kc;
-	struct cache		*disk;		/* kc's when it started */
-	char			 key[KCACHE_KEY_LEN + 1];
-	char			*name;
-	/* Borrowed from the first waiter's request (alive until it is
-	 * answered, which happens after the flight ends). */
-	const char		*format;	/* NULL: key only */
-	const void		*ir;
-	size_t			 ir_len;
-	const char		*target;
-	const char		*options;
-	int			 retry_failed;
-
-	int			 stage;		/* 0 lookup, 1 compile */
-	int			 hit;
-	int			 failed_cached;
-	int			 store_rc;
-	int			 error;
-	int			 load_stage;	/* error in 0 compile, 1 load */
-	void			*image;
-	size_t			 image_len;
-	struct backend_program	*prog;
-	double			 ms;
-	char			*log;
-	char			 diag[BACKEND_DIAG_LEN];
-	struct kcache_waiters	 waiters;
-	LIST_ENTRY(kcache_flight) link;
-	TAILQ_ENTRY(kcache_flight) pending;
-};
-LIST_HEAD(kcache_flights, kcache_flight);
-TAILQ_HEAD(kcache_pending, kcache_flight);
-
-struct kcache {
-	uv_loop_t		*loop;
-	struct backend		*backend;
-	struct cache		*disk;		/* NULL: memory only */
-	struct kcache_list	 lru;
-	uint64_t		 mem_bytes;
-	uint64_t		 mem_max;
-	uint64_t		 mem_entries;
-	unsigned		 workers;	/* compiles at once */
-	unsigned		 compiling;
-	struct kcache_flights	 flights;
-	struct kcache_pending	 pending;
-	struct kcache_stats	 st;		/* hits ... failures */
-	uint64_t		 mem_evictions;
-	uv_work_t		 check;		/* quick_check after start */
-	int			 checking;
-	/* A cache that could not open (disk full, ...) is retried with a
-	 * backoff: its options, a timer and the open off the loop. */
-	struct cache_opts	 opts;
-	char			*dir;
-	uv_timer_t		 reopen;
-	uv_work_t		 reopen_work;
-	struct cache		*reopened;
-	uint64_t		 reopen_ms;
-	int			 reopen_busy;	/* timer armed or work queued */
-	int			 reopen_closed;
-};
-
-/* First and longest wait between attempts to open the cache again. */
-#define KCACHE_REOPEN_MIN_MS	1000
-#define KCACHE_REOPEN_MAX_MS	60000
 
 struct kcache_async {
 	uv_work_t	 work;
@@ -128,53 +40,15 @@ kcache_strerror(int err)
 
 static void	kcache_flight_compile_queue(struct kcache *kc,
 		    struct kcache_flight *f);
-static void	kcache_check_start(struct kcache *);
-static void	kcache_reopen_arm(struct kcache *);
-
-static void
-kcache_log_cb(void *arg, int level, const char *msg)
-{
-	switch (level) {
-	case CACHE_LOG_ERROR:
-		log_error("%s", msg);
-		break;
-	case CACHE_LOG_WARN:
-		log_warn("%s", msg);
-		break;
-	case CACHE_LOG_INFO:
-		log_info("%s", msg);
-		break;
-	default:
-		log_debug("%s", msg);
-		break;
-	}
-}
-
-static void
-kcache_check_work_cb(uv_work_t *w)
-{
-	struct kcache	*kc = w->data;
-
-	cache_check(kc->disk);
-}
-
-static void
-kcache_check_after_cb(uv_work_t *w, int status)
-{
-	struct kcache	*kc = w->data;
-
-	kc->checking = 0;
-}
+static void	kcache_flight_miss(struct kcache *, struct kcache_flight *);
+static int	kcache_flight_accept_cb(void *, struct cache_entry *);
+static void	kcache_flight_remote_cb(void *, int, int,
+		    struct kcache_remote_lock *);
 
 struct kcache *
 kcache_open(uv_loop_t *loop, struct backend *b, const struct config *cfg)
 {
-	struct kcache		*kc;
-	struct cache_opts	 o;
-	struct cache_stats	 cs;
-	char			 err[1024];
-	uint64_t		 t0 = uv_hrtime();
-	int			 rc;
+	struct kcache	*kc;
 
 	/* libcrypto's first use allocates per-thread state: do it here, on
 	 * the loop thread, not first on a pool thread (which leaks it). */
@@ -188,125 +62,15 @@ kcache_open(uv_loop_t *loop, struct backend *b, const struct config *cfg)
 	TAILQ_INIT(&kc->lru);
 	LIST_INIT(&kc->flights);
 	TAILQ_INIT(&kc->pending);
-	memset(&o, 0, sizeof o);
-	o.dir = cfg->cache_dir;
-	o.max_bytes = cfg->cache_max_bytes;
-	o.backend = b != NULL ? b->ops->name : "";
-	o.compiler_version = b != NULL ?
-	    b->ops->compiler_version(b->state) : "";
-	o.recover = 1;
-	o.defer_check = 1;
-	/* Tests put small blobs in files: the threshold is measured for
-	 * production (docs/cache.md). */
-	if (getenv("NKID_CACHE_INLINE_MAX") != NULL)
-		o.inline_max = strtoull(getenv("NKID_CACHE_INLINE_MAX"), NULL,
-		    10);
-	o.log = kcache_log_cb;
-	uv_timer_init(loop, &kc->reopen);
-	kc->reopen.data = kc;
-	if (cfg->cache_dir == NULL) {
-		log_warn("no cache_dir; running without a persistent cache");
-		return (kc);
-	}
-	kc->dir = xstrdup(cfg->cache_dir);
-	o.dir = kc->dir;
-	kc->opts = o;
-	if ((rc = cache_open(&kc->disk, &o, err, sizeof err)) != 0) {
-		log_warn("%s; running without a persistent cache, trying "
-		    "again in %d s", err, KCACHE_REOPEN_MIN_MS / 1000);
-		kc->disk = NULL;
-		kc->reopen_ms = KCACHE_REOPEN_MIN_MS;
-		kcache_reopen_arm(kc);
-		return (kc);
-	}
-	cache_stats_get(kc->disk, &cs);
-	log_info("cache '%s': %llu entries, %llu bytes, opened in %.1f ms",
-	    cfg->cache_dir, (unsigned long long)cs.entries,
-	    (unsigned long long)cs.bytes, (double)(uv_hrtime() - t0) / 1e6);
-	kcache_check_start(kc);
+	kcache_disk_open(kc, cfg);
 	return (kc);
-}
-
-/* quick_check reads the whole database: after ready, off the loop; a
- * damaged one is set aside then (cache_check). */
-static void
-kcache_check_start(struct kcache *kc)
-{
-	kc->check.data = kc;
-	if (uv_queue_work(kc->loop, &kc->check, kcache_check_work_cb,
-	    kcache_check_after_cb) == 0)
-		kc->checking = 1;
-}
-
-static void
-kcache_reopen_work_cb(uv_work_t *w)
-{
-	struct kcache	*kc = w->data;
-	char		 err[1024];
-
-	if (cache_open(&kc->reopened, &kc->opts, err, sizeof err) != 0) {
-		kc->reopened = NULL;
-		log_debug("%s", err);
-	}
-}
-
-static void
-kcache_reopen_after_cb(uv_work_t *w, int status)
-{
-	struct kcache		*kc = w->data;
-	struct cache_stats	 cs;
-
-	kc->reopen_busy = 0;
-	if (kc->reopened == NULL) {
-		if (kc->reopen_closed)
-			return;
-		kc->reopen_ms *= 2;
-		if (kc->reopen_ms > KCACHE_REOPEN_MAX_MS)
-			kc->reopen_ms = KCACHE_REOPEN_MAX_MS;
-		kcache_reopen_arm(kc);
-		return;
-	}
-	kc->disk = kc->reopened;
-	kc->reopened = NULL;
-	cache_stats_get(kc->disk, &cs);
-	log_info("cache '%s' opened at last: %llu entries, %llu bytes; "
-	    "compiles are stored again", kc->dir,
-	    (unsigned long long)cs.entries, (unsigned long long)cs.bytes);
-	if (!kc->reopen_closed)
-		kcache_check_start(kc);
-}
-
-static void
-kcache_reopen_timer_cb(uv_timer_t *t)
-{
-	struct kcache	*kc = t->data;
-
-	kc->reopen_work.data = kc;
-	if (uv_queue_work(kc->loop, &kc->reopen_work, kcache_reopen_work_cb,
-	    kcache_reopen_after_cb) != 0) {
-		kc->reopen_busy = 0;
-		return;
-	}
-}
-
-static void
-kcache_reopen_arm(struct kcache *kc)
-{
-	kc->reopen_busy = 1;
-	uv_timer_start(&kc->reopen, kcache_reopen_timer_cb, kc->reopen_ms, 0);
-}
-
-static void
-kcache_reopen_close_cb(uv_handle_t *h)
-{
-	struct kcache	*kc = h->data;
-
-	kc->reopen_closed = 2;
 }
 
 static void
 kcache_mem_free(struct kcache *kc, struct kcache_entry *e)
 {
+	if (e->touches > 0)
+		kcache_touch_keep(kc, e->key, e->touches, e->last_used);
 	kc->mem_entries--;
 	kc->mem_bytes -= e->mem;
 	if (kc->backend != NULL)
@@ -324,31 +88,21 @@ kcache_close(struct kcache *kc)
 	if (kc == NULL)
 		return;
 	assert(LIST_EMPTY(&kc->flights));
-	/* A reopen in flight ends first; then the timer handle closes. */
-	kc->reopen_closed = 1;
-	if (uv_is_active((uv_handle_t *)&kc->reopen)) {
-		uv_timer_stop(&kc->reopen);
-		kc->reopen_busy = 0;
-	}
-	while (kc->reopen_busy)
-		uv_run(kc->loop, UV_RUN_ONCE);
-	uv_close((uv_handle_t *)&kc->reopen, kcache_reopen_close_cb);
-	while (kc->checking || kc->reopen_closed != 2)
-		uv_run(kc->loop, UV_RUN_ONCE);
+	kcache_disk_quiesce(kc);
 	while ((e = TAILQ_FIRST(&kc->lru)) != NULL) {
 		assert(e->refs == 0);
 		TAILQ_REMOVE(&kc->lru, e, lru);
 		kcache_mem_free(kc, e);
 	}
-	cache_close(kc->disk);
-	free(kc->dir);
+	kcache_disk_close(kc);
 	free(kc);
 }
 
-struct cache *
-kcache_disk(struct kcache *kc)
+void
+kcache_attach_remote(struct kcache *kc, struct kcache_remote *r)
 {
-	return (kc->disk);
+	assert(LIST_EMPTY(&kc->flights));
+	kc->remote = r;
 }
 
 static void
@@ -642,15 +396,16 @@ kcache_flight_compile_cb(uv_work_t *w)
 		f->load_stage = 0;
 	}
 	f->ms = (double)(uv_hrtime() - t0) / 1e6;
-	if (f->disk == NULL)
-		return;
 	memset(&ce, 0, sizeof ce);
 	memcpy(ce.key, f->key, sizeof ce.key);
 	ce.kernel = f->name;
 	ce.format = (char *)f->format;
 	ce.target = (char *)f->target;
 	ce.options = (char *)f->options;
+	ce.backend = (char *)b->ops->name;
+	ce.compiler_version = (char *)b->ops->compiler_version(b->state);
 	ce.compile_ms = f->ms;
+	ce.created = (double)time(NULL);
 	if (f->error == 0) {
 		ce.data = f->image;
 		ce.len = f->image_len;
@@ -661,7 +416,12 @@ kcache_flight_compile_cb(uv_work_t *w)
 		ce.log = f->diag;
 	} else
 		return;
-	f->store_rc = cache_put(f->disk, &ce);
+	if (f->disk != NULL)
+		f->store_rc = cache_put(f->disk, &ce);
+	/* The fleet's copy is signed here, off the loop. */
+	if (kcache_remote_writable(f->kc->remote))
+		kcache_remote_encode(f->kc->remote, &ce, &f->push,
+		    &f->push_len);
 }
 
 /* On the loop: answer every waiter and free f. */
@@ -724,6 +484,8 @@ kcache_flight_finish(struct kcache *kc, struct kcache_flight *f)
 		r.coalesced = wt->coalesced;
 		if (wt->coalesced)
 			r.cache_hit = 0;
+		if (wt->coalesced && e != NULL)
+			kcache_touch(kc, e);	/* served without the disk */
 		r.e = e;
 		if (e != NULL)
 			kcache_entry_ref(kc, e);
@@ -734,6 +496,8 @@ kcache_flight_finish(struct kcache *kc, struct kcache_flight *f)
 		kcache_entry_unref(kc, e);
 		kcache_mem_evict(kc);
 	}
+	assert(f->lk == NULL);
+	free(f->push);
 	free(f->image);
 	free(f->name);
 	free(f->log);
@@ -762,6 +526,13 @@ kcache_flight_after_cb(uv_work_t *w, int status)
 			kc->st.failures++;
 		else
 			kc->st.compiles++;
+		/* The fleet gets it (and its lock back) on the side: the
+		 * reply does not wait. */
+		if (kc->remote != NULL && (f->lk != NULL || f->push != NULL))
+			kcache_remote_publish(kc->remote, f->key, f->lk,
+			    f->push, f->push_len, f->error != 0);
+		f->lk = NULL;
+		f->push = NULL;
 		kcache_flight_finish(kc, f);
 		return;
 	}
@@ -771,6 +542,22 @@ kcache_flight_after_cb(uv_work_t *w, int status)
 		return;
 	}
 	kc->st.misses++;
+	/* A local miss asks the fleet before compiling. */
+	if (kc->remote != NULL && !f->failed_cached && !f->remote_asked) {
+		f->remote_asked = 1;
+		if (kcache_remote_resolve(kc->remote, f->key, f->format ==
+		    NULL ? KCACHE_REMOTE_PULL_ONLY : 0, kcache_flight_accept_cb,
+		    kcache_flight_remote_cb, f) == 0)
+			return;
+	}
+	kcache_flight_miss(kc, f);
+}
+
+/* A miss everywhere: a cached failure or a bare key ends here, else the
+ * kernel is compiled. */
+static void
+kcache_flight_miss(struct kcache *kc, struct kcache_flight *f)
+{
 	if (f->failed_cached || f->format == NULL) {
 		if (f->failed_cached)
 			kc->st.failures++;
@@ -782,6 +569,75 @@ kcache_flight_after_cb(uv_work_t *w, int status)
 		TAILQ_INSERT_TAIL(&kc->pending, f, pending);
 	else
 		kcache_flight_compile_queue(kc, f);
+}
+
+/*
+ * Off the loop: an entry the remote tier verified for f's key. Stored
+ * here, then loaded like a disk hit; a cached failure answers like a
+ * local one (unless retry_failed).
+ */
+static int
+kcache_flight_accept_cb(void *arg, struct cache_entry *ce)
+{
+	struct kcache_flight	*f = arg;
+	struct backend		*b = f->kc->backend;
+
+	if (ce->failed) {
+		if (f->retry_failed)
+			return (-1);
+		if (f->disk != NULL)
+			(void)cache_put(f->disk, ce);
+		f->failed_cached = 1;
+		f->log = ce->log;
+		ce->log = NULL;
+		return (0);
+	}
+	if (b->ops->load(b->state, ce->data, ce->len, &f->prog,
+	    f->diag) != 0 || backend_program_names_check(f->prog,
+	    f->diag) != 0) {
+		if (f->prog != NULL)
+			b->ops->unload(b->state, f->prog);
+		f->prog = NULL;
+		f->diag[0] = '\0';
+		return (-1);
+	}
+	if (f->disk != NULL)
+		(void)cache_put(f->disk, ce);
+	f->image = ce->data;
+	f->image_len = ce->len;
+	f->ms = ce->compile_ms;
+	ce->data = NULL;
+	if (f->name[0] == '\0' || strcmp(f->name, "kernel") == 0) {
+		free(f->name);
+		f->name = ce->kernel;
+		ce->kernel = NULL;
+	}
+	f->hit = 1;
+	return (0);
+}
+
+/* On the loop: the remote step ended. */
+static void
+kcache_flight_remote_cb(void *arg, int outcome, int err,
+    struct kcache_remote_lock *lk)
+{
+	struct kcache_flight	*f = arg;
+	struct kcache		*kc = f->kc;
+
+	f->lk = lk;
+	switch (outcome) {
+	case KCACHE_REMOTE_TAKEN:
+		if (f->failed_cached)
+			kc->st.failures++;
+		kcache_flight_finish(kc, f);
+		return;
+	case KCACHE_REMOTE_STOP:
+		f->error = BACKEND_ECANCELED;
+		snprintf(f->diag, sizeof f->diag, "nkid is stopping");
+		kcache_flight_finish(kc, f);
+		return;
+	}
+	kcache_flight_miss(kc, f);
 }
 
 static void
@@ -883,6 +739,7 @@ kcache_resolve(struct kcache *kc, const struct kcache_request *rq,
 
 hit:
 	kc->st.hits++;
+	kcache_touch(kc, e);
 	TAILQ_REMOVE(&kc->lru, e, lru);
 	TAILQ_INSERT_HEAD(&kc->lru, e, lru);
 	kcache_entry_ref(kc, e);

@@ -45,6 +45,13 @@ void	kcache_close(struct kcache *kc);
 void	kcache_config_apply(struct kcache *kc, const struct config *cfg);
 /* The persistent cache, or NULL when running without one. */
 struct cache *kcache_disk(struct kcache *kc);
+/*
+ * Put the remote tier r (daemon/kcache_remote.h; NULL: none) between the
+ * disk and the compiler: a local miss pulls from it, a fresh compile is
+ * pushed to it. Before any resolve; r outlives kc's flights.
+ */
+struct kcache_remote;
+void	kcache_attach_remote(struct kcache *kc, struct kcache_remote *r);
 
 /* What the compile path needs; borrowed until the callback runs. */
 struct kcache_request {

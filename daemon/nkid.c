@@ -17,6 +17,7 @@
 #include "daemon/daemon.h"
 #include "daemon/kcache.h"
 #include "daemon/log.h"
+#include "daemon/metrics_http.h"
 #include "daemon/sched.h"
 #include "daemon/server.h"
 
@@ -108,6 +109,8 @@ nkid_stopped_cb(void *arg)
 	struct nkid_main	*nm = arg;
 
 	nm->stopped = 1;
+	metrics_http_close(nm->d.metrics);
+	nm->d.metrics = NULL;
 	sched_free(nm->d.sched);
 	nm->d.sched = NULL;
 	nkid_handles_close(nm);
@@ -210,7 +213,7 @@ main(int argc, char **argv)
 	uv_loop_t		 loop;
 	char			 err[1024];
 	uint64_t		 usec = 0;
-	int			 ch, check = 0, error;
+	int			 ch, check = 0, error, metrics_fd;
 
 	signal(SIGPIPE, SIG_IGN);
 	log_open("nkid");
@@ -282,6 +285,9 @@ main(int argc, char **argv)
 	if (nkid_mkdirs(cfg.cache_dir, 0750) == -1)
 		fatal("cannot create cache_dir '%s': %s (try --state-dir DIR)",
 		    cfg.cache_dir, strerror(errno));
+	/* Before any thread: it rewrites LISTEN_FDS for the server. */
+	if (metrics_http_systemd_take(&metrics_fd, err, sizeof err) != 0)
+		fatal("%s", err);
 
 	grpc_init();
 	if ((error = uv_loop_init(&loop)) != 0)
@@ -289,9 +295,12 @@ main(int argc, char **argv)
 	if (daemon_init(&nm.d, &loop, &cfg, err, sizeof err) != 0)
 		fatal("%s", err);
 	nm.d.ov = ov;
-	if (server_open(&nm.d, err, sizeof err) != 0) {
+	if (metrics_http_open(&nm.d.metrics, &nm.d, metrics_fd, err,
+	    sizeof err) != 0 || server_open(&nm.d, err, sizeof err) != 0) {
 		log_error("%s", err);
+		metrics_http_close(nm.d.metrics);
 		daemon_release(&nm.d);
+		uv_run(&loop, UV_RUN_DEFAULT);
 		uv_loop_close(&loop);
 		grpc_shutdown();
 		return (1);

@@ -68,11 +68,9 @@ rpc_benchmark(struct rpc_call *c)
 }
 
 const struct rpc_method rpc_benchmark_method = {
-	.name = "Benchmark",
-	.path = DISPATCH_SERVICE "Benchmark",
+	.name = "Benchmark", .path = DISPATCH_SERVICE "Benchmark",
 	.kind = RPC_UNARY,
 	.request = &nkid__v1__benchmark_request__descriptor,
-	.cap = CONFIG_CAP_TENSOR,
-	.flags = RPC_F_ASYNC,
+	.cap = CONFIG_CAP_TENSOR, .flags = RPC_F_ASYNC,
 	.handler = rpc_benchmark,
 };

@@ -9,6 +9,7 @@
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
+#include "daemon/rpc_cache_stat.h"
 #include "daemon/sched.h"
 #include "daemon/xmalloc.h"
 
@@ -41,14 +42,14 @@ rpc_status(struct rpc_call *c)
 	struct daemon			*d = c->d;
 	Nkid__V1__StatusReply		 r = NKID__V1__STATUS_REPLY__INIT;
 	Nkid__V1__Counters		 counters = NKID__V1__COUNTERS__INIT;
-	Nkid__V1__CacheStatReply	 cache = NKID__V1__CACHE_STAT_REPLY__INIT;
+	Nkid__V1__CacheStatReply	 cache;
+	Nkid__V1__RemoteStat		 remote;
 	Nkid__V1__JobCounters		 jobs = NKID__V1__JOB_COUNTERS__INIT;
 	Nkid__V1__Core			*cores = NULL, **corep = NULL;
 	Nkid__V1__MethodCounter		*mc, **mcp;
 	struct rpc_status_versions	 vs = { NULL, 0 };
 	struct sched_core_info		 ci;
 	struct sched_counters		 sc;
-	struct kcache_stats		 ks;
 	size_t				 i, n, nm;
 
 	r.version = (char *)NKID_VERSION;
@@ -94,17 +95,7 @@ rpc_status(struct rpc_call *c)
 	counters.methods = mcp;
 	r.counters = &counters;
 
-	kcache_stats_get(d->kcache, &ks);
-	cache.entries = ks.entries;
-	cache.bytes = ks.bytes;
-	cache.max_bytes = ks.max_bytes;
-	cache.hits = ks.hits;
-	cache.misses = ks.misses;
-	cache.compiles = ks.compiles;
-	cache.failures = ks.failures;
-	cache.evictions = ks.evictions;
-	cache.coalesced = ks.coalesced;
-	cache.corrupt = ks.corrupt;
+	rpc_cache_stat_fill(d, &cache, &remote);
 	r.cache = &cache;
 
 	sched_counters_get(d->sched, &sc);
@@ -135,10 +126,7 @@ rpc_status(struct rpc_call *c)
 }
 
 const struct rpc_method rpc_status_method = {
-	.name = "Status",
-	.path = DISPATCH_SERVICE "Status",
-	.kind = RPC_UNARY,
+	.name = "Status", .path = DISPATCH_SERVICE "Status", .kind = RPC_UNARY,
 	.request = &nkid__v1__status_request__descriptor,
-	.cap = CONFIG_CAP_CONTROL,
-	.handler = rpc_status,
+	.cap = CONFIG_CAP_CONTROL, .handler = rpc_status,
 };

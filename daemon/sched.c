@@ -8,6 +8,7 @@
 
 #include "daemon/config.h"
 #include "daemon/log.h"
+#include "daemon/metrics_hist.h"
 #include "daemon/sched.h"
 #include "daemon/xmalloc.h"
 
@@ -55,6 +56,9 @@ struct sched_core {
 	struct sched_job	*holder;	/* running job or granted lease */
 	uint64_t		 busy_ns;
 	int			 state;		/* enum sched_core_state */
+	/* Jobs (not leases), under s->mu: submit to start, start to end. */
+	struct metrics_hist	 wait[SCHED_NCLASSES];
+	struct metrics_hist	 exec[SCHED_NCLASSES];
 };
 
 struct sched {
@@ -157,6 +161,8 @@ sched_queue_remove(struct sched *s, struct sched_job *job)
 	c->nqueued--;
 	s->nqueued--;
 	s->counters.queued--;
+	if (job->work == NULL)
+		s->counters.leases_waiting--;
 }
 
 /*
@@ -231,6 +237,12 @@ sched_job_start(struct sched *s, struct sched_core *c, struct sched_job *job,
 		job->rec->started_at = sched_wall_now();
 	}
 	s->counters.running++;
+	if (job->work != NULL)
+		metrics_hist_observe(&c->wait[job->cls], now - job->queued_ns);
+	else {
+		s->counters.leases_held++;
+		s->counters.leases_granted++;
+	}
 }
 
 /* Under mu: the holder of c is done with it. */
@@ -242,6 +254,11 @@ sched_job_stop(struct sched *s, struct sched_core *c, struct sched_job *job)
 	job->outcome = SCHED_RAN;
 	job->finished_ns = uv_hrtime();
 	c->busy_ns += job->finished_ns - job->started_ns;
+	if (job->work != NULL)
+		metrics_hist_observe(&c->exec[job->cls], job->finished_ns -
+		    job->started_ns);
+	else
+		s->counters.leases_held--;
 	c->holder = NULL;
 	c->state = SCHED_CORE_IDLE;
 	if (job->rec != NULL) {
@@ -253,13 +270,44 @@ sched_job_stop(struct sched *s, struct sched_core *c, struct sched_job *job)
 	s->counters.completed++;
 }
 
+/*
+ * Under mu, on c's worker or (sched_job_submit) the submitting thread:
+ * job, just picked, runs now (mu is dropped meanwhile), expires, or is
+ * dropped as gone; a lease is granted.
+ */
+static void
+sched_core_run(struct sched *s, struct sched_core *c, struct sched_job *job)
+{
+	uint64_t	now = uv_hrtime();
+
+	if (job->deadline_ns != 0 && now >= job->deadline_ns) {
+		sched_job_unrun(s, job, SCHED_EXPIRED);
+		return;
+	}
+	if (job->cancel != NULL && __atomic_load_n(job->cancel,
+	    __ATOMIC_ACQUIRE)) {
+		sched_job_unrun(s, job, SCHED_GONE);
+		return;
+	}
+	sched_job_start(s, c, job, now);
+	if (job->work == NULL) {
+		/* A lease: the core is its until sched_lease_end. */
+		sched_event_push(s, job, 1);
+		return;
+	}
+	pthread_mutex_unlock(&s->mu);
+	job->work(job, c->index);
+	pthread_mutex_lock(&s->mu);
+	sched_job_stop(s, c, job);
+	sched_event_push(s, job, 0);
+}
+
 static void *
 sched_worker_main(void *arg)
 {
 	struct sched_core	*c = arg;
 	struct sched		*s = c->s;
 	struct sched_job	*job;
-	uint64_t		 now;
 
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
@@ -269,27 +317,7 @@ sched_worker_main(void *arg)
 			pthread_cond_wait(&c->cond, &s->mu);
 		if (job == NULL)
 			break;
-		now = uv_hrtime();
-		if (job->deadline_ns != 0 && now >= job->deadline_ns) {
-			sched_job_unrun(s, job, SCHED_EXPIRED);
-			continue;
-		}
-		if (job->cancel != NULL && __atomic_load_n(job->cancel,
-		    __ATOMIC_ACQUIRE)) {
-			sched_job_unrun(s, job, SCHED_GONE);
-			continue;
-		}
-		sched_job_start(s, c, job, now);
-		if (job->work == NULL) {
-			/* A lease: the core is its until sched_lease_end. */
-			sched_event_push(s, job, 1);
-			continue;
-		}
-		pthread_mutex_unlock(&s->mu);
-		job->work(job, c->index);
-		pthread_mutex_lock(&s->mu);
-		sched_job_stop(s, c, job);
-		sched_event_push(s, job, 0);
+		sched_core_run(s, c, job);
 	}
 	pthread_mutex_unlock(&s->mu);
 	return (NULL);
@@ -321,6 +349,12 @@ sched_async_cb(uv_async_t *async)
 		else
 			job->done(job, job->outcome);
 	}
+}
+
+void
+sched_events_deliver(struct sched *s)
+{
+	sched_async_cb(&s->async);
 }
 
 /* ------------------------------------------------------------ life */
@@ -541,7 +575,19 @@ sched_job_submit(struct sched *s, struct sched_job *job, int core,
 	c->nqueued++;
 	s->nqueued++;
 	s->counters.queued++;
-	if (c->holder == NULL)
+	if (job->work == NULL)
+		s->counters.leases_waiting++;
+	if (job->here && job->work != NULL && c->holder == NULL &&
+	    c->nqueued == 1) {
+		/*
+		 * The core is idle and this is its only job: run it on this
+		 * thread, sparing the hops to the worker and back (its worker
+		 * waits on: the core has a holder meanwhile).
+		 */
+		sched_core_run(s, c, sched_core_pick(s, c));
+		if (c->nqueued > 0 && c->holder == NULL)
+			pthread_cond_signal(&c->cond);
+	} else if (c->holder == NULL)
 		pthread_cond_signal(&c->cond);
 	pthread_mutex_unlock(&s->mu);
 	return (0);
@@ -760,6 +806,17 @@ sched_core_info(struct sched *s, unsigned i, struct sched_core_info *info)
 	info->queued = c->nqueued;
 	pthread_mutex_unlock(&s->mu);
 	info->busy_s = (double)busy / 1e9;
+}
+
+void
+sched_core_hists(struct sched *s, unsigned i, struct metrics_hist *wait,
+    struct metrics_hist *exec)
+{
+	assert(i < s->ncores);
+	pthread_mutex_lock(&s->mu);
+	memcpy(wait, s->cores[i].wait, sizeof s->cores[i].wait);
+	memcpy(exec, s->cores[i].exec, sizeof s->cores[i].exec);
+	pthread_mutex_unlock(&s->mu);
 }
 
 void

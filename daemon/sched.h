@@ -9,6 +9,7 @@
 #include <uv.h>
 
 struct config;
+struct metrics_hist;
 
 enum sched_err {
 	SCHED_OK = 0,
@@ -80,6 +81,8 @@ struct sched_job {
 	const char		*kind;		/* "run", "lease", ... (static) */
 	const char		*kernel;	/* copied at submit; may be NULL */
 	void			*owner;
+	int			 here;		/* work may run on the submitting
+						 * thread (sched_job_submit) */
 
 	uint64_t		 id;
 	unsigned		 core;
@@ -120,6 +123,9 @@ struct sched_counters {
 	uint64_t	completed;	/* ran, or lease ended after its grant */
 	uint64_t	cancelled;	/* never started: cancelled, expired, gone */
 	uint64_t	rejected;	/* refused at admission */
+	uint64_t	leases_waiting;	/* queued leases */
+	uint64_t	leases_held;	/* granted, not ended */
+	uint64_t	leases_granted;	/* ever */
 };
 
 /* One job as the history shows it (sched_jobs_list). Times are seconds
@@ -158,11 +164,21 @@ void	sched_free(struct sched *s);
  * its client (uid + pid), round-robin with the other clients, interactive
  * before batch. work (jobs) or grant (leases) must be set. On success
  * job->id is set and done (jobs) is called exactly once later on the loop
- * thread; a lease's grant is called at most once. On failure returns a
- * sched_err and, in msg, the reason with its numbers; nothing to undo.
+ * thread; a lease's grant is called at most once. A job with here set
+ * whose core is idle with nothing queued runs its work on the calling
+ * thread before this returns (no hop to the core's worker and back; for
+ * work known to be short: the caller's thread is blocked meanwhile); done
+ * still comes later, through the loop. On failure returns a sched_err
+ * and, in msg, the reason with its numbers; nothing to undo.
  */
 int	sched_job_submit(struct sched *s, struct sched_job *job, int core,
 	    const struct sched_limits *lim, char *msg, size_t msglen);
+/*
+ * On the loop thread: call the done (or grant) of every job that has
+ * finished (or been granted) now, as the loop would on its next turn;
+ * after a submit that ran its job on the spot (sched_job_submit, here).
+ */
+void	sched_events_deliver(struct sched *s);
 /*
  * Cancel job on the loop thread. With a cancel hook: calls it. Otherwise
  * sets *job->cancel; a queued job leaves its queue and its done comes later
@@ -202,6 +218,11 @@ unsigned sched_core_load(struct sched *s, unsigned i);
 /* State of core i (< sched_core_count) as seen now. */
 void	sched_core_info(struct sched *s, unsigned i,
 	    struct sched_core_info *info);
+/* Copy the histograms of the jobs (leases not counted) of core i, one
+ * per class (SCHED_NCLASSES each): time from submit to start into wait,
+ * from start to end into exec. */
+void	sched_core_hists(struct sched *s, unsigned i, struct metrics_hist *wait,
+	    struct metrics_hist *exec);
 void	sched_counters_get(struct sched *s, struct sched_counters *c);
 const char *sched_strerror(int err);
 const char *sched_core_state_name(int state);

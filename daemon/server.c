@@ -437,7 +437,7 @@ server_req_cb(struct server *s, struct server_tag *t, int ok, uint64_t stamp)
 		gpr_free(path);
 		return;
 	}
-	if ((sc->rc.m->flags & RPC_F_ASYNC) || sc->rc.m->kind != RPC_UNARY)
+	if (sc->rc.m->kind != RPC_UNARY)
 		server_close_start(sc);
 	data = server_payload_bytes(sc->payload, &len, &copy);
 	if (data == NULL) {
@@ -446,6 +446,12 @@ server_req_cb(struct server *s, struct server_tag *t, int ok, uint64_t stamp)
 		return;
 	}
 	dispatch_call_start(&sc->rc, data, len);
+	/* A unary call answered later is watched for cancellation from now
+	 * on; one answered already (a job run on the spot) took the close
+	 * into its final batch. */
+	if ((sc->rc.m->flags & RPC_F_ASYNC) && sc->rc.m->kind == RPC_UNARY &&
+	    !sc->rc.replied && !sc->close_started)
+		server_close_start(sc);
 	free(copy);
 	if (sc->payload != NULL) {
 		grpc_byte_buffer_destroy(sc->payload);

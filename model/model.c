@@ -26,6 +26,10 @@
 #define MODEL_MIN_II		64.0
 /* isa (iota, affine_select): "GPSIMD_START ... roughly 150 engine cycles". */
 #define MODEL_GPSIMD_START	150.0
+/* isa (tensor_copy_dynamic_src/dst): "MIN_II_DYNAMIC is roughly 600 engine cycles". */
+#define MODEL_MIN_II_DYNAMIC	600.0
+/* isa (local_gather): C's "t is a constant 4". */
+#define MODEL_GATHER_T		4.0
 /* isa (nc_matmul): max(min(64, N_stationary), N_moving); arch: "MM_INIT_LATENCY is 64 TensorE cycles". */
 #define MODEL_MM_INIT		64.0
 /* isa (nc_matmul): "4 * max(...)" for float32 inputs. */
@@ -566,7 +570,17 @@ model_engine(const Nkir__V1__Op *o)
 	switch (o->kind) {
 	case NKIR__V1__OP_KIND__OP_LOAD:
 	case NKIR__V1__OP_KIND__OP_STORE:
+	case NKIR__V1__OP_KIND__OP_DMA_COPY:
+	case NKIR__V1__OP_KIND__OP_DMA_TRANSPOSE:
 		return (ENG_DMA);
+	case NKIR__V1__OP_KIND__OP_ACT_ACC:
+		return (ENG_S);
+	case NKIR__V1__OP_KIND__OP_PARTITION_REDUCE:
+	case NKIR__V1__OP_KIND__OP_AFFINE_SELECT:
+	case NKIR__V1__OP_KIND__OP_SEQUENCE_BOUNDS:
+	case NKIR__V1__OP_KIND__OP_LOCAL_GATHER:
+		/* isa: these run "using GpSimd Engine" */
+		return (ENG_G);
 	case NKIR__V1__OP_KIND__OP_MATMUL:
 	case NKIR__V1__OP_KIND__OP_TRANSPOSE:
 		return (ENG_T);
@@ -583,6 +597,26 @@ model_engine(const Nkir__V1__Op *o)
 	default:
 		return (ENG_V);
 	}
+}
+
+/* The nki.isa kinds 40-79, as NKI names the instructions. */
+static const char *
+model_isa_name(int kind)
+{
+	static const char *const names[] = {
+		"activation", "reduce_res", "tensor_partition_reduce",
+		"tensor_tensor_scan", "scalar_tensor_tensor",
+		"tensor_scalar_reduce", "tensor_copy_dynamic",
+		"tensor_copy_predicated", "dropout", "affine_select",
+		"range_select", "select_reduce", "sequence_bounds",
+		"local_gather", "dma_copy", "dma_transpose", "max8",
+		"nc_find_index8", "nc_match_replace8", "nc_stream_shuffle",
+	};
+	int	i = kind - NKIR__V1__OP_KIND__OP_ACT_ACC;
+
+	if (i < 0 || i >= (int)(sizeof names / sizeof names[0]))
+		return ("op");
+	return (names[i]);
 }
 
 static const char *
@@ -618,7 +652,7 @@ model_op_name(int kind)
 	case NKIR__V1__OP_KIND__OP_BN_AGGR:
 		return ("bn_aggr");
 	default:
-		return ("op");
+		return (model_isa_name(kind));
 	}
 }
 
@@ -665,6 +699,35 @@ model_cost_dma(struct model_ctx *m, struct model_op *op,
 	    MODEL_DMA_PARTS : parts) * pp_bytes);
 	op->last_bytes = (uint64_t)((double)lastp * pp_bytes);
 	op->dur_ns = op->piece_ns;
+}
+
+/*
+ * dma_copy and dma_transpose: a DMA between the HBM side and the other
+ * (dst when both are HBM or both on chip), as load and store are. A DMA
+ * transpose writes element by element (perf: "much lower DMA bandwidth
+ * compared to nl.load"): each element a buffer of its own.
+ */
+static void
+model_cost_isa_dma(struct model_ctx *m, struct model_op *op,
+    const Nkir__V1__Op *o)
+{
+	struct model_acc	 h, s;
+	const struct model_acc	*src = op->src[0], *dst = op->dst;
+	int			 src_hbm, dst_hbm;
+
+	src_hbm = src->space == NKIR__V1__SPACE__SPACE_HBM ||
+	    src->space == NKIR__V1__SPACE__SPACE_SHARED_HBM;
+	dst_hbm = dst->space == NKIR__V1__SPACE__SPACE_HBM ||
+	    dst->space == NKIR__V1__SPACE__SPACE_SHARED_HBM;
+	h = src_hbm && !dst_hbm ? *src : *dst;
+	s = src_hbm && !dst_hbm ? *dst : *src;
+	if (src_hbm == dst_hbm) {
+		h = *src;
+		s = *dst;
+	}
+	if (o->kind == NKIR__V1__OP_KIND__OP_DMA_TRANSPOSE)
+		h.runs = s.runs = s.n;
+	model_cost_dma(m, op, &h, &s);
 }
 
 /* Cost of a Vector/Scalar/GpSimd op reading srcs (tensor operands). */
@@ -746,9 +809,65 @@ model_cost_elementwise(struct model_ctx *m, struct model_op *op,
 		/* isa (nc_transpose, vector engine): max(MIN_II, N). */
 		work = op->nsrc ? (double)op->src[0]->n : n;
 		break;
+	case NKIR__V1__OP_KIND__OP_SCAN:
+		/* isa (tensor_tensor_scan): max(MIN_II, 2N). */
+		work = 2.0 * n;
+		break;
+	case NKIR__V1__OP_KIND__OP_SCALAR_TENSOR_TENSOR:
+		/* isa (scalar_tensor_tensor): N for bf16 data and operand1
+		 * with subtract then multiply and N even, else 2N. */
+		work = op->nsrc == 3 && op->src[0]->dtype ==
+		    NKIR__V1__DTYPE__DT_BFLOAT16 && op->src[2]->dtype ==
+		    NKIR__V1__DTYPE__DT_BFLOAT16 &&
+		    o->alu == NKIR__V1__ALU_OP__ALU_SUBTRACT &&
+		    o->alu1 == NKIR__V1__ALU_OP__ALU_MULTIPLY &&
+		    ((uint64_t)n % 2) == 0 ? n : 2.0 * n;
+		break;
+	case NKIR__V1__OP_KIND__OP_COPY_DYNAMIC:
+		/* isa (tensor_copy_dynamic_src/dst): max(MIN_II_DYNAMIC,
+		 * N). */
+		work = fmax(MODEL_MIN_II_DYNAMIC, n);
+		break;
+	case NKIR__V1__OP_KIND__OP_COPY_PREDICATED:
+		/* isa (tensor_copy_predicated): max(MIN_II, N) with one of
+		 * src and predicate in PSUM, max(MIN_II, 2N) in SBUF. */
+		work = npsum == 1 ? n : 2.0 * n;
+		break;
+	case NKIR__V1__OP_KIND__OP_PARTITION_REDUCE:
+	case NKIR__V1__OP_KIND__OP_MAX8:
+	case NKIR__V1__OP_KIND__OP_FIND_INDEX8:
+	case NKIR__V1__OP_KIND__OP_MATCH_REPLACE8:
+	case NKIR__V1__OP_KIND__OP_SHUFFLE:
+		/* isa (max8, nc_find_index8, nc_match_replace8,
+		 * nc_stream_shuffle): N, the input's elements per
+		 * partition (at least MIN_II); tensor_partition_reduce has
+		 * no documented cost: GpSimd 150 + N (GUESSED). */
+		work = op->nsrc ? (double)op->src[0]->n : n;
+		break;
+	case NKIR__V1__OP_KIND__OP_SEQUENCE_BOUNDS:
+		/* No documented cost: a GpSimd pass per bound, 150 + 2N
+		 * (GUESSED). */
+		work = op->nsrc ? 2.0 * (double)op->src[0]->n : n;
+		break;
+	case NKIR__V1__OP_KIND__OP_LOCAL_GATHER: {
+		/* isa (local_gather): 150 + V * E / C GpSimd cycles, C =
+		 * ((28 + t E) / (t E)) / min(4 / dtype_size, E), t = 4. */
+		double	E = o->elem_per_index ? o->elem_per_index : 1.0;
+		double	V = o->valid_indices ? o->valid_indices : 1.0;
+		double	sz = op->nsrc ? (double)model_esize(op->src[0]->dtype) :
+			    4.0;
+		double	C = ((28.0 + MODEL_GATHER_T * E) /
+			    (MODEL_GATHER_T * E)) / fmin(4.0 / sz, E);
+
+		work = V * E / C;
+		break;
+	}
 	default:
-		/* isa (activation, tensor_copy, iota): max(MIN_II, N),
-		 * GpSimd 150 + N. */
+		/* isa (activation, tensor_scalar_reduce, dropout,
+		 * range_select, affine_select): max(MIN_II, N), GpSimd
+		 * 150 + N; select_reduce has no documented cost: max(MIN_II,
+		 * N) (GUESSED); reduce_res: activation_reduce's and
+		 * tensor_scalar_reduce's "+ MIN_II" (N is 1). */
 		work = n;
 		break;
 	}
@@ -773,6 +892,20 @@ model_cost(struct model_ctx *m, struct model_op *op, const Nkir__V1__Op *o)
 			return (-1);
 		model_cost_dma(m, op, d, op->src[0]);
 		return (0);
+	case NKIR__V1__OP_KIND__OP_DMA_COPY:
+	case NKIR__V1__OP_KIND__OP_DMA_TRANSPOSE:
+		if (op->nsrc < 1)
+			return (-1);
+		model_cost_isa_dma(m, op, o);
+		return (0);
+	case NKIR__V1__OP_KIND__OP_MATCH_REPLACE8:
+		/* The indices of nc_match_replace8 (dst_idx) come out of the
+		 * same instruction as its data. */
+		if (o->index_out) {
+			op->track = ENG_FUSED;
+			return (0);
+		}
+		break;
 	case NKIR__V1__OP_KIND__OP_MATMUL: {
 		const struct model_acc *x, *y;
 		double	M, N, K, cyc;
@@ -855,6 +988,49 @@ model_cost(struct model_ctx *m, struct model_op *op, const Nkir__V1__Op *o)
 
 /* ------------------------------------------------------------ build */
 
+/* An nki.isa op that leaves elements of its destination as they were
+ * (a predicate, a run-time index, 255 in a shuffle mask, add-in). */
+static int
+model_keeps_dst(const Nkir__V1__Op *o)
+{
+	size_t	i;
+
+	switch (o->kind) {
+	case NKIR__V1__OP_KIND__OP_COPY_PREDICATED:
+	case NKIR__V1__OP_KIND__OP_SHUFFLE:
+		return (1);
+	case NKIR__V1__OP_KIND__OP_DMA_COPY:
+	case NKIR__V1__OP_KIND__OP_COPY_DYNAMIC:
+		if (o->alu != NKIR__V1__ALU_OP__ALU_INVALID || o->oob_skip)
+			return (1);
+		for (i = 0; i < o->n_dyn; i++)
+			if (o->dyn[i] != NULL && o->dyn[i]->operand == 0)
+				return (1);
+		return (0);
+	default:
+		return (0);
+	}
+}
+
+/* An op with effects beyond its destination (an engine's accumulator
+ * registers, the random stream): never hoisted out of a loop. */
+static int
+model_stateful(const Nkir__V1__Op *o)
+{
+	switch (o->kind) {
+	case NKIR__V1__OP_KIND__OP_ACC_READ:
+	case NKIR__V1__OP_KIND__OP_ISA_DROPOUT:
+	case NKIR__V1__OP_KIND__OP_TENSOR_SCALAR_ACC:
+		return (1);
+	case NKIR__V1__OP_KIND__OP_ACT_ACC:
+	case NKIR__V1__OP_KIND__OP_RANGE_SELECT:
+	case NKIR__V1__OP_KIND__OP_SELECT_REDUCE:
+		return (o->reduce_cmd != NKIR__V1__REDUCE_CMD__RCMD_IDLE);
+	default:
+		return (0);
+	}
+}
+
 /* Does op o (or any op under it) write tensor tid? skip is excluded. */
 static int
 model_writes(const Nkir__V1__Op *const *body, size_t n, uint32_t tid,
@@ -929,7 +1105,8 @@ model_invariant(const struct model_scope *sc, const Nkir__V1__Op *o,
 
 	if (track < 0 || o->dst == NULL ||
 	    o->kind == NKIR__V1__OP_KIND__OP_ALLOC ||
-	    (o->kind == NKIR__V1__OP_KIND__OP_MATMUL && o->accumulate))
+	    (o->kind == NKIR__V1__OP_KIND__OP_MATMUL && o->accumulate) ||
+	    model_stateful(o) || model_keeps_dst(o))
 		return (0);
 	for (d = 0; d < sc->depth; d++) {
 		const Nkir__V1__Loop *l = sc->loop[d];
@@ -983,7 +1160,8 @@ model_fuse(struct model_ctx *m, uint32_t first, uint32_t n)
 		x = &m->ops[a->op];
 		y = &m->ops[b->op];
 		if (x->kind != NKIR__V1__OP_KIND__OP_TENSOR_TENSOR ||
-		    y->kind != NKIR__V1__OP_KIND__OP_ACTIVATION ||
+		    (y->kind != NKIR__V1__OP_KIND__OP_ACTIVATION &&
+		    y->kind != NKIR__V1__OP_KIND__OP_ACT_ACC) ||
 		    x->line != y->line || x->file != y->file || y->nsrc < 1 ||
 		    y->src[0]->tensor != x->dst->tensor || !x->dst->covers)
 			continue;
@@ -1036,6 +1214,8 @@ model_build_op(struct model_ctx *m, const Nkir__V1__Op *o,
 		op->nsrc++;
 	}
 	if (o->kind == NKIR__V1__OP_KIND__OP_MATMUL && o->accumulate)
+		op->dst_read = 1;
+	if (model_keeps_dst(o))
 		op->dst_read = 1;
 	if ((o->kind == NKIR__V1__OP_KIND__OP_LOAD ||
 	    o->kind == NKIR__V1__OP_KIND__OP_STORE) && op->nsrc < 1)

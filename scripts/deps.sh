@@ -6,8 +6,10 @@ set -eu
 
 PKGS="build-essential pkg-config libuv1-dev libgrpc-dev protobuf-c-compiler
 libprotobuf-c-dev protobuf-compiler libsqlite3-dev libcjson-dev check
-libsubunit-dev libsystemd-dev libssl-dev libopenblas-dev python3-venv
-valgrind util-linux systemd sccache clang libclang-rt-dev"
+libsubunit-dev libsystemd-dev libssl-dev libopenblas-dev libsleef-dev python3-venv
+valgrind util-linux systemd sccache ccache libmicrohttpd-dev prometheus
+libsmartcols-dev libncurses-dev tmux libhiredis-dev redis-server redis-tools
+clang libclang-rt-dev"
 
 missing=""
 for p in $PKGS; do

@@ -1,5 +1,5 @@
 /* sim.c: the executor's front door: NKIR parsing with bounded input, the "NKIX" executable image, program loading and signature accessors. */
-/* Floor 4: calls sim_plan.c and sim_diag.c. */
+/* Floor 4: calls sim_plan.c, sim_par.c and sim_diag.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,12 +252,19 @@ sim_program_load(const void *image, size_t len, struct sim_program **out,
 		return (rc);
 	rc = sim_plan_build(k, out, diag);
 	nkir__v1__kernel__free_unpacked(k, NULL);
+	if (rc == 0 && (rc = sim_par_program(*out)) != 0) {
+		sim_diag_set(diag, "out of memory");
+		sim_program_free(*out);
+		*out = NULL;
+	}
 	return (rc);
 }
 
 void
 sim_program_free(struct sim_program *p)
 {
+	if (p != NULL)
+		sim_par_free(p);
 	sim_plan_free(p);
 }
 

@@ -4,8 +4,11 @@
  * the image on the host CPU.
  *
  * Thread safety: a loaded struct sim_program is immutable (but for a cache
- * of one run's scratch memory, behind a lock) and may be executed by
- * several threads at once; each sim_run keeps its own state.
+ * of runs' scratch memory, behind a lock) and may be executed by several
+ * threads at once; each sim_run keeps its own state. A run may use the
+ * executor's worker threads (sim_run_opts.threads), a pool shared by the
+ * process and started on first use; OpenBLAS runs single-threaded under
+ * it.
  */
 #ifndef NKID_SIM_H
 #define NKID_SIM_H
@@ -102,6 +105,12 @@ struct sim_run_opts {
 	 * memory that sim_run allocates. The executor may write there
 	 * during the run. May be NULL. */
 	void *const		*out_bufs;
+	/* Threads the run may use: the caller's and threads - 1 workers of
+	 * the executor's pool (0 or 1: the caller's alone; at most 64).
+	 * Independent programs of the grid, independent loop iterations
+	 * and the rows of large ops then run side by side; the results are
+	 * the same bits for every value. */
+	unsigned		 threads;
 };
 
 /* Static string naming an error code ("invalid kernel", ...). */

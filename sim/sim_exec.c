@@ -1,13 +1,15 @@
-/* sim_exec.c: the interpreter: runs every program of a kernel's SPMD grid over host memory, row by row through strided views, matmul through cblas_sgemm. */
-/* Floor 3: calls sim_print.c and floor 0; runs what sim_plan.c built. */
+/* sim_exec.c: the interpreter: runs every program of a kernel's SPMD grid over host memory, row by row through strided views, matmul through cblas_sgemm, independent parts side by side on the pool's threads. */
+/* Floor 3: calls sim_print.c and floor 0; runs what sim_plan.c and
+ * sim_par.c built. */
 #include <sys/mman.h>
 
-#include <cblas.h>
 #ifdef __SSE__
 #include <immintrin.h>
 #endif
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,44 +17,6 @@
 
 #include "nkir.pb-c.h"
 #include "sim/sim_impl.h"
-
-/* A tensor's memory during one run. */
-struct sim_bind {
-	char			*base;
-	int			 dtype;
-	bool			 chip;	/* fp32 copy of an on-chip tile */
-	bool			 f32;	/* holds float (chip or fp32 HBM) */
-	bool			 owned;
-	size_t			 esize;	/* bytes per stored element */
-	const struct sim_tinfo	*ti;
-};
-
-/* The state of one sim_run. */
-struct sim_run {
-	const struct sim_program	*p;
-	const struct sim_run_opts	*opts;
-	struct sim_diag			*diag;
-	struct sim_bind			*t;
-	int64_t				*lv;	/* loop variables */
-	int64_t				 pid[SIM_GRID_RANK_MAX];
-	float				*row[5];
-	uint8_t				*act;
-	float				*scratch;
-	char				*mem;	/* the run block */
-	uint64_t			 prog;	/* SPMD program being run */
-	uint64_t			 t0_ns;	/* when sim_run began */
-};
-
-/* Row iterator over an iteration space: offsets of up to 4 views at the
- * start of each innermost row. */
-struct sim_rows {
-	int			 rank;
-	const uint64_t		*shape;
-	uint64_t		 idx[SIM_MAX_RANK];
-	int			 nv;
-	const struct sim_view	*v[4];
-	uint64_t		 off[4];
-};
 
 /* ------------------------------------------------------------ helpers */
 
@@ -74,7 +38,7 @@ sim_exec_tensor_alloc(size_t n)
 	return (p);
 }
 
-static uint64_t
+uint64_t
 sim_exec_lin(const struct sim_run *r, const struct sim_lin *l)
 {
 	const struct sim_term	*t;
@@ -92,7 +56,7 @@ sim_exec_lin(const struct sim_run *r, const struct sim_lin *l)
 }
 
 /* l at the start of the iterator's current row (axes 0 .. rank-2). */
-static int64_t
+int64_t
 sim_exec_lin_row(const struct sim_run *r, const struct sim_lin *l,
     const struct sim_rows *it)
 {
@@ -104,7 +68,7 @@ sim_exec_lin_row(const struct sim_run *r, const struct sim_lin *l,
 	return ((int64_t)v);
 }
 
-static void
+void
 sim_exec_rows_begin(struct sim_rows *it, const struct sim_run *r, int rank,
     const uint64_t *shape, const struct sim_view **v, int nv)
 {
@@ -113,6 +77,7 @@ sim_exec_rows_begin(struct sim_rows *it, const struct sim_run *r, int rank,
 	memset(it, 0, sizeof(*it));
 	it->rank = rank;
 	it->shape = shape;
+	it->end0 = shape[0];
 	it->nv = nv;
 	for (k = 0; k < nv; k++) {
 		it->v[k] = v[k];
@@ -120,7 +85,23 @@ sim_exec_rows_begin(struct sim_rows *it, const struct sim_run *r, int rank,
 	}
 }
 
-static bool
+/* Iterate only the rows whose axis-0 index is in [lo, hi) (rank >= 2;
+ * a rank-1 space is one row and stays whole). */
+static void
+sim_exec_rows_range(struct sim_rows *it, uint64_t lo, uint64_t hi)
+{
+	int	k;
+
+	if (it->rank < 2)
+		return;
+	it->idx[0] = lo;
+	it->end0 = hi;
+	for (k = 0; k < it->nv; k++)
+		if (it->v[k] != NULL)
+			it->off[k] += (uint64_t)it->v[k]->off.ax[0] * lo;
+}
+
+bool
 sim_exec_rows_next(struct sim_rows *it)
 {
 	int	a, k;
@@ -130,7 +111,7 @@ sim_exec_rows_next(struct sim_rows *it)
 		for (k = 0; k < it->nv; k++)
 			if (it->v[k] != NULL)
 				it->off[k] += (uint64_t)it->v[k]->off.ax[a];
-		if (it->idx[a] < it->shape[a])
+		if (it->idx[a] < (a == 0 ? it->end0 : it->shape[a]))
 			return (true);
 		for (k = 0; k < it->nv; k++)
 			if (it->v[k] != NULL)
@@ -141,7 +122,7 @@ sim_exec_rows_next(struct sim_rows *it)
 	return (false);
 }
 
-static int __attribute__((format(printf, 4, 5)))
+int
 sim_exec_fail(struct sim_run *r, const struct sim_op *op, int code,
     const char *fmt, ...)
 {
@@ -157,7 +138,7 @@ sim_exec_fail(struct sim_run *r, const struct sim_op *op, int code,
  * Active flags of the current row: every mask of every view must hold.
  * Active elements of masked views are bounds-checked here.
  */
-static int
+int
 sim_exec_active(struct sim_run *r, const struct sim_op *op,
     const struct sim_rows *it, uint8_t *act, size_t n)
 {
@@ -210,7 +191,7 @@ sim_exec_active(struct sim_run *r, const struct sim_op *op,
 
 /* Read a row of n elements of operand s at offset off. Returns fp32
  * values and their stride (0 or 1) in *st; tmp has room for n. */
-static const float *
+const float *
 sim_exec_read(const struct sim_run *r, const struct sim_operand *s,
     uint64_t off, size_t n, float *tmp, int64_t *st, const uint8_t *act)
 {
@@ -264,7 +245,7 @@ sim_exec_read(const struct sim_run *r, const struct sim_operand *s,
 
 /* Write n values src[i * sst] to view v at offset off, rounded to the
  * tensor's dtype; only active elements when act is set. */
-static void
+void
 sim_exec_write(const struct sim_run *r, const struct sim_view *v,
     uint64_t off, size_t n, const float *src, int64_t sst,
     const uint8_t *act)
@@ -310,7 +291,7 @@ sim_exec_write(const struct sim_run *r, const struct sim_view *v,
 
 /* Copy view v into buf (row-major in v's shape); inactive elements get
  * `inactive` and, if act_out is set, a 0 flag there. */
-static int
+int
 sim_exec_gather(struct sim_run *r, const struct sim_op *op,
     const struct sim_operand *s, float *buf, uint8_t *act_out,
     float inactive)
@@ -348,7 +329,7 @@ sim_exec_gather(struct sim_run *r, const struct sim_op *op,
 }
 
 /* Write buf (row-major in v's shape) through view v. */
-static int
+int
 sim_exec_scatter(struct sim_run *r, const struct sim_op *op,
     const struct sim_view *v, const float *buf)
 {
@@ -370,6 +351,264 @@ sim_exec_scatter(struct sim_run *r, const struct sim_op *op,
 		buf += n;
 	} while (sim_exec_rows_next(&it));
 	return (0);
+}
+
+/* ------------------------------------------------------------ side by side */
+
+/*
+ * Work (element operations, sim_op.par_work) below which an op's rows are
+ * not split, per part, and below which a loop's iterations or the grid's
+ * programs are not spread over the pool. Handing out parts costs a few
+ * microseconds; but a worker that took a part and is then preempted holds
+ * the caller for the rest of its time slice (milliseconds on a loaded
+ * machine), so only work of a millisecond or more is worth the risk
+ * (docs/performance.md, "Thresholds").
+ */
+#ifndef SIM_EXEC_SPLIT_MIN
+#define SIM_EXEC_SPLIT_MIN	(512u << 10)
+#endif
+#ifndef SIM_EXEC_REGION_MIN
+#define SIM_EXEC_REGION_MIN	(1u << 20)
+#endif
+/* Parts per thread of a spread loop or grid or a split op, so that a
+ * thread the machine runs slower (or not at all: a shared machine) takes
+ * fewer and the others take the rest. */
+#define SIM_EXEC_CHUNKS		4
+
+/* A pool slot's memory for one run: this header, a run block (tiles,
+ * scratch, rows, active flags), the slot's binds and loop variables. One
+ * allocation, kept by the program between runs (sim_program.par_free). */
+struct sim_exec_slot {
+	char		*mem;
+	struct sim_bind	*t;
+	int64_t		*lv;
+};
+
+static size_t
+sim_exec_slot_hdr(void)
+{
+	return ((sizeof(struct sim_exec_slot) + 63) & ~(size_t)63);
+}
+
+static size_t
+sim_exec_slot_bytes(const struct sim_program *p)
+{
+	return (sim_exec_slot_hdr() + p->run_bytes +
+	    (p->ntensors + 1) * sizeof(struct sim_bind) +
+	    (p->nloopvars + 1) * sizeof(int64_t));
+}
+
+/* Point r's scratch, rows and active flags into run block mem. */
+static void
+sim_exec_run_rows(struct sim_run *r, char *mem, bool scratch)
+{
+	const struct sim_program	*p = r->p;
+	size_t				 row = p->row_max ? p->row_max : 1, i;
+
+	if (scratch) {
+		r->mem = mem;
+		r->scratch = (float *)(mem + p->scratch_off);
+	}
+	for (i = 0; i < 5; i++)
+		r->row[i] = (float *)(mem + p->row_off) +
+		    i * (((row * sizeof(float) + 63) & ~(size_t)63) /
+		    sizeof(float));
+	r->act = (uint8_t *)mem + p->act_off;
+}
+
+/* The memory of pool slot `slot` in run r, taken on first use (called
+ * only by the thread of that slot); NULL if out of memory. */
+static struct sim_exec_slot *
+sim_exec_slot_get(struct sim_run *r, unsigned slot)
+{
+	struct sim_program	*p = (struct sim_program *)r->p;
+	struct sim_exec_slot	*s;
+	char			*blk = NULL;
+
+	if ((s = r->slots[slot]) != NULL)
+		return (s);
+	pthread_mutex_lock(&p->run_mu);
+	if (p->par_nfree > 0)
+		blk = p->par_free[--p->par_nfree];
+	pthread_mutex_unlock(&p->run_mu);
+	if (blk == NULL &&
+	    (blk = sim_exec_tensor_alloc(sim_exec_slot_bytes(p))) == NULL)
+		return (NULL);
+	s = (struct sim_exec_slot *)blk;
+	s->mem = blk + sim_exec_slot_hdr();
+	s->t = (struct sim_bind *)(s->mem + p->run_bytes);
+	s->lv = (int64_t *)(s->t + p->ntensors + 1);
+	r->slots[slot] = s;
+	return (s);
+}
+
+/* Give the run's slot memory back to the program (or free it). */
+static void
+sim_exec_slots_release(struct sim_run *r)
+{
+	struct sim_program	*p = (struct sim_program *)r->p;
+	unsigned		 i;
+
+	if (r->slots == NULL)
+		return;
+	for (i = 0; i < SIM_POOL_MAX; i++) {
+		if (r->slots[i] == NULL)
+			continue;
+		pthread_mutex_lock(&p->run_mu);
+		if (p->par_nfree < SIM_POOL_MAX &&
+		    sim_exec_slot_bytes(p) <= SIM_RUN_CACHE_MAX) {
+			p->par_block_bytes = sim_exec_slot_bytes(p);
+			p->par_free[p->par_nfree++] = r->slots[i];
+			r->slots[i] = NULL;
+		}
+		pthread_mutex_unlock(&p->run_mu);
+		free(r->slots[i]);
+	}
+	free(r->slots);
+	r->slots = NULL;
+}
+
+/* The first failure of parts run side by side: the one the sequential
+ * order meets first (the lowest part) wins. */
+struct sim_exec_fails {
+	pthread_mutex_t		 mu;
+	atomic_uint		 first;		/* lowest failed part */
+	int			 rc;
+	struct sim_diag		 diag;
+};
+
+static void
+sim_exec_fails_init(struct sim_exec_fails *f, unsigned parts)
+{
+	pthread_mutex_init(&f->mu, NULL);
+	atomic_init(&f->first, parts);
+	f->rc = 0;
+	f->diag.msg[0] = '\0';
+}
+
+static void
+sim_exec_fails_add(struct sim_exec_fails *f, unsigned part, int rc,
+    const struct sim_diag *d)
+{
+	pthread_mutex_lock(&f->mu);
+	if (part < atomic_load(&f->first)) {
+		atomic_store(&f->first, part);
+		f->rc = rc;
+		f->diag = *d;
+		if (rc == SIM_ENOMEM && f->diag.msg[0] == '\0')
+			sim_diag_set(&f->diag, "out of memory");
+	}
+	pthread_mutex_unlock(&f->mu);
+}
+
+/* The result for the caller's run r: 0, or the first failure (its
+ * message in r's diag). */
+static int
+sim_exec_fails_end(struct sim_exec_fails *f, struct sim_run *r)
+{
+	pthread_mutex_destroy(&f->mu);
+	if (f->rc != 0 && r->diag != NULL)
+		*r->diag = f->diag;
+	return (f->rc);
+}
+
+/* Into how many parts to split `units` units of `work` element operations
+ * (at least min of work each): 1 when not worth it or not allowed. */
+static unsigned
+sim_exec_parts(const struct sim_run *r, uint64_t units, uint64_t work,
+    uint64_t min)
+{
+	uint64_t	n;
+
+	if (r->inpar || r->threads <= 1 || r->slots == NULL)
+		return (1);
+	n = work / min;
+	if (n > (uint64_t)r->threads * SIM_EXEC_CHUNKS)
+		n = (uint64_t)r->threads * SIM_EXEC_CHUNKS;
+	if (n > units)
+		n = units;
+	return (n < 2 ? 1 : (unsigned)n);
+}
+
+/* One op's rows split over the pool. */
+struct sim_exec_split {
+	struct sim_run		*r;
+	const struct sim_op	*op;
+	size_t			 k;
+	uint64_t		 n;		/* units split */
+	uint64_t		 grain;		/* parts start at multiples */
+	unsigned		 parts;
+	/* run op (k ops of a fused group) for axis-0 indices (matmul:
+	 * columns) [lo, hi) in run w */
+	int			(*fn)(struct sim_run *w,
+				    const struct sim_op *op, size_t k,
+				    uint64_t lo, uint64_t hi, void *ctx);
+	void			*ctx;
+	struct sim_exec_fails	 fails;
+};
+
+static uint64_t
+sim_exec_split_at(const struct sim_exec_split *sp, unsigned i)
+{
+	if (i >= sp->parts)
+		return (sp->n);
+	return ((sp->n / sp->grain) * i / sp->parts * sp->grain);
+}
+
+static void
+sim_exec_split_cb(void *arg, unsigned task, unsigned slot)
+{
+	struct sim_exec_split	*sp = arg;
+	struct sim_run		 w = *sp->r;
+	struct sim_exec_slot	*s;
+	struct sim_diag		 d;
+	int			 rc;
+
+	d.msg[0] = '\0';
+	w.diag = &d;
+	w.inpar = true;
+	if (slot != 0) {
+		/* rows and flags of its own; tiles, scratch shared */
+		if ((s = sim_exec_slot_get(sp->r, slot)) == NULL) {
+			sim_exec_fails_add(&sp->fails, task, SIM_ENOMEM, &d);
+			return;
+		}
+		sim_exec_run_rows(&w, s->mem, false);
+	}
+	rc = sp->fn(&w, sp->op, sp->k, sim_exec_split_at(sp, task),
+	    sim_exec_split_at(sp, task + 1), sp->ctx);
+	if (rc != 0)
+		sim_exec_fails_add(&sp->fails, task, rc, &d);
+}
+
+/*
+ * Run fn over [0, n) in parts side by side when the op's work is worth
+ * it (each part a multiple of grain units but the last), else whole on
+ * the caller's thread. Parts write disjoint elements (sim_op.par_split),
+ * so the result is the same whichever way it runs.
+ */
+static int
+sim_exec_split(struct sim_run *r, const struct sim_op *op, size_t k,
+    uint64_t n, uint64_t grain, uint64_t work,
+    int (*fn)(struct sim_run *, const struct sim_op *, size_t, uint64_t,
+    uint64_t, void *), void *ctx)
+{
+	struct sim_exec_split	sp;
+
+	memset(&sp, 0, sizeof(sp));
+	sp.parts = sim_exec_parts(r, n / grain, work, SIM_EXEC_SPLIT_MIN);
+	if (sp.parts <= 1)
+		return (fn(r, op, k, 0, n, ctx));
+	sp.r = r;
+	sp.op = op;
+	sp.k = k;
+	sp.n = n;
+	sp.grain = grain;
+	sp.fn = fn;
+	sp.ctx = ctx;
+	sim_exec_fails_init(&sp.fails, sp.parts);
+	sim_pool_run(r->threads, sp.parts, sim_exec_split_cb, &sp);
+	return (sim_exec_fails_end(&sp.fails, r));
 }
 
 /* ------------------------------------------------------------ math */
@@ -407,7 +646,7 @@ sim_exec_shift(float x, float y, bool left)
 	return ((float)(a >> s));
 }
 
-static void
+void
 sim_exec_alu_row(int alu, float *o, const float *a, int64_t sa,
     const float *b, int64_t sb, size_t n)
 {
@@ -572,7 +811,7 @@ sim_exec_act1(int act, float t)
 	}
 }
 
-static void
+void
 sim_exec_act_row(const struct sim_op *op, float *o, const float *a,
     int64_t sa, const float *b, int64_t sb, size_t n)
 {
@@ -602,11 +841,9 @@ sim_exec_act_row(const struct sim_op *op, float *o, const float *a,
 		for (i = 0; i < n; i++)
 			o[i] = -o[i];
 		break;
-	case NKIR__V1__ACT_FUNC__ACT_EXP:
-		for (i = 0; i < n; i++)
-			o[i] = expf(o[i]);
-		break;
 	default:
+		if (sim_vmath_act(op->act, o, n))	/* exp, tanh, ... */
+			break;
 		for (i = 0; i < n; i++)
 			o[i] = sim_exec_act1(op->act, o[i]);
 		break;
@@ -806,8 +1043,10 @@ sim_exec_transpose_block(float *d, int64_t dj, const float *s, int64_t si,
 			d[(int64_t)j * dj + i] = s[(int64_t)i * si + j];
 }
 
+/* The transposing copy of op for axis-0 indices [lo, hi). */
 static void
-sim_exec_transpose_copy(struct sim_run *r, const struct sim_op *op)
+sim_exec_transpose_copy(struct sim_run *r, const struct sim_op *op,
+    uint64_t lo, uint64_t hi)
 {
 	const struct sim_view	*vs[2] = { &op->dst, &op->src[0].v };
 	const float		*sbase, *s, *sp;
@@ -825,6 +1064,11 @@ sim_exec_transpose_copy(struct sim_run *r, const struct sim_op *op)
 	nj = op->shape[l - 1];
 	dbase = (float *)r->t[op->dst.tensor].base;
 	sbase = (const float *)r->t[op->src[0].v.tensor].base;
+	if (l == 1) {	/* axis 0 is the block's: take rows lo .. hi */
+		dbase += dj * (int64_t)lo;
+		sbase += sj * (int64_t)lo;
+		nj = hi - lo;
+	}
 	if (dj == 1 && si == 1) {	/* name the axes so di == 1 */
 		t = di;
 		n = ni;
@@ -834,6 +1078,8 @@ sim_exec_transpose_copy(struct sim_run *r, const struct sim_op *op)
 	}
 	/* iterate axes 0 .. rank-3; each step is one 2-D [nj, ni] block */
 	sim_exec_rows_begin(&it, r, op->rank - 1, op->shape, vs, 2);
+	if (l >= 2)
+		sim_exec_rows_range(&it, lo, hi);
 	do {
 		d = dbase + it.off[0];
 		s = sbase + it.off[1];
@@ -869,6 +1115,27 @@ sim_exec_transpose_copy(struct sim_run *r, const struct sim_op *op)
 	} while (sim_exec_rows_next(&it));
 }
 
+/* An element-wise op (not staged) for axis-0 indices [lo, hi). */
+static int
+sim_exec_ew_part(struct sim_run *r, const struct sim_op *op, size_t k,
+    uint64_t lo, uint64_t hi, void *ctx)
+{
+	struct sim_rows	it;
+	int		rc;
+
+	if (sim_exec_transposing(r, op)) {
+		sim_exec_transpose_copy(r, op, lo, hi);
+		return (0);
+	}
+	sim_exec_ew_begin(&it, r, op);
+	sim_exec_rows_range(&it, lo, hi);
+	do {
+		if ((rc = sim_exec_ew_row(r, op, &it, NULL, NULL)))
+			return (rc);
+	} while (sim_exec_rows_next(&it));
+	return (0);
+}
+
 static int
 sim_exec_elementwise(struct sim_run *r, const struct sim_op *op)
 {
@@ -879,12 +1146,14 @@ sim_exec_elementwise(struct sim_run *r, const struct sim_op *op)
 	uint8_t			*sact;
 	int			 rc;
 
-	if (sim_exec_transposing(r, op)) {
-		sim_exec_transpose_copy(r, op);
-		return (0);
+	if (!op->stage) {
+		if (op->par_split)
+			return (sim_exec_split(r, op, 1, op->shape[0], 1,
+			    op->par_work, sim_exec_ew_part, NULL));
+		return (sim_exec_ew_part(r, op, 1, 0, op->shape[0], NULL));
 	}
 	sim_exec_ew_begin(&it, r, op);
-	if (op->stage) {
+	{
 		/* dst overlaps a source: read everything before writing */
 		stage = r->scratch;
 		sact = (uint8_t *)(r->scratch + op->dst.nelem);
@@ -906,26 +1175,24 @@ sim_exec_elementwise(struct sim_run *r, const struct sim_op *op)
 		} while (sim_exec_rows_next(&it));
 		return (0);
 	}
-	do {
-		if ((rc = sim_exec_ew_row(r, op, &it, NULL, NULL)))
-			return (rc);
-	} while (sim_exec_rows_next(&it));
-	return (0);
 }
 
 /* A fused group (sim_op.fuse): the ops run row by row in lockstep, so a
  * row stays in cache from load to store. The planner proved this equal
  * to running them one after the other. */
 static int
-sim_exec_fused(struct sim_run *r, const struct sim_op *ops, size_t k)
+sim_exec_fused_part(struct sim_run *r, const struct sim_op *ops, size_t k,
+    uint64_t lo, uint64_t hi, void *ctx)
 {
 	struct sim_rows	it[SIM_FUSE_MAX];
 	bool		more;
 	int		rc;
 	size_t		j;
 
-	for (j = 0; j < k; j++)
+	for (j = 0; j < k; j++) {
 		sim_exec_ew_begin(&it[j], r, &ops[j]);
+		sim_exec_rows_range(&it[j], lo, hi);
+	}
 	do {
 		for (j = 0; j < k; j++)
 			if ((rc = sim_exec_ew_row(r, &ops[j], &it[j], NULL,
@@ -938,9 +1205,26 @@ sim_exec_fused(struct sim_run *r, const struct sim_op *ops, size_t k)
 	return (0);
 }
 
+static int
+sim_exec_fused(struct sim_run *r, const struct sim_op *ops, size_t k)
+{
+	uint64_t	work = 0;
+	bool		split = true;
+	size_t		j;
+
+	for (j = 0; j < k; j++) {
+		split = split && ops[j].par_split;
+		work += ops[j].par_work;
+	}
+	if (split)
+		return (sim_exec_split(r, ops, k, ops[0].shape[0], 1, work,
+		    sim_exec_fused_part, NULL));
+	return (sim_exec_fused_part(r, ops, k, 0, ops[0].shape[0], NULL));
+}
+
 /* ------------------------------------------------------------ reduce */
 
-static float
+float
 sim_exec_reduce_init(int alu)
 {
 	switch (alu) {
@@ -958,7 +1242,7 @@ sim_exec_reduce_init(int alu)
 	}
 }
 
-static float
+float
 sim_exec_fold(int alu, float acc, const float *x, int64_t sx,
     const uint8_t *act, size_t n, const float *mean)
 {
@@ -984,6 +1268,50 @@ sim_exec_fold(int alu, float acc, const float *x, int64_t sx,
 			acc += x[i];
 		return (acc + (((p[0] + p[1]) + (p[2] + p[3])) +
 		    ((p[4] + p[5]) + (p[6] + p[7]))));
+	}
+	if ((alu == NKIR__V1__ALU_OP__ALU_MAXIMUM ||
+	    alu == NKIR__V1__ALU_OP__ALU_MINIMUM) && !act && sx == 1 &&
+	    n >= 16 && acc == acc) {
+		/* 8 lanes, exact: max and min of distinct values do not
+		 * depend on the order; a NaN or a zero result (which of
+		 * +0 and -0 comes first) takes the loop below */
+		bool	mx = alu == NKIR__V1__ALU_OP__ALU_MAXIMUM;
+
+		for (j = 0; j < 8; j++)
+			p[j] = acc;
+#ifdef __SSE4_1__
+		{
+			__m128	a0 = _mm_loadu_ps(p), a1 = a0, y0, y1;
+
+			for (; i + 8 <= n; i += 8) {
+				y0 = _mm_loadu_ps(x + i);
+				y1 = _mm_loadu_ps(x + i + 4);
+				a0 = _mm_blendv_ps(a0, y0, _mm_or_ps(mx ?
+				    _mm_cmpgt_ps(y0, a0) : _mm_cmplt_ps(y0, a0),
+				    _mm_cmpunord_ps(y0, y0)));
+				a1 = _mm_blendv_ps(a1, y1, _mm_or_ps(mx ?
+				    _mm_cmpgt_ps(y1, a1) : _mm_cmplt_ps(y1, a1),
+				    _mm_cmpunord_ps(y1, y1)));
+			}
+			_mm_storeu_ps(p, a0);
+			_mm_storeu_ps(p + 4, a1);
+		}
+#endif
+		for (; i + 8 <= n; i += 8)
+			for (j = 0; j < 8; j++)
+				p[j] = (mx ? x[i + j] > p[j] :
+				    x[i + j] < p[j]) || x[i + j] != x[i + j] ?
+				    x[i + j] : p[j];
+		m = p[0];
+		for (j = 1; j < 8; j++)
+			m = (mx ? p[j] > m : p[j] < m) || p[j] != p[j] ?
+			    p[j] : m;
+		for (; i < n; i++)
+			m = (mx ? x[i] > m : x[i] < m) || x[i] != x[i] ?
+			    x[i] : m;
+		if (m == m && m != 0.0f)
+			return (m);
+		i = 0;
 	}
 	for (i = 0; i < n; i++) {
 		if (act && !act[i])
@@ -1025,20 +1353,50 @@ sim_exec_fold(int alu, float acc, const float *x, int64_t sx,
 	return (acc);
 }
 
-/* One pass over src0 folding into acc (dst-shaped, contiguous); for VAR's
- * second pass mean holds the means. cnt counts active elements. */
-static int
-sim_exec_reduce_pass(struct sim_run *r, const struct sim_op *op, int alu,
-    float *acc, float *cnt, const float *mean)
+/* A pass of a reduction (sim_exec_reduce_pass). */
+struct sim_exec_fold {
+	int		 alu;
+	float		*acc;
+	float		*cnt;
+	const float	*mean;
+};
+
+/* c plus one for each of the n elements active in act (all if NULL),
+ * added one by one in fp32: exact until 2^24, where it sticks. */
+static float
+sim_exec_count(float c, const uint8_t *act, size_t n)
 {
-	const struct sim_view	*vs[1] = { &op->src[0].v };
-	int			 last = op->rank - 1;
-	size_t			 n = op->shape[last];
-	uint64_t		 astride[SIM_MAX_RANK], s = 1;
-	bool			 inner = op->axes & (1u << last);
-	struct sim_rows		 it;
-	size_t			 i;
-	int			 a, rc;
+	size_t	k = n, i;
+
+	if (act != NULL)
+		for (i = 0, k = 0; i < n; i++)
+			k += act[i] != 0;
+	if (k <= (1u << 24) && c + (float)k <= 16777216.0f)
+		return (c + (float)k);	/* every partial sum exact */
+	for (i = 0; i < n; i++)
+		c += !act || act[i];
+	return (c);
+}
+
+/* One pass over src0's rows with axis-0 index in [lo, hi), folding into
+ * acc (dst-shaped, contiguous); for VAR's second pass mean holds the
+ * means. cnt counts active elements. */
+static int
+sim_exec_reduce_part(struct sim_run *r, const struct sim_op *op, size_t nop,
+    uint64_t lo, uint64_t hi, void *ctx)
+{
+	const struct sim_exec_fold	*f = ctx;
+	const float			*mean = f->mean;
+	float				*acc = f->acc, *cnt = f->cnt;
+	int				 alu = f->alu;
+	const struct sim_view		*vs[1] = { &op->src[0].v };
+	int				 last = op->rank - 1;
+	size_t				 n = op->shape[last];
+	uint64_t			 astride[SIM_MAX_RANK], s = 1;
+	bool				 inner = op->axes & (1u << last);
+	struct sim_rows			 it;
+	size_t				 i;
+	int				 a, rc;
 
 	for (a = op->rank - 1; a >= 0; a--) {
 		bool	red = op->axes & (1u << a);
@@ -1047,6 +1405,7 @@ sim_exec_reduce_pass(struct sim_run *r, const struct sim_op *op, int alu,
 		s *= red ? 1 : op->shape[a];
 	}
 	sim_exec_rows_begin(&it, r, op->rank, op->shape, vs, 1);
+	sim_exec_rows_range(&it, lo, hi);
 	do {
 		const uint8_t	*act = NULL;
 		const float	*x;
@@ -1065,8 +1424,7 @@ sim_exec_reduce_pass(struct sim_run *r, const struct sim_op *op, int alu,
 		if (inner) {
 			acc[ao] = sim_exec_fold(alu, acc[ao], x, sx, act, n,
 			    mean ? &mean[ao] : NULL);
-			for (i = 0; i < n; i++)
-				cnt[ao] += !act || act[i];
+			cnt[ao] = sim_exec_count(cnt[ao], act, n);
 			continue;
 		}
 		for (i = 0; i < n; i++) {
@@ -1079,6 +1437,20 @@ sim_exec_reduce_pass(struct sim_run *r, const struct sim_op *op, int alu,
 		}
 	} while (sim_exec_rows_next(&it));
 	return (0);
+}
+
+/* One pass of the reduction, its rows split over the pool when worth it
+ * (axis 0 is never reduced: parts fold into disjoint outputs). */
+static int
+sim_exec_reduce_pass(struct sim_run *r, const struct sim_op *op, int alu,
+    float *acc, float *cnt, const float *mean)
+{
+	struct sim_exec_fold	f = { alu, acc, cnt, mean };
+
+	if (op->par_split)
+		return (sim_exec_split(r, op, 1, op->shape[0], 1, op->par_work,
+		    sim_exec_reduce_part, &f));
+	return (sim_exec_reduce_part(r, op, 1, 0, op->shape[0], &f));
 }
 
 static int
@@ -1129,16 +1501,48 @@ sim_exec_blas_view(const struct sim_run *r, const struct sim_view *v,
 	return ((float *)bd->base + sim_exec_lin(r, &v->off));
 }
 
+/* One sgemm, its columns split over the pool when worth it. */
+struct sim_exec_gemm {
+	bool		 trans;
+	int		 M, K, lda, ldb, ldc;
+	float		 beta;
+	const float	*A;
+	const float	*B;
+	float		*C;
+};
+
+/* Columns [lo, hi) of the product: each element of C is the same dot
+ * product over K whichever columns a call covers. */
+static int
+sim_exec_gemm_part(struct sim_run *r, const struct sim_op *op, size_t k,
+    uint64_t lo, uint64_t hi, void *ctx)
+{
+	const struct sim_exec_gemm	*g = ctx;
+
+	sim_blas_sgemm(g->trans, g->M, (int)(hi - lo), g->K, g->A, g->lda,
+	    g->B + lo, g->ldb, g->beta, g->C + lo, g->ldc);
+	return (0);
+}
+
+/* Columns per part of a split sgemm are multiples of this: OpenBLAS's
+ * kernels block N in 4s, 8s or 16s. */
+#define SIM_EXEC_GEMM_GRAIN	64
+
 static int
 sim_exec_matmul(struct sim_run *r, const struct sim_op *op)
 {
 	const struct sim_view	*x = &op->src[0].v, *y = &op->src[1].v;
 	struct sim_operand	 d;
+	struct sim_exec_gemm	 g;
+	const char		*msg;
 	float			*A, *B, *C, *tmp = r->scratch;
 	float			 beta = op->accumulate ? 1.0f : 0.0f;
 	bool			 direct_c;
-	int			 K, M, N, lda, ldb, ldc, rc;
+	int			 K, M, N, lda, ldb, ldc, grain, rc;
 
+	if ((msg = sim_blas_open()) != NULL)
+		return (sim_exec_fail(r, op, SIM_ERUNTIME, "matmul needs "
+		    "OpenBLAS: %s", msg));
 	K = (int)(op->transpose_x ? x->shape[0] : x->shape[1]);
 	M = (int)(op->transpose_x ? x->shape[1] : x->shape[0]);
 	N = (int)y->shape[1];
@@ -1166,9 +1570,18 @@ sim_exec_matmul(struct sim_run *r, const struct sim_op *op)
 		    (rc = sim_exec_gather(r, op, &d, C, NULL, 0.0f)))
 			return (rc);
 	}
-	cblas_sgemm(CblasRowMajor,
-	    op->transpose_x ? CblasTrans : CblasNoTrans, CblasNoTrans,
-	    M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+	g = (struct sim_exec_gemm){ op->transpose_x, M, K, lda, ldb, ldc,
+	    beta, A, B, C };
+	/* one part per thread: each call packs its operands again */
+	grain = ((N + (int)r->threads - 1) / (int)r->threads +
+	    SIM_EXEC_GEMM_GRAIN - 1) & ~(SIM_EXEC_GEMM_GRAIN - 1);
+	if (op->par_split && N >= 2 * grain)
+		rc = sim_exec_split(r, op, 1, (uint64_t)N, (uint64_t)grain,
+		    op->par_work, sim_exec_gemm_part, &g);
+	else
+		rc = sim_exec_gemm_part(r, op, 1, 0, (uint64_t)N, &g);
+	if (rc != 0)
+		return (rc);
 	if (!direct_c)
 		return (sim_exec_scatter(r, op, &op->dst, C));
 	return (0);
@@ -1353,6 +1766,127 @@ sim_exec_body(struct sim_run *r, const struct sim_op *ops, size_t n)
 	return (rc);
 }
 
+/* Set r's program ids for SPMD program prog (row-major, the last grid
+ * axis fastest). */
+static void
+sim_exec_program_ids(struct sim_run *r, uint64_t prog)
+{
+	const struct sim_program	*p = r->p;
+	uint64_t			 q = prog;
+	int				 a;
+
+	for (a = p->grid_rank - 1; a >= 0; a--) {
+		r->pid[a] = (int64_t)(q % p->grid[a]);
+		q /= p->grid[a];
+	}
+	r->prog = prog;
+	/* nki.isa's accumulator registers start at 0 in every program. */
+	memset(r->acc, 0, sizeof(r->acc));
+}
+
+/* Iterations of a loop, or programs of the grid, spread over the pool. */
+struct sim_exec_region {
+	struct sim_run			*r;
+	const struct sim_op		*loop;	/* NULL: the grid */
+	const struct sim_par_region	*rg;
+	uint64_t			 n;	/* iterations */
+	unsigned			 chunks;
+	const int64_t			*lv;	/* loop variables at the
+						 * start (the caller's change
+						 * as its chunk runs) */
+	struct sim_exec_fails		 fails;
+};
+
+/*
+ * Chunk `task` of a region: its iterations in order. The last chunk runs
+ * in the caller's own run (its tiles then end as the sequential run would
+ * leave them); any other on a copy whose private tiles (sim_par_region)
+ * live in the slot's memory. A chunk after one that failed stops: the
+ * sequential run would not have got there.
+ */
+static void
+sim_exec_region_cb(void *arg, unsigned task, unsigned slot)
+{
+	struct sim_exec_region		*rr = arg;
+	struct sim_run			*r = rr->r, w = *r;
+	const struct sim_program	*p = r->p;
+	const struct sim_op		*loop = rr->loop;
+	struct sim_exec_slot		*s;
+	struct sim_diag			 d;
+	uint64_t			 i, lo, hi;
+	uint32_t			 k;
+	int				 rc = 0;
+
+	d.msg[0] = '\0';
+	w.diag = &d;
+	w.inpar = true;
+	if (task + 1 < rr->chunks) {
+		if ((s = sim_exec_slot_get(r, slot)) == NULL) {
+			sim_exec_fails_add(&rr->fails, task, SIM_ENOMEM, &d);
+			return;
+		}
+		memcpy(s->t, r->t, p->ntensors * sizeof(*s->t));
+		for (k = 0; k < rr->rg->npriv; k++)
+			s->t[rr->rg->priv[k]].base = s->mem +
+			    p->tensors[rr->rg->priv[k]].moff;
+		memcpy(s->lv, rr->lv, (p->nloopvars + 1) * sizeof(*s->lv));
+		w.t = s->t;
+		w.lv = s->lv;
+		sim_exec_run_rows(&w, s->mem, true);
+	}
+	lo = rr->n * task / rr->chunks;
+	hi = rr->n * (task + 1) / rr->chunks;
+	for (i = lo; i < hi && rc == 0; i++) {
+		if (atomic_load_explicit(&rr->fails.first,
+		    memory_order_relaxed) < task)
+			return;
+		if (loop != NULL) {
+			w.lv[loop->var] = loop->start + (int64_t)i * loop->step;
+			rc = sim_exec_body(&w, loop->body, loop->nbody);
+		} else {
+			sim_exec_program_ids(&w, i);
+			rc = sim_exec_body(&w, p->body, p->nbody);
+		}
+	}
+	if (rc != 0)
+		sim_exec_fails_add(&rr->fails, task, rc, &d);
+}
+
+/* Spread n iterations of work `work` each over the pool? */
+static bool
+sim_exec_spread(const struct sim_run *r, uint64_t n, uint64_t work)
+{
+	if (r->inpar || r->threads <= 1 || r->slots == NULL || n < 2 ||
+	    (r->opts != NULL && r->opts->op_cb != NULL))
+		return (false);
+	return (work >= SIM_EXEC_REGION_MIN / n + 1);
+}
+
+static int
+sim_exec_region(struct sim_run *r, const struct sim_op *loop,
+    const struct sim_par_region *rg, uint64_t n)
+{
+	struct sim_exec_region	 rr;
+	uint64_t		 chunks = (uint64_t)r->threads * SIM_EXEC_CHUNKS;
+	int64_t			*lv;
+	size_t			 nlv = r->p->nloopvars + 1;
+
+	if ((lv = malloc(nlv * sizeof(*lv))) == NULL)
+		return (SIM_ENOMEM);
+	memcpy(lv, r->lv, nlv * sizeof(*lv));
+	memset(&rr, 0, sizeof(rr));
+	rr.r = r;
+	rr.loop = loop;
+	rr.rg = rg;
+	rr.n = n;
+	rr.chunks = (unsigned)(n < chunks ? n : chunks);
+	rr.lv = lv;
+	sim_exec_fails_init(&rr.fails, rr.chunks);
+	sim_pool_run(r->threads, rr.chunks, sim_exec_region_cb, &rr);
+	free(lv);
+	return (sim_exec_fails_end(&rr.fails, r));
+}
+
 /* Run one op (a loop with its body). */
 static int
 sim_exec_body_one(struct sim_run *r, const struct sim_op *op)
@@ -1362,6 +1896,9 @@ sim_exec_body_one(struct sim_run *r, const struct sim_op *op)
 
 	switch (op->kind) {
 	case NKIR__V1__OP_KIND__OP_LOOP:
+		if (op->par != NULL &&
+		    sim_exec_spread(r, op->trips, op->par_work))
+			return (sim_exec_region(r, op, op->par, op->trips));
 		for (t = 0; t < op->trips && rc == 0; t++) {
 			r->lv[op->var] = op->start + (int64_t)t * op->step;
 			rc = sim_exec_body(r, op->body, op->nbody);
@@ -1377,6 +1914,8 @@ sim_exec_body_one(struct sim_run *r, const struct sim_op *op)
 	case NKIR__V1__OP_KIND__OP_PRINT:
 		return (sim_exec_print(r, op));
 	default:
+		if (op->isa != NULL)	/* nki.isa kinds 40-79 */
+			return (sim_isa_exec(r, op));
 		if (op->skip)	/* dead alloc, elided load/store */
 			return (0);
 		return (sim_exec_elementwise(r, op));
@@ -1575,13 +2114,16 @@ sim_run(const struct sim_program *p, const struct sim_tensor *inputs,
     size_t ninputs, struct sim_tensor *outputs, size_t noutputs,
     const struct sim_run_opts *opts, struct sim_diag *diag)
 {
-	struct sim_run	r = { .p = p, .opts = opts, .diag = diag };
-	size_t		row = p->row_max ? p->row_max : 1, i;
-	uint64_t	prog, q;
-	int		a, rc;
+	struct sim_run		 r = { .p = p, .opts = opts, .diag = diag };
+	size_t			 i;
+	uint64_t		 prog;
+	int			 rc;
 
 	if (diag != NULL)
 		diag->msg[0] = '\0';
+	r.threads = opts != NULL && opts->threads > 1 ? opts->threads : 1;
+	if (r.threads > SIM_POOL_MAX)
+		r.threads = SIM_POOL_MAX;
 	if (opts != NULL && opts->op_cb != NULL)
 		r.t0_ns = sim_exec_now_ns();
 	if ((rc = sim_exec_check_args(p, inputs, ninputs, noutputs, diag)))
@@ -1591,6 +2133,9 @@ sim_run(const struct sim_program *p, const struct sim_tensor *inputs,
 	r.lv = calloc(p->nloopvars + 1, sizeof(int64_t));
 	if (r.t == NULL || r.lv == NULL)
 		goto out;
+	if (r.threads > 1 &&
+	    (r.slots = calloc(SIM_POOL_MAX, sizeof(*r.slots))) == NULL)
+		goto out;
 	pthread_mutex_lock(&((struct sim_program *)p)->run_mu);
 	r.mem = p->run_cache;
 	((struct sim_program *)p)->run_cache = NULL;
@@ -1598,28 +2143,22 @@ sim_run(const struct sim_program *p, const struct sim_tensor *inputs,
 	if (r.mem == NULL &&
 	    (r.mem = sim_exec_tensor_alloc(p->run_bytes)) == NULL)
 		goto out;
-	r.scratch = (float *)(r.mem + p->scratch_off);
-	for (i = 0; i < 5; i++)
-		r.row[i] = (float *)(r.mem + p->row_off) +
-		    i * (((row * sizeof(float) + 63) & ~(size_t)63) /
-		    sizeof(float));
-	r.act = (uint8_t *)r.mem + p->act_off;
+	sim_exec_run_rows(&r, r.mem, true);
 	if ((rc = sim_exec_bind(&r, inputs)))
 		goto out;
-	for (prog = 0; prog < p->nprograms && rc == 0; prog++) {
-		q = prog;
-		for (a = p->grid_rank - 1; a >= 0; a--) {
-			r.pid[a] = (int64_t)(q % p->grid[a]);
-			q /= p->grid[a];
+	if (p->par != NULL && sim_exec_spread(&r, p->nprograms, p->par_work))
+		rc = sim_exec_region(&r, NULL, p->par, p->nprograms);
+	else
+		for (prog = 0; prog < p->nprograms && rc == 0; prog++) {
+			sim_exec_program_ids(&r, prog);
+			rc = sim_exec_body(&r, p->body, p->nbody);
 		}
-		r.prog = prog;
-		rc = sim_exec_body(&r, p->body, p->nbody);
-	}
 	if (rc == 0)
 		rc = sim_exec_outputs(&r, outputs);
 out:
 	if (rc == SIM_ENOMEM)
 		sim_diag_set(diag, "out of memory");
+	sim_exec_slots_release(&r);
 	for (i = 0; r.t != NULL && i < p->ntensors; i++)
 		if (r.t[i].owned)
 			free(r.t[i].base);

@@ -5,11 +5,17 @@
  *
  * Floors: a file calls only into the files on the floors below it.
  *   0  sim_diag.c (error codes, messages), sim_dtype.c (dtypes),
- *      sim_op.c (op kinds: names, engines)
+ *      sim_op.c (op kinds: names, engines), sim_pool.c (worker threads),
+ *      sim_vmath.c (vectorized math of rows), sim_blas.c (OpenBLAS)
  *   1  sim_print.c (shapes and device_print's text),
- *      sim_opt.c (fusion, dead fills, copy elision in a planned program)
- *   2  sim_plan.c (validate NKIR, build a struct sim_program)
- *   3  sim_exec.c (run a program: sim_run)
+ *      sim_opt.c (fusion, dead fills, copy elision in a planned program),
+ *      sim_par.c (which parts of a program may run side by side)
+ *   2  sim_plan.c (validate NKIR, build a struct sim_program), with
+ *      sim_isa_plan.c beside it (the planners of the nki.isa kinds
+ *      40-79, which sim_plan.c's table names; they use its helpers)
+ *   3  sim_exec.c (run a program: sim_run), with sim_isa_exec.c beside
+ *      it (the nki.isa kinds, which sim_exec.c dispatches to; they use
+ *      its helpers)
  *   4  sim.c (the front door: NKIR and images in, programs out)
  * sim_exec.c runs what sim_plan.c built but calls none of its functions.
  */
@@ -48,6 +54,7 @@
 #define SIM_FUSE_MAX		16		/* ops in one fused group */
 #define SIM_PRINT_MAX		(1ull << 24)	/* elements of a device_print */
 #define SIM_RUN_CACHE_MAX	(32ull << 20)	/* run block kept between runs */
+#define SIM_POOL_MAX		64		/* threads of one run */
 
 /* Hardware limits (NKI, trn1/trn2). */
 #define SIM_PMAX		128		/* partitions */
@@ -121,6 +128,37 @@ struct sim_tinfo {
 					 * elision) */
 };
 
+/* A run-time index of an nki.isa op (NKIR DynIndex). */
+struct sim_dyn {
+	int		 operand;	/* 0: dst, 1 + i: src[i] */
+	int		 dim;		/* of that operand's tensor */
+	int		 src;		/* the index values: src[src] */
+	int64_t		 coef;
+	int64_t		 stride;	/* elements per step of dim */
+};
+
+/* The fields of the nki.isa kinds 40-79 (NKIR Op fields 40-79). */
+struct sim_isa {
+	int		 alu1;
+	int		 reduce_alu;
+	int		 reduce_cmd;
+	bool		 reverse0;
+	bool		 reverse1;
+	bool		 oob_skip;
+	bool		 index_out;
+	int		 dge_mode;
+	int64_t		 range_start;
+	uint32_t	 elem_per_index;
+	uint32_t	 valid_indices;
+	uint8_t		 shuffle[32];
+	int		 perm[SIM_MAX_RANK];	/* dma_transpose: dst axis a is
+						 * src axis perm[a] */
+	int		 ndyn;
+	struct sim_dyn	 dyn[3];
+	bool		 dyn_row;	/* every run-time index is one value
+					 * per innermost row */
+};
+
 struct sim_op {
 	int			 kind;		/* NKIR OpKind */
 	const char		*file;		/* the program's */
@@ -162,6 +200,33 @@ struct sim_op {
 						 * next op touching the tile
 						 * overwrites before any read,
 						 * or an elided load/store */
+	bool			 opaque;	/* may leave elements of dst
+						 * unwritten or read them
+						 * (run-time indices,
+						 * predicates, read-modify-
+						 * write): never assumed to
+						 * overwrite dst */
+	struct sim_isa		*isa;		/* kinds 40-79, else NULL */
+	/* sim_par.c: parallel execution */
+	bool			 par_split;	/* its rows along axis 0 may
+						 * run side by side */
+	uint64_t		 par_work;	/* element operations of one
+						 * execution (a loop: of one
+						 * iteration) */
+	struct sim_par_region	*par;		/* OP_LOOP: iterations are
+						 * independent, NULL if not
+						 * proven */
+};
+
+/* Iterations (of a loop, or the programs of the grid) proven independent:
+ * each may run on its own thread with its own copy of the tiles in priv[]
+ * (the tiles it writes, each overwritten whole before any read in every
+ * iteration); HBM it writes is written nowhere else by other iterations
+ * and read by none (sim_par.c). */
+struct sim_par_region {
+	uint32_t		 npriv;
+	uint32_t		*priv;
+	struct sim_par_region	*next;		/* all of a program's */
 };
 
 struct sim_program {
@@ -196,6 +261,17 @@ struct sim_program {
 	size_t			 act_off;
 	pthread_mutex_t		 run_mu;
 	void			*run_cache;
+	/* sim_par.c */
+	struct sim_par_region	*par;		/* the programs of the grid
+						 * are independent, or NULL */
+	uint64_t		 par_work;	/* element operations of one
+						 * program */
+	struct sim_par_region	*par_all;	/* every region, to free */
+	/* Worker blocks (run_bytes, then the worker's binds and loop
+	 * variables) kept between runs under run_mu. */
+	size_t			 par_nfree;
+	size_t			 par_block_bytes;	/* each */
+	void			*par_free[SIM_POOL_MAX];
 };
 
 /* A growing string (sim_print.c). */
@@ -245,6 +321,42 @@ void	 sim_dtype_fill(int dt, void *dst, size_t n, float v);
 void	 sim_dtype_round_row(int dt, float *dst, int64_t dstride,
 	    const float *src, int64_t sstride, size_t n);
 
+/* sim_pool.c */
+/*
+ * Run fn(arg, task, slot) for every task in [0, n) on up to `threads`
+ * threads: the caller and threads - 1 of the process's pool workers
+ * (started on first use, never more than SIM_POOL_MAX - 1). The caller
+ * runs task n - 1 first, then takes tasks in order with the workers; it
+ * returns when all are done. slot names the thread running a task: 0 for
+ * the caller, 1 .. SIM_POOL_MAX - 1 for a worker, so a task can keep
+ * per-thread state in an array; a slot runs one task at a time. May be
+ * called from several threads at once, but not from inside a task.
+ */
+void	 sim_pool_run(unsigned threads, unsigned n,
+	    void (*fn)(void *arg, unsigned task, unsigned slot), void *arg);
+
+/* sim_blas.c */
+/* Load OpenBLAS (once; single-threaded, kernels for this CPU): NULL, or
+ * why it cannot be used (static). */
+const char *sim_blas_open(void);
+/* C = A @ B + beta * C, row-major, A transposed if trans_a (A is then
+ * [K, M]); after sim_blas_open succeeded. */
+void	 sim_blas_sgemm(bool trans_a, int M, int N, int K, const float *A,
+	    int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
+/* sim_vmath.c */
+/* Vector widths of sim_vmath_act_isa. */
+enum { SIM_VMATH_SSE4, SIM_VMATH_AVX, SIM_VMATH_AVX512 };
+/* o[i] = act(o[i]) for the activation functions it vectorizes (exp,
+ * log, tanh, sigmoid, gelu, gelu_tanh, silu, softplus, sin, cos, erf),
+ * with the widest vectors the CPU has; false, o untouched, for any other
+ * act. The results are the same bits on every x86-64-v2 CPU, for every n
+ * and every position in o (SLEEF's deterministic functions). */
+bool	 sim_vmath_act(int act, float *o, size_t n);
+/* The same with vectors of width isa (SIM_VMATH_*); false if the CPU
+ * lacks them (for tests). */
+bool	 sim_vmath_act_isa(int act, float *o, size_t n, int isa);
+
 /* sim_print.c */
 /* Write "name[d0, d1, ...]" into buf (len bytes, always NUL-terminated,
  * truncated if short); at most SIM_MAX_RANK dimensions are shown. */
@@ -269,6 +381,8 @@ bool	 sim_opt_fusable(const struct sim_op *op);
 /* a and b are one view: same tensor, shape and element offsets. */
 bool	 sim_opt_view_same(const struct sim_view *a,
 	    const struct sim_view *b);
+/* Distinct points of view v's iteration space are distinct elements. */
+bool	 sim_opt_view_injective(const struct sim_view *v);
 /* Mark the dead OP_ALLOCs of a body (sim_op.skip): an unmasked fill is
  * dead when the next op of the body that names the tile (a loop names it
  * if any op inside does) overwrites the whole tile without reading it. */
@@ -284,8 +398,104 @@ void	 sim_opt_fuse(struct sim_op *ops, size_t n);
  * Returns 0 or SIM_ENOMEM. */
 int	 sim_opt_program(struct sim_program *p);
 
+/* sim_par.c */
+/* Find what may run side by side in a planned program: independent
+ * programs of the grid (p->par) and loops (sim_op.par), ops whose rows
+ * may be split (sim_op.par_split), and the work estimates that decide
+ * whether it pays. Returns 0 or SIM_ENOMEM. */
+int	 sim_par_program(struct sim_program *p);
+/* Free what sim_par_program allocated and the kept worker blocks. */
+void	 sim_par_free(struct sim_program *p);
+
 /* sim_plan.c */
 struct Nkir__V1__Kernel;
+struct Nkir__V1__Op;
+struct Nkir__V1__Loc;
+struct Nkir__V1__Access;
+struct Nkir__V1__Affine;
+
+/* The state of one sim_plan_build. Per loop variable: used, inscope and
+ * the range [vlo, vhi] it takes, by vstep. */
+struct sim_build {
+	const struct Nkir__V1__Kernel *k;
+	struct sim_program	*p;
+	struct sim_diag		*diag;
+	uint8_t			*used;		/* bound by some loop */
+	uint8_t			*inscope;
+	int64_t			*vlo;
+	int64_t			*vhi;
+	int64_t			*vstep;
+	int			 dead;		/* > 0: in a dead loop */
+	uint64_t		 trips;		/* of the outer loops (sat.) */
+	int			 depth;
+	size_t			 nops;
+	int			 grid_rank;	/* at least 1 */
+	uint32_t		 grid[SIM_GRID_RANK_MAX];
+};
+
+/* Where an operand must live (sim_plan_space). */
+enum sim_plan_where {
+	SIM_PLAN_NOWHERE,	/* the op has no such operand */
+	SIM_PLAN_TILE,		/* on chip: SBUF or PSUM */
+	SIM_PLAN_SBUF,
+	SIM_PLAN_PSUM,
+	SIM_PLAN_HBM,		/* hbm or shared_hbm */
+	SIM_PLAN_ANY,		/* any space */
+};
+
+/* The planner's helpers, for the planners of sim_isa_plan.c. */
+/* The planner of OP_ACTIVATION (operands data and bias, act, scale). */
+int	 sim_plan_activation(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+/* size bytes of the program's arena (zeroed, 16-aligned; freed with the
+ * program), or NULL when out of memory. */
+void	*sim_plan_alloc(struct sim_build *b, size_t size);
+/* Set b's diag to the message and " (file:line)" of loc (the kernel's
+ * when NULL); returns code. */
+int	 sim_plan_err(struct sim_build *b, const struct Nkir__V1__Loc *loc,
+	    int code, const char *fmt, ...)
+	    __attribute__((format(printf, 4, 5)));
+/* Lower affine a over an iteration space of rank and shape into *out;
+ * *lo, *hi its range over every loop variable, program id and axis. */
+int	 sim_plan_lin(struct sim_build *b, const struct Nkir__V1__Op *o,
+	    const struct Nkir__V1__Affine *a, int rank, const uint64_t *shape,
+	    struct sim_lin *out, sim_i128 *lo, sim_i128 *hi);
+/* The range of l over its loop variables, program ids and rank axes. */
+void	 sim_plan_lin_range(struct sim_build *b, const struct sim_lin *l,
+	    int rank, const uint64_t *shape, sim_i128 *lo, sim_i128 *hi);
+/* Lower access acc (operand named arg of op o) into view *v. */
+int	 sim_plan_view(struct sim_build *b, const struct Nkir__V1__Op *o,
+	    const struct Nkir__V1__Access *acc, struct sim_view *v,
+	    const char *arg);
+/* v stays in bounds over the full ranges of its terms, else NKI's
+ * out-of-bound error. */
+int	 sim_plan_bounds(struct sim_build *b, const struct Nkir__V1__Op *o,
+	    const struct sim_view *v);
+/* v (operand arg) lives where (enum sim_plan_where), else NKI's address
+ * space error. */
+int	 sim_plan_space(struct sim_build *b, const struct Nkir__V1__Op *o,
+	    const struct sim_view *v, const char *arg, int where);
+/* Shapes as (an, ar, as) and (bn, br, bs) are equal, else NKI's
+ * partition or shape mismatch error naming both. */
+int	 sim_plan_shape_eq(struct sim_build *b, const struct Nkir__V1__Op *o,
+	    const char *an, int ar, const uint64_t *as, const char *bn, int br,
+	    const uint64_t *bs);
+/* Operand i of op (named arg): an access, or a scalar if scalar_ok. */
+int	 sim_plan_operand(struct sim_build *b, const struct Nkir__V1__Op *o,
+	    struct sim_op *op, int i, const char *arg, bool scalar_ok);
+/* Operand i of op: an access (not a scalar) named arg. */
+int	 sim_plan_src_access(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op, int i,
+	    const char *arg);
+/* Operand 0 of op: an on-chip tile named arg (nsrc = 1); *vp its view. */
+int	 sim_plan_src_tile(struct sim_build *b, const struct Nkir__V1__Op *o,
+	    struct sim_op *op, const char *arg, struct sim_view **vp);
+/* The nsrc operands of an element-wise op named args[1 ..] (args[0] is
+ * "dst"): scalars or on-chip tiles of dst's shape. */
+int	 sim_plan_elementwise(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op, int nsrc,
+	    const char *const *args);
+
 /*
  * Validate kernel k and build its program. On success *out is the
  * program (free with sim_plan_free); on failure diag says why and the
@@ -295,5 +505,159 @@ int	 sim_plan_build(const struct Nkir__V1__Kernel *k,
 	    struct sim_program **out, struct sim_diag *diag);
 /* Release a program built by sim_plan_build (NULL is fine). */
 void	 sim_plan_free(struct sim_program *p);
+
+/* sim_exec.c */
+/* A tensor's memory during one run. */
+struct sim_bind {
+	char			*base;
+	int			 dtype;
+	bool			 chip;	/* fp32 copy of an on-chip tile */
+	bool			 f32;	/* holds float (chip or fp32 HBM) */
+	bool			 owned;
+	size_t			 esize;	/* bytes per stored element */
+	const struct sim_tinfo	*ti;
+};
+
+/* The state of one sim_run. */
+struct sim_run {
+	const struct sim_program	*p;
+	const struct sim_run_opts	*opts;
+	struct sim_diag			*diag;
+	struct sim_bind			*t;
+	int64_t				*lv;	/* loop variables */
+	int64_t				 pid[SIM_GRID_RANK_MAX];
+	float				*row[5];
+	uint8_t				*act;
+	float				*scratch;
+	char				*mem;	/* the run block */
+	uint64_t			 prog;	/* SPMD program being run */
+	uint64_t			 t0_ns;	/* when sim_run began */
+	/* nki.isa: the accumulator registers of the Vector and Scalar
+	 * engines (SIM_ACC_*), zeroed at the start of every program, and
+	 * the state of nisa.dropout's random stream (one per run). */
+	float				 acc[2][SIM_PMAX];
+	uint64_t			 rng;
+	unsigned			 threads; /* sim_run_opts.threads */
+	bool				 inpar;	/* a part run side by side:
+						 * nothing more is split */
+	struct sim_exec_slot		**slots; /* worker blocks by pool
+						 * slot (threads > 1) */
+};
+
+/* Row iterator over an iteration space: offsets of up to 4 views at the
+ * start of each innermost row. */
+struct sim_rows {
+	int			 rank;
+	const uint64_t		*shape;
+	uint64_t		 end0;	/* axis 0 stops there */
+	uint64_t		 idx[SIM_MAX_RANK];
+	int			 nv;
+	const struct sim_view	*v[4];
+	uint64_t		 off[4];
+};
+
+/* The interpreter's helpers, for the executors of sim_isa_exec.c. */
+/* l at the run's loop variables and program ids (axes at 0). */
+uint64_t sim_exec_lin(const struct sim_run *r, const struct sim_lin *l);
+/* l at the start of the iterator's current row. */
+int64_t	 sim_exec_lin_row(const struct sim_run *r, const struct sim_lin *l,
+	    const struct sim_rows *it);
+/* Start iterating the rows of (rank, shape) for views v[0 .. nv-1] (NULL
+ * entries allowed): it->off[k] is view k's offset at the row's start. */
+void	 sim_exec_rows_begin(struct sim_rows *it, const struct sim_run *r,
+	    int rank, const uint64_t *shape, const struct sim_view **v, int nv);
+/* Step to the next row; false after the last. */
+bool	 sim_exec_rows_next(struct sim_rows *it);
+/* Set r's diag to the message and op's " (file:line)"; returns code. */
+int	 sim_exec_fail(struct sim_run *r, const struct sim_op *op, int code,
+	    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* act[0 .. n-1]: which elements of the iterator's row every mask of its
+ * views holds at; active elements of masked views are bounds-checked
+ * (SIM_ERUNTIME naming the tensor). */
+int	 sim_exec_active(struct sim_run *r, const struct sim_op *op,
+	    const struct sim_rows *it, uint8_t *act, size_t n);
+/* A row of n fp32 values of operand s at element offset off: returns
+ * them with their stride (0 or 1) in *st; tmp has room for n. With act,
+ * inactive elements read as 0. */
+const float *sim_exec_read(const struct sim_run *r,
+	    const struct sim_operand *s, uint64_t off, size_t n, float *tmp,
+	    int64_t *st, const uint8_t *act);
+/* Write src[i * sst] (i < n) through view v at offset off, rounded to the
+ * tensor's dtype; only active elements when act is set. */
+void	 sim_exec_write(const struct sim_run *r, const struct sim_view *v,
+	    uint64_t off, size_t n, const float *src, int64_t sst,
+	    const uint8_t *act);
+/* View s into buf, row-major; inactive elements get `inactive` (and a 0
+ * in act_out when set). */
+int	 sim_exec_gather(struct sim_run *r, const struct sim_op *op,
+	    const struct sim_operand *s, float *buf, uint8_t *act_out,
+	    float inactive);
+/* buf (row-major in v's shape) through view v. */
+int	 sim_exec_scatter(struct sim_run *r, const struct sim_op *op,
+	    const struct sim_view *v, const float *buf);
+/* o[i] = a[i * sa] alu b[i * sb], strides 0 or 1 (NKIR AluOp). */
+void	 sim_exec_alu_row(int alu, float *o, const float *a, int64_t sa,
+	    const float *b, int64_t sb, size_t n);
+/* The identity of reduce operator alu (NKIR AluOp): 0, 1, -inf, ... */
+float	 sim_exec_reduce_init(int alu);
+/* acc alu x[i * sx] over the active elements (act NULL: all) of n; for
+ * ALU_VAR the squared deviations from *mean. Subtract folds as add. */
+float	 sim_exec_fold(int alu, float acc, const float *x, int64_t sx,
+	    const uint8_t *act, size_t n, const float *mean);
+/* o[i] = act(a[i * sa] * op->scale + b[i * sb]) (op->act). */
+void	 sim_exec_act_row(const struct sim_op *op, float *o, const float *a,
+	    int64_t sa, const float *b, int64_t sb, size_t n);
+
+/* sim_isa_plan.c: the planners of the nki.isa kinds, named by
+ * sim_plan.c's table: each validates op o (its dst already planned when
+ * the table says where it lives) and fills op, as sim_plan_kinds[].plan
+ * does (see there). */
+int	 sim_isa_plan_act_acc(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_acc_read(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_partition_reduce(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_scan(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_stt(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_ts_acc(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_copy_dynamic(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_copy_predicated(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_dropout(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_affine_select(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_range_select(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_select_reduce(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_sequence_bounds(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_local_gather(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_dma_copy(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_dma_transpose(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_max8(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_find_index8(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_match_replace8(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_isa_plan_shuffle(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+
+/* sim_isa_exec.c */
+/* The accumulator register files of struct sim_run. */
+#define SIM_ACC_VECTOR	0
+#define SIM_ACC_SCALAR	1
+/* Run op, one of the nki.isa kinds 40-79 (op->isa set), once. */
+int	 sim_isa_exec(struct sim_run *r, const struct sim_op *op);
 
 #endif /* NKID_SIM_IMPL_H */

@@ -25,6 +25,47 @@ static const struct {
 	[NKIR__V1__OP_KIND__OP_LOOP] =		{ "loop", "vector" },
 	[NKIR__V1__OP_KIND__OP_BN_STATS] =	{ "bn_stats", "vector" },
 	[NKIR__V1__OP_KIND__OP_BN_AGGR] =	{ "bn_aggr", "vector" },
+	/* nki.isa kinds 40-79 (sim_isa_plan.c, sim_isa_exec.c) */
+	[NKIR__V1__OP_KIND__OP_ACT_ACC] =
+	    { "activation", "scalar" },
+	[NKIR__V1__OP_KIND__OP_ACC_READ] =
+	    { "reduce_res", "vector" },
+	[NKIR__V1__OP_KIND__OP_PARTITION_REDUCE] =
+	    { "tensor_partition_reduce", "gpsimd" },
+	[NKIR__V1__OP_KIND__OP_SCAN] =
+	    { "tensor_tensor_scan", "vector" },
+	[NKIR__V1__OP_KIND__OP_SCALAR_TENSOR_TENSOR] =
+	    { "scalar_tensor_tensor", "vector" },
+	[NKIR__V1__OP_KIND__OP_TENSOR_SCALAR_ACC] =
+	    { "tensor_scalar_reduce", "vector" },
+	[NKIR__V1__OP_KIND__OP_COPY_DYNAMIC] =
+	    { "tensor_copy_dynamic", "vector" },
+	[NKIR__V1__OP_KIND__OP_COPY_PREDICATED] =
+	    { "tensor_copy_predicated", "vector" },
+	[NKIR__V1__OP_KIND__OP_ISA_DROPOUT] =
+	    { "dropout", "vector" },
+	[NKIR__V1__OP_KIND__OP_AFFINE_SELECT] =
+	    { "affine_select", "gpsimd" },
+	[NKIR__V1__OP_KIND__OP_RANGE_SELECT] =
+	    { "range_select", "vector" },
+	[NKIR__V1__OP_KIND__OP_SELECT_REDUCE] =
+	    { "select_reduce", "vector" },
+	[NKIR__V1__OP_KIND__OP_SEQUENCE_BOUNDS] =
+	    { "sequence_bounds", "gpsimd" },
+	[NKIR__V1__OP_KIND__OP_LOCAL_GATHER] =
+	    { "local_gather", "gpsimd" },
+	[NKIR__V1__OP_KIND__OP_DMA_COPY] =
+	    { "dma_copy", "dma" },
+	[NKIR__V1__OP_KIND__OP_DMA_TRANSPOSE] =
+	    { "dma_transpose", "dma" },
+	[NKIR__V1__OP_KIND__OP_MAX8] =
+	    { "max8", "vector" },
+	[NKIR__V1__OP_KIND__OP_FIND_INDEX8] =
+	    { "nc_find_index8", "vector" },
+	[NKIR__V1__OP_KIND__OP_MATCH_REPLACE8] =
+	    { "nc_match_replace8", "vector" },
+	[NKIR__V1__OP_KIND__OP_SHUFFLE] =
+	    { "nc_stream_shuffle", "vector" },
 };
 
 /* Indexed by NKIR Engine; ENGINE_DEFAULT: the kind's. */

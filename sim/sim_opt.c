@@ -47,8 +47,7 @@ sim_opt_view_same(const struct sim_view *a, const struct sim_view *b)
 	return (true);
 }
 
-/* Distinct points of the view's iteration space are distinct elements. */
-static bool
+bool
 sim_opt_view_injective(const struct sim_view *v)
 {
 	sim_i128	st[SIM_MAX_RANK], ext[SIM_MAX_RANK], span = 0;
@@ -156,7 +155,7 @@ sim_opt_reads(const struct sim_op *op, uint32_t t)
 static bool
 sim_opt_overwrites(const struct sim_program *p, const struct sim_op *op)
 {
-	if (!op->has_dst || op->masked ||
+	if (!op->has_dst || op->masked || op->opaque ||
 	    op->kind == NKIR__V1__OP_KIND__OP_LOOP)
 		return (false);
 	return (op->dst.nelem == p->tensors[op->dst.tensor].nelem &&

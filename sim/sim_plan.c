@@ -16,25 +16,6 @@ struct sim_arena_block {
 	max_align_t		 data[];
 };
 
-/* The state of one sim_plan_build. Per loop variable: used, inscope and
- * the range [vlo, vhi] it takes, by vstep. */
-struct sim_build {
-	const Nkir__V1__Kernel	*k;
-	struct sim_program	*p;
-	struct sim_diag		*diag;
-	uint8_t			*used;		/* bound by some loop */
-	uint8_t			*inscope;
-	int64_t			*vlo;
-	int64_t			*vhi;
-	int64_t			*vstep;
-	int			 dead;		/* > 0: in a dead loop */
-	uint64_t		 trips;		/* of the outer loops (sat.) */
-	int			 depth;
-	size_t			 nops;
-	int			 grid_rank;	/* at least 1 */
-	uint32_t		 grid[SIM_GRID_RANK_MAX];
-};
-
 /* NKIR Space names, as NKI writes them. */
 static const char *const sim_plan_spaces[] = {
 	"invalid", "hbm", "shared_hbm", "sbuf", "psum",
@@ -42,7 +23,7 @@ static const char *const sim_plan_spaces[] = {
 
 /* ------------------------------------------------------------ arena */
 
-static void *
+void *
 sim_plan_alloc(struct sim_build *b, size_t size)
 {
 	struct sim_arena_block	*blk = b->p->arena;
@@ -106,6 +87,7 @@ sim_program_footprint(const struct sim_program *p)
 		n += sizeof(*blk) + blk->cap;
 	if (p->run_cache != NULL)
 		n += p->run_bytes;
+	n += p->par_nfree * p->par_block_bytes;
 	return (n);
 }
 
@@ -120,7 +102,7 @@ sim_plan_file(struct sim_build *b, const Nkir__V1__Loc *loc)
 	return (b->k->files[loc->file]);
 }
 
-static int __attribute__((format(printf, 4, 5)))
+int
 sim_plan_err(struct sim_build *b, const Nkir__V1__Loc *loc, int code,
     const char *fmt, ...)
 {
@@ -137,7 +119,7 @@ sim_plan_err(struct sim_build *b, const Nkir__V1__Loc *loc, int code,
 
 /* ------------------------------------------------------------ views */
 
-static int
+int
 sim_plan_lin(struct sim_build *b, const Nkir__V1__Op *o,
     const Nkir__V1__Affine *a, int rank, const uint64_t *shape,
     struct sim_lin *out, sim_i128 *plo, sim_i128 *phi)
@@ -240,7 +222,7 @@ sim_plan_is_chip(int space)
 	    space == NKIR__V1__SPACE__SPACE_PSUM);
 }
 
-static int
+int
 sim_plan_view(struct sim_build *b, const Nkir__V1__Op *o,
     const Nkir__V1__Access *acc, struct sim_view *v, const char *arg)
 {
@@ -335,7 +317,7 @@ sim_plan_view(struct sim_build *b, const Nkir__V1__Op *o,
 	return (0);
 }
 
-static void
+void
 sim_plan_lin_range(struct sim_build *b, const struct sim_lin *l, int rank,
     const uint64_t *shape, sim_i128 *plo, sim_i128 *phi)
 {
@@ -368,7 +350,7 @@ sim_plan_lin_range(struct sim_build *b, const struct sim_lin *l, int rank,
 /* Unmasked accesses must stay in bounds over the full ranges of loop
  * variables, program ids and axes; masked ones are checked per element
  * at run time (a mask on any access of an op masks the whole op). */
-static int
+int
 sim_plan_bounds(struct sim_build *b, const Nkir__V1__Op *o,
     const struct sim_view *v)
 {
@@ -388,16 +370,7 @@ sim_plan_bounds(struct sim_build *b, const Nkir__V1__Op *o,
 	return (0);
 }
 
-/* Where an operand must live (sim_plan_space). */
-enum sim_plan_where {
-	SIM_PLAN_NOWHERE,	/* the op has no such operand */
-	SIM_PLAN_TILE,		/* on chip: SBUF or PSUM */
-	SIM_PLAN_SBUF,
-	SIM_PLAN_PSUM,
-	SIM_PLAN_HBM,		/* hbm or shared_hbm */
-};
-
-static int
+int
 sim_plan_space(struct sim_build *b, const Nkir__V1__Op *o,
     const struct sim_view *v, const char *arg, int where)
 {
@@ -418,6 +391,10 @@ sim_plan_space(struct sim_build *b, const Nkir__V1__Op *o,
 		ok = ti->space == NKIR__V1__SPACE__SPACE_PSUM;
 		want = "psum";
 		break;
+	case SIM_PLAN_ANY:
+		ok = true;
+		want = "any";
+		break;
 	default:
 		ok = !ti->chip;
 		want = "hbm";
@@ -431,7 +408,7 @@ sim_plan_space(struct sim_build *b, const Nkir__V1__Op *o,
 	    ti->chip ? "tile" : "tensor", sim_plan_spaces[ti->space]));
 }
 
-static int
+int
 sim_plan_shape_eq(struct sim_build *b, const Nkir__V1__Op *o,
     const char *an, int ar, const uint64_t *as, const char *bn, int br,
     const uint64_t *bs)
@@ -458,7 +435,7 @@ sim_plan_shape_eq(struct sim_build *b, const Nkir__V1__Op *o,
 
 /* An element-wise operand: an on-chip access of dst's shape, or a scalar
  * where allowed. */
-static int
+int
 sim_plan_operand(struct sim_build *b, const Nkir__V1__Op *o,
     struct sim_op *op, int i, const char *arg, bool scalar_ok)
 {
@@ -492,7 +469,7 @@ sim_plan_operand(struct sim_build *b, const Nkir__V1__Op *o,
 }
 
 /* Operand i of op: an access (not a scalar) named arg. */
-static int
+int
 sim_plan_src_access(struct sim_build *b, const Nkir__V1__Op *o,
     struct sim_op *op, int i, const char *arg)
 {
@@ -500,7 +477,7 @@ sim_plan_src_access(struct sim_build *b, const Nkir__V1__Op *o,
 }
 
 /* Operand 0 of op: an on-chip tile named arg; *vp is its view. */
-static int
+int
 sim_plan_src_tile(struct sim_build *b, const Nkir__V1__Op *o,
     struct sim_op *op, const char *arg, struct sim_view **vp)
 {
@@ -515,7 +492,7 @@ sim_plan_src_tile(struct sim_build *b, const Nkir__V1__Op *o,
 
 /* The nsrc operands of an element-wise op, named args[1 ..] (args[0] is
  * "dst"): scalars, or tiles of dst's shape. */
-static int
+int
 sim_plan_elementwise(struct sim_build *b, const Nkir__V1__Op *o,
     struct sim_op *op, int nsrc, const char *const *args)
 {
@@ -1026,7 +1003,7 @@ sim_plan_tensor_tensor(struct sim_build *b, const Nkir__V1__Op *o,
 	return (sim_plan_elementwise(b, o, op, 2, args));
 }
 
-static int
+int
 sim_plan_activation(struct sim_build *b, const Nkir__V1__Op *o,
     struct sim_op *op)
 {
@@ -1123,6 +1100,47 @@ static const struct sim_plan_kind {
 	    { SIM_PLAN_TILE, false, sim_plan_bn },
 	[NKIR__V1__OP_KIND__OP_BN_AGGR] =
 	    { SIM_PLAN_TILE, false, sim_plan_bn },
+	/* nki.isa kinds 40-79: sim_isa_plan.c */
+	[NKIR__V1__OP_KIND__OP_ACT_ACC] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_act_acc },
+	[NKIR__V1__OP_KIND__OP_ACC_READ] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_acc_read },
+	[NKIR__V1__OP_KIND__OP_PARTITION_REDUCE] =
+	    { SIM_PLAN_SBUF, false, sim_isa_plan_partition_reduce },
+	[NKIR__V1__OP_KIND__OP_SCAN] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_scan },
+	[NKIR__V1__OP_KIND__OP_SCALAR_TENSOR_TENSOR] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_stt },
+	[NKIR__V1__OP_KIND__OP_TENSOR_SCALAR_ACC] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_ts_acc },
+	[NKIR__V1__OP_KIND__OP_COPY_DYNAMIC] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_copy_dynamic },
+	[NKIR__V1__OP_KIND__OP_COPY_PREDICATED] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_copy_predicated },
+	[NKIR__V1__OP_KIND__OP_ISA_DROPOUT] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_dropout },
+	[NKIR__V1__OP_KIND__OP_AFFINE_SELECT] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_affine_select },
+	[NKIR__V1__OP_KIND__OP_RANGE_SELECT] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_range_select },
+	[NKIR__V1__OP_KIND__OP_SELECT_REDUCE] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_select_reduce },
+	[NKIR__V1__OP_KIND__OP_SEQUENCE_BOUNDS] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_sequence_bounds },
+	[NKIR__V1__OP_KIND__OP_LOCAL_GATHER] =
+	    { SIM_PLAN_SBUF, false, sim_isa_plan_local_gather },
+	[NKIR__V1__OP_KIND__OP_DMA_COPY] =
+	    { SIM_PLAN_ANY, false, sim_isa_plan_dma_copy },
+	[NKIR__V1__OP_KIND__OP_DMA_TRANSPOSE] =
+	    { SIM_PLAN_ANY, false, sim_isa_plan_dma_transpose },
+	[NKIR__V1__OP_KIND__OP_MAX8] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_max8 },
+	[NKIR__V1__OP_KIND__OP_FIND_INDEX8] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_find_index8 },
+	[NKIR__V1__OP_KIND__OP_MATCH_REPLACE8] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_match_replace8 },
+	[NKIR__V1__OP_KIND__OP_SHUFFLE] =
+	    { SIM_PLAN_TILE, false, sim_isa_plan_shuffle },
 };
 
 /* dst of op, in where: its view, which is op's iteration space. */

@@ -10,18 +10,50 @@
 #include "proto/wire.h"
 #include "ctl.h"
 
+/* Print "nkictl: [CMD: ]MSG" and keep the first error's code and
+ * message for ctl_error_json. */
+static void
+ctl_verror(struct ctl_ctx *ctx, const char *code, int with_cmd,
+    const char *fmt, va_list ap)
+{
+	char	*msg = NULL, *full = NULL;
+
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	if (msg != NULL && with_cmd && ctx->cmd != NULL &&
+	    *ctx->cmd->name != '\0') {
+		if (asprintf(&full, "%s: %s", ctx->cmd->name, msg) < 0)
+			full = NULL;
+		free(msg);
+		msg = full;
+	}
+	fprintf(ctx->err, "nkictl: %s\n", msg != NULL ? msg : "out of memory");
+	if (ctx->err_code[0] == '\0' && msg != NULL) {
+		snprintf(ctx->err_code, sizeof ctx->err_code, "%s", code);
+		ctx->err_msg = msg;
+		msg = NULL;
+	}
+	free(msg);
+}
+
+void
+ctl_error(struct ctl_ctx *ctx, const char *code, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	ctl_verror(ctx, code, 0, fmt, ap);
+	va_end(ap);
+}
+
 int
 ctl_usage_fail(struct ctl_ctx *ctx, const char *fmt, ...)
 {
 	va_list	ap;
 
-	fputs("nkictl: ", ctx->err);
-	if (*ctx->cmd->name != '\0')
-		fprintf(ctx->err, "%s: ", ctx->cmd->name);
 	va_start(ap, fmt);
-	vfprintf(ctx->err, fmt, ap);
+	ctl_verror(ctx, CTL_CODE_USAGE, 1, fmt, ap);
 	va_end(ap);
-	fputc('\n', ctx->err);
 	ctl_cmd_usage(ctx->cmd, ctx->err);
 	return (CTL_EXIT_USAGE);
 }
@@ -31,11 +63,40 @@ ctl_errorf(struct ctl_ctx *ctx, const char *fmt, ...)
 {
 	va_list	ap;
 
-	fputs("nkictl: ", ctx->err);
 	va_start(ap, fmt);
-	vfprintf(ctx->err, fmt, ap);
+	ctl_verror(ctx, CTL_CODE_LOCAL, 0, fmt, ap);
 	va_end(ap);
-	fputc('\n', ctx->err);
+}
+
+int
+ctl_fail(struct ctl_ctx *ctx, const char *code, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	ctl_verror(ctx, code, 1, fmt, ap);
+	va_end(ap);
+	return (CTL_EXIT_FAIL);
+}
+
+void
+ctl_error_json(struct ctl_ctx *ctx, int rc)
+{
+	cJSON	*o, *e;
+
+	if (ctx->json && rc != CTL_EXIT_OK && !ctx->json_done &&
+	    (o = cJSON_CreateObject()) != NULL) {
+		e = cJSON_AddObjectToObject(o, "error");
+		cJSON_AddStringToObject(e, "code", ctx->err_code[0] != '\0' ?
+		    ctx->err_code : CTL_CODE_LOCAL);
+		cJSON_AddStringToObject(e, "message", ctx->err_msg != NULL ?
+		    ctx->err_msg : "failed");
+		cJSON_AddNumberToObject(e, "exit", rc);
+		ctl_json_print(ctx, o);
+	}
+	free(ctx->err_msg);
+	ctx->err_msg = NULL;
+	ctx->err_code[0] = '\0';
 }
 
 int
@@ -76,8 +137,8 @@ ctl_parse_seconds(const char *s, int zero_ok, double *out)
 static int
 ctl_connect_fail(struct ctl_ctx *ctx, const struct ctl_rpc_status *st)
 {
-	ctl_errorf(ctx, "cannot connect to nkid at '%s': %s", ctx->socket,
-	    st->msg);
+	ctl_error(ctx, CTL_CODE_UNAVAILABLE, "cannot connect to nkid at '%s': "
+	    "%s", ctx->socket, st->msg);
 	if (st->connect_errno == EACCES || st->connect_errno == EPERM)
 		fprintf(ctx->err, "hint: may your user use it? see the "
 		    "socket's owner and group: ls -l '%s'\n", ctx->socket);
@@ -104,9 +165,8 @@ ctl_call_fail(struct ctl_ctx *ctx, const struct ctl_rpc_status *st)
 {
 	if (st->connect_errno != 0)
 		return (ctl_connect_fail(ctx, st));
-	ctl_errorf(ctx, "%s: %s: %s", ctx->cmd->name,
-	    wire_status_name(st->code), st->msg);
-	return (CTL_EXIT_FAIL);
+	return (ctl_fail(ctx, wire_status_name(st->code), "%s: %s",
+	    wire_status_name(st->code), st->msg));
 }
 
 int
@@ -142,6 +202,7 @@ ctl_json_print(struct ctl_ctx *ctx, cJSON *obj)
 	fputs(s, ctx->out);
 	fputc('\n', ctx->out);
 	cJSON_free(s);
+	ctx->json_done = 1;
 	return (CTL_EXIT_OK);
 }
 

@@ -3,6 +3,7 @@
 #define NKID_CTL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <protobuf-c/protobuf-c.h>
@@ -56,6 +57,8 @@ struct ctl_arity {
 
 /* Options end at the first operand (the rest is another command's). */
 #define CTL_CMD_OPTS_FIRST	0x1
+/* A kernel command that sends shapes without data when no -i is given. */
+#define CTL_CMD_SHAPES		0x2
 
 /*
  * A subcommand: one per file (ctl_<name>.c), registered in ctl_cmd_table.
@@ -68,12 +71,20 @@ struct ctl_cmd {
 	const char		*name;
 	const char		*usage;		/* after the name; "" */
 	const char		*help;		/* one line, no period */
+	const char		*about;		/* paragraphs, or NULL */
 	const struct ctl_opt	*opts;		/* to CTL_OPT_END, or NULL */
 	struct ctl_arity	 args;		/* the operands */
 	int			 flags;		/* CTL_CMD_* */
 	double			 timeout_s;	/* deadline; 0: default */
 	int			(*exec)(struct ctl_ctx *, struct ctl_args *);
 };
+
+/* The codes of errors in JSON ({"error": {"code": ...}}) that are not
+ * gRPC status names (those are nkid's answers, and UNAVAILABLE when nkid
+ * cannot be reached). */
+#define CTL_CODE_USAGE		"USAGE"		/* exit 2 */
+#define CTL_CODE_LOCAL		"LOCAL"		/* a local file, or nkictl */
+#define CTL_CODE_UNAVAILABLE	"UNAVAILABLE"	/* exit 3 */
 
 /* What a command runs with. out and err are where it prints. */
 struct ctl_ctx {
@@ -84,6 +95,9 @@ struct ctl_ctx {
 	FILE			*out;
 	FILE			*err;
 	struct ctl_rpc		*rpc;		/* by the first ctl_call */
+	int			 json_done;	/* the command's object out */
+	char			 err_code[32];	/* of the first error, or "" */
+	char			*err_msg;	/* its message, malloc'd */
 };
 
 /* The options given of one row of a command's table. */
@@ -109,11 +123,14 @@ extern const size_t ctl_cmd_count;
 extern const struct ctl_cmd ctl_main_cmd;
 
 /* The subcommands, in the table's order. */
+extern const struct ctl_cmd ctl_benchmark_cmd;
 extern const struct ctl_cmd ctl_cache_export_cmd;
 extern const struct ctl_cmd ctl_cache_gc_cmd;
 extern const struct ctl_cmd ctl_cache_import_cmd;
 extern const struct ctl_cmd ctl_cache_ls_cmd;
 extern const struct ctl_cmd ctl_cache_pin_cmd;
+extern const struct ctl_cmd ctl_cache_pull_cmd;
+extern const struct ctl_cmd ctl_cache_push_cmd;
 extern const struct ctl_cmd ctl_cache_rm_cmd;
 extern const struct ctl_cmd ctl_cache_show_cmd;
 extern const struct ctl_cmd ctl_cache_stat_cmd;
@@ -125,9 +142,11 @@ extern const struct ctl_cmd ctl_help_cmd;
 extern const struct ctl_cmd ctl_jobs_cmd;
 extern const struct ctl_cmd ctl_lock_cmd;
 extern const struct ctl_cmd ctl_ping_cmd;
+extern const struct ctl_cmd ctl_profile_cmd;
 extern const struct ctl_cmd ctl_run_cmd;
 extern const struct ctl_cmd ctl_simulate_cmd;
 extern const struct ctl_cmd ctl_status_cmd;
+extern const struct ctl_cmd ctl_top_cmd;
 extern const struct ctl_cmd ctl_version_cmd;
 extern const struct ctl_cmd ctl_warmup_cmd;
 
@@ -153,6 +172,18 @@ void	 ctl_cmd_help(const struct ctl_cmd *cmd, FILE *f);
 /* Print the list of commands (all, or those of one group) to f. */
 void	 ctl_cmd_list(const struct ctl_cmd *const *table, size_t n,
 	    const char *group, FILE *f);
+/* Print the OPTIONS and COMMANDS sections of nkictl(1) in roff, from
+ * ctl_main_cmd and the table: the man page cannot drift from them. */
+void	 ctl_cmd_man(FILE *f);
+/*
+ * For shell completion, one word a line: the commands' names (cmd NULL),
+ * or cmd's options as "-n VALUE", "--count VALUE", "--all" (VALUE: the
+ * value's name, for the completion of files and directories).
+ */
+void	 ctl_cmd_words(const struct ctl_cmd *cmd, FILE *f);
+/* cmd as JSON: name, usage, help, about, operands, options. NULL when out
+ * of memory. */
+struct cJSON *ctl_cmd_json(const struct ctl_cmd *cmd);
 
 /* ------------------------------------------------------ ctl_args.c */
 
@@ -195,6 +226,17 @@ int	 ctl_args_uint(struct ctl_ctx *ctx, const struct ctl_args *a,
 int	 ctl_args_seconds(struct ctl_ctx *ctx, const struct ctl_args *a,
 	    const char *name, int zero_ok, double *v);
 
+/* ------------------------------------------------------ ctl_jobs.c */
+
+struct Nkid__V1__Job;
+/*
+ * How long job k waited for its core and has run, as ctl_fmt_seconds
+ * writes them, into wait and run (len bytes each): until it started and
+ * finished, or until now while it waits or runs; "-" before it started.
+ */
+void	 ctl_jobs_times(const struct Nkid__V1__Job *k, double now,
+	    char *wait, char *run, size_t len);
+
 /* ------------------------------------------------------ ctl_main.c */
 
 /*
@@ -203,15 +245,36 @@ int	 ctl_args_seconds(struct ctl_ctx *ctx, const struct ctl_args *a,
  * the exit code.
  */
 int	 ctl_main(int argc, char **argv, FILE *out, FILE *err);
+/* nkictl the process: ctl_main on stdout and stderr, then exit with its
+ * code (without tearing gRPC down when a connection was made). */
+void	 ctl_main_exit(int argc, char **argv) __attribute__((noreturn));
 
 /* ------------------------------------------------------ ctl.c */
 
+/*
+ * Errors. Each prints "nkictl: MSG" on ctx->err and, if it is the first,
+ * keeps its code and message for the JSON error object that ctl_main
+ * prints with --json when the command fails without printing its own.
+ */
 /* "nkictl: CMD: MSG" and the usage on ctx->err; returns CTL_EXIT_USAGE. */
 int	 ctl_usage_fail(struct ctl_ctx *ctx, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
-/* "nkictl: MSG" on ctx->err. */
+/* "nkictl: MSG" on ctx->err, code CTL_CODE_LOCAL. */
 void	 ctl_errorf(struct ctl_ctx *ctx, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
+/* "nkictl: MSG" on ctx->err with code (a CTL_CODE_*). */
+void	 ctl_error(struct ctl_ctx *ctx, const char *code, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+/* "nkictl: CMD: MSG" on ctx->err with code (a gRPC status name or a
+ * CTL_CODE_*); returns CTL_EXIT_FAIL. */
+int	 ctl_fail(struct ctl_ctx *ctx, const char *code, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+/*
+ * With --json, after a command that returned rc != 0 without printing
+ * its object: {"error": {"code": C, "message": M, "exit": rc}} on
+ * ctx->out. Frees what the errors kept in any case.
+ */
+void	 ctl_error_json(struct ctl_ctx *ctx, int rc);
 
 /* Parse a decimal unsigned integer in [min, max] into *out; 0 or -1. */
 int	 ctl_parse_uint(const char *s, unsigned long long min,
@@ -240,10 +303,90 @@ int	 ctl_call(struct ctl_ctx *ctx, const char *method,
 int	 ctl_call_fail(struct ctl_ctx *ctx, const struct ctl_rpc_status *st);
 
 /* Print a cJSON object (taken over and freed; NULL: out of memory) on
- * one line to ctx->out. Returns CTL_EXIT_OK, or CTL_EXIT_FAIL. */
+ * one line to ctx->out, the command's one object. Returns CTL_EXIT_OK,
+ * or CTL_EXIT_FAIL. */
 int	 ctl_json_print(struct ctl_ctx *ctx, struct cJSON *obj);
 /* "KEY  VALUE" with keys aligned, for human output. */
 void	 ctl_kv(struct ctl_ctx *ctx, const char *key, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
+
+/* ------------------------------------------------------ ctl_fmt.c */
+
+/*
+ * Numbers as a person reads them, into buf (returned): bytes in IEC units
+ * with three figures ("512 B", "1.50 KiB", "15.2 MiB", "152 GiB"),
+ * microseconds ("3.20 us", "850 us", "1.25 ms", "2.00 s", "3m 05s",
+ * "2h 01m", "1d 02h"; "-" if negative), seconds the same way, an epoch
+ * time as an age ("just now", "12s ago", "5m ago", "3h ago", "2d ago";
+ * "never" if 0) or local date and time ("-" if 0), part of whole as a
+ * percentage ("93.2%", "-" if whole is 0; never 100% unless all).
+ */
+const char *ctl_fmt_bytes(uint64_t n, char *buf, size_t len);
+const char *ctl_fmt_us(double us, char *buf, size_t len);
+const char *ctl_fmt_seconds(double s, char *buf, size_t len);
+const char *ctl_fmt_age(double t, double now, char *buf, size_t len);
+const char *ctl_fmt_time(double t, char *buf, size_t len);
+const char *ctl_fmt_percent(uint64_t part, uint64_t whole, char *buf,
+	    size_t len);
+/* Seconds since the epoch (CLOCK_REALTIME), and of CLOCK_MONOTONIC. */
+double	 ctl_fmt_now(void);
+double	 ctl_fmt_mono(void);
+
+/* ------------------------------------------------------ ctl_table.c */
+
+#define CTL_TABLE_MAX_COLS	16
+#define CTL_TABLE_RIGHT		0x1	/* numbers: aligned right */
+#define CTL_TABLE_TRUNC		0x2	/* may be cut to fit a terminal */
+
+/* A column: its heading and CTL_TABLE_* flags. */
+struct ctl_table_col {
+	const char	*name;
+	int		 flags;
+};
+
+struct ctl_table;
+
+/*
+ * A table of n columns (at most CTL_TABLE_MAX_COLS), each as wide as its
+ * widest cell, two blanks apart. Printed to a terminal, TRUNC columns are
+ * cut to fit its width; printed elsewhere nothing is ever cut. Aborts
+ * when out of memory. Print (which frees it) or free it.
+ */
+struct ctl_table *ctl_table_new(const struct ctl_table_col *cols, size_t n);
+/* Add a row of ncols cells (copied; NULL or "" shows "-"). */
+void	 ctl_table_row(struct ctl_table *t, ...);
+void	 ctl_table_rowv(struct ctl_table *t, const char *const *cells);
+size_t	 ctl_table_rows(const struct ctl_table *t);
+/* Print t to f with its headings, and free it. */
+void	 ctl_table_print(struct ctl_table *t, FILE *f);
+void	 ctl_table_free(struct ctl_table *t);
+
+/* ------------------------------------------------------ ctl_progress.c */
+
+/* A progress line on stderr: only when stderr is a terminal. */
+struct ctl_progress {
+	FILE		*f;
+	int		 on;		/* f is a terminal */
+	int		 drawn;		/* a line is shown */
+	const char	*what;		/* "export" */
+	const char	*unit;		/* "kernels"; NULL: bytes */
+	uint64_t	 done;
+	uint64_t	 total;		/* 0: unknown */
+	double		 start;		/* ctl_fmt_mono */
+	double		 last;		/* of the last redraw */
+};
+
+/* Start p for what (borrowed), counting unit (NULL: bytes) up to total
+ * (0: unknown), on ctx->err. */
+void	 ctl_progress_init(struct ctl_progress *p, struct ctl_ctx *ctx,
+	    const char *what, const char *unit, uint64_t total);
+/* done so far; redraws at most ten times a second (and at the total). */
+void	 ctl_progress_set(struct ctl_progress *p, uint64_t done);
+/* Erase the line (before other output, or at the end). */
+void	 ctl_progress_end(struct ctl_progress *p);
+/* The line after elapsed seconds, into buf: "export: 12.3 MiB of 48.0
+ * MiB (25%), 5.10 MiB/s, ETA 7s" (no rate before half a second). */
+const char *ctl_progress_line(const struct ctl_progress *p, double elapsed,
+	    char *buf, size_t len);
 
 #endif /* NKID_CTL_H */

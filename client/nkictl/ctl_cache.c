@@ -1,5 +1,6 @@
 /* ctl_cache.c: what the cache commands share: the cache directory options, the offline cache, listings, KEY... results, entries as JSON. */
 #include <assert.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +8,11 @@
 #include <cjson/cJSON.h>
 
 #include "proto/wire.h"
+#include "sim/sim.h"
 #include "ctl_cache.h"
+
+/* How many entries an ambiguous prefix names in its message. */
+#define CTL_CACHE_AMBIGUOUS_SHOWN	3
 
 int
 ctl_cache_where_get(struct ctl_ctx *ctx, const struct ctl_args *a,
@@ -164,29 +169,41 @@ ctl_cache_keys_apply(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
 	return (0);
 }
 
-/* Print what a KEY... command did. */
-static int
-ctl_cache_keys_print(struct ctl_ctx *ctx, const char *what, const char *verb,
-    uint32_t done, char *const *missing, size_t n_missing)
+/* A JSON array of n strings. */
+static cJSON *
+ctl_cache_strings_json(char *const *v, size_t n)
 {
-	cJSON	*o, *a;
+	cJSON	*a = cJSON_CreateArray();
+	size_t	 i;
+
+	for (i = 0; a != NULL && i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
+	return (a);
+}
+
+/* Print what a KEY... command did to the keys. */
+static int
+ctl_cache_keys_print(struct ctl_ctx *ctx, const struct ctl_cache_keys *k,
+    char *const *keys, size_t nkeys, uint32_t done, char *const *missing,
+    size_t n_missing)
+{
+	cJSON	*o;
 	size_t	 i;
 	int	 rc = 0;
 
 	if (ctx->json) {
 		o = cJSON_CreateObject();
-		cJSON_AddNumberToObject(o, what, done);
-		a = cJSON_AddArrayToObject(o, "missing");
-		for (i = 0; a != NULL && i < n_missing; i++)
-			cJSON_AddItemToArray(a, cJSON_CreateString(missing[i]));
+		cJSON_AddNumberToObject(o, k->what, done);
+		cJSON_AddItemToObject(o, "keys", ctl_cache_strings_json(keys,
+		    nkeys));
+		cJSON_AddItemToObject(o, "missing",
+		    ctl_cache_strings_json(missing, n_missing));
 		rc = ctl_json_print(ctx, o);
-	} else {
-		fprintf(ctx->out, "%s %u entr%s\n", verb, done, done == 1 ?
+	} else
+		fprintf(ctx->out, "%s %u entr%s\n", k->verb, done, done == 1 ?
 		    "y" : "ies");
-		for (i = 0; i < n_missing; i++)
-			ctl_errorf(ctx, "%s: no entry '%s'", ctx->cmd->name,
-			    missing[i]);
-	}
+	for (i = 0; i < n_missing; i++)
+		ctl_fail(ctx, "NOT_FOUND", "no entry '%s'", missing[i]);
 	if (rc == 0 && n_missing > 0)
 		rc = CTL_EXIT_FAIL;
 	return (rc);
@@ -194,40 +211,147 @@ ctl_cache_keys_print(struct ctl_ctx *ctx, const char *what, const char *verb,
 
 int
 ctl_cache_keys_run(struct ctl_ctx *ctx, const struct ctl_args *a,
-    const ProtobufCMessage *req, const struct ctl_cache_keys *k)
+    ProtobufCMessage *req, void (*set)(ProtobufCMessage *, char **, size_t),
+    const struct ctl_cache_keys *k)
 {
 	struct ctl_cache_where	  w = { 0, NULL };
 	ProtobufCMessage	 *reply = NULL;
-	char			**off = NULL;
+	char			**keys = NULL, **off = NULL;
 	char *const		 *missing = NULL;
 	uint32_t		  done = 0;
-	size_t			  n = 0;
+	size_t			  n = 0, nkeys = (size_t)a->argc;
 	int			  rc;
 
-	if ((rc = ctl_cache_where_get(ctx, a, &w)) != 0)
+	if ((rc = ctl_cache_where_get(ctx, a, &w)) != 0 ||
+	    (rc = ctl_cache_keys_resolve(ctx, &w, a->argv, nkeys, &keys)) != 0)
 		goto out;
 	if (w.offline) {
-		rc = ctl_cache_keys_apply(ctx, &w, a->argv, (size_t)a->argc, k,
-		    &done, &off, &n);
+		rc = ctl_cache_keys_apply(ctx, &w, keys, nkeys, k, &done, &off,
+		    &n);
 		missing = off;
-	} else if ((rc = ctl_call(ctx, k->method, req, k->reply, &reply)) ==
-	    CTL_EXIT_OK)
-		k->result(reply, &done, &missing, &n);
+	} else {
+		set(req, keys, nkeys);
+		if ((rc = ctl_call(ctx, k->method, req, k->reply, &reply)) ==
+		    CTL_EXIT_OK)
+			k->result(reply, &done, &missing, &n);
+	}
 	if (rc == CTL_EXIT_OK)
-		rc = ctl_cache_keys_print(ctx, k->what, k->verb, done, missing,
+		rc = ctl_cache_keys_print(ctx, k, keys, nkeys, done, missing,
 		    n);
 out:
 	free(off);
 	if (reply != NULL)
 		protobuf_c_message_free_unpacked(reply, NULL);
+	ctl_cache_keys_free(keys, keys != NULL ? nkeys : 0);
 	ctl_cache_where_release(&w);
 	return (rc);
 }
 
-cJSON *
-ctl_cache_entry_json(const Nkid__V1__CacheEntry *m, int with_log)
+/* ------------------------------------------------------------ keys */
+
+int
+ctl_cache_key_resolve(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
+    const char *prefix, char key[CACHE_KEY_LEN + 1])
 {
-	cJSON	*o = cJSON_CreateObject();
+	struct ctl_cache_listing	 l;
+	const Nkid__V1__CacheListReply	*r;
+	char				 low[CACHE_KEY_LEN + 1], some[256];
+	size_t				 i, len = strlen(prefix), n = 0;
+	int				 rc;
+
+	for (i = 0; i < len && i < CACHE_KEY_LEN; i++)
+		low[i] = (char)tolower((unsigned char)prefix[i]);
+	low[i] = '\0';
+	if (len == 0 || len > CACHE_KEY_LEN ||
+	    strspn(low, "0123456789abcdef") != len)
+		return (ctl_usage_fail(ctx, "bad key '%s': want a key or a "
+		    "prefix of one (hex digits)", prefix));
+	if (len == CACHE_KEY_LEN) {
+		memcpy(key, low, len + 1);
+		return (CTL_EXIT_OK);
+	}
+	memset(&l, 0, sizeof l);
+	if ((rc = ctl_cache_listing_get(ctx, w, low,
+	    CTL_CACHE_AMBIGUOUS_SHOWN + 1, &l)) != 0)
+		goto out;
+	r = l.r;
+	if (r->n_entries == 1)
+		memcpy(key, r->entries[0]->key, CACHE_KEY_LEN + 1);
+	else if (r->n_entries == 0)
+		rc = ctl_fail(ctx, "NOT_FOUND", "no entry has a key starting "
+		    "with '%s'", prefix);
+	else {
+		some[0] = '\0';
+		for (i = 0; i < r->n_entries && i < CTL_CACHE_AMBIGUOUS_SHOWN;
+		    i++)
+			n += (size_t)snprintf(some + n, n < sizeof some ?
+			    sizeof some - n : 0, "%s%.*s (%s)", i ? ", " : "",
+			    CTL_CACHE_ABBREV, r->entries[i]->key,
+			    r->entries[i]->kernel);
+		rc = ctl_fail(ctx, "AMBIGUOUS", "key prefix '%s' is ambiguous: "
+		    "%s%s; give more digits", prefix, some, r->n_entries >
+		    CTL_CACHE_AMBIGUOUS_SHOWN ? " and more" : "");
+	}
+out:
+	ctl_cache_listing_release(&l);
+	return (rc);
+}
+
+int
+ctl_cache_keys_resolve(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
+    char *const *prefixes, size_t n, char ***keys)
+{
+	size_t	i;
+	int	rc = CTL_EXIT_OK, r;
+
+	if ((*keys = calloc(n + 1, sizeof **keys)) == NULL)
+		abort();
+	for (i = 0; i < n; i++) {
+		if (((*keys)[i] = malloc(CACHE_KEY_LEN + 1)) == NULL)
+			abort();
+		(*keys)[i][0] = '\0';
+		r = ctl_cache_key_resolve(ctx, w, prefixes[i], (*keys)[i]);
+		if (r == CTL_EXIT_CONNECT)
+			return (r);
+		if (r != CTL_EXIT_OK && rc != CTL_EXIT_USAGE)
+			rc = r;
+	}
+	return (rc);
+}
+
+void
+ctl_cache_keys_free(char **keys, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; keys != NULL && i < n; i++)
+		free(keys[i]);
+	free(keys);
+}
+
+int
+ctl_cache_abbrev_len(char *const *keys, size_t n)
+{
+	size_t	i, j, k;
+	int	len = CTL_CACHE_ABBREV;
+
+	/* Pairs: listings are short; the common prefix decides. */
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++) {
+			for (k = 0; keys[i][k] != '\0' &&
+			    keys[i][k] == keys[j][k]; k++)
+				;
+			if ((int)k + 1 > len)
+				len = (int)k + 1;
+		}
+	return (len > CACHE_KEY_LEN ? CACHE_KEY_LEN : len);
+}
+
+cJSON *
+ctl_cache_entry_json(const Nkid__V1__CacheEntry *m, int with_log,
+    const Nkid__V1__CacheVerifyResult *v)
+{
+	cJSON	*o = cJSON_CreateObject(), *sig;
 
 	if (o == NULL)
 		return (NULL);
@@ -247,6 +371,11 @@ ctl_cache_entry_json(const Nkid__V1__CacheEntry *m, int with_log)
 	cJSON_AddStringToObject(o, "digest", m->digest);
 	if (with_log)
 		cJSON_AddStringToObject(o, "log", m->log);
+	sig = v != NULL ? ctl_cache_sig_json(v->params, v->n_params) : NULL;
+	if (sig != NULL)
+		cJSON_AddItemToObject(o, "signature", sig);
+	else
+		cJSON_AddNullToObject(o, "signature");
 	return (o);
 }
 
@@ -267,5 +396,251 @@ ctl_cache_stats_json(const Nkid__V1__CacheStatReply *r)
 	cJSON_AddNumberToObject(o, "failures", (double)r->failures);
 	cJSON_AddNumberToObject(o, "evictions", (double)r->evictions);
 	cJSON_AddNumberToObject(o, "corrupt", (double)r->corrupt);
+	if (r->hits + r->misses > 0)
+		cJSON_AddNumberToObject(o, "hit_rate", (double)r->hits /
+		    (double)(r->hits + r->misses));
+	else
+		cJSON_AddNullToObject(o, "hit_rate");
+	if (r->zeroed_at > 0)
+		cJSON_AddNumberToObject(o, "zeroed_at", r->zeroed_at);
 	return (o);
+}
+
+/* ------------------------------------------------------------ signatures */
+
+const char *
+ctl_cache_sig_format(Nkid__V1__Tensor *const *params, size_t n, char *buf,
+    size_t len)
+{
+	size_t	i, j, k = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && k < len; i++) {
+		k += (size_t)snprintf(buf + k, len - k, "%s%s: %s[", i ? ", " :
+		    "", params[i]->name, params[i]->dtype);
+		for (j = 0; j < params[i]->n_shape && k < len; j++)
+			k += (size_t)snprintf(buf + k, len - k, "%s%llu", j ?
+			    "," : "", (unsigned long long)params[i]->shape[j]);
+		if (k < len)
+			k += (size_t)snprintf(buf + k, len - k, "]");
+	}
+	return (buf);
+}
+
+cJSON *
+ctl_cache_sig_json(Nkid__V1__Tensor *const *params, size_t n)
+{
+	cJSON	*a, *o, *sh;
+	size_t	 i, j;
+
+	if (n == 0 || (a = cJSON_CreateArray()) == NULL)
+		return (NULL);
+	for (i = 0; i < n; i++) {
+		if ((o = cJSON_CreateObject()) == NULL)
+			break;
+		cJSON_AddItemToArray(a, o);
+		cJSON_AddStringToObject(o, "name", params[i]->name);
+		cJSON_AddStringToObject(o, "dtype", params[i]->dtype);
+		sh = cJSON_AddArrayToObject(o, "shape");
+		for (j = 0; sh != NULL && j < params[i]->n_shape; j++)
+			cJSON_AddItemToArray(sh, cJSON_CreateNumber(
+			    (double)params[i]->shape[j]));
+	}
+	return (a);
+}
+
+/* ------------------------------------------------------------ verify */
+
+/* A new result of the offline reply r for key. */
+static Nkid__V1__CacheVerifyResult *
+ctl_cache_checked_add(Nkid__V1__CacheVerifyReply *r, const char *key)
+{
+	Nkid__V1__CacheVerifyResult	*x;
+
+	if ((x = calloc(1, sizeof *x)) == NULL)
+		abort();
+	nkid__v1__cache_verify_result__init(x);
+	if ((x->key = strdup(key)) == NULL)
+		abort();
+	r->results = reallocarray(r->results, r->n_results + 1,
+	    sizeof *r->results);
+	if (r->results == NULL)
+		abort();
+	r->results[r->n_results++] = x;
+	return (x);
+}
+
+static char *
+ctl_cache_xstrdup(const char *s)
+{
+	char	*d = strdup(s != NULL ? s : "");
+
+	if (d == NULL)
+		abort();
+	return (d);
+}
+
+/* The parameters of a cpu image into x (none if it is not one). */
+static void
+ctl_cache_checked_sig(Nkid__V1__CacheVerifyResult *x, const void *img,
+    size_t len)
+{
+	const struct sim_sig		*s;
+	Nkid__V1__Tensor	*t;
+	struct sim_program		*p;
+	struct sim_diag		 diag;
+	size_t			 i, j;
+
+	if (sim_program_load(img, len, &p, &diag) != SIM_OK)
+		return;
+	x->n_params = sim_program_nparams(p);
+	if ((x->params = calloc(x->n_params + 1, sizeof *x->params)) == NULL)
+		abort();
+	for (i = 0; i < x->n_params; i++) {
+		s = sim_program_param(p, i);
+		if ((t = calloc(1, sizeof *t)) == NULL)
+			abort();
+		nkid__v1__tensor__init(t);
+		if ((t->shape = calloc(s->rank + 1, sizeof *t->shape)) == NULL)
+			abort();
+		t->name = ctl_cache_xstrdup(s->name);
+		t->dtype = ctl_cache_xstrdup(sim_dtype_name(s->dtype));
+		t->n_shape = (size_t)s->rank;
+		for (j = 0; j < t->n_shape; j++)
+			t->shape[j] = s->shape[j];
+		x->params[i] = t;
+	}
+	sim_program_free(p);
+}
+
+/* Check x's entry in c as nkid's CacheVerify does. */
+static void
+ctl_cache_checked_one(struct cache *c, Nkid__V1__CacheVerifyResult *x,
+    int any, int signatures)
+{
+	struct cache_entry	 e;
+	const char		*state, *msg = "";
+	int			 r;
+
+	r = cache_get(c, x->key, CACHE_GET_DATA | (any ? CACHE_GET_ANY : 0),
+	    &e);
+	switch (r) {
+	case 0:
+		state = "ok";
+		if (signatures)
+			ctl_cache_checked_sig(x, e.data, e.len);
+		break;
+	case CACHE_EFAILED:
+		state = "failed";
+		break;
+	case CACHE_ESTALE:
+		state = "stale";
+		msg = "compiled by another backend or compiler version";
+		break;
+	case CACHE_ENOENT:
+		state = "missing";
+		break;
+	case CACHE_ECORRUPT:
+		state = "corrupt";
+		msg = "its blob does not match its digest";
+		break;
+	default:
+		state = "error";
+		msg = cache_strerror(r);
+		break;
+	}
+	x->state = ctl_cache_xstrdup(state);
+	x->message = ctl_cache_xstrdup(msg);
+	if (r == 0 || r == CACHE_EFAILED || r == CACHE_ESTALE) {
+		if (*x->kernel == '\0') {
+			free(x->kernel);
+			x->kernel = ctl_cache_xstrdup(e.kernel);
+		}
+		cache_entry_release(&e);
+	}
+}
+
+static int
+ctl_cache_checked_list_cb(void *arg, const struct cache_entry *e)
+{
+	Nkid__V1__CacheVerifyResult	*x;
+
+	x = ctl_cache_checked_add(arg, e->key);
+	x->kernel = ctl_cache_xstrdup(e->kernel);
+	return (0);
+}
+
+/* The results of req into r, in the cache directory c. */
+static int
+ctl_cache_checked_offline(struct ctl_ctx *ctx, struct cache *c,
+    const Nkid__V1__CacheVerifyRequest *req, Nkid__V1__CacheVerifyReply *r)
+{
+	const Nkid__V1__LookupRequest	*k;
+	struct cache_key_input		 in;
+	char				 key[CACHE_KEY_LEN + 1];
+	size_t				 i;
+	int				 all, rc;
+
+	all = req->n_keys == 0 && req->n_kernels == 0;
+	if (req->n_kernels > 0 && *cache_backend(c) == '\0')
+		return (ctl_fail(ctx, "FAILED_PRECONDITION", "the cache does "
+		    "not name its compiler (nkid never ran on it)"));
+	if (all && (rc = cache_list(c, NULL, 0, ctl_cache_checked_list_cb,
+	    r)) != 0)
+		return (ctl_fail(ctx, CTL_CODE_LOCAL, "%s",
+		    cache_strerror(rc)));
+	for (i = 0; i < req->n_keys; i++)
+		ctl_cache_checked_add(r, req->keys[i])->kernel =
+		    ctl_cache_xstrdup("");
+	for (i = 0; i < req->n_kernels; i++) {
+		k = req->kernels[i];
+		memset(&in, 0, sizeof in);
+		in.format = k->format;
+		in.ir_digest = k->ir_digest;
+		in.target = k->target;
+		in.options = k->options;
+		in.backend = cache_backend(c);
+		in.compiler_version = cache_compiler_version(c);
+		cache_key_compute(&in, key);
+		ctl_cache_checked_add(r, key)->kernel = ctl_cache_xstrdup("");
+	}
+	for (i = 0; i < r->n_results; i++)
+		ctl_cache_checked_one(c, r->results[i], all, req->signatures);
+	return (CTL_EXIT_OK);
+}
+
+int
+ctl_cache_checked_get(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
+    const Nkid__V1__CacheVerifyRequest *req, struct ctl_cache_checked *v)
+{
+	struct cache	*c;
+	int		 rc;
+
+	assert(v->r == NULL);
+	if (!w->offline)
+		return (ctl_call(ctx, "CacheVerify", &req->base,
+		    &nkid__v1__cache_verify_reply__descriptor,
+		    (ProtobufCMessage **)&v->r));
+	nkid__v1__cache_verify_reply__init(&v->off);
+	v->r = &v->off;
+	if ((rc = ctl_cache_open(ctx, w, 1, &c)) != 0)
+		return (rc);
+	rc = ctl_cache_checked_offline(ctx, c, req, &v->off);
+	cache_close(c);
+	return (rc);
+}
+
+void
+ctl_cache_checked_release(struct ctl_cache_checked *v)
+{
+	size_t	i;
+
+	if (v->r == &v->off) {
+		for (i = 0; i < v->off.n_results; i++)
+			nkid__v1__cache_verify_result__free_unpacked(
+			    v->off.results[i], NULL);
+		free(v->off.results);
+	} else if (v->r != NULL)
+		protobuf_c_message_free_unpacked(&v->r->base, NULL);
+	memset(v, 0, sizeof *v);
 }

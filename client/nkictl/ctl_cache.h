@@ -68,10 +68,63 @@ int	 ctl_cache_listing_get(struct ctl_ctx *ctx,
 	    unsigned limit, struct ctl_cache_listing *l);
 void	 ctl_cache_listing_release(struct ctl_cache_listing *l);
 
-/* An entry as a JSON object (its log only if with_log); NULL when out of
- * memory. */
+/*
+ * Resolve a key or a key prefix (hex digits, any case) as every cache
+ * command does, into key: a full key is taken as is (the command tells if
+ * it has no entry), a prefix must start exactly one entry's key (nkid's
+ * CacheList, or the cache directory's). Returns CTL_EXIT_OK, or prints
+ * why not and returns CTL_EXIT_USAGE (not hex digits), CTL_EXIT_FAIL (no
+ * entry: NOT_FOUND; more than one: AMBIGUOUS, naming some) or the call's
+ * failure.
+ */
+int	 ctl_cache_key_resolve(struct ctl_ctx *ctx,
+	    const struct ctl_cache_where *w, const char *prefix,
+	    char key[CACHE_KEY_LEN + 1]);
+/*
+ * ctl_cache_key_resolve for n prefixes into *keys (n malloc'd keys, freed
+ * with ctl_cache_keys_free), every failure printed. Returns CTL_EXIT_OK,
+ * or the worst failure (usage before the others).
+ */
+int	 ctl_cache_keys_resolve(struct ctl_ctx *ctx,
+	    const struct ctl_cache_where *w, char *const *prefixes, size_t n,
+	    char ***keys);
+void	 ctl_cache_keys_free(char **keys, size_t n);
+
+/* The shortest prefix length, at least CTL_CACHE_ABBREV, that tells the
+ * n keys apart: what listings print. */
+#define CTL_CACHE_ABBREV	16
+int	 ctl_cache_abbrev_len(char *const *keys, size_t n);
+
+/* A CacheVerify reply, from nkid or from a cache directory. */
+struct ctl_cache_checked {
+	Nkid__V1__CacheVerifyReply	*r;	/* NULL before _get */
+	Nkid__V1__CacheVerifyReply	 off;	/* offline: r is &off */
+};
+
+/*
+ * CacheVerify req: through nkid, or if w->offline in the cache directory
+ * (read-only: a corrupt entry is reported, not quarantined; the keys of
+ * req->kernels derived with the cache's compiler). Returns 0 with v->r
+ * set, or prints the failure and returns its exit code. v must be zeroed
+ * before; release it with ctl_cache_checked_release in any case.
+ */
+int	 ctl_cache_checked_get(struct ctl_ctx *ctx,
+	    const struct ctl_cache_where *w,
+	    const Nkid__V1__CacheVerifyRequest *req,
+	    struct ctl_cache_checked *v);
+void	 ctl_cache_checked_release(struct ctl_cache_checked *v);
+
+/* A signature, "x: float32[128,512], y: int8[4]", into buf ("" if n is
+ * 0). */
+const char *ctl_cache_sig_format(Nkid__V1__Tensor *const *params, size_t n,
+	    char *buf, size_t len);
+/* The same as a JSON array of {name, dtype, shape}; NULL if n is 0. */
+struct cJSON *ctl_cache_sig_json(Nkid__V1__Tensor *const *params, size_t n);
+
+/* An entry as a JSON object (its log only if with_log; its signature if
+ * v is not NULL); NULL when out of memory. */
 struct cJSON *ctl_cache_entry_json(const Nkid__V1__CacheEntry *m,
-	    int with_log);
+	    int with_log, const Nkid__V1__CacheVerifyResult *v);
 
 /* The cache's counters (CacheStat, also in Status) as a JSON object;
  * NULL when out of memory. */
@@ -92,13 +145,16 @@ struct ctl_cache_keys {
 };
 
 /*
- * Run a KEY... command on the keys that are a's operands: offline (see
- * ctl_cache_where_get) k->fn on each key, else k->method with req (which
- * names the keys). Print with --json {what: done, "missing": [...]},
- * else "VERB N entries" and a "no entry 'KEY'" error for each missing
- * one. Returns the exit code: CTL_EXIT_FAIL also if a key was missing.
+ * Run a KEY... command on the keys or prefixes that are a's operands,
+ * resolved first (nothing is done if one does not resolve): offline (see
+ * ctl_cache_where_get) k->fn on each key, else k->method with req, whose
+ * keys are set to them by *set. Print with --json {what: done, "keys":
+ * [...], "missing": [...]}, else "VERB N entries" and a "no entry 'KEY'"
+ * error for each missing one. Returns the exit code: CTL_EXIT_FAIL also
+ * if a key was missing.
  */
 int	 ctl_cache_keys_run(struct ctl_ctx *ctx, const struct ctl_args *a,
-	    const ProtobufCMessage *req, const struct ctl_cache_keys *k);
+	    ProtobufCMessage *req, void (*set)(ProtobufCMessage *req,
+	    char **keys, size_t n), const struct ctl_cache_keys *k);
 
 #endif /* NKID_CTL_CACHE_H */

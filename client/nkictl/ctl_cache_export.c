@@ -26,11 +26,12 @@ ctl_cache_export_signal_cb(int sig)
 	raise(sig);
 }
 
-/* Where the bytes go: the temp file. */
+/* Where the bytes go: the temp file, and the progress line. */
 struct ctl_cache_export_out {
 	int			fd;
 	unsigned long long	bytes;
 	int			error;	/* errno of a failed write */
+	struct ctl_progress	progress;
 };
 
 static int
@@ -51,6 +52,7 @@ ctl_cache_export_write_cb(void *arg, const void *p, size_t n)
 		n -= (size_t)w;
 		o->bytes += (unsigned long long)w;
 	}
+	ctl_progress_set(&o->progress, o->bytes);
 	return (0);
 }
 
@@ -124,6 +126,34 @@ out:
 	return (rc);
 }
 
+/*
+ * About how many bytes the bundle of keys (or the pinned entries, or all)
+ * will have, for the progress line's ETA: the entries' sizes (a bundle
+ * adds its headers). 0 if unknown.
+ */
+static uint64_t
+ctl_cache_export_estimate(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
+    char **keys, size_t nkeys, int pinned)
+{
+	struct ctl_cache_listing	 l;
+	const Nkid__V1__CacheEntry	*e;
+	uint64_t			 total = 0;
+	size_t				 i, j;
+
+	memset(&l, 0, sizeof l);
+	if (ctl_cache_listing_get(ctx, w, "", 0, &l) == 0)
+		for (i = 0; i < l.r->n_entries; i++) {
+			e = l.r->entries[i];
+			for (j = 0; j < nkeys; j++)
+				if (strcmp(keys[j], e->key) == 0)
+					break;
+			if (nkeys > 0 ? j < nkeys : !pinned || e->pinned)
+				total += e->size;
+		}
+	ctl_cache_listing_release(&l);
+	return (total);
+}
+
 /* fsync the directory of path, so that the rename lasts. */
 static void
 ctl_cache_export_sync_dir(const char *path)
@@ -191,16 +221,20 @@ ctl_cache_export_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 {
 	static const int		 sigs[3] = { SIGINT, SIGTERM, SIGHUP };
 	struct ctl_cache_where		 w = { 0, NULL };
-	struct ctl_cache_export_out	 o = { -1, 0, 0 };
+	struct ctl_cache_export_out	 o;
 	struct sigaction		 sa, old[3];
 	const char			*path = a->argv[0];
-	char				**keys = a->argv + 1;
+	char				**keys = NULL;
 	cJSON				*j;
+	char				 size[32];
 	unsigned			 count = 0;
+	uint64_t			 total = 0;
 	mode_t				 mask;
 	size_t				 nkeys = (size_t)(a->argc - 1);
 	int				 rc, i, pinned, armed = 0;
 
+	memset(&o, 0, sizeof o);
+	o.fd = -1;
 	pinned = ctl_args_has(a, "pinned") > 0;
 	if ((rc = ctl_cache_where_get(ctx, a, &w)) != 0)
 		goto out;
@@ -209,6 +243,13 @@ ctl_cache_export_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 		    "other");
 		goto out;
 	}
+	if ((rc = ctl_cache_keys_resolve(ctx, &w, a->argv + 1, nkeys,
+	    &keys)) != 0)
+		goto out;
+	if (isatty(fileno(ctx->err)))
+		total = ctl_cache_export_estimate(ctx, &w, keys, nkeys,
+		    pinned);
+	ctl_progress_init(&o.progress, ctx, "export", NULL, total);
 	if (snprintf(ctl_cache_export_tmp, sizeof ctl_cache_export_tmp,
 	    "%s.XXXXXX", path) >= (int)sizeof ctl_cache_export_tmp) {
 		rc = ctl_usage_fail(ctx, "the path '%s' is too long", path);
@@ -238,6 +279,7 @@ ctl_cache_export_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	else
 		rc = ctl_cache_export_online(ctx, keys, nkeys, pinned, &o,
 		    ctl_cache_export_tmp);
+	ctl_progress_end(&o.progress);
 	if (rc != CTL_EXIT_OK ||
 	    (rc = ctl_cache_export_finish(ctx, &o, path, &count)) !=
 	    CTL_EXIT_OK)
@@ -250,9 +292,12 @@ ctl_cache_export_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 		cJSON_AddBoolToObject(j, "offline", w.offline);
 		rc = ctl_json_print(ctx, j);
 	} else
-		fprintf(ctx->out, "exported %u entr%s to %s (%llu bytes)\n",
-		    count, count == 1 ? "y" : "ies", path, o.bytes);
+		fprintf(ctx->out, "exported %u entr%s to %s (%s)\n", count,
+		    count == 1 ? "y" : "ies", path, ctl_fmt_bytes(o.bytes, size,
+		    sizeof size));
 out:
+	ctl_progress_end(&o.progress);
+	ctl_cache_keys_free(keys, keys != NULL ? nkeys : 0);
 	if (o.fd != -1)
 		close(o.fd);
 	if (ctl_cache_export_armed) {
@@ -269,9 +314,14 @@ out:
 const struct ctl_cmd ctl_cache_export_cmd = {
 	.name = "cache export",
 	.usage = "FILE [--pinned | KEY...] [--offline] [--cache-dir DIR | "
-	    "--state-dir DIR]",
+	    "--state-dir DIR]",	/* KEY: a key or a unique prefix of one */
 	.help = "write cache entries to a self-verifying bundle (through nkid, "
 	    "or --offline from a cache directory)",
+	.about =
+	    "KEY is a key or a unique prefix of one. FILE is written\n"
+	    "through a temp file that is synced and checked before it is\n"
+	    "renamed. On a terminal a progress line shows bytes, rate and\n"
+	    "ETA.\n",
 	.opts = ctl_cache_export_opts,
 	.args = { 1, -1, "FILE (the bundle to write)" },
 	.timeout_s = CTL_TIMEOUT_KERNEL,

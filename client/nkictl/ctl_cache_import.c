@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -37,6 +38,24 @@ ctl_cache_import_offline(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
 	return (rc);
 }
 
+/*
+ * nkid names an uploaded bundle "upload from pid N" (it never sees the
+ * file): say FILE instead in its message.
+ */
+static void
+ctl_cache_import_name(struct ctl_rpc_status *st, const char *path)
+{
+	char	upload[64], *at, rest[sizeof st->msg];
+
+	snprintf(upload, sizeof upload, "'upload from pid %ld'",
+	    (long)getpid());
+	if ((at = strstr(st->msg, upload)) == NULL)
+		return;
+	snprintf(rest, sizeof rest, "%s", at + strlen(upload));
+	snprintf(at, sizeof st->msg - (size_t)(at - st->msg), "'%s'%s", path,
+	    rest);
+}
+
 /* Stream FILE to nkid; nkid answers once it has imported it, or why not. */
 static int
 ctl_cache_import_online(struct ctl_ctx *ctx, const char *path,
@@ -46,15 +65,23 @@ ctl_cache_import_online(struct ctl_ctx *ctx, const char *path,
 	Nkid__V1__CacheImportReply	*reply = NULL;
 	struct ctl_rpc_stream		*cs = NULL;
 	struct ctl_rpc_status		 st;
+	struct ctl_progress		 pr;
+	struct stat			 sb;
+	uint64_t			 sent = 0;
 	uint8_t				*buf = NULL;
 	ssize_t				 n = 0;
 	int				 rc, fd, got = 0;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1 ||
+	    fstat(fd, &sb) == -1) {
 		ctl_errorf(ctx, "cache import: cannot read bundle '%s': %s",
 		    path, strerror(errno));
+		if (fd != -1)
+			close(fd);
 		return (CTL_EXIT_FAIL);
 	}
+	ctl_progress_init(&pr, ctx, "import", NULL, S_ISREG(sb.st_mode) ?
+	    (uint64_t)sb.st_size : 0);
 	if ((buf = malloc(CTL_CACHE_IMPORT_CHUNK)) == NULL)
 		abort();
 	if ((rc = ctl_connect(ctx)) != CTL_EXIT_OK)
@@ -75,7 +102,10 @@ ctl_cache_import_online(struct ctl_ctx *ctx, const char *path,
 		/* -1: nkid ended the call (its status says why). */
 		if (ctl_rpc_stream_send(cs, &chunk.base) != 0)
 			break;
+		sent += (uint64_t)n;
+		ctl_progress_set(&pr, sent);
 	}
+	ctl_progress_end(&pr);
 	if (n == -1) {
 		ctl_errorf(ctx, "cache import: cannot read bundle '%s': %s",
 		    path, strerror(errno));
@@ -88,9 +118,10 @@ ctl_cache_import_online(struct ctl_ctx *ctx, const char *path,
 		    &nkid__v1__cache_import_reply__descriptor, -1,
 		    (ProtobufCMessage **)&reply) == 1;
 	}
-	if (ctl_rpc_stream_finish(cs, &st) != 0)
+	if (ctl_rpc_stream_finish(cs, &st) != 0) {
+		ctl_cache_import_name(&st, path);
 		rc = ctl_call_fail(ctx, &st);
-	else if (!got) {
+	} else if (!got) {
 		ctl_errorf(ctx, "cache import: nkid sent no reply");
 		rc = CTL_EXIT_FAIL;
 	} else {
@@ -98,6 +129,7 @@ ctl_cache_import_online(struct ctl_ctx *ctx, const char *path,
 		r->skipped = reply->skipped;
 	}
 out:
+	ctl_progress_end(&pr);
 	if (reply != NULL)
 		protobuf_c_message_free_unpacked(&reply->base, NULL);
 	ctl_rpc_stream_free(cs);
@@ -147,6 +179,9 @@ const struct ctl_cmd ctl_cache_import_cmd = {
 	.usage = "FILE [--offline] [--cache-dir DIR | --state-dir DIR]",
 	.help = "import a bundle, all or nothing, after verifying every digest "
 	    "(through nkid, or --offline into a cache directory)",
+	.about =
+	    "On a terminal a progress line shows the bytes sent, rate and\n"
+	    "ETA. Importing through nkid is for root and nkid's own uid.\n",
 	.opts = ctl_cache_import_opts,
 	.args = { 1, 1, "FILE (the bundle)" },
 	.timeout_s = CTL_TIMEOUT_KERNEL,

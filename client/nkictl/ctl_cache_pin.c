@@ -20,6 +20,15 @@ ctl_cache_pin_result_cb(const ProtobufCMessage *reply, uint32_t *done,
 	*n_missing = r->n_missing;
 }
 
+static void
+ctl_cache_pin_set_cb(ProtobufCMessage *req, char **keys, size_t n)
+{
+	Nkid__V1__CachePinRequest	*r = (void *)req;
+
+	r->keys = keys;
+	r->n_keys = n;
+}
+
 static const struct ctl_opt ctl_cache_pin_opts[] = {
 	CTL_CACHE_OPTS_DIR,
 	CTL_OPT_END
@@ -34,8 +43,6 @@ ctl_cache_pin_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	int			  unpin;
 
 	unpin = ctx->cmd == &ctl_cache_unpin_cmd;
-	req.keys = a->argv;
-	req.n_keys = a->argc;
 	req.unpin = unpin;
 	k.method = "CachePin";
 	k.reply = &nkid__v1__cache_pin_reply__descriptor;
@@ -44,23 +51,24 @@ ctl_cache_pin_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	k.result = ctl_cache_pin_result_cb;
 	k.what = "changed";
 	k.verb = unpin ? "unpinned" : "pinned";
-	return (ctl_cache_keys_run(ctx, a, &req.base, &k));
+	return (ctl_cache_keys_run(ctx, a, &req.base, ctl_cache_pin_set_cb,
+	    &k));
 }
 
 const struct ctl_cmd ctl_cache_pin_cmd = {
 	.name = "cache pin",
 	.usage = "KEY... [--cache-dir DIR | --state-dir DIR]",
-	.help = "pin cache entries: never evicted",
+	.help = "pin cache entries (keys or unique prefixes): never evicted",
 	.opts = ctl_cache_pin_opts,
-	.args = { 1, -1, "KEY" },
+	.args = { 1, -1, "KEY (a key or a unique prefix of one)" },
 	.exec = ctl_cache_pin_exec,
 };
 
 const struct ctl_cmd ctl_cache_unpin_cmd = {
 	.name = "cache unpin",
 	.usage = "KEY... [--cache-dir DIR | --state-dir DIR]",
-	.help = "unpin cache entries",
+	.help = "unpin cache entries (keys or unique prefixes)",
 	.opts = ctl_cache_pin_opts,
-	.args = { 1, -1, "KEY" },
+	.args = { 1, -1, "KEY (a key or a unique prefix of one)" },
 	.exec = ctl_cache_pin_exec,
 };

@@ -32,21 +32,29 @@ static const struct ctl_cache_keys ctl_cache_rm_keys = {
 	.verb = "removed",
 };
 
+static void
+ctl_cache_rm_set_cb(ProtobufCMessage *req, char **keys, size_t n)
+{
+	Nkid__V1__CacheRemoveRequest	*r = (void *)req;
+
+	r->keys = keys;
+	r->n_keys = n;
+}
+
 static int
 ctl_cache_rm_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 {
 	Nkid__V1__CacheRemoveRequest req = NKID__V1__CACHE_REMOVE_REQUEST__INIT;
 
-	req.keys = a->argv;
-	req.n_keys = a->argc;
-	return (ctl_cache_keys_run(ctx, a, &req.base, &ctl_cache_rm_keys));
+	return (ctl_cache_keys_run(ctx, a, &req.base, ctl_cache_rm_set_cb,
+	    &ctl_cache_rm_keys));
 }
 
 const struct ctl_cmd ctl_cache_rm_cmd = {
 	.name = "cache rm",
 	.usage = "KEY... [--cache-dir DIR | --state-dir DIR]",
-	.help = "remove cache entries",
+	.help = "remove cache entries (keys or unique prefixes)",
 	.opts = ctl_cache_rm_opts,
-	.args = { 1, -1, "KEY" },
+	.args = { 1, -1, "KEY (a key or a unique prefix of one)" },
 	.exec = ctl_cache_rm_exec,
 };

@@ -19,11 +19,14 @@ static void
 ctl_compile_print(struct ctl_ctx *ctx, const struct ctl_kernel_call *kc,
     const Nkid__V1__CompileReply *r)
 {
+	char	buf[32];
+
 	ctl_kv(ctx, "cache hit", "%s%s", r->cache_hit ? "yes" : "no",
 	    r->coalesced ? " (joined a compile in flight)" : "");
-	ctl_kv(ctx, "compile", "%.1f ms", r->compile_ms);
-	ctl_kv(ctx, "neff size", "%llu bytes",
-	    (unsigned long long)r->neff_size);
+	ctl_kv(ctx, "compile", "%s", ctl_fmt_us(r->compile_ms * 1e3, buf,
+	    sizeof buf));
+	ctl_kv(ctx, "neff size", "%s", ctl_fmt_bytes(r->neff_size, buf,
+	    sizeof buf));
 	if (kc->neff != NULL)
 		ctl_kv(ctx, "neff", "%s", kc->neff);
 	if (*r->log != '\0')

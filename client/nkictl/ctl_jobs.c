@@ -51,56 +51,79 @@ ctl_jobs_json(const Nkid__V1__JobsReply *r)
 	return (o);
 }
 
-/* "12:34:56.789" local time, or "-". */
+/* "12:34:56" local time, or "-". */
 static void
 ctl_jobs_clock(double t, char *buf, size_t len)
 {
 	time_t		s = (time_t)t;
 	struct tm	tm;
 
-	if (t <= 0 || localtime_r(&s, &tm) == NULL) {
+	if (t <= 0 || localtime_r(&s, &tm) == NULL)
 		snprintf(buf, len, "-");
-		return;
-	}
-	snprintf(buf, len, "%02d:%02d:%02d.%03d", tm.tm_hour, tm.tm_min,
-	    tm.tm_sec, (int)((t - (double)s) * 1000));
+	else
+		strftime(buf, len, "%H:%M:%S", &tm);
+}
+
+/*
+ * How long job k waited for its core and ran, into wait and run: to when
+ * it started and finished, or, while it waits or runs, to now ("-" before
+ * it started).
+ */
+void
+ctl_jobs_times(const Nkid__V1__Job *k, double now, char *wait, char *run,
+    size_t len)
+{
+	double	start = k->started_at, end = k->finished_at;
+
+	if (k->queued_at > 0)
+		ctl_fmt_seconds((start > 0 ? start : end > 0 ? end : now) -
+		    k->queued_at, wait, len);
+	else
+		snprintf(wait, len, "-");
+	if (start > 0)
+		ctl_fmt_seconds((end > 0 ? end : now) - start, run, len);
+	else
+		snprintf(run, len, "-");
 }
 
 static void
 ctl_jobs_human(struct ctl_ctx *ctx, const Nkid__V1__JobsReply *r)
 {
-	char	q[24], wait[24], run[24];
-	size_t	i;
+	static const struct ctl_table_col cols[] = {
+		{ "ID", CTL_TABLE_RIGHT }, { "KIND", 0 },
+		{ "KERNEL", CTL_TABLE_TRUNC }, { "PID", CTL_TABLE_RIGHT },
+		{ "UID", CTL_TABLE_RIGHT }, { "CORE", CTL_TABLE_RIGHT },
+		{ "CLASS", 0 }, { "STATE", 0 }, { "QUEUED", 0 },
+		{ "WAIT", CTL_TABLE_RIGHT }, { "RUN", CTL_TABLE_RIGHT },
+		{ "STATUS", 0 },
+	};
+	const Nkid__V1__Job	*k;
+	struct ctl_table	*t;
+	char			 id[24], pid[16], uid[16], core[16];
+	char			 q[24], wait[32], run[32];
+	double			 now = ctl_fmt_now();
+	size_t			 i;
 
 	if (r->n_jobs == 0) {
 		fprintf(ctx->out, "no jobs\n");
 		return;
 	}
-	fprintf(ctx->out, "%6s  %-6s %-20s %7s %6s %4s  %-11s %-9s %-12s %8s "
-	    "%8s  %s\n", "ID", "KIND", "KERNEL", "PID", "UID", "CORE", "CLASS",
-	    "STATE", "QUEUED", "WAIT", "RUN", "STATUS");
+	t = ctl_table_new(cols, sizeof cols / sizeof cols[0]);
 	for (i = 0; i < r->n_jobs; i++) {
-		const Nkid__V1__Job *k = r->jobs[i];
-		double end = k->finished_at;
-
+		k = r->jobs[i];
+		snprintf(id, sizeof id, "%llu", (unsigned long long)k->id);
+		snprintf(pid, sizeof pid, "%u", k->pid);
+		snprintf(uid, sizeof uid, "%u", k->uid);
+		if (k->core >= 0)
+			snprintf(core, sizeof core, "%d", k->core);
+		else
+			snprintf(core, sizeof core, "any");
 		ctl_jobs_clock(k->queued_at, q, sizeof q);
-		if (k->started_at > 0)
-			snprintf(wait, sizeof wait, "%.3fs",
-			    k->started_at - k->queued_at);
-		else
-			snprintf(wait, sizeof wait, "-");
-		if (k->started_at > 0 && end > 0)
-			snprintf(run, sizeof run, "%.3fs",
-			    end - k->started_at);
-		else
-			snprintf(run, sizeof run, "-");
-		fprintf(ctx->out, "%6llu  %-6s %-20.20s %7u %6u %4d  %-11s "
-		    "%-9s %-12s %8s %8s  %s\n", (unsigned long long)k->id,
-		    k->kind, *k->kernel ? k->kernel : "-", k->pid, k->uid,
-		    k->core,
-		    k->job_class, k->state, q, wait, run,
-		    *k->status ? k->status : "-");
+		ctl_jobs_times(k, now, wait, run, sizeof wait);
+		ctl_table_row(t, id, k->kind, k->kernel, pid, uid, core,
+		    k->job_class, k->state, q, wait, run, k->status);
 	}
+	ctl_table_print(t, ctx->out);
 }
 
 static const struct ctl_opt ctl_jobs_opts[] = {

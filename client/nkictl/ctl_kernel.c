@@ -8,14 +8,8 @@
 #include <unistd.h>
 
 #include "nkir.pb-c.h"
+#include "sim/sim.h"
 #include "ctl_kernel.h"
-
-/* nkir.v1.DType -> wire name (numpy's), indexed by the enum value. */
-static const char *const ctl_kernel_dtypes[] = {
-	"", "float32", "float16", "bfloat16", "int8", "int16", "int32",
-	"uint8", "uint16", "uint32", "float8_e4m3fn", "float8_e5m2",
-	"tfloat32", "bool",
-};
 
 int
 ctl_kernel_read(const char *path, Nkid__V1__KernelRef **out, char *err,
@@ -131,11 +125,16 @@ ctl_kernel_sig_get(const Nkid__V1__Kernel *k, struct ctl_kernel_sig *sig,
 		sig->n_params++;
 		q->dtype = "";
 		if (p->tensor < ir->n_tensors) {
-			unsigned d = ir->tensors[p->tensor]->dtype;
+			const Nkir__V1__Tensor *t = ir->tensors[p->tensor];
+			size_t j;
 
-			if (d < sizeof ctl_kernel_dtypes /
-			    sizeof ctl_kernel_dtypes[0])
-				q->dtype = ctl_kernel_dtypes[d];
+			if (sim_dtype_name((int)t->dtype) != NULL)
+				q->dtype = sim_dtype_name((int)t->dtype);
+			if (t->n_shape <= CTL_KERNEL_MAX_RANK) {
+				q->rank = t->n_shape;
+				for (j = 0; j < t->n_shape; j++)
+					q->shape[j] = t->shape[j];
+			}
 		}
 	}
 	sig->known = 1;

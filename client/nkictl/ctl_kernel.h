@@ -3,6 +3,7 @@
 #define NKID_CTL_KERNEL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "nkid.pb-c.h"
 
@@ -14,10 +15,15 @@
 #define CTL_KERNEL_MAGIC	"NKIDKRF1"
 #define CTL_KERNEL_MAGIC_LEN	8
 
-/* A kernel parameter: its name and wire dtype ("float32", ...). */
+/* Most dimensions of a parameter (nkir/1 allows 8). */
+#define CTL_KERNEL_MAX_RANK	8
+
+/* A kernel parameter: its name, wire dtype ("float32", ...) and shape. */
 struct ctl_kernel_param {
 	char		*name;
 	const char	*dtype;		/* static; "": unknown */
+	size_t		 rank;		/* 0: unknown */
+	uint64_t	 shape[CTL_KERNEL_MAX_RANK];
 };
 
 /* The parameters in call order, when the kernel's format tells them. */
@@ -40,7 +46,8 @@ int	 ctl_kernel_read(const char *path, Nkid__V1__KernelRef **out,
 void	 ctl_kernel_free(Nkid__V1__KernelRef *ref);
 
 /*
- * Fill sig from the kernel's IR: format "nkir/1" gives names and dtypes;
+ * Fill sig from the kernel's IR: format "nkir/1" gives names, dtypes and
+ * shapes;
  * any other format gives sig->known = 0. On malformed IR returns -1 with
  * err set. Release with ctl_kernel_sig_release.
  */

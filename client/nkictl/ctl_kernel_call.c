@@ -62,8 +62,12 @@ ctl_kernel_call_init(struct ctl_ctx *ctx, const struct ctl_args *a,
 	kc->kernel = kc->saved->kernel;
 	if (ctl_args_takes(a, "input")) {
 		specs = ctl_args_values(a, "input", &nspecs);
-		rc = ctl_tensor_inputs_load(ctx, kc->kernel, specs, nspecs,
-		    &kc->in);
+		if (nspecs == 0 && (ctx->cmd->flags & CTL_CMD_SHAPES))
+			rc = ctl_tensor_inputs_shapes(ctx, kc->kernel,
+			    &kc->in);
+		else
+			rc = ctl_tensor_inputs_load(ctx, kc->kernel, specs,
+			    nspecs, &kc->in);
 		if (rc != CTL_EXIT_OK)
 			return (rc);
 	}
@@ -119,26 +123,24 @@ ctl_kernel_call_write_all(int fd, const uint8_t *p, size_t len)
 }
 
 int
-ctl_kernel_call_neff_write(struct ctl_ctx *ctx,
-    const struct ctl_kernel_call *kc, const ProtobufCBinaryData *neff)
+ctl_kernel_call_file_write(struct ctl_ctx *ctx, const char *path,
+    const void *data, size_t len)
 {
 	char	*tmp;
 	int	 fd, e;
 
-	if (kc->neff == NULL)
-		return (CTL_EXIT_OK);
-	if (asprintf(&tmp, "%s.tmp", kc->neff) < 0)
+	if (asprintf(&tmp, "%s.tmp", path) < 0)
 		abort();
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) ==
 	    -1)
 		goto fail;
-	if (ctl_kernel_call_write_all(fd, neff->data, neff->len) == -1) {
+	if (ctl_kernel_call_write_all(fd, data, len) == -1) {
 		e = errno;
 		close(fd);
 		errno = e;
 		goto fail;
 	}
-	if (close(fd) == -1 || rename(tmp, kc->neff) == -1)
+	if (close(fd) == -1 || rename(tmp, path) == -1)
 		goto fail;
 	free(tmp);
 	return (CTL_EXIT_OK);
@@ -146,9 +148,18 @@ fail:
 	e = errno;
 	unlink(tmp);
 	free(tmp);
-	ctl_errorf(ctx, "%s: cannot write '%s': %s", ctx->cmd->name, kc->neff,
-	    strerror(e));
-	return (CTL_EXIT_FAIL);
+	return (ctl_fail(ctx, CTL_CODE_LOCAL, "cannot write '%s': %s", path,
+	    strerror(e)));
+}
+
+int
+ctl_kernel_call_neff_write(struct ctl_ctx *ctx,
+    const struct ctl_kernel_call *kc, const ProtobufCBinaryData *neff)
+{
+	if (kc->neff == NULL)
+		return (CTL_EXIT_OK);
+	return (ctl_kernel_call_file_write(ctx, kc->neff, neff->data,
+	    neff->len));
 }
 
 cJSON *

@@ -14,7 +14,8 @@ struct cJSON;
  * those a command has. */
 #define CTL_KERNEL_CALL_OPTS_INPUT					\
 	{ 'i', "input", "[NAME=]FILE.npy", "an input: parameter NAME, "	\
-	    "or the next one not given by name" },			\
+	    "or the next one not given by name" }
+#define CTL_KERNEL_CALL_OPTS_OUTPUT					\
 	{ 'o', "output-dir", "DIR", "write the outputs to "		\
 	    "DIR/NAME.npy (default: .)" }
 #define CTL_KERNEL_CALL_OPTS_CORE					\
@@ -64,6 +65,13 @@ int	 ctl_kernel_call_send(struct ctl_ctx *ctx,
 	    struct ctl_kernel_call *kc, const char *method,
 	    const ProtobufCMessage *req,
 	    const ProtobufCMessageDescriptor *reply_desc);
+
+/*
+ * Write len bytes of data to path through path.tmp and a rename: path is
+ * whole or untouched. Returns CTL_EXIT_OK or CTL_EXIT_FAIL (printed).
+ */
+int	 ctl_kernel_call_file_write(struct ctl_ctx *ctx, const char *path,
+	    const void *data, size_t len);
 
 /*
  * With --neff FILE, write the reply's NEFF image there (through a temp

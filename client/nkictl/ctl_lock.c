@@ -10,20 +10,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "nkid.pb-c.h"
 #include "ctl.h"
 
 /* How often the lock checks on CMD while it holds the core. */
-#define CTL_LOCK_POLL_S	0.05
-
-static double
-ctl_lock_now(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (ts.tv_sec + ts.tv_nsec / 1e9);
-}
+#define CTL_LOCK_POLL_S		0.05
+/* How long the release waits for nkid's answer. */
+#define CTL_LOCK_RELEASE_S	10.0
 
 /* The failed stream's status, printed as ctl_call does. */
 static int
@@ -32,8 +27,8 @@ ctl_lock_fail(struct ctl_ctx *ctx, struct ctl_rpc_stream *cs)
 	struct ctl_rpc_status	st;
 
 	if (ctl_rpc_stream_finish(cs, &st) == 0) {
-		ctl_errorf(ctx, "lock: the lease ended before it was granted");
-		return (CTL_EXIT_FAIL);
+		return (ctl_fail(ctx, "ABORTED", "the lease ended before it "
+		    "was granted"));
 	}
 	return (ctl_call_fail(ctx, &st));
 }
@@ -65,37 +60,38 @@ ctl_lock_spawn(struct ctl_ctx *ctx, char **argv, const char *visible)
 
 /*
  * Wait until the lease asked on cs is granted, at most wait_s seconds
- * (< 0: forever); then the cores it gives go to visible. Returns
- * CTL_EXIT_OK, or the failure (printed).
+ * (< 0: forever); then the core it gives goes to *core and the value of
+ * NEURON_RT_VISIBLE_CORES to visible. Returns CTL_EXIT_OK, or the
+ * failure (printed).
  */
 static int
 ctl_lock_acquire(struct ctl_ctx *ctx, struct ctl_rpc_stream *cs,
-    double wait_s, int have_core, char *visible, size_t len)
+    double wait_s, int have_core, unsigned *core, char *visible, size_t len)
 {
 	Nkid__V1__LeaseReply	*rep;
 	double			 until = 0, left = -1;
 	int			 r, state;
 
 	if (wait_s >= 0)
-		until = ctl_lock_now() + wait_s;
+		until = ctl_fmt_mono() + wait_s;
 	for (;;) {
-		if (wait_s >= 0 && (left = until - ctl_lock_now()) < 0)
+		if (wait_s >= 0 && (left = until - ctl_fmt_mono()) < 0)
 			left = 0;
 		r = ctl_rpc_stream_recv(cs, &nkid__v1__lease_reply__descriptor,
 		    left, (ProtobufCMessage **)&rep);
-		if (r == 2) {
-			ctl_errorf(ctx, "lock: %s was not granted within %g s",
-			    have_core ? "the core" : "a core", wait_s);
-			return (CTL_EXIT_FAIL);
-		}
+		if (r == 2)
+			return (ctl_fail(ctx, "DEADLINE_EXCEEDED", "%s was not "
+			    "granted within %g s", have_core ? "the core" :
+			    "a core", wait_s));
 		if (r != 1)
 			return (ctl_lock_fail(ctx, cs));
 		state = rep->state;
-		if (state == NKID__V1__LEASE_REPLY__STATE__GRANTED)
+		if (state == NKID__V1__LEASE_REPLY__STATE__GRANTED) {
 			snprintf(visible, len, "%s", *rep->visible_cores !=
 			    '\0' ? rep->visible_cores : "0");
-		else if (state != NKID__V1__LEASE_REPLY__STATE__QUEUED)
-			ctl_errorf(ctx, "lock: %s", rep->message);
+			*core = rep->core;
+		} else if (state != NKID__V1__LEASE_REPLY__STATE__QUEUED)
+			ctl_fail(ctx, "ABORTED", "%s", rep->message);
 		protobuf_c_message_free_unpacked(&rep->base, NULL);
 		if (state == NKID__V1__LEASE_REPLY__STATE__GRANTED)
 			return (CTL_EXIT_OK);
@@ -128,7 +124,7 @@ ctl_lock_hold(struct ctl_ctx *ctx, struct ctl_rpc_stream *cs, pid_t pid,
 		    CTL_LOCK_POLL_S, (ProtobufCMessage **)&rep);
 		if (r == 2)
 			continue;
-		ctl_errorf(ctx, "lock: %s; stopping '%s'", r == 1 ?
+		ctl_fail(ctx, "ABORTED", "%s; stopping '%s'", r == 1 ?
 		    rep->message : "the lease was lost (nkid went away)", cmd);
 		if (r == 1)
 			protobuf_c_message_free_unpacked(&rep->base, NULL);
@@ -137,6 +133,56 @@ ctl_lock_hold(struct ctl_ctx *ctx, struct ctl_rpc_stream *cs, pid_t pid,
 			;
 		return (CTL_EXIT_FAIL);
 	}
+}
+
+/*
+ * After the half-close: read what nkid still sends (its RELEASED message)
+ * until the stream ends, then the status. gRPC delivers the status only
+ * once every message before it was read: finishing without reading hung
+ * when the command ended before a receive was armed. Bounded: nkid
+ * answers a release at once.
+ */
+static void
+ctl_lock_release(struct ctl_rpc_stream *cs, struct ctl_rpc_status *st)
+{
+	Nkid__V1__LeaseReply	*rep;
+	int			 r, polls = 0;
+
+	while ((r = ctl_rpc_stream_recv(cs, &nkid__v1__lease_reply__descriptor,
+	    CTL_LOCK_POLL_S, (ProtobufCMessage **)&rep)) != 0 && r != -1) {
+		if (r == 1)
+			protobuf_c_message_free_unpacked(&rep->base, NULL);
+		else if (++polls * CTL_LOCK_POLL_S > 30) {
+			ctl_rpc_stream_cancel(cs);
+			break;
+		}
+	}
+	ctl_rpc_stream_finish(cs, st);
+}
+
+/* --json: what the lease was, after CMD's own output. */
+static void
+ctl_lock_json(struct ctl_ctx *ctx, unsigned core, const char *visible,
+    double waited, double held, int status)
+{
+	cJSON	*o;
+
+	if ((o = cJSON_CreateObject()) == NULL)
+		return;
+	cJSON_AddNumberToObject(o, "core", core);
+	cJSON_AddStringToObject(o, "visible_cores", visible);
+	cJSON_AddNumberToObject(o, "waited_s", waited);
+	cJSON_AddNumberToObject(o, "held_s", held);
+	if (WIFEXITED(status))
+		cJSON_AddNumberToObject(o, "exit", WEXITSTATUS(status));
+	else
+		cJSON_AddNullToObject(o, "exit");
+	if (WIFSIGNALED(status))
+		cJSON_AddNumberToObject(o, "signal", WTERMSIG(status));
+	else
+		cJSON_AddNullToObject(o, "signal");
+	fflush(NULL);
+	ctl_json_print(ctx, o);
 }
 
 static const struct ctl_opt ctl_lock_opts[] = {
@@ -154,7 +200,8 @@ ctl_lock_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	struct ctl_rpc_stream	*cs = NULL;
 	struct ctl_rpc_status	 st;
 	unsigned long long	 core = 0;
-	double			 max_s = 0, wait_s = -1;
+	unsigned		 got = 0;
+	double			 max_s = 0, wait_s = -1, t0, t1 = 0;
 	char			 holder[128], visible[32];
 	int			 rc, status;
 	pid_t			 pid;
@@ -171,13 +218,15 @@ ctl_lock_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	req.core = ctl_args_has(a, "core") ? (int32_t)core : -1;
 	req.max_seconds = max_s;
 	req.holder = holder;
+	t0 = ctl_fmt_mono();
 	if (ctl_rpc_stream_send(cs, &req.base) != 0)
 		rc = ctl_lock_fail(ctx, cs);
 	else
 		rc = ctl_lock_acquire(ctx, cs, wait_s, ctl_args_has(a, "core"),
-		    visible, sizeof visible);
+		    &got, visible, sizeof visible);
 	if (rc != CTL_EXIT_OK)
 		goto out;
+	t1 = ctl_fmt_mono();
 	if ((pid = ctl_lock_spawn(ctx, a->argv, visible)) == -1) {
 		rc = CTL_EXIT_FAIL;
 		goto out;
@@ -187,13 +236,16 @@ ctl_lock_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 		goto out;
 	/* Release: end the stream and wait for nkid's answer. */
 	if (ctl_rpc_stream_close_send(cs) == 0)
-		ctl_rpc_stream_finish(cs, &st);
+		ctl_lock_release(cs, &st);
 	if (WIFEXITED(status))
 		rc = WEXITSTATUS(status);
 	else if (WIFSIGNALED(status))
 		rc = 128 + WTERMSIG(status);
 	else
 		rc = CTL_EXIT_FAIL;
+	if (ctx->json)
+		ctl_lock_json(ctx, got, visible, t1 - t0, ctl_fmt_mono() - t1,
+		    status);
 out:
 	ctl_rpc_stream_free(cs);
 	return (rc);
@@ -204,6 +256,10 @@ const struct ctl_cmd ctl_lock_cmd = {
 	.usage = "[-c CORE] [-t MAX_SECONDS] [-w WAIT_SECONDS] -- CMD [ARG...]",
 	.help = "run CMD holding a core (NEURON_RT_VISIBLE_CORES set), like "
 	    "flock(1)",
+	.about =
+	    "The exit status is CMD's (128+N if a signal N ended it). With\n"
+	    "--json one object follows CMD's output: core, visible_cores,\n"
+	    "waited_s, held_s, exit, signal.\n",
 	.opts = ctl_lock_opts,
 	.args = { 1, -1, "CMD (the command to run)" },
 	.flags = CTL_CMD_OPTS_FIRST,

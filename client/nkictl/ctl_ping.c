@@ -1,7 +1,6 @@
 /* ctl_ping.c: `nkictl ping [-n COUNT] [-b BYTES]`: COUNT round trips over one channel, with their latency distribution in microseconds. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -32,15 +31,6 @@ ctl_ping_percentile(const double *v, size_t n, double p)
 	return (v[k - 1]);
 }
 
-static double
-ctl_ping_now_us(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (ts.tv_sec * 1e6 + ts.tv_nsec / 1e3);
-}
-
 static const struct ctl_opt ctl_ping_opts[] = {
 	{ 'n', "count", "COUNT", "how many round trips (default 1)" },
 	{ 'b', "bytes", "BYTES", "payload of each ping, echoed (default 0)" },
@@ -53,13 +43,15 @@ ctl_ping_print(struct ctl_ctx *ctx, const double *us, size_t count,
     unsigned long long bytes, double sum)
 {
 	cJSON	*o;
+	char	 a[32], b[32], c[32], d[32];
 
 	if (!ctx->json) {
-		fprintf(ctx->out, "%zu ping%s to nkid at '%s': min %.0f us, "
-		    "p50 %.0f us, p99 %.0f us, max %.0f us\n", count,
-		    count == 1 ? "" : "s", ctx->socket, us[0],
-		    ctl_ping_percentile(us, count, 50),
-		    ctl_ping_percentile(us, count, 99), us[count - 1]);
+		fprintf(ctx->out, "%zu ping%s to nkid at '%s': min %s, p50 %s, "
+		    "p99 %s, max %s\n", count, count == 1 ? "" : "s",
+		    ctx->socket, ctl_fmt_us(us[0], a, sizeof a),
+		    ctl_fmt_us(ctl_ping_percentile(us, count, 50), b, sizeof b),
+		    ctl_fmt_us(ctl_ping_percentile(us, count, 99), c, sizeof c),
+		    ctl_fmt_us(us[count - 1], d, sizeof d));
 		return (CTL_EXIT_OK);
 	}
 	if ((o = cJSON_CreateObject()) != NULL) {
@@ -105,14 +97,14 @@ ctl_ping_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	req.payload.data = payload;
 	req.payload.len = bytes;
 	for (i = 0; i < count; i++) {
-		t0 = ctl_ping_now_us();
+		t0 = ctl_fmt_mono() * 1e6;
 		if (ctl_rpc_call(ctx->rpc, "Ping", &req.base,
 		    &nkid__v1__ping_reply__descriptor, ctx->timeout_s,
 		    (ProtobufCMessage **)&reply, &st) < 0) {
 			rc = ctl_call_fail(ctx, &st);
 			goto out;
 		}
-		us[i] = ctl_ping_now_us() - t0;
+		us[i] = ctl_fmt_mono() * 1e6 - t0;
 		sum += us[i];
 		if (reply->payload.len != bytes) {
 			ctl_errorf(ctx, "ping: reply of %zu bytes to a payload "

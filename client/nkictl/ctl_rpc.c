@@ -13,6 +13,7 @@
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
+#include <grpc/grpc_posix.h>
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
 #include <grpc/support/alloc.h>
@@ -37,24 +38,38 @@ ctl_rpc_fail_connect(struct ctl_rpc_status *st, int err, const char *msg)
 	return (-1);
 }
 
-int
-ctl_rpc_probe(const char *socket_path)
+/* A socket connected to socket_path, or -errno. */
+static int
+ctl_rpc_connect(const char *socket_path)
 {
 	struct sockaddr_un	sa;
-	int			fd, rc = 0;
+	int			fd, e;
 
 	if (strlen(socket_path) > CTL_RPC_PATH_MAX)
-		return (ENAMETOOLONG);
+		return (-ENAMETOOLONG);
 	memset(&sa, 0, sizeof sa);
 	sa.sun_family = AF_UNIX;
 	memcpy(sa.sun_path, socket_path, strlen(socket_path));
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return (errno);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
-		rc = errno;
+		return (-errno);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		e = errno;
+		close(fd);
+		return (-e);
+	}
+	return (fd);
+}
+
+int
+ctl_rpc_probe(const char *socket_path)
+{
+	int	fd = ctl_rpc_connect(socket_path);
+
+	if (fd < 0)
+		return (-fd);
 	close(fd);
-	return (rc);
+	return (0);
 }
 
 int
@@ -67,6 +82,7 @@ ctl_rpc_open(const char *socket_path, struct ctl_rpc **out,
 	char				 target[CTL_RPC_PATH_MAX + 8];
 	struct stat			 sb;
 	struct ctl_rpc			*r;
+	int				 fd;
 
 	assert(socket_path != NULL && out != NULL && st != NULL);
 	memset(st, 0, sizeof *st);
@@ -109,9 +125,16 @@ ctl_rpc_open(const char *socket_path, struct ctl_rpc **out,
 	chargs.num_args = sizeof args / sizeof args[0];
 	chargs.args = args;
 
+	/* Connected here, the channel is made on the socket: no resolver,
+	 * subchannel or connector (threads and hops nkictl, one call and
+	 * gone, has no use for), and a refusal is known at once. */
+	if ((fd = ctl_rpc_connect(socket_path)) < 0) {
+		free(r);
+		return (ctl_rpc_fail_connect(st, -fd, NULL));
+	}
 	grpc_init();
 	creds = grpc_insecure_credentials_create();
-	r->channel = grpc_channel_create(target, creds, &chargs);
+	r->channel = grpc_channel_create_from_fd(target, fd, creds, &chargs);
 	grpc_channel_credentials_release(creds);
 	r->cq = grpc_completion_queue_create_for_next(NULL);
 	if (r->channel == NULL || r->cq == NULL) {
@@ -505,10 +528,23 @@ ctl_rpc_stream_recv(struct ctl_rpc_stream *cs,
 int
 ctl_rpc_stream_finish(struct ctl_rpc_stream *cs, struct ctl_rpc_status *st)
 {
+	return (ctl_rpc_stream_finish_within(cs, -1, st));
+}
+
+int
+ctl_rpc_stream_finish_within(struct ctl_rpc_stream *cs, double wait_s,
+    struct ctl_rpc_status *st)
+{
+	gpr_timespec	deadline = ctl_rpc_deadline(wait_s);
+
 	memset(st, 0, sizeof *st);
 	while (cs->status_busy)
-		ctl_rpc_stream_wait(cs, &cs->tag_status,
-		    gpr_inf_future(GPR_CLOCK_MONOTONIC));
+		if (!ctl_rpc_stream_wait(cs, &cs->tag_status, deadline)) {
+			st->code = GRPC_STATUS_DEADLINE_EXCEEDED;
+			snprintf(st->msg, sizeof st->msg, "no status from nkid "
+			    "within %g s", wait_s);
+			return (2);
+		}
 	st->code = cs->code;
 	if (cs->code != GRPC_STATUS_OK) {
 		char *d = grpc_slice_to_c_string(cs->details);

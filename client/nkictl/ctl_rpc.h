@@ -72,6 +72,10 @@ int	 ctl_rpc_stream_recv(struct ctl_rpc_stream *cs,
 /* Wait for the call's status into st; 0 if OK, else -1. */
 int	 ctl_rpc_stream_finish(struct ctl_rpc_stream *cs,
 	    struct ctl_rpc_status *st);
+/* The same, at most wait_s seconds (< 0: forever); 2 if the status has
+ * not come by then (the call stays; free or cancel it). */
+int	 ctl_rpc_stream_finish_within(struct ctl_rpc_stream *cs, double wait_s,
+	    struct ctl_rpc_status *st);
 /* Cancel the call (the server sees the client go away). */
 void	 ctl_rpc_stream_cancel(struct ctl_rpc_stream *cs);
 /* Cancel if not finished, wait for what is in flight, free. NULL: no-op. */

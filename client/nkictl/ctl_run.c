@@ -9,6 +9,7 @@
 
 static const struct ctl_opt ctl_run_opts[] = {
 	CTL_KERNEL_CALL_OPTS_INPUT,
+	CTL_KERNEL_CALL_OPTS_OUTPUT,
 	CTL_KERNEL_CALL_OPTS_CORE,
 	CTL_KERNEL_CALL_OPTS_TARGET,
 	CTL_KERNEL_CALL_OPTS_RETRY,
@@ -23,6 +24,7 @@ ctl_run_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	const Nkid__V1__RunReply	*r;
 	struct ctl_kernel_call		 kc;
 	cJSON				*o;
+	char				 t[32];
 	int				 rc;
 
 	if ((rc = ctl_kernel_call_init(ctx, a, &kc)) != CTL_EXIT_OK)
@@ -53,8 +55,10 @@ ctl_run_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 		ctl_kv(ctx, "cache hit", "%s", r->cache_hit ? "yes" : "no");
 		ctl_kv(ctx, "job", "%llu on core %u",
 		    (unsigned long long)r->job_id, r->core);
-		ctl_kv(ctx, "queued", "%.0f us", r->queue_us);
-		ctl_kv(ctx, "executed", "%.0f us", r->exec_us);
+		ctl_kv(ctx, "queued", "%s", ctl_fmt_us(r->queue_us, t,
+		    sizeof t));
+		ctl_kv(ctx, "executed", "%s", ctl_fmt_us(r->exec_us, t,
+		    sizeof t));
 	}
 	rc = ctl_kernel_call_outputs_write(ctx, &kc, o, r->outputs,
 	    r->n_outputs);
@@ -69,6 +73,11 @@ const struct ctl_cmd ctl_run_cmd = {
 	    "[--target T] [--options OPTS] [--retry-failed] [--neff FILE]",
 	.help = "run a traced kernel once on a core; outputs go to "
 	    "DIR/NAME.npy",
+	.about =
+	    "For an nkir/1 kernel -i NAME=FILE gives parameter NAME and -i\n"
+	    "FILE the next one not given by name; each must match its\n"
+	    "parameter's dtype and shape, or nkictl exits 2 before calling\n"
+	    "nkid.\n",
 	.opts = ctl_run_opts,
 	.args = { 1, 1, "KERNEL (a traced kernel file)" },
 	.timeout_s = CTL_TIMEOUT_KERNEL,

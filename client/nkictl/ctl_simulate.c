@@ -10,6 +10,7 @@
 
 static const struct ctl_opt ctl_simulate_opts[] = {
 	CTL_KERNEL_CALL_OPTS_INPUT,
+	CTL_KERNEL_CALL_OPTS_OUTPUT,
 	CTL_KERNEL_CALL_OPTS_TARGET,
 	CTL_OPT_END
 };
@@ -21,6 +22,7 @@ ctl_simulate_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	const Nkid__V1__SimulateReply	*r;
 	struct ctl_kernel_call		 kc;
 	cJSON				*o;
+	char				 t[32];
 	size_t				 plen;
 	int				 rc;
 
@@ -45,7 +47,8 @@ ctl_simulate_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 		cJSON_AddNumberToObject(o, "exec_us", r->exec_us);
 		cJSON_AddStringToObject(o, "device_print", r->device_print);
 	} else
-		ctl_kv(ctx, "executed", "%.0f us", r->exec_us);
+		ctl_kv(ctx, "executed", "%s", ctl_fmt_us(r->exec_us, t,
+		    sizeof t));
 	rc = ctl_kernel_call_outputs_write(ctx, &kc, o, r->outputs,
 	    r->n_outputs);
 out:

@@ -6,24 +6,7 @@
 
 #include "nkid.pb-c.h"
 #include "ctl_cache.h"
-
-/* "1d 02h 03m 04s" style, from seconds. */
-static void
-ctl_status_uptime(double s, char *buf, size_t len)
-{
-	unsigned long long t = s > 0 ? (unsigned long long)s : 0;
-	unsigned d = t / 86400, h = t / 3600 % 24, m = t / 60 % 60,
-	    sec = t % 60;
-
-	if (d > 0)
-		snprintf(buf, len, "%ud %uh %um %us", d, h, m, sec);
-	else if (h > 0)
-		snprintf(buf, len, "%uh %um %us", h, m, sec);
-	else if (m > 0)
-		snprintf(buf, len, "%um %us", m, sec);
-	else
-		snprintf(buf, len, "%.1fs", s);
-}
+#include "ctl_cache_remote.h"
 
 static const char *
 ctl_status_str(const char *s)
@@ -90,9 +73,13 @@ ctl_status_json(const struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 		}
 	}
 
-	if (r->cache != NULL)
-		cJSON_AddItemToObject(o, "cache",
-		    ctl_cache_stats_json(r->cache));
+	if (r->cache != NULL) {
+		x = ctl_cache_stats_json(r->cache);
+		if (x != NULL && r->cache->remote != NULL)
+			cJSON_AddItemToObject(x, "remote",
+			    ctl_cache_remote_json(r->cache->remote));
+		cJSON_AddItemToObject(o, "cache", x);
+	}
 	if (r->jobs != NULL && (c = cJSON_AddObjectToObject(o, "jobs"))) {
 		const Nkid__V1__JobCounters *j = r->jobs;
 
@@ -109,83 +96,97 @@ ctl_status_json(const struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 	return (o);
 }
 
+/* The cores: state, busy time (and its share of nkid's uptime), holder. */
+static void
+ctl_status_cores(struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
+{
+	static const struct ctl_table_col cols[] = {
+		{ "CORE", CTL_TABLE_RIGHT }, { "STATE", 0 },
+		{ "BUSY", CTL_TABLE_RIGHT }, { "OF UPTIME", CTL_TABLE_RIGHT },
+		{ "HOLDER", 0 },
+	};
+	const Nkid__V1__Core	*k;
+	struct ctl_table	*t;
+	char			 idx[16], busy[32], share[16], holder[64];
+	size_t			 i;
+
+	t = ctl_table_new(cols, sizeof cols / sizeof cols[0]);
+	for (i = 0; i < r->n_cores; i++) {
+		k = r->cores[i];
+		snprintf(idx, sizeof idx, "%u", k->index);
+		holder[0] = '\0';
+		if (k->job_id != 0)
+			snprintf(holder, sizeof holder, "job %llu",
+			    (unsigned long long)k->job_id);
+		else if (k->holder_pid != 0)
+			snprintf(holder, sizeof holder, "lease pid %u uid %u",
+			    k->holder_pid, k->holder_uid);
+		ctl_fmt_percent((uint64_t)(k->busy_s * 1e3),
+		    (uint64_t)(r->uptime_s * 1e3), share, sizeof share);
+		ctl_table_row(t, idx, k->state, ctl_fmt_seconds(k->busy_s, busy,
+		    sizeof busy), share, holder);
+	}
+	ctl_table_print(t, ctx->out);
+}
+
+/* The methods that were called, with their errors. */
+static void
+ctl_status_methods(struct ctl_ctx *ctx, const Nkid__V1__Counters *n)
+{
+	static const struct ctl_table_col cols[] = {
+		{ "METHOD", 0 }, { "CALLS", CTL_TABLE_RIGHT },
+		{ "ERRORS", CTL_TABLE_RIGHT },
+	};
+	struct ctl_table	*t;
+	char			 calls[24], errors[24];
+	size_t			 i;
+
+	t = ctl_table_new(cols, sizeof cols / sizeof cols[0]);
+	for (i = 0; i < n->n_methods; i++) {
+		if (n->methods[i]->calls == 0)
+			continue;
+		snprintf(calls, sizeof calls, "%llu",
+		    (unsigned long long)n->methods[i]->calls);
+		snprintf(errors, sizeof errors, "%llu",
+		    (unsigned long long)n->methods[i]->errors);
+		ctl_table_row(t, n->methods[i]->method, calls, errors);
+	}
+	if (ctl_table_rows(t) == 0) {
+		ctl_table_free(t);
+		return;
+	}
+	fputc('\n', ctx->out);
+	ctl_table_print(t, ctx->out);
+}
+
 static void
 ctl_status_human(struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 {
 	const Nkid__V1__Counters	*n = r->counters;
-	char				 buf[64];
+	const Nkid__V1__CacheStatReply	*k = r->cache;
+	const Nkid__V1__JobCounters	*j = r->jobs;
+	char				 b1[32], b2[32], b3[32], key[40];
 	size_t				 i;
-	int				 w = 6;
 
 	ctl_kv(ctx, "version", "%s", ctl_status_str(r->version));
 	ctl_kv(ctx, "pid", "%u", r->pid);
-	ctl_status_uptime(r->uptime_s, buf, sizeof buf);
-	ctl_kv(ctx, "uptime", "%s", buf);
+	ctl_kv(ctx, "uptime", "%s", ctl_fmt_seconds(r->uptime_s, b1,
+	    sizeof b1));
 	ctl_kv(ctx, "backend", "%s", ctl_status_str(r->backend));
 	for (i = 0; i < r->n_backend_versions; i++) {
-		char key[40];
-
-		snprintf(key, sizeof key, "  %s",
-		    r->backend_versions[i]->key);
+		snprintf(key, sizeof key, "  %s", r->backend_versions[i]->key);
 		ctl_kv(ctx, key, "%s", r->backend_versions[i]->value);
 	}
 	ctl_kv(ctx, "socket", "%s", *r->socket ? r->socket : ctx->socket);
 	ctl_kv(ctx, "config", "%s", ctl_status_str(r->config_path));
 	ctl_kv(ctx, "state dir", "%s", ctl_status_str(r->state_dir));
 	ctl_kv(ctx, "cache dir", "%s", ctl_status_str(r->cache_dir));
-	ctl_kv(ctx, "cores", "%zu", r->n_cores);
-	for (i = 0; i < r->n_cores; i++) {
-		const Nkid__V1__Core *k = r->cores[i];
-		char key[24], holder[64] = "";
-
-		snprintf(key, sizeof key, "  core %u", k->index);
-		if (k->job_id != 0)
-			snprintf(holder, sizeof holder, "  job %llu",
-			    (unsigned long long)k->job_id);
-		else if (k->holder_pid != 0)
-			snprintf(holder, sizeof holder,
-			    "  lease pid %u uid %u", k->holder_pid,
-			    k->holder_uid);
-		ctl_kv(ctx, key, "%-9s busy %.1fs%s", ctl_status_str(k->state),
-		    k->busy_s, holder);
-	}
-	if (n != NULL) {
+	if (n != NULL)
 		ctl_kv(ctx, "connections", "%llu (%llu active, %llu refused)",
 		    (unsigned long long)n->connections,
 		    (unsigned long long)n->active_connections,
 		    (unsigned long long)n->refused);
-		for (i = 0; i < n->n_methods; i++)
-			if ((int)strlen(n->methods[i]->method) > w)
-				w = (int)strlen(n->methods[i]->method);
-		if (n->n_methods > 0)
-			ctl_kv(ctx, "calls", "%-*s %10s %10s", w, "method",
-			    "calls", "errors");
-		for (i = 0; i < n->n_methods; i++)
-			ctl_kv(ctx, "", "%-*s %10llu %10llu", w,
-			    n->methods[i]->method,
-			    (unsigned long long)n->methods[i]->calls,
-			    (unsigned long long)n->methods[i]->errors);
-	}
-	if (r->cache != NULL) {
-		const Nkid__V1__CacheStatReply *k = r->cache;
-
-		ctl_kv(ctx, "cache", "%llu entries, %llu of %llu bytes",
-		    (unsigned long long)k->entries,
-		    (unsigned long long)k->bytes,
-		    (unsigned long long)k->max_bytes);
-		ctl_kv(ctx, "", "%llu hits, %llu misses, %llu compiles, "
-		    "%llu coalesced", (unsigned long long)k->hits,
-		    (unsigned long long)k->misses,
-		    (unsigned long long)k->compiles,
-		    (unsigned long long)k->coalesced);
-		ctl_kv(ctx, "", "%llu failures, %llu evictions, %llu corrupt",
-		    (unsigned long long)k->failures,
-		    (unsigned long long)k->evictions,
-		    (unsigned long long)k->corrupt);
-	}
-	if (r->jobs != NULL) {
-		const Nkid__V1__JobCounters *j = r->jobs;
-
+	if (j != NULL)
 		ctl_kv(ctx, "jobs", "%llu queued, %llu running, %llu "
 		    "completed, %llu cancelled, %llu rejected",
 		    (unsigned long long)j->queued,
@@ -193,7 +194,31 @@ ctl_status_human(struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 		    (unsigned long long)j->completed,
 		    (unsigned long long)j->cancelled,
 		    (unsigned long long)j->rejected);
+	if (k != NULL) {
+		ctl_kv(ctx, "cache", "%llu entries, %s of %s",
+		    (unsigned long long)k->entries, ctl_fmt_bytes(k->bytes, b1,
+		    sizeof b1), k->max_bytes > 0 ? ctl_fmt_bytes(k->max_bytes,
+		    b2, sizeof b2) : "no budget");
+		ctl_kv(ctx, "cache hit rate", "%s (%llu hits, %llu misses)",
+		    ctl_fmt_percent(k->hits, k->hits + k->misses, b3,
+		    sizeof b3), (unsigned long long)k->hits,
+		    (unsigned long long)k->misses);
+		ctl_kv(ctx, "compiles", "%llu (%llu coalesced, %llu failed)",
+		    (unsigned long long)k->compiles,
+		    (unsigned long long)k->coalesced,
+		    (unsigned long long)k->failures);
+		ctl_kv(ctx, "evictions", "%llu (%llu corrupt)",
+		    (unsigned long long)k->evictions,
+		    (unsigned long long)k->corrupt);
+		if (k->remote != NULL)
+			ctl_cache_remote_print(ctx, k->remote);
 	}
+	if (r->n_cores > 0) {
+		fputc('\n', ctx->out);
+		ctl_status_cores(ctx, r);
+	}
+	if (n != NULL)
+		ctl_status_methods(ctx, n);
 }
 
 static int
@@ -218,6 +243,7 @@ ctl_status_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 const struct ctl_cmd ctl_status_cmd = {
 	.name = "status",
 	.usage = "",
-	.help = "show nkid's version, paths, cores and counters",
+	.help = "show nkid's version, paths, counters, cache hit rate, cores "
+	    "and the methods called",
 	.exec = ctl_status_exec,
 };

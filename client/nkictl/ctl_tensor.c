@@ -142,16 +142,51 @@ ctl_tensor_place(struct ctl_ctx *ctx, const Nkid__V1__Kernel *k,
 }
 
 /*
- * Read file into input j of in, named name; want is the parameter's dtype
- * ("" if unknown). Returns CTL_EXIT_OK or CTL_EXIT_FAIL (printed).
+ * The array a read from file against parameter p of kernel k: the same
+ * dtype and shape, or a usage error (exit 2: the inputs do not fit the
+ * kernel, as a wrong input name does).
  */
 static int
-ctl_tensor_input_read(struct ctl_ctx *ctx, struct ctl_tensor_inputs *in,
-    size_t j, const char *name, const char *file, const char *want)
+ctl_tensor_input_check(struct ctl_ctx *ctx, const Nkid__V1__Kernel *k,
+    const struct ctl_kernel_param *p, const char *file,
+    const struct npy_array *a)
+{
+	char	got[256], want[256];
+	size_t	i;
+	int	same = p->rank == (size_t)a->rank;
+
+	for (i = 0; same && i < p->rank; i++)
+		same = p->shape[i] == a->shape[i];
+	if (*p->dtype != '\0' && strcmp(p->dtype, a->dtype) != 0)
+		return (ctl_usage_fail(ctx, "input '%s' of kernel '%s' from "
+		    "'%s' has dtype %s, the parameter is %s", p->name, k->name,
+		    file, a->dtype, p->dtype));
+	if (p->rank > 0 && !same) {
+		ctl_tensor_shape_format(a->shape, (size_t)a->rank, got,
+		    sizeof got);
+		ctl_tensor_shape_format(p->shape, p->rank, want, sizeof want);
+		return (ctl_usage_fail(ctx, "input '%s' of kernel '%s' from "
+		    "'%s' has shape %s, the parameter is %s", p->name, k->name,
+		    file, got, want));
+	}
+	return (CTL_EXIT_OK);
+}
+
+/*
+ * Read file into input j of in, named name; p is the parameter (NULL if
+ * the kernel's format does not tell). Returns CTL_EXIT_OK, CTL_EXIT_FAIL
+ * (the file) or CTL_EXIT_USAGE (it does not fit p), printed.
+ */
+static int
+ctl_tensor_input_read(struct ctl_ctx *ctx, const Nkid__V1__Kernel *k,
+    struct ctl_tensor_inputs *in, size_t j, const char *name,
+    const char *file, const struct ctl_kernel_param *p)
 {
 	struct npy_array	*a = &in->arrays[j];
 	Nkid__V1__Tensor	*t = &in->tensors[j];
+	const char		*want = p != NULL ? p->dtype : "";
 	char			 err[1024];
+	int			 rc;
 
 	if ((in->names[j] = strdup(name)) == NULL)
 		abort();
@@ -169,6 +204,9 @@ ctl_tensor_input_read(struct ctl_ctx *ctx, struct ctl_tensor_inputs *in,
 		}
 		snprintf(a->dtype, sizeof a->dtype, "%s", want);
 	}
+	if (p != NULL && (rc = ctl_tensor_input_check(ctx, k, p, file, a)) !=
+	    CTL_EXIT_OK)
+		return (rc);
 	nkid__v1__tensor__init(t);
 	t->name = in->names[j];
 	t->dtype = a->dtype;
@@ -185,7 +223,7 @@ ctl_tensor_inputs_load(struct ctl_ctx *ctx, const Nkid__V1__Kernel *k,
     char *const *specs, size_t nspecs, struct ctl_tensor_inputs *in)
 {
 	struct ctl_kernel_sig	  sig;
-	const char		 *name, *want;
+	const char		 *name;
 	char			  err[1024];
 	char			**names, **files;
 	long			 *slot;		/* parameter -> spec */
@@ -223,8 +261,8 @@ ctl_tensor_inputs_load(struct ctl_ctx *ctx, const Nkid__V1__Kernel *k,
 		i = (size_t)slot[j];
 		name = sig.known ? sig.params[j].name : names[i] != NULL ?
 		    names[i] : "";
-		want = sig.known ? sig.params[j].dtype : "";
-		rc = ctl_tensor_input_read(ctx, in, j, name, files[i], want);
+		rc = ctl_tensor_input_read(ctx, k, in, j, name, files[i],
+		    sig.known ? &sig.params[j] : NULL);
 	}
 	for (i = 0; i < nspecs; i++)
 		free(names[i] != NULL ? names[i] : files[i]);
@@ -233,6 +271,55 @@ ctl_tensor_inputs_load(struct ctl_ctx *ctx, const Nkid__V1__Kernel *k,
 	free(slot);
 	ctl_kernel_sig_release(&sig);
 	return (rc);
+}
+
+int
+ctl_tensor_inputs_shapes(struct ctl_ctx *ctx, const Nkid__V1__Kernel *k,
+    struct ctl_tensor_inputs *in)
+{
+	struct ctl_kernel_sig	 sig;
+	Nkid__V1__Tensor	*t;
+	char			 err[1024];
+	size_t			 j;
+
+	memset(in, 0, sizeof *in);
+	if (ctl_kernel_sig_get(k, &sig, err, sizeof err) < 0) {
+		ctl_errorf(ctx, "%s: %s", ctx->cmd->name, err);
+		return (CTL_EXIT_FAIL);
+	}
+	if (!sig.known) {
+		ctl_kernel_sig_release(&sig);
+		return (ctl_usage_fail(ctx, "kernel '%s' of format '%s' does "
+		    "not tell its parameters: give each with -i", k->name,
+		    k->format));
+	}
+	in->n = sig.n_params;
+	in->arrays = calloc(in->n + 1, sizeof *in->arrays);
+	in->names = calloc(in->n + 1, sizeof *in->names);
+	in->tensors = calloc(in->n + 1, sizeof *in->tensors);
+	in->ptrs = calloc(in->n + 1, sizeof *in->ptrs);
+	if (in->arrays == NULL || in->names == NULL || in->tensors == NULL ||
+	    in->ptrs == NULL)
+		abort();
+	for (j = 0; j < in->n; j++) {
+		t = &in->tensors[j];
+		nkid__v1__tensor__init(t);
+		if ((in->names[j] = strdup(sig.params[j].name)) == NULL)
+			abort();
+		/* The shape lives in the array, as read inputs' do. */
+		in->arrays[j].rank = (int)sig.params[j].rank;
+		memcpy(in->arrays[j].shape, sig.params[j].shape,
+		    sig.params[j].rank * sizeof sig.params[j].shape[0]);
+		snprintf(in->arrays[j].dtype, sizeof in->arrays[j].dtype, "%s",
+		    sig.params[j].dtype);
+		t->name = in->names[j];
+		t->dtype = in->arrays[j].dtype;
+		t->n_shape = sig.params[j].rank;
+		t->shape = in->arrays[j].shape;
+		in->ptrs[j] = t;
+	}
+	ctl_kernel_sig_release(&sig);
+	return (CTL_EXIT_OK);
 }
 
 /* A name usable as a file name in DIR: no '/', not hidden, not empty. */

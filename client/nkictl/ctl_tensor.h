@@ -41,6 +41,14 @@ int	 ctl_tensor_inputs_load(struct ctl_ctx *ctx,
 	    const Nkid__V1__Kernel *k, char *const *specs, size_t nspecs,
 	    struct ctl_tensor_inputs *in);
 void	 ctl_tensor_inputs_release(struct ctl_tensor_inputs *in);
+/*
+ * The inputs of kernel k as shapes and dtypes without data (Benchmark):
+ * from an nkir/1 kernel's parameters; another format is a usage error.
+ * Returns CTL_EXIT_OK, or the failure (printed). Release in with
+ * ctl_tensor_inputs_release in any case.
+ */
+int	 ctl_tensor_inputs_shapes(struct ctl_ctx *ctx,
+	    const Nkid__V1__Kernel *k, struct ctl_tensor_inputs *in);
 
 /*
  * Write each output to DIR/NAME.npy (DIR created if missing; a name that

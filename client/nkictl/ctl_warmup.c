@@ -1,4 +1,4 @@
-/* ctl_warmup.c: `nkictl warmup MANIFEST`: compile every kernel a manifest lists into nkid's cache, in batches of -j (nkid runs at most cache.compile_workers compiles at once), with a progress line and a summary. */
+/* ctl_warmup.c: `nkictl warmup MANIFEST`: compile every kernel a manifest lists into nkid's cache, in batches of -j (nkid runs at most cache.compile_workers compiles at once), with a progress line on a terminal and a summary. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +18,7 @@ struct ctl_warmup {
 	unsigned			 failed;
 	size_t				 done;
 	cJSON				*results;
-	int				 tty;	/* progress on one line */
+	struct ctl_progress		 progress;	/* on a terminal */
 };
 
 static const struct ctl_opt ctl_warmup_opts[] = {
@@ -50,15 +50,13 @@ ctl_warmup_batch(struct ctl_ctx *ctx, struct ctl_warmup *w, size_t first,
 			cJSON_AddStringToObject(x, "state", res->state);
 			cJSON_AddStringToObject(x, "message", res->message);
 			cJSON_AddItemToArray(w->results, x);
-		} else if (strcmp(res->state, "failed") == 0)
-			fprintf(ctx->err, "%snkictl: warmup: '%s': %s\n",
-			    w->tty ? "\r\033[K" : "", path, res->message);
+		} else if (strcmp(res->state, "failed") == 0) {
+			ctl_progress_end(&w->progress);
+			ctl_fail(ctx, "FAILED_PRECONDITION", "'%s': %s", path,
+			    res->message);
+		}
 	}
-	if (!ctx->json)
-		fprintf(ctx->err, "%swarmup: %zu/%zu: %u compiled, %u already "
-		    "cached, %u failed%s", w->tty ? "\r\033[K" : "", w->done,
-		    w->m->n, w->compiled, w->cached, w->failed,
-		    w->tty ? "" : "\n");
+	ctl_progress_set(&w->progress, w->done);
 }
 
 /* Warm up the kernels of m in batches of jobs. */
@@ -120,12 +118,14 @@ ctl_warmup_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	}
 	memset(&w, 0, sizeof w);
 	w.m = &m;
-	w.tty = isatty(fileno(ctx->err));
+	ctl_progress_init(&w.progress, ctx, "warmup", "kernels", m.n);
 	if (ctx->json) {
 		o = cJSON_CreateObject();
 		w.results = cJSON_AddArrayToObject(o, "results");
 	}
-	if ((rc = ctl_warmup_run(ctx, &w, jobs)) != CTL_EXIT_OK)
+	rc = ctl_warmup_run(ctx, &w, jobs);
+	ctl_progress_end(&w.progress);
+	if (rc != CTL_EXIT_OK)
 		goto out;
 	if (o != NULL) {
 		cJSON_AddNumberToObject(o, "compiled", w.compiled);
@@ -134,8 +134,6 @@ ctl_warmup_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 		rc = ctl_json_print(ctx, o);
 		o = NULL;
 	} else {
-		if (w.tty)
-			fputc('\n', ctx->err);
 		fprintf(ctx->out, "warmup: %zu kernels: %u compiled, %u "
 		    "already cached, %u failed\n", m.n, w.compiled, w.cached,
 		    w.failed);
@@ -151,7 +149,17 @@ out:
 const struct ctl_cmd ctl_warmup_cmd = {
 	.name = "warmup",
 	.usage = "MANIFEST [-j N]",
-	.help = "compile every kernel of a manifest into nkid's cache",
+	.help = "compile every kernel of MANIFEST (a JSON list of traced "
+	    "kernel files, see docs/cache.md) into nkid's cache",
+	.about =
+	    "MANIFEST is a JSON object: {\"target\": T, \"options\": O,\n"
+	    "\"kernels\": [...]}, each kernel a traced kernel file (python -m\n"
+	    "nkid.trace ... -o F.nkir), relative to the manifest's\n"
+	    "directory, or {\"path\": F, \"target\": T, \"options\": O};\n"
+	    "target and options default to the file's. The same manifest\n"
+	    "is the gate of 'cache verify MANIFEST'. Exit 1 if a kernel\n"
+	    "failed to compile. On a terminal a progress line shows\n"
+	    "kernels done, rate and ETA.\n",
 	.opts = ctl_warmup_opts,
 	.args = { 1, 1, "MANIFEST" },
 	.timeout_s = CTL_TIMEOUT_KERNEL,

@@ -6,5 +6,5 @@
 int
 main(int argc, char **argv)
 {
-	return (ctl_main(argc, argv, stdout, stderr));
+	ctl_main_exit(argc, argv);
 }

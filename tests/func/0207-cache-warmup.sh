@@ -17,7 +17,7 @@ rc=0; "$NKICTL" cache verify "$T/m.json" --state-dir "$T/state" >"$T/v0" 2>&1 ||
 [ $rc -eq 1 ] || fail "verify of a cold cache passed: $(cat "$T/v0")"
 "$NKICTL" warmup "$T/m.json" >"$T/w1" 2>"$T/w1.err" || fail "warmup failed: $(cat "$T/w1" "$T/w1.err")"
 grep -q "3 compiled, 0 already cached, 0 failed" "$T/w1" || fail "first warmup: $(cat "$T/w1")"
-grep -q "warmup: 3/3" "$T/w1.err" || fail "no progress line: $(cat "$T/w1.err")"
+[ ! -s "$T/w1.err" ] || fail "warmup is not silent off a terminal: $(cat "$T/w1.err")"
 "$NKICTL" --json warmup "$T/m.json" >"$T/w2.json" || fail "second warmup failed"
 [ "$(json_get "$T/w2.json" "d['cached']")" = 3 ] || fail "second warmup compiled again"
 "$NKICTL" cache verify "$T/m.json" --state-dir "$T/state" >/dev/null || fail "verify after warmup failed"

@@ -42,7 +42,7 @@ rc=0; "$NKICTL" cache export "$T/none.nkb" "$key" "$nokey" >"$T/out" 2>&1 || rc=
 [ $rc -eq 1 ] || fail "export of a missing key: rc $rc"
 grep -q "NOT_FOUND: cannot export: no entry '$nokey'" "$T/out" || fail "missing key: $(cat "$T/out")"
 rc=0; "$NKICTL" cache export "$T/none.nkb" nonsense >"$T/out" 2>&1 || rc=$?
-[ $rc -eq 1 ] && grep -q "INVALID_ARGUMENT" "$T/out" || fail "bad key: rc $rc $(cat "$T/out")"
+[ $rc -eq 2 ] && grep -q "bad key 'nonsense'" "$T/out" || fail "bad key: rc $rc $(cat "$T/out")"
 rc=0; "$NKICTL" cache export "$T/none.nkb" --pinned "$key" >"$T/out" 2>&1 || rc=$?
 [ $rc -eq 2 ] || fail "--pinned with KEY: rc $rc"
 [ ! -e "$T/none.nkb" ] || fail "a failed export left its file"
@@ -55,17 +55,7 @@ ls "$T" | grep -q '\.nkb\.' && fail "temp files of nkictl left: $(ls "$T")"
 # Many chunks: a 32 MiB entry (of another compiler: kept, never served)
 # travels in and out; a client that stops reading after one chunk and
 # cancels stops the export and leaves no temp file in nkid.
-"$PY" - "$T/big-in.nkb" <<'PYEOF' || fail "cannot write the big bundle"
-import hashlib, os, struct, sys, time
-blob = os.urandom(32 << 20)
-f = [hashlib.sha256(b"big").hexdigest(), "big", "nkir/1", "trn1", "cpu",
-     "other-compiler 0", "", hashlib.sha256(blob).hexdigest(), "ok", "",
-     "1.000", "%.6f" % time.time(), "0"]
-meta = b"".join(struct.pack("<I", len(x.encode())) + x.encode() for x in f)
-body = (b"NKIDBDL1" + struct.pack("<II", 1, 1) + struct.pack("<I", len(meta)) +
-        meta + struct.pack("<Q", len(blob)) + blob)
-open(sys.argv[1], "wb").write(body + b"NKIDEND1" + hashlib.sha256(body).digest())
-PYEOF
+big_bundle "$T/big-in.nkb" 32 || fail "cannot write the big bundle"
 "$NKICTL" cache import "$T/big-in.nkb" | grep -q "imported 1 entry" || fail "import of a 32 MiB entry"
 "$NKICTL" --json cache export "$T/big.nkb" >"$T/x.json" || fail "export of 7 entries: $(cat "$T/x.json")"
 [ "$(json_get "$T/x.json" "d['entries']")" = 7 ] || fail "export: $(cat "$T/x.json")"
@@ -141,7 +131,7 @@ PYEOF
 for h in digest trailer size count trunc magic stray sqlite; do
 	rc=0; "$NKICTL" cache import "$T/h-$h.nkb" >"$T/out" 2>&1 || rc=$?
 	[ $rc -eq 1 ] || fail "hostile bundle '$h' accepted (rc $rc): $(cat "$T/out")"
-	grep -q "cache import: INVALID_ARGUMENT: bundle 'upload from pid [0-9]*' refused: " "$T/out" ||
+	grep -q "cache import: INVALID_ARGUMENT: bundle '$T/h-$h.nkb' refused: " "$T/out" ||
 		fail "hostile bundle '$h': not refused by nkid with a reason: $(cat "$T/out")"
 	cp "$T/out" "$T/h-$h.out"
 done

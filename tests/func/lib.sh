@@ -56,6 +56,23 @@ json_get() {
 	"$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
 }
 
+# big_bundle PATH MIB: write a bundle (docs/cache.md) of one entry of MIB
+# MiB of random bytes, of another compiler (an importing nkid keeps it and
+# never serves it).
+big_bundle() {
+	"$PY" - "$1" "$2" <<'PYEOF'
+import hashlib, os, struct, sys, time
+blob = os.urandom(int(sys.argv[2]) << 20)
+f = [hashlib.sha256(b"big").hexdigest(), "big", "nkir/1", "trn1", "cpu",
+     "other-compiler 0", "", hashlib.sha256(blob).hexdigest(), "ok", "",
+     "1.000", "%.6f" % time.time(), "0"]
+meta = b"".join(struct.pack("<I", len(x.encode())) + x.encode() for x in f)
+body = (b"NKIDBDL1" + struct.pack("<II", 1, 1) + struct.pack("<I", len(meta)) +
+        meta + struct.pack("<Q", len(blob)) + blob)
+open(sys.argv[1], "wb").write(body + b"NKIDEND1" + hashlib.sha256(body).digest())
+PYEOF
+}
+
 # notify_listen PATH LOG: listen on the datagram socket PATH as systemd's
 # NOTIFY_SOCKET, appending each message and a newline to LOG, for 30 s
 # after the last one. Returns once PATH exists (up to 5 s); the listener's

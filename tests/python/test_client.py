@@ -68,3 +68,54 @@ def test_unreachable_daemon_stale_socket(tmp_path, monkeypatch):
     with pytest.raises(nkid.NkidConnectionError) as e:
         Client().ping()
     assert "the socket exists but nothing accepted the connection" in str(e.value)
+
+
+# ---------------------------------------------------------------- deadlines
+
+
+def test_default_deadline_and_nkid_timeout(monkeypatch):
+    from nkid.client import call_timeout, DEFAULT_TIMEOUT
+    monkeypatch.delenv("NKID_TIMEOUT", raising=False)
+    assert call_timeout() == DEFAULT_TIMEOUT == 600.0
+    monkeypatch.setenv("NKID_TIMEOUT", "2.5")
+    assert call_timeout() == 2.5
+    for none in ("0", "inf", "none"):
+        monkeypatch.setenv("NKID_TIMEOUT", none)
+        assert call_timeout() is None
+    for bad in ("abc", "-1", "nan"):
+        monkeypatch.setenv("NKID_TIMEOUT", bad)
+        with pytest.raises(ValueError) as e:
+            call_timeout()
+        assert str(e.value) == ("NKID_TIMEOUT must be a number of seconds (0: no deadline),"
+                                " got '%s'" % bad)
+
+
+def test_deadline_exceeded_names_nkid_timeout(nkid_socket, monkeypatch):
+    import subprocess
+    import time
+    nkictl = os.environ.get("NKICTL") or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+        "build", "bin", "nkictl")
+    if not os.path.exists(nkictl):
+        pytest.skip("%s does not exist (run make, or set NKICTL)" % nkictl)
+    a = np.ones((128, 512), np.float32)
+    ew.add_tiled(a, a)                           # compiled: only the wait is left
+    # The core is held by a lease, so Run waits in the queue past the deadline.
+    lock = subprocess.Popen([nkictl, "-s", nkid_socket, "lock", "--", "sleep", "30"])
+    try:
+        deadline = time.monotonic() + 10
+        while b"lease" not in subprocess.run([nkictl, "-s", nkid_socket, "jobs"],
+                                              capture_output=True).stdout:
+            assert time.monotonic() < deadline, "the lease was not granted"
+            time.sleep(0.05)
+        monkeypatch.setenv("NKID_TIMEOUT", "0.3")
+        with pytest.raises(nkid.NkidError) as e:
+            ew.add_tiled(a, a)
+        assert e.value.code == "DEADLINE_EXCEEDED"
+        assert str(e.value) == ("Run: no answer from nkid within 0.3 s (Deadline Exceeded);"
+                                " set NKID_TIMEOUT to wait longer")
+    finally:
+        lock.terminate()
+        lock.wait()
+    monkeypatch.setenv("NKID_TIMEOUT", "30")
+    np.testing.assert_array_equal(ew.add_tiled(a, a), a + a)

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import traceback
 import types
 
 import ml_dtypes
@@ -429,3 +430,73 @@ def test_dump_config_is_shared():
     assert base64.b64decode(cfg["ir"]) == t.ir
     assert cfg["inputs"] == [{"name": "x", "shape": [128, 64], "dtype": "float32"}]
     assert JAXKernel.dump_config is PyTorchXLAKernel.dump_config is BaremetalKernel.dump_config
+
+
+# ---------------------------------------------------------------- errors at the door
+
+
+def _client_frames(err):
+    """The frames of err's traceback inside the nkid package."""
+    pkg = os.path.dirname(os.path.abspath(nkid.__file__))
+    return [f for f in traceback.extract_tb(err.__traceback__)
+            if os.path.abspath(f.filename).startswith(pkg + os.sep)]
+
+
+def test_float64_input_names_parameter_dtype_and_accepted():
+    x = np.zeros((128, 512))                     # numpy's default dtype
+    y = np.zeros((128, 512), np.float32)
+    for door in (ew.add_tiled, nki.baremetal(ew.add_tiled),
+                 nki.benchmark(ew.add_tiled, iters=2),
+                 lambda *a: nki.simulate_kernel(ew.add_tiled, *a)):
+        with pytest.raises(TypeError) as e:
+            door(y, x)
+        assert str(e.value) == (
+            "kernel 'add_tiled': parameter 'y' has dtype float64, which NKI does not accept;"
+            " NKI accepts float32, float16, bfloat16, float8_e4m3fn, float8_e5m2, int8, int16,"
+            " int32, uint8, uint16, uint32, bool (convert it first, e.g."
+            " y.astype(numpy.float32))")
+        assert len(_client_frames(e.value)) <= 1
+    with pytest.raises(TypeError) as e:
+        ew.add_tiled(np.zeros((2, 2), np.complex64), y)
+    assert "parameter 'x' has dtype complex64" in str(e.value)
+
+
+def test_nkid_error_raised_from_the_callers_frame(nkid_socket):
+    x = np.zeros((256, 40), np.float32)
+    with pytest.raises(nkid.NkidError) as e:
+        ew.wide_partition(x)
+    tb = traceback.extract_tb(e.value.__traceback__)
+    assert len(_client_frames(e.value)) == 1     # the front door's raise, no deeper
+    assert tb[0].name == "test_nkid_error_raised_from_the_callers_frame"
+    assert e.value.__cause__ is None and e.value.__suppress_context__
+    assert "exceeds architecture limitation of 128" in str(e.value)
+
+
+def test_full_traceback_on_request(nkid_socket, monkeypatch):
+    monkeypatch.setenv("NKID_TRACEBACK", "full")
+    with pytest.raises(nkid.NkidError) as e:
+        ew.wide_partition(np.zeros((256, 36), np.float32))
+    assert len(_client_frames(e.value)) > 3
+
+
+def test_retry_failed_on_the_front_doors(nkid_socket):
+    x = np.zeros((256, 44), np.float32)          # a shape no other test compiles
+    with pytest.raises(nkid.NkidError) as e:
+        ew.wide_partition(x)
+    assert e.value.code == "INVALID_ARGUMENT"
+    with pytest.raises(nkid.NkidError) as e:     # the failure is cached ...
+        nki.baremetal(ew.wide_partition)(x)
+    assert e.value.code == "FAILED_PRECONDITION"
+    assert "retry_failed recompiles" in str(e.value)
+    doors = (nki.baremetal(ew.wide_partition, retry_failed=True),
+             nki.jit(ew.wide_partition.func, retry_failed=True),
+             nki.jit(ew.wide_partition.func, mode="simulation", retry_failed=True),
+             lambda a: nki.simulate_kernel(nki.jit(ew.wide_partition.func,
+                                                   retry_failed=True), a))
+    for door in doors:                           # ... and compiled again on request
+        with pytest.raises(nkid.NkidError) as e:
+            door(x)
+        assert e.value.code == "INVALID_ARGUMENT", door
+        assert "exceeds architecture limitation of 128" in str(e.value)
+    assert BaremetalKernel(ew.wide_partition.func, retry_failed=True).retry_failed
+    assert not BaremetalKernel(ew.wide_partition.func).retry_failed

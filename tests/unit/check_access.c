@@ -6,6 +6,7 @@
 
 #include "daemon/access.h"
 #include "daemon/config.h"
+#include "tests/unit/check_main.h"
 
 #define SELF	1000
 #define SOCKGID	500
@@ -110,11 +111,5 @@ access_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(access_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(access_suite()));
 }

@@ -16,6 +16,7 @@
 #include "daemon/dispatch.h"
 #include "tests/unit/fake_call.h"
 #include "tests/unit/nkir_fixture.h"
+#include "tests/unit/check_main.h"
 
 static uv_loop_t	loop;
 static struct daemon	d;
@@ -741,11 +742,5 @@ backend_cpu_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(backend_cpu_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(backend_cpu_suite()));
 }

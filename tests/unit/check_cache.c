@@ -14,6 +14,7 @@
 #include <sqlite3.h>
 
 #include "cache/cache.h"
+#include "tests/unit/check_main.h"
 
 static char	dir[256];
 
@@ -774,11 +775,5 @@ cache_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(cache_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(cache_suite()));
 }

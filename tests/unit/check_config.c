@@ -7,6 +7,7 @@
 #include <check.h>
 
 #include "daemon/config.h"
+#include "tests/unit/check_main.h"
 
 static char	err[1024];
 
@@ -302,11 +303,5 @@ config_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(config_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(config_suite()));
 }

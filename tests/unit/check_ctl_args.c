@@ -20,6 +20,7 @@
 #include "client/nkictl/ctl_kernel.h"
 #include "client/nkictl/ctl_tensor.h"
 #include "client/nkictl/npy.h"
+#include "tests/unit/check_main.h"
 
 static char tmpdir[] = "/tmp/check_ctl_args.XXXXXX";
 static char *out_buf, *err_buf;
@@ -696,9 +697,12 @@ END_TEST
 /* ------------------------------------------------------------ inputs */
 
 /* A saved kernel file (magic + KernelRef) of the given format with params
- * a (float32), b (bfloat16), q (float8_e5m2); returns it read back. */
+ * a (float32), b (bfloat16), q (float8_e5m2), each of shape (n,) if n is
+ * not 0; returns it read back (its path in kernel_path). */
+static char kernel_path[600];
+
 static Nkid__V1__KernelRef *
-kernel_make(const char *format)
+kernel_make_shaped(const char *format, uint64_t n1)
 {
 	Nkir__V1__Kernel ir = NKIR__V1__KERNEL__INIT;
 	Nkir__V1__Tensor t[3] = { NKIR__V1__TENSOR__INIT,
@@ -714,9 +718,15 @@ kernel_make(const char *format)
 	FILE *f;
 	size_t n;
 
+	uint64_t shape[1] = { n1 };
+
 	t[0].dtype = NKIR__V1__DTYPE__DT_FLOAT32;
 	t[1].dtype = NKIR__V1__DTYPE__DT_BFLOAT16;
 	t[2].dtype = NKIR__V1__DTYPE__DT_FP8_E5M2;
+	for (n = 0; n1 > 0 && n < 3; n++) {
+		t[n].n_shape = 1;
+		t[n].shape = shape;
+	}
 	p[0].name = "a";
 	p[0].tensor = 0;
 	p[1].name = "b";
@@ -741,6 +751,7 @@ kernel_make(const char *format)
 	n = CTL_KERNEL_MAGIC_LEN + nkid__v1__kernel_ref__pack(&ref,
 	    kbuf + CTL_KERNEL_MAGIC_LEN);
 	snprintf(path, sizeof path, "%s/k.kernel", tmpdir);
+	snprintf(kernel_path, sizeof kernel_path, "%s", path);
 	f = fopen(path, "wb");
 	ck_assert_uint_eq(fwrite(kbuf, 1, n, f), n);
 	fclose(f);
@@ -749,6 +760,12 @@ kernel_make(const char *format)
 	ck_assert_str_eq(back->kernel->format, format);
 	ck_assert_str_eq(back->target, "trn2");
 	return (back);
+}
+
+static Nkid__V1__KernelRef *
+kernel_make(const char *format)
+{
+	return (kernel_make_shaped(format, 0));
 }
 
 static const char *
@@ -967,6 +984,231 @@ START_TEST(test_ctl_outputs_names_stay_in_dir)
 }
 END_TEST
 
+
+START_TEST(test_ctl_inputs_dtype_and_shape_checked)
+{
+	Nkid__V1__KernelRef		*k = kernel_make_shaped("nkir/1", 4);
+	char				 sa[700], sb[700], sq[700], s3[700];
+	char				 si[700];
+	struct ctl_tensor_inputs	 in;
+
+	snprintf(sa, sizeof sa, "a=%s", npy_make("a.npy", "float32", 4));
+	snprintf(sb, sizeof sb, "b=%s", npy_make("b.npy", "bfloat16", 4));
+	snprintf(sq, sizeof sq, "q=%s", npy_make("q.npy", "float8_e4m3fn", 4));
+	snprintf(s3, sizeof s3, "a=%s", npy_make("a3.npy", "float32", 3));
+	snprintf(si, sizeof si, "a=%s", npy_make("ai.npy", "int8", 4));
+	ck_assert_int_eq(inputs(k, &in, sa, sb, sq, NULL), CTL_EXIT_OK);
+	ctl_tensor_inputs_release(&in);
+	/* a shape or a dtype other than the parameter's is a usage error,
+	 * found before nkid is asked */
+	ck_assert_int_eq(inputs(k, &in, s3, sb, sq, NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: run: input 'a' of "
+	    "kernel 'k' from '"));
+	ck_assert_ptr_nonnull(strstr(err_buf, "a3.npy' has shape (3,), the "
+	    "parameter is (4,)\n"));
+	ctl_tensor_inputs_release(&in);
+	ck_assert_int_eq(inputs(k, &in, si, sb, sq, NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "has dtype int8, the parameter "
+	    "is float32"));
+	ctl_tensor_inputs_release(&in);
+	/* through ctl_main: exit 2 even with nkid nowhere (not 3, not 1) */
+	ck_assert_int_eq(run_ctl("-s", "/nonexistent/nkid.sock", "run",
+	    kernel_path, "-i", s3, "-i", sb, "-i", sq, NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "has shape (3,)"));
+	ck_assert_int_eq(run_ctl("-s", "/nonexistent/nkid.sock", "--json",
+	    "simulate", kernel_path, "-i", si, "-i", sb, "-i", sq, NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(out_buf, "\"code\":\"USAGE\""));
+	/* benchmark sends shapes: no -i needed, none read */
+	memset(&in, 0, sizeof in);
+	{
+		struct ctl_ctx	ctx;
+
+		memset(&ctx, 0, sizeof ctx);
+		ctx.cmd = &ctl_benchmark_cmd;
+		ctx.err = ctx.out = fopen("/dev/null", "w");
+		ck_assert_int_eq(ctl_tensor_inputs_shapes(&ctx, k->kernel,
+		    &in), CTL_EXIT_OK);
+		ck_assert_uint_eq(in.n, 3);
+		ck_assert_str_eq(in.ptrs[2]->name, "q");
+		ck_assert_str_eq(in.ptrs[2]->dtype, "float8_e5m2");
+		ck_assert_uint_eq(in.ptrs[2]->n_shape, 1);
+		ck_assert_uint_eq(in.ptrs[2]->shape[0], 4);
+		ck_assert_uint_eq(in.ptrs[2]->data.len, 0);
+		ctl_tensor_inputs_release(&in);
+		fclose(ctx.out);
+	}
+	ctl_kernel_free(k);
+	k = kernel_make("penguin");
+	ck_assert_int_eq(run_ctl("-s", "/nonexistent/nkid.sock", "benchmark",
+	    kernel_path, NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "does not tell its parameters: "
+	    "give each with -i"));
+	ctl_kernel_free(k);
+}
+END_TEST
+
+/* The {"error": ...} object that --json prints for a failure. */
+static void
+json_error_is(const char *code, int exit)
+{
+	cJSON	*o, *e;
+
+	o = cJSON_Parse(out_buf);
+	ck_assert_msg(o != NULL, "not JSON: '%s'", out_buf);
+	e = cJSON_GetObjectItem(o, "error");
+	ck_assert_ptr_nonnull(e);
+	ck_assert_str_eq(cJSON_GetObjectItem(e, "code")->valuestring, code);
+	ck_assert(cJSON_IsString(cJSON_GetObjectItem(e, "message")));
+	ck_assert_int_eq(cJSON_GetObjectItem(e, "exit")->valueint, exit);
+	/* one object on one line */
+	ck_assert_ptr_eq(strchr(out_buf, '\n'), out_buf + strlen(out_buf) - 1);
+	cJSON_Delete(o);
+}
+
+START_TEST(test_ctl_json_errors)
+{
+	ck_assert_int_eq(run_ctl("-s", "/nonexistent/nkid.sock", "--json",
+	    "status", NULL), CTL_EXIT_CONNECT);
+	json_error_is("UNAVAILABLE", 3);
+	ck_assert_ptr_nonnull(strstr(out_buf, "cannot connect to nkid at "
+	    "'/nonexistent/nkid.sock': No such file or directory"));
+	/* the human message still goes to stderr */
+	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: cannot connect"));
+	/* usage errors, --json before or after them */
+	ck_assert_int_eq(run_ctl("--json", "bogus", NULL), CTL_EXIT_USAGE);
+	json_error_is("USAGE", 2);
+	ck_assert_ptr_nonnull(strstr(out_buf, "unknown command 'bogus'"));
+	ck_assert_int_eq(run_ctl("status", "--bogus", "--json", NULL),
+	    CTL_EXIT_USAGE);
+	json_error_is("USAGE", 2);
+	ck_assert_int_eq(run_ctl("--json", "cache", "pin", "xyz", NULL),
+	    CTL_EXIT_USAGE);
+	json_error_is("USAGE", 2);
+	ck_assert_ptr_nonnull(strstr(out_buf, "cache pin: bad key 'xyz'"));
+	ck_assert_int_eq(run_ctl("--json", "--timeout", "0", "status", NULL),
+	    CTL_EXIT_USAGE);
+	json_error_is("USAGE", 2);
+	/* a local failure */
+	ck_assert_int_eq(run_ctl("-s", "/nonexistent/nkid.sock", "--json",
+	    "run", "/nonexistent.nkir", NULL), CTL_EXIT_FAIL);
+	json_error_is("LOCAL", 1);
+	ck_assert_ptr_nonnull(strstr(out_buf, "cannot read kernel "
+	    "'/nonexistent.nkir'"));
+	/* --json after CMD is CMD's, not nkictl's */
+	ck_assert_int_eq(run_ctl("-s", "/nonexistent/nkid.sock", "lock", "--",
+	    "echo", "--json", NULL), CTL_EXIT_CONNECT);
+	ck_assert_str_eq(out_buf, "");
+	ck_assert_int_eq(run_ctl("-s", "/nonexistent/nkid.sock", "lock",
+	    "echo", "--json", NULL), CTL_EXIT_CONNECT);
+	ck_assert_str_eq(out_buf, "");
+	ck_assert_int_eq(run_ctl("-s", "/nonexistent/nkid.sock", "lock",
+	    "--json", "echo", NULL), CTL_EXIT_CONNECT);
+	json_error_is("UNAVAILABLE", 3);
+	/* without --json nothing goes to stdout */
+	ck_assert_int_eq(run_ctl("bogus", NULL), CTL_EXIT_USAGE);
+	ck_assert_str_eq(out_buf, "");
+}
+END_TEST
+
+/* Nonzero if the roff text has s, its dashes escaped. */
+static int
+roff_has(const char *roff, const char *s)
+{
+	char	buf[1024];
+	size_t	i, n = 0;
+
+	for (i = 0; s[i] != '\0' && n + 3 < sizeof buf; i++) {
+		if (s[i] == '-')
+			buf[n++] = '\\';
+		buf[n++] = s[i];
+	}
+	buf[n] = '\0';
+	return (strstr(roff, buf) != NULL);
+}
+
+/* The text of path, malloc'd. */
+static char *
+slurp(const char *path)
+{
+	char	*buf;
+	long	 n;
+	FILE	*f = fopen(path, "r");
+
+	ck_assert_msg(f != NULL, "cannot read '%s'", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = calloc(1, (size_t)n + 1);
+	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	return (buf);
+}
+
+START_TEST(test_ctl_man_and_docs_cover_the_table)
+{
+	const struct ctl_cmd	*c;
+	const struct ctl_opt	*o;
+	char			*man, *md, *sec, *end, want[256];
+	size_t			 i;
+
+	ck_assert_int_eq(run_ctl("help", "--man", NULL), CTL_EXIT_OK);
+	man = strdup(out_buf);
+	ck_assert_ptr_nonnull(strstr(man, ".SH OPTIONS\n"));
+	ck_assert_ptr_nonnull(strstr(man, ".SH COMMANDS\n"));
+	for (o = ctl_main_cmd.opts; o->letter || o->name; o++)
+		ck_assert(roff_has(man, o->name));
+	/* docs/cli.md: run from the top of the tree, as make check does */
+	md = slurp("docs/cli.md");
+	for (i = 0; i < ctl_cmd_count; i++) {
+		c = ctl_cmd_table[i];
+		snprintf(want, sizeof want, ".SS \"%s\"\n", c->name);
+		ck_assert_msg(strstr(man, want) != NULL, "man: no %s", c->name);
+		ck_assert(roff_has(man, c->help));
+		/* its section: from "### `NAME" to the next heading */
+		snprintf(want, sizeof want, "### `%s", c->name);
+		sec = strstr(md, want);
+		ck_assert_msg(sec != NULL, "docs/cli.md has no section '%s'",
+		    want);
+		end = strstr(sec + 4, "\n#");
+		if (end != NULL)
+			*end = '\0';
+		for (o = c->opts; o != NULL && (o->letter || o->name); o++) {
+			snprintf(want, sizeof want, "-%c", o->letter);
+			if (o->letter != 0 && strstr(sec, want) != NULL)
+				continue;
+			snprintf(want, sizeof want, "--%s", o->name);
+			ck_assert(roff_has(man, want));
+			ck_assert_msg(strstr(sec, want) != NULL, "docs/cli.md: "
+			    "'%s' does not explain %s", c->name, want);
+		}
+		if (end != NULL)
+			*end = '\n';
+	}
+	free(md);
+	free(man);
+}
+END_TEST
+
+START_TEST(test_ctl_completion_words)
+{
+	size_t	i;
+
+	ck_assert_int_eq(run_ctl("help", "--words", NULL), CTL_EXIT_OK);
+	for (i = 0; i < ctl_cmd_count; i++)
+		ck_assert_ptr_nonnull(strstr(out_buf, ctl_cmd_table[i]->name));
+	ck_assert_int_eq(run_ctl("help", "--words", "cache", "export", NULL),
+	    CTL_EXIT_OK);
+	ck_assert_str_eq(out_buf, "--pinned\n--offline\n--cache-dir DIR\n"
+	    "--state-dir DIR\n--json\n-h\n--help\n");
+	ck_assert_int_eq(run_ctl("help", "--words", "--man", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("--json", "help", "cache", "ls", NULL),
+	    CTL_EXIT_OK);
+	ck_assert_ptr_nonnull(strstr(out_buf, "\"long\":\"no-signature\""));
+}
+END_TEST
+
 static Suite *
 args_suite(void)
 {
@@ -985,6 +1227,9 @@ args_suite(void)
 	tcase_add_test(tc, test_ctl_inputs_placed_by_name);
 	tcase_add_test(tc, test_ctl_inputs_opaque_format_in_order);
 	tcase_add_test(tc, test_ctl_outputs_names_stay_in_dir);
+	tcase_add_test(tc, test_ctl_man_and_docs_cover_the_table);
+	tcase_add_test(tc, test_ctl_completion_words);
+	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("errors");
@@ -996,6 +1241,8 @@ args_suite(void)
 	tcase_add_test(tc, test_ctl_cannot_connect_exits_3);
 	tcase_add_test(tc, test_ctl_version_without_nkid);
 	tcase_add_test(tc, test_ctl_kernel_read_errors);
+	tcase_add_test(tc, test_ctl_inputs_dtype_and_shape_checked);
+	tcase_add_test(tc, test_ctl_json_errors);
 	tcase_set_timeout(tc, 20);
 	suite_add_tcase(s, tc);
 	return (s);
@@ -1004,11 +1251,5 @@ args_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(args_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed ? 1 : 0);
+	return (check_main(args_suite()));
 }

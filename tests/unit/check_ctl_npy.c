@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "client/nkictl/npy.h"
+#include "tests/unit/check_main.h"
 
 static char tmpdir[] = "/tmp/check_ctl_npy.XXXXXX";
 static char path[512];
@@ -521,6 +522,8 @@ npy_suite(void)
 	tcase_add_test(tc, test_npy_rejects_overflowing_shapes);
 	tcase_add_test(tc, test_npy_rank_limit);
 	tcase_add_test(tc, test_npy_truncations_and_flips);
+	/* thousands of files written: seconds on a busy machine */
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return (s);
 }
@@ -528,11 +531,5 @@ npy_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(npy_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed ? 1 : 0);
+	return (check_main(npy_suite()));
 }

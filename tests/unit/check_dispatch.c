@@ -13,6 +13,7 @@
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "tests/unit/fake_call.h"
+#include "tests/unit/check_main.h"
 
 static uv_loop_t	loop;
 static struct daemon	d;
@@ -90,7 +91,8 @@ START_TEST(test_dispatch_table_sorted)
 	char			 path[128];
 	size_t			 i;
 
-	ck_assert_uint_eq(dispatch_method_count(), 18);
+	ck_assert_uint_eq(dispatch_method_count(),
+	    nkid__v1__nkid__descriptor.n_methods);
 	for (i = 0; i < dispatch_method_count(); i++) {
 		m = dispatch_method(i);
 		if (prev != NULL)
@@ -424,11 +426,5 @@ dispatch_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(dispatch_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(dispatch_suite()));
 }

@@ -11,6 +11,7 @@
 #include "daemon/config.h"
 #include "daemon/kcache.h"
 #include "tests/unit/nkir_fixture.h"
+#include "tests/unit/check_main.h"
 
 static uv_loop_t	 loop;
 static struct config	 cfg;
@@ -245,6 +246,60 @@ START_TEST(test_kcache_held_entry_survives_eviction)
 }
 END_TEST
 
+/*
+ * Uses served from memory reach the disk in a batch: hits count, and LRU
+ * eviction on disk follows real use. A hot kernel compiled first survives
+ * a cold one compiled after it.
+ */
+START_TEST(test_kcache_hot_kernel_survives_disk_eviction)
+{
+	struct cache		*disk = kcache_disk(kc);
+	struct outcome		 a, b, o;
+	struct cache_entry	 ea, eb;
+	struct cache_stats	 cs;
+	uint8_t			*ira, *irb, *irc;
+	size_t			 la, lb, lc;
+	int			 i;
+
+	ira = ir_variant(1, &la);
+	irb = ir_variant(2, &lb);
+	irc = ir_variant(3, &lc);
+	resolve(ira, la, NULL, 0, &a);
+	wait_for(&a);
+	kcache_entry_unref(kc, a.e);
+	resolve(irb, lb, NULL, 0, &b);
+	wait_for(&b);
+	kcache_entry_unref(kc, b.e);
+	/* a is hot: ten calls, all served from memory. */
+	for (i = 0; i < 10; i++) {
+		resolve(ira, la, NULL, 0, &o);
+		ck_assert_int_eq(o.done, 1);
+		ck_assert_int_eq(o.cache_hit, 1);
+		kcache_entry_unref(kc, o.e);
+	}
+	uv_run(&loop, UV_RUN_DEFAULT);	/* the batch is written */
+	ck_assert_int_eq(cache_get(disk, a.key, 0, &ea), 0);
+	ck_assert_int_eq(cache_get(disk, b.key, 0, &eb), 0);
+	ck_assert_uint_eq(ea.hits, 10);
+	ck_assert_uint_eq(eb.hits, 0);
+	ck_assert(ea.last_used > eb.last_used);
+	cache_entry_release(&ea);
+	cache_entry_release(&eb);
+	/* Room for two: the third evicts the least recently used, b. */
+	cache_stats_get(disk, &cs);
+	ck_assert_int_eq(cache_max_bytes_set(disk, cs.bytes + 1), 0);
+	resolve(irc, lc, NULL, 0, &o);
+	wait_for(&o);
+	ck_assert_int_eq(o.error, KCACHE_OK);
+	kcache_entry_unref(kc, o.e);
+	ck_assert_int_eq(cache_get(disk, a.key, 0, NULL), 0);
+	ck_assert_int_eq(cache_get(disk, b.key, 0, NULL), CACHE_ENOENT);
+	free(ira);
+	free(irb);
+	free(irc);
+}
+END_TEST
+
 /* ------------------------------------------------------------ recovery */
 
 /* A kernel removed from the cache while a job holds it: the job keeps a
@@ -311,6 +366,7 @@ kcache_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_kcache_held_entry_survives_eviction);
+	tcase_add_test(tc, test_kcache_hot_kernel_survives_disk_eviction);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("recovery");
@@ -323,11 +379,5 @@ kcache_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(kcache_suite());
-	int	 nfail;
-
-	srunner_run_all(sr, CK_NORMAL);
-	nfail = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (nfail == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(kcache_suite()));
 }

@@ -15,6 +15,7 @@
 
 #include "daemon/config.h"
 #include "daemon/server_listen.h"
+#include "tests/unit/check_main.h"
 
 static char		dir[64];
 static char		sock[128];
@@ -338,11 +339,5 @@ listen_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(listen_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(listen_suite()));
 }

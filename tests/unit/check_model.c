@@ -8,6 +8,7 @@
 
 #include "nkir.pb-c.h"
 #include "model/model.h"
+#include "tests/unit/check_main.h"
 
 /* A kernel built by hand: out[128, F] = exp(x[128, F]) through SBUF. */
 struct kb {
@@ -242,11 +243,5 @@ model_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(model_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed ? EXIT_FAILURE : EXIT_SUCCESS);
+	return (check_main(model_suite()));
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "daemon/outpool.h"
+#include "tests/unit/check_main.h"
 
 START_TEST(test_outpool_reuses_a_fitting_buffer)
 {
@@ -71,11 +72,5 @@ outpool_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(outpool_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(outpool_suite()));
 }

@@ -1,4 +1,5 @@
 /* check_sched.c: the scheduler called directly: fairness across identities, classes, caps, deadlines, cancel and drop, leases, history. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -7,6 +8,7 @@
 #include <uv.h>
 
 #include "daemon/sched.h"
+#include "tests/unit/check_main.h"
 
 static uv_loop_t	 loop;
 static struct sched	*s;
@@ -16,6 +18,7 @@ struct tjob {
 	struct sched_job	 sj;
 	char			 name[8];
 	int			 ran;		/* work called */
+	pthread_t		 thread;	/* ... on this thread */
 	int			 done;
 	int			 outcome;
 };
@@ -30,6 +33,7 @@ tjob_work_cb(struct sched_job *sj, unsigned core)
 	struct tjob	*t = (struct tjob *)sj;
 
 	t->ran = 1;
+	t->thread = pthread_self();
 	strcat(order, t->name);
 	strcat(order, " ");
 }
@@ -378,6 +382,45 @@ START_TEST(test_sched_close_drops_queued)
 }
 END_TEST
 
+START_TEST(test_sched_here_runs_on_the_spot)
+{
+	struct sched_job	lease;
+	struct tjob		a, b, c;
+
+	/* An idle core: the work runs before submit returns, on this
+	 * thread; done comes later, from the loop (or a delivery). */
+	tjob_init(&a, "a", 10, SCHED_CLASS_INTERACTIVE);
+	a.sj.here = 1;
+	submit(&a, 0);
+	ck_assert_int_eq(a.ran, 1);
+	ck_assert(pthread_equal(a.thread, pthread_self()));
+	ck_assert_int_eq(a.done, 0);
+	sched_events_deliver(s);
+	ck_assert_int_eq(a.done, 1);
+	ck_assert_int_eq(a.outcome, SCHED_RAN);
+	/* A busy core: it waits its turn and runs on the core's worker. */
+	hold(&lease);
+	tjob_init(&b, "b", 10, SCHED_CLASS_INTERACTIVE);
+	b.sj.here = 1;
+	submit(&b, 0);
+	ck_assert_int_eq(b.ran, 0);
+	sched_lease_end(s, &lease);
+	LOOP_UNTIL(b.done);
+	ck_assert_int_eq(b.outcome, SCHED_RAN);
+	ck_assert(!pthread_equal(b.thread, pthread_self()));
+	/* Past its deadline: never runs, even on the spot. */
+	tjob_init(&c, "c", 10, SCHED_CLASS_INTERACTIVE);
+	c.sj.here = 1;
+	c.sj.deadline_ns = 1;
+	submit(&c, 0);
+	sched_events_deliver(s);
+	ck_assert_int_eq(c.done, 1);
+	ck_assert_int_eq(c.ran, 0);
+	ck_assert_int_eq(c.outcome, SCHED_EXPIRED);
+	ck_assert_str_eq(order, "a b ");
+}
+END_TEST
+
 static Suite *
 sched_suite(void)
 {
@@ -392,6 +435,7 @@ sched_suite(void)
 	tcase_add_test(core, test_sched_least_loaded_core);
 	tcase_add_test(core, test_sched_lease_states);
 	tcase_add_test(core, test_sched_history_bounded);
+	tcase_add_test(core, test_sched_here_runs_on_the_spot);
 	suite_add_tcase(su, core);
 	tcase_add_checked_fixture(limits, setup, teardown);
 	tcase_add_test(limits, test_sched_caps_with_numbers);
@@ -407,11 +451,5 @@ sched_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(sched_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(sched_suite()));
 }

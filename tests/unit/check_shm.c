@@ -11,6 +11,7 @@
 #include <check.h>
 
 #include "daemon/shm.h"
+#include "tests/unit/check_main.h"
 
 static char	dir[64];
 static char	err[512];
@@ -266,11 +267,5 @@ shm_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(shm_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(shm_suite()));
 }

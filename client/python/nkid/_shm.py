@@ -40,6 +40,7 @@ import numpy as np
 
 from ._proto import nkid_pb2 as pb
 from .errors import NkidError
+from . import _env
 
 DIR = "/dev/shm"
 PREFIX = "nkid."
@@ -65,7 +66,7 @@ _tls = threading.local()
 
 def threshold():
     """The size from which a tensor goes through shared memory."""
-    v = os.environ.get("NKID_SHM_THRESHOLD")
+    v = _env.get("NKID_SHM_THRESHOLD")
     if v:
         try:
             return max(0, int(v))
@@ -77,7 +78,7 @@ def threshold():
 def enabled(socket=None):
     """Shared memory is usable: not turned off, /dev/shm writable, and nkid
     on ``socket`` has not refused our regions."""
-    if os.environ.get("NKID_SHM", "1") == "0" or socket in _refused:
+    if _env.get("NKID_SHM", "1") == "0" or socket in _refused:
         return False
     return os.path.isdir(DIR) and os.access(DIR, os.W_OK | os.X_OK)
 

@@ -5,6 +5,11 @@ nkid listens on a Unix socket: ``$NKID_SOCKET`` if set, else
 process and socket.  Failed calls raise :class:`nkid.NkidError` carrying the
 daemon's message verbatim and the gRPC status name in ``.code``; a daemon
 that cannot be reached raises :class:`nkid.NkidConnectionError`.
+
+Every call has a deadline: ``$NKID_TIMEOUT`` seconds if set (``0`` or
+``inf``: none), else :data:`DEFAULT_TIMEOUT` (600 s, what a large compile
+and a wait for a busy core may take; ``nkictl`` uses the same for kernels).
+A call past it raises ``NkidError`` with code ``DEADLINE_EXCEEDED``.
 """
 
 import os
@@ -15,21 +20,44 @@ import numpy as np
 
 from ._proto import nkid_pb2 as pb
 from ._proto import nkid_pb2_grpc as pb_grpc
-from .errors import NkidError, NkidConnectionError
+from .errors import NkidError, NkidConnectionError, error_for
+from . import _env
 from . import _shm  # noqa: F401  (sweeps stale regions of dead processes at import)
 from .tracer import dtypes as _dt
 
-__all__ = ["DEFAULT_SOCKET", "socket_path", "Client", "get_client", "to_wire", "from_wire",
-           "kernel_ref"]
+__all__ = ["DEFAULT_SOCKET", "DEFAULT_TIMEOUT", "TIMEOUT_ENV", "socket_path", "call_timeout",
+           "Client", "Prepared", "get_client", "to_wire", "from_wire", "kernel_ref"]
 
 DEFAULT_SOCKET = "/run/nkid/nkid.sock"
+#: Seconds a call may take unless NKID_TIMEOUT says otherwise.
+DEFAULT_TIMEOUT = 600.0
+#: The environment variable of the deadline, in seconds.
+TIMEOUT_ENV = "NKID_TIMEOUT"
 #: Client-side message limits (tensors travel inline): 2 GiB - 1.
 MAX_MESSAGE = 2 ** 31 - 1
 
 
 def socket_path():
     """The socket nkid is expected on."""
-    return os.environ.get("NKID_SOCKET") or DEFAULT_SOCKET
+    return _env.get("NKID_SOCKET") or DEFAULT_SOCKET
+
+
+def call_timeout():
+    """The deadline of a call in seconds: ``$NKID_TIMEOUT`` (``0``, ``inf``
+    or ``none``: no deadline, None), else :data:`DEFAULT_TIMEOUT`."""
+    raw = _env.get(TIMEOUT_ENV, "").strip()
+    if raw == "":
+        return DEFAULT_TIMEOUT
+    if raw.lower() in ("none", "inf", "infinity"):
+        return None
+    try:
+        v = float(raw)
+    except ValueError:
+        v = -1.0
+    if not v >= 0 or v != v:
+        raise ValueError("%s must be a number of seconds (0: no deadline), got '%s'"
+                         % (TIMEOUT_ENV, raw))
+    return None if v == 0 or v == float("inf") else v
 
 
 def to_wire(name, arr):
@@ -57,12 +85,40 @@ def from_wire(t):
     return a.astype(dt, copy=True).reshape(shape)
 
 
-def kernel_ref(traced, target="", options="", neff_key=""):
-    """nkid.v1.KernelRef for a traced kernel (IR inline)."""
+def kernel_ref(traced, target="", options="", neff_key="", retry_failed=False):
+    """nkid.v1.KernelRef for a traced kernel (IR inline); retry_failed
+    compiles again even if nkid has a failure cached for it."""
     k = pb.Kernel(name=traced.name, format=traced.format, ir=traced.ir,
                   source_files=traced.files)
-    return pb.KernelRef(kernel=k, target=target or "",
-                        options=options or "", neff_key=neff_key)
+    return pb.KernelRef(kernel=k, target=target or "", options=options or "",
+                        neff_key=neff_key, retry_failed=bool(retry_failed))
+
+
+class Prepared:
+    """A request already serialized (``data``), sent as it is: the Run of a
+    warm call plan (nkid/nki/_plan.py) is its template's bytes with the
+    tensors' bytes spliced in.  ``ref`` is its KernelRef; any other field
+    reads from the parsed message (for inspection, never on the hot
+    path)."""
+
+    def __init__(self, message_type, data, ref):
+        self.message_type = message_type
+        self.data = data
+        self.ref = ref
+
+    def SerializeToString(self):
+        return self.data
+
+    def __getattr__(self, name):
+        msg = self.__dict__.get("_msg")
+        if msg is None:
+            msg = self.__dict__["_msg"] = self.message_type.FromString(self.data)
+        return getattr(msg, name)
+
+
+def _serialize(request):
+    """A message's bytes, or a Prepared request's."""
+    return request.SerializeToString()
 
 
 class Client:
@@ -77,6 +133,10 @@ class Client:
             ("grpc.enable_http_proxy", 0),
         ])
         self._stub = pb_grpc.NkidStub(self._channel)
+        # Run also takes Prepared requests.
+        self._stub.Run = self._channel.unary_unary(
+            "/nkid.v1.Nkid/Run", request_serializer=_serialize,
+            response_deserializer=pb.RunReply.FromString)
 
     def close(self):
         self._channel.close()
@@ -92,7 +152,10 @@ class Client:
             "UNAVAILABLE")
 
     def call(self, method, request, timeout=None):
-        """Call an RPC by name; gRPC failures become NkidError."""
+        """Call an RPC by name with a deadline of timeout seconds (None:
+        :func:`call_timeout`); gRPC failures become NkidError."""
+        if timeout is None:
+            timeout = call_timeout()
         if not os.path.exists(self.socket):
             raise self._unreachable("No such file or directory")
         try:
@@ -103,7 +166,10 @@ class Client:
             if code == grpc.StatusCode.UNAVAILABLE and (
                     not os.path.exists(self.socket) or "connect" in (details or "").lower()):
                 raise self._unreachable(details) from None
-            raise NkidError(details or str(code), code.name if code else None) from None
+            if code == grpc.StatusCode.DEADLINE_EXCEEDED and timeout is not None:
+                details = ("%s: no answer from nkid within %g s (%s); set %s to wait longer"
+                           % (method, timeout, details or "Deadline Exceeded", TIMEOUT_ENV))
+            raise error_for(details or str(code), code.name if code else None) from None
 
     # -- convenience wrappers
     def ping(self, payload=b""):
@@ -149,14 +215,26 @@ class Client:
 
 _clients = {}
 _lock = threading.Lock()
+# This process's pid, kept by a fork hook (os.getpid is a system call, on
+# every warm call).
+_pid = os.getpid()
+
+
+def _forked():
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def get_client(socket=None):
     """The process's client for ``socket`` (re-created after fork)."""
-    path = socket or socket_path()
-    key = (os.getpid(), path)
-    with _lock:
-        c = _clients.get(key)
-        if c is None:
-            c = _clients[key] = Client(path)
-        return c
+    key = (_pid, socket or _env.get("NKID_SOCKET") or DEFAULT_SOCKET)
+    c = _clients.get(key)
+    if c is None:
+        with _lock:
+            c = _clients.get(key)
+            if c is None:
+                c = _clients[key] = Client(key[1])
+    return c

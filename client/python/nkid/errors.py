@@ -1,6 +1,15 @@
-"""Exceptions raised by the nkid package."""
+"""Exceptions raised by the nkid package, and the front doors' way of
+raising them from the caller's frame."""
 
-__all__ = ["NkidError", "NkidConnectionError", "NKISyntaxError", "NKIError"]
+import functools
+import os
+import re
+
+__all__ = ["NkidError", "NkidConnectionError", "NKISyntaxError", "NKIError", "error_for",
+           "front_door", "shallow", "TRACEBACK_ENV"]
+
+#: NKID_TRACEBACK=full keeps the client's own frames in tracebacks.
+TRACEBACK_ENV = "NKID_TRACEBACK"
 
 
 class NkidError(RuntimeError):
@@ -22,6 +31,26 @@ class NkidConnectionError(NkidError):
     """nkid could not be reached on its socket."""
 
 
+_OOB_RE = re.compile(r"\b(index -?\d+ is out of bounds for axis \d+ with size \d+):")
+
+
+def error_for(message, code=None):
+    """The exception for a failed request: NkidError, or for a run-time
+    (indirect) index out of bounds the plain IndexError NKI's simulator
+    raises, whose ``str`` is numpy's words for the flat element ("index
+    66048 is out of bounds for axis 0 with size 65536") and whose note and
+    ``message`` are the daemon's whole message (the tensor, the index and
+    the kernel's file:line)."""
+    m = _OOB_RE.search(message or "")
+    if not m:
+        return NkidError(message, code)
+    e = IndexError(m.group(1))
+    e.add_note(message)
+    e.message = message
+    e.code = code
+    return e
+
+
 class NKIError(Exception):
     """A kernel broke a rule of the NKI language while it was traced."""
 
@@ -36,3 +65,31 @@ class NKISyntaxError(NKIError, SyntaxError):
 
     def __str__(self):
         return self.msg
+
+
+def shallow(err):
+    """Mark err (returned) to be raised from the caller's frame by the front
+    door it passes through: what the client checked or nkid answered, where
+    the client's own frames tell the user nothing."""
+    err._nkid_shallow = True
+    return err
+
+
+def front_door(call):
+    """Decorate a front door's ``__call__``: an NkidError, or an error
+    marked with :func:`shallow`, is raised again from the door with its
+    message and no traceback of the client's frames (``raise
+    err.with_traceback(None) from None``), so that it ends in the user's
+    call.  Errors of the user's own kernel (NKIError, from tracing) keep
+    their frames: they point into the kernel.  ``NKID_TRACEBACK=full``
+    keeps every frame."""
+    @functools.wraps(call)
+    def door(*args, **kwargs):
+        try:
+            return call(*args, **kwargs)
+        except Exception as err:
+            if not (isinstance(err, NkidError) or getattr(err, "_nkid_shallow", False)) \
+                    or os.environ.get(TRACEBACK_ENV, "") == "full":
+                raise
+            raise err.with_traceback(None) from None
+    return door

@@ -11,9 +11,10 @@ import functools
 from . import language, isa, typing, compiler  # noqa: F401
 from .compile import GenericKernel, simulate_kernel, compute_mode, _native_mode_map  # noqa: F401
 from ._numpy_kernel import BaremetalKernel, BenchmarkKernel, ProfileKernel, SimulateKernel
+from ..tracer.tensor import NkiTensor as tensor  # noqa: F401 (nki.tensor: a kernel's tensors)
 
 __all__ = ["jit", "baremetal", "benchmark", "profile", "simulate_kernel", "language", "isa",
-           "typing", "GenericKernel"]
+           "typing", "GenericKernel", "tensor"]
 
 _baremetal_kernel = BaremetalKernel(None)
 _benchmark_kernel = BenchmarkKernel(None)

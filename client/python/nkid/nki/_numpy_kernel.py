@@ -24,19 +24,18 @@ import threading
 import numpy as np
 
 from .._proto import nkid_pb2 as pb
-
 from .. import _shm
+from . import _plan
 from .. import tracer as _tracer
 from ..client import get_client, to_wire, from_wire, kernel_ref
-from ..errors import NkidError
-from .._proto import nkid_pb2 as pb
+from ..errors import NkidError, front_door, shallow
 from ..tracer import deps as _deps
 from ..tracer import dtypes as _dt
 
 __all__ = ["TraceKernel", "NumpyKernel", "BaremetalKernel", "SimulateKernel",
            "BenchmarkKernel", "ProfileKernel", "BenchmarkResult", "NCLatency",
-           "normalize_grid", "array_args", "dump_config", "MIN_LATENCY_ITERS",
-           "LATENCY_ENV"]
+           "normalize_grid", "array_args", "check_dtypes", "accepted_dtypes", "dump_config",
+           "MIN_LATENCY_ITERS", "LATENCY_ENV"]
 
 #: Fewer timed iterations than this and nki.benchmark has no latency
 #: percentiles (``benchmark_result.nc_latency`` is None).
@@ -92,6 +91,55 @@ def array_args(func, args, kwargs):
     return out
 
 
+#: The host dtypes of kernel arguments, in NKI's order (those the tracer
+#: takes: see accepted_dtypes).
+_HOST_DTYPES = ("float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "int8",
+                "int16", "int32", "uint8", "uint16", "uint32", "bool")
+
+
+def accepted_dtypes():
+    """The names of the dtypes a kernel's array arguments may have."""
+    out = []
+    for name in _HOST_DTYPES:
+        try:
+            _dt.normalize(name)
+        except TypeError:
+            continue
+        out.append(name)
+    return out
+
+
+def check_dtypes(func, args, kwargs):
+    """Refuse an array argument of a dtype NKI does not take (numpy's
+    default float64, say) before anything is traced, naming the parameter,
+    its dtype and the dtypes NKI accepts."""
+    sig = signature_of(func)
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError:
+        return                      # the trace says what is wrong
+    for name, v in bound.arguments.items():
+        kind = sig.parameters[name].kind
+        if kind == inspect.Parameter.VAR_POSITIONAL:
+            items = [("%s[%d]" % (name, i), x) for i, x in enumerate(v)]
+        elif kind == inspect.Parameter.VAR_KEYWORD:
+            items = list(v.items())
+        else:
+            items = [(name, v)]
+        for pname, x in items:
+            if not _tracer.is_array_arg(x):
+                continue
+            try:
+                _dt.normalize(x.dtype)
+            except TypeError:
+                got = getattr(x.dtype, "name", str(x.dtype))
+                raise shallow(TypeError(
+                    "kernel '%s': parameter '%s' has dtype %s, which NKI does not accept;"
+                    " NKI accepts %s (convert it first, e.g. %s.astype(numpy.float32))"
+                    % (getattr(func, "__name__", "?"), pname, got,
+                       ", ".join(accepted_dtypes()), pname))) from None
+
+
 def dump_config(traced, platform_target="", additional_compile_opt="", grid=()):
     """The ``backend_config`` of a traced kernel: base64 of a JSON object
     holding the kernel's NKIR (itself base64) with everything needed to
@@ -136,6 +184,8 @@ class TraceKernel:
         self.kwargs = kwargs
         self.platform_target = kwargs.get("platform_target") or ""
         self.additional_compile_opt = kwargs.get("additional_compile_opt") or ""
+        #: compile again even if nkid has a failure cached for the kernel
+        self.retry_failed = bool(kwargs.get("retry_failed", False))
         if func is not None:
             functools.update_wrapper(self, func, updated=())
 
@@ -182,6 +232,7 @@ class TraceKernel:
         return dump_config(traced, self.platform_target, self.additional_compile_opt,
                            self.grid)
 
+    @front_door
     def __call__(self, *args, **kwargs):
         traced = self.specialize(args, kwargs)
         return self.post_process_call(traced, args, kwargs)
@@ -192,6 +243,11 @@ class TraceKernel:
 
 class NumpyKernel(TraceKernel):
     """A kernel that runs on numpy arrays through nkid."""
+
+    @front_door
+    def __call__(self, *args, **kwargs):
+        check_dtypes(self.func, args, kwargs)
+        return super().__call__(*args, **kwargs)
 
     def _inputs(self, traced, args, kwargs, values=True):
         arrays = array_args(self.func, args, kwargs)
@@ -228,8 +284,10 @@ class NumpyKernel(TraceKernel):
                 if e.code != "UNIMPLEMENTED":
                     raise
         if key:
-            return pb.KernelRef(neff_key=key, target=lk[1], options=lk[2])
-        return kernel_ref(traced, self.platform_target, self.additional_compile_opt)
+            return pb.KernelRef(neff_key=key, target=lk[1], options=lk[2],
+                                retry_failed=self.retry_failed)
+        return kernel_ref(traced, self.platform_target, self.additional_compile_opt,
+                          retry_failed=self.retry_failed)
 
     def _call(self, traced, method, *args, **kwargs):
         """Call nkid, with the shared-memory regions of this thread's
@@ -257,7 +315,8 @@ class NumpyKernel(TraceKernel):
                     or "shared-memory region" in str(e):
                 raise
             _neff_keys.pop(self._lookup_key(traced), None)
-            ref = kernel_ref(traced, self.platform_target, self.additional_compile_opt)
+            ref = kernel_ref(traced, self.platform_target, self.additional_compile_opt,
+                             retry_failed=self.retry_failed)
             reply = getattr(get_client(), method)(ref, *args, **kwargs)
         if getattr(reply, "neff_key", ""):
             _neff_keys[self._lookup_key(traced)] = reply.neff_key
@@ -266,15 +325,7 @@ class NumpyKernel(TraceKernel):
     def _results(self, traced, outputs, arrays):
         tx = _shm.current()
         res = [tx.result(t, from_wire) if tx is not None else from_wire(t) for t in outputs]
-        if traced.ret_kind == "none":
-            for pos, r in zip(traced.inplace, res):
-                a = arrays[pos]
-                if isinstance(a, np.ndarray):
-                    np.copyto(a, r.astype(a.dtype, copy=False))
-            return None
-        if traced.ret_kind == "single":
-            return res[0]
-        return list(res) if traced.ret_kind == "list" else tuple(res)
+        return _returned(traced, res, arrays)
 
     def execute(self, traced, inputs):
         raise NotImplementedError
@@ -286,6 +337,21 @@ class NumpyKernel(TraceKernel):
             tx.expect(traced.outputs)
             outputs = self.execute(traced, inputs)
             return self._results(traced, outputs, arrays)
+
+
+def _returned(traced, res, arrays):
+    """What the kernel call returns, given its output arrays res: them (one,
+    a tuple or a list), or None after copying them into the arrays the
+    kernel wrote."""
+    if traced.ret_kind == "none":
+        for pos, r in zip(traced.inplace, res):
+            a = arrays[pos]
+            if isinstance(a, np.ndarray):
+                np.copyto(a, r.astype(a.dtype, copy=False))
+        return None
+    if traced.ret_kind == "single":
+        return res[0]
+    return list(res) if traced.ret_kind == "list" else tuple(res)
 
 
 def _write_new(path, data, overwrite):
@@ -321,6 +387,35 @@ class BaremetalKernel(NumpyKernel):
         self.save_trace_name = save_trace_name
         self.artifacts_dir = artifacts_dir
         self.last_reply = None
+        # Warm calls without artifacts take a prebuilt request (_plan.py).
+        self._plannable = save_neff_name is None and save_trace_name is None and \
+            artifacts_dir is None
+        self._plans = None
+
+    @front_door
+    def __call__(self, *args, **kwargs):
+        if not self._plannable or self.func is None:
+            return super().__call__(*args, **kwargs)
+        plans = self._plans
+        if plans is None:
+            plans = self._plans = _plan.table(self)
+        # A plan exists only for argument kinds that went the whole way
+        # (dtypes checked, traced, run): its key has their dtypes.
+        hit = _plan.lookup(plans, self.func, args, kwargs)
+        if hit is not None:
+            plan, arrays = hit
+            reply = _plan.run(plan, arrays)
+            if reply is not _plan.MISS:
+                self.last_reply = reply
+                return _returned(plan.traced, plan.results(reply), arrays)
+        # The whole way; the fingerprint is taken before the trace is.
+        check_dtypes(self.func, args, kwargs)
+        fp = _deps.fingerprint(self.func)
+        traced = self.specialize(args, kwargs)
+        self.last_reply = None
+        out = self.post_process_call(traced, args, kwargs)
+        _plan.record(self, plans, traced, fp, args, kwargs, self.last_reply)
+        return out
 
     def post_process_call(self, traced, args, kwargs):
         d = self.artifacts_dir
@@ -355,12 +450,13 @@ class SimulateKernel(NumpyKernel):
         self._dump_file = dump_file
         self.last_reply = None
 
+    @front_door
     def __call__(self, *args, **kwargs):
         for a in array_args(self.func, args, kwargs):
             if not isinstance(a, np.ndarray):
-                raise TypeError("All input and output tensors to the kernel must be"
-                                " numpy.ndarray when using this simulate_kernel API"
-                                " (got %s)" % type(a).__name__)
+                raise shallow(TypeError("All input and output tensors to the kernel must be"
+                                        " numpy.ndarray when using this simulate_kernel API"
+                                        " (got %s)" % type(a).__name__))
         return super().__call__(*args, **kwargs)
 
     def execute(self, traced, inputs):

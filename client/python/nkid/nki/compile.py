@@ -9,6 +9,7 @@ torch tensor selects PyTorchXLAKernel; anything else BaremetalKernel).
 
 import functools
 
+from ..errors import front_door
 from ._numpy_kernel import (TraceKernel, BaremetalKernel, BenchmarkKernel, SimulateKernel,
                             ProfileKernel, normalize_grid)
 from ._framework import JAXKernel, PyTorchXLAKernel
@@ -74,6 +75,7 @@ class GenericKernel:
         self._cached_kernel[cls] = k
         return k
 
+    @front_door
     def __call__(self, *args, **kwargs):
         cls = compute_mode(self.mode, args, kwargs)
         k = self._cached_kernel.get(cls)
@@ -101,6 +103,7 @@ def _unwrap(kernel):
     raise TypeError("expected a NKI kernel, got %r" % (kernel,))
 
 
+@front_door
 def simulate_kernel(kernel, *args, **kwargs):
     """Simulate a nki kernel on CPU using a built-in simulator in Neuron
     Compiler (here: nkid's cpu executor).  This simulation mode is especially
@@ -109,5 +112,6 @@ def simulate_kernel(kernel, *args, **kwargs):
     must be numpy.ndarray when using this simulate_kernel API.
     """
     func, grid, opts = _unwrap(kernel)
-    keep = {k: v for k, v in opts.items() if k in ("platform_target", "additional_compile_opt")}
+    keep = {k: v for k, v in opts.items()
+            if k in ("platform_target", "additional_compile_opt", "retry_failed")}
     return SimulateKernel(func, grid=grid, **keep)(*args, **kwargs)

@@ -124,7 +124,7 @@ def trace(func, args=(), kwargs=None, grid=(), name=None, target="", options="")
             else:
                 new_args[pname] = convert(pname, v)
         bound.arguments.update(new_args)
-        ret = func(*bound.args, **bound.kwargs)
+        ret = _returned_in_hbm(func(*bound.args, **bound.kwargs))
 
         if ret is None:
             ret_kind = "none"
@@ -154,6 +154,22 @@ def trace(func, args=(), kwargs=None, grid=(), name=None, target="", options="")
     b.outputs = out_ids
     kernel = b.finish()
     return TracedKernel(name, kernel, params, outputs, inplace, ret_kind)
+
+
+def _returned_in_hbm(ret):
+    """The kernel's return value with each SBUF/PSUM tile in it stored to
+    a new shared HBM tensor of its shape and dtype (NKI's simulator returns
+    a kernel's tiles as arrays, e.g. nisa.dma_transpose's result)."""
+    def one(t):
+        if isinstance(t, NkiTensor) and t._space in (ir.SPACE_SBUF, ir.SPACE_PSUM):
+            from .tensor import new_hbm, store
+            out = new_hbm(t.shape, t.dtype, ir.SPACE_SHARED_HBM, t.name)
+            store(out, t)
+            return out
+        return t
+    if isinstance(ret, (tuple, list)):
+        return type(ret)(one(t) for t in ret)
+    return one(ret)
 
 
 def _sig_of(bound):

@@ -95,6 +95,10 @@ class KernelBuilder:
         self._loops = []
         self.num_loop_vars = 0
         self.def_loc = None
+        # ids of ops emitted right after another op as its part (an
+        # accumulator read after nisa.activation): is_last_op looks past
+        # them, so the result can still be written in place.
+        self.companions = set()
 
     # -- activation
     def __enter__(self):
@@ -149,7 +153,10 @@ class KernelBuilder:
 
     def is_last_op(self, op):
         body = self._bodies[-1]
-        return bool(body) and body[-1] is op
+        i = len(body) - 1
+        while i > 0 and id(body[i]) in self.companions:
+            i -= 1
+        return i >= 0 and body[i] is op
 
     def alloc(self, tid, fill, value=0.0, loc=None):
         """OP_ALLOC of a whole tile.  An uninitialized allocation is dropped
@@ -286,6 +293,11 @@ def _ops_to_pb(ops, out):
                 m.axes.extend(value)
             elif name == "expr":
                 _aff_to_pb(value, m.expr)
+            elif name == "dyn":             # nki.isa run-time indices
+                for d in value:
+                    m.dyn.add(**d)
+            elif isinstance(value, (list, tuple)):
+                getattr(m, name).extend(value)
             else:
                 setattr(m, name, value)
         if op.loop is not None:

@@ -14,7 +14,9 @@ Across processes nothing here matters: nkid keys every compiled kernel by
 the digest of the IR that was traced, never by this fingerprint.
 """
 
+import dis
 import types
+import weakref
 
 __all__ = ["fingerprint"]
 
@@ -39,7 +41,8 @@ _code_names = {}
 
 def _names(code):
     """Every global or attribute name code (and the code nested in it)
-    reads, computed once per code object."""
+    reads, computed once per code object (the attributes a kernel may read
+    from a module of the user's)."""
     names = _code_names.get(code)
     if names is None:
         acc = set(code.co_names)
@@ -50,13 +53,75 @@ def _names(code):
     return names
 
 
+_GLOBAL_OPS = frozenset(("LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME",
+                         "STORE_NAME", "DELETE_NAME", "LOAD_FROM_DICT_OR_GLOBALS"))
+_code_globals = {}
+
+
+def _globals(code):
+    """The names code (and the code nested in it) looks up as globals,
+    computed once per code object: the plan of which globals a kernel's
+    fingerprint reads.  A name of co_names that no instruction uses is
+    kept too (read conservatively)."""
+    names = _code_globals.get(code)
+    if names is None:
+        acc, used = set(), set()
+        for ins in dis.get_instructions(code):
+            if isinstance(ins.argval, str):
+                used.add(ins.argval)
+                if ins.opname in _GLOBAL_OPS:
+                    acc.add(ins.argval)
+        acc.update(n for n in code.co_names if n not in used)
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType):
+                acc.update(_globals(c))
+        names = _code_globals[code] = tuple(sorted(acc))
+    return names
+
+
 def _library(obj):
     mod = getattr(obj, "__module__", None) or getattr(type(obj), "__module__", "") or ""
     return mod.partition(".")[0] in _LIBRARIES
 
 
-def _value(v, names, out, seen, depth):
+class _Walk:
+    """One fingerprint in the making: the values (out), the functions seen,
+    and the probes that show it still holds (None once something mutable
+    was read: a list, dict or set, a non-empty __kwdefaults__, an empty
+    closure cell)."""
+
+    __slots__ = ("root", "out", "seen", "dicts", "attrs")
+
+    def __init__(self, root):
+        self.root = root
+        self.out = []
+        self.seen = set()
+        self.dicts = []         # (dict, key, value read or _ABSENT)
+        self.attrs = []         # (object or None for root, attribute, value read)
+
+    def mutable(self):
+        self.dicts = self.attrs = None
+
+    def read(self, d, key):
+        v = d.get(key, _ABSENT)
+        if self.dicts is not None:
+            self.dicts.append((d, key, v))
+        return v
+
+    def attr(self, obj, name):
+        v = getattr(obj, name)
+        if self.attrs is not None:
+            # Not the root itself: it is the key of _probed.
+            self.attrs.append((None if obj is self.root else obj, name, v))
+        return v
+
+
+_ABSENT = object()
+
+
+def _value(v, names, w, depth):
     """Append what v contributes to the fingerprint."""
+    out = w.out
     if isinstance(v, _SIMPLE):
         out.append(v.__class__)     # 1, 1.0 and True trace apart
         out.append(v)
@@ -64,29 +129,35 @@ def _value(v, names, out, seen, depth):
         if _library(v):
             out.append(v)
         else:
-            _function(v, out, seen, depth + 1)
+            _function(v, w, depth + 1)
     elif isinstance(v, types.ModuleType):
         out.append(v.__name__)
-        if not _library(v) and depth < MAX_DEPTH:
+        # A module is a library by its own name (a module object has no
+        # __module__: _library would name its type's, builtins).
+        if v.__name__.partition(".")[0] not in _LIBRARIES and depth < MAX_DEPTH:
             # A user's module: the attributes the code reads from it.
             d = v.__dict__
             for n in names:
-                if n in d:
+                x = w.read(d, n)
+                if x is not _ABSENT:
                     out.append(n)
-                    _value(d[n], (), out, seen, depth + 1)
+                    _value(x, (), w, depth + 1)
     elif isinstance(v, (tuple, list, set, frozenset)):
         if len(v) > MAX_ITEMS:
             raise _Unknown()
+        if not isinstance(v, (tuple, frozenset)):
+            w.mutable()
         out.append((type(v).__name__, len(v)))
         for x in (sorted(v, key=repr) if isinstance(v, (set, frozenset)) else v):
-            _value(x, names, out, seen, depth)
+            _value(x, names, w, depth)
     elif isinstance(v, dict):
         if len(v) > MAX_ITEMS:
             raise _Unknown()
+        w.mutable()
         out.append(("dict", len(v)))
         for k in sorted(v, key=repr):
             out.append(k)
-            _value(v[k], names, out, seen, depth)
+            _value(v[k], names, w, depth)
     elif isinstance(v, (type, types.BuiltinFunctionType, types.MethodType)) or _library(v):
         try:
             hash(v)
@@ -95,54 +166,104 @@ def _value(v, names, out, seen, depth):
         out.append(v)
     elif callable(getattr(v, "__wrapped__", None)) or hasattr(v, "func"):
         # A decorated kernel or sub-kernel object: follow its function.
-        inner = getattr(v, "__wrapped__", None) or getattr(v, "func")
+        wrapped = getattr(v, "__wrapped__", None)
+        inner = w.attr(v, "__wrapped__") if callable(wrapped) else w.attr(v, "func")
         if not isinstance(inner, types.FunctionType):
             raise _Unknown()
         out.append(type(v))
-        _function(inner, out, seen, depth + 1)
+        _function(inner, w, depth + 1)
     else:
         raise _Unknown()
 
 
-def _function(f, out, seen, depth):
+def _function(f, w, depth):
     if depth > MAX_DEPTH:
         raise _Unknown()
-    if id(f) in seen:
+    out = w.out
+    if id(f) in w.seen:
         out.append(("seen", f.__code__))
         return
-    seen.add(id(f))
-    code = f.__code__
+    w.seen.add(id(f))
+    code = w.attr(f, "__code__")
     out.append(code)
     names = _names(code)
-    for v in (f.__defaults__ or ()):
-        _value(v, names, out, seen, depth)
-    for k, v in sorted((f.__kwdefaults__ or {}).items()):
+    for v in (w.attr(f, "__defaults__") or ()):
+        _value(v, names, w, depth)
+    kwd = w.attr(f, "__kwdefaults__")
+    if kwd:
+        w.mutable()
+    for k, v in sorted((kwd or {}).items()):
         out.append(k)
-        _value(v, names, out, seen, depth)
+        _value(v, names, w, depth)
     for cell in (f.__closure__ or ()):
         try:
-            v = cell.cell_contents
+            v = w.attr(cell, "cell_contents")
         except ValueError:
+            w.mutable()
             out.append(("empty",))
             continue
-        _value(v, names, out, seen, depth)
+        _value(v, names, w, depth)
     g = f.__globals__
-    for n in names:
-        if n in g:
+    for n in _globals(code):
+        v = w.read(g, n)
+        if v is not _ABSENT:
             out.append(n)
-            _value(g[n], names, out, seen, depth)
+            _value(v, names, w, depth)
+
+
+#: func -> (dict probes, attribute probes, fingerprint) of its last full walk.
+_probed = weakref.WeakKeyDictionary()
+
+
+def probes(func):
+    """What func's last full walk read (see :func:`fingerprint`), with its
+    fingerprint, for :func:`same`; None if it read something mutable or
+    never ran."""
+    return _probed.get(func) if isinstance(func, types.FunctionType) else None
+
+
+def same(func, probed):
+    """True if fingerprint(func) is still the fingerprint of probed (from
+    :func:`probes`): at once while every object that walk read is still
+    the very same object, else by a full walk."""
+    return _holds(func, probed) or fingerprint(func) == probed[2]
+
+
+def _holds(func, probed):
+    """Every object probed's walk read is still the one it read."""
+    for d, k, v in probed[0]:
+        if d.get(k, _ABSENT) is not v:
+            return False
+    for o, a, v in probed[1]:
+        if getattr(func if o is None else o, a, _ABSENT) is not v:
+            return False
+    return True
 
 
 def fingerprint(func):
     """A hashable fingerprint of everything func's trace can read besides
-    its arguments, or None when that cannot be established."""
+    its arguments, or None when that cannot be established.
+
+    The full walk runs when something it read may have changed: after one,
+    the very objects it read (each global and module attribute looked up,
+    each closure cell, default and code object) are kept, and while every
+    one of them is still the same object the fingerprint is the same.  A
+    walk that read something mutable in place (a list, dict or set) runs
+    every time."""
     if not isinstance(func, types.FunctionType):
         return None
-    out = []
+    p = _probed.get(func)
+    if p is not None and _holds(func, p):
+        return p[2]
+    w = _Walk(func)
     try:
-        _function(func, out, set(), 0)
-        t = tuple(out)
+        _function(func, w, 0)
+        t = tuple(w.out)
         hash(t)
     except (_Unknown, TypeError, RecursionError):
         return None
+    if w.dicts is not None:
+        _probed[func] = (w.dicts, w.attrs, t)
+    else:
+        _probed.pop(func, None)
     return t

@@ -144,6 +144,8 @@ class NkiTensor:
         return Access(self._tid, [a.subst(m) for a in self._imap], shape, mask)
 
     def __getitem__(self, key):
+        if _dynamic.has_tile(key):          # t[idx_tile, ...]: indirect
+            return _dynamic.getitem(self, key)
         shape, logical = _index(self.shape, key)
         return self._view(shape, dict(enumerate(logical)))
 
@@ -177,7 +179,26 @@ class NkiTensor:
         return copy(self, dtype=dtype)
 
     def view(self, dtype):
-        raise NotImplementedError("NkiTensor.view(dtype) is not supported by nkid")
+        """The tensor reinterpreted as ``dtype``: nkid supports the
+        identity (``dtype`` is the tensor's own)."""
+        if _dt.normalize(dtype) == self.dtype:
+            return self
+        raise NotImplementedError("NkiTensor.view(%s) of a %s tensor: nkid reinterprets"
+                                  " a tensor only as its own dtype"
+                                  % (_dt.name_of(_dt.normalize(dtype)), _dt.name_of(self.dtype)))
+
+    def assert_shape(self, shape):
+        """Raise unless the tensor has ``shape``; returns the tensor."""
+        if tuple(int(s) for s in shape) != self.shape:
+            raise _err("expected a tensor of shape %s, got %s"
+                       % (list(shape), list(self.shape)), AssertionError)
+        return self
+
+    def expand_dims(self, axis):
+        """A view with a size-1 dimension inserted at ``axis``."""
+        shape = list(self.shape)
+        shape.insert(axis if axis >= 0 else len(shape) + 1 + axis, 1)
+        return self.reshape(tuple(shape))
 
     # -- arithmetic
     def __add__(self, o):
@@ -867,3 +888,6 @@ def assign(view, value, mask=None):
     if isinstance(value, np.ndarray):
         raise _err("cannot assign a host numpy array inside a kernel", TypeError)
     raise _err("cannot assign %r to a NKI tensor" % (value,), TypeError)
+
+
+from . import dynamic as _dynamic  # noqa: E402 (it subclasses NkiTensor)

@@ -1,0 +1,498 @@
+/* kcache_remote_fleet.c: compile once per fleet: the pull after a local miss, the fleet lock (SET NX PX, renewed, token-checked release), waiting for another host's compile, verification off the loop. */
+#include <sys/queue.h>
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/kcache_remote.h"
+#include "daemon/kcache_remote_impl.h"
+#include "daemon/log.h"
+#include "daemon/xmalloc.h"
+
+static int	kcache_remote_op_get(struct kcache_remote_op *);
+static int	kcache_remote_op_lock(struct kcache_remote_op *);
+static void	kcache_remote_op_next(struct kcache_remote_op *,
+		    int (*)(struct kcache_remote_op *));
+static void	kcache_remote_op_end(struct kcache_remote_op *, int, int);
+static void	kcache_remote_tick_start(struct kcache_remote *);
+static void	kcache_remote_tick_kick(struct kcache_remote *);
+
+/* ------------------------------------------------------------ locks */
+
+static void
+kcache_remote_lock_free(struct kcache_remote_lock *lk)
+{
+	TAILQ_REMOVE(&lk->r->locks, lk, link);
+	free(lk);
+}
+
+/* EVAL script on lk's key with its token (and arg, if not NULL). */
+static int
+kcache_remote_lock_eval(struct kcache_remote_lock *lk, const char *script,
+    const char *arg, kcache_remote_reply_cb cb)
+{
+	const char	*argv[6];
+	size_t		 argvlen[6];
+	char		 name[sizeof KCACHE_REMOTE_LOCK + CACHE_KEY_LEN];
+
+	snprintf(name, sizeof name, KCACHE_REMOTE_LOCK "%s", lk->key);
+	argv[0] = "EVAL";
+	argv[1] = script;
+	argv[2] = "1";
+	argv[3] = name;
+	argv[4] = lk->token;
+	argv[5] = arg;
+	kcache_remote_lens(argv, argvlen, arg != NULL ? 6 : 5);
+	return (kcache_remote_command(lk->r, cb, lk, arg != NULL ? 6 : 5, argv,
+	    argvlen));
+}
+
+/* Release lk if it is still ours (token-checked), and free it. */
+void
+kcache_remote_lock_release(struct kcache_remote_lock *lk)
+{
+	if (!lk->lost)
+		(void)kcache_remote_lock_eval(lk, KCACHE_REMOTE_LUA_RELEASE,
+		    NULL, kcache_remote_ignore_cb);
+	kcache_remote_lock_free(lk);
+}
+
+static void
+kcache_remote_lock_renew_cb(struct kcache_remote *r, redisReply *rp, int err,
+    void *arg)
+{
+	struct kcache_remote_lock	*lk;
+
+	/* lk may be gone: find it by address among the held ones. */
+	TAILQ_FOREACH(lk, &r->locks, link)
+		if (lk == arg)
+			break;
+	if (lk == NULL)
+		return;
+	lk->renewing = 0;
+	if (err != 0)
+		return;
+	if (rp->type == REDIS_REPLY_INTEGER && rp->integer == 1) {
+		lk->renew_at = uv_now(r->loop) + r->lock_ms / 3;
+		return;
+	}
+	lk->lost = 1;
+	log_warn("remote tier '%s': the fleet lock of '%s' expired while it "
+	    "was compiled here (remote.lock_ms %u too short, or nkid was "
+	    "stopped?); another host may compile it too", r->url_text,
+	    lk->key, r->lock_ms);
+}
+
+static void
+kcache_remote_lock_renew(struct kcache_remote_lock *lk)
+{
+	char	ms[16];
+
+	snprintf(ms, sizeof ms, "%u", lk->r->lock_ms);
+	if (kcache_remote_lock_eval(lk, KCACHE_REMOTE_LUA_RENEW, ms,
+	    kcache_remote_lock_renew_cb) == 0)
+		lk->renewing = 1;
+}
+
+/* ------------------------------------------------------------ resolves */
+
+static void
+kcache_remote_op_free(struct kcache_remote_op *op)
+{
+	free(op->value);
+	free(op);
+}
+
+/* End op: done runs, op is freed. */
+static void
+kcache_remote_op_end(struct kcache_remote_op *op, int outcome, int err)
+{
+	struct kcache_remote		*r = op->r;
+	struct kcache_remote_lock	*lk = op->lk;
+
+	if (op->waiting) {
+		TAILQ_REMOVE(&r->waits, op, link);
+		op->waiting = 0;
+	}
+	if (outcome != KCACHE_REMOTE_COMPILE && lk != NULL) {
+		kcache_remote_lock_release(lk);
+		lk = NULL;
+	}
+	op->done(op->arg, outcome, err, lk);
+	kcache_remote_op_free(op);
+}
+
+/* End every wait not busy with a call (a busy one ends when it returns). */
+void
+kcache_remote_waits_end(struct kcache_remote *r, int outcome, int err)
+{
+	struct kcache_remote_op	*op;
+
+	for (;;) {
+		TAILQ_FOREACH(op, &r->waits, link)
+			if (!op->busy)
+				break;
+		if (op == NULL)
+			return;
+		kcache_remote_op_end(op, outcome, err);
+	}
+}
+
+static void
+kcache_remote_op_verify_work_cb(uv_work_t *w)
+{
+	struct kcache_remote_op		*op = w->data;
+	struct kcache_remote	*r = op->r;
+	struct cache_entry	 ce;
+
+	op->verify_rc = kcache_remote_entry_decode(r->fkey, r->fkeylen,
+	    op->key, r->backend, r->compiler, op->value, op->len, &ce,
+	    op->why, sizeof op->why);
+	if (op->verify_rc != 0)
+		return;
+	op->taken = op->accept(op->arg, &ce) == 0;
+	cache_entry_release(&ce);
+}
+
+static void
+kcache_remote_op_verify_after_cb(uv_work_t *w, int status)
+{
+	struct kcache_remote_op		*op = w->data;
+	struct kcache_remote	*r = op->r;
+
+	r->work--;
+	op->busy = 0;
+	free(op->value);
+	op->value = NULL;
+	if (status != 0)
+		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE,
+		    KCACHE_REMOTE_EIO);
+	else if (op->verify_rc != 0) {
+		r->st.rejected++;
+		log_warn("remote tier '%s': entry '%s' rejected: %s; never "
+		    "served, compiled here instead", r->url_text, op->key,
+		    op->why);
+		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE,
+		    KCACHE_REMOTE_EREJECT);
+	} else if (op->taken) {
+		r->st.hits++;
+		r->st.pulled_bytes += op->len;
+		kcache_remote_op_end(op, KCACHE_REMOTE_TAKEN, 0);
+	} else
+		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE, 0);
+}
+
+static void
+kcache_remote_op_missing(struct kcache_remote_op *op)
+{
+	struct kcache_remote	*r = op->r;
+
+	if (!op->missed) {
+		op->missed = 1;
+		r->st.misses++;
+	}
+	if ((op->flags & KCACHE_REMOTE_PULL_ONLY) || !r->writable ||
+	    op->lk != NULL) {
+		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE,
+		    KCACHE_REMOTE_ENOENT);
+		return;
+	}
+	kcache_remote_op_next(op, kcache_remote_op_lock);
+}
+
+static void
+kcache_remote_op_strlen_cb(struct kcache_remote *r, redisReply *rp, int err,
+    void *arg)
+{
+	struct kcache_remote_op	*op = arg;
+
+	op->strlen = err == 0 && rp->type == REDIS_REPLY_INTEGER ?
+	    rp->integer : -1;
+}
+
+static void
+kcache_remote_op_get_cb(struct kcache_remote *r, redisReply *rp, int err,
+    void *arg)
+{
+	struct kcache_remote_op	*op = arg;
+
+	op->busy = 0;
+	if (err == 0 && rp->type != REDIS_REPLY_STRING)
+		err = KCACHE_REMOTE_EIO;
+	if (err != 0 || op->strlen < 0) {
+		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE, err != 0 ? err :
+		    KCACHE_REMOTE_EIO);
+		return;
+	}
+	if (op->strlen == 0) {
+		kcache_remote_op_missing(op);
+		return;
+	}
+	if ((uint64_t)op->strlen > r->max_bytes) {
+		r->st.rejected++;
+		log_warn("remote tier '%s': entry '%s' rejected: %lld bytes, "
+		    "more than remote.max_entry_bytes (%llu); compiled here "
+		    "instead", r->url_text, op->key, op->strlen,
+		    (unsigned long long)r->max_bytes);
+		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE,
+		    KCACHE_REMOTE_ETOOBIG);
+		return;
+	}
+	/* Take hiredis's buffer rather than copy it: it is malloc'd, and
+	 * freeReplyObject frees a NULL str as nothing. */
+	op->value = rp->str;
+	op->len = rp->len;
+	rp->str = NULL;
+	rp->len = 0;
+	op->busy = 1;
+	op->work.data = op;
+	r->work++;
+	if (uv_queue_work(r->loop, &op->work, kcache_remote_op_verify_work_cb,
+	    kcache_remote_op_verify_after_cb) != 0)
+		fatal("cannot queue a remote entry's verification");
+}
+
+/* STRLEN and GETRANGE in one round trip: the size first, never more
+ * than remote.max_entry_bytes read. Returns 0, or an error (nothing
+ * sent). */
+static int
+kcache_remote_op_get(struct kcache_remote_op *op)
+{
+	struct kcache_remote	*r = op->r;
+	const char		*argv[4];
+	size_t			 argvlen[4];
+	char			 name[CACHE_KEY_LEN + 32];
+	char			 end[32];
+	int			 err;
+
+	snprintf(name, sizeof name, KCACHE_REMOTE_NEFF "%s", op->key);
+	snprintf(end, sizeof end, "%llu",
+	    (unsigned long long)r->max_bytes - 1);
+	argv[0] = "STRLEN";
+	argv[1] = name;
+	kcache_remote_lens(argv, argvlen, 2);
+	op->strlen = -1;
+	if ((err = kcache_remote_command(r, kcache_remote_op_strlen_cb, op, 2,
+	    argv, argvlen)) != 0)
+		return (err);
+	argv[0] = "GETRANGE";
+	argv[2] = "0";
+	argv[3] = end;
+	kcache_remote_lens(argv, argvlen, 4);
+	/* Cannot fail right after STRLEN went: same connection, same turn. */
+	(void)kcache_remote_command(r, kcache_remote_op_get_cb, op, 4, argv,
+	    argvlen);
+	op->busy = 1;
+	return (0);
+}
+
+/* The next step of op (kcache_remote_op_get, kcache_remote_op_lock), or
+ * its end if it cannot be sent. */
+static void
+kcache_remote_op_next(struct kcache_remote_op *op,
+    int (*step)(struct kcache_remote_op *))
+{
+	int	err;
+
+	if ((err = step(op)) != 0)
+		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE, err);
+}
+
+static void
+kcache_remote_op_wait(struct kcache_remote_op *op)
+{
+	struct kcache_remote	*r = op->r;
+	uint64_t		 now = uv_now(r->loop);
+
+	if (!op->waited) {
+		op->waited = 1;
+		r->st.locks_waited++;
+		op->wait_end = now + r->wait_ms;
+		log_debug("remote tier '%s': '%s' is being compiled by another "
+		    "host; waiting for it", r->url_text, op->key);
+	}
+	if (now >= op->wait_end) {
+		log_info("remote tier '%s': waited %u ms for another host's "
+		    "compile of '%s'; compiling it here", r->url_text,
+		    r->wait_ms, op->key);
+		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE,
+		    KCACHE_REMOTE_ENOENT);
+		return;
+	}
+	op->waiting = 1;
+	if (op->woken)
+		op->next_poll = now;
+	else
+		op->next_poll = now + r->poll_ms;
+	TAILQ_INSERT_TAIL(&r->waits, op, link);
+	kcache_remote_tick_start(r);
+}
+
+static void
+kcache_remote_op_lock_cb(struct kcache_remote *r, redisReply *rp, int err,
+    void *arg)
+{
+	struct kcache_remote_op			*op = arg;
+	struct kcache_remote_lock	*lk;
+
+	op->busy = 0;
+	if (err != 0) {
+		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE, err);
+		return;
+	}
+	if (rp->type == REDIS_REPLY_NIL) {
+		kcache_remote_op_wait(op);
+		return;
+	}
+	if (rp->type != REDIS_REPLY_STATUS) {
+		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE,
+		    KCACHE_REMOTE_EIO);
+		return;
+	}
+	lk = xcalloc(1, sizeof *lk);
+	lk->r = r;
+	memcpy(lk->key, op->key, sizeof lk->key);
+	memcpy(lk->token, op->token, sizeof lk->token);
+	lk->renew_at = uv_now(r->loop) + r->lock_ms / 3;
+	TAILQ_INSERT_TAIL(&r->locks, lk, link);
+	kcache_remote_tick_start(r);
+	op->lk = lk;
+	r->st.locks_taken++;
+	/* Another host may have pushed it and released its lock between
+	 * our pull and this lock: pull once more. */
+	kcache_remote_op_next(op, kcache_remote_op_get);
+}
+
+/* SET the lock NX PX lock_ms with a token of ours. Returns 0, or an
+ * error (nothing sent). */
+static int
+kcache_remote_op_lock(struct kcache_remote_op *op)
+{
+	struct kcache_remote	*r = op->r;
+	const char		*argv[6];
+	size_t			 argvlen[6];
+	char			 name[CACHE_KEY_LEN + 32];
+	char			 ms[16];
+	int			 err;
+
+	snprintf(name, sizeof name, KCACHE_REMOTE_LOCK "%s", op->key);
+	snprintf(ms, sizeof ms, "%u", r->lock_ms);
+	snprintf(op->token, sizeof op->token, "%s:%llu", r->token_base,
+	    (unsigned long long)++r->token_seq);
+	argv[0] = "SET";
+	argv[1] = name;
+	argv[2] = op->token;
+	argv[3] = "NX";
+	argv[4] = "PX";
+	argv[5] = ms;
+	kcache_remote_lens(argv, argvlen, 6);
+	if ((err = kcache_remote_command(r, kcache_remote_op_lock_cb, op, 6,
+	    argv, argvlen)) != 0)
+		return (err);
+	op->busy = 1;
+	return (0);
+}
+
+int
+kcache_remote_resolve(struct kcache_remote *r, const char *key, int flags,
+    kcache_remote_accept_cb accept, kcache_remote_done_cb done, void *arg)
+{
+	struct kcache_remote_op	*op;
+
+	assert(r != NULL && cache_key_valid(key) && accept != NULL &&
+	    done != NULL);
+	if (!kcache_remote_usable(r)) {
+		r->st.skipped++;
+		return (KCACHE_REMOTE_EDOWN);
+	}
+	op = xcalloc(1, sizeof *op);
+	op->r = r;
+	memcpy(op->key, key, sizeof op->key);
+	op->flags = flags;
+	op->accept = accept;
+	op->done = done;
+	op->arg = arg;
+	if (kcache_remote_op_get(op) != 0) {
+		kcache_remote_op_free(op);
+		r->st.skipped++;
+		return (KCACHE_REMOTE_EDOWN);
+	}
+	return (0);
+}
+
+/* ------------------------------------------------------------ the tick */
+
+static void
+kcache_remote_tick_cb(uv_timer_t *t)
+{
+	struct kcache_remote		*r = t->data;
+	struct kcache_remote_lock	*lk;
+	struct kcache_remote_op			*op;
+	uint64_t			 now = uv_now(r->loop);
+
+	if (r->stopping != NULL && *r->stopping)
+		kcache_remote_waits_end(r, KCACHE_REMOTE_STOP,
+		    KCACHE_REMOTE_EDOWN);
+	for (;;) {
+		TAILQ_FOREACH(op, &r->waits, link)
+			if (!op->busy && (now >= op->next_poll ||
+			    now >= op->wait_end))
+				break;
+		if (op == NULL)
+			break;
+		TAILQ_REMOVE(&r->waits, op, link);
+		op->waiting = 0;
+		if (now >= op->wait_end) {
+			kcache_remote_op_wait(op);		/* ends it */
+			continue;
+		}
+		/* Told that a compile ended: pull. Else (a poll) try the
+		 * lock: free again if the holder died or ended. */
+		if (op->woken) {
+			op->woken = 0;
+			kcache_remote_op_next(op, kcache_remote_op_get);
+		} else
+			kcache_remote_op_next(op, kcache_remote_op_lock);
+	}
+	TAILQ_FOREACH(lk, &r->locks, link)
+		if (!lk->renewing && !lk->lost && now >= lk->renew_at)
+			kcache_remote_lock_renew(lk);
+	if (TAILQ_EMPTY(&r->waits) && TAILQ_EMPTY(&r->locks))
+		uv_timer_stop(&r->tick);
+}
+
+/* Tick every poll_ms while there are waits or locks. */
+static void
+kcache_remote_tick_start(struct kcache_remote *r)
+{
+	if (!r->closing && !uv_is_active((uv_handle_t *)&r->tick))
+		uv_timer_start(&r->tick, kcache_remote_tick_cb, r->poll_ms,
+		    r->poll_ms);
+}
+
+/* Tick now: a wait was told its compile ended. */
+static void
+kcache_remote_tick_kick(struct kcache_remote *r)
+{
+	if (!r->closing)
+		uv_timer_start(&r->tick, kcache_remote_tick_cb, 0, r->poll_ms);
+}
+
+void
+kcache_remote_wake(struct kcache_remote *r, const char *key)
+{
+	struct kcache_remote_op	*op;
+	int			 n = 0;
+
+	TAILQ_FOREACH(op, &r->waits, link) {
+		if (strcmp(op->key, key) != 0)
+			continue;
+		op->woken = 1;
+		op->next_poll = 0;
+		n++;
+	}
+	if (n > 0)
+		kcache_remote_tick_kick(r);
+}
