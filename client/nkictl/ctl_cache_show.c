@@ -37,9 +37,7 @@ ctl_cache_show_print(struct ctl_ctx *ctx, const Nkid__V1__CacheEntry *e,
 	    sizeof when), ctl_fmt_age(e->created, now, buf, sizeof buf));
 	ctl_kv(ctx, "last used", "%s (%s)", ctl_fmt_time(e->last_used, when,
 	    sizeof when), ctl_fmt_age(e->last_used, now, buf, sizeof buf));
-	if (*e->log != '\0')
-		fprintf(ctx->out, "log:\n%s%s", e->log,
-		    e->log[strlen(e->log) - 1] == '\n' ? "" : "\n");
+	ctl_text_print(ctx->out, "log:\n", e->log);
 }
 
 static int

@@ -18,6 +18,11 @@ ctl_jobs_time(cJSON *o, const char *key, double t)
 		cJSON_AddNullToObject(o, key);
 }
 
+/* The fields of a job in --json, before its class. */
+static const char *const ctl_jobs_keys[] = {
+	"id", "kind", "kernel", "pid", "uid", "core", NULL
+};
+
 static cJSON *
 ctl_jobs_json(const Nkid__V1__JobsReply *r)
 {
@@ -32,12 +37,7 @@ ctl_jobs_json(const Nkid__V1__JobsReply *r)
 		if ((j = cJSON_CreateObject()) == NULL ||
 		    !cJSON_AddItemToArray(a, j))
 			break;
-		cJSON_AddNumberToObject(j, "id", (double)k->id);
-		cJSON_AddStringToObject(j, "kind", k->kind);
-		cJSON_AddStringToObject(j, "kernel", k->kernel);
-		cJSON_AddNumberToObject(j, "pid", k->pid);
-		cJSON_AddNumberToObject(j, "uid", k->uid);
-		cJSON_AddNumberToObject(j, "core", k->core);
+		ctl_json_fields(j, &k->base, ctl_jobs_keys);
 		cJSON_AddStringToObject(j, "class", k->job_class);
 		cJSON_AddStringToObject(j, "state", k->state);
 		ctl_jobs_time(j, "queued_at", k->queued_at);

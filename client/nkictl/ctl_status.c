@@ -14,6 +14,21 @@ ctl_status_str(const char *s)
 	return (s != NULL && *s != '\0' ? s : "-");
 }
 
+/* The fields of a reply in --json, those of a core and of the job
+ * counters. */
+static const char *const ctl_status_keys[] = {
+	"version", "pid", "uptime_s", "backend", NULL
+};
+static const char *const ctl_status_path_keys[] = {
+	"config_path", "state_dir", "cache_dir", NULL
+};
+static const char *const ctl_status_core_keys[] = {
+	"index", "state", "job_id", "holder_pid", "holder_uid", "busy_s", NULL
+};
+static const char *const ctl_status_job_keys[] = {
+	"queued", "running", "completed", "cancelled", "rejected", NULL
+};
+
 static cJSON *
 ctl_status_json(const struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 {
@@ -22,15 +37,10 @@ ctl_status_json(const struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 
 	if (o == NULL)
 		return (NULL);
-	cJSON_AddStringToObject(o, "version", r->version);
-	cJSON_AddNumberToObject(o, "pid", r->pid);
-	cJSON_AddNumberToObject(o, "uptime_s", r->uptime_s);
-	cJSON_AddStringToObject(o, "backend", r->backend);
+	ctl_json_fields(o, &r->base, ctl_status_keys);
 	cJSON_AddStringToObject(o, "socket", *r->socket ? r->socket :
 	    ctx->socket);
-	cJSON_AddStringToObject(o, "config_path", r->config_path);
-	cJSON_AddStringToObject(o, "state_dir", r->state_dir);
-	cJSON_AddStringToObject(o, "cache_dir", r->cache_dir);
+	ctl_json_fields(o, &r->base, ctl_status_path_keys);
 	x = cJSON_AddObjectToObject(o, "backend_versions");
 	for (i = 0; x != NULL && i < r->n_backend_versions; i++)
 		cJSON_AddStringToObject(x, r->backend_versions[i]->key,
@@ -38,17 +48,10 @@ ctl_status_json(const struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 
 	a = cJSON_AddArrayToObject(o, "cores");
 	for (i = 0; a != NULL && i < r->n_cores; i++) {
-		const Nkid__V1__Core *k = r->cores[i];
-
 		c = cJSON_CreateObject();
 		if (c == NULL || !cJSON_AddItemToArray(a, c))
 			break;
-		cJSON_AddNumberToObject(c, "index", k->index);
-		cJSON_AddStringToObject(c, "state", k->state);
-		cJSON_AddNumberToObject(c, "job_id", (double)k->job_id);
-		cJSON_AddNumberToObject(c, "holder_pid", k->holder_pid);
-		cJSON_AddNumberToObject(c, "holder_uid", k->holder_uid);
-		cJSON_AddNumberToObject(c, "busy_s", k->busy_s);
+		ctl_json_fields(c, &r->cores[i]->base, ctl_status_core_keys);
 	}
 
 	c = cJSON_AddObjectToObject(o, "counters");
@@ -81,13 +84,7 @@ ctl_status_json(const struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 		cJSON_AddItemToObject(o, "cache", x);
 	}
 	if (r->jobs != NULL && (c = cJSON_AddObjectToObject(o, "jobs"))) {
-		const Nkid__V1__JobCounters *j = r->jobs;
-
-		cJSON_AddNumberToObject(c, "queued", (double)j->queued);
-		cJSON_AddNumberToObject(c, "running", (double)j->running);
-		cJSON_AddNumberToObject(c, "completed", (double)j->completed);
-		cJSON_AddNumberToObject(c, "cancelled", (double)j->cancelled);
-		cJSON_AddNumberToObject(c, "rejected", (double)j->rejected);
+		ctl_json_fields(c, &r->jobs->base, ctl_status_job_keys);
 		a = cJSON_AddArrayToObject(c, "core_busy_s");
 		for (i = 0; a != NULL && i < r->n_cores; i++)
 			cJSON_AddItemToArray(a,
