@@ -258,7 +258,7 @@ const struct ctl_cmd ctl_benchmark_cmd = {
 	    "latency is one modeled figure. --csv writes\n"
 	    "iteration,latency_us,cpu_us rows.\n",
 	.opts = ctl_benchmark_opts,
-	.args = { 1, 1, "KERNEL (a traced kernel file)" },
+	.args = CTL_KERNEL_CALL_ARGS,
 	.flags = CTL_CMD_SHAPES,
 	.timeout_s = CTL_TIMEOUT_KERNEL,
 	.exec = ctl_benchmark_exec,

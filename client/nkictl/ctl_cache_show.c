@@ -85,9 +85,9 @@ out:
 
 const struct ctl_cmd ctl_cache_show_cmd = {
 	.name = "cache show",
-	.usage = "KEY [--cache-dir DIR | --state-dir DIR]",
+	.usage = "KEY " CTL_CACHE_USAGE_DIR,
 	.help = "show one cache entry with its signature and compiler log",
 	.opts = ctl_cache_show_opts,
-	.args = { 1, 1, "KEY (a key or a unique prefix of one)" },
+	.args = { 1, 1, CTL_CACHE_KEY_OPERAND },
 	.exec = ctl_cache_show_exec,
 };

@@ -74,7 +74,7 @@ const struct ctl_cmd ctl_compile_cmd = {
 	.help = "compile a traced kernel file (or find it in the cache) and "
 	    "show its NEFF key",
 	.opts = ctl_compile_opts,
-	.args = { 1, 1, "KERNEL (a traced kernel file)" },
+	.args = CTL_KERNEL_CALL_ARGS,
 	.timeout_s = CTL_TIMEOUT_KERNEL,
 	.exec = ctl_compile_exec,
 };

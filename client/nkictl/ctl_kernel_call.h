@@ -33,6 +33,9 @@ struct cJSON;
 #define CTL_KERNEL_CALL_OPTS_NEFF					\
 	{ 0, "neff", "FILE", "write the compiled NEFF to FILE" }
 
+/* The operand of these commands. */
+#define CTL_KERNEL_CALL_ARGS	{ 1, 1, "KERNEL (a traced kernel file)" }
+
 struct ctl_kernel_call {
 	const char			*outdir;	/* -o, or "." */
 	const char			*neff;		/* --neff, or NULL */

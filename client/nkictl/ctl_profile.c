@@ -226,7 +226,7 @@ const struct ctl_cmd ctl_profile_cmd = {
 	    "and json_reports/profile.json (...), as nki.profile writes\n"
 	    "them (docs/profile.md), and the outputs as NAME.npy.\n",
 	.opts = ctl_profile_opts,
-	.args = { 1, 1, "KERNEL (a traced kernel file)" },
+	.args = CTL_KERNEL_CALL_ARGS,
 	.timeout_s = CTL_TIMEOUT_KERNEL,
 	.exec = ctl_profile_exec,
 };

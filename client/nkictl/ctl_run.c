@@ -69,7 +69,7 @@ const struct ctl_cmd ctl_run_cmd = {
 	    "parameter's dtype and shape, or nkictl exits 2 before calling\n"
 	    "nkid.\n",
 	.opts = ctl_run_opts,
-	.args = { 1, 1, "KERNEL (a traced kernel file)" },
+	.args = CTL_KERNEL_CALL_ARGS,
 	.timeout_s = CTL_TIMEOUT_KERNEL,
 	.exec = ctl_run_exec,
 };

@@ -56,7 +56,7 @@ const struct ctl_cmd ctl_simulate_cmd = {
 	.help = "execute a traced kernel on nkid's cpu simulator, printing "
 	    "its device_print output",
 	.opts = ctl_simulate_opts,
-	.args = { 1, 1, "KERNEL (a traced kernel file)" },
+	.args = CTL_KERNEL_CALL_ARGS,
 	.timeout_s = CTL_TIMEOUT_KERNEL,
 	.exec = ctl_simulate_exec,
 };
