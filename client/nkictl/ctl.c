@@ -186,6 +186,26 @@ ctl_call(struct ctl_ctx *ctx, const char *method, const ProtobufCMessage *req,
 }
 
 int
+ctl_call_print(struct ctl_ctx *ctx, const char *method,
+    const ProtobufCMessage *req, const ProtobufCMessageDescriptor *reply_desc,
+    cJSON *(*json)(struct ctl_ctx *, const ProtobufCMessage *),
+    void (*human)(struct ctl_ctx *, const ProtobufCMessage *))
+{
+	ProtobufCMessage	*reply;
+	int			 rc;
+
+	if ((rc = ctl_call(ctx, method, req, reply_desc, &reply)) !=
+	    CTL_EXIT_OK)
+		return (rc);
+	if (ctx->json)
+		rc = ctl_json_print(ctx, json(ctx, reply));
+	else
+		human(ctx, reply);
+	protobuf_c_message_free_unpacked(reply, NULL);
+	return (rc);
+}
+
+int
 ctl_json_print(struct ctl_ctx *ctx, cJSON *obj)
 {
 	char	*s;

@@ -299,6 +299,16 @@ int	 ctl_call(struct ctl_ctx *ctx, const char *method,
 	    const ProtobufCMessage *req,
 	    const ProtobufCMessageDescriptor *reply_desc,
 	    ProtobufCMessage **reply);
+/*
+ * ctl_call, then print the reply: with --json the object json makes of it
+ * (NULL: out of memory), else human's text. Frees the reply. Returns the
+ * exit code.
+ */
+int	 ctl_call_print(struct ctl_ctx *ctx, const char *method,
+	    const ProtobufCMessage *req,
+	    const ProtobufCMessageDescriptor *reply_desc,
+	    struct cJSON *(*json)(struct ctl_ctx *, const ProtobufCMessage *),
+	    void (*human)(struct ctl_ctx *, const ProtobufCMessage *));
 /* Print the failure of a call as ctl_call does; returns the exit code. */
 int	 ctl_call_fail(struct ctl_ctx *ctx, const struct ctl_rpc_status *st);
 

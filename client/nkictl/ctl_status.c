@@ -30,12 +30,14 @@ static const char *const ctl_status_job_keys[] = {
 };
 
 static cJSON *
-ctl_status_json(const struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
+ctl_status_json(struct ctl_ctx *ctx, const ProtobufCMessage *reply)
 {
-	cJSON	*o = cJSON_CreateObject(), *a, *c, *m, *x;
-	size_t	 i;
+	const Nkid__V1__StatusReply	*r;
+	cJSON				*o, *a, *c, *m, *x;
+	size_t				 i;
 
-	if (o == NULL)
+	r = (const Nkid__V1__StatusReply *)reply;
+	if ((o = cJSON_CreateObject()) == NULL)
 		return (NULL);
 	ctl_json_fields(o, &r->base, ctl_status_keys);
 	cJSON_AddStringToObject(o, "socket", *r->socket ? r->socket :
@@ -157,14 +159,19 @@ ctl_status_methods(struct ctl_ctx *ctx, const Nkid__V1__Counters *n)
 }
 
 static void
-ctl_status_human(struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
+ctl_status_human(struct ctl_ctx *ctx, const ProtobufCMessage *reply)
 {
-	const Nkid__V1__Counters	*n = r->counters;
-	const Nkid__V1__CacheStatReply	*k = r->cache;
-	const Nkid__V1__JobCounters	*j = r->jobs;
+	const Nkid__V1__StatusReply	*r;
+	const Nkid__V1__Counters	*n;
+	const Nkid__V1__CacheStatReply	*k;
+	const Nkid__V1__JobCounters	*j;
 	char				 b1[32], b2[32], b3[32], key[40];
 	size_t				 i;
 
+	r = (const Nkid__V1__StatusReply *)reply;
+	n = r->counters;
+	k = r->cache;
+	j = r->jobs;
 	ctl_kv(ctx, "version", "%s", ctl_status_str(r->version));
 	ctl_kv(ctx, "pid", "%u", r->pid);
 	ctl_kv(ctx, "uptime", "%s", ctl_fmt_seconds(r->uptime_s, b1,
@@ -221,20 +228,11 @@ ctl_status_human(struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 static int
 ctl_status_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 {
-	Nkid__V1__StatusRequest	 req = NKID__V1__STATUS_REQUEST__INIT;
-	Nkid__V1__StatusReply	*reply;
-	int			 rc;
+	Nkid__V1__StatusRequest	req = NKID__V1__STATUS_REQUEST__INIT;
 
-	rc = ctl_call(ctx, "Status", &req.base,
-	    &nkid__v1__status_reply__descriptor, (ProtobufCMessage **)&reply);
-	if (rc != CTL_EXIT_OK)
-		return (rc);
-	if (ctx->json)
-		rc = ctl_json_print(ctx, ctl_status_json(ctx, reply));
-	else
-		ctl_status_human(ctx, reply);
-	protobuf_c_message_free_unpacked(&reply->base, NULL);
-	return (rc);
+	return (ctl_call_print(ctx, "Status", &req.base,
+	    &nkid__v1__status_reply__descriptor, ctl_status_json,
+	    ctl_status_human));
 }
 
 const struct ctl_cmd ctl_status_cmd = {
