@@ -79,13 +79,14 @@
  * one for stores (to HBM). dma intro: "16 DMA queues per DMA engine";
  * transfers of one queue run in order, "DMA transfers from different DMA
  * queues are scheduled in a round robin fashion"; the queue "is typically
- * tied to the trigger engine". NKI's trn1 profiles show kernel loads on
- * qSyncIO0 and stores on qGpSimdIO0 (fused_mamba.rst, figure
- * mamba_v1_profile_4k_chan; perf, figure 30: "variable: output" on
- * qGpSimdIO0).
+ * tied to the trigger engine". In NKI's trn1 profile of mamba_v1
+ * (fused_mamba.rst, figure mamba_v1_profile_4k_chan) the loads are on
+ * qSyncIO0 and the stores on qGpSimdIO0, as is the store of perf's figure
+ * 30 ("variable: output"). Which queue a dma_copy takes is ASSUMED.
  */
 #define MODEL_DMA_QCLASSES	2
-/* Busy intervals kept per DMA engine for placing transfers in gaps. */
+/* Busy intervals kept per DMA engine and queue for placing the other
+ * queue's transfers in gaps: a modelling shortcut, not a hardware figure. */
 #define MODEL_DMA_IVALS		16
 /* arch: 8 PSUM banks of 2 KiB per partition; up to eight outstanding accumulation groups. */
 #define MODEL_PSUM_BANKS	8
