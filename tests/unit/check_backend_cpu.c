@@ -702,45 +702,25 @@ START_TEST(test_backend_cpu_rpc_profile)
 }
 END_TEST
 
-static Suite *
-backend_cpu_suite(void)
-{
-	Suite	*s = suite_create("backend_cpu");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_backend_cpu_compile_execute);
-	tcase_add_test(tc, test_backend_cpu_compile_then_run_by_key);
-	tcase_add_test(tc, test_backend_cpu_simulate_prints);
-	tcase_add_test(tc, test_backend_cpu_benchmark_shapes_only);
-	tcase_add_test(tc, test_backend_cpu_profile_traces);
-	tcase_add_test(tc, test_backend_cpu_rpc_benchmark);
-	tcase_add_test(tc, test_backend_cpu_rpc_profile);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("limits");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_backend_cpu_partition_limit);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_backend_cpu_bad_args);
-	tcase_add_test(tc, test_backend_cpu_truncated_image);
-	tcase_add_test(tc, test_backend_cpu_run_compile_error_message);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("recovery");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_backend_cpu_run_cancelled_before_start);
-	tcase_add_test(tc, test_backend_cpu_serves_after_bad_kernel);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	return (check_main(backend_cpu_suite()));
+	Suite	*s = suite_create("backend_cpu");
+
+	check_tcase_add(s, "core", setup, teardown, 0,
+	    test_backend_cpu_compile_execute,
+	    test_backend_cpu_compile_then_run_by_key,
+	    test_backend_cpu_simulate_prints,
+	    test_backend_cpu_benchmark_shapes_only,
+	    test_backend_cpu_profile_traces, test_backend_cpu_rpc_benchmark,
+	    test_backend_cpu_rpc_profile, NULL);
+	check_tcase_add(s, "limits", setup, teardown, 0,
+	    test_backend_cpu_partition_limit, NULL);
+	check_tcase_add(s, "errors", setup, teardown, 0,
+	    test_backend_cpu_bad_args, test_backend_cpu_truncated_image,
+	    test_backend_cpu_run_compile_error_message, NULL);
+	check_tcase_add(s, "recovery", setup, teardown, 0,
+	    test_backend_cpu_run_cancelled_before_start,
+	    test_backend_cpu_serves_after_bad_kernel, NULL);
+	return (check_main(s));
 }

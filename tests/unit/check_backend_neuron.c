@@ -20,6 +20,7 @@
 #include "daemon/config.h"
 #include "daemon/neuron_cmd.h"
 #include "daemon/neuron_proc.h"
+#include "tests/unit/check_main.h"
 
 /* Where the doubles are: the scripts under $TOP/tests/neuron (TOP: the
  * working directory by default, as scripts/check.sh runs the tests), the
@@ -1264,65 +1265,10 @@ START_TEST(test_backend_neuron_ls_timeout)
 }
 END_TEST
 
-static Suite *
-backend_neuron_suite(void)
-{
-	Suite	*s = suite_create("backend_neuron");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, test_backend_neuron_compile_argv);
-	tcase_add_test(tc, test_backend_neuron_options_split);
-	tcase_add_test(tc, test_backend_neuron_cores_parse);
-	tcase_add_test(tc, test_backend_neuron_open_versions);
-	tcase_add_test(tc, test_backend_neuron_round_trip);
-	tcase_add_test(tc, test_backend_neuron_compile_target_options);
-	tcase_add_test(tc, test_backend_neuron_benchmark);
-	tcase_add_test(tc, test_backend_neuron_profile);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("neuron-ls");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_backend_neuron_ls_parse);
-	tcase_add_test(tc, test_backend_neuron_target_of_instance);
-	tcase_add_test(tc, test_backend_neuron_ls_cores);
-	tcase_add_test(tc, test_backend_neuron_ls_fallback);
-	tcase_add_test(tc, test_backend_neuron_ls_timeout);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("limits");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, test_backend_neuron_timeout_kills_group);
-	tcase_add_test(tc, test_backend_neuron_orphan_killed);
-	tcase_add_test(tc, test_backend_neuron_log_cap);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, test_backend_neuron_compile_failures);
-	tcase_add_test(tc, test_backend_neuron_missing_runtime);
-	tcase_add_test(tc, test_backend_neuron_busy_core);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("recovery");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, test_backend_neuron_stale_workdir_cleaned);
-	tcase_add_test(tc, test_backend_neuron_serves_after_failures);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(int argc, char **argv)
 {
-	SRunner	*sr;
-	int	 failed;
+	Suite	*s = suite_create("backend_neuron");
 
 	paths_init(argv[0]);
 	if (access(fakelib, R_OK) != 0 || access(fakecc, X_OK) != 0) {
@@ -1331,9 +1277,27 @@ main(int argc, char **argv)
 		    "unit)\n", fakelib, fakecc);
 		return (EXIT_FAILURE);
 	}
-	sr = srunner_create(backend_neuron_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	check_tcase_add(s, "core", setup, teardown, 30,
+	    test_backend_neuron_compile_argv,
+	    test_backend_neuron_options_split, test_backend_neuron_cores_parse,
+	    test_backend_neuron_open_versions, test_backend_neuron_round_trip,
+	    test_backend_neuron_compile_target_options,
+	    test_backend_neuron_benchmark, test_backend_neuron_profile, NULL);
+	check_tcase_add(s, "neuron-ls", setup, teardown, 60,
+	    test_backend_neuron_ls_parse,
+	    test_backend_neuron_target_of_instance,
+	    test_backend_neuron_ls_cores, test_backend_neuron_ls_fallback,
+	    test_backend_neuron_ls_timeout, NULL);
+	check_tcase_add(s, "limits", setup, teardown, 30,
+	    test_backend_neuron_timeout_kills_group,
+	    test_backend_neuron_orphan_killed, test_backend_neuron_log_cap,
+	    NULL);
+	check_tcase_add(s, "errors", setup, teardown, 30,
+	    test_backend_neuron_compile_failures,
+	    test_backend_neuron_missing_runtime, test_backend_neuron_busy_core,
+	    NULL);
+	check_tcase_add(s, "recovery", setup, teardown, 30,
+	    test_backend_neuron_stale_workdir_cleaned,
+	    test_backend_neuron_serves_after_failures, NULL);
+	return (check_main(s));
 }

@@ -729,51 +729,28 @@ START_TEST(test_cache_figures)
 }
 END_TEST
 
-static Suite *
-cache_suite(void)
-{
-	Suite	*s = suite_create("cache");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_cache_put_get_inline_and_file);
-	tcase_add_test(tc, test_cache_key_normalizes_options);
-	tcase_add_test(tc, test_cache_pin_remove);
-	tcase_add_test(tc, test_cache_other_compiler_kept_not_served);
-	tcase_add_test(tc, test_cache_failure_cached_with_log);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("limits");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_cache_budget_lru_pinned_held);
-	tcase_add_test(tc, test_cache_bundle_roundtrip_and_hostile);
-	tcase_add_test(tc, test_cache_figures);
-	tcase_set_timeout(tc, 600);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_cache_disk_full_then_resumes);
-	tcase_add_test(tc, test_cache_open_errors);
-	tcase_add_test(tc, test_cache_newer_schema_refused);
-	tcase_add_test(tc, test_cache_failed_stores_leave_no_dirs);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("recovery");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_cache_flipped_file_quarantined);
-	tcase_add_test(tc, test_cache_damaged_db_set_aside);
-	tcase_add_test(tc, test_cache_readonly_verify_twice);
-	tcase_add_test(tc, test_cache_leftover_temps_removed);
-	tcase_add_test(tc, test_cache_check_after_open_sets_aside);
-	tcase_add_test(tc, test_cache_schema_1_rows_dropped);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	return (check_main(cache_suite()));
+	Suite	*s = suite_create("cache");
+
+	check_tcase_add(s, "core", setup, teardown, 0,
+	    test_cache_put_get_inline_and_file,
+	    test_cache_key_normalizes_options, test_cache_pin_remove,
+	    test_cache_other_compiler_kept_not_served,
+	    test_cache_failure_cached_with_log, NULL);
+	check_tcase_add(s, "limits", setup, teardown, 600,
+	    test_cache_budget_lru_pinned_held,
+	    test_cache_bundle_roundtrip_and_hostile, test_cache_figures, NULL);
+	check_tcase_add(s, "errors", setup, teardown, 0,
+	    test_cache_disk_full_then_resumes, test_cache_open_errors,
+	    test_cache_newer_schema_refused,
+	    test_cache_failed_stores_leave_no_dirs, NULL);
+	check_tcase_add(s, "recovery", setup, teardown, 0,
+	    test_cache_flipped_file_quarantined,
+	    test_cache_damaged_db_set_aside, test_cache_readonly_verify_twice,
+	    test_cache_leftover_temps_removed,
+	    test_cache_check_after_open_sets_aside,
+	    test_cache_schema_1_rows_dropped, NULL);
+	return (check_main(s));
 }

@@ -266,42 +266,22 @@ START_TEST(test_config_copy_deep)
 }
 END_TEST
 
-static Suite *
-config_suite(void)
-{
-	Suite	*s = suite_create("config");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_test(tc, test_config_defaults);
-	tcase_add_test(tc, test_config_values_parsed);
-	tcase_add_test(tc, test_config_state_dir_override);
-	tcase_add_test(tc, test_config_shipped_files_valid);
-	tcase_add_test(tc, test_config_copy_deep);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("limits");
-	tcase_add_test(tc, test_config_limits_bounds_inclusive);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_add_test(tc, test_config_unknown_key_named);
-	tcase_add_test(tc, test_config_unknown_nested_key_named);
-	tcase_add_test(tc, test_config_wrong_type_named);
-	tcase_add_test(tc, test_config_bad_values_named);
-	tcase_add_test(tc, test_config_bad_json_position);
-	tcase_add_test(tc, test_config_duplicate_key);
-	tcase_add_test(tc, test_config_missing_file);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("recovery");
-	tcase_add_test(tc, test_config_reload_keeps_restart_keys);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	return (check_main(config_suite()));
+	Suite	*s = suite_create("config");
+
+	check_tcase_add(s, "core", NULL, NULL, 0, test_config_defaults,
+	    test_config_values_parsed, test_config_state_dir_override,
+	    test_config_shipped_files_valid, test_config_copy_deep, NULL);
+	check_tcase_add(s, "limits", NULL, NULL, 0,
+	    test_config_limits_bounds_inclusive, NULL);
+	check_tcase_add(s, "errors", NULL, NULL, 0,
+	    test_config_unknown_key_named,
+	    test_config_unknown_nested_key_named, test_config_wrong_type_named,
+	    test_config_bad_values_named, test_config_bad_json_position,
+	    test_config_duplicate_key, test_config_missing_file, NULL);
+	check_tcase_add(s, "recovery", NULL, NULL, 0,
+	    test_config_reload_keeps_restart_keys, NULL);
+	return (check_main(s));
 }

@@ -12,6 +12,7 @@
 #include "nkid.pb-c.h"
 #include "client/nkictl/ctl.h"
 #include "client/nkictl/ctl_cache.h"
+#include "tests/unit/check_main.h"
 
 START_TEST(test_ctl_fmt_bytes)
 {
@@ -196,31 +197,14 @@ START_TEST(test_ctl_cache_abbrev_and_signature)
 }
 END_TEST
 
-static Suite *
-fmt_suite(void)
-{
-	Suite	*s = suite_create("ctl_fmt");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_test(tc, test_ctl_fmt_bytes);
-	tcase_add_test(tc, test_ctl_fmt_durations);
-	tcase_add_test(tc, test_ctl_fmt_ages_and_percentages);
-	tcase_add_test(tc, test_ctl_table_widths_fit_contents);
-	tcase_add_test(tc, test_ctl_progress_line);
-	tcase_add_test(tc, test_ctl_cache_abbrev_and_signature);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(fmt_suite());
-	int	 failed;
+	Suite	*s = suite_create("ctl_fmt");
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	check_tcase_add(s, "core", NULL, NULL, 0, test_ctl_fmt_bytes,
+	    test_ctl_fmt_durations, test_ctl_fmt_ages_and_percentages,
+	    test_ctl_table_widths_fit_contents, test_ctl_progress_line,
+	    test_ctl_cache_abbrev_and_signature, NULL);
+	return (check_main(s));
 }

@@ -493,43 +493,22 @@ START_TEST(test_npy_truncations_and_flips)
 }
 END_TEST
 
-static Suite *
-npy_suite(void)
-{
-	Suite	*s = suite_create("ctl_npy");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_npy_roundtrip_dtypes);
-	tcase_add_test(tc, test_npy_header_numpy_layout);
-	tcase_add_test(tc, test_npy_accepts_numpy_variants);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_npy_rejects_bad_headers);
-	tcase_add_test(tc, test_npy_rejects_bad_prefix);
-	tcase_add_test(tc, test_npy_rejects_size_mismatch);
-	tcase_add_test(tc, test_npy_rejects_files_it_cannot_read);
-	tcase_add_test(tc, test_npy_write_errors);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("limits");
-	/* Hundreds of files written and read: slow on a loaded machine. */
-	tcase_set_timeout(tc, 60);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_npy_rejects_overflowing_shapes);
-	tcase_add_test(tc, test_npy_rank_limit);
-	tcase_add_test(tc, test_npy_truncations_and_flips);
-	/* thousands of files written: seconds on a busy machine */
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	return (check_main(npy_suite()));
+	Suite	*s = suite_create("ctl_npy");
+
+	check_tcase_add(s, "core", setup, teardown, 0,
+	    test_npy_roundtrip_dtypes, test_npy_header_numpy_layout,
+	    test_npy_accepts_numpy_variants, NULL);
+	check_tcase_add(s, "errors", setup, teardown, 0,
+	    test_npy_rejects_bad_headers, test_npy_rejects_bad_prefix,
+	    test_npy_rejects_size_mismatch,
+	    test_npy_rejects_files_it_cannot_read, test_npy_write_errors,
+	    NULL);
+	/* Thousands of files written and read: slow on a loaded machine. */
+	check_tcase_add(s, "limits", setup, teardown, 60,
+	    test_npy_rejects_overflowing_shapes, test_npy_rank_limit,
+	    test_npy_truncations_and_flips, NULL);
+	return (check_main(s));
 }

@@ -387,44 +387,24 @@ START_TEST(test_dispatch_serves_after_errors)
 }
 END_TEST
 
-static Suite *
-dispatch_suite(void)
-{
-	Suite	*s = suite_create("dispatch");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_dispatch_table_sorted);
-	tcase_add_test(tc, test_dispatch_ping_echo);
-	tcase_add_test(tc, test_dispatch_status_fields);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("limits");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_dispatch_oversized_refused_before_unpack);
-	tcase_add_test(tc, test_dispatch_cap_per_method);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_dispatch_unknown_method);
-	tcase_add_test(tc, test_dispatch_malformed_protobuf);
-	tcase_add_test(tc, test_dispatch_compile_bad_format);
-	tcase_add_test(tc, test_dispatch_compile_malformed_ir);
-	tcase_add_test(tc, test_dispatch_run_tensor_checked);
-	tcase_add_test(tc, test_dispatch_run_neff_key_miss);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("recovery");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_dispatch_serves_after_errors);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	return (check_main(dispatch_suite()));
+	Suite	*s = suite_create("dispatch");
+
+	check_tcase_add(s, "core", setup, teardown, 0,
+	    test_dispatch_table_sorted, test_dispatch_ping_echo,
+	    test_dispatch_status_fields, NULL);
+	check_tcase_add(s, "limits", setup, teardown, 0,
+	    test_dispatch_oversized_refused_before_unpack,
+	    test_dispatch_cap_per_method, NULL);
+	check_tcase_add(s, "errors", setup, teardown, 0,
+	    test_dispatch_unknown_method, test_dispatch_malformed_protobuf,
+	    test_dispatch_compile_bad_format,
+	    test_dispatch_compile_malformed_ir,
+	    test_dispatch_run_tensor_checked, test_dispatch_run_neff_key_miss,
+	    NULL);
+	check_tcase_add(s, "recovery", setup, teardown, 0,
+	    test_dispatch_serves_after_errors, NULL);
+	return (check_main(s));
 }

@@ -12,6 +12,7 @@
 #include "cache/cache.h"
 #include "daemon/config.h"
 #include "daemon/kcache_remote.h"
+#include "tests/unit/check_main.h"
 
 static const char	fkey[] = "fleet-key-of-the-unit-tests-0123";
 static const char	key[] = "0123456789abcdef0123456789abcdef"
@@ -338,39 +339,23 @@ START_TEST(test_kcache_remote_open_errors)
 }
 END_TEST
 
-static Suite *
-kcache_remote_suite(void)
-{
-	Suite	*s = suite_create("kcache_remote");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_test(tc, test_kcache_remote_entry_roundtrip);
-	tcase_add_test(tc, test_kcache_remote_entry_failure_travels);
-	tcase_add_test(tc, test_kcache_remote_url_parse);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("errors");
-	tcase_add_test(tc, test_kcache_remote_entry_every_byte_signed);
-	tcase_add_test(tc, test_kcache_remote_entry_truncated_or_longer);
-	tcase_add_test(tc, test_kcache_remote_entry_other_fleet_key);
-	tcase_add_test(tc, test_kcache_remote_entry_signed_but_wrong);
-	tcase_add_test(tc, test_kcache_remote_entry_garbage);
-	tcase_add_test(tc, test_kcache_remote_open_errors);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("limits");
-	tcase_add_test(tc, test_kcache_remote_entry_large);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(kcache_remote_suite());
-	int	 nfail;
+	Suite	*s = suite_create("kcache_remote");
 
-	srunner_run_all(sr, CK_NORMAL);
-	nfail = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (nfail == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	check_tcase_add(s, "core", NULL, NULL, 0,
+	    test_kcache_remote_entry_roundtrip,
+	    test_kcache_remote_entry_failure_travels,
+	    test_kcache_remote_url_parse, NULL);
+	check_tcase_add(s, "errors", NULL, NULL, 0,
+	    test_kcache_remote_entry_every_byte_signed,
+	    test_kcache_remote_entry_truncated_or_longer,
+	    test_kcache_remote_entry_other_fleet_key,
+	    test_kcache_remote_entry_signed_but_wrong,
+	    test_kcache_remote_entry_garbage, test_kcache_remote_open_errors,
+	    NULL);
+	check_tcase_add(s, "limits", NULL, NULL, 0,
+	    test_kcache_remote_entry_large, NULL);
+	return (check_main(s));
 }

@@ -308,36 +308,18 @@ START_TEST(test_server_listen_inherit_not_listening)
 }
 END_TEST
 
-static Suite *
-listen_suite(void)
-{
-	Suite	*s = suite_create("server_listen");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_server_listen_bind);
-	tcase_add_test(tc, test_server_listen_mode);
-	tcase_add_test(tc, test_server_listen_inherit);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_server_listen_lock_held);
-	tcase_add_test(tc, test_server_listen_not_socket);
-	tcase_add_test(tc, test_server_listen_group_unknown);
-	tcase_add_test(tc, test_server_listen_inherit_not_listening);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("recovery");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_server_listen_stale);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	return (check_main(listen_suite()));
+	Suite	*s = suite_create("server_listen");
+
+	check_tcase_add(s, "core", setup, teardown, 0, test_server_listen_bind,
+	    test_server_listen_mode, test_server_listen_inherit, NULL);
+	check_tcase_add(s, "errors", setup, teardown, 0,
+	    test_server_listen_lock_held, test_server_listen_not_socket,
+	    test_server_listen_group_unknown,
+	    test_server_listen_inherit_not_listening, NULL);
+	check_tcase_add(s, "recovery", setup, teardown, 0,
+	    test_server_listen_stale, NULL);
+	return (check_main(s));
 }

@@ -479,30 +479,16 @@ START_TEST(test_metrics_http_errors)
 }
 END_TEST
 
-static Suite *
-metrics_suite(void)
-{
-	Suite	*s = suite_create("metrics");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_metrics_hist_buckets);
-	tcase_add_test(tc, test_metrics_render_rpc);
-	tcase_add_test(tc, test_metrics_render_jobs);
-	tcase_add_test(tc, test_metrics_http_serves_from_loop);
-	tcase_add_test(tc, test_metrics_http_unix);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_metrics_http_errors);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	return (check_main(metrics_suite()));
+	Suite	*s = suite_create("metrics");
+
+	check_tcase_add(s, "core", setup, teardown, 0,
+	    test_metrics_hist_buckets, test_metrics_render_rpc,
+	    test_metrics_render_jobs, test_metrics_http_serves_from_loop,
+	    test_metrics_http_unix, NULL);
+	check_tcase_add(s, "errors", setup, teardown, 0,
+	    test_metrics_http_errors, NULL);
+	return (check_main(s));
 }

@@ -421,35 +421,21 @@ START_TEST(test_sched_here_runs_on_the_spot)
 }
 END_TEST
 
-static Suite *
-sched_suite(void)
-{
-	Suite	*su = suite_create("sched");
-	TCase	*core = tcase_create("core");
-	TCase	*limits = tcase_create("limits");
-	TCase	*errors = tcase_create("errors");
-
-	tcase_add_checked_fixture(core, setup, teardown);
-	tcase_add_test(core, test_sched_fair_round_robin);
-	tcase_add_test(core, test_sched_batch_after_interactive);
-	tcase_add_test(core, test_sched_least_loaded_core);
-	tcase_add_test(core, test_sched_lease_states);
-	tcase_add_test(core, test_sched_history_bounded);
-	tcase_add_test(core, test_sched_here_runs_on_the_spot);
-	suite_add_tcase(su, core);
-	tcase_add_checked_fixture(limits, setup, teardown);
-	tcase_add_test(limits, test_sched_caps_with_numbers);
-	tcase_add_test(limits, test_sched_deadline_never_runs);
-	suite_add_tcase(su, limits);
-	tcase_add_checked_fixture(errors, setup, teardown);
-	tcase_add_test(errors, test_sched_cancel_drops_queued);
-	tcase_add_test(errors, test_sched_close_drops_queued);
-	suite_add_tcase(su, errors);
-	return (su);
-}
-
 int
 main(void)
 {
-	return (check_main(sched_suite()));
+	Suite	*s = suite_create("sched");
+
+	check_tcase_add(s, "core", setup, teardown, 0,
+	    test_sched_fair_round_robin, test_sched_batch_after_interactive,
+	    test_sched_least_loaded_core, test_sched_lease_states,
+	    test_sched_history_bounded, test_sched_here_runs_on_the_spot,
+	    NULL);
+	check_tcase_add(s, "limits", setup, teardown, 0,
+	    test_sched_caps_with_numbers, test_sched_deadline_never_runs,
+	    NULL);
+	check_tcase_add(s, "errors", setup, teardown, 0,
+	    test_sched_cancel_drops_queued, test_sched_close_drops_queued,
+	    NULL);
+	return (check_main(s));
 }
