@@ -45,11 +45,8 @@ setup(void)
 	snprintf(err, sizeof err, "%s/cache", tmpdir);
 	ck_assert_int_eq(mkdir(err, 0750), 0);
 	ov.state_dir = tmpdir;
-	grpc_init();
-	ck_assert_int_eq(uv_loop_init(&loop), 0);
 	ck_assert_int_eq(config_load(&cfg, NULL, &ov, err, sizeof err), 0);
-	ck_assert_msg(daemon_init(&d, &loop, &cfg, err, sizeof err) == 0,
-	    "%s", err);
+	fake_daemon_open(&d, &loop, &cfg);
 }
 
 static void
@@ -57,10 +54,7 @@ teardown(void)
 {
 	char	cmd[128];
 
-	daemon_release(&d);
-	uv_run(&loop, UV_RUN_DEFAULT);
-	ck_assert_int_eq(uv_loop_close(&loop), 0);
-	grpc_shutdown();
+	fake_daemon_close(&d);
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
 	ck_assert_int_eq(system(cmd), 0);
 }
@@ -71,17 +65,8 @@ call(const char *name, const void *data, size_t len)
 {
 	struct fake_call	fc;
 
-	memset(&fc, 0, sizeof fc);
-	fc.rc.d = &d;
-	fc.rc.tr = &fake_transport;
-	fc.rc.id.uid = 1000;
-	fc.rc.id.pid = 42;
-	fc.rc.m = dispatch_method_find(name);
-	ck_assert_ptr_nonnull(fc.rc.m);
-	dispatch_call_start(&fc.rc, data, len);
-	while (!fc.sent && uv_run(&loop, UV_RUN_ONCE) != 0)
-		;
-	ck_assert_int_eq(fc.sent, 1);
+	ck_assert_ptr_nonnull(dispatch_method_find(name));
+	fake_call_run(&fc, &d, name, data, len);
 	fake_call_release(&fc);
 }
 
