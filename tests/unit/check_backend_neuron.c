@@ -203,6 +203,39 @@ workdir_empty(void)
 	closedir(d);
 }
 
+/*
+ * penguin_ok's inputs, a [4, 2] float32 and b [3] int32, with the data a and
+ * bb (both NULL: shapes only, the backend supplies zeros), executed into its
+ * two outputs.
+ */
+struct penguin_exec {
+	struct sim_tensor	in[2], out[2];
+	struct backend_exec	x;
+};
+
+static void
+penguin_exec_init(struct penguin_exec *e, float *a, int32_t *bb)
+{
+	memset(e, 0, sizeof *e);
+	e->in[0].dtype = SIM_DT_FLOAT32;
+	e->in[0].rank = 2;
+	e->in[0].shape[0] = 4;
+	e->in[0].shape[1] = 2;
+	e->in[1].dtype = SIM_DT_INT32;
+	e->in[1].rank = 1;
+	e->in[1].shape[0] = 3;
+	if (a != NULL) {
+		e->in[0].data = a;
+		e->in[0].nbytes = 8 * sizeof *a;
+		e->in[1].data = bb;
+		e->in[1].nbytes = 3 * sizeof *bb;
+	}
+	e->x.inputs = e->in;
+	e->x.ninputs = 2;
+	e->x.outputs = e->out;
+	e->x.noutputs = 2;
+}
+
 static struct fake_nrt_counters *
 counters(void)
 {
@@ -421,9 +454,8 @@ START_TEST(test_backend_neuron_round_trip)
 {
 	struct backend			*b;
 	struct backend_program		*p = NULL;
-	struct backend_exec		 x;
 	struct fake_nrt_counters	*fc;
-	struct sim_tensor			 in[2], out[2];
+	struct penguin_exec		 e;
 	float				 a[8];
 	int32_t				 bb[3] = { 7, -8, 9 };
 	char				 diag[BACKEND_DIAG_LEN];
@@ -445,31 +477,14 @@ START_TEST(test_backend_neuron_round_trip)
 
 	for (i = 0; i < 8; i++)
 		a[i] = (float)i * 1.5f;
-	memset(in, 0, sizeof in);
-	in[0].dtype = SIM_DT_FLOAT32;
-	in[0].rank = 2;
-	in[0].shape[0] = 4;
-	in[0].shape[1] = 2;
-	in[0].data = a;
-	in[0].nbytes = sizeof a;
-	in[1].dtype = SIM_DT_INT32;
-	in[1].rank = 1;
-	in[1].shape[0] = 3;
-	in[1].data = bb;
-	in[1].nbytes = sizeof bb;
-	memset(&x, 0, sizeof x);
-	memset(out, 0, sizeof out);
-	x.inputs = in;
-	x.ninputs = 2;
-	x.outputs = out;
-	x.noutputs = 2;
+	penguin_exec_init(&e, a, bb);
 	/* nkid core 3: loaded there on first use. */
-	ck_assert_int_eq(b->ops->execute(b->state, p, 3, &x, diag), 0);
-	ck_assert_uint_eq(out[0].nbytes, sizeof a);
-	ck_assert_int_eq(memcmp(out[0].data, a, sizeof a), 0);
-	ck_assert_int_eq(memcmp(out[1].data, bb, sizeof bb), 0);
-	ck_assert_int_eq(out[1].dtype, SIM_DT_INT32);
-	sim_tensors_release(out, 2);
+	ck_assert_int_eq(b->ops->execute(b->state, p, 3, &e.x, diag), 0);
+	ck_assert_uint_eq(e.out[0].nbytes, sizeof a);
+	ck_assert_int_eq(memcmp(e.out[0].data, a, sizeof a), 0);
+	ck_assert_int_eq(memcmp(e.out[1].data, bb, sizeof bb), 0);
+	ck_assert_int_eq(e.out[1].dtype, SIM_DT_INT32);
+	sim_tensors_release(e.out, 2);
 
 	fc = counters();
 	ck_assert_int_eq(fc->inits, 1);
@@ -479,8 +494,8 @@ START_TEST(test_backend_neuron_round_trip)
 	ck_assert_int_eq(fc->live_sets, 0);
 
 	/* Wrong shapes never reach the runtime. */
-	in[0].shape[1] = 3;
-	ck_assert_int_eq(b->ops->execute(b->state, p, 0, &x, diag),
+	e.in[0].shape[1] = 3;
+	ck_assert_int_eq(b->ops->execute(b->state, p, 0, &e.x, diag),
 	    BACKEND_EARG);
 	ck_assert_ptr_nonnull(strstr(diag, "'a'"));
 	ck_assert_int_eq(fc->executes, 1);
@@ -542,9 +557,8 @@ START_TEST(test_backend_neuron_benchmark)
 {
 	struct backend			*b;
 	struct backend_program		*p = NULL;
-	struct backend_exec		 x;
 	struct fake_nrt_counters	*fc;
-	struct sim_tensor			 in[2], out[2];
+	struct penguin_exec		 e;
 	double				 samples[5];
 	char				 diag[BACKEND_DIAG_LEN];
 	void				*img;
@@ -555,30 +569,17 @@ START_TEST(test_backend_neuron_benchmark)
 	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
 	ck_assert_int_eq(b->ops->load(b->state, img, len, &p, diag), 0);
 	/* Shapes only: the backend supplies zeros. */
-	memset(in, 0, sizeof in);
-	in[0].dtype = SIM_DT_FLOAT32;
-	in[0].rank = 2;
-	in[0].shape[0] = 4;
-	in[0].shape[1] = 2;
-	in[1].dtype = SIM_DT_INT32;
-	in[1].rank = 1;
-	in[1].shape[0] = 3;
-	memset(&x, 0, sizeof x);
-	memset(out, 0, sizeof out);
-	x.inputs = in;
-	x.ninputs = 2;
-	x.outputs = out;
-	x.noutputs = 2;
+	penguin_exec_init(&e, NULL, NULL);
 	fc = counters();
 	for (i = 0; i < 5; i++)
 		samples[i] = -1;
-	ck_assert_int_eq(b->ops->benchmark(b->state, p, 1, &x, 3, 5, samples,
+	ck_assert_int_eq(b->ops->benchmark(b->state, p, 1, &e.x, 3, 5, samples,
 	    diag), 0);
 	ck_assert_int_eq(fc->executes, 8);
 	for (i = 0; i < 5; i++)
 		ck_assert(samples[i] >= 0);
-	ck_assert_uint_eq(out[0].nbytes, 32);
-	sim_tensors_release(out, 2);
+	ck_assert_uint_eq(e.out[0].nbytes, 32);
+	sim_tensors_release(e.out, 2);
 	ck_assert_int_eq(fc->live_tensors, 0);
 	b->ops->unload(b->state, p);
 	free(img);
@@ -590,9 +591,8 @@ START_TEST(test_backend_neuron_profile)
 {
 	struct backend		*b;
 	struct backend_program	*p = NULL;
-	struct backend_exec	 x;
 	struct backend_trace	*t = NULL;
-	struct sim_tensor		 in[2];
+	struct penguin_exec	 e;
 	float			 a[8] = { 0 };
 	int32_t			 bb[3] = { 0 };
 	char			 diag[BACKEND_DIAG_LEN], plog[PATH_MAX + 16];
@@ -606,23 +606,11 @@ START_TEST(test_backend_neuron_profile)
 	ck_assert_uint_eq(b->ncores, 2);
 	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
 	ck_assert_int_eq(b->ops->load(b->state, img, len, &p, diag), 0);
-	memset(in, 0, sizeof in);
-	in[0].dtype = SIM_DT_FLOAT32;
-	in[0].rank = 2;
-	in[0].shape[0] = 4;
-	in[0].shape[1] = 2;
-	in[0].data = a;
-	in[0].nbytes = sizeof a;
-	in[1].dtype = SIM_DT_INT32;
-	in[1].rank = 1;
-	in[1].shape[0] = 3;
-	in[1].data = bb;
-	in[1].nbytes = sizeof bb;
-	memset(&x, 0, sizeof x);
-	x.inputs = in;
-	x.ninputs = 2;
+	penguin_exec_init(&e, a, bb);
+	e.x.outputs = NULL;		/* profile() keeps no outputs */
+	e.x.noutputs = 0;
 	/* nkid core 1 is NeuronCore 3; executions 2 and 4 of 5. */
-	ck_assert_msg(b->ops->profile(b->state, p, 1, &x, 5, 2, &t, &n,
+	ck_assert_msg(b->ops->profile(b->state, p, 1, &e.x, 5, 2, &t, &n,
 	    diag) == 0, "profile: %s", diag);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(t[0].execution, 2);
@@ -642,7 +630,7 @@ START_TEST(test_backend_neuron_profile)
 	    "profile.ntff.json\n"));
 
 	/* num_execs below profile_nth: that one execution alone. */
-	ck_assert_int_eq(b->ops->profile(b->state, p, 0, &x, 1, 3, &t, &n,
+	ck_assert_int_eq(b->ops->profile(b->state, p, 0, &e.x, 1, 3, &t, &n,
 	    diag), 0);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_eq(t[0].execution, 3);
@@ -650,7 +638,7 @@ START_TEST(test_backend_neuron_profile)
 
 	/* A failing capture is an error with its log; nothing is left. */
 	setenv("FAKE_NEURON_PROFILE_FAIL", "1", 1);
-	ck_assert_int_eq(b->ops->profile(b->state, p, 0, &x, 1, 1, &t, &n,
+	ck_assert_int_eq(b->ops->profile(b->state, p, 0, &e.x, 1, 1, &t, &n,
 	    diag), BACKEND_ERUNTIME);
 	ck_assert_ptr_nonnull(strstr(diag, "not available"));
 	ck_assert_ptr_null(t);
@@ -856,8 +844,7 @@ START_TEST(test_backend_neuron_busy_core)
 {
 	struct backend		*b;
 	struct backend_program	*p = NULL;
-	struct backend_exec	 x;
-	struct sim_tensor		 in[2], out[2];
+	struct penguin_exec	 e;
 	char			 diag[BACKEND_DIAG_LEN];
 	void			*img;
 	size_t			 len;
@@ -876,21 +863,8 @@ START_TEST(test_backend_neuron_busy_core)
 
 	/* Taken while nkid runs: the execution names the core. */
 	file_put(busy, "1\n");
-	memset(in, 0, sizeof in);
-	in[0].dtype = SIM_DT_FLOAT32;
-	in[0].rank = 2;
-	in[0].shape[0] = 4;
-	in[0].shape[1] = 2;
-	in[1].dtype = SIM_DT_INT32;
-	in[1].rank = 1;
-	in[1].shape[0] = 3;
-	memset(&x, 0, sizeof x);
-	memset(out, 0, sizeof out);
-	x.inputs = in;
-	x.ninputs = 2;
-	x.outputs = out;
-	x.noutputs = 2;
-	ck_assert_int_eq(b->ops->execute(b->state, p, 1, &x, diag),
+	penguin_exec_init(&e, NULL, NULL);
+	ck_assert_int_eq(b->ops->execute(b->state, p, 1, &e.x, diag),
 	    BACKEND_EBUSY);
 	ck_assert_ptr_nonnull(strstr(diag, "NeuronCore 1 (nkid core 1) is "
 	    "not available"));
@@ -899,8 +873,8 @@ START_TEST(test_backend_neuron_busy_core)
 	    "core held by another process");
 	ck_assert_int_eq(counters()->live_tensors, 0);
 	/* Other cores keep working. */
-	ck_assert_int_eq(b->ops->execute(b->state, p, 0, &x, diag), 0);
-	sim_tensors_release(out, 2);
+	ck_assert_int_eq(b->ops->execute(b->state, p, 0, &e.x, diag), 0);
+	sim_tensors_release(e.out, 2);
 	b->ops->unload(b->state, p);
 	free(img);
 	backend_close(b);
