@@ -26,13 +26,7 @@ static struct daemon	d;
 static void
 setup(void)
 {
-	struct config	cfg;
-	char		err[512];
-	const char	*j = "{\"cpu\": {\"cores\": 2}}";
-
-	ck_assert_int_eq(config_load_string(&cfg, "t", j, strlen(j), NULL, err,
-	    sizeof err), 0);
-	fake_daemon_open(&d, &loop, &cfg);
+	fake_daemon_open(&d, &loop, "{\"cpu\": {\"cores\": 2}}", NULL);
 }
 
 static void

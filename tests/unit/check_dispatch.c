@@ -21,11 +21,7 @@ static struct daemon	d;
 static void
 setup(void)
 {
-	struct config	cfg;
-	char		err[512];
-
-	ck_assert_int_eq(config_load(&cfg, NULL, NULL, err, sizeof err), 0);
-	fake_daemon_open(&d, &loop, &cfg);
+	fake_daemon_open(&d, &loop, NULL, NULL);
 }
 
 static void

@@ -37,16 +37,14 @@ static void
 setup(void)
 {
 	struct config_override	ov = { NULL, NULL };
-	struct config		cfg;
-	char			err[512];
+	char			cache[128];
 
 	snprintf(tmpdir, sizeof tmpdir, "/tmp/check_metrics.XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-	snprintf(err, sizeof err, "%s/cache", tmpdir);
-	ck_assert_int_eq(mkdir(err, 0750), 0);
+	snprintf(cache, sizeof cache, "%s/cache", tmpdir);
+	ck_assert_int_eq(mkdir(cache, 0750), 0);
 	ov.state_dir = tmpdir;
-	ck_assert_int_eq(config_load(&cfg, NULL, &ov, err, sizeof err), 0);
-	fake_daemon_open(&d, &loop, &cfg);
+	fake_daemon_open(&d, &loop, NULL, &ov);
 }
 
 static void

@@ -47,17 +47,26 @@ fake_send(struct rpc_call *c, const uint8_t *reply, size_t len)
 static const struct rpc_transport fake_transport = { .send = fake_send };
 
 /*
- * Start the daemon d of the tests on loop with cfg (taken over by d): gRPC,
- * the loop, daemon_init().  Fails the test if any of them fails.
+ * Start the daemon d of the tests on loop: gRPC, the loop, then daemon_init()
+ * with the configuration json (NULL: the defaults) and the overrides ov (may
+ * be NULL).  Fails the test if any of them fails.
  */
 static inline void
-fake_daemon_open(struct daemon *d, uv_loop_t *loop, struct config *cfg)
+fake_daemon_open(struct daemon *d, uv_loop_t *loop, const char *json,
+    const struct config_override *ov)
 {
-	char	err[512];
+	struct config	cfg;
+	char		err[512];
 
+	if (json == NULL)
+		ck_assert_int_eq(config_load(&cfg, NULL, ov, err, sizeof err),
+		    0);
+	else
+		ck_assert_msg(config_load_string(&cfg, "test", json,
+		    strlen(json), ov, err, sizeof err) == 0, "%s", err);
 	grpc_init();
 	ck_assert_int_eq(uv_loop_init(loop), 0);
-	ck_assert_msg(daemon_init(d, loop, cfg, err, sizeof err) == 0, "%s",
+	ck_assert_msg(daemon_init(d, loop, &cfg, err, sizeof err) == 0, "%s",
 	    err);
 }
 
