@@ -1,6 +1,9 @@
 """Kernel cases shared by the reference and end-to-end tests: the kernel
 (with its grid), the arguments and numpy's answer."""
 
+import contextlib
+import io
+
 import ml_dtypes
 import numpy as np
 
@@ -12,6 +15,14 @@ rng = np.random.default_rng(7)
 
 def _r(*shape, dtype=np.float32):
     return rng.standard_normal(shape).astype(dtype)
+
+
+def printed(fn, *args):
+    """fn(*args), and what it wrote to stdout meanwhile."""
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        out = fn(*args)
+    return out, buf.getvalue()
 
 
 class Case:
