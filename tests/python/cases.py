@@ -2,6 +2,7 @@
 (with its grid), the arguments and numpy's answer."""
 
 import contextlib
+import dataclasses
 import io
 
 import ml_dtypes
@@ -25,14 +26,16 @@ def printed(fn, *args):
     return out, buf.getvalue()
 
 
+@dataclasses.dataclass(repr=False, eq=False)
 class Case:
-    def __init__(self, name, kernel, args, expected, rtol=1e-5, atol=1e-5):
-        self.name = name
-        self.kernel = kernel
-        self.args = args
-        self.expected = expected
-        self.rtol = rtol
-        self.atol = atol
+    """A kernel, its arguments and numpy's answer (a tuple for several
+    outputs), to be matched within rtol and atol."""
+    name: str
+    kernel: object
+    args: list
+    expected: object
+    rtol: float = 1e-5
+    atol: float = 1e-5
 
     def check(self, got):
         exp = self.expected
