@@ -959,6 +959,20 @@ ls_parse(const char *s, struct neuron_ls *ls, char *err, size_t errlen)
 	return (neuron_cmd_ls_parse(s, strlen(s), ls, err, errlen));
 }
 
+/* Write to buf (len bytes) neuron-ls's list of ndev devices of ncores each. */
+static void
+ls_devices(char *buf, size_t len, size_t ndev, int ncores)
+{
+	size_t	i, off;
+
+	off = (size_t)snprintf(buf, len, "[");
+	for (i = 0; i < ndev; i++)
+		off += (size_t)snprintf(buf + off, len - off,
+		    "%s{\"neuron_device\": %zu, \"nc_count\": %d}",
+		    i > 0 ? "," : "", i, ncores);
+	snprintf(buf + off, len - off, "]");
+}
+
 /* s is refused with a message holding want. */
 static void
 ls_bad(const char *s, const char *want)
@@ -977,7 +991,6 @@ START_TEST(test_backend_neuron_ls_parse)
 {
 	struct neuron_ls	 ls;
 	char			 err[256], *big, **argv;
-	size_t			 i, off;
 
 	argv = neuron_cmd_ls_argv("/opt/aws/neuron/bin/neuron-ls");
 	ck_assert_str_eq(argv[0], "/opt/aws/neuron/bin/neuron-ls");
@@ -1037,28 +1050,13 @@ START_TEST(test_backend_neuron_ls_parse)
 	big = malloc(64 * 1024);
 	ck_assert_ptr_nonnull(big);
 	/* 17 devices of 64 cores: 1088 > 1024 in all. */
-	off = (size_t)snprintf(big, 64 * 1024, "[");
-	for (i = 0; i < 17; i++)
-		off += (size_t)snprintf(big + off, 64 * 1024 - off,
-		    "%s{\"neuron_device\": %zu, \"nc_count\": 64}",
-		    i > 0 ? "," : "", i);
-	snprintf(big + off, 64 * 1024 - off, "]");
+	ls_devices(big, 64 * 1024, 17, 64);
 	ls_bad(big, "more than 1024 NeuronCores");
 	/* 257 devices of 1 core. */
-	off = (size_t)snprintf(big, 64 * 1024, "[");
-	for (i = 0; i < 257; i++)
-		off += (size_t)snprintf(big + off, 64 * 1024 - off,
-		    "%s{\"neuron_device\": %zu, \"nc_count\": 1}",
-		    i > 0 ? "," : "", i);
-	snprintf(big + off, 64 * 1024 - off, "]");
+	ls_devices(big, 64 * 1024, 257, 1);
 	ls_bad(big, "more than 256 devices");
 	/* 256 devices of 4 cores: exactly at both bounds. */
-	off = (size_t)snprintf(big, 64 * 1024, "[");
-	for (i = 0; i < 256; i++)
-		off += (size_t)snprintf(big + off, 64 * 1024 - off,
-		    "%s{\"neuron_device\": %zu, \"nc_count\": 4}",
-		    i > 0 ? "," : "", i);
-	snprintf(big + off, 64 * 1024 - off, "]");
+	ls_devices(big, 64 * 1024, 256, 4);
 	ck_assert_int_eq(ls_parse(big, &ls, err, sizeof err), 0);
 	ck_assert_uint_eq(ls.ndevices, 256);
 	ck_assert_uint_eq(ls.ncores, 1024);
@@ -1068,25 +1066,39 @@ END_TEST
 
 START_TEST(test_backend_neuron_target_of_instance)
 {
-	/* The driver's sysfs spelling and EC2's. */
-	ck_assert_str_eq(neuron_cmd_target_of_instance("Trn1"), "trn1");
-	ck_assert_str_eq(neuron_cmd_target_of_instance("Inf2\n"), "inf2");
-	ck_assert_str_eq(neuron_cmd_target_of_instance("trn1.32xlarge"),
-	    "trn1");
-	ck_assert_str_eq(neuron_cmd_target_of_instance("trn1n.32xlarge"),
-	    "trn1n");
-	ck_assert_str_eq(neuron_cmd_target_of_instance("trn2n.48xlarge"),
-	    "trn2");
-	ck_assert_str_eq(neuron_cmd_target_of_instance("Trn2"), "trn2");
-	ck_assert_str_eq(neuron_cmd_target_of_instance("inf2.xlarge"), "inf2");
-	/* Not neuronx-cc targets, or not instance types. */
-	ck_assert_ptr_null(neuron_cmd_target_of_instance("Inf1"));
-	ck_assert_ptr_null(neuron_cmd_target_of_instance("inf1.6xlarge"));
-	ck_assert_ptr_null(neuron_cmd_target_of_instance(""));
-	ck_assert_ptr_null(neuron_cmd_target_of_instance(NULL));
-	ck_assert_ptr_null(neuron_cmd_target_of_instance(
-	    "trn1xxxxxxxxxxxxxxxxxx"));
-	ck_assert_ptr_null(neuron_cmd_target_of_instance("m5.large"));
+	static const struct {
+		const char	*instance, *target;
+	} cases[] = {
+		/* The driver's sysfs spelling and EC2's. */
+		{ "Trn1", "trn1" },
+		{ "Inf2\n", "inf2" },
+		{ "trn1.32xlarge", "trn1" },
+		{ "trn1n.32xlarge", "trn1n" },
+		{ "trn2n.48xlarge", "trn2" },
+		{ "Trn2", "trn2" },
+		{ "inf2.xlarge", "inf2" },
+		/* Not neuronx-cc targets, or not instance types. */
+		{ "Inf1", NULL },
+		{ "inf1.6xlarge", NULL },
+		{ "", NULL },
+		{ NULL, NULL },
+		{ "trn1xxxxxxxxxxxxxxxxxx", NULL },
+		{ "m5.large", NULL },
+	};
+	const char	*got;
+	size_t		 i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		got = neuron_cmd_target_of_instance(cases[i].instance);
+		if (cases[i].target == NULL)
+			ck_assert_msg(got == NULL, "'%s': '%s', not none",
+			    cases[i].instance, got);
+		else
+			ck_assert_msg(got != NULL &&
+			    strcmp(got, cases[i].target) == 0,
+			    "'%s': '%s', not '%s'", cases[i].instance, got,
+			    cases[i].target);
+	}
 }
 END_TEST
 
