@@ -658,51 +658,77 @@ cmp_double(const void *a, const void *b)
 	return ((x > y) - (x < y));
 }
 
+/*
+ * Time 200 hits (read + verify + touch) on keys key(i) of c into t, sorted:
+ * t[100] is the median, t[198] the 99th percentile.
+ */
+static void
+hits_time(struct cache *c, double *t, unsigned (*key)(unsigned, unsigned),
+    unsigned n)
+{
+	double		t0;
+	unsigned	i;
+
+	for (i = 0; i < 200; i++) {
+		t0 = now_us();
+		ck_assert_int_eq(get(c, key(i, n), CACHE_GET_DATA |
+		    CACHE_GET_TOUCH), 0);
+		t[i] = now_us() - t0;
+	}
+	qsort(t, 200, sizeof t[0], cmp_double);
+}
+
+/* Keys 1000 to 1049 in turn. */
+static unsigned
+key_cycle50(unsigned i, unsigned n)
+{
+	return (1000 + i % 50);
+}
+
+/* Keys spread over 0 to n - 1. */
+static unsigned
+key_spread(unsigned i, unsigned n)
+{
+	return ((i * 7919) % n);
+}
+
+/*
+ * The median hit time of 50 blobs of size bytes in a fresh cache whose
+ * inline threshold is inline_max.
+ */
+static double
+hit_p50(size_t size, size_t inline_max)
+{
+	struct cache	*c = open_cache(0, inline_max);
+	double		 t[200];
+	unsigned	 i;
+
+	for (i = 0; i < 50; i++)
+		ck_assert_int_eq(put(c, 1000 + i, size), 0);
+	hits_time(c, t, key_cycle50, 0);
+	cache_close(c);
+	teardown();
+	setup();
+	return (t[100]);
+}
+
 /* NKID_CACHE_FIGURES=1: the measurements quoted in docs/cache.md. */
 START_TEST(test_cache_figures)
 {
 	static const size_t	 sizes[] = { 4096, 16384, 32768, 49152, 65536, 262144,
 				    1048576 };
 	struct cache		*c;
-	double			 t[200], t0, p50i, p50f;
+	double			 t[200], t0;
 	unsigned		 i, k, n;
 	char			*env = getenv("NKID_CACHE_FIGURES");
 
 	if (env == NULL)
 		return;
 	/* Inline threshold: hit (read + SHA-256) inline versus file. */
-	for (k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
-		c = open_cache(0, 2 * 1048576);
-		for (i = 0; i < 50; i++)
-			ck_assert_int_eq(put(c, 1000 + i, sizes[k]), 0);
-		for (i = 0; i < 200; i++) {
-			t0 = now_us();
-			ck_assert_int_eq(get(c, 1000 + i % 50, CACHE_GET_DATA |
-			    CACHE_GET_TOUCH), 0);
-			t[i] = now_us() - t0;
-		}
-		qsort(t, 200, sizeof t[0], cmp_double);
-		p50i = t[100];
-		cache_close(c);
-		teardown();
-		setup();
-		c = open_cache(0, 1);
-		for (i = 0; i < 50; i++)
-			ck_assert_int_eq(put(c, 1000 + i, sizes[k]), 0);
-		for (i = 0; i < 200; i++) {
-			t0 = now_us();
-			ck_assert_int_eq(get(c, 1000 + i % 50, CACHE_GET_DATA |
-			    CACHE_GET_TOUCH), 0);
-			t[i] = now_us() - t0;
-		}
-		qsort(t, 200, sizeof t[0], cmp_double);
-		p50f = t[100];
-		cache_close(c);
-		teardown();
-		setup();
+	for (k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
 		printf("blob %7zu bytes: hit p50 inline %7.1f us, file %7.1f "
-		    "us\n", sizes[k], p50i, p50f);
-	}
+		    "us\n", sizes[k], hit_p50(sizes[k], 2 * 1048576),
+		    hit_p50(sizes[k], 1));
 	/* 100,000 entries: open time and lookup p99. */
 	n = (unsigned)strtoul(env, NULL, 10) > 1 ? (unsigned)strtoul(env,
 	    NULL, 10) : 100000;
@@ -716,13 +742,7 @@ START_TEST(test_cache_figures)
 	c = open_cache(0, 0);
 	printf("open with %u entries (quick_check included): %.1f ms\n", n,
 	    (now_us() - t0) / 1e3);
-	for (i = 0; i < 200; i++) {
-		t0 = now_us();
-		ck_assert_int_eq(get(c, (i * 7919) % n, CACHE_GET_DATA |
-		    CACHE_GET_TOUCH), 0);
-		t[i] = now_us() - t0;
-	}
-	qsort(t, 200, sizeof t[0], cmp_double);
+	hits_time(c, t, key_spread, n);
 	printf("lookup (read + verify + touch): p50 %.1f us, p99 %.1f us\n",
 	    t[100], t[198]);
 	cache_close(c);
