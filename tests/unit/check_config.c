@@ -174,7 +174,8 @@ START_TEST(test_config_wrong_type_named)
 	static const struct refusal	r[] = {
 		{ "{\"cpu\": {\"cores\": \"2\"}}", CONFIG_ETYPE,
 		    "'cpu.cores' must be a number, not a string" },
-		{ "{\"socket\": 5}", CONFIG_ETYPE, "'socket' must be a string" },
+		{ "{\"socket\": 5}", CONFIG_ETYPE,
+		    "'socket' must be a string" },
 		{ "{\"cpu\": 4}", CONFIG_ETYPE, "'cpu' must be an object" },
 		{ "{\"socket_mode\": 660}", CONFIG_ETYPE,
 		    "'socket_mode' must be an octal" },
@@ -204,9 +205,9 @@ START_TEST(test_config_bad_values_named)
 		{ "{\"limits\": {\"max_tensor_bytes\": \"12 parsecs\"}}",
 		    CONFIG_ETYPE, NULL },
 		{ "{\"socket\": \"/"
-		    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-		    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-		    "aaaaaaaa\"}", CONFIG_ERANGE,
+		    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		    "aaaaaaaaaaaaaaaaaaaa\"}", CONFIG_ERANGE,
 		    "longer than a unix socket path" },
 	};
 
