@@ -21,17 +21,13 @@ static char	dir[256];
 static void
 setup(void)
 {
-	snprintf(dir, sizeof dir, "/tmp/check_cache.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	check_dir_make(dir, sizeof dir, "check_cache");
 }
 
 static void
 teardown(void)
 {
-	char	cmd[300];
-
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	check_dir_remove(dir);
 }
 
 static struct cache *

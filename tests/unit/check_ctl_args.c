@@ -22,24 +22,20 @@
 #include "client/nkictl/npy.h"
 #include "tests/unit/check_main.h"
 
-static char tmpdir[] = "/tmp/check_ctl_args.XXXXXX";
+static char tmpdir[64];
 static char *out_buf, *err_buf;
 
 static void
 setup(void)
 {
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	check_dir_make(tmpdir, sizeof tmpdir, "check_ctl_args");
 	unsetenv(CTL_SOCKET_ENV);
 }
 
 static void
 teardown(void)
 {
-	char	cmd[600];
-
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
-	strcpy(tmpdir, "/tmp/check_ctl_args.XXXXXX");
+	check_dir_remove(tmpdir);
 	free(out_buf);
 	free(err_buf);
 	out_buf = err_buf = NULL;

@@ -16,24 +16,20 @@
 #include "client/nkictl/npy.h"
 #include "tests/unit/check_main.h"
 
-static char tmpdir[] = "/tmp/check_ctl_npy.XXXXXX";
+static char tmpdir[64];
 static char path[512];
 
 static void
 setup(void)
 {
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	check_dir_make(tmpdir, sizeof tmpdir, "check_ctl_npy");
 	snprintf(path, sizeof path, "%s/a.npy", tmpdir);
 }
 
 static void
 teardown(void)
 {
-	char	cmd[600];
-
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
-	strcpy(tmpdir, "/tmp/check_ctl_npy.XXXXXX");
+	check_dir_remove(tmpdir);
 }
 
 static void

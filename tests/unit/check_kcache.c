@@ -51,8 +51,7 @@ setup_budget(const char *memory)
 {
 	char	json[256], err[512];
 
-	snprintf(dir, sizeof dir, "/tmp/check_kcache.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	check_dir_make(dir, sizeof dir, "check_kcache");
 	snprintf(json, sizeof json, "{\"cache_dir\": \"%s\", \"cache\": "
 	    "{\"max_memory_bytes\": \"%s\"}}", dir, memory);
 	ck_assert_msg(config_load_string(&cfg, "t", json, strlen(json), NULL,
@@ -73,16 +72,13 @@ setup(void)
 static void
 teardown(void)
 {
-	char	cmd[128];
-
 	uv_run(&loop, UV_RUN_DEFAULT);
 	kcache_close(kc);
 	backend_close(be);
 	config_release(&cfg);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	ck_assert_int_eq(uv_loop_close(&loop), 0);
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	check_dir_remove(dir);
 }
 
 /*

@@ -35,8 +35,7 @@ config_make(const char *path, const char *json)
 static void
 setup(void)
 {
-	strcpy(dir, "/tmp/check_listen.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	check_dir_make(dir, sizeof dir, "check_listen");
 	snprintf(sock, sizeof sock, "%s/nkid.sock", dir);
 	config_make(sock, "{}");
 }
@@ -44,11 +43,8 @@ setup(void)
 static void
 teardown(void)
 {
-	char	cmd[128];
-
 	config_release(&cfg);
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	check_dir_remove(dir);
 }
 
 /* A socket bound at path and closed: what a killed nkid leaves. */

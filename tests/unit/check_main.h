@@ -1,8 +1,10 @@
-/* check_main.h: what every unit suite's main() does: build the suite from its test cases, run it, exit non-zero if a test failed. */
+/* check_main.h: what every unit suite's main() does (build the suite from its test cases, run it, exit non-zero if a test failed) and the private directory a test works in. */
 #ifndef NKID_TESTS_CHECK_MAIN_H
 #define NKID_TESTS_CHECK_MAIN_H
 
+#include <limits.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <check.h>
@@ -31,6 +33,26 @@ check_tcase_add(Suite *s, const char *name, SFun setup, SFun teardown,
 	va_end(ap);
 	suite_add_tcase(s, tc);
 	return (tc);
+}
+
+/*
+ * Make a fresh private directory /tmp/<name>.XXXXXX for a test, its path in
+ * dir (len bytes); check_dir_remove() removes it and all it holds.
+ */
+static inline void
+check_dir_make(char *dir, size_t len, const char *name)
+{
+	snprintf(dir, len, "/tmp/%s.XXXXXX", name);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static inline void
+check_dir_remove(const char *dir)
+{
+	char	cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
 }
 
 /* Run suite s (owned: freed here) and return main()'s exit status. */

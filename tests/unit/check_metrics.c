@@ -39,8 +39,7 @@ setup(void)
 	struct config_override	ov = { NULL, NULL };
 	char			cache[128];
 
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/check_metrics.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	check_dir_make(tmpdir, sizeof tmpdir, "check_metrics");
 	snprintf(cache, sizeof cache, "%s/cache", tmpdir);
 	ck_assert_int_eq(mkdir(cache, 0750), 0);
 	ov.state_dir = tmpdir;
@@ -50,11 +49,8 @@ setup(void)
 static void
 teardown(void)
 {
-	char	cmd[128];
-
 	fake_daemon_close(&d);
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
+	check_dir_remove(tmpdir);
 }
 
 /* A call of method name with bytes through dispatch, answered. */

@@ -19,17 +19,13 @@ static char	err[512];
 static void
 setup(void)
 {
-	strcpy(dir, "/tmp/check_shm.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	check_dir_make(dir, sizeof dir, "check_shm");
 }
 
 static void
 teardown(void)
 {
-	char	cmd[128];
-
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	check_dir_remove(dir);
 }
 
 /* A file dir/name of size bytes: byte i = i % 251. */
