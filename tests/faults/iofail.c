@@ -12,6 +12,10 @@
  *   IOFAIL_ERRNO  the error: EIO (default), ENOSPC, EDQUOT, EROFS
  *   IOFAIL_LOG    append one line per injected failure to this file
  */
+/* The shim defines both pread and pread64 (open, open64): the headers must
+ * not rename the one to the other, as _FILE_OFFSET_BITS=64 from CPPFLAGS
+ * would. */
+#undef _FILE_OFFSET_BITS
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -218,36 +222,43 @@ rename(const char *from, const char *to)
 	return (next(from, to));
 }
 
-int
-open(const char *path, int flags, ...)
+/* open(2) or open64(2) through next; ap holds the mode when flags create. */
+static int
+iofail_open(int (*next)(const char *, int, ...), const char *path, int flags,
+    va_list ap)
 {
 	mode_t	mode = 0;
-	va_list	ap;
 
-	IOFAIL_NEXT(open);
-	if (flags & (O_CREAT | __O_TMPFILE)) {
-		va_start(ap, flags);
+	if (flags & (O_CREAT | __O_TMPFILE))
 		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
 	if (iofail_hit(IOFAIL_OPEN, -1, path))
 		return (-1);
 	return (next(path, flags, mode));
+}
+
+int
+open(const char *path, int flags, ...)
+{
+	va_list	ap;
+	int	rc;
+
+	IOFAIL_NEXT(open);
+	va_start(ap, flags);
+	rc = iofail_open(next, path, flags, ap);
+	va_end(ap);
+	return (rc);
 }
 
 int
 open64(const char *path, int flags, ...)
 {
-	mode_t	mode = 0;
 	va_list	ap;
+	int	rc;
 
 	IOFAIL_NEXT(open64);
-	if (flags & (O_CREAT | __O_TMPFILE)) {
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
-	if (iofail_hit(IOFAIL_OPEN, -1, path))
-		return (-1);
-	return (next(path, flags, mode));
+	va_start(ap, flags);
+	rc = iofail_open(next, path, flags, ap);
+	va_end(ap);
+	return (rc);
 }
+

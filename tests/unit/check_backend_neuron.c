@@ -421,6 +421,31 @@ versions_add(void *arg, const char *k, const char *v)
 		snprintf(vs->target_from, sizeof vs->target_from, "%s", v);
 }
 
+/* The versions backend b reports. */
+static void
+versions_get(struct backend *b, struct versions *vs)
+{
+	memset(vs, 0, sizeof *vs);
+	b->ops->versions(b->state, versions_add, vs);
+}
+
+/*
+ * vs names these cores (which the runtime is told to reserve), devices and
+ * target, and where it found the cores and the target.
+ */
+static void
+versions_expect(const struct versions *vs, const char *cores,
+    const char *devices, const char *cores_from, const char *target,
+    const char *target_from)
+{
+	ck_assert_str_eq(vs->cores, cores);
+	ck_assert_str_eq(vs->devices, devices);
+	ck_assert_str_eq(vs->cores_from, cores_from);
+	ck_assert_str_eq(vs->target, target);
+	ck_assert_str_eq(vs->target_from, target_from);
+	ck_assert_str_eq(getenv("NEURON_RT_VISIBLE_CORES"), cores);
+}
+
 START_TEST(test_backend_neuron_open_versions)
 {
 	struct backend	*b;
@@ -434,18 +459,11 @@ START_TEST(test_backend_neuron_open_versions)
 	ck_assert_uint_eq(b->ncores, 4);
 	ck_assert_str_eq(b->ops->compiler_version(b->state),
 	    "NeuronX Compiler version 2.99.1.0+cafe");
-	memset(&vs, 0, sizeof vs);
-	b->ops->versions(b->state, versions_add, &vs);
+	versions_get(b, &vs);
 	ck_assert_str_eq(vs.compiler, "2.99.1.0+cafe");
 	ck_assert_str_eq(vs.runtime, "2.99.7.0 fake_nrt");
-	ck_assert_str_eq(vs.cores, "0-3");
-	ck_assert_str_eq(vs.devices, "2");
 	/* No neuron-ls: the device files counted; no target anywhere. */
-	ck_assert_str_eq(vs.cores_from, "device_glob");
-	ck_assert_str_eq(vs.target, "trn1");
-	ck_assert_str_eq(vs.target_from, "default");
-	/* The runtime will reserve exactly these. */
-	ck_assert_str_eq(getenv("NEURON_RT_VISIBLE_CORES"), "0-3");
+	versions_expect(&vs, "0-3", "2", "device_glob", "trn1", "default");
 	backend_close(b);
 }
 END_TEST
@@ -1129,15 +1147,9 @@ START_TEST(test_backend_neuron_ls_cores)
 	setenv("FAKE_NEURON_LS_ARGV", p, 1);
 	b = open_ok(ls_extra("\"cores_per_device\": 4"));
 	ck_assert_uint_eq(b->ncores, 6);
-	memset(&vs, 0, sizeof vs);
-	b->ops->versions(b->state, versions_add, &vs);
-	ck_assert_str_eq(vs.cores, "0-5");
-	ck_assert_str_eq(vs.devices, "3");
-	ck_assert_str_eq(vs.cores_from, "neuron-ls");
+	versions_get(b, &vs);
 	/* trn1 and inf2 look alike to neuron-ls: the default target. */
-	ck_assert_str_eq(vs.target, "trn1");
-	ck_assert_str_eq(vs.target_from, "default");
-	ck_assert_str_eq(getenv("NEURON_RT_VISIBLE_CORES"), "0-5");
+	versions_expect(&vs, "0-5", "3", "neuron-ls", "trn1", "default");
 	backend_close(b);
 	/* Exactly `neuron-ls --json-output`. */
 	argv = file_get(p);
@@ -1171,8 +1183,7 @@ START_TEST(test_backend_neuron_ls_cores)
 	setenv("FAKE_NEURON_LS_LNC", "2", 1);
 	b = open_ok(ls_extra(NULL));
 	ck_assert_uint_eq(b->ncores, 8);
-	memset(&vs, 0, sizeof vs);
-	b->ops->versions(b->state, versions_add, &vs);
+	versions_get(b, &vs);
 	ck_assert_str_eq(vs.target, "trn2");
 	ck_assert_str_eq(vs.target_from, "neuron-ls");
 	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
@@ -1180,8 +1191,7 @@ START_TEST(test_backend_neuron_ls_cores)
 	free(img);
 	backend_close(b);
 	b = open_ok(ls_extra("\"target\": \"inf2\""));
-	memset(&vs, 0, sizeof vs);
-	b->ops->versions(b->state, versions_add, &vs);
+	versions_get(b, &vs);
 	ck_assert_str_eq(vs.target, "inf2");
 	ck_assert_str_eq(vs.target_from, "neuron.target");
 	backend_close(b);
@@ -1203,8 +1213,7 @@ START_TEST(test_backend_neuron_ls_fallback)
 	/* neuron-ls missing: the device files count (2 x 2). */
 	b = open_ok("\"ls\": \"/nonexistent/neuron-ls\"");
 	ck_assert_uint_eq(b->ncores, 4);
-	memset(&vs, 0, sizeof vs);
-	b->ops->versions(b->state, versions_add, &vs);
+	versions_get(b, &vs);
 	ck_assert_str_eq(vs.cores_from, "device_glob");
 	backend_close(b);
 	unsetenv("NEURON_RT_VISIBLE_CORES");
