@@ -202,18 +202,27 @@ START_TEST(test_dispatch_malformed_protobuf)
 }
 END_TEST
 
-START_TEST(test_dispatch_compile_bad_format)
+/* Compiling len bytes ir as tensor_add in format is refused with want. */
+static void
+compile_refused(const char *format, const void *ir, size_t len,
+    const char *want)
 {
 	Nkid__V1__CompileRequest req = NKID__V1__COMPILE_REQUEST__INIT;
 	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
 	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
 
-	fake_kernel_ref(&ref, &k, "penguin", "x", 1);
+	fake_kernel_ref(&ref, &k, format, ir, len);
 	req.ref = &ref;
 	fake_call_expect(&d, "Compile", &req.base, GRPC_STATUS_INVALID_ARGUMENT,
-	    "format 'penguin'");
+	    want);
+}
 
-	req.ref = NULL;
+START_TEST(test_dispatch_compile_bad_format)
+{
+	Nkid__V1__CompileRequest req = NKID__V1__COMPILE_REQUEST__INIT;
+
+	compile_refused("penguin", "x", 1, "format 'penguin'");
+	/* No kernel at all. */
 	fake_call_expect(&d, "Compile", &req.base, GRPC_STATUS_INVALID_ARGUMENT,
 	    NULL);
 }
@@ -221,13 +230,7 @@ END_TEST
 
 START_TEST(test_dispatch_compile_malformed_ir)
 {
-	Nkid__V1__CompileRequest req = NKID__V1__COMPILE_REQUEST__INIT;
-	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
-	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
-
-	fake_kernel_ref(&ref, &k, "nkir/1", "\xff\xfe garbage", 10);
-	req.ref = &ref;
-	fake_call_expect(&d, "Compile", &req.base, GRPC_STATUS_INVALID_ARGUMENT,
+	compile_refused("nkir/1", "\xff\xfe garbage", 10,
 	    "cannot compile 'tensor_add': ");
 }
 END_TEST

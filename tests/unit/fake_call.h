@@ -134,6 +134,16 @@ fake_call_msg(struct fake_call *fc, struct daemon *d, const char *name,
 	fake_call_wait(fc);
 }
 
+/* A call of method name with msg on d, answered OK. */
+static inline void
+fake_call_ok(struct fake_call *fc, struct daemon *d, const char *name,
+    const ProtobufCMessage *msg)
+{
+	fake_call_msg(fc, d, name, msg);
+	ck_assert_msg(fc->rc.status == GRPC_STATUS_OK, "%s: %s", name,
+	    fc->rc.message);
+}
+
 /* A call of method name with the bytes data on d, answered. */
 static inline void
 fake_call_run(struct fake_call *fc, struct daemon *d, const char *name,
