@@ -101,43 +101,50 @@ parse_both(const unsigned char *b, size_t len, struct npy_array *a, char *err,
 	return (rc2);
 }
 
+/* parse_both() on the image of a version major file of dict and ndata bytes. */
+static int
+parse_dict(int major, const char *dict, size_t ndata, struct npy_array *a,
+    char *err, size_t errlen)
+{
+	unsigned char	*b;
+	size_t		 len = npy_image(major, dict, ndata, &b);
+	int		 rc;
+
+	rc = parse_both(b, len, a, err, errlen);
+	free(b);
+	return (rc);
+}
+
 /* The dict must fail with code and a message containing what. */
 static void
 expect_fail(int major, const char *dict, size_t ndata, int code,
     const char *what)
 {
-	unsigned char		*b;
-	size_t			 len = npy_image(major, dict, ndata, &b);
 	struct npy_array	 a;
 	char			 err[1024];
 	int			 rc;
 
-	rc = parse_both(b, len, &a, err, sizeof err);
+	rc = parse_dict(major, dict, ndata, &a, err, sizeof err);
 	ck_assert_msg(rc == code, "%s: got %d (%s), want %d", dict, rc, err,
 	    code);
 	ck_assert_msg(strstr(err, what) != NULL, "'%s' lacks '%s'", err,
 	    what);
 	ck_assert_ptr_null(a.data);
-	free(b);
 }
 
 static void
 expect_ok(int major, const char *dict, size_t ndata, const char *dtype,
     int rank)
 {
-	unsigned char		*b;
-	size_t			 len = npy_image(major, dict, ndata, &b);
 	struct npy_array	 a;
 	char			 err[1024];
-	int			 rc;
 
-	rc = parse_both(b, len, &a, err, sizeof err);
-	ck_assert_msg(rc == 0, "%s: %s", dict, err);
+	ck_assert_msg(parse_dict(major, dict, ndata, &a, err, sizeof err) == 0,
+	    "%s: %s", dict, err);
 	ck_assert_str_eq(a.dtype, dtype);
 	ck_assert_int_eq(a.rank, rank);
 	ck_assert_uint_eq(a.nbytes, ndata);
 	npy_array_release(&a);
-	free(b);
 }
 
 /* ------------------------------------------------------------ core */
