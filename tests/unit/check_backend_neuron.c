@@ -320,12 +320,35 @@ START_TEST(test_backend_neuron_compile_argv)
 }
 END_TEST
 
+/* A string a parser of the neuron backend must refuse, with its message. */
+struct refusal {
+	const char	*s;
+	size_t		 max;		/* the parser's bound */
+	const char	*want;		/* in the message; NULL: any */
+};
+
+/* err is what refusing r said. */
+static void
+refusal_check(const struct refusal *r, int rc, const char *err)
+{
+	ck_assert_msg(rc == -1, "'%s' was accepted", r->s);
+	if (r->want != NULL)
+		ck_assert_msg(strstr(err, r->want) != NULL,
+		    "'%s': '%s' lacks '%s'", r->s, err, r->want);
+}
+
 START_TEST(test_backend_neuron_options_split)
 {
 	static const char *want[] = { "--a", "b c", "d \"e\" $x", "f g", "",
 	    "h'i", NULL };
 	static const char *inj[] = { ";", "rm", "-rf", "/;", "$(id)", "`id`",
 	    "|", "&&", ">x", "${HOME}", NULL };
+	static const struct refusal bad[] = {
+		{ "-O1 'open", 16, "unterminated" },
+		{ "-O1 \"open", 16, NULL },
+		{ "-O1 \\", 16, NULL },
+		{ "a b c d", 3, "more than 3" },
+	};
 	char	**v, err[256];
 	size_t	  n, i;
 
@@ -351,23 +374,23 @@ START_TEST(test_backend_neuron_options_split)
 	ck_assert_ptr_null(v[0]);
 	neuron_proc_argv_free(v);
 
-	ck_assert_int_eq(neuron_proc_split("-O1 'open", 16, &v, &n, err,
-	    sizeof err), -1);
-	ck_assert_ptr_nonnull(strstr(err, "unterminated"));
-	ck_assert_int_eq(neuron_proc_split("-O1 \"open", 16, &v, &n, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(neuron_proc_split("-O1 \\", 16, &v, &n, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(neuron_proc_split("a b c d", 3, &v, &n, err,
-	    sizeof err), -1);
-	ck_assert_ptr_nonnull(strstr(err, "more than 3"));
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		refusal_check(&bad[i], neuron_proc_split(bad[i].s, bad[i].max,
+		    &v, &n, err, sizeof err), err);
 }
 END_TEST
 
 START_TEST(test_backend_neuron_cores_parse)
 {
+	static const struct refusal bad[] = {
+		{ "3-1", 8, NULL },
+		{ "1,1", 8, NULL },
+		{ "a", 8, NULL },
+		{ "1,", 8, NULL },
+		{ "0-8", 8, "core 8" },
+	};
 	unsigned	*c;
-	size_t		 n;
+	size_t		 n, i;
 	char		 err[256], buf[64];
 
 	ck_assert_int_eq(neuron_cmd_cores_parse("0-3,6", 8, &c, &n, err,
@@ -381,17 +404,9 @@ START_TEST(test_backend_neuron_cores_parse)
 	    sizeof err), 0);
 	ck_assert_uint_eq(n, 1);
 	free(c);
-	ck_assert_int_eq(neuron_cmd_cores_parse("3-1", 8, &c, &n, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(neuron_cmd_cores_parse("1,1", 8, &c, &n, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(neuron_cmd_cores_parse("a", 8, &c, &n, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(neuron_cmd_cores_parse("1,", 8, &c, &n, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(neuron_cmd_cores_parse("0-8", 8, &c, &n, err,
-	    sizeof err), -1);
-	ck_assert_ptr_nonnull(strstr(err, "core 8"));
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		refusal_check(&bad[i], neuron_cmd_cores_parse(bad[i].s,
+		    bad[i].max, &c, &n, err, sizeof err), err);
 }
 END_TEST
 
