@@ -4,6 +4,7 @@
 set -eu
 
 : "${TOP:=$(cd "$(dirname "$0")/../.." && pwd)}"
+export TOP
 : "${NKID:=$TOP/build/bin/nkid}" "${NKICTL:=$TOP/build/bin/nkictl}"
 : "${PY:=$TOP/.venv/bin/python}"
 T=$(mktemp -d /tmp/nkid-func.XXXXXX)

@@ -41,12 +41,8 @@ mm_hoisted = matmul.mm_hoisted
 
 @nki.jit
 def mm_blocked_free(lhsT, rhs, bm=2, bn=2):
-    K, M = lhsT.shape
-    _, N = rhs.shape
-    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
-    ia = nl.mgrid[0:TK, 0:TM]
-    ib = nl.mgrid[0:TK, 0:TN]
-    io = nl.mgrid[0:TM, 0:TN]
+    K, M, N, out = matmul.mm_out(lhsT, rhs)
+    ia, ib, io = matmul.tile_grids()
     for mb in nl.affine_range(M // (TM * bm)):
         cols = nl.ndarray((bm, K // TK, nl.par_dim(TK), TM), dtype=lhsT.dtype,
                           buffer=nl.sbuf)
@@ -73,14 +69,10 @@ def mm_blocked_free(lhsT, rhs, bm=2, bn=2):
 
 @nki.jit
 def mm_optimized(lhsT, rhs, tm=16, tn=2, tk=8):
-    K, M = lhsT.shape
-    _, N = rhs.shape
-    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    K, M, N, out = matmul.mm_out(lhsT, rhs)
     BM, BN, BK = TM * tm, TN * tn, TK * tk
     nbm = M // BM
-    ia = nl.mgrid[0:TK, 0:TM]
-    ib = nl.mgrid[0:TK, 0:TN]
-    io = nl.mgrid[0:TM, 0:TN]
+    ia, ib, io = matmul.tile_grids()
     irow = nl.mgrid[0:TK, 0:BN]
     icol = nl.mgrid[0:TK, 0:BM]
     iw = nl.mgrid[0:TM, 0:BN]
