@@ -15,6 +15,7 @@
 #include "nkir.pb-c.h"
 #include "sim/sim.h"
 #include "sim/sim_impl.h"
+#include "tests/unit/check_main.h"
 
 /* ------------------------------------------------------------ builder */
 
@@ -2058,74 +2059,39 @@ START_TEST(test_sim_par_pool_tasks_once)
 }
 END_TEST
 
-static Suite *
-sim_suite(void)
-{
-	Suite *s = suite_create("sim");
-	TCase *core = tcase_create("core");
-	TCase *limits = tcase_create("limits");
-	TCase *errors = tcase_create("errors");
-	TCase *recovery = tcase_create("recovery");
-	TCase *par = tcase_create("par");
-
-	tcase_set_timeout(core, 60);
-	tcase_add_test(core, test_sim_tiled_add_loops);
-	tcase_add_test(core, test_sim_spmd_grid);
-	tcase_add_test(core, test_sim_matmul_transpose_x);
-	tcase_add_test(core, test_sim_matmul_plain);
-	tcase_add_test(core, test_sim_reduce_keepdims);
-	tcase_add_test(core, test_sim_bf16_round_nearest_even);
-	tcase_add_test(core, test_sim_nan_fill_visible);
-	tcase_add_test(core, test_sim_masked_tail);
-	tcase_add_test(core, test_sim_iota_activation_print);
-	tcase_add_test(core, test_sim_op_events_name_engine);
-	tcase_add_test(core, test_sim_bn_stats_aggr);
-	tcase_add_test(core, test_sim_inplace_overlap);
-	tcase_add_test(core, test_sim_fast_transpose_copy);
-	tcase_add_test(core, test_sim_fast_transpose_strides_dtype);
-	tcase_add_test(core, test_sim_fast_masks_always_true);
-	tcase_add_test(core, test_sim_fast_mask_in_bounds_kept);
-	tcase_add_test(core, test_sim_fast_fills_kept);
-	tcase_add_test(limits, test_sim_limits_ir_size_constant_in_trips);
-	tcase_add_test(limits, test_sim_limits_nesting_and_rank);
-	tcase_add_test(errors, test_sim_error_partition_256);
-	tcase_add_test(errors, test_sim_error_load_from_sbuf);
-	tcase_add_test(errors, test_sim_error_out_of_bounds);
-	tcase_add_test(errors, test_sim_error_psum_too_large);
-	tcase_add_test(errors, test_sim_error_matmul_limits);
-	tcase_add_test(errors, test_sim_error_reduce_axis0_and_partitions);
-	tcase_add_test(errors, test_sim_error_output_never_written);
-	tcase_add_test(errors, test_sim_error_transpose_vector_limit);
-	tcase_add_test(errors, test_sim_error_bad_ids);
-	tcase_add_test(errors, test_sim_error_argument_mismatch);
-	tcase_set_timeout(recovery, 60);
-	tcase_add_test(recovery, test_sim_recovery_truncated_ir);
-	tcase_add_test(recovery, test_sim_recovery_corrupted_image);
-	tcase_add_test(recovery, test_sim_recovery_cancel);
-	tcase_add_test(recovery, test_sim_recovery_masked_oob_at_runtime);
-	suite_add_tcase(s, core);
-	suite_add_tcase(s, limits);
-	suite_add_tcase(s, errors);
-	tcase_set_timeout(par, 120);
-	tcase_add_test(par, test_sim_par_grid_and_loops);
-	tcase_add_test(par, test_sim_par_grid_overlapping_stores);
-	tcase_add_test(par, test_sim_par_loop_tiles_after);
-	tcase_add_test(par, test_sim_par_op_splits);
-	tcase_add_test(par, test_sim_par_first_error_wins);
-	tcase_add_test(par, test_sim_par_pool_tasks_once);
-	suite_add_tcase(s, recovery);
-	suite_add_tcase(s, par);
-	return s;
-}
-
 int
 main(void)
 {
-	SRunner *sr = srunner_create(sim_suite());
-	int failed;
+	Suite	*s = suite_create("sim");
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	check_tcase_add(s, "core", NULL, NULL, 60, test_sim_tiled_add_loops,
+	    test_sim_spmd_grid, test_sim_matmul_transpose_x,
+	    test_sim_matmul_plain, test_sim_reduce_keepdims,
+	    test_sim_bf16_round_nearest_even, test_sim_nan_fill_visible,
+	    test_sim_masked_tail, test_sim_iota_activation_print,
+	    test_sim_op_events_name_engine, test_sim_bn_stats_aggr,
+	    test_sim_inplace_overlap, test_sim_fast_transpose_copy,
+	    test_sim_fast_transpose_strides_dtype,
+	    test_sim_fast_masks_always_true, test_sim_fast_mask_in_bounds_kept,
+	    test_sim_fast_fills_kept, NULL);
+	check_tcase_add(s, "limits", NULL, NULL, 0,
+	    test_sim_limits_ir_size_constant_in_trips,
+	    test_sim_limits_nesting_and_rank, NULL);
+	check_tcase_add(s, "errors", NULL, NULL, 0,
+	    test_sim_error_partition_256, test_sim_error_load_from_sbuf,
+	    test_sim_error_out_of_bounds, test_sim_error_psum_too_large,
+	    test_sim_error_matmul_limits,
+	    test_sim_error_reduce_axis0_and_partitions,
+	    test_sim_error_output_never_written,
+	    test_sim_error_transpose_vector_limit, test_sim_error_bad_ids,
+	    test_sim_error_argument_mismatch, NULL);
+	check_tcase_add(s, "recovery", NULL, NULL, 60,
+	    test_sim_recovery_truncated_ir, test_sim_recovery_corrupted_image,
+	    test_sim_recovery_cancel, test_sim_recovery_masked_oob_at_runtime,
+	    NULL);
+	check_tcase_add(s, "par", NULL, NULL, 120, test_sim_par_grid_and_loops,
+	    test_sim_par_grid_overlapping_stores,
+	    test_sim_par_loop_tiles_after, test_sim_par_op_splits,
+	    test_sim_par_first_error_wins, test_sim_par_pool_tasks_once, NULL);
+	return (check_main(s));
 }
