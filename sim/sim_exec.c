@@ -898,10 +898,13 @@ sim_exec_prefetch(const struct sim_run *r, const struct sim_op *op,
 
 /* One innermost row of an element-wise op at the iterator's position.
  * With stage set the row's values (and active flags) go to stage[]
- * instead of dst. */
+ * instead of dst. In a fused group, fsrc[i] (if not NULL) is src[i]'s
+ * row passed on in place and fdst (if not NULL) the row to compute in
+ * instead of dst's (sim_opt_forward). */
 static int
 sim_exec_ew_row(struct sim_run *r, const struct sim_op *op,
-    const struct sim_rows *it, float *stage, uint8_t *stage_act)
+    const struct sim_rows *it, float *stage, uint8_t *stage_act,
+    const float *const *fsrc, float *fdst)
 {
 	static const float	 zero = 0.0f;
 	const struct sim_bind	*db = &r->t[op->dst.tensor];
@@ -914,13 +917,19 @@ sim_exec_ew_row(struct sim_run *r, const struct sim_op *op,
 	int			 k, rc;
 
 	direct = db->chip && db->dtype == SIM_DT_FLOAT32 &&
-	    op->dst.off.ax[op->rank - 1] == 1 && !op->masked && !stage;
+	    op->dst.off.ax[op->rank - 1] == 1 && !op->masked && !stage &&
+	    fdst == NULL;
 	if (op->masked) {
 		if ((rc = sim_exec_active(r, op, it, r->act, n)))
 			return (rc);
 		act = r->act;
 	}
 	for (k = 0; k < op->nsrc; k++) {
+		if (fsrc != NULL && fsrc[k] != NULL) {
+			s[k] = fsrc[k];
+			ss[k] = 1;
+			continue;
+		}
 		s[k] = sim_exec_read(r, &op->src[k], it->off[k + 1], n,
 		    r->row[k], &ss[k], act);
 		/* in-place only when reading exactly what is written */
@@ -930,7 +939,8 @@ sim_exec_ew_row(struct sim_run *r, const struct sim_op *op,
 		    s[k] == r->row[k]))
 			direct = false;
 	}
-	o = direct ? (float *)db->base + it->off[0] : stage ? stage : r->row[3];
+	o = direct ? (float *)db->base + it->off[0] : stage ? stage :
+	    fdst != NULL ? fdst : r->row[3];
 	if (stage_act != NULL)
 		memcpy(stage_act, act, n);
 	switch (op->kind) {
@@ -971,7 +981,7 @@ sim_exec_ew_row(struct sim_run *r, const struct sim_op *op,
 			o[i] = (float)(base + (int64_t)i * step);
 		break;
 	}
-	if (!direct && stage == NULL)
+	if (!direct && stage == NULL && fdst == NULL)
 		sim_exec_write(r, &op->dst, it->off[0], n, o, 1, act);
 	return (0);
 }
@@ -1130,7 +1140,8 @@ sim_exec_ew_part(struct sim_run *r, const struct sim_op *op, size_t k,
 	sim_exec_ew_begin(&it, r, op);
 	sim_exec_rows_range(&it, lo, hi);
 	do {
-		if ((rc = sim_exec_ew_row(r, op, &it, NULL, NULL)))
+		if ((rc = sim_exec_ew_row(r, op, &it, NULL, NULL, NULL,
+		    NULL)))
 			return (rc);
 	} while (sim_exec_rows_next(&it));
 	return (0);
@@ -1159,7 +1170,7 @@ sim_exec_elementwise(struct sim_run *r, const struct sim_op *op)
 		sact = (uint8_t *)(r->scratch + op->dst.nelem);
 		do {
 			if ((rc = sim_exec_ew_row(r, op, &it, stage,
-			    op->masked ? sact : NULL)))
+			    op->masked ? sact : NULL, NULL, NULL)))
 				return (rc);
 			stage += n;
 			sact += n;
@@ -1177,27 +1188,58 @@ sim_exec_elementwise(struct sim_run *r, const struct sim_op *op)
 	}
 }
 
+/* Row j of group op's forwarded source i, or NULL. */
+static const float *
+sim_exec_fwd_src(const struct sim_run *r, const struct sim_op *ops,
+    const struct sim_rows *it, const struct sim_op *op, int i)
+{
+	size_t	l = op->fwd_src[i];
+
+	if (l == 0)
+		return (NULL);
+	return ((const float *)r->t[ops[l - 1].src[0].v.tensor].base +
+	    it[l - 1].off[1]);
+}
+
 /* A fused group (sim_op.fuse): the ops run row by row in lockstep, so a
  * row stays in cache from load to store. The planner proved this equal
- * to running them one after the other. */
+ * to running them one after the other. Forwarded loads and stores
+ * (sim_opt_forward) do nothing: their HBM rows are read and written in
+ * place by the ops around them. */
 static int
 sim_exec_fused_part(struct sim_run *r, const struct sim_op *ops, size_t k,
     uint64_t lo, uint64_t hi, void *ctx)
 {
-	struct sim_rows	it[SIM_FUSE_MAX];
-	bool		more;
-	int		rc;
-	size_t		j;
+	struct sim_rows	 it[SIM_FUSE_MAX];
+	const float	*fs[3];
+	float		*fd;
+	bool		 more;
+	int		 rc, i;
+	size_t		 j, n = ops[0].shape[ops[0].rank - 1];
 
 	for (j = 0; j < k; j++) {
 		sim_exec_ew_begin(&it[j], r, &ops[j]);
 		sim_exec_rows_range(&it[j], lo, hi);
 	}
 	do {
-		for (j = 0; j < k; j++)
-			if ((rc = sim_exec_ew_row(r, &ops[j], &it[j], NULL,
-			    NULL)))
+		for (j = 0; j < k; j++) {
+			const struct sim_op	*op = &ops[j];
+
+			if (op->fwd) {
+				if (op->kind == NKIR__V1__OP_KIND__OP_LOAD)
+					sim_exec_prefetch(r, op, &it[j], n);
+				continue;
+			}
+			for (i = 0; i < 3; i++)
+				fs[i] = i < op->nsrc ?
+				    sim_exec_fwd_src(r, ops, it, op, i) : NULL;
+			fd = op->fwd_dst == 0 ? NULL :
+			    (float *)r->t[ops[op->fwd_dst - 1].dst.tensor].base +
+			    it[op->fwd_dst - 1].off[0];
+			if ((rc = sim_exec_ew_row(r, op, &it[j], NULL, NULL,
+			    fs, fd)))
 				return (rc);
+		}
 		more = false;
 		for (j = 0; j < k; j++)
 			more = sim_exec_rows_next(&it[j]);

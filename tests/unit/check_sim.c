@@ -1355,6 +1355,104 @@ kb_one_load(struct kb *b, uint64_t R, uint64_t C, uint64_t TP, uint64_t TF)
 	kb_op1(b, OPK(STORE), kb_full2(b, y), kb_full2(b, t));
 }
 
+/*
+ * Forwarding in fused groups (sim_opt_forward): in a tiled add whose
+ * tiles nothing else touches, the add reads the HBM rows of both loads
+ * and computes into the store's HBM row; the loads and the store do
+ * nothing. With `extra`, a narrower store after the group (another
+ * iteration space: not fused) reads a_tile and c_tile, so neither the
+ * load of a nor the store may forward, b's load still does. Either way
+ * c = a + b and d = the left half of each tile of a + b's c tile.
+ */
+static void
+kb_forward(bool extra)
+{
+	const uint64_t R = 256, C = 128, TP = 128, TF = 64;
+	struct kb kb, *b = &kb;
+	struct sim_program *p;
+	const struct sim_op *g;
+	struct sim_tensor in[2], out[2];
+	struct sim_diag d;
+	float *x = kb_randf(R * C, 5), *y = kb_randf(R * C, 6), *c, *dd;
+	uint32_t a, bb, co, dout = 0, ta, tb, tc;
+	Nkir__V1__Op *o;
+	int rc;
+
+	kb_init(b, "forward");
+	a = kb_param(b, "a", F32, 2, SH(R, C));
+	bb = kb_param(b, "b", F32, 2, SH(R, C));
+	co = kb_out(b, "c", F32, 2, SH(R, C));
+	if (extra)
+		dout = kb_out(b, "d", F32, 2, SH(R, C));
+	ta = kb_tile(b, "a_tile", SBUF, F32, 2, SH(TP, TF));
+	tb = kb_tile(b, "b_tile", SBUF, F32, 2, SH(TP, TF));
+	tc = kb_tile(b, "c_tile", SBUF, F32, 2, SH(TP, TF));
+	kb_loop(b, 0, 0, (int64_t)(R / TP), 1);
+	kb_loop(b, 1, 0, (int64_t)(C / TF), 1);
+#define RC(t, w) kb_acc(b, t, 2, SH(TP, w), \
+	kb_aff(b, 0, 2, L, 0, (int64_t)TP, X, 0, (int64_t)1), \
+	kb_aff(b, 0, 2, L, 1, (int64_t)TF, X, 1, (int64_t)1))
+	kb_op1(b, OPK(LOAD), kb_full2(b, ta), RC(a, TF));
+	kb_op1(b, OPK(LOAD), kb_full2(b, tb), RC(bb, TF));
+	o = kb_op1(b, OPK(TENSOR_TENSOR), kb_full2(b, tc), kb_full2(b, ta));
+	kb_src(b, o, kb_full2(b, tb));
+	o->alu = NKIR__V1__ALU_OP__ALU_ADD;
+	kb_op1(b, OPK(STORE), RC(co, TF), kb_full2(b, tc));
+	if (extra) {
+		/* d's tile: the left half from a_tile, the right from c_tile */
+		kb_op1(b, OPK(STORE), RC(dout, TF / 2),
+		    kb_acc(b, ta, 2, SH(TP, TF / 2),
+		    kb_aff(b, 0, 1, X, 0, (int64_t)1),
+		    kb_aff(b, 0, 1, X, 1, (int64_t)1)));
+		kb_op1(b, OPK(STORE), kb_acc(b, dout, 2, SH(TP, TF / 2),
+		    kb_aff(b, 0, 2, L, 0, (int64_t)TP, X, 0, (int64_t)1),
+		    kb_aff(b, (int64_t)TF / 2, 2, L, 1, (int64_t)TF, X, 1,
+		    (int64_t)1)),
+		    kb_acc(b, tc, 2, SH(TP, TF / 2),
+		    kb_aff(b, 0, 1, X, 0, (int64_t)1),
+		    kb_aff(b, (int64_t)TF / 2, 1, X, 1, (int64_t)1)));
+	}
+#undef RC
+	kb_end(b);
+	kb_end(b);
+	p = kb_program(b);
+	g = p->body[0].body[0].body;
+	ck_assert_uint_eq(g[0].fuse, 4);
+	ck_assert(g[0].fwd == !extra);
+	ck_assert(g[1].fwd);
+	ck_assert_uint_eq(g[2].fwd_src[0], extra ? 0 : 1);
+	ck_assert_uint_eq(g[2].fwd_src[1], 2);
+	ck_assert_uint_eq(g[2].fwd_dst, extra ? 0 : 4);
+	ck_assert(g[3].fwd == !extra);
+	in[0] = kb_host(F32, 2, SH(R, C), x);
+	in[1] = kb_host(F32, 2, SH(R, C), y);
+	for (int run = 0; run < 2; run++) {
+		rc = sim_run(p, in, 2, out, extra ? 2 : 1, NULL, &d);
+		ck_assert_msg(rc == 0, "%s", d.msg);
+		c = out[0].data;
+		for (size_t i = 0; i < R * C; i++)
+			ck_assert_float_eq(c[i], x[i] + y[i]);
+		if (extra) {
+			dd = out[1].data;
+			for (size_t i = 0; i < R * C; i++)
+				ck_assert_float_eq(dd[i], i % TF < TF / 2 ?
+				    x[i] : x[i] + y[i]);
+		}
+		sim_tensors_release(out, extra ? 2 : 1);
+	}
+	sim_program_free(p);
+	free(x);
+	free(y);
+	kb_release(b);
+}
+
+START_TEST(test_sim_fast_forward)
+{
+	kb_forward(false);
+	kb_forward(true);
+}
+END_TEST
+
 START_TEST(test_sim_error_partition_256)
 {
 	struct kb b;
@@ -2086,6 +2184,7 @@ sim_suite(void)
 	tcase_add_test(core, test_sim_fast_masks_always_true);
 	tcase_add_test(core, test_sim_fast_mask_in_bounds_kept);
 	tcase_add_test(core, test_sim_fast_fills_kept);
+	tcase_add_test(core, test_sim_fast_forward);
 	tcase_add_test(limits, test_sim_limits_ir_size_constant_in_trips);
 	tcase_add_test(limits, test_sim_limits_nesting_and_rank);
 	tcase_add_test(errors, test_sim_error_partition_256);
