@@ -243,6 +243,22 @@ sim_exec_read(const struct sim_run *r, const struct sim_operand *s,
 	return (tmp);
 }
 
+/* Write n values src[i * sst] to a tile at element offset off, ax apart,
+ * rounded to the tile's dtype. */
+static void
+sim_exec_write_chip(const struct sim_bind *bd, uint64_t off, int64_t ax,
+    size_t n, const float *src, int64_t sst)
+{
+	float	*d = (float *)bd->base + off;
+
+	if (bd->dtype == SIM_DT_FLOAT32 && ax == 1 && sst == 1) {
+		if (d != src)
+			memmove(d, src, n * sizeof(float));
+		return;
+	}
+	sim_dtype_round_row(bd->dtype, d, ax, src, sst, n);
+}
+
 /* Write n values src[i * sst] to view v at offset off, rounded to the
  * tensor's dtype; only active elements when act is set. */
 void
@@ -271,14 +287,7 @@ sim_exec_write(const struct sim_run *r, const struct sim_view *v,
 		return;
 	}
 	if (bd->chip) {
-		float	*d = (float *)bd->base + off;
-
-		if (bd->dtype == SIM_DT_FLOAT32 && ax == 1 && sst == 1) {
-			if (d != src)
-				memmove(d, src, n * sizeof(float));
-			return;
-		}
-		sim_dtype_round_row(bd->dtype, d, ax, src, sst, n);
+		sim_exec_write_chip(bd, off, ax, n, src, sst);
 		return;
 	}
 	if (bd->dtype == SIM_DT_FLOAT32 && ax == 1 && sst == 1) {
@@ -334,10 +343,25 @@ sim_exec_scatter(struct sim_run *r, const struct sim_op *op,
     const struct sim_view *v, const float *buf)
 {
 	const struct sim_view	*vs[1] = { v };
+	const struct sim_bind	*bd = &r->t[v->tensor];
 	size_t			 n = v->shape[v->rank - 1];
 	struct sim_rows		 it;
-	int			 rc;
+	int			 rc, rank = v->rank;
 
+	if (!v->nmask && bd->chip) {
+		/* trailing axes of one element (a reduction's kept axes):
+		 * rows along the last longer axis */
+		while (rank > 2 && v->shape[rank - 1] == 1)
+			rank--;
+		n = v->shape[rank - 1];
+		sim_exec_rows_begin(&it, r, rank, v->shape, vs, 1);
+		do {
+			sim_exec_write_chip(bd, it.off[0],
+			    v->off.ax[rank - 1], n, buf, 1);
+			buf += n;
+		} while (sim_exec_rows_next(&it));
+		return (0);
+	}
 	sim_exec_rows_begin(&it, r, v->rank, v->shape, vs, 1);
 	do {
 		const uint8_t	*act = NULL;
@@ -646,7 +670,18 @@ sim_exec_shift(float x, float y, bool left)
 	return ((float)(a >> s));
 }
 
-void
+/* The row loops of element-wise arithmetic, built for the widest vectors
+ * the CPU runs: IEEE add, multiply, divide and compare round alike at
+ * every width (sim/ is built with -ffp-contract=off), so the bits do not
+ * depend on the clone. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SIM_EXEC_WIDE __attribute__((target_clones("avx512f", "avx2", \
+	"default")))
+#else
+#define SIM_EXEC_WIDE
+#endif
+
+SIM_EXEC_WIDE void
 sim_exec_alu_row(int alu, float *o, const float *a, int64_t sa,
     const float *b, int64_t sb, size_t n)
 {
@@ -811,7 +846,7 @@ sim_exec_act1(int act, float t)
 	}
 }
 
-void
+SIM_EXEC_WIDE void
 sim_exec_act_row(const struct sim_op *op, float *o, const float *a,
     int64_t sa, const float *b, int64_t sb, size_t n)
 {
@@ -1423,6 +1458,43 @@ sim_exec_count(float c, const uint8_t *act, size_t n)
 /* One pass over src0's rows with axis-0 index in [lo, hi), folding into
  * acc (dst-shaped, contiguous); for VAR's second pass mean holds the
  * means. cnt counts active elements. */
+/*
+ * The innermost axis reduced, the one before it kept (average pooling's
+ * [.., ow, dw]): the rows of a block along those two axes in one go, the
+ * same folds in the same order as row by row, without a row's overhead
+ * for a few elements each.
+ */
+static int
+sim_exec_reduce_short(struct sim_run *r, const struct sim_op *op,
+    const struct sim_exec_fold *f, const uint64_t *astride, uint64_t lo,
+    uint64_t hi)
+{
+	const struct sim_view	*v = &op->src[0].v, *vs[1] = { v };
+	const float		*base = (const float *)r->t[v->tensor].base;
+	int			 last = op->rank - 1, a;
+	size_t			 n = op->shape[last], m = op->shape[last - 1];
+	int64_t			 sx = v->off.ax[last], sj = v->off.ax[last - 1];
+	uint64_t		 aj = astride[last - 1];
+	struct sim_rows		 it;
+	size_t			 j;
+
+	sim_exec_rows_begin(&it, r, op->rank - 1, op->shape, vs, 1);
+	sim_exec_rows_range(&it, lo, hi);
+	do {
+		uint64_t	ao = 0;
+
+		for (a = 0; a < last - 1; a++)
+			ao += astride[a] * it.idx[a];
+		for (j = 0; j < m; j++, ao += aj) {
+			f->acc[ao] = sim_exec_fold(f->alu, f->acc[ao],
+			    base + it.off[0] + (int64_t)j * sj, sx, NULL, n,
+			    f->mean ? &f->mean[ao] : NULL);
+			f->cnt[ao] = sim_exec_count(f->cnt[ao], NULL, n);
+		}
+	} while (sim_exec_rows_next(&it));
+	return (0);
+}
+
 static int
 sim_exec_reduce_part(struct sim_run *r, const struct sim_op *op, size_t nop,
     uint64_t lo, uint64_t hi, void *ctx)
@@ -1446,6 +1518,9 @@ sim_exec_reduce_part(struct sim_run *r, const struct sim_op *op, size_t nop,
 		astride[a] = red ? 0 : s;
 		s *= red ? 1 : op->shape[a];
 	}
+	if (inner && last >= 2 && !(op->axes & (1u << (last - 1))) &&
+	    !op->src[0].v.nmask && r->t[op->src[0].v.tensor].f32)
+		return (sim_exec_reduce_short(r, op, f, astride, lo, hi));
 	sim_exec_rows_begin(&it, r, op->rank, op->shape, vs, 1);
 	sim_exec_rows_range(&it, lo, hi);
 	do {

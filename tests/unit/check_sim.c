@@ -1453,6 +1453,85 @@ START_TEST(test_sim_fast_forward)
 }
 END_TEST
 
+/*
+ * 2 x 2 pooling as the tutorial writes it: reduce [C, OH, 2, OW, 2] over
+ * axes 2 and 4 (the innermost reduced, the one before it kept: rows of
+ * a block folded in one go), the result scattered into a [C, OH, OW]
+ * tile through kept axes of one element. The sums must be fp32 added in
+ * row-major order, exactly.
+ */
+static void
+kb_pool_case(int alu)
+{
+	enum { C = 3, H = 4, W = 8, OH = H / 2, OW = W / 2 };
+	struct kb kb, *b = &kb;
+	uint32_t in, out, t, r;
+	float x[C * H * W], want[C * OH * OW], *got;
+	struct sim_tensor ti, to;
+	struct sim_program *p;
+	struct sim_diag d;
+	Nkir__V1__Op *o;
+	int rc;
+
+	kb_init(b, "pool");
+	in = kb_param(b, "x", F32, 3, SH(C, H, W));
+	out = kb_out(b, "y", F32, 3, SH(C, OH, OW));
+	t = kb_tile(b, "t", SBUF, F32, 3, SH(C, H, W));
+	r = kb_tile(b, "r", SBUF, F32, 3, SH(C, OH, OW));
+	kb_op1(b, OPK(LOAD), kb_acc(b, t, 3, SH(C, H, W), AX(0, 0), AX(0, 1),
+	    AX(0, 2)), kb_acc(b, in, 3, SH(C, H, W), AX(0, 0), AX(0, 1),
+	    AX(0, 2)));
+	o = kb_op1(b, OPK(REDUCE), kb_acc(b, r, 5, SH(C, OH, 1, OW, 1),
+	    AX(0, 0), AX(0, 1), AX(0, 3)), kb_acc(b, t, 5,
+	    SH(C, OH, 2, OW, 2), AX(0, 0),
+	    kb_aff(b, 0, 2, X, 1, (int64_t)2, X, 2, (int64_t)1),
+	    kb_aff(b, 0, 2, X, 3, (int64_t)2, X, 4, (int64_t)1)));
+	o->alu = alu;
+	o->axes[o->n_axes++] = 2;
+	o->axes[o->n_axes++] = 4;
+	kb_op1(b, OPK(STORE), kb_acc(b, out, 3, SH(C, OH, OW), AX(0, 0),
+	    AX(0, 1), AX(0, 2)), kb_acc(b, r, 3, SH(C, OH, OW), AX(0, 0),
+	    AX(0, 1), AX(0, 2)));
+	p = kb_program(b);
+	for (int i = 0; i < C * H * W; i++)	/* sums that depend on order */
+		x[i] = i % 3 == 0 ? 1e8f * (float)(i % 5 - 2) :
+		    (float)i * 0.37f - 3.0f;
+	for (int c = 0; c < C; c++)
+		for (int oh = 0; oh < OH; oh++)
+			for (int ow = 0; ow < OW; ow++) {
+				float	acc = alu == NKIR__V1__ALU_OP__ALU_ADD ?
+				    0.0f : -INFINITY;
+
+				for (int dh = 0; dh < 2; dh++)
+					for (int dw = 0; dw < 2; dw++) {
+						float v = x[(c * H + oh * 2 +
+						    dh) * W + ow * 2 + dw];
+
+						acc = alu ==
+						    NKIR__V1__ALU_OP__ALU_ADD ?
+						    acc + v : v > acc ? v : acc;
+					}
+				want[(c * OH + oh) * OW + ow] = acc;
+			}
+	ti = kb_host(F32, 3, SH(C, H, W), x);
+	rc = sim_run(p, &ti, 1, &to, 1, NULL, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	got = to.data;
+	for (size_t i = 0; i < C * OH * OW; i++)
+		ck_assert_msg(got[i] == want[i], "y[%zu] = %.9g, want %.9g",
+		    i, got[i], want[i]);
+	sim_tensors_release(&to, 1);
+	sim_program_free(p);
+	kb_release(b);
+}
+
+START_TEST(test_sim_fast_pool_reduce)
+{
+	kb_pool_case(NKIR__V1__ALU_OP__ALU_ADD);
+	kb_pool_case(NKIR__V1__ALU_OP__ALU_MAXIMUM);
+}
+END_TEST
+
 START_TEST(test_sim_error_partition_256)
 {
 	struct kb b;
@@ -2185,6 +2264,7 @@ sim_suite(void)
 	tcase_add_test(core, test_sim_fast_mask_in_bounds_kept);
 	tcase_add_test(core, test_sim_fast_fills_kept);
 	tcase_add_test(core, test_sim_fast_forward);
+	tcase_add_test(core, test_sim_fast_pool_reduce);
 	tcase_add_test(limits, test_sim_limits_ir_size_constant_in_trips);
 	tcase_add_test(limits, test_sim_limits_nesting_and_rank);
 	tcase_add_test(errors, test_sim_error_partition_256);
