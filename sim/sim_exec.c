@@ -1223,6 +1223,39 @@ sim_exec_elementwise(struct sim_run *r, const struct sim_op *op)
 	}
 }
 
+static float	sim_exec_count(float c, const uint8_t *act, size_t n);
+
+/* A row reduction in a fused group (sim_opt_row_reduce): the row at the
+ * iterator folded into dst's element, the arithmetic of sim_exec_reduce
+ * for one row. x (if not NULL) is the row passed on in place. */
+static void
+sim_exec_reduce_row(struct sim_run *r, const struct sim_op *op,
+    const struct sim_rows *it, const float *x)
+{
+	size_t	n = op->shape[1];
+	int64_t	sx = 1;
+	int	alu = op->alu;
+	float	acc, cnt, mean;
+
+	if (x == NULL)
+		x = sim_exec_read(r, &op->src[0], it->off[1], n, r->row[0],
+		    &sx, NULL);
+	if (alu == NKIR__V1__ALU_OP__ALU_VAR)
+		alu = NKIR__V1__ALU_OP__ALU_MEAN;
+	acc = sim_exec_fold(alu, sim_exec_reduce_init(op->alu), x, sx, NULL,
+	    n, NULL);
+	cnt = sim_exec_count(0.0f, NULL, n);
+	if (alu == NKIR__V1__ALU_OP__ALU_MEAN)
+		acc = cnt > 0.0f ? acc / cnt : NAN;
+	if (op->alu == NKIR__V1__ALU_OP__ALU_VAR) {
+		mean = acc;
+		acc = sim_exec_fold(op->alu, 0.0f, x, sx, NULL, n, &mean);
+		cnt = sim_exec_count(0.0f, NULL, n);
+		acc = cnt > 0.0f ? acc / cnt : NAN;
+	}
+	sim_exec_write(r, &op->dst, it->off[0], 1, &acc, 1, NULL);
+}
+
 /* Row j of group op's forwarded source i, or NULL. */
 static const float *
 sim_exec_fwd_src(const struct sim_run *r, const struct sim_op *ops,
@@ -1250,7 +1283,7 @@ sim_exec_fused_part(struct sim_run *r, const struct sim_op *ops, size_t k,
 	float		*fd;
 	bool		 more;
 	int		 rc, i;
-	size_t		 j, n = ops[0].shape[ops[0].rank - 1];
+	size_t		 j;
 
 	for (j = 0; j < k; j++) {
 		sim_exec_ew_begin(&it[j], r, &ops[j]);
@@ -1262,12 +1295,17 @@ sim_exec_fused_part(struct sim_run *r, const struct sim_op *ops, size_t k,
 
 			if (op->fwd) {
 				if (op->kind == NKIR__V1__OP_KIND__OP_LOAD)
-					sim_exec_prefetch(r, op, &it[j], n);
+					sim_exec_prefetch(r, op, &it[j],
+					    op->shape[op->rank - 1]);
 				continue;
 			}
 			for (i = 0; i < 3; i++)
 				fs[i] = i < op->nsrc ?
 				    sim_exec_fwd_src(r, ops, it, op, i) : NULL;
+			if (op->kind == NKIR__V1__OP_KIND__OP_REDUCE) {
+				sim_exec_reduce_row(r, op, &it[j], fs[0]);
+				continue;
+			}
 			fd = op->fwd_dst == 0 ? NULL :
 			    (float *)r->t[ops[op->fwd_dst - 1].dst.tensor].base +
 			    it[op->fwd_dst - 1].off[0];

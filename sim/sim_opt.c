@@ -109,25 +109,112 @@ sim_opt_group_ok(const struct sim_op *ops, size_t k)
 	return (true);
 }
 
+/* A reduction along the last of two axes (a row's max, sum, mean, ...),
+ * which may join a group of rows (sim_opt_group_rows_ok). */
+static bool
+sim_opt_row_reduce(const struct sim_op *op)
+{
+	return (op->kind == NKIR__V1__OP_KIND__OP_REDUCE && op->rank == 2 &&
+	    op->axes == 2u && !op->masked && !op->skip && !op->opaque &&
+	    op->nsrc == 1 && !op->src[0].scalar &&
+	    op->src[0].v.tensor != op->dst.tensor && op->dst.rank <= 2);
+}
+
+/* View v's row i (axis-0 index i) lies in [c + A0 * i, c + A0 * i + A0)
+ * of its tensor, A0 = ref's axis-0 step, with ref's offset terms. */
+static bool
+sim_opt_view_rows(const struct sim_view *v, const struct sim_view *ref)
+{
+	int64_t		a0 = ref->off.ax[0];
+	sim_i128	ext = 0;
+	uint32_t	k;
+	int		a;
+
+	if (v->tensor != ref->tensor || v->rank < 1 || v->rank > 2 ||
+	    v->off.c != ref->off.c || v->off.nt != ref->off.nt ||
+	    v->off.ax[0] != a0 || a0 <= 0)
+		return (false);
+	for (k = 0; k < v->off.nt; k++)
+		if (v->off.t[k].kind != ref->off.t[k].kind ||
+		    v->off.t[k].index != ref->off.t[k].index ||
+		    v->off.t[k].coef != ref->off.t[k].coef)
+			return (false);
+	for (a = 1; a < v->rank; a++) {
+		if (v->off.ax[a] < 0)
+			return (false);
+		ext += (sim_i128)v->off.ax[a] * (sim_i128)(v->shape[a] - 1);
+	}
+	return (ext < a0);
+}
+
+/* Running ops[0 .. k-1] (rank 2, one axis-0 extent, row lengths that may
+ * differ, row reductions among them) row by row in lockstep equals
+ * running them in order when every tensor any of them writes is accessed
+ * by all of them in rows that do not overlap, row i of every access in
+ * the same place (row i touches only what row i of the others does). */
+static bool
+sim_opt_group_rows_ok(const struct sim_op *ops, size_t k)
+{
+	size_t	i, j;
+	int	s;
+
+	for (i = 0; i < k; i++)
+		if (ops[i].rank != 2 || ops[i].shape[0] != ops[0].shape[0])
+			return (false);
+	for (i = 0; i < k; i++) {
+		const struct sim_view	*ref = &ops[i].dst;
+
+		for (j = 0; j < k; j++) {
+			const struct sim_op	*c = &ops[j];
+
+			if (c->dst.tensor == ref->tensor &&
+			    !sim_opt_view_rows(&c->dst, ref))
+				return (false);
+			for (s = 0; s < c->nsrc; s++)
+				if (!c->src[s].scalar &&
+				    c->src[s].v.tensor == ref->tensor &&
+				    !sim_opt_view_rows(&c->src[s].v, ref))
+					return (false);
+		}
+	}
+	return (true);
+}
+
+/* ops[0 .. k-1] may run as a group: one iteration space and one view of
+ * each tensor written, or rows of rank 2 (sim_opt_group_rows_ok). */
+static bool
+sim_opt_group_fits(const struct sim_op *ops, size_t k)
+{
+	bool	same = true, reduce = false;
+	size_t	i;
+
+	for (i = 0; i < k; i++) {
+		if (!sim_opt_fusable(&ops[i]) && !sim_opt_row_reduce(&ops[i]))
+			return (false);
+		reduce = reduce || ops[i].kind == NKIR__V1__OP_KIND__OP_REDUCE;
+		same = same && ops[i].rank == ops[0].rank &&
+		    memcmp(ops[i].shape, ops[0].shape,
+		    sizeof(ops[0].shape)) == 0;
+	}
+	if (same && !reduce && sim_opt_group_ok(ops, k))
+		return (true);
+	return (sim_opt_group_rows_ok(ops, k));
+}
+
 void
 sim_opt_fuse(struct sim_op *ops, size_t n)
 {
 	size_t	i = 0, k;
 
 	while (i < n) {
-		if (!sim_opt_fusable(&ops[i])) {
+		if (!sim_opt_fusable(&ops[i]) &&
+		    !sim_opt_row_reduce(&ops[i])) {
 			i++;
 			continue;
 		}
-		for (k = 1; i + k < n && k < SIM_FUSE_MAX; k++) {
-			const struct sim_op	*c = &ops[i + k];
-
-			if (!sim_opt_fusable(c) || c->rank != ops[i].rank ||
-			    memcmp(c->shape, ops[i].shape,
-			    sizeof(c->shape)) != 0 ||
-			    !sim_opt_group_ok(&ops[i], k + 1))
+		for (k = 1; i + k < n && k < SIM_FUSE_MAX; k++)
+			if (!sim_opt_group_fits(&ops[i], k + 1))
 				break;
-		}
 		if (k > 1)
 			ops[i].fuse = k;
 		i += k;
@@ -430,6 +517,7 @@ sim_opt_forward_loads(const struct sim_program *p, struct sim_op *g,
 	uint64_t	rd, wr, later;
 	uint32_t	t;
 	size_t		j, m;
+	bool		other;
 	int		s;
 
 	for (j = 0; j < k; j++) {
@@ -442,11 +530,19 @@ sim_opt_forward_loads(const struct sim_program *p, struct sim_op *g,
 		    sim_opt_group_has(g, k, g[j].src[0].v.tensor, true))
 			continue;
 		rd = wr = later = 0;
+		other = false;
 		sim_opt_count(p->body, p->nbody, t, &rd, &wr);
-		for (m = j + 1; m < k; m++)
-			if (sim_opt_reads(&g[m], t))
-				later++;
-		if (wr != 1 || rd != later || later == 0)
+		for (m = j + 1; m < k; m++) {
+			if (!sim_opt_reads(&g[m], t))
+				continue;
+			later++;
+			for (s = 0; s < g[m].nsrc; s++)
+				other = other || (!g[m].src[s].scalar &&
+				    g[m].src[s].v.tensor == t &&
+				    !sim_opt_view_same(&g[m].src[s].v,
+				    &g[j].dst));
+		}
+		if (wr != 1 || rd != later || later == 0 || other)
 			continue;
 		g[j].fwd = true;
 		for (m = j + 1; m < k; m++)
@@ -489,7 +585,9 @@ sim_opt_forward_stores(const struct sim_program *p, struct sim_op *g,
 		for (m = 0; m < j; m++)
 			if (g[m].has_dst && g[m].dst.tensor == t)
 				break;
-		if (m == j || g[m].fwd_dst != 0)
+		if (m == j || g[m].fwd_dst != 0 ||
+		    !sim_opt_view_same(&g[m].dst, &g[j].src[0].v) ||
+		    g[m].shape[g[m].rank - 1] != g[j].shape[g[j].rank - 1])
 			continue;
 		switch (g[m].kind) {
 		case NKIR__V1__OP_KIND__OP_TENSOR_TENSOR:

@@ -1359,10 +1359,13 @@ kb_one_load(struct kb *b, uint64_t R, uint64_t C, uint64_t TP, uint64_t TF)
  * Forwarding in fused groups (sim_opt_forward): in a tiled add whose
  * tiles nothing else touches, the add reads the HBM rows of both loads
  * and computes into the store's HBM row; the loads and the store do
- * nothing. With `extra`, a narrower store after the group (another
- * iteration space: not fused) reads a_tile and c_tile, so neither the
- * load of a nor the store may forward, b's load still does. Either way
- * c = a + b and d = the left half of each tile of a + b's c tile.
+ * nothing. With `extra`, narrower stores follow: the first reads the
+ * left half of a_tile (it joins the group as a row of its own length:
+ * a_tile is read through another view, so a's load may not forward),
+ * the second the right half of c_tile (another offset: not in the group,
+ * so the store of c may not forward either); b's load still does. Either
+ * way c = a + b and d = the left half of each tile of a, then that of
+ * a + b.
  */
 static void
 kb_forward(bool extra)
@@ -1417,7 +1420,7 @@ kb_forward(bool extra)
 	kb_end(b);
 	p = kb_program(b);
 	g = p->body[0].body[0].body;
-	ck_assert_uint_eq(g[0].fuse, 4);
+	ck_assert_uint_eq(g[0].fuse, extra ? 5 : 4);
 	ck_assert(g[0].fwd == !extra);
 	ck_assert(g[1].fwd);
 	ck_assert_uint_eq(g[2].fwd_src[0], extra ? 0 : 1);
@@ -1529,6 +1532,116 @@ START_TEST(test_sim_fast_pool_reduce)
 {
 	kb_pool_case(NKIR__V1__ALU_OP__ALU_ADD);
 	kb_pool_case(NKIR__V1__ALU_OP__ALU_MAXIMUM);
+}
+END_TEST
+
+static void
+kb_count_cb(void *arg, const struct sim_op_event *ev)
+{
+	(*(int *)arg)++;
+}
+
+/*
+ * Rows of a tile as one group (sim_opt_group_rows_ok): softmax and a
+ * variance over the rows of [P, F] in a loop of two tiles, with [P, 1]
+ * ops among them (rows of another length) and reductions along the
+ * row. The group must give the bits of the ops run one by one (an op_cb
+ * runs groups unfused), on 1 and 3 threads.
+ */
+START_TEST(test_sim_fast_row_groups)
+{
+	enum { P = 64, F = 40, T = 2 };
+	struct kb kb, *b = &kb;
+	uint32_t in, out, t, m, e, e2, sm, v, v1, y, y2;
+	struct sim_run_opts opts[3] = { { 0 }, { .threads = 3 }, { 0 } };
+	struct sim_tensor ti, to[3];
+	struct sim_program *p;
+	struct sim_diag d;
+	Nkir__V1__Op *o;
+	float *x = kb_randf(T * P * F, 9);
+	int events = 0, rc, k;
+
+#define ROW(t_, w) kb_acc(b, t_, 2, SH(P, w), AX(0, 0), AX(0, 1))
+#define BC(t_) kb_acc(b, t_, 2, SH(P, F), AX(0, 0), kb_aff(b, 0, 0))
+#define RED(dst_, src_, alu_) do { \
+	o = kb_op1(b, OPK(REDUCE), ROW(dst_, 1), ROW(src_, F)); \
+	o->alu = (alu_); \
+	o->axes[o->n_axes++] = 1; \
+} while (0)
+#define TT(dst_, a_, b_, alu_) do { \
+	o = kb_op1(b, OPK(TENSOR_TENSOR), ROW(dst_, F), ROW(a_, F)); \
+	kb_src(b, o, (b_)); \
+	o->alu = (alu_); \
+} while (0)
+	kb_init(b, "rows");
+	in = kb_param(b, "x", F32, 2, SH(T * P, F));
+	out = kb_out(b, "y", F32, 2, SH(T * P, F));
+	t = kb_tile(b, "t", SBUF, F32, 2, SH(P, F));
+	m = kb_tile(b, "m", SBUF, F32, 2, SH(P, 1));
+	e = kb_tile(b, "e", SBUF, F32, 2, SH(P, F));
+	e2 = kb_tile(b, "e2", SBUF, F32, 2, SH(P, F));
+	sm = kb_tile(b, "s", SBUF, F32, 2, SH(P, 1));
+	v = kb_tile(b, "v", SBUF, F32, 2, SH(P, 1));
+	v1 = kb_tile(b, "v1", SBUF, F32, 2, SH(P, 1));
+	y = kb_tile(b, "yt", SBUF, F32, 2, SH(P, F));
+	y2 = kb_tile(b, "y2", SBUF, F32, 2, SH(P, F));
+	kb_loop(b, 0, 0, T, 1);
+	kb_op1(b, OPK(LOAD), ROW(t, F), kb_acc(b, in, 2, SH(P, F),
+	    kb_aff(b, 0, 2, L, 0, (int64_t)P, X, 0, (int64_t)1), AX(0, 1)));
+	RED(m, t, NKIR__V1__ALU_OP__ALU_MAXIMUM);
+	TT(e, t, BC(m), NKIR__V1__ALU_OP__ALU_SUBTRACT);
+	o = kb_op1(b, OPK(ACTIVATION), ROW(e2, F), ROW(e, F));
+	o->act = NKIR__V1__ACT_FUNC__ACT_EXP;
+	RED(sm, e2, NKIR__V1__ALU_OP__ALU_ADD);
+	RED(v, t, NKIR__V1__ALU_OP__ALU_VAR);
+	o = kb_op1(b, OPK(TENSOR_TENSOR), ROW(v1, 1), ROW(v, 1));
+	kb_scalar(b, o, 0.5);
+	o->alu = NKIR__V1__ALU_OP__ALU_ADD;
+	TT(y, e2, BC(sm), NKIR__V1__ALU_OP__ALU_DIVIDE);
+	TT(y2, y, BC(v1), NKIR__V1__ALU_OP__ALU_MULTIPLY);
+	kb_op1(b, OPK(STORE), kb_acc(b, out, 2, SH(P, F),
+	    kb_aff(b, 0, 2, L, 0, (int64_t)P, X, 0, (int64_t)1), AX(0, 1)),
+	    ROW(y2, F));
+	kb_end(b);
+#undef ROW
+#undef BC
+#undef RED
+#undef TT
+	p = kb_program(b);
+	ck_assert_uint_eq(p->body[0].body[0].fuse, 10);
+	opts[2].op_cb = kb_count_cb;
+	opts[2].op_arg = &events;
+	ti = kb_host(F32, 2, SH(T * P, F), x);
+	for (k = 0; k < 3; k++) {
+		rc = sim_run(p, &ti, 1, &to[k], 1, &opts[k], &d);
+		ck_assert_msg(rc == 0, "%s", d.msg);
+	}
+	ck_assert_int_eq(events, T * 10);	/* the op_cb run: op by op */
+	for (k = 0; k < 2; k++)
+		ck_assert(memcmp(to[k].data, to[2].data, to[2].nbytes) == 0);
+	/* and near what it means: softmax * (variance + 0.5) */
+	for (int r = 0; r < T * P; r++) {
+		double mx = -INFINITY, se = 0, mu = 0, var = 0;
+
+		for (int c = 0; c < F; c++) {
+			mx = fmax(mx, x[r * F + c]);
+			mu += x[r * F + c] / F;
+		}
+		for (int c = 0; c < F; c++) {
+			se += exp(x[r * F + c] - mx);
+			var += (x[r * F + c] - mu) * (x[r * F + c] - mu) / F;
+		}
+		for (int c = 0; c < F; c++) {
+			double want = exp(x[r * F + c] - mx) / se * (var + 0.5);
+
+			ck_assert_double_eq_tol(((float *)to[0].data)[r * F + c],
+			    want, 1e-5 * fabs(want) + 1e-6);
+		}
+	}
+	sim_tensors_release(to, 3);
+	sim_program_free(p);
+	free(x);
+	kb_release(b);
 }
 END_TEST
 
@@ -2265,6 +2378,7 @@ sim_suite(void)
 	tcase_add_test(core, test_sim_fast_fills_kept);
 	tcase_add_test(core, test_sim_fast_forward);
 	tcase_add_test(core, test_sim_fast_pool_reduce);
+	tcase_add_test(core, test_sim_fast_row_groups);
 	tcase_add_test(limits, test_sim_limits_ir_size_constant_in_trips);
 	tcase_add_test(limits, test_sim_limits_nesting_and_rank);
 	tcase_add_test(errors, test_sim_error_partition_256);
