@@ -42,6 +42,16 @@ enum config_type {
 	CFG_LISTEN,	/* "", HOST:PORT or an absolute unix socket path */
 };
 
+/* How a key's value is held in struct config, by its type. */
+enum config_store {
+	CFG_STORE_STR,		/* char *, owned: the string types */
+	CFG_STORE_U32,		/* uint32_t: CFG_MODE, CFG_U32 */
+	CFG_STORE_U64,		/* uint64_t: CFG_BYTES */
+	CFG_STORE_LEVEL,	/* int: CFG_LEVEL */
+	CFG_STORE_IDS,		/* uint32_t *, owned, and a size_t count at
+				 * count_off: CFG_UIDS, CFG_GIDS */
+};
+
 #define CFG_F_RESTART	0x1	/* takes effect only at start */
 
 struct config_key {
@@ -452,6 +462,25 @@ config_string_set(struct config_ctx *ctx, const struct config_key *k,
 	return (0);
 }
 
+static enum config_store
+config_key_store(const struct config_key *k)
+{
+	switch (k->type) {
+	case CFG_MODE:
+	case CFG_U32:
+		return (CFG_STORE_U32);
+	case CFG_BYTES:
+		return (CFG_STORE_U64);
+	case CFG_LEVEL:
+		return (CFG_STORE_LEVEL);
+	case CFG_UIDS:
+	case CFG_GIDS:
+		return (CFG_STORE_IDS);
+	default:
+		return (CFG_STORE_STR);
+	}
+}
+
 static int
 config_value_set(struct config_ctx *ctx, const struct config_key *k,
     struct config *cfg, const char *path, const cJSON *v)
@@ -464,14 +493,9 @@ config_value_set(struct config_ctx *ctx, const struct config_key *k,
 	unsigned long	 mode;
 	int		 error, level;
 
-	switch (k->type) {
-	case CFG_STRING:
-	case CFG_PATH:
-	case CFG_OPTPATH:
-	case CFG_SOCKPATH:
-	case CFG_CHOICE:
-	case CFG_LISTEN:
+	if (config_key_store(k) == CFG_STORE_STR)
 		return (config_string_set(ctx, k, cfg, path, v));
+	switch (k->type) {
 	case CFG_MODE:
 		if (!cJSON_IsString(v))
 			return (config_fail(ctx, CONFIG_ETYPE,
@@ -529,6 +553,8 @@ config_value_set(struct config_ctx *ctx, const struct config_key *k,
 		*idp = ids;
 		*(size_t *)((char *)cfg + k->count_off) = n;
 		return (0);
+	default:
+		break;
 	}
 	return (config_fail(ctx, CONFIG_ETYPE, "'%s': unsupported key type",
 	    path));
@@ -543,30 +569,22 @@ config_defaults(struct config *cfg)
 	memset(cfg, 0, sizeof *cfg);
 	for (i = 0; i < CONFIG_NKEYS; i++) {
 		k = &config_keys[i];
-		switch (k->type) {
-		case CFG_STRING:
-		case CFG_PATH:
-		case CFG_OPTPATH:
-		case CFG_SOCKPATH:
-		case CFG_CHOICE:
-		case CFG_LISTEN:
+		switch (config_key_store(k)) {
+		case CFG_STORE_STR:
 			*FIELD(cfg, k, char *) = xstrdup(k->def_str);
 			break;
-		case CFG_MODE:
-			*FIELD(cfg, k, uint32_t) =
-			    (uint32_t)strtoul(k->def_str, NULL, 8);
+		case CFG_STORE_U32:
+			*FIELD(cfg, k, uint32_t) = k->type == CFG_MODE ?
+			    (uint32_t)strtoul(k->def_str, NULL, 8) :
+			    (uint32_t)k->def_num;
 			break;
-		case CFG_U32:
-			*FIELD(cfg, k, uint32_t) = (uint32_t)k->def_num;
-			break;
-		case CFG_BYTES:
+		case CFG_STORE_U64:
 			*FIELD(cfg, k, uint64_t) = k->def_num;
 			break;
-		case CFG_LEVEL:
+		case CFG_STORE_LEVEL:
 			*FIELD(cfg, k, int) = log_level_from_name(k->def_str);
 			break;
-		case CFG_UIDS:
-		case CFG_GIDS:
+		case CFG_STORE_IDS:
 			break;
 		}
 	}
@@ -854,22 +872,10 @@ config_release(struct config *cfg)
 
 	for (i = 0; i < CONFIG_NKEYS; i++) {
 		k = &config_keys[i];
-		switch (k->type) {
-		case CFG_STRING:
-		case CFG_PATH:
-		case CFG_OPTPATH:
-		case CFG_SOCKPATH:
-		case CFG_CHOICE:
-		case CFG_LISTEN:
+		if (config_key_store(k) == CFG_STORE_STR)
 			free(*FIELD(cfg, k, char *));
-			break;
-		case CFG_UIDS:
-		case CFG_GIDS:
+		else if (config_key_store(k) == CFG_STORE_IDS)
 			free(*FIELD(cfg, k, uint32_t *));
-			break;
-		default:
-			break;
-		}
 	}
 	free(cfg->path);
 	memset(cfg, 0, sizeof *cfg);
@@ -885,18 +891,12 @@ config_copy(struct config *dst, const struct config *src)
 	dst->path = src->path != NULL ? xstrdup(src->path) : NULL;
 	for (i = 0; i < CONFIG_NKEYS; i++) {
 		k = &config_keys[i];
-		switch (k->type) {
-		case CFG_STRING:
-		case CFG_PATH:
-		case CFG_OPTPATH:
-		case CFG_SOCKPATH:
-		case CFG_CHOICE:
-		case CFG_LISTEN:
+		switch (config_key_store(k)) {
+		case CFG_STORE_STR:
 			*FIELD(dst, k, char *) =
 			    xstrdup(*CFIELD(src, k, char *));
 			break;
-		case CFG_UIDS:
-		case CFG_GIDS:
+		case CFG_STORE_IDS:
 			n = *(const size_t *)((const char *)src + k->count_off);
 			*FIELD(dst, k, uint32_t *) = xcalloc(n, sizeof(uint32_t));
 			if (n > 0)
@@ -918,31 +918,23 @@ config_value_format(const struct config *cfg, const struct config_key *k,
 	const uint32_t	*ids;
 	size_t		 n, i, off;
 
-	switch (k->type) {
-	case CFG_STRING:
-	case CFG_PATH:
-	case CFG_OPTPATH:
-	case CFG_SOCKPATH:
-	case CFG_CHOICE:
-	case CFG_LISTEN:
+	switch (config_key_store(k)) {
+	case CFG_STORE_STR:
 		snprintf(buf, len, "'%s'", *CFIELD(cfg, k, char *));
 		break;
-	case CFG_MODE:
-		snprintf(buf, len, "%04o", *CFIELD(cfg, k, uint32_t));
+	case CFG_STORE_U32:
+		snprintf(buf, len, k->type == CFG_MODE ? "%04o" : "%u",
+		    *CFIELD(cfg, k, uint32_t));
 		break;
-	case CFG_U32:
-		snprintf(buf, len, "%u", *CFIELD(cfg, k, uint32_t));
-		break;
-	case CFG_BYTES:
+	case CFG_STORE_U64:
 		snprintf(buf, len, "%llu",
 		    (unsigned long long)*CFIELD(cfg, k, uint64_t));
 		break;
-	case CFG_LEVEL:
+	case CFG_STORE_LEVEL:
 		snprintf(buf, len, "'%s'", log_level_name(*CFIELD(cfg, k,
 		    int)));
 		break;
-	case CFG_UIDS:
-	case CFG_GIDS:
+	case CFG_STORE_IDS:
 		ids = *CFIELD(cfg, k, uint32_t *);
 		n = *(const size_t *)((const char *)cfg + k->count_off);
 		off = (size_t)snprintf(buf, len, "[");
@@ -975,10 +967,10 @@ config_reload_merge(const struct config *cur, struct config *next)
 			    "effect after a restart", k->path, a, b);
 			/* Put back the running value. */
 			config_copy(&tmp, cur);
-			if (k->type == CFG_MODE || k->type == CFG_U32)
+			if (config_key_store(k) == CFG_STORE_U32)
 				*FIELD(next, k, uint32_t) =
 				    *CFIELD(cur, k, uint32_t);
-			else if (k->type == CFG_BYTES)
+			else if (config_key_store(k) == CFG_STORE_U64)
 				*FIELD(next, k, uint64_t) =
 				    *CFIELD(cur, k, uint64_t);
 			else {

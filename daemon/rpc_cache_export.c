@@ -279,8 +279,7 @@ rpc_cache_export(struct rpc_call *c)
 }
 
 const struct rpc_method rpc_cache_export_method = {
-	.name = "CacheExport", .path = DISPATCH_SERVICE "CacheExport",
-	.kind = RPC_SERVER_STREAM,
+	DISPATCH_METHOD_NAME("CacheExport"), .kind = RPC_SERVER_STREAM,
 	.request = &nkid__v1__cache_export_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .flags = RPC_F_ASYNC,
 	.handler = rpc_cache_export,

@@ -258,11 +258,8 @@ rpc_cache_push(struct rpc_call *c)
 }
 
 const struct rpc_method rpc_cache_push_method = {
-	.name = "CachePush",
-	.path = DISPATCH_SERVICE "CachePush",
-	.kind = RPC_UNARY,
+	DISPATCH_METHOD_NAME("CachePush"), .kind = RPC_UNARY,
 	.request = &nkid__v1__cache_push_request__descriptor,
-	.cap = CONFIG_CAP_CONTROL,
-	.flags = RPC_F_ASYNC,
+	.cap = CONFIG_CAP_CONTROL, .flags = RPC_F_ASYNC,
 	.handler = rpc_cache_push,
 };
