@@ -465,20 +465,16 @@ config_string_set(struct config_ctx *ctx, const struct config_key *k,
 static enum config_store
 config_key_store(const struct config_key *k)
 {
-	switch (k->type) {
-	case CFG_MODE:
-	case CFG_U32:
-		return (CFG_STORE_U32);
-	case CFG_BYTES:
-		return (CFG_STORE_U64);
-	case CFG_LEVEL:
-		return (CFG_STORE_LEVEL);
-	case CFG_UIDS:
-	case CFG_GIDS:
-		return (CFG_STORE_IDS);
-	default:
-		return (CFG_STORE_STR);
-	}
+	static const enum config_store	store[] = {
+		[CFG_STRING] = CFG_STORE_STR,	[CFG_PATH] = CFG_STORE_STR,
+		[CFG_OPTPATH] = CFG_STORE_STR,	[CFG_SOCKPATH] = CFG_STORE_STR,
+		[CFG_MODE] = CFG_STORE_U32,	[CFG_U32] = CFG_STORE_U32,
+		[CFG_BYTES] = CFG_STORE_U64,	[CFG_LEVEL] = CFG_STORE_LEVEL,
+		[CFG_CHOICE] = CFG_STORE_STR,	[CFG_UIDS] = CFG_STORE_IDS,
+		[CFG_GIDS] = CFG_STORE_IDS,	[CFG_LISTEN] = CFG_STORE_STR,
+	};
+
+	return (store[k->type]);
 }
 
 static int
