@@ -9,6 +9,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
 #include "daemon/kcache_remote.h"
+#include "daemon/rpc_cache.h"
 #include "daemon/xmalloc.h"
 
 /* Entries read, signed or being written at once (each up to
@@ -27,7 +28,6 @@ struct rpc_cache_push {
 	uint64_t		  bytes;
 	char			**missing;	/* into keys */
 	size_t			  nmissing;
-	int			  nodisk;
 };
 
 struct rpc_cache_push_item {
@@ -192,10 +192,6 @@ rpc_cache_push_list_work_cb(struct cache *disk, void *arg)
 {
 	struct rpc_cache_push_list	l;
 
-	if (disk == NULL) {
-		((struct rpc_cache_push *)arg)->nodisk = 1;
-		return;
-	}
 	memset(&l, 0, sizeof l);
 	l.p = arg;
 	l.backend = cache_backend(disk);
@@ -208,12 +204,6 @@ rpc_cache_push_list_done_cb(void *arg)
 {
 	struct rpc_cache_push	*p = arg;
 
-	if (p->nodisk) {
-		rpc_fail(p->c, GRPC_STATUS_FAILED_PRECONDITION, "nkid runs "
-		    "without a persistent cache (see its log)");
-		rpc_cache_push_free(p);
-		return;
-	}
 	p->missing = xcalloc(p->nkeys + 1, sizeof *p->missing);
 	rpc_cache_push_pump(p);
 }
@@ -246,8 +236,9 @@ rpc_cache_push(struct rpc_call *c)
 	p->c = c;
 	p->r = d->remote;
 	if (req->n_keys == 0) {
-		kcache_async(d->kcache, rpc_cache_push_list_work_cb,
-		    rpc_cache_push_list_done_cb, p);
+		if (rpc_cache_async(c, NULL, rpc_cache_push_list_work_cb,
+		    rpc_cache_push_list_done_cb, p) != 0)
+			rpc_cache_push_free(p);
 		return;
 	}
 	p->keys = xcalloc(req->n_keys, sizeof *p->keys);

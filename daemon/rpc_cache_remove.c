@@ -4,7 +4,7 @@
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
-#include "daemon/rpc_cache_keys.h"
+#include "daemon/rpc_cache.h"
 
 static int
 rpc_cache_remove_key_cb(struct cache *disk, const char *key, void *arg)
