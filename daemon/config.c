@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "daemon/config.h"
+#include "daemon/errstr.h"
 #include "daemon/log.h"
 #include "daemon/xmalloc.h"
 
@@ -206,9 +207,7 @@ static const char *config_errs[] = {
 const char *
 config_strerror(int err)
 {
-	if (err > 0 || -err >= (int)(sizeof config_errs / sizeof config_errs[0]))
-		return ("unknown error");
-	return (config_errs[-err]);
+	return (ERRSTR(config_errs, err));
 }
 
 uint64_t

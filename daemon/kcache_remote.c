@@ -19,6 +19,7 @@
 #include <openssl/rand.h>
 
 #include "daemon/config.h"
+#include "daemon/errstr.h"
 #include "daemon/kcache_remote.h"
 #include "daemon/kcache_remote_impl.h"
 #include "daemon/log.h"
@@ -35,10 +36,7 @@ static const char *kcache_remote_errs[] = {
 const char *
 kcache_remote_strerror(int err)
 {
-	if (err > 0 || -err >= (int)(sizeof kcache_remote_errs /
-	    sizeof kcache_remote_errs[0]))
-		return ("unknown error");
-	return (kcache_remote_errs[-err]);
+	return (ERRSTR(kcache_remote_errs, err));
 }
 
 static void	kcache_remote_connect(struct kcache_remote *);
