@@ -64,22 +64,16 @@ int
 job_latency_init(struct job *j)
 {
 	struct job_latency		*l = (struct job_latency *)j;
-	struct rpc_call			*c = j->c;
-	const struct backend		*b = j->b;
-	const Nkid__V1__BenchmarkRequest *req = (const void *)c->req;
-	const char			*name = kernel_ref_name(req->ref);
+	const Nkid__V1__BenchmarkRequest *req = (const void *)j->c->req;
 
-	if (b->ops->benchmark == NULL) {
-		rpc_fail(c, GRPC_STATUS_UNIMPLEMENTED, "cannot benchmark '%s': "
-		    "the %s backend does not benchmark", name, b->ops->name);
-		return (-1);
-	}
+	if (j->b->ops->benchmark == NULL)
+		return (job_fail_unsupported(j, req->ref));
 	if (req->iters < 1 || req->iters > JOB_LATENCY_MAX ||
 	    req->warmup > JOB_LATENCY_MAX) {
-		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "cannot benchmark "
+		rpc_fail(j->c, GRPC_STATUS_INVALID_ARGUMENT, "cannot benchmark "
 		    "'%s': iters must be 1 to %u and warmup 0 to %u (got "
-		    "iters=%u, warmup=%u)", name, JOB_LATENCY_MAX, JOB_LATENCY_MAX,
-		    req->iters, req->warmup);
+		    "iters=%u, warmup=%u)", kernel_ref_name(req->ref),
+		    JOB_LATENCY_MAX, JOB_LATENCY_MAX, req->iters, req->warmup);
 		return (-1);
 	}
 	l->warmup = req->warmup;

@@ -12,22 +12,17 @@ int
 job_traces_init(struct job *j)
 {
 	struct job_traces		*tr = (struct job_traces *)j;
-	struct rpc_call			*c = j->c;
-	const struct backend		*b = j->b;
-	const Nkid__V1__ProfileRequest	*req = (const void *)c->req;
-	const char			*name = kernel_ref_name(req->ref);
+	const Nkid__V1__ProfileRequest	*req = (const void *)j->c->req;
 
+	if (j->b->ops->profile == NULL)
+		return (job_fail_unsupported(j, req->ref));
 	tr->num_execs = req->num_execs ? req->num_execs : 1;
 	tr->profile_nth = req->profile_nth ? req->profile_nth : 1;
-	if (b->ops->profile == NULL) {
-		rpc_fail(c, GRPC_STATUS_UNIMPLEMENTED, "cannot profile '%s': "
-		    "the %s backend does not profile", name, b->ops->name);
-		return (-1);
-	}
 	if (tr->num_execs > JOB_TRACES_MAX || tr->profile_nth > JOB_TRACES_MAX) {
-		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "cannot profile '%s': "
-		    "num_execs and profile_nth must be 1 to %u (got %u and %u)",
-		    name, JOB_TRACES_MAX, tr->num_execs, tr->profile_nth);
+		rpc_fail(j->c, GRPC_STATUS_INVALID_ARGUMENT, "cannot profile "
+		    "'%s': num_execs and profile_nth must be 1 to %u (got %u "
+		    "and %u)", kernel_ref_name(req->ref), JOB_TRACES_MAX,
+		    tr->num_execs, tr->profile_nth);
 		return (-1);
 	}
 	return (0);
