@@ -305,7 +305,6 @@ rpc_cache_import(struct rpc_call *c)
 
 const struct rpc_method rpc_cache_import_method = {
 	DISPATCH_METHOD_NAME("CacheImport"), .kind = RPC_CLIENT_STREAM,
-	.request = &nkid__v1__cache_chunk__descriptor,
-	.cap = CONFIG_CAP_CHUNK, .flags = RPC_F_ASYNC,
-	.handler = rpc_cache_import,
+	.request = &nkid__v1__cache_chunk__descriptor, .cap = CONFIG_CAP_CHUNK,
+	.flags = RPC_F_ASYNC, .handler = rpc_cache_import,
 };
