@@ -113,7 +113,7 @@ static const struct model_tgt model_targets[] = {
 
 struct model_term {
 	uint32_t	 id;		/* loop var or grid axis */
-	int		 prog;		/* 1: a grid axis */
+	int		 prog;		/* 1: a grid axis, 2: an index fn */
 	int64_t		 coef;		/* flat-offset coefficient */
 };
 
@@ -167,7 +167,7 @@ struct model_op {
 };
 
 struct model_node {
-	int		 loop;
+	int		 loop;		/* 1: a loop, 2: an if */
 	uint32_t	 op;
 	uint32_t	 var;
 	int64_t		 start;
@@ -175,6 +175,9 @@ struct model_node {
 	uint64_t	 trip;
 	uint32_t	 first;		/* children: nodes[first .. first+n) */
 	uint32_t	 n;
+	const Nkir__V1__Branch *br;	/* an if: its conditions, and the */
+	uint32_t	 efirst;	/* else children */
+	uint32_t	 en;
 };
 
 struct model_wrec {
@@ -360,6 +363,89 @@ model_runs(const Nkir__V1__Access *a, const int64_t *st, uint64_t n)
 	return (run ? (n + run - 1) / run : n);
 }
 
+/* Index function i of k (a TERM_FN target) is well formed. */
+static int
+model_fn_ok(const Nkir__V1__Kernel *k, uint32_t i)
+{
+	const Nkir__V1__IndexFn	*f = i < k->n_fns ? k->fns[i] : NULL;
+	size_t			 j;
+
+	if (f == NULL || f->expr == NULL || f->divisor < 1)
+		return (0);
+	for (j = 0; j < f->expr->n_terms; j++) {
+		const Nkir__V1__Term *t = f->expr->terms[j];
+
+		if (t == NULL || (t->kind == NKIR__V1__TERM_KIND__TERM_LOOP ?
+		    t->index >= k->num_loop_vars : t->kind !=
+		    NKIR__V1__TERM_KIND__TERM_PROGRAM || t->index >= k->n_grid))
+			return (0);
+	}
+	return (1);
+}
+
+/* The value of index function i (checked by model_fn_ok) now: python's
+ * % or // of its expression of loop variables and program ids. */
+static int64_t
+model_fn(const struct model_ctx *m, uint32_t i)
+{
+	const Nkir__V1__IndexFn	*f = m->k->fns[i];
+	uint64_t		 u = (uint64_t)f->expr->constant;
+	int64_t			 v, q, r;
+	size_t			 j;
+
+	for (j = 0; j < f->expr->n_terms; j++) {
+		const Nkir__V1__Term *t = f->expr->terms[j];
+
+		u += (uint64_t)t->coef * (uint64_t)(t->kind ==
+		    NKIR__V1__TERM_KIND__TERM_LOOP ? m->vars[t->index] :
+		    m->prog[t->index]);
+	}
+	v = (int64_t)u;
+	q = v / f->divisor;
+	r = v % f->divisor;
+	if (r < 0) {
+		r += f->divisor;
+		q--;
+	}
+	return (f->kind == NKIR__V1__FN_KIND__FN_FLOORDIV ? q : r);
+}
+
+/* Every condition of an if holds for the current loop variables and
+ * program ids (checked conditions: TERM_AXIS reads as 0). */
+static int
+model_holds(const struct model_ctx *m, const Nkir__V1__Branch *br)
+{
+	size_t	i, j;
+
+	for (i = 0; i < br->n_cond; i++) {
+		const Nkir__V1__Affine	*a = br->cond[i];
+		uint64_t		 u;
+
+		if (a == NULL)
+			continue;
+		u = (uint64_t)a->constant;
+		for (j = 0; j < a->n_terms; j++) {
+			const Nkir__V1__Term *t = a->terms[j];
+
+			if (t == NULL)
+				continue;
+			if (t->kind == NKIR__V1__TERM_KIND__TERM_LOOP &&
+			    t->index < m->k->num_loop_vars)
+				u += (uint64_t)t->coef * (uint64_t)m->vars[t->index];
+			else if (t->kind == NKIR__V1__TERM_KIND__TERM_PROGRAM &&
+			    t->index < MODEL_MAX_GRID)
+				u += (uint64_t)t->coef * (uint64_t)m->prog[t->index];
+			else if (t->kind == NKIR__V1__TERM_KIND__TERM_FN &&
+			    model_fn_ok(m->k, t->index))
+				u += (uint64_t)t->coef * (uint64_t)model_fn(m,
+				    t->index);
+		}
+		if ((int64_t)u < 0)
+			return (0);
+	}
+	return (1);
+}
+
 static struct model_acc *
 model_acc_new(struct model_ctx *m, const Nkir__V1__Access *a)
 {
@@ -433,6 +519,11 @@ model_acc_new(struct model_ctx *m, const Nkir__V1__Access *a)
 				if (tm->index >= k->num_loop_vars)
 					goto bad;
 				/* FALLTHROUGH */
+			case NKIR__V1__TERM_KIND__TERM_FN:
+				if (tm->kind == NKIR__V1__TERM_KIND__TERM_FN &&
+				    !model_fn_ok(k, tm->index))
+					goto bad;
+				/* FALLTHROUGH */
 			case NKIR__V1__TERM_KIND__TERM_PROGRAM:
 				if (tm->kind == NKIR__V1__TERM_KIND__TERM_PROGRAM &&
 				    tm->index >= k->n_grid)
@@ -443,7 +534,8 @@ model_acc_new(struct model_ctx *m, const Nkir__V1__Access *a)
 					goto oom;
 				x->terms[nt].id = tm->index;
 				x->terms[nt].prog = tm->kind ==
-				    NKIR__V1__TERM_KIND__TERM_PROGRAM;
+				    NKIR__V1__TERM_KIND__TERM_PROGRAM ? 1 :
+				    tm->kind == NKIR__V1__TERM_KIND__TERM_FN ? 2 : 0;
 				x->terms[nt++].coef = tm->coef * gst[d];
 				break;
 			default:
@@ -505,8 +597,9 @@ model_acc_range(const struct model_ctx *m, const struct model_acc *x,
 	size_t		i;
 
 	for (i = 0; i < x->nterms; i++) {
-		int64_t	v = x->terms[i].prog ? m->prog[x->terms[i].id] :
-		    m->vars[x->terms[i].id];
+		int64_t	v = x->terms[i].prog == 2 ? model_fn(m,
+		    x->terms[i].id) : x->terms[i].prog ?
+		    m->prog[x->terms[i].id] : m->vars[x->terms[i].id];
 
 		base += (uint64_t)x->terms[i].coef * (uint64_t)v;
 	}
@@ -572,6 +665,7 @@ model_engine(const Nkir__V1__Op *o)
 	case NKIR__V1__OP_KIND__OP_STORE:
 	case NKIR__V1__OP_KIND__OP_DMA_COPY:
 	case NKIR__V1__OP_KIND__OP_DMA_TRANSPOSE:
+	case NKIR__V1__OP_KIND__OP_ALL_REDUCE:
 		return (ENG_DMA);
 	case NKIR__V1__OP_KIND__OP_ACT_ACC:
 		return (ENG_S);
@@ -579,6 +673,8 @@ model_engine(const Nkir__V1__Op *o)
 	case NKIR__V1__OP_KIND__OP_AFFINE_SELECT:
 	case NKIR__V1__OP_KIND__OP_SEQUENCE_BOUNDS:
 	case NKIR__V1__OP_KIND__OP_LOCAL_GATHER:
+	case NKIR__V1__OP_KIND__OP_RAND:
+	case NKIR__V1__OP_KIND__OP_GATHER_FLAT:
 		/* isa: these run "using GpSimd Engine" */
 		return (ENG_G);
 	case NKIR__V1__OP_KIND__OP_MATMUL:
@@ -651,6 +747,12 @@ model_op_name(int kind)
 		return ("bn_stats");
 	case NKIR__V1__OP_KIND__OP_BN_AGGR:
 		return ("bn_aggr");
+	case NKIR__V1__OP_KIND__OP_RAND:
+		return ("rand");
+	case NKIR__V1__OP_KIND__OP_GATHER_FLAT:
+		return ("gather_flattened");
+	case NKIR__V1__OP_KIND__OP_ALL_REDUCE:
+		return ("all_reduce");
 	default:
 		return (model_isa_name(kind));
 	}
@@ -794,6 +896,11 @@ model_cost_elementwise(struct model_ctx *m, struct model_op *op,
 		/* isa (bn_aggr): max(MIN_II, 13 * (N / 3)). */
 		work = 13.0 * ((op->nsrc ? (double)op->src[0]->n : n) / 3.0);
 		break;
+	case NKIR__V1__OP_KIND__OP_GATHER_FLAT:
+		/* One GpSimd pass over the result, as isa iota's
+		 * GPSIMD_START + N (GUESSED for a gather). */
+		work = n;
+		break;
 	case NKIR__V1__OP_KIND__OP_SELECT:
 		/* Three inputs; costed like a two-input tensor_tensor
 		 * (GUESSED). */
@@ -906,6 +1013,17 @@ model_cost(struct model_ctx *m, struct model_op *op, const Nkir__V1__Op *o)
 			return (0);
 		}
 		break;
+	case NKIR__V1__OP_KIND__OP_ALL_REDUCE:
+		/* A collective over the programs' cores: costed as the tile
+		 * leaving and coming back by DMA (GUESSED; NKI documents no
+		 * cost for nl.all_reduce). */
+		if (op->nsrc < 1)
+			return (-1);
+		model_cost_dma(m, op, op->src[0], d);
+		op->piece_ns *= 2.0;
+		op->last_ns *= 2.0;
+		op->dur_ns *= 2.0;
+		return (0);
 	case NKIR__V1__OP_KIND__OP_MATMUL: {
 		const struct model_acc *x, *y;
 		double	M, N, K, cyc;
@@ -1046,6 +1164,15 @@ model_writes(const Nkir__V1__Op *const *body, size_t n, uint32_t tid,
 		if (o->kind == NKIR__V1__OP_KIND__OP_LOOP) {
 			if (o->loop != NULL && model_writes((const Nkir__V1__Op
 			    *const *)o->loop->body, o->loop->n_body, tid, skip))
+				return (1);
+			continue;
+		}
+		if (o->kind == NKIR__V1__OP_KIND__OP_IF) {
+			if (o->branch != NULL && (model_writes((const
+			    Nkir__V1__Op *const *)o->branch->then_body,
+			    o->branch->n_then_body, tid, skip) || model_writes(
+			    (const Nkir__V1__Op *const *)o->branch->else_body,
+			    o->branch->n_else_body, tid, skip)))
 				return (1);
 			continue;
 		}
@@ -1286,6 +1413,27 @@ model_build_body(struct model_ctx *m, Nkir__V1__Op **body, size_t n,
 			sc->depth--;
 			nd.first = f;
 			nd.n = c;
+		} else if (o->kind == NKIR__V1__OP_KIND__OP_IF) {
+			uint32_t f, c;
+
+			if (o->branch == NULL || sc->depth >= MODEL_MAX_DEPTH)
+				return (model_fail(m, MODEL_EPARSE, "a malformed "
+				    "if"));
+			nd.loop = 2;
+			nd.br = o->branch;
+			if (model_build_body(m, o->branch->then_body,
+			    o->branch->n_then_body, sc, &f, &c) != 0)
+				return (m->error);
+			nd.first = f;
+			nd.n = c;
+			if (model_build_body(m, o->branch->else_body,
+			    o->branch->n_else_body, sc, &f, &c) != 0)
+				return (m->error);
+			nd.efirst = f;
+			nd.en = c;
+		} else if (o->kind == NKIR__V1__OP_KIND__OP_RANDOM_SEED) {
+			/* no data to move or compute: an empty node */
+			nd.loop = 1;
 		} else if (model_build_op(m, o, sc, &nd.op) != 0)
 			return (m->error);
 		m->nodes[base + i] = nd;
@@ -1674,6 +1822,13 @@ model_exec_body(struct model_ctx *m, uint32_t first, uint32_t n, int depth)
 
 		if (!nd->loop) {
 			if (model_exec_op(m, &m->ops[nd->op]) != 0)
+				return (m->error);
+			continue;
+		}
+		if (nd->loop == 2) {		/* an if: the side it takes */
+			if (model_exec_body(m, model_holds(m, nd->br) ?
+			    nd->first : nd->efirst, model_holds(m, nd->br) ?
+			    nd->n : nd->en, depth) != 0)
 				return (m->error);
 			continue;
 		}

@@ -185,6 +185,86 @@ def bench_executor(tmp):
            "max of the executor_ratio_* rows")
 
 
+def advanced_cases():
+    """(key, kernel, args, numpy function or None with the reason): the
+    advanced kernels of tests/python/test_advanced_*.py at sizes a layer
+    uses, and numpy doing the same math the way numpy is written."""
+    import numpy as np
+    sys.path.insert(0, os.path.join(TOP, "tests", "python"))
+    import nkid.nki.isa as nisa
+    from test_advanced_flash_attention import flash_attention_fwd
+    from test_advanced_mamba import mamba_layer
+    rng = np.random.default_rng(4)
+    f32 = np.float32
+    d, seq = 128, 4096
+    q = rng.uniform(-1, 1, (d, seq)).astype(f32)
+    k = rng.uniform(-1, 1, (d, seq)).astype(f32)
+    v = rng.uniform(-1, 1, (seq, d)).astype(f32)
+
+    def attention():
+        s = (q.T @ k) * np.float32(1.0 / np.sqrt(d))
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        return (p / p.sum(axis=1, keepdims=True)) @ v
+    batch, channels, states, seq_len = 1, 256, 16, 512
+    delta = rng.uniform(0.01, 0.2, (batch, channels, seq_len)).astype(f32)
+    u = rng.standard_normal((batch, channels, seq_len)).astype(f32)
+    A = -rng.uniform(0.5, 2.0, (channels, states)).astype(f32)
+    B = rng.standard_normal((batch, states, seq_len)).astype(f32)
+    C = rng.standard_normal((batch, states, seq_len)).astype(f32)
+
+    def mamba():
+        # the recurrence is sequential: numpy steps through time, every
+        # step vectorized over channels and states
+        y = np.empty_like(u)
+        for b in range(batch):
+            h = np.zeros((channels, states), f32)
+            dA = np.exp(delta[b][:, :, None] * A[:, None, :])      # [C, L, S]
+            dBu = (delta[b] * u[b])[:, :, None] * B[b].T[None]      # [C, L, S]
+            for t in range(seq_len):
+                h = dA[:, t] * h + dBu[:, t]
+                y[b, :, t] = h @ C[b, :, t]
+        return y
+    cases = [("executor_ratio_flash_attention", flash_attention_fwd, (q, k, v), attention)]
+    if hasattr(nisa, "tensor_tensor_scan"):
+        cases.append(("executor_ratio_mamba", mamba_layer, (delta, u, A, B, C), mamba))
+    else:
+        cases.append(("executor_ratio_mamba", None, None,
+                      "skipped: nkid.nki.isa has no tensor_tensor_scan (issue 14, part A)"))
+    return cases
+
+
+def bench_advanced(tmp):
+    """The advanced kernels on the cpu backend (as nkid measures them) over
+    numpy computing the same result in this process, p50 of 5 runs."""
+    from nkid.client import get_client, kernel_ref
+    from nkid.nki._numpy_kernel import BaremetalKernel
+    proc, sock = start_nkid(tmp, "advanced")
+    try:
+        client = get_client(sock)
+        for key, kern, args, ref in advanced_cases():
+            if kern is None:
+                record(key, None, None, None, "", ref)
+                continue
+            k = BaremetalKernel(getattr(kern, "func", kern))
+            traced = k.specialize(args, {})
+            inputs, _ = k._inputs(traced, args, {})
+            refk = kernel_ref(traced)
+            client.run(refk, inputs)                 # compile + warm
+            ref()
+            ours, base = [], []
+            for _ in range(5):                       # interleaved: shared noise
+                ours.append(client.run(refk, inputs).exec_us)
+                t0 = time.perf_counter()
+                ref()
+                base.append((time.perf_counter() - t0) * 1e6)
+            o, b = p50(ours), p50(base)
+            record(key, round(o, 0), round(b, 0), round(o / b, 3), "<= 2.0",
+                   "RunReply.exec_us of %s vs numpy in-process (us, p50 of 5,"
+                   " interleaved)" % getattr(kern, "func", kern).__name__)
+    finally:
+        stop(proc)
+
+
 def notify_listener(path):
     """A datagram socket for NOTIFY_SOCKET; returns (socket, path)."""
     import socket
@@ -1333,9 +1413,9 @@ def bench_model(tmp):
            % s["instructions"])
 
 
-BENCHES = ("ping", "executor", "python_run", "tensor_bw", "cache_hit", "single_flight",
-           "fairness", "cache_100k", "model", "remote", "curve_clients", "curve_cache",
-           "curve_tensor")
+BENCHES = ("ping", "executor", "advanced", "python_run", "tensor_bw", "cache_hit",
+           "single_flight", "fairness", "cache_100k", "model", "remote", "curve_clients",
+           "curve_cache", "curve_tensor")
 
 
 def main():

@@ -47,12 +47,13 @@ sim_wire_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
 	return (-1);
 }
 
-enum { SIM_WIRE_KERNEL, SIM_WIRE_OP, SIM_WIRE_LOOP };
+enum { SIM_WIRE_KERNEL, SIM_WIRE_OP, SIM_WIRE_LOOP, SIM_WIRE_BRANCH };
 
 /*
  * Walk the recursive part of the message tree (Kernel.body -> Op.loop ->
- * Loop.body -> ...) so that protobuf-c's recursive unpacker never sees a
- * nesting deeper than SIM_WIRE_DEPTH_MAX.
+ * Loop.body -> ..., Op.branch -> Branch.then_body/else_body -> ...) so
+ * that protobuf-c's recursive unpacker never sees a nesting deeper than
+ * SIM_WIRE_DEPTH_MAX.
  */
 static int
 sim_wire_scan(const uint8_t *p, const uint8_t *end, int type, int depth)
@@ -91,6 +92,11 @@ sim_wire_scan(const uint8_t *p, const uint8_t *end, int type, int depth)
 				sub = SIM_WIRE_LOOP;
 			else if (type == SIM_WIRE_LOOP && key >> 3 == 6)
 				sub = SIM_WIRE_OP;
+			else if (type == SIM_WIRE_OP && key >> 3 == 81)
+				sub = SIM_WIRE_BRANCH;
+			else if (type == SIM_WIRE_BRANCH &&
+			    (key >> 3 == 2 || key >> 3 == 3))
+				sub = SIM_WIRE_OP;
 			if (sub >= 0 && (rc = sim_wire_scan(p, p + v, sub,
 			    depth + 1)))
 				return (rc);
@@ -117,7 +123,7 @@ sim_kernel_unpack(const void *ir, size_t len, Nkir__V1__Kernel **out,
 	}
 	rc = sim_wire_scan(ir, (const uint8_t *)ir + len, SIM_WIRE_KERNEL, 0);
 	if (rc == SIM_ELIMIT) {
-		sim_diag_set(diag, "kernel IR nests loops deeper than %d",
+		sim_diag_set(diag, "kernel IR nests loops and ifs deeper than %d",
 		    SIM_DEPTH_MAX);
 		return (rc);
 	}

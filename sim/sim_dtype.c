@@ -75,6 +75,14 @@ sim_dtype_is_int(int dt)
 	    dt == SIM_DT_BOOL);
 }
 
+bool
+sim_dtype_is_lowp(int dt)
+{
+	return (dt == SIM_DT_BFLOAT16 || dt == SIM_DT_FLOAT16 ||
+	    dt == SIM_DT_FP8_E4M3 || dt == SIM_DT_FP8_E5M2 ||
+	    dt == SIM_DT_TFLOAT32);
+}
+
 static uint32_t
 sim_dtype_bits(float x)
 {

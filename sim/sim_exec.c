@@ -395,7 +395,7 @@ sim_exec_slot_bytes(const struct sim_program *p)
 {
 	return (sim_exec_slot_hdr() + p->run_bytes +
 	    (p->ntensors + 1) * sizeof(struct sim_bind) +
-	    (p->nloopvars + 1) * sizeof(int64_t));
+	    (p->nloopvars + p->nfns + 1) * sizeof(int64_t));
 }
 
 /* Point r's scratch, rows and active flags into run block mem. */
@@ -807,7 +807,7 @@ sim_exec_act1(int act, float t)
 	case NKIR__V1__ACT_FUNC__ACT_LOGICAL_NOT:
 		return (t == 0.0f ? 1.0f : 0.0f);
 	default:
-		return (t);
+		return (act >= 80 ? sim_lang_exec_act(act, t) : t);
 	}
 }
 
@@ -1700,8 +1700,6 @@ sim_exec_print(struct sim_run *r, const struct sim_op *op)
 
 /* ------------------------------------------------------------ driver */
 
-static int sim_exec_body(struct sim_run *r, const struct sim_op *ops,
-    size_t n);
 static int sim_exec_body_one(struct sim_run *r, const struct sim_op *op);
 
 static uint64_t
@@ -1736,7 +1734,7 @@ sim_exec_timed(struct sim_run *r, const struct sim_op *op)
 	return (rc);
 }
 
-static int
+int
 sim_exec_body(struct sim_run *r, const struct sim_op *ops, size_t n)
 {
 	const volatile int	*cancel = r->opts ? r->opts->cancel : NULL;
@@ -1757,7 +1755,8 @@ sim_exec_body(struct sim_run *r, const struct sim_op *ops, size_t n)
 			continue;
 		}
 		if (r->opts != NULL && r->opts->op_cb != NULL &&
-		    op->kind != NKIR__V1__OP_KIND__OP_LOOP) {
+		    op->kind != NKIR__V1__OP_KIND__OP_LOOP &&
+		    op->kind != NKIR__V1__OP_KIND__OP_IF) {
 			rc = sim_exec_timed(r, op);
 			continue;
 		}
@@ -1782,6 +1781,8 @@ sim_exec_program_ids(struct sim_run *r, uint64_t prog)
 	r->prog = prog;
 	/* nki.isa's accumulator registers start at 0 in every program. */
 	memset(r->acc, 0, sizeof(r->acc));
+	/* its random stream and the index functions of its ids */
+	sim_lang_exec_program(r);
 }
 
 /* Iterations of a loop, or programs of the grid, spread over the pool. */
@@ -1829,7 +1830,8 @@ sim_exec_region_cb(void *arg, unsigned task, unsigned slot)
 		for (k = 0; k < rr->rg->npriv; k++)
 			s->t[rr->rg->priv[k]].base = s->mem +
 			    p->tensors[rr->rg->priv[k]].moff;
-		memcpy(s->lv, rr->lv, (p->nloopvars + 1) * sizeof(*s->lv));
+		memcpy(s->lv, rr->lv,
+		    (p->nloopvars + p->nfns + 1) * sizeof(*s->lv));
 		w.t = s->t;
 		w.lv = s->lv;
 		sim_exec_run_rows(&w, s->mem, true);
@@ -1842,6 +1844,8 @@ sim_exec_region_cb(void *arg, unsigned task, unsigned slot)
 			return;
 		if (loop != NULL) {
 			w.lv[loop->var] = loop->start + (int64_t)i * loop->step;
+			if (loop->nfns)
+				sim_lang_exec_fns(&w, loop->fns, loop->nfns);
 			rc = sim_exec_body(&w, loop->body, loop->nbody);
 		} else {
 			sim_exec_program_ids(&w, i);
@@ -1869,7 +1873,7 @@ sim_exec_region(struct sim_run *r, const struct sim_op *loop,
 	struct sim_exec_region	 rr;
 	uint64_t		 chunks = (uint64_t)r->threads * SIM_EXEC_CHUNKS;
 	int64_t			*lv;
-	size_t			 nlv = r->p->nloopvars + 1;
+	size_t			 nlv = r->p->nloopvars + r->p->nfns + 1;
 
 	if ((lv = malloc(nlv * sizeof(*lv))) == NULL)
 		return (SIM_ENOMEM);
@@ -1901,6 +1905,8 @@ sim_exec_body_one(struct sim_run *r, const struct sim_op *op)
 			return (sim_exec_region(r, op, op->par, op->trips));
 		for (t = 0; t < op->trips && rc == 0; t++) {
 			r->lv[op->var] = op->start + (int64_t)t * op->step;
+			if (op->nfns)
+				sim_lang_exec_fns(r, op->fns, op->nfns);
 			rc = sim_exec_body(r, op->body, op->nbody);
 		}
 		return (rc);
@@ -1916,6 +1922,8 @@ sim_exec_body_one(struct sim_run *r, const struct sim_op *op)
 	default:
 		if (op->isa != NULL)	/* nki.isa kinds 40-79 */
 			return (sim_isa_exec(r, op));
+		if (op->kind >= 80)	/* nki.language kinds 80-119 */
+			return (sim_lang_exec_op(r, op));
 		if (op->skip)	/* dead alloc, elided load/store */
 			return (0);
 		return (sim_exec_elementwise(r, op));
@@ -2010,7 +2018,9 @@ sim_exec_bind(struct sim_run *r, const struct sim_tensor *in)
 		struct sim_bind		*bd = &r->t[i];
 
 		bd->ti = ti;
-		bd->dtype = ti->dtype;
+		/* NKI_PRECISE_FP=0: low-precision tiles hold fp32 values */
+		bd->dtype = ti->chip && p->fp32_tiles &&
+		    sim_dtype_is_lowp(ti->dtype) ? SIM_DT_FLOAT32 : ti->dtype;
 		bd->chip = ti->chip;
 		bd->f32 = ti->chip || ti->dtype == SIM_DT_FLOAT32 ||
 		    ti->dtype == SIM_DT_TFLOAT32;
@@ -2019,6 +2029,11 @@ sim_exec_bind(struct sim_run *r, const struct sim_tensor *in)
 			continue;
 		if (ti->chip)
 			continue;	/* below: may alias an HBM tensor */
+		if (ti->data != NULL && !ti->written) {
+			/* a constant no op writes: the program's copy */
+			bd->base = (char *)(uintptr_t)ti->data;
+			continue;
+		}
 		if ((bd->base = sim_exec_out_buf(r, i)) != NULL) {
 			bd->owned = false;	/* the caller's */
 		} else {
@@ -2030,6 +2045,8 @@ sim_exec_bind(struct sim_run *r, const struct sim_tensor *in)
 		if ((ti->covered && !ti->read) || ti->nofill) {
 			/* fully stored before the kernel ends, never read;
 			 * or overwritten entirely before anything reads it */
+		} else if (ti->data != NULL) {
+			memcpy(bd->base, ti->data, ti->nelem * bd->esize);
 		} else if (ti->fill == NKIR__V1__FILL__FILL_ZERO) {
 			memset(bd->base, 0, ti->nelem * bd->esize);
 		} else {
@@ -2130,7 +2147,7 @@ sim_run(const struct sim_program *p, const struct sim_tensor *inputs,
 		return (rc);
 	rc = SIM_ENOMEM;
 	r.t = calloc(p->ntensors + 1, sizeof(*r.t));
-	r.lv = calloc(p->nloopvars + 1, sizeof(int64_t));
+	r.lv = calloc(p->nloopvars + p->nfns + 1, sizeof(int64_t));
 	if (r.t == NULL || r.lv == NULL)
 		goto out;
 	if (r.threads > 1 &&
@@ -2146,7 +2163,10 @@ sim_run(const struct sim_program *p, const struct sim_tensor *inputs,
 	sim_exec_run_rows(&r, r.mem, true);
 	if ((rc = sim_exec_bind(&r, inputs)))
 		goto out;
-	if (p->par != NULL && sim_exec_spread(&r, p->nprograms, p->par_work))
+	if (p->collective)
+		rc = sim_lang_exec_grid(&r);
+	else if (p->par != NULL &&
+	    sim_exec_spread(&r, p->nprograms, p->par_work))
 		rc = sim_exec_region(&r, NULL, p->par, p->nprograms);
 	else
 		for (prog = 0; prog < p->nprograms && rc == 0; prog++) {

@@ -12,10 +12,12 @@
  *      sim_par.c (which parts of a program may run side by side)
  *   2  sim_plan.c (validate NKIR, build a struct sim_program), with
  *      sim_isa_plan.c beside it (the planners of the nki.isa kinds
- *      40-79, which sim_plan.c's table names; they use its helpers)
- *   3  sim_exec.c (run a program: sim_run), with sim_isa_exec.c beside
- *      it (the nki.isa kinds, which sim_exec.c dispatches to; they use
- *      its helpers)
+ *      40-79, which sim_plan.c's table names; they use its helpers) and
+ *      sim_lang_plan.c (the nki.language kinds 80-119, index functions,
+ *      constants, ifs)
+ *   3  sim_exec.c (run a program: sim_run), with sim_isa_exec.c and
+ *      sim_lang_exec.c beside it (the nki.isa and nki.language kinds,
+ *      which sim_exec.c dispatches to; they use its helpers)
  *   4  sim.c (the front door: NKIR and images in, programs out)
  * sim_exec.c runs what sim_plan.c built but calls none of its functions.
  */
@@ -59,6 +61,7 @@
 /* Hardware limits (NKI, trn1/trn2). */
 #define SIM_PMAX		128		/* partitions */
 #define SIM_PSUM_PART_BYTES	2048		/* a PSUM tile per partition */
+
 #define SIM_MM_STAT_FMAX	128
 #define SIM_MM_MOVE_FMAX	512
 #define SIM_BN_FMAX		512
@@ -123,9 +126,20 @@ struct sim_tinfo {
 					 * fill is unobservable */
 	bool		 chip;		/* SBUF/PSUM: stored as fp32 */
 	size_t		 moff;		/* tiles: offset in the run block */
-	int64_t		 alias;		/* tiles: >= 0, an fp32 HBM tensor
+	int64_t			 alias;		/* tiles: >= 0, an fp32 HBM tensor
 					 * whose memory the tile uses (copy
 					 * elision) */
+	const void		*data;		/* FILL_DATA: nelem elements of
+					 * dtype (in the program's arena) */
+};
+
+/* An index function (nkir IndexFn): its value lives in the run's loop
+ * variable array at slot, refreshed when a variable of expr changes. */
+struct sim_fn {
+	int		 kind;		/* NKIR FnKind */
+	int64_t		 divisor;	/* > 0 */
+	struct sim_lin	 expr;		/* loop and program terms only */
+	uint32_t	 slot;		/* nloopvars + its index */
 };
 
 /* A run-time index of an nki.isa op (NKIR DynIndex). */
@@ -181,7 +195,7 @@ struct sim_op {
 	struct sim_lin		 expr;		/* OP_IOTA */
 	/* OP_LOOP */
 	uint32_t		 var;
-	int64_t			 start;
+	int64_t			 start;		/* and OP_RANDOM_SEED's seed */
 	int64_t			 step;
 	uint64_t		 trips;
 	size_t			 nbody;
@@ -207,6 +221,14 @@ struct sim_op {
 						 * write): never assumed to
 						 * overwrite dst */
 	struct sim_isa		*isa;		/* kinds 40-79, else NULL */
+	uint32_t		 nfns;		/* OP_LOOP: the index functions
+						 * of its variable */
+	uint32_t		*fns;
+	/* OP_IF: body (nbody) runs when every cond >= 0, else else_body */
+	int			 ncond;
+	struct sim_lin		*cond;
+	size_t			 nelse;
+	struct sim_op		*else_body;
 	/* sim_par.c: parallel execution */
 	bool			 par_split;	/* its rows along axis 0 may
 						 * run side by side */
@@ -245,6 +267,13 @@ struct sim_program {
 	uint32_t		 grid[SIM_GRID_RANK_MAX];
 	uint64_t		 nprograms;
 	uint32_t		 nloopvars;
+	uint32_t		 nfns;		/* index functions, slots after
+						 * the loop variables */
+	struct sim_fn		*fns;
+	bool			 fp32_tiles;	/* low-precision float tiles keep
+						 * fp32 values (NKI_PRECISE_FP=0) */
+	bool			 collective;	/* has an OP_ALL_REDUCE: programs
+						 * run side by side */
 	size_t			 nbody;
 	struct sim_op		*body;
 	void			*arena;		/* all the program's memory */
@@ -301,6 +330,9 @@ const char *sim_op_engine(int kind, int engine);
 /* sim_dtype.c (and sim.h) */
 /* True for the integer dtypes and bool. */
 bool	 sim_dtype_is_int(int dt);
+/* True for the float dtypes narrower than float32 (bfloat16, float16,
+ * fp8, tfloat32): what fp32 tiles (NKI_PRECISE_FP=0) keep unrounded. */
+bool	 sim_dtype_is_lowp(int dt);
 /* x rounded to the nearest value of dt (as the on-chip fp32 copy). */
 float	 sim_dtype_round(int dt, float x);
 /* The fill of an uninitialized element of dt: NaN, or the integer
@@ -413,6 +445,7 @@ struct Nkir__V1__Op;
 struct Nkir__V1__Loc;
 struct Nkir__V1__Access;
 struct Nkir__V1__Affine;
+struct Nkir__V1__Tensor;
 
 /* The state of one sim_plan_build. Per loop variable: used, inscope and
  * the range [vlo, vhi] it takes, by vstep. */
@@ -431,6 +464,7 @@ struct sim_build {
 	size_t			 nops;
 	int			 grid_rank;	/* at least 1 */
 	uint32_t		 grid[SIM_GRID_RANK_MAX];
+	int			 guarded;	/* > 0: in an OP_IF body */
 };
 
 /* Where an operand must live (sim_plan_space). */
@@ -518,13 +552,17 @@ struct sim_bind {
 	const struct sim_tinfo	*ti;
 };
 
-/* The state of one sim_run. */
+struct sim_coll;
+
+/* The state of one sim_run (of one program, when programs run side by
+ * side: see sim_lang_exec_grid). */
 struct sim_run {
 	const struct sim_program	*p;
 	const struct sim_run_opts	*opts;
 	struct sim_diag			*diag;
 	struct sim_bind			*t;
-	int64_t				*lv;	/* loop variables */
+	int64_t				*lv;	/* loop variables, then the
+						 * index functions' slots */
 	int64_t				 pid[SIM_GRID_RANK_MAX];
 	float				*row[5];
 	uint8_t				*act;
@@ -533,10 +571,13 @@ struct sim_run {
 	uint64_t			 prog;	/* SPMD program being run */
 	uint64_t			 t0_ns;	/* when sim_run began */
 	/* nki.isa: the accumulator registers of the Vector and Scalar
-	 * engines (SIM_ACC_*), zeroed at the start of every program, and
-	 * the state of nisa.dropout's random stream (one per run). */
+	 * engines (SIM_ACC_*), zeroed at the start of every program */
 	float				 acc[2][SIM_PMAX];
-	uint64_t			 rng;
+	/* the program's random stream (rand, dropout): a counter-based
+	 * generator, seed and draws so far (sim_lang_exec_uniform) */
+	uint64_t			 rng_key;
+	uint64_t			 rng_ctr;
+	struct sim_coll			*coll;	/* programs side by side */
 	unsigned			 threads; /* sim_run_opts.threads */
 	bool				 inpar;	/* a part run side by side:
 						 * nothing more is split */
@@ -604,6 +645,9 @@ float	 sim_exec_reduce_init(int alu);
  * ALU_VAR the squared deviations from *mean. Subtract folds as add. */
 float	 sim_exec_fold(int alu, float acc, const float *x, int64_t sx,
 	    const uint8_t *act, size_t n, const float *mean);
+/* Run ops[0 .. n-1] of program r->prog (for the bodies of sim_lang_exec.c:
+ * ifs, programs side by side). */
+int	 sim_exec_body(struct sim_run *r, const struct sim_op *ops, size_t n);
 /* o[i] = act(a[i * sa] * op->scale + b[i * sb]) (op->act). */
 void	 sim_exec_act_row(const struct sim_op *op, float *o, const float *a,
 	    int64_t sa, const float *b, int64_t sb, size_t n);
@@ -659,5 +703,64 @@ int	 sim_isa_plan_shuffle(struct sim_build *b,
 #define SIM_ACC_SCALAR	1
 /* Run op, one of the nki.isa kinds 40-79 (op->isa set), once. */
 int	 sim_isa_exec(struct sim_run *r, const struct sim_op *op);
+
+/* sim_plan.c, for sim_lang_plan.c */
+/* Plan the n ops of a body into *out (arena memory): each op, then the
+ * body's optimizations (and the whole program's at depth 0). */
+int	 sim_plan_body(struct sim_build *b,
+	    struct Nkir__V1__Op *const *ops, size_t n, struct sim_op **out);
+
+/* sim_lang_plan.c: the planners of the nki.language kinds 80-119, named
+ * by sim_plan.c's table, as sim_isa_plan.c's are; and what the language
+ * adds to the kernel (index functions, constants, block dimensions). */
+int	 sim_lang_plan_rand(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_lang_plan_seed(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_lang_plan_gather(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_lang_plan_all_reduce(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_lang_plan_if(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+/* act is one of the activation functions 80-119 add. */
+bool	 sim_lang_plan_act_ok(int act);
+/* Validate Kernel.fns into p->fns: each gets the slot after the loop
+ * variables (p->nloopvars + i) that its TERM_FN terms read. */
+int	 sim_lang_plan_fns(struct sim_build *b);
+/* A TERM_FN term of o naming fn index: its slot, and its range over the
+ * current loop ranges (set into b->vlo/vhi[slot]); the fn's loop
+ * variables must be in scope. */
+int	 sim_lang_plan_fn_term(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, uint32_t index, uint32_t *slot);
+/* The fns a loop over op->var must refresh each trip (op->fns). */
+int	 sim_lang_plan_loop_fns(struct sim_build *b, struct sim_op *op);
+/* Tile t's bytes per partition of one block (*per_block) from its bytes
+ * per partition: block dimensions are logical, the memory limits hold
+ * per block. */
+int	 sim_lang_plan_block_bytes(struct sim_build *b,
+	    const struct Nkir__V1__Tensor *t, const struct sim_tinfo *ti,
+	    uint64_t bytes, uint64_t *per_block);
+/* A FILL_DATA tensor t: its bytes copied into ti->data. */
+int	 sim_lang_plan_data(struct sim_build *b,
+	    const struct Nkir__V1__Tensor *t, struct sim_tinfo *ti);
+
+/* sim_lang_exec.c */
+/* Run op, one of the nki.language kinds 80-119. */
+int	 sim_lang_exec_op(struct sim_run *r, const struct sim_op *op);
+/* Activation function act (80-119) of t. */
+float	 sim_lang_exec_act(int act, float t);
+/* The next draw of the program's random stream: uniform in [0, 1). */
+float	 sim_lang_exec_uniform(struct sim_run *r);
+/* Refresh the index functions fns[0 .. n-1] (indices into p->fns). */
+void	 sim_lang_exec_fns(struct sim_run *r, const uint32_t *fns,
+	    uint32_t n);
+/* Start program r->prog: the random stream's default seed, every index
+ * function. */
+void	 sim_lang_exec_program(struct sim_run *r);
+/* Run every program of a collective kernel side by side (one thread per
+ * program, each with its own tiles; all_reduce meets there). r is the
+ * bound run of sim_run; returns 0 or the first program's error. */
+int	 sim_lang_exec_grid(struct sim_run *r);
 
 #endif /* NKID_SIM_IMPL_H */

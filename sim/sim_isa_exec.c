@@ -58,17 +58,7 @@ sim_isa_alu_row(int alu, bool reverse, float *o, const float *a, int64_t sa,
 		sim_exec_alu_row(alu, o, a, sa, b, sb, n);
 }
 
-/* SplitMix64: the run's random stream (nisa.dropout), uniform [0, 1). */
-static inline float
-sim_isa_uniform(struct sim_run *r)
-{
-	uint64_t	z = (r->rng++) + 0x9e3779b97f4a7c15ull;
 
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	z ^= z >> 31;
-	return ((float)(z >> 40) * (1.0f / 16777216.0f));
-}
 
 /* ------------------------------------------------------------ rows */
 
@@ -216,7 +206,7 @@ sim_isa_ew(struct sim_run *r, const struct sim_op *op)
 			break;
 		case NKIR__V1__OP_KIND__OP_ISA_DROPOUT:
 			for (i = 0; i < n; i++) {
-				float	u = sim_isa_uniform(r);
+				float	u = sim_lang_exec_uniform(r);
 
 				o[i] = u < s[1][(int64_t)i * ss[1]] ? 0.0f :
 				    s[0][(int64_t)i * ss[0]];

@@ -66,6 +66,17 @@ static const struct {
 	    { "nc_match_replace8", "vector" },
 	[NKIR__V1__OP_KIND__OP_SHUFFLE] =
 	    { "nc_stream_shuffle", "vector" },
+	/* nki.language kinds 80-119 (sim_lang_plan.c, sim_lang_exec.c) */
+	[NKIR__V1__OP_KIND__OP_RAND] =
+	    { "rand", "gpsimd" },
+	[NKIR__V1__OP_KIND__OP_RANDOM_SEED] =
+	    { "random_seed", "gpsimd" },
+	[NKIR__V1__OP_KIND__OP_GATHER_FLAT] =
+	    { "gather_flattened", "gpsimd" },
+	[NKIR__V1__OP_KIND__OP_ALL_REDUCE] =
+	    { "all_reduce", "gpsimd" },
+	[NKIR__V1__OP_KIND__OP_IF] =
+	    { "if", "vector" },
 };
 
 /* Indexed by NKIR Engine; ENGINE_DEFAULT: the kind's. */

@@ -168,9 +168,13 @@ sim_opt_mentions(const struct sim_op *op, uint32_t t)
 {
 	size_t	i;
 
-	if (op->kind == NKIR__V1__OP_KIND__OP_LOOP) {
+	if (op->kind == NKIR__V1__OP_KIND__OP_LOOP ||
+	    op->kind == NKIR__V1__OP_KIND__OP_IF) {
 		for (i = 0; i < op->nbody; i++)
 			if (sim_opt_mentions(&op->body[i], t))
+				return (true);
+		for (i = 0; i < op->nelse; i++)
+			if (sim_opt_mentions(&op->else_body[i], t))
 				return (true);
 		return (false);
 	}
@@ -222,6 +226,13 @@ sim_opt_first_touch(struct sim_program *p, const struct sim_op *ops, size_t n,
 				    seen);
 			continue;
 		}
+		if (op->kind == NKIR__V1__OP_KIND__OP_IF) {
+			/* may not run: what it touches first keeps its fill */
+			for (t = 0; t < p->ntensors; t++)
+				if (sim_opt_mentions(op, t))
+					seen[t] = 1;
+			continue;
+		}
 		if (op->skip)
 			continue;
 		for (k = 0; k < op->nsrc; k++)
@@ -248,8 +259,10 @@ sim_opt_nwrites(const struct sim_op *ops, size_t n, uint32_t t)
 	size_t		i;
 
 	for (i = 0; i < n; i++) {
-		if (ops[i].kind == NKIR__V1__OP_KIND__OP_LOOP)
-			c += sim_opt_nwrites(ops[i].body, ops[i].nbody, t);
+		if (ops[i].kind == NKIR__V1__OP_KIND__OP_LOOP ||
+		    ops[i].kind == NKIR__V1__OP_KIND__OP_IF)
+			c += sim_opt_nwrites(ops[i].body, ops[i].nbody, t) +
+			    sim_opt_nwrites(ops[i].else_body, ops[i].nelse, t);
 		else if (!ops[i].skip && ops[i].has_dst &&
 		    ops[i].dst.tensor == t)
 			c++;
@@ -339,6 +352,9 @@ sim_opt_program(struct sim_program *p)
 		return (SIM_ENOMEM);
 	sim_opt_first_touch(p, p->body, p->nbody, seen);
 	free(seen);
-	sim_opt_elide(p, p->body, p->nbody);
+	/* programs side by side each have their own tiles: none may live
+	 * in an HBM tensor */
+	if (!p->collective)
+		sim_opt_elide(p, p->body, p->nbody);
 	return (0);
 }

@@ -230,6 +230,10 @@ sim_par_separates(const struct sim_par_walk *w, const struct sim_view **v,
 
 			if (tm->kind == kind && tm->index == index)
 				continue;
+			if (tm->kind == NKIR__V1__TERM_KIND__TERM_LOOP &&
+			    tm->index >= p->nloopvars)
+				return (false);	/* an index function's
+						 * slot, (i % 2): not proven */
 			if (!sim_par_ranged(w, tm)) {
 				/* fixed in the region: a common shift */
 				if (sim_par_coef(l, tm->kind, tm->index) !=

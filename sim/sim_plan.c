@@ -125,8 +125,9 @@ sim_plan_lin(struct sim_build *b, const Nkir__V1__Op *o,
     struct sim_lin *out, sim_i128 *plo, sim_i128 *phi)
 {
 	sim_i128	lo, hi, abs, vlo, vhi, x, y;
-	uint32_t	nt = 0;
+	uint32_t	nt = 0, slot = 0;
 	size_t		i;
+	int		rc;
 
 	memset(out, 0, sizeof(*out));
 	if (a == NULL) {
@@ -176,6 +177,12 @@ sim_plan_lin(struct sim_build *b, const Nkir__V1__Op *o,
 			vhi = t->index < (uint32_t)b->grid_rank ?
 			    (sim_i128)b->grid[t->index] - 1 : 0;
 			break;
+		case NKIR__V1__TERM_KIND__TERM_FN:
+			if ((rc = sim_lang_plan_fn_term(b, o, t->index, &slot)))
+				return (rc);
+			vlo = b->vlo[slot];
+			vhi = b->vhi[slot];
+			break;
 		case NKIR__V1__TERM_KIND__TERM_AXIS:
 			if (t->index >= (uint32_t)rank)
 				return (sim_plan_err(b, o->loc, SIM_EPARSE,
@@ -202,6 +209,12 @@ sim_plan_lin(struct sim_build *b, const Nkir__V1__Op *o,
 			    "index expression exceeds the executor's range"));
 		if (t->kind == NKIR__V1__TERM_KIND__TERM_AXIS) {
 			out->ax[t->index] += t->coef;
+		} else if (t->kind == NKIR__V1__TERM_KIND__TERM_FN) {
+			/* read from the fn's slot, as a loop variable */
+			out->t[nt].kind = NKIR__V1__TERM_KIND__TERM_LOOP;
+			out->t[nt].index = slot;
+			out->t[nt].coef = t->coef;
+			nt++;
 		} else {
 			out->t[nt].kind = t->kind;
 			out->t[nt].index = t->index;
@@ -567,7 +580,8 @@ sim_plan_covers_dims(struct sim_build *b, const Nkir__V1__Access *acc,
 			ok = tile == ti->shape[d];
 			continue;
 		}
-		if (v->coef != (int64_t)tile)
+		if (v->coef != (int64_t)tile ||
+		    v->kind == NKIR__V1__TERM_KIND__TERM_FN)
 			return (false);
 		if (v->kind == NKIR__V1__TERM_KIND__TERM_PROGRAM) {
 			if (progs & (1u << v->index))
@@ -643,9 +657,6 @@ sim_plan_unmask(struct sim_build *b, struct sim_op *op)
 	op->masked = false;
 }
 
-static int sim_plan_body(struct sim_build *b, Nkir__V1__Op *const *ops,
-    size_t n, struct sim_op **out);
-
 static uint64_t
 sim_plan_mul_sat(uint64_t a, uint64_t b)
 {
@@ -711,6 +722,8 @@ sim_plan_loop(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 		b->vhi[l->var] = l->step > 0 ? last : l->start;
 	}
 	b->vstep[l->var] = l->step;
+	if ((rc = sim_lang_plan_loop_fns(b, op)))
+		return (rc);
 	b->depth++;
 	outer = b->trips;
 	b->trips = sim_plan_mul_sat(b->trips, (uint64_t)trips);
@@ -946,7 +959,9 @@ sim_plan_ndarray(struct sim_build *b, const Nkir__V1__Op *o,
 		op->value = 0.0f;
 		return (0);
 	case NKIR__V1__FILL__FILL_VALUE:
-		op->value = sim_dtype_round(dt, (float)o->value);
+		op->value = sim_dtype_round(b->p->fp32_tiles &&
+		    sim_dtype_is_lowp(dt) ? SIM_DT_FLOAT32 : dt,
+		    (float)o->value);
 		return (0);
 	default:
 		return (sim_plan_err(b, o->loc, SIM_EPARSE, "invalid fill %d",
@@ -1010,8 +1025,9 @@ sim_plan_activation(struct sim_build *b, const Nkir__V1__Op *o,
 	static const char	*const args[] = { "dst", "data", "bias" };
 	int			 rc;
 
-	if (o->act <= NKIR__V1__ACT_FUNC__ACT_INVALID ||
-	    o->act > NKIR__V1__ACT_FUNC__ACT_LOGICAL_NOT)
+	if ((o->act <= NKIR__V1__ACT_FUNC__ACT_INVALID ||
+	    o->act > NKIR__V1__ACT_FUNC__ACT_LOGICAL_NOT) &&
+	    !sim_lang_plan_act_ok(o->act))
 		return (sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "unsupported activation function %d", (int)o->act));
 	if ((rc = sim_plan_elementwise(b, o, op, o->n_src >= 2 ? 2 : 1,
@@ -1141,6 +1157,17 @@ static const struct sim_plan_kind {
 	    { SIM_PLAN_TILE, false, sim_isa_plan_match_replace8 },
 	[NKIR__V1__OP_KIND__OP_SHUFFLE] =
 	    { SIM_PLAN_TILE, false, sim_isa_plan_shuffle },
+	/* nki.language kinds 80-119: sim_lang_plan.c */
+	[NKIR__V1__OP_KIND__OP_RAND] =
+	    { SIM_PLAN_TILE, false, sim_lang_plan_rand },
+	[NKIR__V1__OP_KIND__OP_RANDOM_SEED] =
+	    { SIM_PLAN_NOWHERE, false, sim_lang_plan_seed },
+	[NKIR__V1__OP_KIND__OP_GATHER_FLAT] =
+	    { SIM_PLAN_TILE, false, sim_lang_plan_gather },
+	[NKIR__V1__OP_KIND__OP_ALL_REDUCE] =
+	    { SIM_PLAN_TILE, false, sim_lang_plan_all_reduce },
+	[NKIR__V1__OP_KIND__OP_IF] =
+	    { SIM_PLAN_NOWHERE, true, sim_lang_plan_if },
 };
 
 /* dst of op, in where: its view, which is op's iteration space. */
@@ -1236,7 +1263,7 @@ sim_plan_op_end(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 	if (!op->masked && !b->dead) {
 		if (op->has_dst && (rc = sim_plan_bounds(b, o, &op->dst)))
 			return (rc);
-		if (op->kind == NKIR__V1__OP_KIND__OP_STORE &&
+		if (op->kind == NKIR__V1__OP_KIND__OP_STORE && !b->guarded &&
 		    sim_plan_covers(b, o->dst, &p->tensors[op->dst.tensor]))
 			p->tensors[op->dst.tensor].covered = true;
 		for (i = 0; i < op->nsrc; i++)
@@ -1299,7 +1326,7 @@ sim_plan_op(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 	return (sim_plan_op_end(b, o, op));
 }
 
-static int
+int
 sim_plan_body(struct sim_build *b, Nkir__V1__Op *const *ops, size_t n,
     struct sim_op **out)
 {
@@ -1355,7 +1382,7 @@ sim_plan_tensors(struct sim_build *b)
 	struct sim_program	*p = b->p;
 	uint64_t		 tile_bytes = 0, hbm_bytes = 0;
 	size_t			 i;
-	int			 d;
+	int			 d, rc;
 
 	if (k->n_tensors > SIM_TENSORS_MAX)
 		return (sim_plan_err(b, NULL, SIM_ELIMIT,
@@ -1369,7 +1396,7 @@ sim_plan_tensors(struct sim_build *b)
 		const Nkir__V1__Tensor	*t = k->tensors[i];
 		struct sim_tinfo	*ti = &p->tensors[i];
 		const Nkir__V1__Loc	*loc;
-		uint64_t		 free_elems = 1, sz;
+		uint64_t		 free_elems = 1, sz, pb;
 
 		if (t == NULL)
 			return (sim_plan_err(b, NULL, SIM_EPARSE,
@@ -1405,7 +1432,8 @@ sim_plan_tensors(struct sim_build *b)
 				    "kernel argument or HBM tensor `%s` must "
 				    "be in address space 'hbm', not '%s'",
 				    ti->name, sim_plan_spaces[t->space]));
-			if (t->fill > NKIR__V1__FILL__FILL_ZERO)
+			if (t->fill > NKIR__V1__FILL__FILL_ZERO &&
+			    t->fill != NKIR__V1__FILL__FILL_DATA)
 				return (sim_plan_err(b, loc, SIM_EPARSE,
 				    "tensor `%s` has invalid fill %d",
 				    ti->name, (int)t->fill));
@@ -1444,6 +1472,9 @@ sim_plan_tensors(struct sim_build *b)
 				free_elems *= t->shape[d];
 		}
 		sz = sim_dtype_size(ti->dtype);
+		if (t->fill == NKIR__V1__FILL__FILL_DATA && !ti->chip &&
+		    (rc = sim_lang_plan_data(b, t, ti)))
+			return (rc);
 		if (ti->chip) {
 			if (ti->shape[0] > SIM_PMAX)
 				return (sim_plan_err(b, loc, SIM_EINVAL,
@@ -1451,22 +1482,24 @@ sim_plan_tensors(struct sim_build *b)
 				    "architecture limitation of %d",
 				    (unsigned long long)ti->shape[0],
 				    SIM_PMAX));
+			if ((rc = sim_lang_plan_block_bytes(b, t, ti,
+			    free_elems * sz, &pb)))
+				return (rc);
 			if (t->space == NKIR__V1__SPACE__SPACE_PSUM &&
-			    free_elems * sz > SIM_PSUM_PART_BYTES)
+			    pb > SIM_PSUM_PART_BYTES)
 				return (sim_plan_err(b, loc, SIM_EINVAL,
 				    "PSUM tile `%s` needs %llu bytes per "
 				    "partition, which exceeds architecture "
 				    "limitation of %d (2KiB per partition)",
-				    ti->name,
-				    (unsigned long long)(free_elems * sz),
+				    ti->name, (unsigned long long)pb,
 				    SIM_PSUM_PART_BYTES));
 			if (t->space == NKIR__V1__SPACE__SPACE_SBUF &&
-			    free_elems * sz > sim_plan_sbuf_limit(k->target))
+			    pb > sim_plan_sbuf_limit(k->target))
 				return (sim_plan_err(b, loc, SIM_EINVAL,
 				    "SBUF tile `%s` needs %llu bytes per "
 				    "partition, which exceeds architecture "
 				    "limitation of %llu", ti->name,
-				    (unsigned long long)(free_elems * sz),
+				    (unsigned long long)pb,
 				    (unsigned long long)
 				    sim_plan_sbuf_limit(k->target)));
 			tile_bytes += ti->nelem * 4;
@@ -1658,7 +1691,8 @@ sim_plan_build(const Nkir__V1__Kernel *k, struct sim_program **out,
 		goto out;
 	}
 	p->nloopvars = k->num_loop_vars;
-	nv = p->nloopvars + 1;
+	p->fp32_tiles = k->fp32_tiles;
+	nv = p->nloopvars + k->n_fns + 1;
 	b.used = calloc(nv, 1);
 	b.inscope = calloc(nv, 1);
 	b.vlo = calloc(nv, sizeof(int64_t));
@@ -1666,7 +1700,8 @@ sim_plan_build(const Nkir__V1__Kernel *k, struct sim_program **out,
 	b.vstep = calloc(nv, sizeof(int64_t));
 	if (!b.used || !b.inscope || !b.vlo || !b.vhi || !b.vstep)
 		goto out;
-	if ((rc = sim_plan_tensors(&b)) || (rc = sim_plan_signature(&b)))
+	if ((rc = sim_plan_tensors(&b)) || (rc = sim_plan_signature(&b)) ||
+	    (rc = sim_lang_plan_fns(&b)))
 		goto out;
 	p->nbody = k->n_body;
 	b.trips = p->nprograms;

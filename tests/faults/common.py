@@ -117,11 +117,14 @@ class Context:
                 self.crashed(r, n, "died of signal %d" % -n.proc.returncode)
             if CRASH_MARKS.search(n.log_text()):
                 self.crashed(r, n, "crash report in its log")
-            n.close()
-        self.instances = []
+            n.crash()
+        # Mounts go before the directories they are in.
         for m in reversed(self.mounts):
             subprocess.run(["umount", "-l", m], stderr=subprocess.DEVNULL)
         self.mounts = []
+        for n in self.instances:
+            n.close()
+        self.instances = []
 
 
 def run_one(ctx, name, fn):

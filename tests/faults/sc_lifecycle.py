@@ -2,6 +2,7 @@
 that go away at the wrong moment, signals under load, running out of
 descriptors, a hung and a crashing compiler, the remote cache tier."""
 
+import json
 import os
 import re
 import resource
@@ -333,9 +334,107 @@ def compiler(ctx, r):
 
 
 def remote(ctx, r):
-    """The remote cache tier (issue 18: down, slow, lying), once it exists."""
+    """The remote cache tier (Redis) down, slow and lying: a host keeps
+    serving right answers, each call bounded by remote.timeout_ms, and
+    refuses every entry whose bytes were changed."""
+    import shutil
     with open(os.path.join(TOP, "daemon", "config.c")) as f:
-        if '"remote' not in f.read():
-            raise Skip("nkid has no remote cache tier yet (no 'remote' keys in daemon/config.c)")
-    raise Skip("a remote tier exists: its scenario is still to be written "
-               "(down: refused connection; slow: a stalled server; lying: wrong bytes)")
+        if '"remote.' not in f.read():
+            raise Skip("nkid has no remote cache tier (no 'remote' keys in daemon/config.c)")
+    if not shutil.which("redis-server") or not shutil.which("redis-cli"):
+        raise Skip("no redis-server or redis-cli (make deps installs them)")
+    import tempfile
+    top = tempfile.mkdtemp(prefix="nkid-faults-redis.")
+    rsock = os.path.join(top, "redis.sock")
+    key = os.path.join(top, "fleet.key")
+    with open(key, "w") as f:
+        f.write("fleet-key-of-make-faults-0123456789\n")
+    os.chmod(key, 0o600)
+    redis = subprocess.Popen(["redis-server", "--port", "0", "--unixsocket", rsock,
+                              "--unixsocketperm", "700", "--dir", top, "--save", "",
+                              "--appendonly", "no", "--logfile", os.path.join(top, "redis.log")])
+
+    def rcli(*args, data=None):
+        """redis-cli; data, if given, is the last argument (read from stdin: -x)."""
+        return subprocess.run(["redis-cli", "-s", rsock] + (["-x"] if data is not None else [])
+                              + list(args), input=data, capture_output=True)
+    try:
+        wait_for(lambda: b"PONG" in rcli("ping").stdout, 5, 0.05)
+        cfg = {"remote": {"url": "unix://" + rsock, "mode": "read-write",
+                          "hmac_key_file": key, "timeout_ms": 300, "lock_ms": 2000}}
+        cases = [kernels.Case(11.0 + i / 4.0, seed=i) for i in range(4)]
+
+        def host(what, url=None):
+            c = dict(cfg["remote"], url=url or cfg["remote"]["url"])
+            n = ctx.nkid(config={"remote": c})
+            cl = n.client()
+            worst = 0.0
+            for c_ in cases:
+                t0 = time.time()
+                st, ok = run_case(cl, c_)
+                worst = max(worst, time.time() - t0)
+                r.check(st == "OK" and ok, "%s: %s %s" % (what, st, ok))
+            alive(ctx, r, n, what)
+            try:
+                stat = json.loads(n.nkictl("--json", "cache", "stat").stdout).get("remote", {})
+            except ValueError:
+                stat = {}
+            n.stop()
+            r.add("remote_faults")
+            return worst, stat
+        host("a host that pushes")
+        n_keys = len(rcli("--scan", "--pattern", "nkid:neff:*").stdout.split())
+        r.check(n_keys >= len(cases), "only %d entries reached Redis" % n_keys)
+        host("a host that pulls")
+        # Lying: every entry's bytes changed in a different way.
+        keys = rcli("--scan", "--pattern", "nkid:neff:*").stdout.decode().split()
+        for i, k in enumerate(keys):
+            v = rcli("--raw", "get", k).stdout
+            how = i % 4
+            if how == 0:
+                rcli("setrange", k, str(len(v) // 2), "X")
+            elif how == 1:
+                rcli("set", k, data=v[:len(v) // 2])
+            elif how == 2:
+                rcli("set", k, data=os.urandom(64))
+            else:
+                rcli("set", k, data=rcli("--raw", "get", keys[0]).stdout)
+        _, stat = host("a host served by a lying Redis")
+        r.fig("lying_rejected", stat.get("rejected", -1))
+        r.check(stat.get("rejected", 0) >= 1, "no lying entry was counted as rejected: %s" % stat)
+        # Down: the server is gone.
+        redis.kill()
+        redis.wait()
+        worst, stat = host("a host whose Redis is down")
+        r.fig("down_errors", stat.get("errors", -1))
+        r.fig("down_worst_s", round(worst, 3))
+        # Slow: a server that accepts and never answers.
+        slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        os.unlink(rsock) if os.path.exists(rsock) else None
+        slow.bind(rsock)
+        slow.listen(64)
+        held = []
+        stop = threading.Event()
+
+        def accept():
+            slow.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    held.append(slow.accept()[0])
+                except OSError:
+                    pass
+        th = threading.Thread(target=accept)
+        th.start()
+        worst, _ = host("a host whose Redis never answers")
+        stop.set()
+        th.join()
+        for c in held:
+            c.close()
+        slow.close()
+        r.fig("slow_worst_s", round(worst, 3))
+        r.check(worst < 3.0, "a call took %.1f s with a Redis that never answers" % worst)
+    finally:
+        if redis.poll() is None:
+            redis.kill()
+            redis.wait()
+        shutil.rmtree(top, ignore_errors=True)

@@ -1,8 +1,7 @@
 """docs/coverage.md cannot lie: every name of NKI's API reference
 (docs/coverage-names.txt, extracted by scripts/nki_api_names.py) is either
 implemented in nkid.nki and used by the test coverage.md names, or marked
-unsupported with a reason, or listed in the section of names part B of
-issue 14 implements.  Below the check, tests of the names no other test
+unsupported with a reason.  Below the check, tests of the names no other test
 uses, against numpy."""
 
 import math
@@ -16,7 +15,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 NAMES = os.path.join(ROOT, "docs", "coverage-names.txt")
 TABLE = os.path.join(ROOT, "docs", "coverage.md")
-PENDING = "## Pending part B"
 COMMIT = "8a38e733"
 
 #: How tests spell each module (``nisa.dma_copy``, ``nl.exp``, ...).
@@ -90,11 +88,8 @@ def test_every_reference_name_is_accounted_for():
         elif status.startswith("unsupported:"):
             if len(status.split(":", 1)[1].strip()) < 10:
                 bad.append("`%s` is unsupported without a reason" % name)
-        elif status.startswith("pending part B"):
-            if not section.startswith(PENDING):
-                bad.append("`%s` is pending part B outside the '%s' section" % (name, PENDING))
         else:
-            bad.append("`%s` has no status (implemented, unsupported: reason, pending part B)"
+            bad.append("`%s` has no status (implemented, unsupported: reason)"
                        % name)
     assert not bad, "\n".join(bad)
 

@@ -139,18 +139,30 @@ def test_mask_becomes_access_mask():
     assert len(load.dst.mask) == 2
 
 
-def test_control_flow_on_loop_variable_is_an_error():
+def test_control_flow_on_loop_variable_is_an_if_op():
+    """NKI branches on loop indices (nki-samples' flash attention does):
+    the if is an OP_IF; on nl.arange it stays NKI's error."""
     def k(x):
         out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
         for i in nl.affine_range(4):
             if i < 3:
                 nl.store(out, value=nl.load(x))
         return out
+
+    def on_arange(x):
+        if nl.arange(4)[:, None] < 3:
+            nl.load(x)
+        return x
+    kern = _trace(k, np.zeros((4, 4), np.float32)).kernel
+    (br,) = [op for _, op in _ops(kern) if op.kind == ir.OP_IF]
+    # 3 - i - 1 >= 0
+    assert br.branch.cond[0].constant == 2
+    assert _terms(br.branch.cond[0]) == {(ir.TERM_LOOP, 0): -1}
     with pytest.raises(NKISyntaxError) as e:
-        _trace(k, np.zeros((4, 4), np.float32))
+        _trace(on_arange, np.zeros((4, 4), np.float32))
     msg = str(e.value)
     assert "err_control_flow_condition_depending_on_arange" in msg
-    assert "test_tracer.py:%d" % _line_of(k, "if i < 3") in msg
+    assert "test_tracer.py:%d" % _line_of(on_arange, "if nl.arange") in msg
 
 
 def test_control_flow_on_arange_is_an_error():

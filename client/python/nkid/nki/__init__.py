@@ -10,11 +10,54 @@ import functools
 
 from . import language, isa, typing, compiler  # noqa: F401
 from .compile import GenericKernel, simulate_kernel, compute_mode, _native_mode_map  # noqa: F401
-from ._numpy_kernel import BaremetalKernel, BenchmarkKernel, ProfileKernel, SimulateKernel
-from ..tracer.tensor import NkiTensor as tensor  # noqa: F401 (nki.tensor: a kernel's tensors)
+from ._numpy_kernel import (BaremetalKernel, BenchmarkKernel, ProfileKernel, SimulateKernel,
+                            TraceKernel)
+from ..errors import NKIError
+from ..tracer.branch import rewrite as _rewrite
+from ..tracer.builder import current as _current_trace
+from ..tracer.tensor import NkiTensor as tensor
 
-__all__ = ["jit", "baremetal", "benchmark", "profile", "simulate_kernel", "language", "isa",
-           "typing", "GenericKernel", "tensor"]
+__all__ = ["jit", "baremetal", "benchmark", "profile", "simulate_kernel", "trace", "tensor",
+           "language", "isa", "typing", "compiler", "GenericKernel"]
+
+
+def _register_activations():
+    """nisa.activation(op=...) takes the nki.language functions: the ones
+    this package adds beyond isa's own table."""
+    for f in (language.tan, language.arctan, language.gelu_dx, language.gelu_apprx_sigmoid,
+              language.silu_dx, language.erf_dx, language.mish):
+        isa._ACT.setdefault(f, f.act)
+    isa._ACT.setdefault(__import__("numpy").tan, language.tan.act)
+    isa._ACT.setdefault(__import__("numpy").arctan, language.arctan.act)
+
+
+_register_activations()
+
+
+class SubKernel(TraceKernel):
+    """What ``nki.trace`` (and ``nki.jit(mode="trace")``) returns: called
+    while a kernel is traced it runs inline, as part of the caller (NKI's
+    sub-kernels); called outside one it traces the function and returns the
+    :class:`nkid.tracer.TracedKernel`.  ``nki.simulate_kernel`` and the
+    other doors take it as a kernel."""
+
+    def __call__(self, *args, **kwargs):
+        if _current_trace() is not None:
+            if self.grid:
+                raise NKIError(
+                    "Calling a NKI kernel with a SPMD grid from another NKI kernel is not"
+                    " supported. (err_nested_kernel_with_spmd_grid)")
+            return _rewrite(self.func)(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+def trace(func=None, **kwargs):
+    """Mark a function as a NKI kernel without running it (NKI's
+    ``nki.trace``): a sub-kernel for other kernels, or a kernel for
+    ``nki.simulate_kernel`` and the other doors."""
+    if func is None:
+        return functools.partial(trace, **kwargs)
+    return SubKernel(func, **kwargs)
 
 _baremetal_kernel = BaremetalKernel(None)
 _benchmark_kernel = BenchmarkKernel(None)
@@ -28,6 +71,8 @@ def _unknown_mode(mode):
 def _jit_dispatch(func, mode, kwargs):
     if not isinstance(mode, str):
         raise ValueError("Unknown framework '%s'" % (mode,))
+    if mode == "trace":
+        return trace(func, **kwargs)
     if mode != "auto" and mode not in _native_mode_map:
         raise _unknown_mode(mode)
     return GenericKernel(func, mode, **kwargs)

@@ -460,7 +460,9 @@ class SimulateKernel(NumpyKernel):
         return super().__call__(*args, **kwargs)
 
     def execute(self, traced, inputs):
-        reply = self._call(traced, "simulate", inputs)
+        # NKI_PRECISE_FP: unset or 0 keeps low-precision tiles in fp32 (NKI
+        # 2.24's simulator); the other doors stand in for the device: round
+        reply = self._call(traced.with_precise_fp(precise_fp()), "simulate", inputs)
         self.last_reply = reply
         if reply.device_print:
             if self._dump_file:
@@ -470,6 +472,19 @@ class SimulateKernel(NumpyKernel):
                 sys.stdout.write(reply.device_print)
                 sys.stdout.flush()
         return reply.outputs
+
+
+#: NKI_PRECISE_FP: "1" stores bfloat16/float16/fp8 tiles as those types in
+#: simulation; "0" (the default, NKI 2.24's behaviour) keeps them in fp32.
+PRECISE_FP_ENV = "NKI_PRECISE_FP"
+
+
+def precise_fp():
+    """True if simulation rounds low-precision tiles (NKI_PRECISE_FP=1)."""
+    v = os.environ.get(PRECISE_FP_ENV, "").strip()
+    if v not in ("", "0", "1"):
+        raise ValueError("%s must be 0 or 1, got '%s'" % (PRECISE_FP_ENV, v))
+    return v == "1"
 
 
 class NCLatency:

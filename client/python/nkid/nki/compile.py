@@ -14,6 +14,8 @@ from ._numpy_kernel import (TraceKernel, BaremetalKernel, BenchmarkKernel, Simul
                             ProfileKernel, normalize_grid)
 from ._framework import JAXKernel, PyTorchXLAKernel
 from ._jax import is_jax_tensor as _is_jax_tensor
+from ..tracer.branch import rewrite as _rewrite
+from ..tracer.builder import current as _current_trace
 from ._torch_xla import is_torch_tensor as _is_torch_tensor
 
 __all__ = ["compute_mode", "GenericKernel", "simulate_kernel", "_native_mode_map"]
@@ -77,6 +79,9 @@ class GenericKernel:
 
     @front_door
     def __call__(self, *args, **kwargs):
+        if _current_trace() is not None:
+            # called from a kernel being traced: a sub-kernel, inline
+            return _rewrite(self.func)(*args, **kwargs)
         cls = compute_mode(self.mode, args, kwargs)
         k = self._cached_kernel.get(cls)
         if k is None:

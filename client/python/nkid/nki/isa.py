@@ -552,25 +552,8 @@ def tensor_copy(src, *, mask=None, dtype=None, engine=unknown_engine, **kwargs):
 
 
 def _copy_dynamic(b, dst, src, mask, partial):
-    """OP_COPY_DYNAMIC / OP_DMA_COPY operands: dst's and src's static
-    Accesses, the index tiles as sources 1.., and the DynIndex fields."""
-    oshape = _t.op_shape(dst.shape)
-    ma = _t.mask_affs(mask, oshape)
-    if tuple(src.shape) != tuple(dst.shape):
-        if src.shape[0] != dst.shape[0] or _free(src.shape) != _free(dst.shape):
-            raise NKIError("shape mismatch in parameters (dst%s, src%s)%s"
-                           % (list(dst.shape), list(src.shape), _loc()))
-        if not isinstance(src, _dyn.DynTensor):
-            src = src.reshape(dst.shape)
-    dacc, ddyn = _dyn.split(dst, oshape, ma)
-    sacc, sdyn = _dyn.split(src, oshape, ma)
-    b.note_read(sacc)
-    srcs, dyn = [sacc], []
-    for operand, parts in ((0, ddyn), (1, sdyn)):
-        for dim, idx, coef in parts:
-            srcs.append(_t._operand(b, idx, oshape, ()))
-            dyn.append({"operand": operand, "dim": dim, "src": len(srcs) - 1, "coef": coef})
-    return dacc, srcs, dyn, partial or bool(ddyn)
+    """OP_COPY_DYNAMIC / OP_DMA_COPY operands (tracer.dynamic.copy_operands)."""
+    return _dyn.copy_operands(b, dst, src, mask, partial)
 
 
 def tensor_copy_dynamic_src(src, *, mask=None, dtype=None, engine=unknown_engine, **kwargs):

@@ -5,20 +5,24 @@ from a kernel it records NKIR ops (see ``nkid.tracer``); called outside a
 kernel it raises.  Tiles returned by these functions are
 :class:`nkid.tracer.tensor.NkiTensor` objects.
 
-Loops: ``affine_range``, ``sequential_range`` and ``static_range`` are traced
-once, with a symbolic loop variable, into one NKIR loop.  A Python ``range``
-inside a kernel is ordinary Python and unrolls.
+Loops: ``affine_range`` and ``sequential_range`` are traced once, with a
+symbolic loop variable, into one NKIR loop.  ``static_range`` and a Python
+``range`` inside a kernel unroll while tracing (NKI's ``static_range`` is
+"fully unrolled during NKI kernel tracing").
 """
 
 import numpy as np
 
 from .._proto import nkir_pb2 as _ir
-from ..errors import NKIError
+from ..errors import NKIError, NKISyntaxError
 from ..tracer import dtypes as _dt
 from ..tracer import tensor as _t
 from ..tracer.affine import (IndexExpr, Predicate, arange as _arange, mgrid,
                              loop_var as _loop_var, program_var as _program_var,
                              as_index as _as_index)
+from ..tracer import alloc as _alloc
+from ..tracer import dynamic as _dyn
+from ..tracer import indirect as _indirect
 from ..tracer.builder import require as _require, current as _current, loc_suffix as _loc
 from ..tracer.tensor import NkiTensor, ParDim, sbuf, psum, hbm, shared_hbm, private_hbm
 
@@ -60,8 +64,11 @@ def par_dim(n):
 def _buffer(buffer, default=sbuf):
     if buffer is None:
         return default
-    if isinstance(buffer, _t.Buffer):
+    if isinstance(buffer, (_t.Buffer, _alloc.AllocBuffer)):
         return buffer
+    space = getattr(buffer, "auto_alloc", None)
+    if callable(space):                 # ncc.sbuf / ncc.psum themselves
+        return space()
     raise TypeError("unsupported buffer %r (use nl.sbuf, nl.psum, nl.hbm or nl.shared_hbm)"
                     % (buffer,))
 
@@ -83,9 +90,21 @@ def _create(shape, dtype, buffer, name, fill, value=0.0):
     name = name or _t._guess_name()
     if buf.space in (_ir.SPACE_SBUF, _ir.SPACE_PSUM):
         loc = b.loc_here()
+        placement = None
+        if isinstance(buf, _alloc.AllocBuffer) and not b.force_auto_alloc:
+            if fill != _ir.FILL_UNINIT:
+                raise NKIError("Creating SBUF/PSUM tensor with init value is not supported"
+                               " in allocated NKI kernels. (err_tensor_creation_on_scratchpad"
+                               "_with_init_value_not_supported)" + _loc())
+            placement = _alloc.place(buf, shape, par, _dt.normalize(dtype).itemsize,
+                                     name or "tensor", b.target)
         t = _t.new_tile(shape, dtype, buf.space, name, par, loc=loc)
+        b.tensors[t._tid].alloc = placement
         b.alloc(t._tid, fill, value, loc=loc)
         return t
+    if isinstance(buf, _alloc.AllocBuffer):
+        raise NKIError("%r places SBUF or PSUM tiles, not %s tensors" % (buf, buf.name)
+                       + _loc())
     if fill == _ir.FILL_VALUE:
         raise NKIError("nl.full/nl.ones in HBM is not supported by nkid; fill a tile"
                        " and store it" + _loc())
@@ -169,6 +188,14 @@ class _Range:
         self.start, self.stop, self.step = vals
         if self.step == 0:
             raise ValueError("nl.%s step must not be zero" % self._label)
+        d = kwargs.get("directives")
+        if d is not None:
+            from .compiler import is_directive
+            if not is_directive(d):
+                raise TypeError("nl.%s directives must be nki.compiler directives"
+                                " (no_reorder(), multi_buffer(), allocation_scope()), got %r"
+                                % (self._label, d))
+        self.directives = d
 
     def __len__(self):
         return len(range(self.start, self.stop, self.step))
@@ -201,10 +228,15 @@ class sequential_range(_Range):
 
 
 class static_range(_Range):
-    """Loop unrolled by NKI's compiler (kept as a loop in NKIR)."""
+    """A loop NKI unrolls while it traces the kernel: the body runs once per
+    value with a Python int as the index (so it may index host arrays and
+    drive Python control flow), and the IR holds every copy."""
 
     _kind = _ir.LOOP_STATIC
     _label = "static_range"
+
+    def __iter__(self):
+        yield from range(self.start, self.stop, self.step)
 
 
 # ---------------------------------------------------------------- SPMD
@@ -302,6 +334,10 @@ def store(dst, value, *, mask=None, **kwargs):
 
 def load_transpose2d(src, *, mask=None, dtype=None, **kwargs):
     """Load a 2-D HBM tensor [P, F] transposed into a tile [F, P]."""
+    if isinstance(src, _dyn.DynTensor):
+        raise NKISyntaxError("The API does not allow using tiles / tensors with indirect"
+                             " indices. (err_indirect_indices_are_not_supported_with_nki_api)"
+                             + _loc())
     if len(src.shape) != 2:
         raise NKIError("load_transpose2d needs a 2-D tensor" + _loc())
     from ..tracer.affine import Aff
@@ -375,6 +411,7 @@ def _unary(act, doc):
     def f(x, *, dtype=None, mask=None, **kwargs):
         return _t.activation(x, act, dtype=dtype, mask=mask)
     f.__doc__ = doc
+    f.act = act
     return f
 
 
@@ -442,6 +479,273 @@ def expand_dims(data, axis):
     shape = list(data.shape)
     shape.insert(axis if axis >= 0 else len(shape) + 1 + axis, 1)
     return data.reshape(tuple(shape))
+
+
+
+# ---------------------------------------------------------------- more math
+
+tan = _unary(_ir.ACT_TAN, "Element-wise tangent.")
+arctan = _unary(_ir.ACT_ARCTAN, "Element-wise inverse tangent.")
+gelu_dx = _unary(_ir.ACT_GELU_DX,
+                 "Derivative of gelu (erf form): Phi(x) + x * phi(x).")
+gelu_apprx_sigmoid = _unary(_ir.ACT_GELU_SIGMOID,
+                            "GELU with the sigmoid approximation: x * sigmoid(1.702 * x).")
+silu_dx = _unary(_ir.ACT_SILU_DX,
+                 "Derivative of silu: sigmoid(x) * (1 + x * (1 - sigmoid(x))).")
+erf_dx = _unary(_ir.ACT_ERF_DX, "Derivative of erf: 2 / sqrt(pi) * exp(-x ** 2).")
+mish = _unary(_ir.ACT_MISH, "Mish: x * tanh(softplus(x)).")
+
+
+def softmax(x, axis, *, dtype=None, compute_dtype=None, mask=None, **kwargs):
+    """Softmax along the free ``axis`` (or axes): ``exp(x - max) / sum``,
+    computed in ``compute_dtype`` (as NKI: the same as ``dtype``; float32
+    when neither is given) and returned in ``dtype`` (default: x's)."""
+    _require("nl.softmax")
+    cd = _dt.normalize(compute_dtype or dtype or _dt.float32)
+    m = _t.reduce(x, _ir.ALU_MAXIMUM, axis, dtype=cd, mask=mask, keepdims=True)
+    e = _t.activation(_t.tensor_tensor(x, m, _ir.ALU_SUBTRACT, dtype=cd, mask=mask),
+                      _ir.ACT_EXP, dtype=cd, mask=mask)
+    s = _t.reduce(e, _ir.ALU_ADD, axis, dtype=cd, mask=mask, keepdims=True)
+    return _t.tensor_tensor(e, s, _ir.ALU_DIVIDE, dtype=_dt.normalize(dtype or x.dtype),
+                            mask=mask)
+
+
+def rms_norm(x, w, axis, n, epsilon=1e-06, *, dtype=None, compute_dtype=None, mask=None,
+             **kwargs):
+    """Root mean square normalization: ``x / sqrt(sum(x * x, axis) / n +
+    epsilon) * w`` (``w`` broadcast to x's shape)."""
+    _require("nl.rms_norm")
+    cd = _dt.normalize(compute_dtype or dtype or _dt.float32)
+    sq = _t.tensor_tensor(x, x, _ir.ALU_MULTIPLY, dtype=cd, mask=mask)
+    ss = _t.reduce(sq, _ir.ALU_ADD, axis, dtype=cd, mask=mask, keepdims=True)
+    ms = _t.tensor_tensor(ss, 1.0 / float(n), _ir.ALU_MULTIPLY, dtype=cd, mask=mask)
+    r = _t.activation(_t.tensor_tensor(ms, float(epsilon), _ir.ALU_ADD, dtype=cd, mask=mask),
+                      _ir.ACT_RSQRT, dtype=cd, mask=mask)
+    y = _t.tensor_tensor(x, r, _ir.ALU_MULTIPLY, dtype=cd, mask=mask)
+    return _t.tensor_tensor(y, w, _ir.ALU_MULTIPLY, dtype=_dt.normalize(dtype or x.dtype),
+                            mask=mask)
+
+
+# ---------------------------------------------------------------- random
+
+def rand(shape, dtype=_dt.float32, **kwargs):
+    """A new SBUF tile of uniform random values in [0, 1).
+
+    nkid's generator is counter based: each program starts as if it called
+    ``nl.random_seed(p)`` (p its index in the launch grid); the same seed
+    gives the same numbers on every run."""
+    b = _require("nl.rand")
+    shape, par = _shape_par(shape)
+    if par:
+        raise NKIError("nl.rand makes a tile: its partition dimension comes first" + _loc())
+    return _t._result(b, _ir.OP_RAND, shape, _dt.normalize(dtype), [], {},
+                      [])
+
+
+def random_seed(seed, *, mask=None, **kwargs):
+    """Seed the random number generator (nl.rand, nl.dropout): ``seed`` a
+    32-bit integer or a tile whose first element is used.  The same seed
+    gives the same sequence."""
+    b = _require("nl.random_seed")
+    from ..tracer.builder import Op
+    if isinstance(seed, NkiTensor):
+        ma = _t.mask_affs(mask, _t.op_shape(seed.shape))
+        src = _t._operand(b, seed, None, ma)
+    else:
+        i = _as_index(seed)
+        if i is None or not i.is_const() or i.shape:
+            raise NKIError("nl.random_seed expects an integer or a tile, got %r%s"
+                           % (seed, _loc()))
+        src = float(i.aff.c)
+    b.emit(Op(_ir.OP_RANDOM_SEED, b.loc_here(), None, [src]))
+
+
+def dropout(x, rate, *, dtype=None, mask=None, **kwargs):
+    """Zero each element of ``x`` with probability ``rate`` (a scalar, or a
+    tile with one value per partition); the others are kept unscaled.  The
+    same instruction as ``nisa.dropout``, drawing from the program's random
+    stream (nl.random_seed)."""
+    _require("nl.dropout")
+    from . import isa
+    return isa.dropout(x, prob=rate, dtype=dtype, mask=mask)
+
+
+# ---------------------------------------------------------------- gather, atomics
+
+def gather_flattened(data, indices, *, mask=None, dtype=None, **kwargs):
+    """``result[p, ...] = data[p].flatten()[indices[p, ...]]``: up to 128
+    parallel gathers over the flattened free dimensions of ``data``
+    (``indices`` an integer tile with data's partitions).  An index out of
+    bounds gives garbage: nkid returns the dtype's uninitialized value
+    (NaN for floats)."""
+    b = _require("nl.gather_flattened")
+    for what, v in (("data", data), ("indices", indices)):
+        if not isinstance(v, NkiTensor):
+            raise NKIError("nl.gather_flattened expects %s to be a tile, got %r%s"
+                           % (what, v, _loc()))
+    if _dt.is_float(indices.dtype):
+        raise NKIError("indices of nl.gather_flattened must be uint32, got %s%s"
+                       % (_dt.name_of(indices.dtype), _loc()))
+    ma = _t.mask_affs(mask, indices.shape)
+    srcs = [_t._operand(b, data, None, ()), _t._operand(b, indices, None, ma)]
+    return _t._result(b, _ir.OP_GATHER_FLAT, indices.shape,
+                      _dt.normalize(dtype or data.dtype), srcs, {}, ma)
+
+
+def atomic_rmw(dst, value, op, *, mask=None, **kwargs):
+    """``dst = op(dst, value)`` as one atomic read-modify-write on HBM;
+    ``dst`` indexed by a tile (indirect dynamic indexing), ``op`` np.add."""
+    _require("nl.atomic_rmw")
+    if op not in (np.add, add):
+        raise NKIError("nl.atomic_rmw only supports np.add, got %r%s" % (op, _loc()))
+    _indirect.atomic_rmw(dst, value, mask=mask)
+
+
+# ---------------------------------------------------------------- constants
+
+def shared_constant(constant, dtype=None, **kwargs):
+    """A new HBM tensor holding ``constant`` (a numpy array), converted to
+    ``dtype``; nkid puts the values in the kernel's IR."""
+    b = _require("nl.shared_constant")
+    a = np.asarray(constant)
+    if a.ndim < 1:
+        a = a.reshape(1)
+    dt = _dt.normalize(dtype if dtype is not None else a.dtype)
+    host = _dt.host_dtype(dt)
+    data = np.ascontiguousarray(a.astype(host)).tobytes()   # little-endian hosts
+    t = _t.new_hbm(a.shape, dt, _ir.SPACE_SHARED_HBM, _t._guess_name() or "constant",
+                   _ir.FILL_DATA)
+    b.tensors[t._tid].data = data
+    return t
+
+
+def shared_identity_matrix(n, dtype=_dt.uint8, **kwargs):
+    """A new HBM n x n identity matrix of ``dtype``."""
+    return shared_constant(np.identity(int(n)), dtype=dtype)
+
+
+class fp32:
+    """FP32 constants: ``min`` is the most negative float32 (bit pattern
+    0xff7fffff)."""
+
+    min = float(np.finfo(np.float32).min)
+
+
+class bfp16:
+    """BFLOAT16 constants: ``min`` is the most negative bfloat16 (0xff7f)."""
+
+    min = float(_dt.bfloat16.type(-3.3895313892515355e38))
+
+
+def finfo(dtype):
+    """Machine limits of a float dtype (``numpy.finfo``; ml_dtypes' for
+    bfloat16 and fp8)."""
+    import ml_dtypes
+    dt = _dt.normalize(dtype)
+    return ml_dtypes.finfo(_dt.host_dtype(dt))
+
+
+# ---------------------------------------------------------------- reductions
+
+def _alu_of(op, what):
+    table = {np.add: _ir.ALU_ADD, add: _ir.ALU_ADD, np.multiply: _ir.ALU_MULTIPLY,
+             multiply: _ir.ALU_MULTIPLY, np.maximum: _ir.ALU_MAXIMUM,
+             maximum: _ir.ALU_MAXIMUM, np.max: _ir.ALU_MAXIMUM, max: _ir.ALU_MAXIMUM,
+             np.amax: _ir.ALU_MAXIMUM, np.minimum: _ir.ALU_MINIMUM,
+             minimum: _ir.ALU_MINIMUM, np.min: _ir.ALU_MINIMUM, min: _ir.ALU_MINIMUM,
+             np.amin: _ir.ALU_MINIMUM}
+    try:
+        return table[op]
+    except (KeyError, TypeError):
+        raise NKIError("unsupported reduce operation %r for %s (np.add, np.multiply,"
+                       " np.maximum or np.minimum)%s" % (op, what, _loc())) from None
+
+
+_IDENTITY = {_ir.ALU_ADD: 0.0, _ir.ALU_MULTIPLY: 1.0,
+             _ir.ALU_MAXIMUM: float("-inf"), _ir.ALU_MINIMUM: float("inf")}
+
+
+def loop_reduce(x, op, loop_indices, *, dtype=None, mask=None, **kwargs):
+    """Reduce ``x`` with ``op`` over the iterations of the loops of
+    ``loop_indices``: the destination is also the rhs input of ``op``.
+
+    Assigned into a tile (``acc[...] = nl.loop_reduce(x, np.add, [k])``) it
+    is ``acc[...] = op(acc[...], x)``.  Bound to a name, the result is an
+    accumulator that starts at op's identity before the outermost of those
+    loops and holds the reduction after it."""
+    b = _require("nl.loop_reduce")
+    from ..tracer.builder import Op
+    alu = _alu_of(op, "nl.loop_reduce")
+    if not isinstance(x, NkiTensor):
+        raise NKIError("nl.loop_reduce expects a tile, got %r%s" % (x, _loc()))
+    if not isinstance(loop_indices, (tuple, list)):
+        loop_indices = [loop_indices]
+    outer = None
+    for i in loop_indices:
+        e = _as_index(i)
+        if e is None:
+            raise NKIError("loop_indices of nl.loop_reduce must be loop indices or"
+                           " numbers, got %r%s" % (i, _loc()))
+        keys = [k for k in e.aff.t if not isinstance(k, int) and k[0] == "l"]
+        for k in keys:
+            if outer is None or k[1] < outer:
+                outer = k[1]        # loop variables are numbered outside in
+    loc = b.loc_here()
+    dtype = _dt.normalize(dtype or x.dtype)
+    acc = b.loop_reduce.get((loc, outer))
+    if acc is None or acc.shape != x.shape or acc.dtype != dtype:
+        acc = _t.new_tile(x.shape, dtype, _ir.SPACE_SBUF, _t._guess_name(), loc=loc)
+        body = b.loop_body(outer) if outer is not None else None
+        init = Op(_ir.OP_ALLOC, loc, acc._access(_t.op_shape(acc.shape)), (),
+                  {"fill": _ir.FILL_VALUE, "value": _IDENTITY[alu]})
+        body = body if body is not None else b.cur_body
+        body.append(init)
+        b.tensors[acc._tid].written = True
+        b.loop_reduce[(loc, outer)] = acc
+
+        def undo(body=body, init=init, key=(loc, outer)):
+            # assigned into a tile: that tile accumulates, not this one
+            b.loop_reduce.pop(key, None)
+            for j in range(len(body) - 1, -1, -1):
+                if body[j] is init:
+                    del body[j]
+                    break
+    else:
+        undo = None
+    oshape = _t.op_shape(x.shape)
+    ma = _t.mask_affs(mask, oshape)
+    out = NkiTensor(acc._tid, acc.shape, acc.dtype, acc._imap, acc._space, acc.name)
+    d = acc._access(oshape, ma)
+    srcs = [acc._access(oshape, ma), _t._operand(b, x, oshape, ma)]
+    b.note_read(srcs[0])
+    fields = {"alu": alu, "_dst_srcs": (0,)}
+    if undo is not None:
+        fields["_undo"] = undo
+    out._producer = b.emit(Op(_ir.OP_TENSOR_TENSOR, loc, d, srcs, fields))
+    b.note_write(d)
+    return out
+
+
+def all_reduce(x, op, program_axes, *, dtype=None, mask=None, parallel_reduce=True,
+               asynchronous=False, **kwargs):
+    """Reduce ``x`` with ``op`` over the programs of the launch grid that
+    differ only along ``program_axes``; every one of them gets the result.
+    nkid runs such a kernel's programs side by side (one thread each, at
+    most 64 programs)."""
+    b = _require("nl.all_reduce")
+    alu = _alu_of(op, "nl.all_reduce")
+    if not isinstance(x, NkiTensor):
+        raise NKIError("nl.all_reduce expects a tile, got %r%s" % (x, _loc()))
+    axes = program_axes if isinstance(program_axes, (tuple, list)) else [program_axes]
+    axes = sorted(set(int(a) for a in axes))
+    for a in axes:
+        if not 0 <= a < len(b.grid):
+            raise NKIError("program axis %d of nl.all_reduce is outside the launch grid of"
+                           " %d dimension(s)%s" % (a, len(b.grid), _loc()))
+    oshape = _t.op_shape(x.shape)
+    ma = _t.mask_affs(mask, oshape)
+    return _t._result(b, _ir.OP_ALL_REDUCE, x.shape, _dt.normalize(dtype or x.dtype),
+                      [_t._operand(b, x, oshape, ma)], {"alu": alu, "axes": axes}, ma)
 
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("np",)]

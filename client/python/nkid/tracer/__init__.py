@@ -5,9 +5,10 @@
 ``dtype``) become TENSOR_PARAM tensors in HBM; every other argument is a
 static Python value the kernel may compute with.  The ``nki.language``
 functions called by the kernel append ops to the trace; NKI loops
-(``nl.affine_range``, ``sequential_range``, ``static_range``) are traced once
-with a symbolic loop variable, so the IR does not grow with trip counts.
-A plain Python ``range`` loop runs as Python: it is unrolled.
+(``nl.affine_range``, ``sequential_range``) are traced once with a
+symbolic loop variable, so the IR does not grow with trip counts.
+``nl.static_range`` and a plain Python ``range`` loop run as Python: they
+are unrolled.
 
 The result is a :class:`TracedKernel`: the ``nkir.v1.Kernel`` message, its
 bytes and their digest, the parameter and output signatures.  nkid keys a
@@ -25,6 +26,7 @@ import numpy as np
 from .._proto import nkir_pb2 as ir
 from ..errors import NKIError
 from . import dtypes as _dt
+from .branch import rewrite
 from .builder import KernelBuilder
 from .tensor import NkiTensor, new_param
 
@@ -72,6 +74,32 @@ class TracedKernel:
         return "<TracedKernel %s: %d params, %d outputs, %d bytes of %s>" % (
             self.name, len(self.params), len(self.outputs), len(self.ir), self.format)
 
+    def with_precise_fp(self, precise):
+        """This kernel for ``NKI_PRECISE_FP=precise``: itself when precise
+        (tiles round to their dtype, as the hardware stores them) or when
+        it has no bfloat16/float16/fp8/tfloat32 tile; else a copy whose IR
+        sets ``Kernel.fp32_tiles`` (such tiles keep float32 values, as NKI
+        2.24's simulator did).  The IR differs, so nkid keys the two
+        apart."""
+        if precise or not _has_lowp_tile(self.kernel):
+            return self
+        v = getattr(self, "_fp32_variant", None)
+        if v is None:
+            k = ir.Kernel()
+            k.CopyFrom(self.kernel)
+            k.fp32_tiles = True
+            v = TracedKernel(self.name, k, self.params, self.outputs, self.inplace,
+                             self.ret_kind)
+            self._fp32_variant = v
+        return v
+
+
+_LOWP = (ir.DT_BFLOAT16, ir.DT_FLOAT16, ir.DT_FP8_E4M3, ir.DT_FP8_E5M2, ir.DT_TFLOAT32)
+
+
+def _has_lowp_tile(kernel):
+    return any(t.kind == ir.TENSOR_TILE and t.dtype in _LOWP for t in kernel.tensors)
+
 
 def _def_line(func):
     code = func.__code__
@@ -98,6 +126,7 @@ def trace(func, args=(), kwargs=None, grid=(), name=None, target="", options="")
     name = name or getattr(func, "__name__", "kernel")
     b = KernelBuilder(name, grid, target)
     b.def_loc = (b.file_index(func.__code__.co_filename), _def_line(func))
+    b.force_auto_alloc = bool(getattr(func, "__nki_force_auto_alloc__", False))
 
     sig = inspect.signature(func)
     bound = sig.bind(*args, **kwargs)
@@ -124,7 +153,7 @@ def trace(func, args=(), kwargs=None, grid=(), name=None, target="", options="")
             else:
                 new_args[pname] = convert(pname, v)
         bound.arguments.update(new_args)
-        ret = _returned_in_hbm(func(*bound.args, **bound.kwargs))
+        ret = _returned_in_hbm(rewrite(func)(*bound.args, **bound.kwargs))
 
         if ret is None:
             ret_kind = "none"

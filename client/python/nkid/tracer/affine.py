@@ -5,8 +5,10 @@ variables, ``nl.program_id`` and integers.  Every such value is traced as an
 :class:`IndexExpr`: an affine expression (:class:`Aff`) over
 
 * access axes (``int`` keys ``0, 1, ...``: positions in ``IndexExpr.shape``),
-* loop variables (key ``("l", var)``) and
-* SPMD program ids (key ``("p", axis)``),
+* loop variables (key ``("l", var)``),
+* SPMD program ids (key ``("p", axis)``) and
+* index functions (key ``("f", i)``): ``(i + 2) % 2`` or ``i // 4`` of loop
+  variables and program ids, kept by the kernel builder,
 
 together with a numpy-style broadcast ``shape``.  Scalars (loop variables,
 program ids, Python ints) have the shape ``()``.  Comparisons build a
@@ -100,7 +102,7 @@ class Aff:
         parts = [str(self.c)] if self.c or not self.t else []
         for k, v in self.t.items():
             name = ("ax%d" % k if isinstance(k, int)
-                    else ("loop%d" % k[1] if k[0] == "l" else "pid%d" % k[1]))
+                    else {"l": "loop%d", "p": "pid%d", "f": "fn%d"}[k[0]] % k[1])
             parts.append(name if v == 1 else "%d*%s" % (v, name))
         return " + ".join(parts)
 
@@ -133,6 +135,16 @@ def _not_affine(what):
         "index expression is not affine: %s; NKI indices must be affine in"
         " loop variables, program ids and nl.arange/nl.mgrid%s"
         % (what, loc_suffix()))
+
+
+def _const_int(o):
+    """o as a Python int if it is a constant index, else None."""
+    if isinstance(o, numbers.Integral):
+        return o
+    oi = as_index(o)
+    if oi is None or not oi.is_const():
+        return None
+    return oi.aff.c
 
 
 def as_index(x):
@@ -221,22 +233,39 @@ class IndexExpr:
     __rmul__ = __mul__
 
     def __floordiv__(self, o):
-        if not isinstance(o, numbers.Integral):
-            oi = as_index(o)
-            if oi is None or not oi.is_const():
-                return NotImplemented
-            o = oi.aff.c
+        o = _const_int(o)
+        if o is None:
+            return NotImplemented
         if self.is_const():
             return IndexExpr(self.shape, Aff(self.aff.c // o))
         if all(v % o == 0 for v in self.aff.t.values()) and self.aff.c % o == 0:
             return IndexExpr(self.shape, Aff(self.aff.c // o,
                                              {k: v // o for k, v in self.aff.t.items()}))
-        raise _not_affine("floor division of a loop or arange index")
+        return self._index_fn("floordiv", o, "floor division")
 
     def __mod__(self, o):
-        if isinstance(o, numbers.Integral) and self.is_const():
+        o = _const_int(o)
+        if o is None:
+            return NotImplemented
+        if self.is_const():
             return IndexExpr(self.shape, Aff(self.aff.c % o))
-        raise _not_affine("modulo of a loop or arange index")
+        return self._index_fn("mod", o, "modulo")
+
+    def _index_fn(self, kind, divisor, what):
+        """``self % divisor`` or ``self // divisor`` for a scalar index of
+        loop variables and program ids (``(i + 2) % 2``): a new symbolic
+        term, an NKIR index function, with the range the planner derives."""
+        if divisor <= 0:
+            raise _not_affine("%s by %d (the divisor must be a positive constant)"
+                              % (what, divisor))
+        if self.shape or any(isinstance(k, int) or k[0] == "f" for k in self.aff.t):
+            raise _not_affine("%s of an nl.arange/nl.mgrid index (only a loop"
+                              " variable or program id expression may be divided)" % what)
+        from .builder import current
+        b = current()
+        if b is None:
+            raise _not_affine("%s of a loop index outside a kernel trace" % what)
+        return IndexExpr((), Aff(0, {("f", b.index_fn(kind, self.aff, int(divisor))): 1}))
 
     def __rfloordiv__(self, o):
         raise _not_affine("division by an index")
@@ -365,7 +394,12 @@ class Predicate:
     __ror__ = __or__
 
     def __bool__(self):
-        raise _control_flow_error()
+        if any(t.shape or any(isinstance(k, int) for k in t.aff.t) for t in self.terms):
+            raise _control_flow_error()
+        raise NKISyntaxError(
+            "an if on loop indices is traced in kernel and sub-kernel functions"
+            " (nki.jit, nki.trace) only; this condition is in a function nkid does not"
+            " rewrite: decorate it with nki.trace or nki.jit(mode='trace')" + loc_suffix())
 
     def __repr__(self):
         return "Predicate(%s)" % " & ".join("(%r >= 0)" % t.aff for t in self.terms)

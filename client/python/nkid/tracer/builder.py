@@ -51,7 +51,7 @@ class Access:
 class Op:
     """One NKIR op under construction (fields as in nkir.v1.Op)."""
 
-    __slots__ = ("kind", "loc", "dst", "src", "fields", "loop")
+    __slots__ = ("kind", "loc", "dst", "src", "fields", "loop", "branch")
 
     def __init__(self, kind, loc, dst=None, src=(), fields=None, loop=None):
         self.kind = kind
@@ -60,11 +60,12 @@ class Op:
         self.src = list(src)          # Access or float
         self.fields = fields or {}
         self.loop = loop              # (var, kind, start, stop, step, body)
+        self.branch = None            # OP_IF: (conditions [Aff], then body, else body)
 
 
 class TensorInfo:
     __slots__ = ("name", "kind", "space", "dtype", "shape", "loc", "fill",
-                 "pending_alloc", "written")
+                 "pending_alloc", "written", "data", "alloc", "scope", "blocks")
 
     def __init__(self, name, kind, space, dtype, shape, loc, fill=ir.FILL_UNINIT):
         self.name = name
@@ -76,6 +77,10 @@ class TensorInfo:
         self.fill = fill
         self.pending_alloc = None     # (op, body) of an OP_ALLOC FILL_UNINIT
         self.written = False
+        self.data = None              # FILL_DATA: the constant's bytes
+        self.alloc = None             # a direct allocation (tracer.alloc.Placement)
+        self.scope = ()               # the loop variables open at creation
+        self.blocks = 0               # tiles: block dimensions after the partitions
 
 
 class KernelBuilder:
@@ -99,6 +104,10 @@ class KernelBuilder:
         # accumulator read after nisa.activation): is_last_op looks past
         # them, so the result can still be written in place.
         self.companions = set()
+        self.fns = []                 # index functions: (kind, Aff, divisor)
+        self._fn_idx = {}
+        self.force_auto_alloc = False  # nki.compiler.force_auto_alloc
+        self.loop_reduce = {}         # nl.loop_reduce accumulators by call site
 
     # -- activation
     def __enter__(self):
@@ -129,8 +138,21 @@ class KernelBuilder:
     def add_tensor(self, name, kind, space, dtype, shape, fill=ir.FILL_UNINIT, loc=None):
         if loc is None:
             loc = self.loc_here()
-        self.tensors.append(TensorInfo(name, kind, space, dtype, shape, loc, fill))
+        t = TensorInfo(name, kind, space, dtype, shape, loc, fill)
+        t.scope = tuple(lp[0] for lp in self._loops)
+        self.tensors.append(t)
         return len(self.tensors) - 1
+
+    # -- index functions
+    def index_fn(self, kind, aff, divisor):
+        """The index of the NKIR IndexFn ``aff % divisor`` (kind "mod") or
+        ``aff // divisor`` ("floordiv"), added once."""
+        key = (kind, aff.c, tuple(sorted(aff.t.items())), divisor)
+        i = self._fn_idx.get(key)
+        if i is None:
+            i = self._fn_idx[key] = len(self.fns)
+            self.fns.append((kind, aff.copy(), divisor))
+        return i
 
     def add_param(self, name, dtype, shape):
         tid = self.add_tensor(name, ir.TENSOR_PARAM, ir.SPACE_HBM, dtype, shape,
@@ -189,24 +211,56 @@ class KernelBuilder:
                         break
 
     # -- loops
+    def loop_body(self, var):
+        """The body that holds the loop over ``var`` (being traced), or
+        None if ``var`` is not an open loop."""
+        for lp in self._loops:
+            if lp[0] == var:
+                return lp[7]
+        return None
+
     def begin_loop(self, kind, start, stop, step, loc=None):
         var = self.num_loop_vars
         self.num_loop_vars += 1
         body = []
-        self._loops.append((var, kind, start, stop, step, body, loc or self.loc_here()))
+        self._loops.append((var, kind, start, stop, step, body, loc or self.loc_here(),
+                            self._bodies[-1]))
         self._bodies.append(body)
         return var
 
     def end_loop(self, var):
         if not self._loops or self._loops[-1][0] != var:
             return          # abandoned trace (an exception left the loop)
-        var, kind, start, stop, step, body, loc = self._loops.pop()
+        var, kind, start, stop, step, body, loc, _ = self._loops.pop()
         self._bodies.pop()
         self.emit(Op(ir.OP_LOOP, loc, loop=(var, kind, start, stop, step, body)))
+
+    # -- if on loop indices
+    def begin_branch(self, conds, loc=None):
+        """Trace the then-side of an OP_IF on ``conds`` (Affs, all >= 0):
+        the op, which end_branch places in the current body."""
+        op = Op(ir.OP_IF, loc or self.loc_here())
+        op.branch = (list(conds), [], [])
+        self._bodies.append(op.branch[1])
+        return op
+
+    def begin_else(self, op):
+        self._bodies.append(op.branch[2])
+
+    def end_branch(self, op, side):
+        """End the then-side (side 1: the op goes into the body around it)
+        or the else-side (side 2) of op."""
+        if len(self._bodies) < 2 or self._bodies[-1] is not op.branch[side]:
+            return          # abandoned trace
+        self._bodies.pop()
+        if side == 1:
+            self.emit(op)
 
     # -- serialization
     def finish(self):
         """The traced kernel as a nkir.v1.Kernel message."""
+        from .alloc import check_kernel
+        check_kernel(self)
         k = ir.Kernel(name=self.name, files=self.files, grid=list(self.grid),
                       num_loop_vars=self.num_loop_vars, target=self.target)
         if self.def_loc:
@@ -217,6 +271,14 @@ class KernelBuilder:
             m.loc.file, m.loc.line = t.loc
             if t.kind == ir.TENSOR_HBM:
                 m.fill = t.fill
+            if t.data is not None:
+                m.data = t.data
+            if t.blocks:
+                m.block_dims = t.blocks
+        for kind, aff, divisor in self.fns:
+            f = k.fns.add(kind=ir.FN_MOD if kind == "mod" else ir.FN_FLOORDIV,
+                          divisor=divisor)
+            _aff_to_pb(aff, f.expr)
         for name, tid in self.params:
             k.params.add(name=name, tensor=tid)
         k.outputs.extend(self.outputs)
@@ -251,7 +313,7 @@ def covers(acc, shape):
     return True
 
 
-_TERM = {"l": ir.TERM_LOOP, "p": ir.TERM_PROGRAM}
+_TERM = {"l": ir.TERM_LOOP, "p": ir.TERM_PROGRAM, "f": ir.TERM_FN}
 
 
 def _aff_to_pb(a, m):
@@ -296,6 +358,8 @@ def _ops_to_pb(ops, out):
             elif name == "dyn":             # nki.isa run-time indices
                 for d in value:
                     m.dyn.add(**d)
+            elif name.startswith("_"):
+                continue            # the tracer's own notes
             elif isinstance(value, (list, tuple)):
                 getattr(m, name).extend(value)
             else:
@@ -305,3 +369,10 @@ def _ops_to_pb(ops, out):
             lp = m.loop
             lp.var, lp.kind, lp.start, lp.stop, lp.step = var, kind, start, stop, step
             _ops_to_pb(body, lp.body)
+        if op.branch is not None:
+            conds, then_body, else_body = op.branch
+            for a in conds:
+                _aff_to_pb(a, m.branch.cond.add())
+            _ops_to_pb(then_body, m.branch.then_body)
+            _ops_to_pb(else_body, m.branch.else_body)
+            m.branch.SetInParent()

@@ -19,7 +19,7 @@ from .affine import Aff, IndexExpr, broadcast_shapes
 from .builder import loc_suffix
 from . import tensor as _t
 
-__all__ = ["DynTensor", "has_tile", "getitem", "split"]
+__all__ = ["DynTensor", "has_tile", "getitem", "split", "copy_operands"]
 
 
 def has_tile(key):
@@ -37,7 +37,10 @@ class DynTensor(_t.NkiTensor):
     def _why(self):
         dims = ", ".join(str(d) for d, _, _ in self._dyn)
         return ("the view of `%s` indexed by a tile (dimension %s) is an indirect access;"
-                " pass it to nisa.dma_copy or nisa.tensor_copy_dynamic_src/dst"
+                " pass it to nl.load, nl.store, nl.atomic_rmw, nisa.dma_copy or"
+                " nisa.tensor_copy_dynamic_src/dst (The API does not allow using tiles /"
+                " tensors with indirect indices."
+                " err_indirect_indices_are_not_supported_with_nki_api)"
                 % (self.name or "tensor", dims))
 
     def _access(self, shape=None, mask=()):
@@ -113,3 +116,32 @@ def split(x, shape, mask=()):
     (tensor dimension, index tile view of ``shape``, coefficient)."""
     acc = _t.NkiTensor._access(x, shape, mask)
     return acc, list(getattr(x, "_dyn", ()))
+
+
+def copy_operands(b, dst, src, mask, partial):
+    """The operands of a copy with run-time indices on either side
+    (OP_COPY_DYNAMIC, OP_DMA_COPY): dst's and src's static Accesses, the
+    index tiles as sources 1.., the DynIndex fields, and whether the op
+    may leave elements of dst unwritten (partial, or dst indexed)."""
+    oshape = _t.op_shape(dst.shape)
+    ma = _t.mask_affs(mask, oshape)
+    if tuple(src.shape) != tuple(dst.shape):
+        free_s = free_d = 1
+        for n in src.shape[1:]:
+            free_s *= n
+        for n in dst.shape[1:]:
+            free_d *= n
+        if src.shape[0] != dst.shape[0] or free_s != free_d:
+            raise NKIError("shape mismatch in parameters (dst%s, src%s)%s"
+                           % (list(dst.shape), list(src.shape), loc_suffix()))
+        if not isinstance(src, DynTensor):
+            src = src.reshape(dst.shape)
+    dacc, ddyn = split(dst, oshape, ma)
+    sacc, sdyn = split(src, oshape, ma)
+    b.note_read(sacc)
+    srcs, dyn = [sacc], []
+    for operand, parts in ((0, ddyn), (1, sdyn)):
+        for dim, idx, coef in parts:
+            srcs.append(_t._operand(b, idx, oshape, ()))
+            dyn.append({"operand": operand, "dim": dim, "src": len(srcs) - 1, "coef": coef})
+    return dacc, srcs, dyn, partial or bool(ddyn)

@@ -146,6 +146,13 @@ class NkiTensor:
     def __getitem__(self, key):
         if _dynamic.has_tile(key):          # t[idx_tile, ...]: indirect
             return _dynamic.getitem(self, key)
+        if (len(self.shape) == 1 and self._space in (ir.SPACE_SBUF, ir.SPACE_PSUM)
+                and isinstance(key, tuple) and len(key) == 2
+                and not any(k is None or k is Ellipsis for k in key)):
+            # a tile of partitions only is [P, 1] on chip: t[:, i] of a
+            # [P, N] tile indexes on as t[:, i][:, 0] (NKI's reference
+            # flash attention passes such columns as [P, 1] buffers)
+            return self.reshape((self.shape[0], 1))[key]
         shape, logical = _index(self.shape, key)
         return self._view(shape, dict(enumerate(logical)))
 
@@ -156,12 +163,14 @@ class NkiTensor:
             return
         assign(view, value)
 
-    def reshape(self, *shape, **_):
+    def reshape(self, *shape, **kwargs):
         """A view with another shape (the same elements in row-major order).
 
         Supported when each dimension of the original is either split into,
         or formed by, consecutive new dimensions whose index stays affine.
         """
+        if not shape and "shape" in kwargs:         # t.reshape(shape=(...)), nki.tensor's
+            shape = (kwargs["shape"],)
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         shape = tuple(int(s) for s in shape)
@@ -348,6 +357,7 @@ def new_tile(shape, dtype, space=ir.SPACE_SBUF, name="", par=0, loc=None):
         phys.append(1)
         imap.append(Aff(0))
     tid = b.add_tensor(name, ir.TENSOR_TILE, space, dtype, phys, loc=loc)
+    b.tensors[tid].blocks = par         # stored [P, blocks..., free...]
     return NkiTensor(tid, shape, dtype, imap, space, name)
 
 
@@ -583,6 +593,11 @@ def mask_affs(mask, shape):
     pshape = mask.shape
     m = _align_map(pshape, shape) if pshape else {}
     out = []
+    if any(not isinstance(k, int) and k[0] == "f" for t in mask.terms for k in t.aff.t):
+        raise _err("NKI mask expressions must be affine expressions of static loop"
+                   " indices. Dynamic values, tensor elements, or non-affine"
+                   " operations are not supported in mask predicates."
+                   " (err_unsupported_expression_in_mask)", ValueError)
     for t in mask.terms:
         a = t.aff.shift(len(pshape) - len(t.shape))
         out.append(a.subst(m) if pshape else a)
@@ -766,6 +781,12 @@ def load(src, dtype=None, mask=None):
     b = require("nl.load")
     if not isinstance(src, NkiTensor):
         raise _err("nl.load expects a tensor in HBM, got %r" % (src,), TypeError)
+    if isinstance(src, _dynamic.DynTensor):
+        from .indirect import load as indirect_load
+        return indirect_load(src, dtype=dtype, mask=mask)
+    if not src.shape:
+        # x[b, h] of an HBM tensor: one element, loaded as a [1, 1] tile
+        src = NkiTensor(src._tid, (1, 1), src.dtype, src._imap, src._space, src.name)
     ma = mask_affs(mask, op_shape(src.shape))
     return _result(b, ir.OP_LOAD, src.shape, _dt.normalize(dtype) if dtype else src.dtype,
                    [_operand(b, src, op_shape(src.shape), ma)], {}, ma)
@@ -776,6 +797,9 @@ def store(dst, value, mask=None):
     b = require("nl.store")
     if not isinstance(dst, NkiTensor):
         raise _err("nl.store expects a destination tensor in HBM, got %r" % (dst,), TypeError)
+    if isinstance(dst, _dynamic.DynTensor):
+        from .indirect import store as indirect_store
+        return indirect_store(dst, value, mask=mask)
     ma = mask_affs(mask, dst.shape)
     d = dst._access(None, ma)
     src = _operand(b, value, dst.shape, ma)
@@ -830,8 +854,21 @@ def _retarget(b, value, view, accumulate=False):
     old = op.dst.tensor
     dst = view._access(op.dst.shape, op.dst.mask)
     op.dst = dst
+    for i in op.fields.get("_dst_srcs", ()):
+        op.src[i] = dst         # nl.loop_reduce: the destination is an input
+        b.note_read(dst)
+    undo = op.fields.get("_undo")
+    if undo is not None:
+        undo()
     if accumulate:
         op.fields["accumulate"] = True
+        t = b.tensors[dst.tensor]
+        if t.pending_alloc is not None and view._space == ir.SPACE_PSUM:
+            # the first access since the tile's uninitialized allocation
+            # starts an accumulation group: on the device the group's
+            # first matmul overwrites, so the tile starts at zero
+            t.pending_alloc[0].fields["fill"] = ir.FILL_ZERO
+            t.pending_alloc[0].fields["_acc_group"] = True
         b.note_read(dst)
     b.note_write(dst)
     b.drop_tensor_if_last(old)
@@ -840,7 +877,8 @@ def _retarget(b, value, view, accumulate=False):
     value._producer = None
 
 
-_ELEMENTWISE = (ir.OP_TENSOR_TENSOR, ir.OP_ACTIVATION, ir.OP_COPY, ir.OP_SELECT)
+_ELEMENTWISE = (ir.OP_TENSOR_TENSOR, ir.OP_ACTIVATION, ir.OP_COPY, ir.OP_SELECT,
+                ir.OP_ISA_DROPOUT)
 
 
 def _no_overlap(op, view):
@@ -854,12 +892,19 @@ def _no_overlap(op, view):
     return True
 
 
-_RETARGET_SPACES = {ir.OP_LOAD: (ir.SPACE_SBUF,), ir.OP_MATMUL: (ir.SPACE_PSUM,)}
+_RETARGET_SPACES = {ir.OP_LOAD: (ir.SPACE_SBUF,), ir.OP_MATMUL: (ir.SPACE_PSUM,),
+                    ir.OP_DMA_COPY: (ir.SPACE_SBUF,)}
 
 
 def assign(view, value, mask=None):
     """``view[...] = value``."""
     b = require("tensor assignment")
+    if not view.shape and not any(a.axes() for a in view._imap):
+        # t[i, j] = ...: one element, written as a [1, 1] tile
+        view = NkiTensor(view._tid, (1, 1), view.dtype, view._imap, view._space, view.name)
+    if isinstance(value, _dynamic.DynTensor) or isinstance(view, _dynamic.DynTensor):
+        from .indirect import assign as indirect_assign
+        return indirect_assign(view, value, mask)
     if isinstance(value, NkiTensor):
         p = value._producer
         if (p is not None and b.is_last_op(p) and value.shape == view.shape
@@ -868,6 +913,11 @@ def assign(view, value, mask=None):
             _retarget(b, value, view)
             return
         ma = mask_affs(mask, view.shape)
+        if (not ma and p is not None and p.dst is not None and p.dst.mask
+                and p.dst.shape == view.shape):
+            # the fresh tile of a masked op holds only what its mask
+            # selected: copy those elements only (t[...] = op(.., mask=m))
+            ma = list(p.dst.mask)
         if view._space in _ON_CHIP:
             kind = ir.OP_LOAD if value._space not in _ON_CHIP else ir.OP_COPY
         elif value._space in _ON_CHIP:
