@@ -643,7 +643,7 @@ kcache_remote_open(struct kcache_remote **out, uv_loop_t *loop,
 	r->stopping = stopping;
 	r->retry_ms = KCACHE_REMOTE_RETRY_MS;
 	r->st.url = r->url_text;
-	r->st.mode = cfg->remote_mode[5] != '\0' ? "read-write" : "read";
+	r->st.mode = r->writable ? "read-write" : "read";
 	r->st.last_error = r->last_error;
 	snprintf(r->channel, sizeof r->channel, KCACHE_REMOTE_CHANNEL "%u",
 	    r->url.db);

@@ -237,8 +237,9 @@ ctl_top_view_jobs(struct ctl_top_view *v, const Nkid__V1__JobsReply *jr,
 			    0;
 		}
 	}
-	qsort(v->clients, v->nclients, sizeof *v->clients,
-	    ctl_top_client_cmp_cb);
+	if (v->nclients > 0)
+		qsort(v->clients, v->nclients, sizeof *v->clients,
+		    ctl_top_client_cmp_cb);
 }
 
 /* The view of tp's last two samples (the current one must be good). */

@@ -225,6 +225,7 @@ parse(const struct ctl_cmd *cmd, struct ctl_args *a, ...)
 
 	free(out_buf);
 	free(err_buf);
+	free(fake_ctx.err_msg);
 	memset(&fake_ctx, 0, sizeof fake_ctx);
 	fake_ctx.cmd = cmd;
 	fake_ctx.out = open_memstream(&out_buf, &olen);
@@ -801,6 +802,7 @@ inputs(Nkid__V1__KernelRef *k, struct ctl_tensor_inputs *in, ...)
 		free(specs[--n]);
 	fclose(ctx.out);
 	fclose(ctx.err);
+	free(ctx.err_msg);	/* kept for --json, which is not asked here */
 	return (rc);
 }
 
