@@ -167,7 +167,9 @@ class NkiTensor:
         """A view with another shape (the same elements in row-major order).
 
         Supported when each dimension of the original is either split into,
-        or formed by, consecutive new dimensions whose index stays affine.
+        or formed by, consecutive new dimensions whose index stays affine;
+        a reshape of an HBM tensor that merges dimensions is a copy
+        (tracer.merge).
         """
         if not shape and "shape" in kwargs:         # t.reshape(shape=(...)), nki.tensor's
             shape = (kwargs["shape"],)
@@ -177,7 +179,12 @@ class NkiTensor:
         if int(np.prod(shape)) != self.size:
             raise _err("cannot reshape a tensor of shape %s into %s"
                        % (list(self.shape), list(shape)), ValueError)
-        return self._view(shape, _reshape_map(self.shape, shape))
+        try:
+            m = _reshape_map(self.shape, shape)
+        except NotImplementedError as e:
+            from .merge import merged_view
+            return merged_view(self, shape, e)
+        return self._view(shape, m)
 
     def broadcast_to(self, shape):
         """A view broadcasting size-1 dimensions (also the partition dim)."""
