@@ -194,3 +194,28 @@ def test_psum_tile_the_kernel_placed_is_still_refused_by_matmul(nkid_socket):
         nki.simulate_kernel(k, a, b)
     assert ("Expected operand 'stationary' of 'matmul' to be in address space 'sbuf',"
             " but got a tile in 'psum' instead") in str(e.value)
+
+
+# -- neuronxcc internals that NKI's reference kernels import
+
+def test_internal_modules_reference_kernels_import(nkid_socket):
+    # nki-samples' reference/util and rmsnorm_quant import these
+    from nkid.nki.compiler.backends.neuron.tensor import local_tile
+    from nkid.nki.compiler.backends.neuron.indexing import TileIndex
+    from nkid.nki.language.constants import sizeinbytes
+    assert sizeinbytes(np.float32) == 4 and sizeinbytes(nl.float8_e4m3) == 1
+    assert sizeinbytes(nl.bfloat16) == 2
+
+    seen = {}
+
+    def k(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        i = nl.arange(x.shape[0])[:, None]
+        t = nl.load(x)
+        seen["index"] = isinstance(i, TileIndex)
+        seen["tile"] = isinstance(t, local_tile)
+        nl.store(out, t)
+        return out
+    x = rng.standard_normal((8, 4)).astype(np.float32)
+    np.testing.assert_array_equal(nki.simulate_kernel(k, x), x)
+    assert seen == {"index": True, "tile": True}
