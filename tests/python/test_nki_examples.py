@@ -219,3 +219,48 @@ def test_internal_modules_reference_kernels_import(nkid_socket):
     x = rng.standard_normal((8, 4)).astype(np.float32)
     np.testing.assert_array_equal(nki.simulate_kernel(k, x), x)
     assert seen == {"index": True, "tile": True}
+
+
+# -- operand masking (NKI's "lhs_T[i_lhs_f <= 64]"), which rmsnorm_quant uses
+
+def masked_matmul(a, b):
+    """a [K, M] (lhsT), b [K, N]; only rows m < 40 of a^T, columns n < 300
+    of b and contraction k < 100 take part; the rest of out stays 7."""
+    K, M = a.shape
+    N = b.shape[1]
+    out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    res = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.sbuf)
+    res[...] = nl.full((M, N), 7.0, dtype=nl.float32)
+    i_k = nl.arange(K)[:, None]
+    i_m = nl.arange(M)[None, :]
+    i_n = nl.arange(N)[None, :]
+    at = nl.load(a)
+    bt = nl.load(b)
+    p = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.psum)
+    p[...] = nl.full((M, N), 7.0, dtype=nl.float32)
+    p[...] = nisa.nc_matmul(at[(i_m < 40) & (i_k < 100)], bt[i_n < 300])
+    nl.store(out, p)
+    return out
+
+
+def test_operand_masking_of_nc_matmul(nkid_socket):
+    a = rng.standard_normal((128, 64)).astype(np.float32)
+    b = rng.standard_normal((128, 512)).astype(np.float32)
+    got = nki.simulate_kernel(masked_matmul, a, b)
+    want = np.full((64, 512), 7.0, dtype=np.float32)
+    want[:40, :300] = a[:100, :40].T @ b[:100, :300]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_operand_masking_outside_matmul_is_refused(nkid_socket):
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        i_f = nl.arange(a.shape[1])[None, :]
+        nl.store(out, nl.exp(t[i_f < 3]))
+        return out
+    with pytest.raises(ValueError) as e:
+        nki.simulate_kernel(k, np.zeros((4, 8), np.float32))
+    assert "operand masking (tile[mask]) is only supported for the operands of matmul" \
+        in str(e.value)
+    assert "test_nki_examples.py:%d" % _line(k, "nl.exp(t[i_f < 3])") in str(e.value)

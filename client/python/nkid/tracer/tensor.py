@@ -85,7 +85,7 @@ class NkiTensor:
     """A tensor or tile of a traced kernel, seen through a view."""
 
     __slots__ = ("_tid", "shape", "dtype", "_imap", "_space", "_producer",
-                 "_inplace", "name", "__weakref__")
+                 "_inplace", "name", "_omask", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, tid, shape, dtype, imap, space, name=""):
@@ -97,6 +97,7 @@ class NkiTensor:
         self._producer = None
         self._inplace = False
         self.name = name
+        self._omask = ()        # operand masking, t[mask]: Affs over the view's axes
 
     # -- basic properties
     @property
@@ -144,6 +145,10 @@ class NkiTensor:
         return Access(self._tid, [a.subst(m) for a in self._imap], shape, mask)
 
     def __getitem__(self, key):
+        if isinstance(key, Predicate):      # t[mask]: NKI's operand masking (matmul)
+            v = self._view(self.shape, {j: Aff.axis(j) for j in range(len(self.shape))})
+            v._omask = tuple(self._omask) + tuple(mask_affs(key, self.shape))
+            return v
         if _dynamic.has_tile(key):          # t[idx_tile, ...]: indirect
             return _dynamic.getitem(self, key)
         if (len(self.shape) == 1 and self._space in (ir.SPACE_SBUF, ir.SPACE_PSUM)
@@ -615,6 +620,9 @@ def mask_affs(mask, shape):
 
 def _operand(b, x, shape, mask):
     if isinstance(x, NkiTensor):
+        if x._omask:
+            raise _err("operand masking (tile[mask]) is only supported for the operands of"
+                       " matmul (nl.matmul, nisa.nc_matmul); pass mask= instead", ValueError)
         acc = x._access(shape, mask)
         b.note_read(acc)
         return acc
@@ -753,7 +761,19 @@ def matmul(x, y, transpose_x=False, mask=None, engine=ir.ENGINE_DEFAULT):
     n = y.shape[1]
     shape = (m, n)
     ma = mask_affs(mask, shape)
-    srcs = [_operand(b, x, None, ()), _operand(b, y, None, ())]
+    srcs = []
+    for t, free, out_axis in ((x, 1 if transpose_x else 0, 0), (y, 1, 1)):
+        # operand masking (NKI's "lhs_T[i_lhs_f <= 64]"): the operand's
+        # masked-off elements are not read (they count as 0 in the sum); a
+        # constraint on its free axis alone also masks that output axis
+        acc = t._access(None, list(t._omask)) if isinstance(t, NkiTensor) \
+            else _operand(b, t, None, ())
+        if isinstance(t, NkiTensor):
+            b.note_read(acc)
+            for a in t._omask:
+                if a.axes() == [free]:
+                    ma.append(a.subst({free: Aff.axis(out_axis)}))
+        srcs.append(acc)
     fields = {"transpose_x": bool(transpose_x), "acc_dtype": ir.DT_FLOAT32}
     if engine:
         fields["engine"] = engine
