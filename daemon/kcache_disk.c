@@ -152,10 +152,17 @@ kcache_disk_open(struct kcache *kc, const struct config *cfg)
 		o.inline_max = strtoull(getenv("NKID_CACHE_INLINE_MAX"), NULL,
 		    10);
 	o.log = kcache_log_cb;
+	/*
+	 * Both timers are background work: they must not keep the loop
+	 * running once the server has stopped (kcache_disk_quiesce ends
+	 * them when nkid releases the cache).
+	 */
 	uv_timer_init(kc->loop, &kc->reopen);
 	kc->reopen.data = kc;
+	uv_unref((uv_handle_t *)&kc->reopen);
 	uv_timer_init(kc->loop, &kc->touch_timer);
 	kc->touch_timer.data = kc;
+	uv_unref((uv_handle_t *)&kc->touch_timer);
 	if (cfg->cache_dir == NULL) {
 		log_warn("no cache_dir; running without a persistent cache");
 		return;

@@ -1,4 +1,5 @@
 /* ctl.c: what every nkictl command shares: messages, numbers and seconds parsed, the connection to nkid and its calls, JSON and aligned output. */
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -185,6 +186,26 @@ ctl_call(struct ctl_ctx *ctx, const char *method, const ProtobufCMessage *req,
 }
 
 int
+ctl_call_print(struct ctl_ctx *ctx, const char *method,
+    const ProtobufCMessage *req, const ProtobufCMessageDescriptor *reply_desc,
+    cJSON *(*json)(struct ctl_ctx *, const ProtobufCMessage *),
+    void (*human)(struct ctl_ctx *, const ProtobufCMessage *))
+{
+	ProtobufCMessage	*reply;
+	int			 rc;
+
+	if ((rc = ctl_call(ctx, method, req, reply_desc, &reply)) !=
+	    CTL_EXIT_OK)
+		return (rc);
+	if (ctx->json)
+		rc = ctl_json_print(ctx, json(ctx, reply));
+	else
+		human(ctx, reply);
+	protobuf_c_message_free_unpacked(reply, NULL);
+	return (rc);
+}
+
+int
 ctl_json_print(struct ctl_ctx *ctx, cJSON *obj)
 {
 	char	*s;
@@ -204,6 +225,65 @@ ctl_json_print(struct ctl_ctx *ctx, cJSON *obj)
 	cJSON_free(s);
 	ctx->json_done = 1;
 	return (CTL_EXIT_OK);
+}
+
+/* The scalar field f of m as a JSON value; NULL when out of memory. */
+static cJSON *
+ctl_json_field(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f)
+{
+	const char	*p = (const char *)m + f->offset;
+
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_STRING:
+		return (cJSON_CreateString(*(char *const *)p));
+	case PROTOBUF_C_TYPE_BOOL:
+		return (cJSON_CreateBool(*(const protobuf_c_boolean *)p));
+	case PROTOBUF_C_TYPE_INT32:
+	case PROTOBUF_C_TYPE_SINT32:
+	case PROTOBUF_C_TYPE_SFIXED32:
+		return (cJSON_CreateNumber(*(const int32_t *)p));
+	case PROTOBUF_C_TYPE_UINT32:
+	case PROTOBUF_C_TYPE_FIXED32:
+		return (cJSON_CreateNumber(*(const uint32_t *)p));
+	case PROTOBUF_C_TYPE_INT64:
+	case PROTOBUF_C_TYPE_SINT64:
+	case PROTOBUF_C_TYPE_SFIXED64:
+		return (cJSON_CreateNumber((double)*(const int64_t *)p));
+	case PROTOBUF_C_TYPE_UINT64:
+	case PROTOBUF_C_TYPE_FIXED64:
+		return (cJSON_CreateNumber((double)*(const uint64_t *)p));
+	case PROTOBUF_C_TYPE_FLOAT:
+		return (cJSON_CreateNumber(*(const float *)p));
+	case PROTOBUF_C_TYPE_DOUBLE:
+		return (cJSON_CreateNumber(*(const double *)p));
+	default:
+		assert(!"a scalar field");
+		return (NULL);
+	}
+}
+
+void
+ctl_json_fields(cJSON *o, const ProtobufCMessage *m, const char *const *names)
+{
+	const ProtobufCFieldDescriptor	*f;
+
+	for (; o != NULL && *names != NULL; names++) {
+		f = protobuf_c_message_descriptor_get_field_by_name(
+		    m->descriptor, *names);
+		assert(f != NULL && f->label != PROTOBUF_C_LABEL_REPEATED);
+		cJSON_AddItemToObject(o, *names, ctl_json_field(m, f));
+	}
+}
+
+void
+ctl_text_print(FILE *f, const char *head, const char *text)
+{
+	if (text == NULL || *text == '\0')
+		return;
+	fputs(head, f);
+	fputs(text, f);
+	if (text[strlen(text) - 1] != '\n')
+		fputc('\n', f);
 }
 
 void

@@ -299,6 +299,16 @@ int	 ctl_call(struct ctl_ctx *ctx, const char *method,
 	    const ProtobufCMessage *req,
 	    const ProtobufCMessageDescriptor *reply_desc,
 	    ProtobufCMessage **reply);
+/*
+ * ctl_call, then print the reply: with --json the object json makes of it
+ * (NULL: out of memory), else human's text. Frees the reply. Returns the
+ * exit code.
+ */
+int	 ctl_call_print(struct ctl_ctx *ctx, const char *method,
+	    const ProtobufCMessage *req,
+	    const ProtobufCMessageDescriptor *reply_desc,
+	    struct cJSON *(*json)(struct ctl_ctx *, const ProtobufCMessage *),
+	    void (*human)(struct ctl_ctx *, const ProtobufCMessage *));
 /* Print the failure of a call as ctl_call does; returns the exit code. */
 int	 ctl_call_fail(struct ctl_ctx *ctx, const struct ctl_rpc_status *st);
 
@@ -306,6 +316,18 @@ int	 ctl_call_fail(struct ctl_ctx *ctx, const struct ctl_rpc_status *st);
  * one line to ctx->out, the command's one object. Returns CTL_EXIT_OK,
  * or CTL_EXIT_FAIL. */
 int	 ctl_json_print(struct ctl_ctx *ctx, struct cJSON *obj);
+/*
+ * Add to o, in order, the fields of m that names (NULL-terminated) lists,
+ * each under its own name: what a reply's figures are in --json. Strings
+ * become strings, bools booleans, numbers numbers; a name m's type does
+ * not have, or a repeated or message field, is a bug (asserted). o NULL
+ * (out of memory): nothing, as cJSON's own functions do.
+ */
+void	 ctl_json_fields(struct cJSON *o, const ProtobufCMessage *m,
+	    const char *const *names);
+/* Unless text is NULL or "": head, then text on f, with a final newline
+ * if text lacks one (a compiler log, device_print's output). */
+void	 ctl_text_print(FILE *f, const char *head, const char *text);
 /* "KEY  VALUE" with keys aligned, for human output. */
 void	 ctl_kv(struct ctl_ctx *ctx, const char *key, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));

@@ -26,7 +26,7 @@ static const struct ctl_opt ctl_benchmark_opts[] = {
 	CTL_KERNEL_CALL_OPTS_INPUT,
 	{ 'w', "warmup", "N", "untimed executions first (default 10)" },
 	{ 'n', "iters", "N", "timed executions (default 100)" },
-	{ 'c', "core", "CORE", "run on this core (default: any)" },
+	CTL_KERNEL_CALL_OPT_CORE,
 	{ 0, "csv", "FILE", "write the samples to FILE as CSV (-: stdout, "
 	    "instead of the report)" },
 	CTL_KERNEL_CALL_OPTS_TARGET,
@@ -178,6 +178,13 @@ ctl_benchmark_print(struct ctl_ctx *ctx, const Nkid__V1__BenchmarkReply *r,
 		    r->n_samples_us);
 }
 
+/* The figures of the reply in --json, before and after warmup and
+ * iters. */
+static const char *const ctl_benchmark_keys[] = { "job_id", "core", NULL };
+static const char *const ctl_benchmark_latency_keys[] = {
+	"latency_source", "latency_note", "model_us", "model_target", NULL
+};
+
 static int
 ctl_benchmark_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 {
@@ -195,22 +202,13 @@ ctl_benchmark_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 		return (rc);
 	if (csv != NULL && *csv == '\0')
 		return (ctl_usage_fail(ctx, "empty --csv path"));
-	if ((rc = ctl_kernel_call_init(ctx, a, &kc)) != CTL_EXIT_OK)
-		goto out;
-	req.ref = &kc.ref;
-	req.n_inputs = kc.in.n;
-	req.inputs = kc.in.ptrs;
 	req.warmup = (uint32_t)warmup;
 	req.iters = (uint32_t)iters;
-	req.core = kc.core;
-	req.return_neff = kc.neff != NULL;
-	if ((rc = ctl_kernel_call_send(ctx, &kc, "Benchmark", &req.base,
+	if ((rc = ctl_kernel_call_init(ctx, a, &kc)) != CTL_EXIT_OK ||
+	    (rc = ctl_kernel_call_send(ctx, &kc, "Benchmark", &req.base,
 	    &nkid__v1__benchmark_reply__descriptor)) != CTL_EXIT_OK)
 		goto out;
 	r = (const Nkid__V1__BenchmarkReply *)kc.reply;
-	if ((rc = ctl_kernel_call_neff_write(ctx, &kc, &r->neff)) !=
-	    CTL_EXIT_OK)
-		goto out;
 	if (csv != NULL && (rc = ctl_benchmark_csv(ctx, csv, r)) !=
 	    CTL_EXIT_OK)
 		goto out;
@@ -222,15 +220,10 @@ ctl_benchmark_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 		goto out;
 	}
 	if (o != NULL) {
-		cJSON_AddNumberToObject(o, "job_id", (double)r->job_id);
-		cJSON_AddNumberToObject(o, "core", r->core);
+		ctl_json_fields(o, &r->base, ctl_benchmark_keys);
 		cJSON_AddNumberToObject(o, "warmup", (double)warmup);
 		cJSON_AddNumberToObject(o, "iters", (double)iters);
-		cJSON_AddStringToObject(o, "latency_source",
-		    r->latency_source);
-		cJSON_AddStringToObject(o, "latency_note", r->latency_note);
-		cJSON_AddNumberToObject(o, "model_us", r->model_us);
-		cJSON_AddStringToObject(o, "model_target", r->model_target);
+		ctl_json_fields(o, &r->base, ctl_benchmark_latency_keys);
 		cJSON_AddItemToObject(o, "percentiles",
 		    ctl_benchmark_pct_json(r->percentiles, r->n_percentiles));
 		cJSON_AddItemToObject(o, "cpu_percentiles",
@@ -265,7 +258,7 @@ const struct ctl_cmd ctl_benchmark_cmd = {
 	    "latency is one modeled figure. --csv writes\n"
 	    "iteration,latency_us,cpu_us rows.\n",
 	.opts = ctl_benchmark_opts,
-	.args = { 1, 1, "KERNEL (a traced kernel file)" },
+	.args = CTL_KERNEL_CALL_ARGS,
 	.flags = CTL_CMD_SHAPES,
 	.timeout_s = CTL_TIMEOUT_KERNEL,
 	.exec = ctl_benchmark_exec,

@@ -347,6 +347,14 @@ ctl_cache_abbrev_len(char *const *keys, size_t n)
 	return (len > CACHE_KEY_LEN ? CACHE_KEY_LEN : len);
 }
 
+/* The fields of a CacheEntry in its JSON object, before log and
+ * signature. */
+static const char *const ctl_cache_entry_keys[] = {
+	"key", "kernel", "format", "target", "backend", "compiler_version",
+	"size", "created", "last_used", "hits", "compile_ms", "pinned",
+	"status", "digest", NULL
+};
+
 cJSON *
 ctl_cache_entry_json(const Nkid__V1__CacheEntry *m, int with_log,
     const Nkid__V1__CacheVerifyResult *v)
@@ -355,20 +363,7 @@ ctl_cache_entry_json(const Nkid__V1__CacheEntry *m, int with_log,
 
 	if (o == NULL)
 		return (NULL);
-	cJSON_AddStringToObject(o, "key", m->key);
-	cJSON_AddStringToObject(o, "kernel", m->kernel);
-	cJSON_AddStringToObject(o, "format", m->format);
-	cJSON_AddStringToObject(o, "target", m->target);
-	cJSON_AddStringToObject(o, "backend", m->backend);
-	cJSON_AddStringToObject(o, "compiler_version", m->compiler_version);
-	cJSON_AddNumberToObject(o, "size", (double)m->size);
-	cJSON_AddNumberToObject(o, "created", m->created);
-	cJSON_AddNumberToObject(o, "last_used", m->last_used);
-	cJSON_AddNumberToObject(o, "hits", (double)m->hits);
-	cJSON_AddNumberToObject(o, "compile_ms", m->compile_ms);
-	cJSON_AddBoolToObject(o, "pinned", m->pinned);
-	cJSON_AddStringToObject(o, "status", m->status);
-	cJSON_AddStringToObject(o, "digest", m->digest);
+	ctl_json_fields(o, &m->base, ctl_cache_entry_keys);
 	if (with_log)
 		cJSON_AddStringToObject(o, "log", m->log);
 	sig = v != NULL ? ctl_cache_sig_json(v->params, v->n_params) : NULL;
@@ -379,6 +374,12 @@ ctl_cache_entry_json(const Nkid__V1__CacheEntry *m, int with_log,
 	return (o);
 }
 
+/* The counters of a CacheStat reply in its JSON object. */
+static const char *const ctl_cache_stats_keys[] = {
+	"entries", "bytes", "max_bytes", "hits", "misses", "compiles",
+	"coalesced", "failures", "evictions", "corrupt", NULL
+};
+
 cJSON *
 ctl_cache_stats_json(const Nkid__V1__CacheStatReply *r)
 {
@@ -386,16 +387,7 @@ ctl_cache_stats_json(const Nkid__V1__CacheStatReply *r)
 
 	if ((o = cJSON_CreateObject()) == NULL)
 		return (NULL);
-	cJSON_AddNumberToObject(o, "entries", (double)r->entries);
-	cJSON_AddNumberToObject(o, "bytes", (double)r->bytes);
-	cJSON_AddNumberToObject(o, "max_bytes", (double)r->max_bytes);
-	cJSON_AddNumberToObject(o, "hits", (double)r->hits);
-	cJSON_AddNumberToObject(o, "misses", (double)r->misses);
-	cJSON_AddNumberToObject(o, "compiles", (double)r->compiles);
-	cJSON_AddNumberToObject(o, "coalesced", (double)r->coalesced);
-	cJSON_AddNumberToObject(o, "failures", (double)r->failures);
-	cJSON_AddNumberToObject(o, "evictions", (double)r->evictions);
-	cJSON_AddNumberToObject(o, "corrupt", (double)r->corrupt);
+	ctl_json_fields(o, &r->base, ctl_cache_stats_keys);
 	if (r->hits + r->misses > 0)
 		cJSON_AddNumberToObject(o, "hit_rate", (double)r->hits /
 		    (double)(r->hits + r->misses));

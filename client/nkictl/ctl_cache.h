@@ -20,6 +20,9 @@
 	{ 0, "state-dir", "DIR", "work on nkid's cache in DIR/cache, "	\
 	    "without nkid" }
 
+/* How usage lines show those rows. */
+#define CTL_CACHE_USAGE_DIR	"[--cache-dir DIR | --state-dir DIR]"
+
 /* --offline, for the commands that work through nkid unless told. */
 #define CTL_CACHE_OPT_OFFLINE						\
 	{ 0, "offline", NULL, "work on the cache directory (default "	\
@@ -130,7 +133,12 @@ struct cJSON *ctl_cache_entry_json(const Nkid__V1__CacheEntry *m,
  * NULL when out of memory. */
 struct cJSON *ctl_cache_stats_json(const Nkid__V1__CacheStatReply *r);
 
-/* A KEY... command: cache pin, unpin and rm. */
+/* A KEY operand, as a usage error names it. */
+#define CTL_CACHE_KEY_OPERAND	"KEY (a key or a unique prefix of one)"
+
+/* A KEY... command: cache pin, unpin and rm; its usage and operands. */
+#define CTL_CACHE_KEYS_USAGE	"KEY... " CTL_CACHE_USAGE_DIR
+#define CTL_CACHE_KEYS_ARGS	{ 1, -1, CTL_CACHE_KEY_OPERAND }
 struct ctl_cache_keys {
 	const char				*method;	/* "CachePin" */
 	const ProtobufCMessageDescriptor	*reply;

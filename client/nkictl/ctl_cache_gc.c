@@ -58,7 +58,7 @@ out:
 
 const struct ctl_cmd ctl_cache_gc_cmd = {
 	.name = "cache gc",
-	.usage = "[--failed] [--min-age S] [--cache-dir DIR | --state-dir DIR]",
+	.usage = "[--failed] [--min-age S] " CTL_CACHE_USAGE_DIR,
 	.help = "remove orphan and quarantined files (and failed entries) "
 	    "from a cache directory",
 	.opts = ctl_cache_gc_opts,

@@ -176,7 +176,7 @@ out:
 
 const struct ctl_cmd ctl_cache_import_cmd = {
 	.name = "cache import",
-	.usage = "FILE [--offline] [--cache-dir DIR | --state-dir DIR]",
+	.usage = "FILE [--offline] " CTL_CACHE_USAGE_DIR,
 	.help = "import a bundle, all or nothing, after verifying every digest "
 	    "(through nkid, or --offline into a cache directory)",
 	.about =

@@ -173,7 +173,7 @@ out:
 const struct ctl_cmd ctl_cache_ls_cmd = {
 	.name = "cache ls",
 	.usage = "[NAME] [-k PREFIX] [-n LIMIT] [--no-signature] "
-	    "[--cache-dir DIR | --state-dir DIR]",
+	    CTL_CACHE_USAGE_DIR,
 	.help = "list cache entries (of kernel NAME, a shell pattern), most "
 	    "recently used first, with their signatures",
 	.about =

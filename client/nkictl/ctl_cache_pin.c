@@ -57,18 +57,18 @@ ctl_cache_pin_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 
 const struct ctl_cmd ctl_cache_pin_cmd = {
 	.name = "cache pin",
-	.usage = "KEY... [--cache-dir DIR | --state-dir DIR]",
+	.usage = CTL_CACHE_KEYS_USAGE,
 	.help = "pin cache entries (keys or unique prefixes): never evicted",
 	.opts = ctl_cache_pin_opts,
-	.args = { 1, -1, "KEY (a key or a unique prefix of one)" },
+	.args = CTL_CACHE_KEYS_ARGS,
 	.exec = ctl_cache_pin_exec,
 };
 
 const struct ctl_cmd ctl_cache_unpin_cmd = {
 	.name = "cache unpin",
-	.usage = "KEY... [--cache-dir DIR | --state-dir DIR]",
+	.usage = CTL_CACHE_KEYS_USAGE,
 	.help = "unpin cache entries (keys or unique prefixes)",
 	.opts = ctl_cache_pin_opts,
-	.args = { 1, -1, "KEY (a key or a unique prefix of one)" },
+	.args = CTL_CACHE_KEYS_ARGS,
 	.exec = ctl_cache_pin_exec,
 };

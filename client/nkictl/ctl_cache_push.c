@@ -6,6 +6,11 @@
 #include "nkid.pb-c.h"
 #include "ctl.h"
 
+/* The figures of the reply in --json, before the missing keys. */
+static const char *const ctl_cache_push_keys[] = {
+	"pushed", "failed", "bytes", NULL
+};
+
 static int
 ctl_cache_push_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 {
@@ -24,9 +29,7 @@ ctl_cache_push_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 		return (rc);
 	if (ctx->json) {
 		o = cJSON_CreateObject();
-		cJSON_AddNumberToObject(o, "pushed", r->pushed);
-		cJSON_AddNumberToObject(o, "failed", r->failed);
-		cJSON_AddNumberToObject(o, "bytes", (double)r->bytes);
+		ctl_json_fields(o, &r->base, ctl_cache_push_keys);
 		m = cJSON_AddArrayToObject(o, "missing");
 		for (i = 0; m != NULL && i < r->n_missing; i++)
 			cJSON_AddItemToArray(m,

@@ -3,6 +3,13 @@
 
 #include "ctl_cache_remote.h"
 
+/* The figures of a RemoteStat in its JSON object. */
+static const char *const ctl_cache_remote_keys[] = {
+	"state", "url", "mode", "hits", "misses", "pushes", "rejected",
+	"errors", "locks_taken", "locks_waited", "skipped", "pulled_bytes",
+	"pushed_bytes", "last_error", NULL
+};
+
 struct cJSON *
 ctl_cache_remote_json(const Nkid__V1__RemoteStat *rs)
 {
@@ -10,20 +17,7 @@ ctl_cache_remote_json(const Nkid__V1__RemoteStat *rs)
 
 	if ((o = cJSON_CreateObject()) == NULL)
 		return (NULL);
-	cJSON_AddStringToObject(o, "state", rs->state);
-	cJSON_AddStringToObject(o, "url", rs->url);
-	cJSON_AddStringToObject(o, "mode", rs->mode);
-	cJSON_AddNumberToObject(o, "hits", (double)rs->hits);
-	cJSON_AddNumberToObject(o, "misses", (double)rs->misses);
-	cJSON_AddNumberToObject(o, "pushes", (double)rs->pushes);
-	cJSON_AddNumberToObject(o, "rejected", (double)rs->rejected);
-	cJSON_AddNumberToObject(o, "errors", (double)rs->errors);
-	cJSON_AddNumberToObject(o, "locks_taken", (double)rs->locks_taken);
-	cJSON_AddNumberToObject(o, "locks_waited", (double)rs->locks_waited);
-	cJSON_AddNumberToObject(o, "skipped", (double)rs->skipped);
-	cJSON_AddNumberToObject(o, "pulled_bytes", (double)rs->pulled_bytes);
-	cJSON_AddNumberToObject(o, "pushed_bytes", (double)rs->pushed_bytes);
-	cJSON_AddStringToObject(o, "last_error", rs->last_error);
+	ctl_json_fields(o, &rs->base, ctl_cache_remote_keys);
 	return (o);
 }
 

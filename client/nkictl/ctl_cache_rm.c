@@ -52,9 +52,9 @@ ctl_cache_rm_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 
 const struct ctl_cmd ctl_cache_rm_cmd = {
 	.name = "cache rm",
-	.usage = "KEY... [--cache-dir DIR | --state-dir DIR]",
+	.usage = CTL_CACHE_KEYS_USAGE,
 	.help = "remove cache entries (keys or unique prefixes)",
 	.opts = ctl_cache_rm_opts,
-	.args = { 1, -1, "KEY (a key or a unique prefix of one)" },
+	.args = CTL_CACHE_KEYS_ARGS,
 	.exec = ctl_cache_rm_exec,
 };

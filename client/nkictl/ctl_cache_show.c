@@ -37,9 +37,7 @@ ctl_cache_show_print(struct ctl_ctx *ctx, const Nkid__V1__CacheEntry *e,
 	    sizeof when), ctl_fmt_age(e->created, now, buf, sizeof buf));
 	ctl_kv(ctx, "last used", "%s (%s)", ctl_fmt_time(e->last_used, when,
 	    sizeof when), ctl_fmt_age(e->last_used, now, buf, sizeof buf));
-	if (*e->log != '\0')
-		fprintf(ctx->out, "log:\n%s%s", e->log,
-		    e->log[strlen(e->log) - 1] == '\n' ? "" : "\n");
+	ctl_text_print(ctx->out, "log:\n", e->log);
 }
 
 static int
@@ -87,9 +85,9 @@ out:
 
 const struct ctl_cmd ctl_cache_show_cmd = {
 	.name = "cache show",
-	.usage = "KEY [--cache-dir DIR | --state-dir DIR]",
+	.usage = "KEY " CTL_CACHE_USAGE_DIR,
 	.help = "show one cache entry with its signature and compiler log",
 	.opts = ctl_cache_show_opts,
-	.args = { 1, 1, "KEY (a key or a unique prefix of one)" },
+	.args = { 1, 1, CTL_CACHE_KEY_OPERAND },
 	.exec = ctl_cache_show_exec,
 };

@@ -97,7 +97,7 @@ out:
 
 const struct ctl_cmd ctl_cache_stat_cmd = {
 	.name = "cache stat",
-	.usage = "[--zero] [--cache-dir DIR | --state-dir DIR]",
+	.usage = "[--zero] " CTL_CACHE_USAGE_DIR,
 	.help = "show the cache's size, budget, hit rate and counters",
 	.opts = ctl_cache_stat_opts,
 	.exec = ctl_cache_stat_exec,

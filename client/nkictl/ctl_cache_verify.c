@@ -199,7 +199,7 @@ out:
 
 const struct ctl_cmd ctl_cache_verify_cmd = {
 	.name = "cache verify",
-	.usage = "[MANIFEST | -k KEY...] [--cache-dir DIR | --state-dir DIR]",
+	.usage = "[MANIFEST | -k KEY...] " CTL_CACHE_USAGE_DIR,
 	.help = "check that every entry (or those named, or every kernel of "
 	    "MANIFEST) is present and matches its digest",
 	.about =

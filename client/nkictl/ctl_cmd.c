@@ -143,9 +143,7 @@ ctl_cmd_help(const struct ctl_cmd *cmd, FILE *f)
 
 	ctl_cmd_usage(cmd, f);
 	fprintf(f, "%s\n", cmd->help);
-	if (cmd->about != NULL)
-		fprintf(f, "\n%s%s", cmd->about,
-		    cmd->about[strlen(cmd->about) - 1] == '\n' ? "" : "\n");
+	ctl_text_print(f, "\n", cmd->about);
 	fprintf(f, "\noptions:\n");
 	ctl_cmd_opts_print(cmd->opts, &width, 0, f);
 	ctl_cmd_opts_print(ctl_args_common, &width, 0, f);

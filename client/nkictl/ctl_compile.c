@@ -1,6 +1,5 @@
 /* ctl_compile.c: `nkictl compile KERNEL`: compile a traced kernel (or find it in nkid's cache) and show its NEFF key. */
 #include <stdio.h>
-#include <string.h>
 
 #include <cjson/cJSON.h>
 
@@ -13,6 +12,11 @@ static const struct ctl_opt ctl_compile_opts[] = {
 	CTL_KERNEL_CALL_OPTS_RETRY,
 	CTL_KERNEL_CALL_OPTS_NEFF,
 	CTL_OPT_END
+};
+
+/* The figures of the reply in --json, before the NEFF's path. */
+static const char *const ctl_compile_keys[] = {
+	"cache_hit", "coalesced", "compile_ms", "neff_size", NULL
 };
 
 static void
@@ -29,9 +33,7 @@ ctl_compile_print(struct ctl_ctx *ctx, const struct ctl_kernel_call *kc,
 	    sizeof buf));
 	if (kc->neff != NULL)
 		ctl_kv(ctx, "neff", "%s", kc->neff);
-	if (*r->log != '\0')
-		fprintf(ctx->out, "log:\n%s%s", r->log,
-		    r->log[strlen(r->log) - 1] == '\n' ? "" : "\n");
+	ctl_text_print(ctx->out, "log:\n", r->log);
 }
 
 static int
@@ -43,28 +45,18 @@ ctl_compile_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	cJSON				*o;
 	int				 rc;
 
-	if ((rc = ctl_kernel_call_init(ctx, a, &kc)) != CTL_EXIT_OK)
-		goto out;
-	req.ref = &kc.ref;
-	req.return_neff = kc.neff != NULL;
-	rc = ctl_kernel_call_send(ctx, &kc, "Compile", &req.base,
-	    &nkid__v1__compile_reply__descriptor);
-	if (rc != CTL_EXIT_OK)
+	if ((rc = ctl_kernel_call_init(ctx, a, &kc)) != CTL_EXIT_OK ||
+	    (rc = ctl_kernel_call_send(ctx, &kc, "Compile", &req.base,
+	    &nkid__v1__compile_reply__descriptor)) != CTL_EXIT_OK)
 		goto out;
 	r = (const Nkid__V1__CompileReply *)kc.reply;
-	if ((rc = ctl_kernel_call_neff_write(ctx, &kc, &r->neff)) !=
-	    CTL_EXIT_OK)
-		goto out;
 	o = ctl_kernel_call_head_print(ctx, &kc, r->kernel_name, r->neff_key);
 	if (!ctx->json) {
 		ctl_compile_print(ctx, &kc, r);
 		goto out;
 	}
 	if (o != NULL) {
-		cJSON_AddBoolToObject(o, "cache_hit", r->cache_hit);
-		cJSON_AddBoolToObject(o, "coalesced", r->coalesced);
-		cJSON_AddNumberToObject(o, "compile_ms", r->compile_ms);
-		cJSON_AddNumberToObject(o, "neff_size", (double)r->neff_size);
+		ctl_json_fields(o, &r->base, ctl_compile_keys);
 		if (kc.neff != NULL)
 			cJSON_AddStringToObject(o, "neff_path", kc.neff);
 		cJSON_AddStringToObject(o, "log", r->log);
@@ -82,7 +74,7 @@ const struct ctl_cmd ctl_compile_cmd = {
 	.help = "compile a traced kernel file (or find it in the cache) and "
 	    "show its NEFF key",
 	.opts = ctl_compile_opts,
-	.args = { 1, 1, "KERNEL (a traced kernel file)" },
+	.args = CTL_KERNEL_CALL_ARGS,
 	.timeout_s = CTL_TIMEOUT_KERNEL,
 	.exec = ctl_compile_exec,
 };

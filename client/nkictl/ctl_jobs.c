@@ -18,12 +18,20 @@ ctl_jobs_time(cJSON *o, const char *key, double t)
 		cJSON_AddNullToObject(o, key);
 }
 
-static cJSON *
-ctl_jobs_json(const Nkid__V1__JobsReply *r)
-{
-	cJSON	*o = cJSON_CreateObject(), *a, *j;
-	size_t	 i;
+/* The fields of a job in --json, before its class. */
+static const char *const ctl_jobs_keys[] = {
+	"id", "kind", "kernel", "pid", "uid", "core", NULL
+};
 
+static cJSON *
+ctl_jobs_json(struct ctl_ctx *ctx, const ProtobufCMessage *reply)
+{
+	const Nkid__V1__JobsReply	*r;
+	cJSON				*o, *a, *j;
+	size_t				 i;
+
+	r = (const Nkid__V1__JobsReply *)reply;
+	o = cJSON_CreateObject();
 	if (o == NULL || (a = cJSON_AddArrayToObject(o, "jobs")) == NULL)
 		return (o);
 	for (i = 0; i < r->n_jobs; i++) {
@@ -32,12 +40,7 @@ ctl_jobs_json(const Nkid__V1__JobsReply *r)
 		if ((j = cJSON_CreateObject()) == NULL ||
 		    !cJSON_AddItemToArray(a, j))
 			break;
-		cJSON_AddNumberToObject(j, "id", (double)k->id);
-		cJSON_AddStringToObject(j, "kind", k->kind);
-		cJSON_AddStringToObject(j, "kernel", k->kernel);
-		cJSON_AddNumberToObject(j, "pid", k->pid);
-		cJSON_AddNumberToObject(j, "uid", k->uid);
-		cJSON_AddNumberToObject(j, "core", k->core);
+		ctl_json_fields(j, &k->base, ctl_jobs_keys);
 		cJSON_AddStringToObject(j, "class", k->job_class);
 		cJSON_AddStringToObject(j, "state", k->state);
 		ctl_jobs_time(j, "queued_at", k->queued_at);
@@ -87,7 +90,7 @@ ctl_jobs_times(const Nkid__V1__Job *k, double now, char *wait, char *run,
 }
 
 static void
-ctl_jobs_human(struct ctl_ctx *ctx, const Nkid__V1__JobsReply *r)
+ctl_jobs_human(struct ctl_ctx *ctx, const ProtobufCMessage *reply)
 {
 	static const struct ctl_table_col cols[] = {
 		{ "ID", CTL_TABLE_RIGHT }, { "KIND", 0 },
@@ -97,13 +100,15 @@ ctl_jobs_human(struct ctl_ctx *ctx, const Nkid__V1__JobsReply *r)
 		{ "WAIT", CTL_TABLE_RIGHT }, { "RUN", CTL_TABLE_RIGHT },
 		{ "STATUS", 0 },
 	};
-	const Nkid__V1__Job	*k;
-	struct ctl_table	*t;
-	char			 id[24], pid[16], uid[16], core[16];
-	char			 q[24], wait[32], run[32];
-	double			 now = ctl_fmt_now();
-	size_t			 i;
+	const Nkid__V1__JobsReply	*r;
+	const Nkid__V1__Job		*k;
+	struct ctl_table		*t;
+	char				 id[24], pid[16], uid[16], core[16];
+	char				 q[24], wait[32], run[32];
+	double				 now = ctl_fmt_now();
+	size_t				 i;
 
+	r = (const Nkid__V1__JobsReply *)reply;
 	if (r->n_jobs == 0) {
 		fprintf(ctx->out, "no jobs\n");
 		return;
@@ -134,21 +139,11 @@ static const struct ctl_opt ctl_jobs_opts[] = {
 static int
 ctl_jobs_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 {
-	Nkid__V1__JobsRequest	 req = NKID__V1__JOBS_REQUEST__INIT;
-	Nkid__V1__JobsReply	*reply;
-	int			 rc;
+	Nkid__V1__JobsRequest	req = NKID__V1__JOBS_REQUEST__INIT;
 
 	req.all = ctl_args_has(a, "all") > 0;
-	rc = ctl_call(ctx, "Jobs", &req.base, &nkid__v1__jobs_reply__descriptor,
-	    (ProtobufCMessage **)&reply);
-	if (rc != CTL_EXIT_OK)
-		return (rc);
-	if (ctx->json)
-		rc = ctl_json_print(ctx, ctl_jobs_json(reply));
-	else
-		ctl_jobs_human(ctx, reply);
-	protobuf_c_message_free_unpacked(&reply->base, NULL);
-	return (rc);
+	return (ctl_call_print(ctx, "Jobs", &req.base,
+	    &nkid__v1__jobs_reply__descriptor, ctl_jobs_json, ctl_jobs_human));
 }
 
 const struct ctl_cmd ctl_jobs_cmd = {

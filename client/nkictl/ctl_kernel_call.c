@@ -95,13 +95,70 @@ ctl_kernel_call_release(struct ctl_kernel_call *kc)
 	memset(kc, 0, sizeof *kc);
 }
 
+/* Where message m keeps its field name, of type t; NULL if its type has
+ * none. */
+static const ProtobufCFieldDescriptor *
+ctl_kernel_call_field(const ProtobufCMessage *m, const char *name,
+    ProtobufCType t)
+{
+	const ProtobufCFieldDescriptor	*f;
+
+	f = protobuf_c_message_descriptor_get_field_by_name(m->descriptor,
+	    name);
+	assert(f == NULL || f->type == t);
+	return (f);
+}
+
+/* The fields of req that kc's options fill, where req's type has them. */
+static void
+ctl_kernel_call_request(const struct ctl_kernel_call *kc,
+    ProtobufCMessage *req)
+{
+	const ProtobufCFieldDescriptor	*f;
+	char				*base = (char *)req;
+
+	f = ctl_kernel_call_field(req, "ref", PROTOBUF_C_TYPE_MESSAGE);
+	if (f != NULL)
+		*(const Nkid__V1__KernelRef **)(base + f->offset) = &kc->ref;
+	f = ctl_kernel_call_field(req, "inputs", PROTOBUF_C_TYPE_MESSAGE);
+	if (f != NULL) {
+		assert(f->label == PROTOBUF_C_LABEL_REPEATED);
+		*(size_t *)(base + f->quantifier_offset) = kc->in.n;
+		*(Nkid__V1__Tensor ***)(base + f->offset) = kc->in.ptrs;
+	}
+	f = ctl_kernel_call_field(req, "core", PROTOBUF_C_TYPE_INT32);
+	if (f != NULL)
+		*(int32_t *)(base + f->offset) = kc->core;
+	f = ctl_kernel_call_field(req, "job_class", PROTOBUF_C_TYPE_ENUM);
+	if (f != NULL)
+		*(Nkid__V1__JobClass *)(base + f->offset) = kc->batch ?
+		    NKID__V1__JOB_CLASS__JOB_CLASS_BATCH :
+		    NKID__V1__JOB_CLASS__JOB_CLASS_INTERACTIVE;
+	f = ctl_kernel_call_field(req, "return_neff", PROTOBUF_C_TYPE_BOOL);
+	if (f != NULL)
+		*(protobuf_c_boolean *)(base + f->offset) = kc->neff != NULL;
+}
+
 int
 ctl_kernel_call_send(struct ctl_ctx *ctx, struct ctl_kernel_call *kc,
-    const char *method, const ProtobufCMessage *req,
+    const char *method, ProtobufCMessage *req,
     const ProtobufCMessageDescriptor *reply_desc)
 {
+	const ProtobufCFieldDescriptor	*f;
+	const ProtobufCBinaryData	*neff;
+	int				 rc;
+
 	assert(kc->reply == NULL);
-	return (ctl_call(ctx, method, req, reply_desc, &kc->reply));
+	ctl_kernel_call_request(kc, req);
+	if ((rc = ctl_call(ctx, method, req, reply_desc, &kc->reply)) !=
+	    CTL_EXIT_OK || kc->neff == NULL)
+		return (rc);
+	f = ctl_kernel_call_field(kc->reply, "neff", PROTOBUF_C_TYPE_BYTES);
+	assert(f != NULL);
+	neff = (const ProtobufCBinaryData *)((const char *)kc->reply +
+	    f->offset);
+	return (ctl_kernel_call_file_write(ctx, kc->neff, neff->data,
+	    neff->len));
 }
 
 /* Write len bytes to fd; 0, or -1 with errno. */
@@ -150,16 +207,6 @@ fail:
 	free(tmp);
 	return (ctl_fail(ctx, CTL_CODE_LOCAL, "cannot write '%s': %s", path,
 	    strerror(e)));
-}
-
-int
-ctl_kernel_call_neff_write(struct ctl_ctx *ctx,
-    const struct ctl_kernel_call *kc, const ProtobufCBinaryData *neff)
-{
-	if (kc->neff == NULL)
-		return (CTL_EXIT_OK);
-	return (ctl_kernel_call_file_write(ctx, kc->neff, neff->data,
-	    neff->len));
 }
 
 cJSON *

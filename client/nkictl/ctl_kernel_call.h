@@ -18,8 +18,9 @@ struct cJSON;
 #define CTL_KERNEL_CALL_OPTS_OUTPUT					\
 	{ 'o', "output-dir", "DIR", "write the outputs to "		\
 	    "DIR/NAME.npy (default: .)" }
-#define CTL_KERNEL_CALL_OPTS_CORE					\
-	{ 'c', "core", "CORE", "run on this core (default: any)" },	\
+#define CTL_KERNEL_CALL_OPT_CORE					\
+	{ 'c', "core", "CORE", "run on this core (default: any)" }
+#define CTL_KERNEL_CALL_OPT_BATCH					\
 	{ 0, "batch", NULL, "queue the job in the batch class" }
 #define CTL_KERNEL_CALL_OPTS_TARGET					\
 	{ 't', "target", "T", "compile for target T (default: the "	\
@@ -31,6 +32,9 @@ struct cJSON;
 	    "is cached" }
 #define CTL_KERNEL_CALL_OPTS_NEFF					\
 	{ 0, "neff", "FILE", "write the compiled NEFF to FILE" }
+
+/* The operand of these commands. */
+#define CTL_KERNEL_CALL_ARGS	{ 1, 1, "KERNEL (a traced kernel file)" }
 
 struct ctl_kernel_call {
 	const char			*outdir;	/* -o, or "." */
@@ -57,13 +61,18 @@ int	 ctl_kernel_call_init(struct ctl_ctx *ctx, const struct ctl_args *a,
 void	 ctl_kernel_call_release(struct ctl_kernel_call *kc);
 
 /*
- * Call method with req (which borrows kc->ref) and keep the reply of type
- * reply_desc in kc->reply (freed by ctl_kernel_call_release). Returns
- * CTL_EXIT_OK, or the failure (printed) as ctl_call does.
+ * Call method with req and keep the reply of type reply_desc in kc->reply
+ * (freed by ctl_kernel_call_release). The fields that kernel requests
+ * share are set here, by name, in the requests that have them: ref (to
+ * kc->ref, borrowed), inputs (-i), core (-c), job_class (--batch) and
+ * return_neff (--neff); the command sets the others. With --neff FILE,
+ * the reply's neff is then written there (through a temp file and a
+ * rename). Returns CTL_EXIT_OK, or the failure (printed) as ctl_call
+ * does, or that of the write.
  */
 int	 ctl_kernel_call_send(struct ctl_ctx *ctx,
 	    struct ctl_kernel_call *kc, const char *method,
-	    const ProtobufCMessage *req,
+	    ProtobufCMessage *req,
 	    const ProtobufCMessageDescriptor *reply_desc);
 
 /*
@@ -72,14 +81,6 @@ int	 ctl_kernel_call_send(struct ctl_ctx *ctx,
  */
 int	 ctl_kernel_call_file_write(struct ctl_ctx *ctx, const char *path,
 	    const void *data, size_t len);
-
-/*
- * With --neff FILE, write the reply's NEFF image there (through a temp
- * file and a rename). Returns CTL_EXIT_OK (also without --neff) or
- * CTL_EXIT_FAIL (printed).
- */
-int	 ctl_kernel_call_neff_write(struct ctl_ctx *ctx,
-	    const struct ctl_kernel_call *kc, const ProtobufCBinaryData *neff);
 
 /*
  * Begin the report of a reply: with --json a new object (NULL when out of

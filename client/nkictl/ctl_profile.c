@@ -27,7 +27,7 @@ static const struct ctl_opt ctl_profile_opts[] = {
 	    "/) and the outputs to DIR (default: .)" },
 	{ 'n', "num-execs", "N", "execute N times (default: PROFILE_NTH)" },
 	{ 0, "profile-nth", "K", "trace executions K, 2K, ... (default 1)" },
-	{ 'c', "core", "CORE", "run on this core (default: any)" },
+	CTL_KERNEL_CALL_OPT_CORE,
 	{ 0, "overwrite", NULL, "replace artifacts that exist (default: "
 	    "refuse)" },
 	CTL_KERNEL_CALL_OPTS_TARGET,
@@ -195,12 +195,8 @@ ctl_profile_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	if (!ctl_args_has(a, "overwrite") && (rc = ctl_profile_check(ctx,
 	    kc.outdir, execs, nth)) != CTL_EXIT_OK)
 		goto out;
-	req.ref = &kc.ref;
-	req.n_inputs = kc.in.n;
-	req.inputs = kc.in.ptrs;
 	req.num_execs = (uint32_t)execs;
 	req.profile_nth = (uint32_t)nth;
-	req.core = kc.core;
 	if ((rc = ctl_kernel_call_send(ctx, &kc, "Profile", &req.base,
 	    &nkid__v1__profile_reply__descriptor)) != CTL_EXIT_OK)
 		goto out;
@@ -230,7 +226,7 @@ const struct ctl_cmd ctl_profile_cmd = {
 	    "and json_reports/profile.json (...), as nki.profile writes\n"
 	    "them (docs/profile.md), and the outputs as NAME.npy.\n",
 	.opts = ctl_profile_opts,
-	.args = { 1, 1, "KERNEL (a traced kernel file)" },
+	.args = CTL_KERNEL_CALL_ARGS,
 	.timeout_s = CTL_TIMEOUT_KERNEL,
 	.exec = ctl_profile_exec,
 };

@@ -161,6 +161,77 @@ ctl_rpc_wait(struct ctl_rpc *r, void *tag)
 	}
 }
 
+/* msg packed into a new byte buffer (the caller destroys it); NULL when
+ * out of memory. */
+static grpc_byte_buffer *
+ctl_rpc_pack(const ProtobufCMessage *msg)
+{
+	grpc_byte_buffer	*bb;
+	grpc_slice		 body;
+	uint8_t			*buf;
+	size_t			 len = protobuf_c_message_get_packed_size(msg);
+
+	if ((buf = malloc(len ? len : 1)) == NULL)
+		return (NULL);
+	protobuf_c_message_pack(msg, buf);
+	/* The slice takes the buffer (no copy) and frees it. */
+	body = grpc_slice_new(buf, len, free);
+	bb = grpc_raw_byte_buffer_create(&body, 1);
+	grpc_slice_unref(body);
+	return (bb);
+}
+
+/* The message of type desc that bb holds into *msg (NULL: malformed).
+ * Returns 0, or -1 if bb cannot be read. */
+static int
+ctl_rpc_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc,
+    ProtobufCMessage **msg)
+{
+	grpc_byte_buffer_reader	rd;
+	grpc_slice		all;
+
+	*msg = NULL;
+	if (!grpc_byte_buffer_reader_init(&rd, bb))
+		return (-1);
+	all = grpc_byte_buffer_reader_readall(&rd);
+	grpc_byte_buffer_reader_destroy(&rd);
+	*msg = protobuf_c_message_unpack(desc, NULL, GRPC_SLICE_LENGTH(all),
+	    GRPC_SLICE_START_PTR(all));
+	grpc_slice_unref(all);
+	return (0);
+}
+
+/* s seconds from now (< 0: never). */
+static gpr_timespec
+ctl_rpc_deadline(double s)
+{
+	if (s < 0)
+		return (gpr_inf_future(GPR_CLOCK_MONOTONIC));
+	return (gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+	    gpr_time_from_micros((int64_t)(s * 1e6), GPR_TIMESPAN)));
+}
+
+/* A call of method on r's channel that ends after timeout_s seconds (<= 0:
+ * never). */
+static grpc_call *
+ctl_rpc_call_new(struct ctl_rpc *r, const char *method, double timeout_s)
+{
+	gpr_timespec	 deadline;
+	grpc_slice	 mslice;
+	grpc_call	*call;
+	char		 path[128];
+
+	deadline = timeout_s <= 0 ? gpr_inf_future(GPR_CLOCK_REALTIME) :
+	    ctl_rpc_deadline(timeout_s);
+	snprintf(path, sizeof path, CTL_RPC_SERVICE "%s", method);
+	/* A copy: the call may read the method after path is gone. */
+	mslice = grpc_slice_from_copied_string(path);
+	call = grpc_channel_create_call(r->channel, NULL,
+	    GRPC_PROPAGATE_DEFAULTS, r->cq, mslice, NULL, deadline, NULL);
+	grpc_slice_unref(mslice);
+	return (call);
+}
+
 int
 ctl_rpc_call(struct ctl_rpc *r, const char *method, const ProtobufCMessage *req,
     const ProtobufCMessageDescriptor *reply_desc, double timeout_s,
@@ -169,45 +240,25 @@ ctl_rpc_call(struct ctl_rpc *r, const char *method, const ProtobufCMessage *req,
 	grpc_metadata_array	 md_initial, md_trailing;
 	grpc_byte_buffer	*send_bb = NULL, *recv_bb = NULL;
 	grpc_status_code	 code = GRPC_STATUS_UNKNOWN;
-	grpc_slice		 details = grpc_empty_slice(), body, mslice;
+	grpc_slice		 details = grpc_empty_slice();
 	const char		*error_string = NULL;
-	char			 path[128];
 	grpc_op			 ops[6];
 	grpc_call		*call;
 	grpc_call_error		 cerr;
-	gpr_timespec		 deadline;
-	uint8_t			*buf;
-	size_t			 len;
 	int			 rc = -1;
 
 	assert(r != NULL && method != NULL && req != NULL && reply != NULL);
 	memset(st, 0, sizeof *st);
 	*reply = NULL;
 
-	len = protobuf_c_message_get_packed_size(req);
-	buf = malloc(len ? len : 1);
-	if (buf == NULL) {
+	if ((send_bb = ctl_rpc_pack(req)) == NULL) {
 		st->code = GRPC_STATUS_RESOURCE_EXHAUSTED;
 		snprintf(st->msg, sizeof st->msg,
-		    "out of memory for a request of %zu bytes", len);
+		    "out of memory for a request of %zu bytes",
+		    protobuf_c_message_get_packed_size(req));
 		return (-1);
 	}
-	protobuf_c_message_pack(req, buf);
-	/* The slice takes the buffer (no copy) and frees it. */
-	body = grpc_slice_new(buf, len, free);
-	send_bb = grpc_raw_byte_buffer_create(&body, 1);
-	grpc_slice_unref(body);
-
-	if (timeout_s <= 0)
-		deadline = gpr_inf_future(GPR_CLOCK_REALTIME);
-	else
-		deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-		    gpr_time_from_micros((int64_t)(timeout_s * 1e6),
-		    GPR_TIMESPAN));
-	snprintf(path, sizeof path, CTL_RPC_SERVICE "%s", method);
-	mslice = grpc_slice_from_static_string(path);
-	call = grpc_channel_create_call(r->channel, NULL,
-	    GRPC_PROPAGATE_DEFAULTS, r->cq, mslice, NULL, deadline, NULL);
+	call = ctl_rpc_call_new(r, method, timeout_s);
 	grpc_metadata_array_init(&md_initial);
 	grpc_metadata_array_init(&md_trailing);
 
@@ -256,21 +307,10 @@ ctl_rpc_call(struct ctl_rpc *r, const char *method, const ProtobufCMessage *req,
 		snprintf(st->msg, sizeof st->msg, "no reply message");
 		goto out;
 	}
-	{
-		grpc_byte_buffer_reader rd;
-		grpc_slice all;
-
-		if (!grpc_byte_buffer_reader_init(&rd, recv_bb)) {
-			st->code = GRPC_STATUS_INTERNAL;
-			snprintf(st->msg, sizeof st->msg,
-			    "cannot read the reply");
-			goto out;
-		}
-		all = grpc_byte_buffer_reader_readall(&rd);
-		grpc_byte_buffer_reader_destroy(&rd);
-		*reply = protobuf_c_message_unpack(reply_desc, NULL,
-		    GRPC_SLICE_LENGTH(all), GRPC_SLICE_START_PTR(all));
-		grpc_slice_unref(all);
+	if (ctl_rpc_unpack(recv_bb, reply_desc, reply) < 0) {
+		st->code = GRPC_STATUS_INTERNAL;
+		snprintf(st->msg, sizeof st->msg, "cannot read the reply");
+		goto out;
 	}
 	if (*reply == NULL) {
 		st->code = GRPC_STATUS_INTERNAL;
@@ -363,24 +403,12 @@ ctl_rpc_stream_wait(struct ctl_rpc_stream *cs, int *tag, gpr_timespec deadline)
 	}
 }
 
-static gpr_timespec
-ctl_rpc_deadline(double s)
-{
-	if (s < 0)
-		return (gpr_inf_future(GPR_CLOCK_MONOTONIC));
-	return (gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-	    gpr_time_from_micros((int64_t)(s * 1e6), GPR_TIMESPAN)));
-}
-
 int
 ctl_rpc_stream_open(struct ctl_rpc *r, const char *method, double timeout_s,
     struct ctl_rpc_stream **out, struct ctl_rpc_status *st)
 {
 	struct ctl_rpc_stream	*cs;
 	grpc_op			 ops[2];
-	char			 path[128];
-	grpc_slice		 mslice;
-	gpr_timespec		 deadline;
 
 	memset(st, 0, sizeof *st);
 	*out = NULL;
@@ -394,12 +422,7 @@ ctl_rpc_stream_open(struct ctl_rpc *r, const char *method, double timeout_s,
 	cs->code = GRPC_STATUS_UNKNOWN;
 	grpc_metadata_array_init(&cs->md_initial);
 	grpc_metadata_array_init(&cs->md_trailing);
-	deadline = timeout_s <= 0 ? gpr_inf_future(GPR_CLOCK_REALTIME) :
-	    ctl_rpc_deadline(timeout_s);
-	snprintf(path, sizeof path, CTL_RPC_SERVICE "%s", method);
-	mslice = grpc_slice_from_static_string(path);
-	cs->call = grpc_channel_create_call(r->channel, NULL,
-	    GRPC_PROPAGATE_DEFAULTS, r->cq, mslice, NULL, deadline, NULL);
+	cs->call = ctl_rpc_call_new(r, method, timeout_s);
 
 	memset(ops, 0, sizeof ops);
 	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
@@ -431,17 +454,10 @@ fail:
 int
 ctl_rpc_stream_send(struct ctl_rpc_stream *cs, const ProtobufCMessage *msg)
 {
-	size_t		 len = protobuf_c_message_get_packed_size(msg);
-	uint8_t		*buf = malloc(len ? len : 1);
-	grpc_slice	 body;
-	grpc_op		 op;
+	grpc_op	op;
 
-	if (buf == NULL || cs->finished)
-		return (free(buf), -1);
-	protobuf_c_message_pack(msg, buf);
-	body = grpc_slice_new(buf, len, free);
-	cs->send_bb = grpc_raw_byte_buffer_create(&body, 1);
-	grpc_slice_unref(body);
+	if (cs->finished || (cs->send_bb = ctl_rpc_pack(msg)) == NULL)
+		return (-1);
 	memset(&op, 0, sizeof op);
 	op.op = GRPC_OP_SEND_MESSAGE;
 	op.data.send_message.send_message = cs->send_bb;
@@ -480,9 +496,8 @@ ctl_rpc_stream_recv(struct ctl_rpc_stream *cs,
     const ProtobufCMessageDescriptor *desc, double wait_s,
     ProtobufCMessage **msg)
 {
-	grpc_op			ops[2], *op = ops;
-	grpc_byte_buffer_reader	rd;
-	grpc_slice		all;
+	grpc_op	ops[2], *op = ops;
+	int	rc;
 
 	*msg = NULL;
 	if (!cs->recv_busy) {
@@ -510,19 +525,10 @@ ctl_rpc_stream_recv(struct ctl_rpc_stream *cs,
 		return (-1);
 	if (cs->recv_bb == NULL)
 		return (0);
-	if (!grpc_byte_buffer_reader_init(&rd, cs->recv_bb)) {
-		grpc_byte_buffer_destroy(cs->recv_bb);
-		cs->recv_bb = NULL;
-		return (-1);
-	}
-	all = grpc_byte_buffer_reader_readall(&rd);
-	grpc_byte_buffer_reader_destroy(&rd);
+	rc = ctl_rpc_unpack(cs->recv_bb, desc, msg);
 	grpc_byte_buffer_destroy(cs->recv_bb);
 	cs->recv_bb = NULL;
-	*msg = protobuf_c_message_unpack(desc, NULL, GRPC_SLICE_LENGTH(all),
-	    GRPC_SLICE_START_PTR(all));
-	grpc_slice_unref(all);
-	return (*msg != NULL ? 1 : -1);
+	return (rc == 0 && *msg != NULL ? 1 : -1);
 }
 
 int

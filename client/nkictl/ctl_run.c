@@ -10,11 +10,17 @@
 static const struct ctl_opt ctl_run_opts[] = {
 	CTL_KERNEL_CALL_OPTS_INPUT,
 	CTL_KERNEL_CALL_OPTS_OUTPUT,
-	CTL_KERNEL_CALL_OPTS_CORE,
+	CTL_KERNEL_CALL_OPT_CORE,
+	CTL_KERNEL_CALL_OPT_BATCH,
 	CTL_KERNEL_CALL_OPTS_TARGET,
 	CTL_KERNEL_CALL_OPTS_RETRY,
 	CTL_KERNEL_CALL_OPTS_NEFF,
 	CTL_OPT_END
+};
+
+/* The figures of the reply in --json, before the outputs. */
+static const char *const ctl_run_keys[] = {
+	"cache_hit", "job_id", "core", "queue_us", "exec_us", NULL
 };
 
 static int
@@ -27,31 +33,15 @@ ctl_run_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	char				 t[32];
 	int				 rc;
 
-	if ((rc = ctl_kernel_call_init(ctx, a, &kc)) != CTL_EXIT_OK)
-		goto out;
-	req.ref = &kc.ref;
-	req.n_inputs = kc.in.n;
-	req.inputs = kc.in.ptrs;
-	req.core = kc.core;
-	req.job_class = kc.batch ? NKID__V1__JOB_CLASS__JOB_CLASS_BATCH :
-	    NKID__V1__JOB_CLASS__JOB_CLASS_INTERACTIVE;
-	req.return_neff = kc.neff != NULL;
-	rc = ctl_kernel_call_send(ctx, &kc, "Run", &req.base,
-	    &nkid__v1__run_reply__descriptor);
-	if (rc != CTL_EXIT_OK)
+	if ((rc = ctl_kernel_call_init(ctx, a, &kc)) != CTL_EXIT_OK ||
+	    (rc = ctl_kernel_call_send(ctx, &kc, "Run", &req.base,
+	    &nkid__v1__run_reply__descriptor)) != CTL_EXIT_OK)
 		goto out;
 	r = (const Nkid__V1__RunReply *)kc.reply;
-	if ((rc = ctl_kernel_call_neff_write(ctx, &kc, &r->neff)) !=
-	    CTL_EXIT_OK)
-		goto out;
 	o = ctl_kernel_call_head_print(ctx, &kc, NULL, r->neff_key);
-	if (ctx->json) {
-		cJSON_AddBoolToObject(o, "cache_hit", r->cache_hit);
-		cJSON_AddNumberToObject(o, "job_id", (double)r->job_id);
-		cJSON_AddNumberToObject(o, "core", r->core);
-		cJSON_AddNumberToObject(o, "queue_us", r->queue_us);
-		cJSON_AddNumberToObject(o, "exec_us", r->exec_us);
-	} else {
+	if (ctx->json)
+		ctl_json_fields(o, &r->base, ctl_run_keys);
+	else {
 		ctl_kv(ctx, "cache hit", "%s", r->cache_hit ? "yes" : "no");
 		ctl_kv(ctx, "job", "%llu on core %u",
 		    (unsigned long long)r->job_id, r->core);
@@ -79,7 +69,7 @@ const struct ctl_cmd ctl_run_cmd = {
 	    "parameter's dtype and shape, or nkictl exits 2 before calling\n"
 	    "nkid.\n",
 	.opts = ctl_run_opts,
-	.args = { 1, 1, "KERNEL (a traced kernel file)" },
+	.args = CTL_KERNEL_CALL_ARGS,
 	.timeout_s = CTL_TIMEOUT_KERNEL,
 	.exec = ctl_run_exec,
 };

@@ -14,23 +14,35 @@ ctl_status_str(const char *s)
 	return (s != NULL && *s != '\0' ? s : "-");
 }
 
-static cJSON *
-ctl_status_json(const struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
-{
-	cJSON	*o = cJSON_CreateObject(), *a, *c, *m, *x;
-	size_t	 i;
+/* The fields of a reply in --json, those of a core and of the job
+ * counters. */
+static const char *const ctl_status_keys[] = {
+	"version", "pid", "uptime_s", "backend", NULL
+};
+static const char *const ctl_status_path_keys[] = {
+	"config_path", "state_dir", "cache_dir", NULL
+};
+static const char *const ctl_status_core_keys[] = {
+	"index", "state", "job_id", "holder_pid", "holder_uid", "busy_s", NULL
+};
+static const char *const ctl_status_job_keys[] = {
+	"queued", "running", "completed", "cancelled", "rejected", NULL
+};
 
-	if (o == NULL)
+static cJSON *
+ctl_status_json(struct ctl_ctx *ctx, const ProtobufCMessage *reply)
+{
+	const Nkid__V1__StatusReply	*r;
+	cJSON				*o, *a, *c, *m, *x;
+	size_t				 i;
+
+	r = (const Nkid__V1__StatusReply *)reply;
+	if ((o = cJSON_CreateObject()) == NULL)
 		return (NULL);
-	cJSON_AddStringToObject(o, "version", r->version);
-	cJSON_AddNumberToObject(o, "pid", r->pid);
-	cJSON_AddNumberToObject(o, "uptime_s", r->uptime_s);
-	cJSON_AddStringToObject(o, "backend", r->backend);
+	ctl_json_fields(o, &r->base, ctl_status_keys);
 	cJSON_AddStringToObject(o, "socket", *r->socket ? r->socket :
 	    ctx->socket);
-	cJSON_AddStringToObject(o, "config_path", r->config_path);
-	cJSON_AddStringToObject(o, "state_dir", r->state_dir);
-	cJSON_AddStringToObject(o, "cache_dir", r->cache_dir);
+	ctl_json_fields(o, &r->base, ctl_status_path_keys);
 	x = cJSON_AddObjectToObject(o, "backend_versions");
 	for (i = 0; x != NULL && i < r->n_backend_versions; i++)
 		cJSON_AddStringToObject(x, r->backend_versions[i]->key,
@@ -38,17 +50,10 @@ ctl_status_json(const struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 
 	a = cJSON_AddArrayToObject(o, "cores");
 	for (i = 0; a != NULL && i < r->n_cores; i++) {
-		const Nkid__V1__Core *k = r->cores[i];
-
 		c = cJSON_CreateObject();
 		if (c == NULL || !cJSON_AddItemToArray(a, c))
 			break;
-		cJSON_AddNumberToObject(c, "index", k->index);
-		cJSON_AddStringToObject(c, "state", k->state);
-		cJSON_AddNumberToObject(c, "job_id", (double)k->job_id);
-		cJSON_AddNumberToObject(c, "holder_pid", k->holder_pid);
-		cJSON_AddNumberToObject(c, "holder_uid", k->holder_uid);
-		cJSON_AddNumberToObject(c, "busy_s", k->busy_s);
+		ctl_json_fields(c, &r->cores[i]->base, ctl_status_core_keys);
 	}
 
 	c = cJSON_AddObjectToObject(o, "counters");
@@ -81,13 +86,7 @@ ctl_status_json(const struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 		cJSON_AddItemToObject(o, "cache", x);
 	}
 	if (r->jobs != NULL && (c = cJSON_AddObjectToObject(o, "jobs"))) {
-		const Nkid__V1__JobCounters *j = r->jobs;
-
-		cJSON_AddNumberToObject(c, "queued", (double)j->queued);
-		cJSON_AddNumberToObject(c, "running", (double)j->running);
-		cJSON_AddNumberToObject(c, "completed", (double)j->completed);
-		cJSON_AddNumberToObject(c, "cancelled", (double)j->cancelled);
-		cJSON_AddNumberToObject(c, "rejected", (double)j->rejected);
+		ctl_json_fields(c, &r->jobs->base, ctl_status_job_keys);
 		a = cJSON_AddArrayToObject(c, "core_busy_s");
 		for (i = 0; a != NULL && i < r->n_cores; i++)
 			cJSON_AddItemToArray(a,
@@ -160,14 +159,19 @@ ctl_status_methods(struct ctl_ctx *ctx, const Nkid__V1__Counters *n)
 }
 
 static void
-ctl_status_human(struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
+ctl_status_human(struct ctl_ctx *ctx, const ProtobufCMessage *reply)
 {
-	const Nkid__V1__Counters	*n = r->counters;
-	const Nkid__V1__CacheStatReply	*k = r->cache;
-	const Nkid__V1__JobCounters	*j = r->jobs;
+	const Nkid__V1__StatusReply	*r;
+	const Nkid__V1__Counters	*n;
+	const Nkid__V1__CacheStatReply	*k;
+	const Nkid__V1__JobCounters	*j;
 	char				 b1[32], b2[32], b3[32], key[40];
 	size_t				 i;
 
+	r = (const Nkid__V1__StatusReply *)reply;
+	n = r->counters;
+	k = r->cache;
+	j = r->jobs;
 	ctl_kv(ctx, "version", "%s", ctl_status_str(r->version));
 	ctl_kv(ctx, "pid", "%u", r->pid);
 	ctl_kv(ctx, "uptime", "%s", ctl_fmt_seconds(r->uptime_s, b1,
@@ -224,20 +228,11 @@ ctl_status_human(struct ctl_ctx *ctx, const Nkid__V1__StatusReply *r)
 static int
 ctl_status_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 {
-	Nkid__V1__StatusRequest	 req = NKID__V1__STATUS_REQUEST__INIT;
-	Nkid__V1__StatusReply	*reply;
-	int			 rc;
+	Nkid__V1__StatusRequest	req = NKID__V1__STATUS_REQUEST__INIT;
 
-	rc = ctl_call(ctx, "Status", &req.base,
-	    &nkid__v1__status_reply__descriptor, (ProtobufCMessage **)&reply);
-	if (rc != CTL_EXIT_OK)
-		return (rc);
-	if (ctx->json)
-		rc = ctl_json_print(ctx, ctl_status_json(ctx, reply));
-	else
-		ctl_status_human(ctx, reply);
-	protobuf_c_message_free_unpacked(&reply->base, NULL);
-	return (rc);
+	return (ctl_call_print(ctx, "Status", &req.base,
+	    &nkid__v1__status_reply__descriptor, ctl_status_json,
+	    ctl_status_human));
 }
 
 const struct ctl_cmd ctl_status_cmd = {

@@ -443,6 +443,27 @@ npy_size_check(const struct npy_array *a, uint64_t have, const char *name,
 	    (unsigned long long)have));
 }
 
+/*
+ * The header of hlen bytes checked into out, and have data bytes after it
+ * checked against it; then out->data allocated for them (not read).
+ * Returns NPY_OK or the error (in err); out is then to be released.
+ */
+static int
+npy_body_alloc(const char *hdr, size_t hlen, uint64_t have, const char *name,
+    struct npy_array *out, char *err, size_t errlen)
+{
+	int	rc;
+
+	rc = npy_header_check(hdr, hlen, name, out, err, errlen);
+	if (rc == NPY_OK)
+		rc = npy_size_check(out, have, name, err, errlen);
+	if (rc == NPY_OK && out->nbytes > 0 &&
+	    (out->data = malloc(out->nbytes)) == NULL)
+		rc = npy_fail(NPY_ENOMEM, err, errlen, "read", name,
+		    "out of memory for %zu bytes", out->nbytes);
+	return (rc);
+}
+
 int
 npy_array_parse(const void *buf, size_t len, const char *name,
     struct npy_array *out, char *err, size_t errlen)
@@ -459,26 +480,15 @@ npy_array_parse(const void *buf, size_t len, const char *name,
 	if (len - prefix < hlen)
 		return (npy_fail(NPY_ESIZE, err, errlen, "read", name,
 		    "truncated header (%zu of %zu bytes)", len - prefix, hlen));
-	rc = npy_header_check((const char *)b + prefix, hlen, name, out, err,
-	    errlen);
-	if (rc == 0)
-		rc = npy_size_check(out, len - prefix - hlen, name, err,
-		    errlen);
-	if (rc < 0)
-		goto fail;
-	if (out->nbytes > 0) {
-		out->data = malloc(out->nbytes);
-		if (out->data == NULL) {
-			rc = npy_fail(NPY_ENOMEM, err, errlen, "read", name,
-			    "out of memory for %zu bytes", out->nbytes);
-			goto fail;
-		}
-		memcpy(out->data, b + prefix + hlen, out->nbytes);
+	rc = npy_body_alloc((const char *)b + prefix, hlen, len - prefix - hlen,
+	    name, out, err, errlen);
+	if (rc < 0) {
+		npy_array_release(out);
+		return (rc);
 	}
+	if (out->nbytes > 0)
+		memcpy(out->data, b + prefix + hlen, out->nbytes);
 	return (NPY_OK);
-fail:
-	npy_array_release(out);
-	return (rc);
 }
 
 /* Read exactly n bytes; 0 ok, -1 with errno, 1 on early EOF. */
@@ -566,19 +576,11 @@ npy_array_read(const char *path, struct npy_array *out, char *err,
 		    "malformed header of %zu bytes", hlen);
 		goto out;
 	}
-	rc = npy_header_check(hdr, hlen, path, out, err, errlen);
-	if (rc == 0)
-		rc = npy_size_check(out, (uint64_t)st.st_size - prefix - hlen,
-		    path, err, errlen);
+	rc = npy_body_alloc(hdr, hlen, (uint64_t)st.st_size - prefix - hlen,
+	    path, out, err, errlen);
 	if (rc < 0)
 		goto out_release;
 	if (out->nbytes > 0) {
-		out->data = malloc(out->nbytes);
-		if (out->data == NULL) {
-			rc = npy_fail(NPY_ENOMEM, err, errlen, "read", path,
-			    "out of memory for %zu bytes", out->nbytes);
-			goto out_release;
-		}
 		rc = npy_read_full(fd, out->data, out->nbytes);
 		if (rc != 0) {
 			rc = npy_fail(NPY_EIO, err, errlen, "read", path, "%s",

@@ -12,6 +12,14 @@
  *   IOFAIL_ERRNO  the error: EIO (default), ENOSPC, EDQUOT, EROFS
  *   IOFAIL_LOG    append one line per injected failure to this file
  */
+
+/*
+ * The shim defines both the plain and the 64-bit entry points (open and
+ * open64, pread and pread64, ...); with _FILE_OFFSET_BITS=64, which some
+ * pkg-config flags in CPPFLAGS bring, the headers would rename the plain
+ * ones to the 64-bit names and the two definitions would clash.
+ */
+#undef _FILE_OFFSET_BITS
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
