@@ -264,3 +264,22 @@ def test_operand_masking_outside_matmul_is_refused(nkid_socket):
     assert "operand masking (tile[mask]) is only supported for the operands of matmul" \
         in str(e.value)
     assert "test_nki_examples.py:%d" % _line(k, "nl.exp(t[i_f < 3])") in str(e.value)
+
+
+# -- a store into one element of an HBM tensor (flash attention backward's dsinks)
+
+def store_element_sums(x):
+    """out[b, h] = sum of x[b, h] ([128, 4]), through a partition reduction."""
+    B, H = x.shape[0], x.shape[1]
+    out = nl.ndarray((B, H), dtype=nl.float32, buffer=nl.shared_hbm)
+    for b in nl.affine_range(B):
+        for h in nl.affine_range(H):
+            rows = nl.sum(nl.load(x[b, h]), axis=1)                 # [128]
+            nl.store(out[b, h], value=nisa.tensor_partition_reduce(np.add, rows))
+    return out
+
+
+def test_store_into_one_element_of_an_hbm_tensor(nkid_socket):
+    x = rng.standard_normal((2, 3, 128, 4)).astype(np.float32)
+    got = nki.simulate_kernel(store_element_sums, x)
+    np.testing.assert_allclose(got, x.sum(axis=(2, 3)), rtol=1e-4, atol=1e-4)

@@ -827,6 +827,11 @@ def store(dst, value, mask=None):
     if isinstance(dst, _dynamic.DynTensor):
         from .indirect import store as indirect_store
         return indirect_store(dst, value, mask=mask)
+    if not dst.shape:
+        # out[b, h] of an HBM tensor: one element, stored as a [1, 1] tile
+        # (NKI's reference flash attention backward stores a partition
+        # reduction's [1] result so), as nl.load loads it
+        dst = NkiTensor(dst._tid, (1, 1), dst.dtype, dst._imap, dst._space, dst.name)
     ma = mask_affs(mask, dst.shape)
     d = dst._access(None, ma)
     src = _operand(b, value, dst.shape, ma)
