@@ -61,26 +61,28 @@ bundle_put(struct bundle_out *o, const void *p, size_t n)
 		o->error = 1;
 }
 
+/* The bundle's integers: little-endian, n (4 or 8) bytes. */
+static void
+bundle_put_le(struct bundle_out *o, uint64_t v, size_t n)
+{
+	uint8_t	b[8];
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	bundle_put(o, b, n);
+}
+
 static void
 bundle_put_u32(struct bundle_out *o, uint32_t v)
 {
-	uint8_t	b[4];
-	int	i;
-
-	for (i = 0; i < 4; i++)
-		b[i] = (uint8_t)(v >> (8 * i));
-	bundle_put(o, b, 4);
+	bundle_put_le(o, v, 4);
 }
 
 static void
 bundle_put_u64(struct bundle_out *o, uint64_t v)
 {
-	uint8_t	b[8];
-	int	i;
-
-	for (i = 0; i < 8; i++)
-		b[i] = (uint8_t)(v >> (8 * i));
-	bundle_put(o, b, 8);
+	bundle_put_le(o, v, 8);
 }
 
 struct bundle_keys {
@@ -293,30 +295,36 @@ bundle_read(struct bundle_in *in, void *p, uint64_t n)
 	return (0);
 }
 
+/* Read an integer as bundle_put_le wrote it. */
+static int
+bundle_le(struct bundle_in *in, size_t n, uint64_t *v)
+{
+	uint8_t	b[8];
+	size_t	i;
+	int	rc;
+
+	if ((rc = bundle_read(in, b, n)) != 0)
+		return (rc);
+	for (*v = 0, i = 0; i < n; i++)
+		*v |= (uint64_t)b[i] << (8 * i);
+	return (0);
+}
+
 static int
 bundle_u32(struct bundle_in *in, uint32_t *v)
 {
-	uint8_t	b[4];
-	int	rc, i;
+	uint64_t	x;
+	int		rc;
 
-	if ((rc = bundle_read(in, b, 4)) != 0)
-		return (rc);
-	for (*v = 0, i = 0; i < 4; i++)
-		*v |= (uint32_t)b[i] << (8 * i);
-	return (0);
+	if ((rc = bundle_le(in, 4, &x)) == 0)
+		*v = (uint32_t)x;
+	return (rc);
 }
 
 static int
 bundle_u64(struct bundle_in *in, uint64_t *v)
 {
-	uint8_t	b[8];
-	int	rc, i;
-
-	if ((rc = bundle_read(in, b, 8)) != 0)
-		return (rc);
-	for (*v = 0, i = 0; i < 8; i++)
-		*v |= (uint64_t)b[i] << (8 * i);
-	return (0);
+	return (bundle_le(in, 8, v));
 }
 
 static void

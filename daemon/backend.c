@@ -6,6 +6,7 @@
 
 #include "daemon/backend.h"
 #include "daemon/config.h"
+#include "daemon/errstr.h"
 #include "daemon/xmalloc.h"
 
 static const struct backend_ops *const backends[] = {
@@ -23,10 +24,7 @@ static const char *backend_errs[] = {
 const char *
 backend_strerror(int err)
 {
-	if (err > 0 || -err >= (int)(sizeof backend_errs /
-	    sizeof backend_errs[0]))
-		return ("unknown error");
-	return (backend_errs[-err]);
+	return (ERRSTR(backend_errs, err));
 }
 
 /* Nonzero if s is well-formed UTF-8 (no overlongs, surrogates or code

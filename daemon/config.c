@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "daemon/config.h"
+#include "daemon/errstr.h"
 #include "daemon/log.h"
 #include "daemon/xmalloc.h"
 
@@ -40,6 +41,16 @@ enum config_type {
 	CFG_UIDS,	/* array of uids or user names */
 	CFG_GIDS,	/* array of gids or group names */
 	CFG_LISTEN,	/* "", HOST:PORT or an absolute unix socket path */
+};
+
+/* How a key's value is held in struct config, by its type. */
+enum config_store {
+	CFG_STORE_STR,		/* char *, owned: the string types */
+	CFG_STORE_U32,		/* uint32_t: CFG_MODE, CFG_U32 */
+	CFG_STORE_U64,		/* uint64_t: CFG_BYTES */
+	CFG_STORE_LEVEL,	/* int: CFG_LEVEL */
+	CFG_STORE_IDS,		/* uint32_t *, owned, and a size_t count at
+				 * count_off: CFG_UIDS, CFG_GIDS */
 };
 
 #define CFG_F_RESTART	0x1	/* takes effect only at start */
@@ -196,9 +207,7 @@ static const char *config_errs[] = {
 const char *
 config_strerror(int err)
 {
-	if (err > 0 || -err >= (int)(sizeof config_errs / sizeof config_errs[0]))
-		return ("unknown error");
-	return (config_errs[-err]);
+	return (ERRSTR(config_errs, err));
 }
 
 uint64_t
@@ -369,40 +378,6 @@ config_id(struct config_ctx *ctx, const char *path, const cJSON *v, int group,
 	return (0);
 }
 
-/*
- * Is s a metrics.listen value: "" (off), an absolute path that fits a unix
- * socket address, or HOST:PORT with PORT from 1 to 65535 (HOST a name or
- * an IPv4 address, [IPv6] in brackets, or empty for every address)?
- */
-static int
-config_listen_valid(const char *s)
-{
-	const char	*colon, *p;
-	char		*end;
-	unsigned long	 port;
-
-	if (*s == '\0')
-		return (1);
-	if (*s == '/')
-		return (strlen(s) < sizeof(((struct sockaddr_un *)0)->sun_path));
-	if ((colon = strrchr(s, ':')) == NULL || !isdigit((unsigned char)
-	    colon[1]))
-		return (0);
-	errno = 0;
-	port = strtoul(colon + 1, &end, 10);
-	if (*end != '\0' || errno != 0 || port < 1 || port > 65535)
-		return (0);
-	if (*s == '[')
-		return (colon - s > 2 && colon[-1] == ']' &&
-		    strcspn(s + 1, "[]") == (size_t)(colon - s - 2));
-	for (p = s; p < colon; p++) {
-		if (*p == ':' || *p == '[' || *p == ']' || *p == '/' ||
-		    isspace((unsigned char)*p))
-			return (0);
-	}
-	return (1);
-}
-
 static int
 config_string_set(struct config_ctx *ctx, const struct config_key *k,
     struct config *cfg, const char *path, const cJSON *v)
@@ -452,6 +427,21 @@ config_string_set(struct config_ctx *ctx, const struct config_key *k,
 	return (0);
 }
 
+static enum config_store
+config_key_store(const struct config_key *k)
+{
+	static const enum config_store	store[] = {
+		[CFG_STRING] = CFG_STORE_STR,	[CFG_PATH] = CFG_STORE_STR,
+		[CFG_OPTPATH] = CFG_STORE_STR,	[CFG_SOCKPATH] = CFG_STORE_STR,
+		[CFG_MODE] = CFG_STORE_U32,	[CFG_U32] = CFG_STORE_U32,
+		[CFG_BYTES] = CFG_STORE_U64,	[CFG_LEVEL] = CFG_STORE_LEVEL,
+		[CFG_CHOICE] = CFG_STORE_STR,	[CFG_UIDS] = CFG_STORE_IDS,
+		[CFG_GIDS] = CFG_STORE_IDS,	[CFG_LISTEN] = CFG_STORE_STR,
+	};
+
+	return (store[k->type]);
+}
+
 static int
 config_value_set(struct config_ctx *ctx, const struct config_key *k,
     struct config *cfg, const char *path, const cJSON *v)
@@ -464,14 +454,9 @@ config_value_set(struct config_ctx *ctx, const struct config_key *k,
 	unsigned long	 mode;
 	int		 error, level;
 
-	switch (k->type) {
-	case CFG_STRING:
-	case CFG_PATH:
-	case CFG_OPTPATH:
-	case CFG_SOCKPATH:
-	case CFG_CHOICE:
-	case CFG_LISTEN:
+	if (config_key_store(k) == CFG_STORE_STR)
 		return (config_string_set(ctx, k, cfg, path, v));
+	switch (k->type) {
 	case CFG_MODE:
 		if (!cJSON_IsString(v))
 			return (config_fail(ctx, CONFIG_ETYPE,
@@ -529,6 +514,8 @@ config_value_set(struct config_ctx *ctx, const struct config_key *k,
 		*idp = ids;
 		*(size_t *)((char *)cfg + k->count_off) = n;
 		return (0);
+	default:
+		break;
 	}
 	return (config_fail(ctx, CONFIG_ETYPE, "'%s': unsupported key type",
 	    path));
@@ -543,30 +530,22 @@ config_defaults(struct config *cfg)
 	memset(cfg, 0, sizeof *cfg);
 	for (i = 0; i < CONFIG_NKEYS; i++) {
 		k = &config_keys[i];
-		switch (k->type) {
-		case CFG_STRING:
-		case CFG_PATH:
-		case CFG_OPTPATH:
-		case CFG_SOCKPATH:
-		case CFG_CHOICE:
-		case CFG_LISTEN:
+		switch (config_key_store(k)) {
+		case CFG_STORE_STR:
 			*FIELD(cfg, k, char *) = xstrdup(k->def_str);
 			break;
-		case CFG_MODE:
-			*FIELD(cfg, k, uint32_t) =
-			    (uint32_t)strtoul(k->def_str, NULL, 8);
+		case CFG_STORE_U32:
+			*FIELD(cfg, k, uint32_t) = k->type == CFG_MODE ?
+			    (uint32_t)strtoul(k->def_str, NULL, 8) :
+			    (uint32_t)k->def_num;
 			break;
-		case CFG_U32:
-			*FIELD(cfg, k, uint32_t) = (uint32_t)k->def_num;
-			break;
-		case CFG_BYTES:
+		case CFG_STORE_U64:
 			*FIELD(cfg, k, uint64_t) = k->def_num;
 			break;
-		case CFG_LEVEL:
+		case CFG_STORE_LEVEL:
 			*FIELD(cfg, k, int) = log_level_from_name(k->def_str);
 			break;
-		case CFG_UIDS:
-		case CFG_GIDS:
+		case CFG_STORE_IDS:
 			break;
 		}
 	}
@@ -630,96 +609,6 @@ config_override_apply(struct config *cfg, const struct config_override *ov)
 		cfg->cache_dir = xasprintf("%s/cache", ov->state_dir);
 		cfg->lock_dir = xasprintf("%s/lock", ov->state_dir);
 	}
-}
-
-int
-config_remote_url_parse(const char *url, struct config_remote_url *u,
-    char *err, size_t errlen)
-{
-	const char		*p, *hs, *he, *end;
-	char			*e;
-	unsigned long		 n;
-	size_t			 len;
-
-	memset(u, 0, sizeof *u);
-	u->port = 6379;
-	if (strncmp(url, "unix://", 7) == 0) {
-		p = url + 7;
-		len = strcspn(p, "?");
-		if (p[0] != '/' || len >= sizeof u->path) {
-			snprintf(err, errlen, "'%s' must name an absolute "
-			    "socket path shorter than %zu bytes "
-			    "(unix:///run/redis/redis.sock)", url,
-			    sizeof u->path);
-			return (-1);
-		}
-		memcpy(u->path, p, len);
-		u->path[len] = '\0';
-		p += len;
-		if (*p == '\0')
-			return (0);
-		if (strncmp(p, "?db=", 4) != 0)
-			goto bad;
-		errno = 0;
-		n = strtoul(p + 4, &e, 10);
-		if (p[4] == '\0' || *e != '\0' || errno != 0 || n > 65535)
-			goto bad;
-		u->db = (unsigned)n;
-		return (0);
-	}
-	if (strncmp(url, "rediss://", 9) == 0) {
-		snprintf(err, errlen, "'%s': TLS (rediss://) is not supported; "
-		    "use a unix socket, or redis:// through a TLS tunnel", url);
-		return (-1);
-	}
-	if (strncmp(url, "redis://", 8) != 0)
-		goto bad;
-	p = url + 8;
-	end = p + strcspn(p, "/");
-	if (memchr(p, '@', (size_t)(end - p)) != NULL) {
-		snprintf(err, errlen, "'%s': no user or password in the URL; "
-		    "use remote.user and remote.password_file", url);
-		return (-1);
-	}
-	if (*p == '[') {
-		hs = p + 1;
-		if ((he = memchr(hs, ']', (size_t)(end - hs))) == NULL)
-			goto bad;
-		p = he + 1;
-	} else {
-		hs = p;
-		he = p + strcspn(p, ":/");
-		p = he;
-	}
-	if (he == hs || (size_t)(he - hs) >= sizeof u->host)
-		goto bad;
-	memcpy(u->host, hs, (size_t)(he - hs));
-	u->host[he - hs] = '\0';
-	if (*p == ':') {
-		errno = 0;
-		n = strtoul(p + 1, &e, 10);
-		if (e == p + 1 || errno != 0 || n == 0 || n > 65535 ||
-		    (*e != '\0' && *e != '/'))
-			goto bad;
-		u->port = (unsigned)n;
-		p = e;
-	}
-	if (*p == '/' && p[1] != '\0') {
-		errno = 0;
-		n = strtoul(p + 1, &e, 10);
-		if (!(p[1] >= '0' && p[1] <= '9') || *e != '\0' ||
-		    errno != 0 || n > 65535)
-			goto bad;
-		u->db = (unsigned)n;
-	} else if (*p == '/' || *p == '\0')
-		;
-	else
-		goto bad;
-	return (0);
-bad:
-	snprintf(err, errlen, "'%s' is not a Redis URL "
-	    "(redis://HOST[:PORT][/DB] or unix:///PATH[?db=DB])", url);
-	return (-1);
 }
 
 /* What one key alone cannot say: the remote tier's keys together. */
@@ -854,22 +743,10 @@ config_release(struct config *cfg)
 
 	for (i = 0; i < CONFIG_NKEYS; i++) {
 		k = &config_keys[i];
-		switch (k->type) {
-		case CFG_STRING:
-		case CFG_PATH:
-		case CFG_OPTPATH:
-		case CFG_SOCKPATH:
-		case CFG_CHOICE:
-		case CFG_LISTEN:
+		if (config_key_store(k) == CFG_STORE_STR)
 			free(*FIELD(cfg, k, char *));
-			break;
-		case CFG_UIDS:
-		case CFG_GIDS:
+		else if (config_key_store(k) == CFG_STORE_IDS)
 			free(*FIELD(cfg, k, uint32_t *));
-			break;
-		default:
-			break;
-		}
 	}
 	free(cfg->path);
 	memset(cfg, 0, sizeof *cfg);
@@ -885,18 +762,12 @@ config_copy(struct config *dst, const struct config *src)
 	dst->path = src->path != NULL ? xstrdup(src->path) : NULL;
 	for (i = 0; i < CONFIG_NKEYS; i++) {
 		k = &config_keys[i];
-		switch (k->type) {
-		case CFG_STRING:
-		case CFG_PATH:
-		case CFG_OPTPATH:
-		case CFG_SOCKPATH:
-		case CFG_CHOICE:
-		case CFG_LISTEN:
+		switch (config_key_store(k)) {
+		case CFG_STORE_STR:
 			*FIELD(dst, k, char *) =
 			    xstrdup(*CFIELD(src, k, char *));
 			break;
-		case CFG_UIDS:
-		case CFG_GIDS:
+		case CFG_STORE_IDS:
 			n = *(const size_t *)((const char *)src + k->count_off);
 			*FIELD(dst, k, uint32_t *) = xcalloc(n, sizeof(uint32_t));
 			if (n > 0)
@@ -918,31 +789,23 @@ config_value_format(const struct config *cfg, const struct config_key *k,
 	const uint32_t	*ids;
 	size_t		 n, i, off;
 
-	switch (k->type) {
-	case CFG_STRING:
-	case CFG_PATH:
-	case CFG_OPTPATH:
-	case CFG_SOCKPATH:
-	case CFG_CHOICE:
-	case CFG_LISTEN:
+	switch (config_key_store(k)) {
+	case CFG_STORE_STR:
 		snprintf(buf, len, "'%s'", *CFIELD(cfg, k, char *));
 		break;
-	case CFG_MODE:
-		snprintf(buf, len, "%04o", *CFIELD(cfg, k, uint32_t));
+	case CFG_STORE_U32:
+		snprintf(buf, len, k->type == CFG_MODE ? "%04o" : "%u",
+		    *CFIELD(cfg, k, uint32_t));
 		break;
-	case CFG_U32:
-		snprintf(buf, len, "%u", *CFIELD(cfg, k, uint32_t));
-		break;
-	case CFG_BYTES:
+	case CFG_STORE_U64:
 		snprintf(buf, len, "%llu",
 		    (unsigned long long)*CFIELD(cfg, k, uint64_t));
 		break;
-	case CFG_LEVEL:
+	case CFG_STORE_LEVEL:
 		snprintf(buf, len, "'%s'", log_level_name(*CFIELD(cfg, k,
 		    int)));
 		break;
-	case CFG_UIDS:
-	case CFG_GIDS:
+	case CFG_STORE_IDS:
 		ids = *CFIELD(cfg, k, uint32_t *);
 		n = *(const size_t *)((const char *)cfg + k->count_off);
 		off = (size_t)snprintf(buf, len, "[");
@@ -975,10 +838,10 @@ config_reload_merge(const struct config *cur, struct config *next)
 			    "effect after a restart", k->path, a, b);
 			/* Put back the running value. */
 			config_copy(&tmp, cur);
-			if (k->type == CFG_MODE || k->type == CFG_U32)
+			if (config_key_store(k) == CFG_STORE_U32)
 				*FIELD(next, k, uint32_t) =
 				    *CFIELD(cur, k, uint32_t);
-			else if (k->type == CFG_BYTES)
+			else if (config_key_store(k) == CFG_STORE_U64)
 				*FIELD(next, k, uint64_t) =
 				    *CFIELD(cur, k, uint64_t);
 			else {

@@ -151,6 +151,12 @@ void	 config_dump(const struct config *cfg, void *f);
  */
 int	 config_remote_url_parse(const char *url, struct config_remote_url *u,
 	    char *err, size_t errlen);
+/*
+ * Is s a metrics.listen value: "" (off), an absolute path that fits a unix
+ * socket address, or HOST:PORT with PORT from 1 to 65535 (HOST a name or
+ * an IPv4 address, [IPv6] in brackets, or empty for every address)?
+ */
+int	 config_listen_valid(const char *s);
 
 /* The receive cap in bytes for a size class. */
 uint64_t config_cap_bytes(const struct config *cfg, enum config_cap cap);

@@ -11,6 +11,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
+#include "daemon/errstr.h"
 #include "daemon/log.h"
 #include "daemon/metrics_hist.h"
 #include "daemon/xmalloc.h"
@@ -189,9 +190,7 @@ static const char *rpc_errs[] = {
 const char *
 rpc_strerror(int err)
 {
-	if (err > 0 || -err >= (int)(sizeof rpc_errs / sizeof rpc_errs[0]))
-		return ("unknown error");
-	return (rpc_errs[-err]);
+	return (ERRSTR(rpc_errs, err));
 }
 
 uint64_t

@@ -12,6 +12,10 @@
 
 #define DISPATCH_SERVICE	"/nkid.v1.Nkid/"
 
+/* A method's name and path in its struct rpc_method, from the name
+ * alone: DISPATCH_METHOD_NAME("Ping"). */
+#define DISPATCH_METHOD_NAME(n)	.name = n, .path = DISPATCH_SERVICE n
+
 struct daemon;
 struct rpc_call;
 struct sched_job;

@@ -467,6 +467,15 @@ job_outputs_place(struct job *j)
 	j->outputs_in_shm = 1;
 }
 
+int
+job_fail_unsupported(struct job *j, const Nkid__V1__KernelRef *ref)
+{
+	rpc_fail(j->c, GRPC_STATUS_UNIMPLEMENTED, "cannot %s '%s': the %s "
+	    "backend does not %s", j->kind->verb, kernel_ref_name(ref),
+	    j->b->ops->name, j->kind->verb);
+	return (-1);
+}
+
 Nkid__V1__Tensor **
 job_outputs_messages(struct job *j)
 {

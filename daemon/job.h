@@ -112,6 +112,13 @@ void	job_start(struct rpc_call *c, const struct job_kind *k,
 	    const struct job_args *a);
 
 /*
+ * For a kind's init when the backend lacks the function the kind needs:
+ * answer j's call UNIMPLEMENTED, "cannot VERB 'KERNEL': the B backend
+ * does not VERB" (the kind's verb, ref's kernel). Returns -1, init's.
+ */
+int	job_fail_unsupported(struct job *j, const Nkid__V1__KernelRef *ref);
+
+/*
  * For a reply: the reply's output messages, inline or naming output_shm.
  * Free with tensor_messages_free(m, j->noutputs).
  */

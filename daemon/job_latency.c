@@ -6,6 +6,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
+#include "daemon/kcache.h"
 #include "daemon/kernel.h"
 #include "daemon/job_latency.h"
 #include "daemon/xmalloc.h"
@@ -60,24 +61,19 @@ job_latency_percentiles(const double *samples, size_t n,
 }
 
 int
-job_latency_init(struct job_latency *l, struct rpc_call *c,
-    const struct backend *b)
+job_latency_init(struct job *j)
 {
-	const Nkid__V1__BenchmarkRequest *req = (const void *)c->req;
-	const char			*name = kernel_ref_name(req->ref);
+	struct job_latency		*l = (struct job_latency *)j;
+	const Nkid__V1__BenchmarkRequest *req = (const void *)j->c->req;
 
-	memset(l, 0, sizeof *l);
-	if (b->ops->benchmark == NULL) {
-		rpc_fail(c, GRPC_STATUS_UNIMPLEMENTED, "cannot benchmark '%s': "
-		    "the %s backend does not benchmark", name, b->ops->name);
-		return (-1);
-	}
+	if (j->b->ops->benchmark == NULL)
+		return (job_fail_unsupported(j, req->ref));
 	if (req->iters < 1 || req->iters > JOB_LATENCY_MAX ||
 	    req->warmup > JOB_LATENCY_MAX) {
-		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "cannot benchmark "
+		rpc_fail(j->c, GRPC_STATUS_INVALID_ARGUMENT, "cannot benchmark "
 		    "'%s': iters must be 1 to %u and warmup 0 to %u (got "
-		    "iters=%u, warmup=%u)", name, JOB_LATENCY_MAX, JOB_LATENCY_MAX,
-		    req->iters, req->warmup);
+		    "iters=%u, warmup=%u)", kernel_ref_name(req->ref),
+		    JOB_LATENCY_MAX, JOB_LATENCY_MAX, req->iters, req->warmup);
 		return (-1);
 	}
 	l->warmup = req->warmup;
@@ -87,14 +83,15 @@ job_latency_init(struct job_latency *l, struct rpc_call *c,
 }
 
 int
-job_latency_run(struct job_latency *l, struct backend *b,
-    const struct backend_program *p, unsigned core,
-    const struct backend_exec *x, char *diag)
+job_latency_exec(struct job *j, unsigned core, struct backend_exec *x)
 {
-	int	error;
+	struct job_latency		*l = (struct job_latency *)j;
+	struct backend			*b = j->b;
+	const struct backend_program	*p = kcache_entry_program(j->e);
+	int				 error;
 
 	error = b->ops->benchmark(b->state, p, core, x, l->warmup, l->iters,
-	    l->samples_us, diag);
+	    l->samples_us, j->diag);
 	if (error == 0 && b->ops->model != NULL)
 		l->modeled = b->ops->model(b->state, p, &l->model_us,
 		    l->model_target, l->model_diag) == 0 ? 1 : -1;
@@ -102,11 +99,11 @@ job_latency_run(struct job_latency *l, struct backend *b,
 }
 
 void
-job_latency_reply_fill(struct job_latency *l, Nkid__V1__BenchmarkReply *r,
-    const struct rpc_call *c)
+job_latency_reply_fill(struct job *j, Nkid__V1__BenchmarkReply *r)
 {
-	const char	*policy = c->d->cfg.benchmark_latency;
-	unsigned	 i;
+	struct job_latency	*l = (struct job_latency *)j;
+	const char		*policy = j->c->d->cfg.benchmark_latency;
+	unsigned		 i;
 
 	/* The cpu backend models a NeuronCore: nc_latency is the model
 	 * unless benchmark.latency says "cpu" (docs/model.md). */
@@ -152,8 +149,10 @@ job_latency_reply_fill(struct job_latency *l, Nkid__V1__BenchmarkReply *r,
 }
 
 void
-job_latency_release(struct job_latency *l)
+job_latency_release(struct job *j)
 {
+	struct job_latency	*l = (struct job_latency *)j;
+
 	free(l->samples_us);
 	free(l->model_samples);
 	l->samples_us = l->model_samples = NULL;

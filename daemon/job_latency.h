@@ -3,6 +3,7 @@
 #define NKID_JOB_LATENCY_H
 
 #include "daemon/backend.h"
+#include "daemon/job.h"
 #include "nkid.pb-c.h"
 
 /* Fewer timed executions than this: no percentiles in the reply (the
@@ -10,10 +11,10 @@
 #define JOB_LATENCY_MIN_ITERS	2u
 #define JOB_LATENCY_NPS		8	/* percentiles 0 1 10 25 50 90 99 100 */
 
-struct rpc_call;
-
-/* One benchmark's figures, filled on the worker; the reply's storage. */
+/* One benchmark: its job, its figures filled on the worker, the reply's
+ * storage; the state of a job_kind (size, init, exec, release). */
 struct job_latency {
+	struct job		 j;
 	double			*samples_us;	/* iters, from the backend */
 	unsigned		 warmup;
 	unsigned		 iters;
@@ -32,28 +33,26 @@ struct job_latency {
 #define JOB_LATENCY_MAX		1000000u
 
 /*
- * Check call c's Benchmark request for b (b benchmarks; iters 1 to
- * JOB_LATENCY_MAX, warmup 0 to JOB_LATENCY_MAX) and make room for its samples.
- * On a bad request answers c (UNIMPLEMENTED, INVALID_ARGUMENT, naming the
- * kernel) and returns -1.
+ * The kind's init: check job j's Benchmark request for its backend (it
+ * benchmarks; iters 1 to JOB_LATENCY_MAX, warmup 0 to JOB_LATENCY_MAX) and
+ * make room for its samples. On a bad request answers the call
+ * (UNIMPLEMENTED, INVALID_ARGUMENT, naming the kernel) and returns -1.
  */
-int	job_latency_init(struct job_latency *l, struct rpc_call *c,
-	    const struct backend *b);
+int	job_latency_init(struct job *j);
 /*
- * On the worker: time warmup + iters executions of p on core (x as for
- * execute) into the samples and, when that worked, run b's model of p if
- * it has one. Returns the benchmark's 0 or BACKEND_E* (diag set).
+ * The kind's exec, on the worker: time warmup + iters executions of j's
+ * kernel on core (x as for execute) into the samples and, when that
+ * worked, run the backend's model of it if it has one. Returns the
+ * benchmark's 0 or BACKEND_E* (j->diag set).
  */
-int	job_latency_run(struct job_latency *l, struct backend *b,
-	    const struct backend_program *p, unsigned core,
-	    const struct backend_exec *x, char *diag);
+int	job_latency_exec(struct job *j, unsigned core, struct backend_exec *x);
 /*
- * Fill r's latency fields for call c: samples, percentiles, cpu_* beside
+ * Fill r's latency fields for job j: samples, percentiles, cpu_* beside
  * the model, latency_source and latency_note, as benchmark.latency
  * ("model" or "cpu") says. Pointers in r stay valid until job_latency_release.
  */
-void	job_latency_reply_fill(struct job_latency *l, Nkid__V1__BenchmarkReply *r,
-	    const struct rpc_call *c);
-void	job_latency_release(struct job_latency *l);
+void	job_latency_reply_fill(struct job *j, Nkid__V1__BenchmarkReply *r);
+/* The kind's release: free what the figures hold (not j). */
+void	job_latency_release(struct job *j);
 
 #endif /* NKID_JOB_LATENCY_H */

@@ -3,47 +3,45 @@
 #include <string.h>
 
 #include "daemon/dispatch.h"
+#include "daemon/kcache.h"
 #include "daemon/kernel.h"
 #include "daemon/job_traces.h"
 #include "daemon/xmalloc.h"
 
 int
-job_traces_init(struct job_traces *tr, struct rpc_call *c,
-    const struct backend *b)
+job_traces_init(struct job *j)
 {
-	const Nkid__V1__ProfileRequest	*req = (const void *)c->req;
-	const char			*name = kernel_ref_name(req->ref);
+	struct job_traces		*tr = (struct job_traces *)j;
+	const Nkid__V1__ProfileRequest	*req = (const void *)j->c->req;
 
-	memset(tr, 0, sizeof *tr);
+	if (j->b->ops->profile == NULL)
+		return (job_fail_unsupported(j, req->ref));
 	tr->num_execs = req->num_execs ? req->num_execs : 1;
 	tr->profile_nth = req->profile_nth ? req->profile_nth : 1;
-	if (b->ops->profile == NULL) {
-		rpc_fail(c, GRPC_STATUS_UNIMPLEMENTED, "cannot profile '%s': "
-		    "the %s backend does not profile", name, b->ops->name);
-		return (-1);
-	}
 	if (tr->num_execs > JOB_TRACES_MAX || tr->profile_nth > JOB_TRACES_MAX) {
-		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "cannot profile '%s': "
-		    "num_execs and profile_nth must be 1 to %u (got %u and %u)",
-		    name, JOB_TRACES_MAX, tr->num_execs, tr->profile_nth);
+		rpc_fail(j->c, GRPC_STATUS_INVALID_ARGUMENT, "cannot profile "
+		    "'%s': num_execs and profile_nth must be 1 to %u (got %u "
+		    "and %u)", kernel_ref_name(req->ref), JOB_TRACES_MAX,
+		    tr->num_execs, tr->profile_nth);
 		return (-1);
 	}
 	return (0);
 }
 
 int
-job_traces_run(struct job_traces *tr, struct backend *b,
-    const struct backend_program *p, unsigned core,
-    const struct backend_exec *x, char *diag)
+job_traces_exec(struct job *j, unsigned core, struct backend_exec *x)
 {
-	return (b->ops->profile(b->state, p, core, x, tr->num_execs,
-	    tr->profile_nth, &tr->t, &tr->n, diag));
+	struct job_traces	*tr = (struct job_traces *)j;
+
+	return (j->b->ops->profile(j->b->state, kcache_entry_program(j->e),
+	    core, x, tr->num_execs, tr->profile_nth, &tr->t, &tr->n, j->diag));
 }
 
 void
-job_traces_reply_fill(struct job_traces *tr, Nkid__V1__ProfileReply *r)
+job_traces_reply_fill(struct job *j, Nkid__V1__ProfileReply *r)
 {
-	size_t	i;
+	struct job_traces	*tr = (struct job_traces *)j;
+	size_t			 i;
 
 	tr->tv = xcalloc(tr->n + 1, sizeof *tr->tv);
 	tr->tp = xcalloc(tr->n + 1, sizeof *tr->tp);
@@ -61,10 +59,15 @@ job_traces_reply_fill(struct job_traces *tr, Nkid__V1__ProfileReply *r)
 }
 
 void
-job_traces_release(struct job_traces *tr)
+job_traces_release(struct job *j)
 {
+	struct job_traces	*tr = (struct job_traces *)j;
+
 	backend_traces_free(tr->t, tr->n);
 	free(tr->tv);
 	free(tr->tp);
-	memset(tr, 0, sizeof *tr);
+	tr->t = NULL;
+	tr->tv = NULL;
+	tr->tp = NULL;
+	tr->n = 0;
 }

@@ -5,14 +5,16 @@
 #include <stddef.h>
 
 #include "daemon/backend.h"
+#include "daemon/job.h"
 #include "nkid.pb-c.h"
-
-struct rpc_call;
 
 /* Most executions (num_execs, profile_nth) one request may ask for. */
 #define JOB_TRACES_MAX	1000u
 
+/* One profile: its job, the traces from the backend and the reply's
+ * storage; the state of a job_kind (size, init, exec, release). */
 struct job_traces {
+	struct job		  j;
 	unsigned		  num_execs;
 	unsigned		  profile_nth;
 	struct backend_trace	 *t;		/* from the backend */
@@ -22,19 +24,18 @@ struct job_traces {
 };
 
 /*
- * Check call c's Profile request for b (b profiles; num_execs and
- * profile_nth 1 to JOB_TRACES_MAX, 0 meaning 1). On a bad request answers c
- * (UNIMPLEMENTED, INVALID_ARGUMENT, naming the kernel) and returns -1.
+ * The kind's init: check job j's Profile request for its backend (it
+ * profiles; num_execs and profile_nth 1 to JOB_TRACES_MAX, 0 meaning 1). On
+ * a bad request answers the call (UNIMPLEMENTED, INVALID_ARGUMENT, naming
+ * the kernel) and returns -1.
  */
-int	job_traces_init(struct job_traces *tr, struct rpc_call *c,
-	    const struct backend *b);
-/* On the worker: the profiled executions of p on core (x as for
- * execute). Returns 0 or BACKEND_E* (diag set). */
-int	job_traces_run(struct job_traces *tr, struct backend *b,
-	    const struct backend_program *p, unsigned core,
-	    const struct backend_exec *x, char *diag);
-/* Fill r's traces; valid until job_traces_release. */
-void	job_traces_reply_fill(struct job_traces *tr, Nkid__V1__ProfileReply *r);
-void	job_traces_release(struct job_traces *tr);
+int	job_traces_init(struct job *j);
+/* The kind's exec, on the worker: the profiled executions of j's kernel
+ * on core (x as for execute). Returns 0 or BACKEND_E* (j->diag set). */
+int	job_traces_exec(struct job *j, unsigned core, struct backend_exec *x);
+/* Fill r's traces from job j; valid until job_traces_release. */
+void	job_traces_reply_fill(struct job *j, Nkid__V1__ProfileReply *r);
+/* The kind's release: free the traces (not j). */
+void	job_traces_release(struct job *j);
 
 #endif /* NKID_JOB_TRACES_H */

@@ -9,6 +9,7 @@
 
 #include "daemon/backend.h"
 #include "daemon/config.h"
+#include "daemon/errstr.h"
 #include "daemon/kcache.h"
 #include "daemon/kcache_impl.h"
 #include "daemon/kcache_remote.h"
@@ -32,10 +33,7 @@ static const char *kcache_errs[] = {
 const char *
 kcache_strerror(int err)
 {
-	if (err > 0 || -err >= (int)(sizeof kcache_errs /
-	    sizeof kcache_errs[0]))
-		return ("unknown error");
-	return (kcache_errs[-err]);
+	return (ERRSTR(kcache_errs, err));
 }
 
 static void	kcache_flight_compile_queue(struct kcache *kc,

@@ -153,16 +153,16 @@ kcache_disk_open(struct kcache *kc, const struct config *cfg)
 		    10);
 	o.log = kcache_log_cb;
 	/*
-	 * Both timers are background work: they must not keep the loop
-	 * running once the server has stopped (kcache_disk_quiesce ends
-	 * them when nkid releases the cache).
+	 * The reopen timer re-arms for as long as the cache cannot be
+	 * opened: it must not keep the loop running once the server has
+	 * stopped (kcache_disk_quiesce ends it when nkid releases the
+	 * cache). A touch batch is due within KCACHE_TOUCH_MS and keeps it.
 	 */
 	uv_timer_init(kc->loop, &kc->reopen);
 	kc->reopen.data = kc;
 	uv_unref((uv_handle_t *)&kc->reopen);
 	uv_timer_init(kc->loop, &kc->touch_timer);
 	kc->touch_timer.data = kc;
-	uv_unref((uv_handle_t *)&kc->touch_timer);
 	if (cfg->cache_dir == NULL) {
 		log_warn("no cache_dir; running without a persistent cache");
 		return;
@@ -185,27 +185,33 @@ kcache_disk_open(struct kcache *kc, const struct config *cfg)
 	kcache_check_start(kc);
 }
 
+/*
+ * End a timer-driven task (the reopen, the touch batches): no new round
+ * (*closed = 1), an armed timer stopped, work in flight waited for, then
+ * the timer closed with close_cb, which sets *closed = 2.
+ */
+static void
+kcache_task_quiesce(struct kcache *kc, uv_timer_t *t, int *busy, int *closed,
+    uv_close_cb close_cb)
+{
+	*closed = 1;
+	if (uv_is_active((uv_handle_t *)t)) {
+		uv_timer_stop(t);
+		*busy = 0;
+	}
+	while (*busy)
+		uv_run(kc->loop, UV_RUN_ONCE);
+	uv_close((uv_handle_t *)t, close_cb);
+}
+
 void
 kcache_disk_quiesce(struct kcache *kc)
 {
-	/* A reopen in flight ends first; then the timer handle closes. */
-	kc->reopen_closed = 1;
-	if (uv_is_active((uv_handle_t *)&kc->reopen)) {
-		uv_timer_stop(&kc->reopen);
-		kc->reopen_busy = 0;
-	}
-	while (kc->reopen_busy)
-		uv_run(kc->loop, UV_RUN_ONCE);
-	uv_close((uv_handle_t *)&kc->reopen, kcache_reopen_close_cb);
+	kcache_task_quiesce(kc, &kc->reopen, &kc->reopen_busy,
+	    &kc->reopen_closed, kcache_reopen_close_cb);
 	/* The last batch of memory hits: written now, on the way out. */
-	kc->touch_closed = 1;
-	if (uv_is_active((uv_handle_t *)&kc->touch_timer)) {
-		uv_timer_stop(&kc->touch_timer);
-		kc->touch_busy = 0;
-	}
-	while (kc->touch_busy)
-		uv_run(kc->loop, UV_RUN_ONCE);
-	uv_close((uv_handle_t *)&kc->touch_timer, kcache_touch_close_cb);
+	kcache_task_quiesce(kc, &kc->touch_timer, &kc->touch_busy,
+	    &kc->touch_closed, kcache_touch_close_cb);
 	while (kc->checking || kc->reopen_closed != 2 || kc->touch_closed != 2)
 		uv_run(kc->loop, UV_RUN_ONCE);
 }

@@ -19,6 +19,7 @@
 #include <openssl/rand.h>
 
 #include "daemon/config.h"
+#include "daemon/errstr.h"
 #include "daemon/kcache_remote.h"
 #include "daemon/kcache_remote_impl.h"
 #include "daemon/log.h"
@@ -35,10 +36,7 @@ static const char *kcache_remote_errs[] = {
 const char *
 kcache_remote_strerror(int err)
 {
-	if (err > 0 || -err >= (int)(sizeof kcache_remote_errs /
-	    sizeof kcache_remote_errs[0]))
-		return ("unknown error");
-	return (kcache_remote_errs[-err]);
+	return (ERRSTR(kcache_remote_errs, err));
 }
 
 static void	kcache_remote_connect(struct kcache_remote *);
@@ -246,19 +244,26 @@ kcache_remote_drop(struct kcache_remote *r, int err, const char *why)
 		kcache_remote_retry_arm(r);
 }
 
-static void
-kcache_remote_connect_cb(const redisAsyncContext *ac, int status)
+/* hiredis frees ac after its connect or disconnect callback: forget it.
+ * Returns -1 when ac is neither of r's contexts (dropped already). */
+static int
+kcache_remote_ctx_forget(struct kcache_remote *r, const redisAsyncContext *ac)
 {
-	struct kcache_remote	*r = ac->data;
-
-	if (status == REDIS_OK)
-		return;
-	/* hiredis frees ac after this. */
 	if (ac == r->ac)
 		r->ac = NULL;
 	else if (ac == r->sub)
 		r->sub = NULL;
 	else
+		return (-1);
+	return (0);
+}
+
+static void
+kcache_remote_connect_cb(const redisAsyncContext *ac, int status)
+{
+	struct kcache_remote	*r = ac->data;
+
+	if (status == REDIS_OK || kcache_remote_ctx_forget(r, ac) != 0)
 		return;
 	kcache_remote_fail(r, "cannot connect: %s", ac->errstr);
 	kcache_remote_drop(r, KCACHE_REMOTE_EIO, "connect failed");
@@ -269,12 +274,7 @@ kcache_remote_disconnect_cb(const redisAsyncContext *ac, int status)
 {
 	struct kcache_remote	*r = ac->data;
 
-	/* hiredis frees ac after this. */
-	if (ac == r->ac)
-		r->ac = NULL;
-	else if (ac == r->sub)
-		r->sub = NULL;
-	else
+	if (kcache_remote_ctx_forget(r, ac) != 0)
 		return;
 	kcache_remote_fail(r, "connection lost: %s", ac->err != 0 ? ac->errstr :
 	    "closed by the server");

@@ -276,13 +276,32 @@ neuron_run_run_release(struct backend_neuron *b, struct neuron_run *r)
 	memset(r, 0, sizeof *r);
 }
 
+/* Allocate n tensors on core (sizes bytes, names those of sig) into t
+ * and put them in set. Returns 0 or an NRT status. */
+static int
+neuron_run_tensors_add(struct backend_neuron *b, unsigned core,
+    const struct sim_sig *sig, const size_t *bytes, size_t n,
+    neuron_nrt_tensor **t, neuron_nrt_tensor_set *set)
+{
+	size_t	i;
+	int	st;
+
+	for (i = 0; i < n; i++) {
+		if ((st = b->nrt.tensor_allocate(NEURON_NRT_PLACEMENT_DEVICE,
+		    (int)core, bytes[i], sig[i].name, &t[i])) != 0 ||
+		    (st = b->nrt.add_tensor_to_tensor_set(set, sig[i].name,
+		    t[i])) != 0)
+			return (st);
+	}
+	return (0);
+}
+
 /* Allocate the tensors of p on core and put them in two sets. */
 static int
 neuron_run_run_prepare(struct backend_neuron *b,
     const struct neuron_program *p, unsigned core, struct neuron_run *r,
     char *diag)
 {
-	size_t	i;
 	int	st;
 
 	memset(r, 0, sizeof *r);
@@ -291,22 +310,12 @@ neuron_run_run_prepare(struct backend_neuron *b,
 	r->tin = xcalloc(p->nin + 1, sizeof *r->tin);
 	r->tout = xcalloc(p->nout, sizeof *r->tout);
 	if ((st = b->nrt.allocate_tensor_set(&r->sin)) != 0 ||
-	    (st = b->nrt.allocate_tensor_set(&r->sout)) != 0)
+	    (st = b->nrt.allocate_tensor_set(&r->sout)) != 0 ||
+	    (st = neuron_run_tensors_add(b, core, p->in, p->in_bytes, p->nin,
+	    r->tin, r->sin)) != 0 ||
+	    (st = neuron_run_tensors_add(b, core, p->out, p->out_bytes,
+	    p->nout, r->tout, r->sout)) != 0)
 		goto fail;
-	for (i = 0; i < p->nin; i++) {
-		if ((st = b->nrt.tensor_allocate(NEURON_NRT_PLACEMENT_DEVICE,
-		    (int)core, p->in_bytes[i], p->in[i].name, &r->tin[i])) !=
-		    0 || (st = b->nrt.add_tensor_to_tensor_set(r->sin,
-		    p->in[i].name, r->tin[i])) != 0)
-			goto fail;
-	}
-	for (i = 0; i < p->nout; i++) {
-		if ((st = b->nrt.tensor_allocate(NEURON_NRT_PLACEMENT_DEVICE,
-		    (int)core, p->out_bytes[i], p->out[i].name, &r->tout[i])) !=
-		    0 || (st = b->nrt.add_tensor_to_tensor_set(r->sout,
-		    p->out[i].name, r->tout[i])) != 0)
-			goto fail;
-	}
 	return (0);
 fail:
 	neuron_run_run_release(b, r);

@@ -6,31 +6,13 @@
 #include "daemon/kcache.h"
 #include "daemon/job_latency.h"
 
-struct rpc_benchmark {
-	struct job		j;
-	struct job_latency	lat;
-};
-
-static int
-rpc_benchmark_init(struct job *j)
-{
-	return (job_latency_init(&((struct rpc_benchmark *)j)->lat, j->c, j->b));
-}
-
-static int
-rpc_benchmark_exec(struct job *j, unsigned core, struct backend_exec *x)
-{
-	return (job_latency_run(&((struct rpc_benchmark *)j)->lat, j->b,
-	    kcache_entry_program(j->e), core, x, j->diag));
-}
-
 static void
 rpc_benchmark_reply(struct job *j)
 {
 	const Nkid__V1__BenchmarkRequest *req = (const void *)j->c->req;
 	Nkid__V1__BenchmarkReply	 r = NKID__V1__BENCHMARK_REPLY__INIT;
 
-	job_latency_reply_fill(&((struct rpc_benchmark *)j)->lat, &r, j->c);
+	job_latency_reply_fill(j, &r);
 	r.neff_key = (char *)kcache_entry_key(j->e);
 	r.job_id = j->sj.id;
 	r.core = j->sj.core;
@@ -39,22 +21,16 @@ rpc_benchmark_reply(struct job *j)
 	rpc_reply(j->c, &r.base);
 }
 
-static void
-rpc_benchmark_release(struct job *j)
-{
-	job_latency_release(&((struct rpc_benchmark *)j)->lat);
-}
-
 static const struct job_kind rpc_benchmark_kind = {
 	.verb = "benchmark",
 	.where = JOB_ON_CORE,
 	.job_class = NKID__V1__JOB_CLASS__JOB_CLASS_BATCH,
-	.size = sizeof(struct rpc_benchmark),
+	.size = sizeof(struct job_latency),
 	.shapes_only = 1,	/* nki.benchmark: the backend fills them */
-	.init = rpc_benchmark_init,
-	.exec = rpc_benchmark_exec,
+	.init = job_latency_init,
+	.exec = job_latency_exec,
 	.reply = rpc_benchmark_reply,
-	.release = rpc_benchmark_release,
+	.release = job_latency_release,
 };
 
 static void
@@ -68,8 +44,7 @@ rpc_benchmark(struct rpc_call *c)
 }
 
 const struct rpc_method rpc_benchmark_method = {
-	.name = "Benchmark", .path = DISPATCH_SERVICE "Benchmark",
-	.kind = RPC_UNARY,
+	DISPATCH_METHOD_NAME("Benchmark"), .kind = RPC_UNARY,
 	.request = &nkid__v1__benchmark_request__descriptor,
 	.cap = CONFIG_CAP_TENSOR, .flags = RPC_F_ASYNC,
 	.handler = rpc_benchmark,

@@ -13,6 +13,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
 #include "daemon/log.h"
+#include "daemon/rpc_cache.h"
 #include "daemon/xmalloc.h"
 
 /* Bytes of one CacheChunk, and of the write buffer of the build. */
@@ -30,7 +31,6 @@ struct rpc_cache_export {
 	uint64_t	  sent;		/* bytes read and handed to gRPC */
 	unsigned	  count;	/* entries */
 	int		  rc;		/* of the build: 0 or a cache_err */
-	int		  nodisk;
 	int		  werr;		/* errno of a failed write */
 	char		  err[1024];
 	uv_fs_t		  fsreq;
@@ -106,10 +106,6 @@ rpc_cache_export_build_cb(struct cache *disk, void *arg)
 	struct rpc_cache_export	*x = arg;
 	int			 fd;
 
-	if (disk == NULL) {
-		x->nodisk = 1;
-		return;
-	}
 	if ((fd = cache_bundle_tmp_open(disk, x->err, sizeof x->err)) < 0) {
 		x->rc = fd;
 		return;
@@ -209,11 +205,6 @@ rpc_cache_export_built_cb(void *arg)
 	struct rpc_call		*c = x->c;
 	grpc_status_code	 code;
 
-	if (x->nodisk) {
-		rpc_fail(c, GRPC_STATUS_FAILED_PRECONDITION, "CacheExport: nkid "
-		    "runs without a persistent cache (see its log)");
-		return;
-	}
 	if (c->cancelled) {
 		rpc_cache_export_gone(x);
 		return;
@@ -274,13 +265,13 @@ rpc_cache_export(struct rpc_call *c)
 	x->t0 = uv_hrtime();
 	c->job = x;
 	c->job_release = rpc_cache_export_release_cb;
-	kcache_async(c->d->kcache, rpc_cache_export_build_cb,
+	/* Refused without a disk cache: x goes with the call. */
+	(void)rpc_cache_async(c, "CacheExport", rpc_cache_export_build_cb,
 	    rpc_cache_export_built_cb, x);
 }
 
 const struct rpc_method rpc_cache_export_method = {
-	.name = "CacheExport", .path = DISPATCH_SERVICE "CacheExport",
-	.kind = RPC_SERVER_STREAM,
+	DISPATCH_METHOD_NAME("CacheExport"), .kind = RPC_SERVER_STREAM,
 	.request = &nkid__v1__cache_export_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .flags = RPC_F_ASYNC,
 	.handler = rpc_cache_export,

@@ -13,6 +13,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
 #include "daemon/log.h"
+#include "daemon/rpc_cache.h"
 #include "daemon/xmalloc.h"
 
 /*
@@ -35,7 +36,6 @@ struct rpc_cache_import {
 	unsigned		 imported;
 	unsigned		 skipped;
 	int			 rc;		/* 0 or a cache_err */
-	int			 nodisk;
 	char			 name[64];	/* the bundle, in messages */
 	char			 err[1024];
 	uint64_t		 t0;
@@ -240,10 +240,6 @@ rpc_cache_import_open_cb(struct cache *disk, void *arg)
 	struct rpc_cache_import	*x = arg;
 	int			 fd;
 
-	if (disk == NULL) {
-		x->nodisk = 1;
-		return;
-	}
 	if ((fd = cache_bundle_tmp_open(disk, x->err, sizeof x->err)) < 0)
 		x->rc = fd;
 	else
@@ -256,11 +252,6 @@ rpc_cache_import_opened_cb(void *arg)
 	struct rpc_cache_import	*x = arg;
 	struct rpc_call		*c = x->c;
 
-	if (x->nodisk) {
-		rpc_fail(c, GRPC_STATUS_FAILED_PRECONDITION, "CacheImport: nkid "
-		    "runs without a persistent cache (see its log)");
-		return;
-	}
 	if (x->rc != 0) {
 		rpc_fail(c, rpc_cache_import_code(x->rc), "CacheImport: %s",
 		    x->err);
@@ -307,14 +298,13 @@ rpc_cache_import(struct rpc_call *c)
 	snprintf(x->name, sizeof x->name, "upload from pid %u", c->id.pid);
 	c->job = x;
 	c->job_release = rpc_cache_import_release_cb;
-	kcache_async(c->d->kcache, rpc_cache_import_open_cb,
+	/* Refused without a disk cache: x goes with the call. */
+	(void)rpc_cache_async(c, "CacheImport", rpc_cache_import_open_cb,
 	    rpc_cache_import_opened_cb, x);
 }
 
 const struct rpc_method rpc_cache_import_method = {
-	.name = "CacheImport", .path = DISPATCH_SERVICE "CacheImport",
-	.kind = RPC_CLIENT_STREAM,
-	.request = &nkid__v1__cache_chunk__descriptor,
-	.cap = CONFIG_CAP_CHUNK, .flags = RPC_F_ASYNC,
-	.handler = rpc_cache_import,
+	DISPATCH_METHOD_NAME("CacheImport"), .kind = RPC_CLIENT_STREAM,
+	.request = &nkid__v1__cache_chunk__descriptor, .cap = CONFIG_CAP_CHUNK,
+	.flags = RPC_F_ASYNC, .handler = rpc_cache_import,
 };

@@ -3,7 +3,7 @@
 
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
-#include "daemon/rpc_cache_keys.h"
+#include "daemon/rpc_cache.h"
 
 static int
 rpc_cache_pin_key_cb(struct cache *disk, const char *key, void *arg)
@@ -38,8 +38,7 @@ rpc_cache_pin(struct rpc_call *c)
 }
 
 const struct rpc_method rpc_cache_pin_method = {
-	.name = "CachePin", .path = DISPATCH_SERVICE "CachePin",
-	.kind = RPC_UNARY,
+	DISPATCH_METHOD_NAME("CachePin"), .kind = RPC_UNARY,
 	.request = &nkid__v1__cache_pin_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .flags = RPC_F_ASYNC,
 	.handler = rpc_cache_pin,

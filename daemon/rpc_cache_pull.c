@@ -11,6 +11,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
 #include "daemon/kcache_remote.h"
+#include "daemon/rpc_cache.h"
 #include "daemon/xmalloc.h"
 
 /* Pulls in flight at once: enough to keep the connection busy. */
@@ -155,8 +156,7 @@ rpc_cache_pull_look_done_cb(void *arg)
 		return;
 	}
 	if (it->disk == NULL) {
-		rpc_cache_pull_item_end(it, "failed", "nkid runs without a "
-		    "persistent cache (see its log)");
+		rpc_cache_pull_item_end(it, "failed", RPC_CACHE_NODISK);
 		return;
 	}
 	if ((err = kcache_remote_resolve(it->p->r, it->key,
@@ -241,11 +241,8 @@ rpc_cache_pull(struct rpc_call *c)
 }
 
 const struct rpc_method rpc_cache_pull_method = {
-	.name = "CachePull",
-	.path = DISPATCH_SERVICE "CachePull",
-	.kind = RPC_UNARY,
+	DISPATCH_METHOD_NAME("CachePull"), .kind = RPC_UNARY,
 	.request = &nkid__v1__cache_pull_request__descriptor,
-	.cap = CONFIG_CAP_CONTROL,
-	.flags = RPC_F_ASYNC,
+	.cap = CONFIG_CAP_CONTROL, .flags = RPC_F_ASYNC,
 	.handler = rpc_cache_pull,
 };

@@ -9,6 +9,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
 #include "daemon/kcache_remote.h"
+#include "daemon/rpc_cache.h"
 #include "daemon/xmalloc.h"
 
 /* Entries read, signed or being written at once (each up to
@@ -27,7 +28,6 @@ struct rpc_cache_push {
 	uint64_t		  bytes;
 	char			**missing;	/* into keys */
 	size_t			  nmissing;
-	int			  nodisk;
 };
 
 struct rpc_cache_push_item {
@@ -192,10 +192,6 @@ rpc_cache_push_list_work_cb(struct cache *disk, void *arg)
 {
 	struct rpc_cache_push_list	l;
 
-	if (disk == NULL) {
-		((struct rpc_cache_push *)arg)->nodisk = 1;
-		return;
-	}
 	memset(&l, 0, sizeof l);
 	l.p = arg;
 	l.backend = cache_backend(disk);
@@ -208,12 +204,6 @@ rpc_cache_push_list_done_cb(void *arg)
 {
 	struct rpc_cache_push	*p = arg;
 
-	if (p->nodisk) {
-		rpc_fail(p->c, GRPC_STATUS_FAILED_PRECONDITION, "nkid runs "
-		    "without a persistent cache (see its log)");
-		rpc_cache_push_free(p);
-		return;
-	}
 	p->missing = xcalloc(p->nkeys + 1, sizeof *p->missing);
 	rpc_cache_push_pump(p);
 }
@@ -246,8 +236,9 @@ rpc_cache_push(struct rpc_call *c)
 	p->c = c;
 	p->r = d->remote;
 	if (req->n_keys == 0) {
-		kcache_async(d->kcache, rpc_cache_push_list_work_cb,
-		    rpc_cache_push_list_done_cb, p);
+		if (rpc_cache_async(c, NULL, rpc_cache_push_list_work_cb,
+		    rpc_cache_push_list_done_cb, p) != 0)
+			rpc_cache_push_free(p);
 		return;
 	}
 	p->keys = xcalloc(req->n_keys, sizeof *p->keys);
@@ -258,11 +249,8 @@ rpc_cache_push(struct rpc_call *c)
 }
 
 const struct rpc_method rpc_cache_push_method = {
-	.name = "CachePush",
-	.path = DISPATCH_SERVICE "CachePush",
-	.kind = RPC_UNARY,
+	DISPATCH_METHOD_NAME("CachePush"), .kind = RPC_UNARY,
 	.request = &nkid__v1__cache_push_request__descriptor,
-	.cap = CONFIG_CAP_CONTROL,
-	.flags = RPC_F_ASYNC,
+	.cap = CONFIG_CAP_CONTROL, .flags = RPC_F_ASYNC,
 	.handler = rpc_cache_push,
 };

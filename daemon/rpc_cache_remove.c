@@ -4,7 +4,7 @@
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
-#include "daemon/rpc_cache_keys.h"
+#include "daemon/rpc_cache.h"
 
 static int
 rpc_cache_remove_key_cb(struct cache *disk, const char *key, void *arg)
@@ -39,8 +39,7 @@ rpc_cache_remove(struct rpc_call *c)
 }
 
 const struct rpc_method rpc_cache_remove_method = {
-	.name = "CacheRemove", .path = DISPATCH_SERVICE "CacheRemove",
-	.kind = RPC_UNARY,
+	DISPATCH_METHOD_NAME("CacheRemove"), .kind = RPC_UNARY,
 	.request = &nkid__v1__cache_remove_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .flags = RPC_F_ASYNC,
 	.handler = rpc_cache_remove,

@@ -101,7 +101,7 @@ rpc_cache_stat(struct rpc_call *c)
 }
 
 const struct rpc_method rpc_cache_stat_method = {
-	.name = "CacheStat", .path = DISPATCH_SERVICE "CacheStat",
-	.kind = RPC_UNARY, .request = &nkid__v1__cache_stat_request__descriptor,
+	DISPATCH_METHOD_NAME("CacheStat"), .kind = RPC_UNARY,
+	.request = &nkid__v1__cache_stat_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .handler = rpc_cache_stat,
 };

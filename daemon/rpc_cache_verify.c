@@ -280,11 +280,8 @@ rpc_cache_verify(struct rpc_call *c)
 }
 
 const struct rpc_method rpc_cache_verify_method = {
-	.name = "CacheVerify",
-	.path = DISPATCH_SERVICE "CacheVerify",
-	.kind = RPC_UNARY,
+	DISPATCH_METHOD_NAME("CacheVerify"), .kind = RPC_UNARY,
 	.request = &nkid__v1__cache_verify_request__descriptor,
-	.cap = CONFIG_CAP_CONTROL,
-	.flags = RPC_F_ASYNC,
+	.cap = CONFIG_CAP_CONTROL, .flags = RPC_F_ASYNC,
 	.handler = rpc_cache_verify,
 };

@@ -312,8 +312,7 @@ rpc_lease(struct rpc_call *c)
 }
 
 const struct rpc_method rpc_lease_method = {
-	.name = "Lease", .path = DISPATCH_SERVICE "Lease",
-	.kind = RPC_BIDI_STREAM,
+	DISPATCH_METHOD_NAME("Lease"), .kind = RPC_BIDI_STREAM,
 	.request = &nkid__v1__lease_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .handler = rpc_lease,
 };

@@ -7,30 +7,12 @@
 #include "daemon/tensor.h"
 #include "daemon/job_traces.h"
 
-struct rpc_profile {
-	struct job		j;
-	struct job_traces	tr;
-};
-
-static int
-rpc_profile_init(struct job *j)
-{
-	return (job_traces_init(&((struct rpc_profile *)j)->tr, j->c, j->b));
-}
-
-static int
-rpc_profile_exec(struct job *j, unsigned core, struct backend_exec *x)
-{
-	return (job_traces_run(&((struct rpc_profile *)j)->tr, j->b,
-	    kcache_entry_program(j->e), core, x, j->diag));
-}
-
 static void
 rpc_profile_reply(struct job *j)
 {
 	Nkid__V1__ProfileReply	r = NKID__V1__PROFILE_REPLY__INIT;
 
-	job_traces_reply_fill(&((struct rpc_profile *)j)->tr, &r);
+	job_traces_reply_fill(j, &r);
 	r.outputs = job_outputs_messages(j);
 	r.n_outputs = j->noutputs;
 	r.neff_key = (char *)kcache_entry_key(j->e);
@@ -39,21 +21,15 @@ rpc_profile_reply(struct job *j)
 	tensor_messages_free(r.outputs, j->noutputs);
 }
 
-static void
-rpc_profile_release(struct job *j)
-{
-	job_traces_release(&((struct rpc_profile *)j)->tr);
-}
-
 static const struct job_kind rpc_profile_kind = {
 	.verb = "profile",
 	.where = JOB_ON_CORE,
 	.job_class = NKID__V1__JOB_CLASS__JOB_CLASS_BATCH,
-	.size = sizeof(struct rpc_profile),
-	.init = rpc_profile_init,
-	.exec = rpc_profile_exec,
+	.size = sizeof(struct job_traces),
+	.init = job_traces_init,
+	.exec = job_traces_exec,
 	.reply = rpc_profile_reply,
-	.release = rpc_profile_release,
+	.release = job_traces_release,
 };
 
 static void
@@ -68,8 +44,7 @@ rpc_profile(struct rpc_call *c)
 }
 
 const struct rpc_method rpc_profile_method = {
-	.name = "Profile", .path = DISPATCH_SERVICE "Profile",
-	.kind = RPC_UNARY,
+	DISPATCH_METHOD_NAME("Profile"), .kind = RPC_UNARY,
 	.request = &nkid__v1__profile_request__descriptor,
 	.cap = CONFIG_CAP_TENSOR, .flags = RPC_F_ASYNC, .handler = rpc_profile,
 };

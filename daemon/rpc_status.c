@@ -126,7 +126,7 @@ rpc_status(struct rpc_call *c)
 }
 
 const struct rpc_method rpc_status_method = {
-	.name = "Status", .path = DISPATCH_SERVICE "Status", .kind = RPC_UNARY,
+	DISPATCH_METHOD_NAME("Status"), .kind = RPC_UNARY,
 	.request = &nkid__v1__status_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .handler = rpc_status,
 };

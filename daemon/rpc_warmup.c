@@ -133,7 +133,7 @@ rpc_warmup(struct rpc_call *c)
 }
 
 const struct rpc_method rpc_warmup_method = {
-	.name = "Warmup", .path = DISPATCH_SERVICE "Warmup", .kind = RPC_UNARY,
+	DISPATCH_METHOD_NAME("Warmup"), .kind = RPC_UNARY,
 	.request = &nkid__v1__warmup_request__descriptor,
 	.cap = CONFIG_CAP_KERNEL, .flags = RPC_F_ASYNC, .handler = rpc_warmup,
 };

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "daemon/config.h"
+#include "daemon/errstr.h"
 #include "daemon/log.h"
 #include "daemon/metrics_hist.h"
 #include "daemon/sched.h"
@@ -85,9 +86,7 @@ static const char *sched_errs[] = {
 const char *
 sched_strerror(int err)
 {
-	if (err > 0 || -err >= (int)(sizeof sched_errs / sizeof sched_errs[0]))
-		return ("unknown error");
-	return (sched_errs[-err]);
+	return (ERRSTR(sched_errs, err));
 }
 
 const char *

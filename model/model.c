@@ -59,10 +59,35 @@
  * partitions on one engine) takes at least as long as moving 8 x 2500
  * bytes at the engine's peak. READ OFF A GRAPH; the graph is for trn2,
  * applying the same bytes to trn1 is GUESSED.
+ *
+ * That floor is a latency of the transfer's queue, not time the engine
+ * spends moving bytes: the profile of dma intro's Example 2 shows a
+ * 2 KiB transfer ([128,128] bf16, 8 partitions) occupying its engine for
+ * 97 ns, and Example 1 32 KiB in 1416 ns, both at the engine's peak
+ * rate; dma-bandwidth (aws-neuron-sdk@81ce03ae nki/deep-dives/
+ * nki-dma-bandwidth-guide.rst) names the fixed cost "descriptor setup,
+ * synchronization, and semaphore-to-start latency". A queue runs its
+ * transfers in order (dma intro), so one queue's transfers still take
+ * max(floor, bytes / bandwidth) each; another queue's transfer on the
+ * same engine moves its bytes in between.
  */
 #define MODEL_DMA_KNEE_PP	2500.0
 /* Each DMA buffer (a contiguous run) costs at least this many bytes of engine time. GUESSED. */
 #define MODEL_DMA_BUF_MIN	64.0
+/*
+ * DMA queues per engine the model uses: one for loads (into SBUF/PSUM),
+ * one for stores (to HBM). dma intro: "16 DMA queues per DMA engine";
+ * transfers of one queue run in order, "DMA transfers from different DMA
+ * queues are scheduled in a round robin fashion"; the queue "is typically
+ * tied to the trigger engine". In NKI's trn1 profile of mamba_v1
+ * (fused_mamba.rst, figure mamba_v1_profile_4k_chan) the loads are on
+ * qSyncIO0 and the stores on qGpSimdIO0, as is the store of perf's figure
+ * 30 ("variable: output"). Which queue a dma_copy takes is ASSUMED.
+ */
+#define MODEL_DMA_QCLASSES	2
+/* Busy intervals kept per DMA engine and queue for placing the other
+ * queue's transfers in gaps: a modelling shortcut, not a hardware figure. */
+#define MODEL_DMA_IVALS		16
 /* arch: 8 PSUM banks of 2 KiB per partition; up to eight outstanding accumulation groups. */
 #define MODEL_PSUM_BANKS	8
 #define MODEL_PSUM_BANK_BYTES	2048
@@ -157,7 +182,9 @@ struct model_op {
 	int		 npre;
 	uint32_t	 pieces;	/* DMA transfers */
 	uint32_t	 first_q;	/* DMA: engine of piece 0 (set per run) */
-	double		 piece_ns, last_ns;
+	int		 dma_q;		/* DMA: queue class, 0 load, 1 store */
+	double		 piece_ns, last_ns;	/* time on its queue */
+	double		 piece_occ, last_occ;	/* time on its engine */
 	uint64_t	 piece_bytes, last_bytes;
 	double		 flops;
 	const char	*file;
@@ -211,6 +238,17 @@ struct model_crit {
 	float		 dur;
 };
 
+/*
+ * A DMA engine: when each of its queues last moved bytes (a ring of
+ * intervals per queue class, in time order, the oldest forgotten).
+ */
+struct model_dmaeng {
+	double		 s[MODEL_DMA_QCLASSES][MODEL_DMA_IVALS];
+	double		 e[MODEL_DMA_QCLASSES][MODEL_DMA_IVALS];
+	double		 last_e[MODEL_DMA_QCLASSES];	/* newest's end */
+	unsigned	 pos[MODEL_DMA_QCLASSES];	/* intervals put */
+};
+
 struct model_ctx {
 	const struct model_tgt	*t;
 	const Nkir__V1__Kernel	*k;
@@ -228,6 +266,10 @@ struct model_ctx {
 	double			 track_free[MODEL_NTRACKS];
 	uint32_t		 track_last[MODEL_NTRACKS];
 	uint32_t		 dma_rr;
+	/* Per queue class and engine: when its last transfer ends. */
+	double			 dmaq_free[MODEL_DMA_QCLASSES][MODEL_DMA_QUEUES];
+	uint32_t		 dmaq_last[MODEL_DMA_QCLASSES][MODEL_DMA_QUEUES];
+	struct model_dmaeng	 dmaeng[MODEL_DMA_QUEUES];
 	uint64_t		 max_inst;
 	struct model_crit	*crit;
 	uint32_t		 last_id;	/* instruction that ends last */
@@ -772,9 +814,10 @@ model_pre_add(struct model_ctx *m, struct model_op *op, int track,
 /*
  * A DMA (load or store) between HBM access h and on-chip access s: one
  * transfer per 8 partitions on its own engine (arch: a 128-partition
- * load is 16 transfers, one per engine, of 8 partitions each), each
- * taking max(knee time, bytes / engine bandwidth, buffers x minimum
- * buffer time).
+ * load is 16 transfers, one per engine, of 8 partitions each). Each
+ * keeps its engine busy for max(bytes, buffers x minimum buffer bytes) /
+ * engine bandwidth and its queue for at least the knee time. A DMA that
+ * writes HBM goes on the store queue, any other on the load queue.
  */
 static void
 model_cost_dma(struct model_ctx *m, struct model_op *op,
@@ -792,11 +835,15 @@ model_cost_dma(struct model_ctx *m, struct model_op *op,
 	if (op->pieces == 0)
 		op->pieces = 1;
 	lastp = parts - (uint64_t)(op->pieces - 1) * MODEL_DMA_PARTS;
-#define DMA_T(p) fmax(tmin, fmax((double)(p) * pp_bytes / bw, \
-	(double)(p) * runs * MODEL_DMA_BUF_MIN / bw))
-	op->piece_ns = DMA_T(op->pieces > 1 ? MODEL_DMA_PARTS : parts);
-	op->last_ns = DMA_T(lastp);
-#undef DMA_T
+#define DMA_OCC(p) fmax((double)(p) * pp_bytes / bw, \
+	(double)(p) * runs * MODEL_DMA_BUF_MIN / bw)
+	op->piece_occ = DMA_OCC(op->pieces > 1 ? MODEL_DMA_PARTS : parts);
+	op->last_occ = DMA_OCC(lastp);
+#undef DMA_OCC
+	op->piece_ns = fmax(tmin, op->piece_occ);
+	op->last_ns = fmax(tmin, op->last_occ);
+	op->dma_q = op->dst->space == NKIR__V1__SPACE__SPACE_HBM ||
+	    op->dst->space == NKIR__V1__SPACE__SPACE_SHARED_HBM;
 	op->piece_bytes = (uint64_t)((double)(op->pieces > 1 ?
 	    MODEL_DMA_PARTS : parts) * pp_bytes);
 	op->last_bytes = (uint64_t)((double)lastp * pp_bytes);
@@ -1686,6 +1733,7 @@ model_event(struct model_ctx *m, const struct model_op *op, const char *name,
 		return;
 	ev.op = name;
 	ev.track = track;
+	ev.queue = track >= MODEL_TRACK_DMA0 ? op->dma_q : 0;
 	ev.file = op->file;
 	ev.line = op->line;
 	ev.program = m->program;
@@ -1693,6 +1741,54 @@ model_event(struct model_ctx *m, const struct model_op *op, const char *name,
 	ev.dur_ns = dur;
 	ev.bytes = bytes;
 	m->opts->event_cb(m->opts->event_arg, &ev);
+}
+
+/*
+ * When engine e can move occ ns of bytes for queue class c from t on:
+ * the earliest gap that long between the other queue's transfers (one
+ * queue's own transfers never overlap: it runs them in order). Records
+ * the interval.
+ */
+static double
+model_dma_place(struct model_dmaeng *e, int c, double t, double occ)
+{
+	unsigned	o = !c, i, k;
+
+	if (t < e->last_e[o])
+		for (i = e->pos[o] > MODEL_DMA_IVALS ? e->pos[o] -
+		    MODEL_DMA_IVALS : 0; i < e->pos[o]; i++) {
+			k = i % MODEL_DMA_IVALS;
+			if (t + occ <= e->s[o][k])
+				break;
+			if (e->e[o][k] > t)
+				t = e->e[o][k];
+		}
+	k = e->pos[c]++ % MODEL_DMA_IVALS;
+	e->s[c][k] = t;
+	e->e[c][k] = e->last_e[c] = t + occ;
+	return (t);
+}
+
+/* How much of [a, b) the kept transfers of queue class c overlap. */
+static double
+model_dma_overlap(const struct model_dmaeng *e, int c, double a, double b)
+{
+	double		ov = 0.0, x;
+	unsigned	i, k, n;
+
+	if (e->last_e[c] <= a)
+		return (0.0);
+	n = e->pos[c] > MODEL_DMA_IVALS ? MODEL_DMA_IVALS : e->pos[c];
+	for (i = 0; i < n; i++) {
+		k = (e->pos[c] - 1 - i) % MODEL_DMA_IVALS;
+		if (e->e[c][k] <= a)
+			break;
+		x = (b < e->e[c][k] ? b : e->e[c][k]) -
+		    (a > e->s[c][k] ? a : e->s[c][k]);
+		if (x > 0)
+			ov += x;
+	}
+	return (ov);
 }
 
 static int
@@ -1764,25 +1860,38 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 	if (op->track == ENG_DMA) {
 		uint32_t q0 = m->dma_rr, j;
 		double	 bstart = 0.0;
-		int	 bq = MODEL_TRACK_DMA0;
+		int	 bq = MODEL_TRACK_DMA0, c = op->dma_q;
 		struct model_dep best = { -1.0, UINT32_MAX };
 
 		for (j = 0; j < op->pieces; j++) {
-			int	 q = MODEL_TRACK_DMA0 + (int)((q0 + j) %
-				    MODEL_DMA_QUEUES);
-			double	 t = j + 1 == op->pieces ? op->last_ns :
-				    op->piece_ns;
-			uint64_t by = j + 1 == op->pieces ? op->last_bytes :
-				    op->piece_bytes;
+			int	 e = (int)((q0 + j) % MODEL_DMA_QUEUES);
+			int	 q = MODEL_TRACK_DMA0 + e;
+			int	 lastp = j + 1 == op->pieces;
+			double	 t = lastp ? op->last_ns : op->piece_ns;
+			double	 occ = lastp ? op->last_occ : op->piece_occ;
+			uint64_t by = lastp ? op->last_bytes : op->piece_bytes;
+			struct model_dmaeng *de = &m->dmaeng[e];
 			struct model_dep s = dep;
+			double	 mv, fin;
 
-			model_dep_max(&s, m->track_free[q], m->track_last[q]);
-			m->track_free[q] = s.t + t;
-			r->busy_ns[q] += t;
+			/* In order on its queue; bytes in the engine's gaps. */
+			model_dep_max(&s, m->dmaq_free[c][e],
+			    m->dmaq_last[c][e]);
+			mv = model_dma_place(de, c, s.t, occ);
+			fin = s.t + t > mv + occ ? s.t + t : mv + occ;
+			m->dmaq_free[c][e] = fin;
+			if (fin > m->track_free[q])
+				m->track_free[q] = fin;
+			/*
+			 * busy_ns: time the engine moves bytes or a queue waits
+			 * out its floor; the other queue's moves count once.
+			 */
+			r->busy_ns[q] += fin - s.t - model_dma_overlap(de, !c,
+			    s.t, fin);
 			r->dma_bytes += by;
-			model_event(m, op, op->name, q, s.t, t, by);
-			if (s.t + t > best.t) {
-				best.t = s.t + t;
+			model_event(m, op, op->name, q, s.t, fin - s.t, by);
+			if (fin > best.t) {
+				best.t = fin;
 				best.id = s.id;
 				bstart = s.t;
 				bq = q;
@@ -1790,8 +1899,7 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 		}
 		id = model_inst(m, bq, bstart, best.t, best.id, 0);
 		for (j = 0; j < op->pieces && j < MODEL_DMA_QUEUES; j++)
-			m->track_last[MODEL_TRACK_DMA0 + (q0 + j) %
-			    MODEL_DMA_QUEUES] = id;
+			m->dmaq_last[c][(q0 + j) % MODEL_DMA_QUEUES] = id;
 		m->dma_rr = (q0 + op->pieces) % MODEL_DMA_QUEUES;
 		end = ready = best.t;
 	} else {
@@ -1987,6 +2095,9 @@ model_run(const void *ir, size_t len, const struct model_opts *opts,
 	}
 	for (g = 0; g < MODEL_NTRACKS; g++)
 		m.track_last[g] = UINT32_MAX;
+	for (g = 0; g < MODEL_DMA_QCLASSES * MODEL_DMA_QUEUES; g++)
+		m.dmaq_last[g / MODEL_DMA_QUEUES][g % MODEL_DMA_QUEUES] =
+		    UINT32_MAX;
 	m.last_id = UINT32_MAX;
 	if (model_tensors_init(&m) != 0 ||
 	    model_build_body(&m, k->body, k->n_body, &sc, &m.root_first,
@@ -2006,6 +2117,10 @@ model_run(const void *ir, size_t len, const struct model_opts *opts,
 	for (g = 0; g < MODEL_NTRACKS; g++)
 		if (m.track_free[g] > r->total_ns)
 			r->total_ns = m.track_free[g];
+	/* A DMA engine's two queues overlap: busy_ns counts it once. */
+	for (g = MODEL_TRACK_DMA0; g < MODEL_NTRACKS; g++)
+		if (r->busy_ns[g] > r->total_ns)
+			r->busy_ns[g] = r->total_ns;
 	model_critical(&m);
 out:
 	clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -24,7 +24,8 @@ enum model_err {
 
 /*
  * Tracks, the resources instructions run on: the four compute engines,
- * then the 16 DMA queues of the core (one per DMA engine).
+ * then the 16 DMA engines of the core (each with a load and a store queue,
+ * docs/model.md).
  */
 enum model_track {
 	MODEL_TRACK_TENSOR = 0,
@@ -36,10 +37,11 @@ enum model_track {
 #define MODEL_DMA_QUEUES	16
 #define MODEL_NTRACKS		(MODEL_TRACK_DMA0 + MODEL_DMA_QUEUES)
 
-/* One modeled instruction (a DMA: one transfer on one queue). */
+/* One modeled instruction (a DMA: one transfer on one engine). */
 struct model_event {
 	const char	*op;		/* "matmul", "load", ... (static) */
 	int		 track;		/* enum model_track */
+	int		 queue;		/* DMA: 0 the load queue, 1 stores */
 	const char	*file;		/* kernel source (borrowed), or NULL */
 	uint32_t	 line;
 	uint64_t	 program;	/* SPMD program index */

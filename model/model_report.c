@@ -72,8 +72,17 @@ struct model_rep {
 	uint64_t		 dropped;
 	struct model_line	*lines;
 	size_t			 nlines;
+	size_t			 hit;		/* the line last counted */
 	int			 oom;
 };
+
+/* Whether line l counts event ev (ops are static names, mostly shared). */
+static int
+model_line_is(const struct model_line *l, const struct model_event *ev)
+{
+	return (l->line == ev->line && l->file == ev->file &&
+	    (l->op == ev->op || strcmp(l->op, ev->op) == 0));
+}
 
 static const char *
 model_base(const char *file)
@@ -90,14 +99,19 @@ model_rep_cb(void *arg, const struct model_event *ev)
 	struct model_line	*l = NULL;
 	size_t			 i;
 
-	/* Most recent lines first: loops revisit the same few. */
-	for (i = rp->nlines; i-- > 0;) {
-		l = &rp->lines[i];
-		if (l->line == ev->line && l->file == ev->file &&
-		    strcmp(l->op, ev->op) == 0)
-			break;
-		l = NULL;
-	}
+	/* The last line first (a DMA's transfers come in a row), then the
+	 * most recent ones: loops revisit the same few. */
+	if (rp->hit < rp->nlines && model_line_is(&rp->lines[rp->hit], ev))
+		l = &rp->lines[rp->hit];
+	else
+		for (i = rp->nlines; i-- > 0;) {
+			l = &rp->lines[i];
+			if (model_line_is(l, ev)) {
+				rp->hit = i;
+				break;
+			}
+			l = NULL;
+		}
 	if (l == NULL) {
 		l = realloc(rp->lines, (rp->nlines + 1) * sizeof *rp->lines);
 		if (l == NULL) {
@@ -105,6 +119,7 @@ model_rep_cb(void *arg, const struct model_event *ev)
 			return;
 		}
 		rp->lines = l;
+		rp->hit = rp->nlines;
 		l = &rp->lines[rp->nlines++];
 		memset(l, 0, sizeof *l);
 		l->op = ev->op;
@@ -126,7 +141,8 @@ model_rep_cb(void *arg, const struct model_event *ev)
 	    "\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
 	    "\"args\":{\"file\":\"", ev->op, ev->track >= MODEL_TRACK_DMA0 ?
 	    "dma" : model_track_name(ev->track),
-	    ev->track + 1, ev->start_ns / 1e3, ev->dur_ns / 1e3);
+	    ev->track + 1 + (ev->queue ? MODEL_DMA_QUEUES : 0),
+	    ev->start_ns / 1e3, ev->dur_ns / 1e3);
 	model_text_json(&rp->trace, model_base(ev->file));
 	model_text_printf(&rp->trace, "\",\"line\":%" PRIu32 ",\"program\":%"
 	    PRIu64, ev->line, ev->program);
@@ -136,10 +152,13 @@ model_rep_cb(void *arg, const struct model_event *ev)
 	rp->events++;
 }
 
+/* Trace tracks: MODEL_NTRACKS, then each DMA engine's store queue. */
+#define MODEL_TRACE_TRACKS	(MODEL_NTRACKS + MODEL_DMA_QUEUES)
+
 static const char *
 model_track_title(int track)
 {
-	static char	buf[MODEL_DMA_QUEUES][32];
+	static char	buf[2 * MODEL_DMA_QUEUES][32];
 
 	switch (track) {
 	case MODEL_TRACK_TENSOR:
@@ -153,9 +172,10 @@ model_track_title(int track)
 	default:
 		break;
 	}
-	assert(track >= MODEL_TRACK_DMA0 && track < MODEL_NTRACKS);
-	snprintf(buf[track - MODEL_TRACK_DMA0], sizeof buf[0], "DMA queue %d",
-	    track - MODEL_TRACK_DMA0);
+	assert(track >= MODEL_TRACK_DMA0 && track < MODEL_TRACE_TRACKS);
+	snprintf(buf[track - MODEL_TRACK_DMA0], sizeof buf[0], "DMA engine %d "
+	    "%s", (track - MODEL_TRACK_DMA0) % MODEL_DMA_QUEUES, track <
+	    MODEL_NTRACKS ? "loads" : "stores");
 	return (buf[track - MODEL_TRACK_DMA0]);
 }
 
@@ -266,12 +286,15 @@ model_report(const void *ir, size_t len, const struct model_opts *opts,
 	model_text_json(&rp.trace, kernel);
 	model_text_printf(&rp.trace, " (modeled NeuronCore, execution %u)\"}}",
 	    execution);
-	for (t = 0; t < MODEL_NTRACKS; t++)
+	/* An engine's store queue sorts right after its load queue. */
+	for (t = 0; t < MODEL_TRACE_TRACKS; t++)
 		model_text_printf(&rp.trace, ",\n{\"name\":\"thread_name\","
 		    "\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":"
 		    "\"%s\"}},\n{\"name\":\"thread_sort_index\",\"ph\":\"M\","
 		    "\"pid\":1,\"tid\":%d,\"args\":{\"sort_index\":%d}}", t + 1,
-		    model_track_title(t), t + 1, t + 1);
+		    model_track_title(t), t + 1, t < MODEL_TRACK_DMA0 ? t + 1 :
+		    MODEL_TRACK_DMA0 + 1 + 2 * ((t - MODEL_TRACK_DMA0) %
+		    MODEL_DMA_QUEUES) + (t >= MODEL_NTRACKS));
 	error = model_run(ir, len, &o, r, diag, diaglen);
 	if (error == 0 && rp.oom)
 		error = MODEL_ELIMIT;

@@ -1280,13 +1280,14 @@ GAPS = {
     "executor_ratio_softmax":
         "seven passes over each [128, 512] tile (L2-resident), exp vectorized (SLEEF); "
         "the 32 tiles run side by side.",
-    "model_mm_tiled_ms":
-        "the model's DMA floor (one transfer per queue takes at least the ~2.5 KiB-per-"
-        "partition knee of NKI's DMA throughput graph) makes the tiled kernel's 65,536 small "
-        "loads slower than trn1 runs them; the compiler may also merge or reorder them (the "
-        "k loop is an affine_range). See docs/model.md, 'Known blind spots'.",
+    "model_mm_tiled_rel_err":
+        "each of the tiled kernel's 32,768 [128,128] bf16 loads (2 KiB per DMA engine, "
+        "256 B per partition) holds the load queue for the ~1.18 us floor of NKI's DMA "
+        "throughput graph, as its [128,512] loads do; the published ladder implies trn1 "
+        "runs it in ~0.37 us, in proportion to its bytes, which no documented DMA rule gives "
+        "(docs/model.md, 'Targets missed').",
     "model_matmul_max_rel_err":
-        "see model_mm_tiled_ms and docs/model.md.",
+        "see model_mm_tiled_rel_err and docs/model.md.",
 }
 
 
@@ -1356,22 +1357,33 @@ def bench_tensor_bw(tmp, runs=5):
 def bench_model(tmp):
     """The NeuronCore model (docs/model.md) against NKI's published
     latencies: the tutorials' kernels (tests/python/kernels/perf_tutorials.py)
-    traced with placeholders and costed by build/bin/nkimodel, not executed."""
+    traced with placeholders and costed by build/bin/nkimodel, not executed.
+
+    Each kernel gives two keys in bench/results.json: model_<k>_ms, the
+    modeled latency in milliseconds, and model_<k>_rel_err, its relative
+    error against the published one (the report row). Until 2026-12-01 the
+    _ms keys held the relative error."""
     sys.path.insert(0, os.path.join(TOP, "tests", "python"))
     from kernels import perf_tutorials as pt
     nkimodel = os.path.join(BIN, "nkimodel")
     cmd = "trace (placeholders) + build/bin/nkimodel -j, trn1"
+    renamed = " (modeled ms: key %s; before 2026-12-01 that key held this error)"
+
+    def row(name, ms, pub, what, nd=2):
+        err = abs(ms - pub) / pub
+        record("model_%s_rel_err" % name, round(ms, nd), pub, round(err, 3), "<= 0.3",
+               "%s: %s, modeled vs published ms (rel. error)%s"
+               % (cmd, what, renamed % ("model_%s_ms" % name)))
+        results["model_%s_ms" % name] = round(ms, nd)
+        return err
+
     got, worst = {}, 0.0
     for name, pub in pt.MATMUL_PUBLISHED:
         s = pt.model(getattr(pt, name), pt.matmul_args(), nkimodel, tmp)
         got[name] = s["total_time_us"] / 1e3
-        err = abs(got[name] - pub) / pub
-        worst = max(worst, err)
-        record("model_%s_ms" % name, round(got[name], 2), pub, round(err, 3), "<= 0.3",
-               "%s: [4096,8192]@[8192,8192] bf16, modeled vs published ms (rel. error)"
-               % cmd)
+        worst = max(worst, row(name, got[name], pub, "[4096,8192]@[8192,8192] bf16"))
     record("model_matmul_max_rel_err", None, None, round(worst, 3), "<= 0.3",
-           "max of the model_mm_* rows")
+           "max of the model_mm_*_rel_err rows")
     order = [n for n, _ in pt.MATMUL_PUBLISHED]
     record("model_matmul_order_ok", int(sorted(order, key=lambda n: -got[n]) == order),
            None, None, "1", "modeled latencies in the published order (tiled > hoisted > "
@@ -1379,24 +1391,17 @@ def bench_model(tmp):
     worst = 0.0
     for seq_len, pub in sorted(pt.MAMBA_V3_PUBLISHED.items()):
         s = pt.model(pt.mamba_v3, pt.mamba_args(4096, seq_len), nkimodel, tmp)
-        ms = s["total_time_us"] / 1e3
-        err = abs(ms - pub) / pub
-        worst = max(worst, err)
-        record("model_mamba_v3_%d_ms" % seq_len, round(ms, 2), pub, round(err, 3), "<= 0.3",
-               "%s: mamba_v3 channels 4096 seq_len %d fp32, modeled vs published ms"
-               % (cmd, seq_len))
-    for key, kern, (c, l), pub in (
-            ("model_mamba_v1_c4096_ms", pt.mamba_v1, (4096, 512), pt.MAMBA_V1_PUBLISHED[4096]),
-            ("model_mamba_v2_512_ms", pt.mamba_v2, (4096, 512), pt.MAMBA_V2_PUBLISHED[512])):
+        worst = max(worst, row("mamba_v3_%d" % seq_len, s["total_time_us"] / 1e3, pub,
+                               "mamba_v3 channels 4096 seq_len %d fp32" % seq_len))
+    for name, kern, (c, l), pub in (
+            ("mamba_v1_c4096", pt.mamba_v1, (4096, 512), pt.MAMBA_V1_PUBLISHED[4096]),
+            ("mamba_v2_512", pt.mamba_v2, (4096, 512), pt.MAMBA_V2_PUBLISHED[512])):
         s = pt.model(kern, pt.mamba_args(c, l), nkimodel, tmp)
-        ms = s["total_time_us"] / 1e3
-        err = abs(ms - pub) / pub
-        worst = max(worst, err)
-        record(key, round(ms, 3), pub, round(err, 3), "<= 0.3",
-               "%s: %s channels %d seq_len %d, modeled vs published ms"
-               % (cmd, kern.func.__name__ if hasattr(kern, "func") else kern, c, l))
+        worst = max(worst, row(name, s["total_time_us"] / 1e3, pub, "%s channels %d seq_len %d"
+                               % (kern.func.__name__ if hasattr(kern, "func") else kern,
+                                  c, l), nd=3))
     record("model_mamba_max_rel_err", None, None, round(worst, 3), "<= 0.3",
-           "max of the model_mamba_v3_* series and the v1/v2 rows")
+           "max of the model_mamba_v3_*_rel_err series and the v1/v2 rows")
     v2worst = 0.0
     for seq_len, pub in sorted(pt.MAMBA_V2_PUBLISHED.items()):
         s = pt.model(pt.mamba_v2, pt.mamba_args(4096, seq_len), nkimodel, tmp)

@@ -243,6 +243,22 @@ sim_exec_read(const struct sim_run *r, const struct sim_operand *s,
 	return (tmp);
 }
 
+/* Write n values src[i * sst] to a tile at element offset off, ax apart,
+ * rounded to the tile's dtype. */
+static void
+sim_exec_write_chip(const struct sim_bind *bd, uint64_t off, int64_t ax,
+    size_t n, const float *src, int64_t sst)
+{
+	float	*d = (float *)bd->base + off;
+
+	if (bd->dtype == SIM_DT_FLOAT32 && ax == 1 && sst == 1) {
+		if (d != src)
+			memmove(d, src, n * sizeof(float));
+		return;
+	}
+	sim_dtype_round_row(bd->dtype, d, ax, src, sst, n);
+}
+
 /* Write n values src[i * sst] to view v at offset off, rounded to the
  * tensor's dtype; only active elements when act is set. */
 void
@@ -271,14 +287,7 @@ sim_exec_write(const struct sim_run *r, const struct sim_view *v,
 		return;
 	}
 	if (bd->chip) {
-		float	*d = (float *)bd->base + off;
-
-		if (bd->dtype == SIM_DT_FLOAT32 && ax == 1 && sst == 1) {
-			if (d != src)
-				memmove(d, src, n * sizeof(float));
-			return;
-		}
-		sim_dtype_round_row(bd->dtype, d, ax, src, sst, n);
+		sim_exec_write_chip(bd, off, ax, n, src, sst);
 		return;
 	}
 	if (bd->dtype == SIM_DT_FLOAT32 && ax == 1 && sst == 1) {
@@ -334,10 +343,25 @@ sim_exec_scatter(struct sim_run *r, const struct sim_op *op,
     const struct sim_view *v, const float *buf)
 {
 	const struct sim_view	*vs[1] = { v };
+	const struct sim_bind	*bd = &r->t[v->tensor];
 	size_t			 n = v->shape[v->rank - 1];
 	struct sim_rows		 it;
-	int			 rc;
+	int			 rc, rank = v->rank;
 
+	if (!v->nmask && bd->chip) {
+		/* trailing axes of one element (a reduction's kept axes):
+		 * rows along the last longer axis */
+		while (rank > 2 && v->shape[rank - 1] == 1)
+			rank--;
+		n = v->shape[rank - 1];
+		sim_exec_rows_begin(&it, r, rank, v->shape, vs, 1);
+		do {
+			sim_exec_write_chip(bd, it.off[0],
+			    v->off.ax[rank - 1], n, buf, 1);
+			buf += n;
+		} while (sim_exec_rows_next(&it));
+		return (0);
+	}
 	sim_exec_rows_begin(&it, r, v->rank, v->shape, vs, 1);
 	do {
 		const uint8_t	*act = NULL;
@@ -646,7 +670,18 @@ sim_exec_shift(float x, float y, bool left)
 	return ((float)(a >> s));
 }
 
-void
+/* The row loops of element-wise arithmetic, built for the widest vectors
+ * the CPU runs: IEEE add, multiply, divide and compare round alike at
+ * every width (sim/ is built with -ffp-contract=off), so the bits do not
+ * depend on the clone. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SIM_EXEC_WIDE __attribute__((target_clones("avx512f", "avx2", \
+	"default")))
+#else
+#define SIM_EXEC_WIDE
+#endif
+
+SIM_EXEC_WIDE void
 sim_exec_alu_row(int alu, float *o, const float *a, int64_t sa,
     const float *b, int64_t sb, size_t n)
 {
@@ -811,7 +846,7 @@ sim_exec_act1(int act, float t)
 	}
 }
 
-void
+SIM_EXEC_WIDE void
 sim_exec_act_row(const struct sim_op *op, float *o, const float *a,
     int64_t sa, const float *b, int64_t sb, size_t n)
 {
@@ -898,10 +933,13 @@ sim_exec_prefetch(const struct sim_run *r, const struct sim_op *op,
 
 /* One innermost row of an element-wise op at the iterator's position.
  * With stage set the row's values (and active flags) go to stage[]
- * instead of dst. */
+ * instead of dst. In a fused group, fsrc[i] (if not NULL) is src[i]'s
+ * row passed on in place and fdst (if not NULL) the row to compute in
+ * instead of dst's (sim_opt_forward). */
 static int
 sim_exec_ew_row(struct sim_run *r, const struct sim_op *op,
-    const struct sim_rows *it, float *stage, uint8_t *stage_act)
+    const struct sim_rows *it, float *stage, uint8_t *stage_act,
+    const float *const *fsrc, float *fdst)
 {
 	static const float	 zero = 0.0f;
 	const struct sim_bind	*db = &r->t[op->dst.tensor];
@@ -914,13 +952,19 @@ sim_exec_ew_row(struct sim_run *r, const struct sim_op *op,
 	int			 k, rc;
 
 	direct = db->chip && db->dtype == SIM_DT_FLOAT32 &&
-	    op->dst.off.ax[op->rank - 1] == 1 && !op->masked && !stage;
+	    op->dst.off.ax[op->rank - 1] == 1 && !op->masked && !stage &&
+	    fdst == NULL;
 	if (op->masked) {
 		if ((rc = sim_exec_active(r, op, it, r->act, n)))
 			return (rc);
 		act = r->act;
 	}
 	for (k = 0; k < op->nsrc; k++) {
+		if (fsrc != NULL && fsrc[k] != NULL) {
+			s[k] = fsrc[k];
+			ss[k] = 1;
+			continue;
+		}
 		s[k] = sim_exec_read(r, &op->src[k], it->off[k + 1], n,
 		    r->row[k], &ss[k], act);
 		/* in-place only when reading exactly what is written */
@@ -930,7 +974,8 @@ sim_exec_ew_row(struct sim_run *r, const struct sim_op *op,
 		    s[k] == r->row[k]))
 			direct = false;
 	}
-	o = direct ? (float *)db->base + it->off[0] : stage ? stage : r->row[3];
+	o = direct ? (float *)db->base + it->off[0] : stage ? stage :
+	    fdst != NULL ? fdst : r->row[3];
 	if (stage_act != NULL)
 		memcpy(stage_act, act, n);
 	switch (op->kind) {
@@ -971,7 +1016,7 @@ sim_exec_ew_row(struct sim_run *r, const struct sim_op *op,
 			o[i] = (float)(base + (int64_t)i * step);
 		break;
 	}
-	if (!direct && stage == NULL)
+	if (!direct && stage == NULL && fdst == NULL)
 		sim_exec_write(r, &op->dst, it->off[0], n, o, 1, act);
 	return (0);
 }
@@ -1130,7 +1175,8 @@ sim_exec_ew_part(struct sim_run *r, const struct sim_op *op, size_t k,
 	sim_exec_ew_begin(&it, r, op);
 	sim_exec_rows_range(&it, lo, hi);
 	do {
-		if ((rc = sim_exec_ew_row(r, op, &it, NULL, NULL)))
+		if ((rc = sim_exec_ew_row(r, op, &it, NULL, NULL, NULL,
+		    NULL)))
 			return (rc);
 	} while (sim_exec_rows_next(&it));
 	return (0);
@@ -1159,7 +1205,7 @@ sim_exec_elementwise(struct sim_run *r, const struct sim_op *op)
 		sact = (uint8_t *)(r->scratch + op->dst.nelem);
 		do {
 			if ((rc = sim_exec_ew_row(r, op, &it, stage,
-			    op->masked ? sact : NULL)))
+			    op->masked ? sact : NULL, NULL, NULL)))
 				return (rc);
 			stage += n;
 			sact += n;
@@ -1177,27 +1223,96 @@ sim_exec_elementwise(struct sim_run *r, const struct sim_op *op)
 	}
 }
 
+static float	sim_exec_count(float c, const uint8_t *act, size_t n);
+
+/* A row reduction in a fused group (sim_opt_row_reduce): the row at the
+ * iterator folded into dst's element, the arithmetic of sim_exec_reduce
+ * for one row. x (if not NULL) is the row passed on in place. */
+static void
+sim_exec_reduce_row(struct sim_run *r, const struct sim_op *op,
+    const struct sim_rows *it, const float *x)
+{
+	size_t	n = op->shape[1];
+	int64_t	sx = 1;
+	int	alu = op->alu;
+	float	acc, cnt, mean;
+
+	if (x == NULL)
+		x = sim_exec_read(r, &op->src[0], it->off[1], n, r->row[0],
+		    &sx, NULL);
+	if (alu == NKIR__V1__ALU_OP__ALU_VAR)
+		alu = NKIR__V1__ALU_OP__ALU_MEAN;
+	acc = sim_exec_fold(alu, sim_exec_reduce_init(op->alu), x, sx, NULL,
+	    n, NULL);
+	cnt = sim_exec_count(0.0f, NULL, n);
+	if (alu == NKIR__V1__ALU_OP__ALU_MEAN)
+		acc = cnt > 0.0f ? acc / cnt : NAN;
+	if (op->alu == NKIR__V1__ALU_OP__ALU_VAR) {
+		mean = acc;
+		acc = sim_exec_fold(op->alu, 0.0f, x, sx, NULL, n, &mean);
+		cnt = sim_exec_count(0.0f, NULL, n);
+		acc = cnt > 0.0f ? acc / cnt : NAN;
+	}
+	sim_exec_write(r, &op->dst, it->off[0], 1, &acc, 1, NULL);
+}
+
+/* Row j of group op's forwarded source i, or NULL. */
+static const float *
+sim_exec_fwd_src(const struct sim_run *r, const struct sim_op *ops,
+    const struct sim_rows *it, const struct sim_op *op, int i)
+{
+	size_t	l = op->fwd_src[i];
+
+	if (l == 0)
+		return (NULL);
+	return ((const float *)r->t[ops[l - 1].src[0].v.tensor].base +
+	    it[l - 1].off[1]);
+}
+
 /* A fused group (sim_op.fuse): the ops run row by row in lockstep, so a
  * row stays in cache from load to store. The planner proved this equal
- * to running them one after the other. */
+ * to running them one after the other. Forwarded loads and stores
+ * (sim_opt_forward) do nothing: their HBM rows are read and written in
+ * place by the ops around them. */
 static int
 sim_exec_fused_part(struct sim_run *r, const struct sim_op *ops, size_t k,
     uint64_t lo, uint64_t hi, void *ctx)
 {
-	struct sim_rows	it[SIM_FUSE_MAX];
-	bool		more;
-	int		rc;
-	size_t		j;
+	struct sim_rows	 it[SIM_FUSE_MAX];
+	const float	*fs[3];
+	float		*fd;
+	bool		 more;
+	int		 rc, i;
+	size_t		 j;
 
 	for (j = 0; j < k; j++) {
 		sim_exec_ew_begin(&it[j], r, &ops[j]);
 		sim_exec_rows_range(&it[j], lo, hi);
 	}
 	do {
-		for (j = 0; j < k; j++)
-			if ((rc = sim_exec_ew_row(r, &ops[j], &it[j], NULL,
-			    NULL)))
+		for (j = 0; j < k; j++) {
+			const struct sim_op	*op = &ops[j];
+
+			if (op->fwd) {
+				if (op->kind == NKIR__V1__OP_KIND__OP_LOAD)
+					sim_exec_prefetch(r, op, &it[j],
+					    op->shape[op->rank - 1]);
+				continue;
+			}
+			for (i = 0; i < 3; i++)
+				fs[i] = i < op->nsrc ?
+				    sim_exec_fwd_src(r, ops, it, op, i) : NULL;
+			if (op->kind == NKIR__V1__OP_KIND__OP_REDUCE) {
+				sim_exec_reduce_row(r, op, &it[j], fs[0]);
+				continue;
+			}
+			fd = op->fwd_dst == 0 ? NULL :
+			    (float *)r->t[ops[op->fwd_dst - 1].dst.tensor].base +
+			    it[op->fwd_dst - 1].off[0];
+			if ((rc = sim_exec_ew_row(r, op, &it[j], NULL, NULL,
+			    fs, fd)))
 				return (rc);
+		}
 		more = false;
 		for (j = 0; j < k; j++)
 			more = sim_exec_rows_next(&it[j]);
@@ -1381,6 +1496,43 @@ sim_exec_count(float c, const uint8_t *act, size_t n)
 /* One pass over src0's rows with axis-0 index in [lo, hi), folding into
  * acc (dst-shaped, contiguous); for VAR's second pass mean holds the
  * means. cnt counts active elements. */
+/*
+ * The innermost axis reduced, the one before it kept (average pooling's
+ * [.., ow, dw]): the rows of a block along those two axes in one go, the
+ * same folds in the same order as row by row, without a row's overhead
+ * for a few elements each.
+ */
+static int
+sim_exec_reduce_short(struct sim_run *r, const struct sim_op *op,
+    const struct sim_exec_fold *f, const uint64_t *astride, uint64_t lo,
+    uint64_t hi)
+{
+	const struct sim_view	*v = &op->src[0].v, *vs[1] = { v };
+	const float		*base = (const float *)r->t[v->tensor].base;
+	int			 last = op->rank - 1, a;
+	size_t			 n = op->shape[last], m = op->shape[last - 1];
+	int64_t			 sx = v->off.ax[last], sj = v->off.ax[last - 1];
+	uint64_t		 aj = astride[last - 1];
+	struct sim_rows		 it;
+	size_t			 j;
+
+	sim_exec_rows_begin(&it, r, op->rank - 1, op->shape, vs, 1);
+	sim_exec_rows_range(&it, lo, hi);
+	do {
+		uint64_t	ao = 0;
+
+		for (a = 0; a < last - 1; a++)
+			ao += astride[a] * it.idx[a];
+		for (j = 0; j < m; j++, ao += aj) {
+			f->acc[ao] = sim_exec_fold(f->alu, f->acc[ao],
+			    base + it.off[0] + (int64_t)j * sj, sx, NULL, n,
+			    f->mean ? &f->mean[ao] : NULL);
+			f->cnt[ao] = sim_exec_count(f->cnt[ao], NULL, n);
+		}
+	} while (sim_exec_rows_next(&it));
+	return (0);
+}
+
 static int
 sim_exec_reduce_part(struct sim_run *r, const struct sim_op *op, size_t nop,
     uint64_t lo, uint64_t hi, void *ctx)
@@ -1404,6 +1556,9 @@ sim_exec_reduce_part(struct sim_run *r, const struct sim_op *op, size_t nop,
 		astride[a] = red ? 0 : s;
 		s *= red ? 1 : op->shape[a];
 	}
+	if (inner && last >= 2 && !(op->axes & (1u << (last - 1))) &&
+	    !op->src[0].v.nmask && r->t[op->src[0].v.tensor].f32)
+		return (sim_exec_reduce_short(r, op, f, astride, lo, hi));
 	sim_exec_rows_begin(&it, r, op->rank, op->shape, vs, 1);
 	sim_exec_rows_range(&it, lo, hi);
 	do {

@@ -220,6 +220,16 @@ struct sim_op {
 						 * predicates, read-modify-
 						 * write): never assumed to
 						 * overwrite dst */
+	/* sim_opt_forward: rows passed on in place within a fused group
+	 * (indices into the group, plus one; 0: none) */
+	uint8_t			 fwd_src[3];	/* src[i] is read where the
+						 * group's load fwd_src[i]
+						 * reads its HBM row */
+	uint8_t			 fwd_dst;	/* dst's row is computed where
+						 * the group's store fwd_dst
+						 * writes its HBM row */
+	bool			 fwd;		/* a load or store that this
+						 * forwarding made a no-op */
 	struct sim_isa		*isa;		/* kinds 40-79, else NULL */
 	uint32_t		 nfns;		/* OP_LOOP: the index functions
 						 * of its variable */
@@ -429,6 +439,10 @@ void	 sim_opt_fuse(struct sim_op *ops, size_t n);
  * (sim_tinfo.nofill) and copy elision (sim_tinfo.alias, sim_op.skip).
  * Returns 0 or SIM_ENOMEM. */
 int	 sim_opt_program(struct sim_program *p);
+/* Once every body is fused: in each fused group, pass rows on in place
+ * (sim_op.fwd_src, fwd_dst, fwd) where the tiles between a load or a
+ * store and the group's arithmetic are touched by nothing else. */
+void	 sim_opt_forward(struct sim_program *p);
 
 /* sim_par.c */
 /* Find what may run side by side in a planned program: independent

@@ -109,25 +109,112 @@ sim_opt_group_ok(const struct sim_op *ops, size_t k)
 	return (true);
 }
 
+/* A reduction along the last of two axes (a row's max, sum, mean, ...),
+ * which may join a group of rows (sim_opt_group_rows_ok). */
+static bool
+sim_opt_row_reduce(const struct sim_op *op)
+{
+	return (op->kind == NKIR__V1__OP_KIND__OP_REDUCE && op->rank == 2 &&
+	    op->axes == 2u && !op->masked && !op->skip && !op->opaque &&
+	    op->nsrc == 1 && !op->src[0].scalar &&
+	    op->src[0].v.tensor != op->dst.tensor && op->dst.rank <= 2);
+}
+
+/* View v's row i (axis-0 index i) lies in [c + A0 * i, c + A0 * i + A0)
+ * of its tensor, A0 = ref's axis-0 step, with ref's offset terms. */
+static bool
+sim_opt_view_rows(const struct sim_view *v, const struct sim_view *ref)
+{
+	int64_t		a0 = ref->off.ax[0];
+	sim_i128	ext = 0;
+	uint32_t	k;
+	int		a;
+
+	if (v->tensor != ref->tensor || v->rank < 1 || v->rank > 2 ||
+	    v->off.c != ref->off.c || v->off.nt != ref->off.nt ||
+	    v->off.ax[0] != a0 || a0 <= 0)
+		return (false);
+	for (k = 0; k < v->off.nt; k++)
+		if (v->off.t[k].kind != ref->off.t[k].kind ||
+		    v->off.t[k].index != ref->off.t[k].index ||
+		    v->off.t[k].coef != ref->off.t[k].coef)
+			return (false);
+	for (a = 1; a < v->rank; a++) {
+		if (v->off.ax[a] < 0)
+			return (false);
+		ext += (sim_i128)v->off.ax[a] * (sim_i128)(v->shape[a] - 1);
+	}
+	return (ext < a0);
+}
+
+/* Running ops[0 .. k-1] (rank 2, one axis-0 extent, row lengths that may
+ * differ, row reductions among them) row by row in lockstep equals
+ * running them in order when every tensor any of them writes is accessed
+ * by all of them in rows that do not overlap, row i of every access in
+ * the same place (row i touches only what row i of the others does). */
+static bool
+sim_opt_group_rows_ok(const struct sim_op *ops, size_t k)
+{
+	size_t	i, j;
+	int	s;
+
+	for (i = 0; i < k; i++)
+		if (ops[i].rank != 2 || ops[i].shape[0] != ops[0].shape[0])
+			return (false);
+	for (i = 0; i < k; i++) {
+		const struct sim_view	*ref = &ops[i].dst;
+
+		for (j = 0; j < k; j++) {
+			const struct sim_op	*c = &ops[j];
+
+			if (c->dst.tensor == ref->tensor &&
+			    !sim_opt_view_rows(&c->dst, ref))
+				return (false);
+			for (s = 0; s < c->nsrc; s++)
+				if (!c->src[s].scalar &&
+				    c->src[s].v.tensor == ref->tensor &&
+				    !sim_opt_view_rows(&c->src[s].v, ref))
+					return (false);
+		}
+	}
+	return (true);
+}
+
+/* ops[0 .. k-1] may run as a group: one iteration space and one view of
+ * each tensor written, or rows of rank 2 (sim_opt_group_rows_ok). */
+static bool
+sim_opt_group_fits(const struct sim_op *ops, size_t k)
+{
+	bool	same = true, reduce = false;
+	size_t	i;
+
+	for (i = 0; i < k; i++) {
+		if (!sim_opt_fusable(&ops[i]) && !sim_opt_row_reduce(&ops[i]))
+			return (false);
+		reduce = reduce || ops[i].kind == NKIR__V1__OP_KIND__OP_REDUCE;
+		same = same && ops[i].rank == ops[0].rank &&
+		    memcmp(ops[i].shape, ops[0].shape,
+		    sizeof(ops[0].shape)) == 0;
+	}
+	if (same && !reduce && sim_opt_group_ok(ops, k))
+		return (true);
+	return (sim_opt_group_rows_ok(ops, k));
+}
+
 void
 sim_opt_fuse(struct sim_op *ops, size_t n)
 {
 	size_t	i = 0, k;
 
 	while (i < n) {
-		if (!sim_opt_fusable(&ops[i])) {
+		if (!sim_opt_fusable(&ops[i]) &&
+		    !sim_opt_row_reduce(&ops[i])) {
 			i++;
 			continue;
 		}
-		for (k = 1; i + k < n && k < SIM_FUSE_MAX; k++) {
-			const struct sim_op	*c = &ops[i + k];
-
-			if (!sim_opt_fusable(c) || c->rank != ops[i].rank ||
-			    memcmp(c->shape, ops[i].shape,
-			    sizeof(c->shape)) != 0 ||
-			    !sim_opt_group_ok(&ops[i], k + 1))
+		for (k = 1; i + k < n && k < SIM_FUSE_MAX; k++)
+			if (!sim_opt_group_fits(&ops[i], k + 1))
 				break;
-		}
 		if (k > 1)
 			ops[i].fuse = k;
 		i += k;
@@ -357,4 +444,193 @@ sim_opt_program(struct sim_program *p)
 	if (!p->collective)
 		sim_opt_elide(p, p->body, p->nbody);
 	return (0);
+}
+
+/* ------------------------------------------------------------ forwarding */
+
+/* Ops of ops[0 .. n-1] (loops and branches included) that read tensor t
+ * (*rd) and that write it (*wr). */
+static void
+sim_opt_count(const struct sim_op *ops, size_t n, uint32_t t, uint64_t *rd,
+    uint64_t *wr)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		if (ops[i].kind == NKIR__V1__OP_KIND__OP_LOOP ||
+		    ops[i].kind == NKIR__V1__OP_KIND__OP_IF) {
+			sim_opt_count(ops[i].body, ops[i].nbody, t, rd, wr);
+			sim_opt_count(ops[i].else_body, ops[i].nelse, t, rd,
+			    wr);
+			continue;
+		}
+		if (sim_opt_reads(&ops[i], t))
+			(*rd)++;
+		if (ops[i].has_dst && ops[i].dst.tensor == t)
+			(*wr)++;
+	}
+}
+
+/* An fp32 tile of its own memory (not elided into an HBM tensor). */
+static bool
+sim_opt_plain_tile(const struct sim_program *p, uint32_t t)
+{
+	const struct sim_tinfo	*ti = &p->tensors[t];
+
+	return (ti->chip && ti->alias < 0 && ti->dtype == SIM_DT_FLOAT32);
+}
+
+/* An fp32 HBM tensor, accessed by v with a unit stride along its last
+ * axis (so a row of it is a row of floats in place). */
+static bool
+sim_opt_plain_hbm(const struct sim_program *p, const struct sim_view *v)
+{
+	const struct sim_tinfo	*ti = &p->tensors[v->tensor];
+
+	return (!ti->chip && ti->dtype == SIM_DT_FLOAT32 &&
+	    v->off.ax[v->rank - 1] == 1);
+}
+
+/* Some op of the group writes (wr) or reads tensor t. */
+static bool
+sim_opt_group_has(const struct sim_op *g, size_t k, uint32_t t, bool wr)
+{
+	size_t	i;
+
+	for (i = 0; i < k; i++)
+		if (wr ? (g[i].has_dst && g[i].dst.tensor == t) :
+		    sim_opt_reads(&g[i], t))
+			return (true);
+	return (false);
+}
+
+/*
+ * In a fused group g[0 .. k-1], a load into a tile that no op outside
+ * the group touches, which only later ops of the group read: they read
+ * its fp32 HBM row in place and the load does nothing (the tile is never
+ * written; nothing could see it).
+ */
+static void
+sim_opt_forward_loads(const struct sim_program *p, struct sim_op *g,
+    size_t k)
+{
+	uint64_t	rd, wr, later;
+	uint32_t	t;
+	size_t		j, m;
+	bool		other;
+	int		s;
+
+	for (j = 0; j < k; j++) {
+		if (g[j].kind != NKIR__V1__OP_KIND__OP_LOAD ||
+		    g[j].src[0].scalar || g[j].fwd)
+			continue;
+		t = g[j].dst.tensor;
+		if (!sim_opt_plain_tile(p, t) ||
+		    !sim_opt_plain_hbm(p, &g[j].src[0].v) ||
+		    sim_opt_group_has(g, k, g[j].src[0].v.tensor, true))
+			continue;
+		rd = wr = later = 0;
+		other = false;
+		sim_opt_count(p->body, p->nbody, t, &rd, &wr);
+		for (m = j + 1; m < k; m++) {
+			if (!sim_opt_reads(&g[m], t))
+				continue;
+			later++;
+			for (s = 0; s < g[m].nsrc; s++)
+				other = other || (!g[m].src[s].scalar &&
+				    g[m].src[s].v.tensor == t &&
+				    !sim_opt_view_same(&g[m].src[s].v,
+				    &g[j].dst));
+		}
+		if (wr != 1 || rd != later || later == 0 || other)
+			continue;
+		g[j].fwd = true;
+		for (m = j + 1; m < k; m++)
+			for (s = 0; s < g[m].nsrc; s++)
+				if (!g[m].src[s].scalar &&
+				    g[m].src[s].v.tensor == t)
+					g[m].fwd_src[s] = (uint8_t)(j + 1);
+	}
+}
+
+/*
+ * In a fused group, a store of a tile that one earlier op of the group
+ * computes (element-wise arithmetic) and nothing else reads or writes,
+ * into an fp32 HBM tensor no op of the group reads or otherwise writes:
+ * that op computes its row in the HBM row and the store does nothing.
+ */
+static void
+sim_opt_forward_stores(const struct sim_program *p, struct sim_op *g,
+    size_t k)
+{
+	uint64_t	rd, wr;
+	uint32_t	t, h;
+	size_t		j, m;
+
+	for (j = 0; j < k; j++) {
+		if (g[j].kind != NKIR__V1__OP_KIND__OP_STORE ||
+		    g[j].src[0].scalar || g[j].src[0].v.off.ax[
+		    g[j].src[0].v.rank - 1] == 0)
+			continue;
+		t = g[j].src[0].v.tensor;
+		h = g[j].dst.tensor;
+		if (!sim_opt_plain_tile(p, t) ||
+		    !sim_opt_plain_hbm(p, &g[j].dst) ||
+		    sim_opt_group_has(g, k, h, false))
+			continue;
+		rd = wr = 0;
+		sim_opt_count(p->body, p->nbody, t, &rd, &wr);
+		if (rd != 1 || wr != 1)
+			continue;
+		for (m = 0; m < j; m++)
+			if (g[m].has_dst && g[m].dst.tensor == t)
+				break;
+		if (m == j || g[m].fwd_dst != 0 ||
+		    !sim_opt_view_same(&g[m].dst, &g[j].src[0].v) ||
+		    g[m].shape[g[m].rank - 1] != g[j].shape[g[j].rank - 1])
+			continue;
+		switch (g[m].kind) {
+		case NKIR__V1__OP_KIND__OP_TENSOR_TENSOR:
+		case NKIR__V1__OP_KIND__OP_ACTIVATION:
+		case NKIR__V1__OP_KIND__OP_SELECT:
+			break;
+		default:
+			continue;
+		}
+		rd = wr = 0;
+		sim_opt_count(g, k, h, &rd, &wr);
+		if (wr != 1)
+			continue;
+		g[m].fwd_dst = (uint8_t)(j + 1);
+		g[j].fwd = true;
+	}
+}
+
+static void
+sim_opt_forward_body(const struct sim_program *p, struct sim_op *ops,
+    size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		if (ops[i].kind == NKIR__V1__OP_KIND__OP_LOOP ||
+		    ops[i].kind == NKIR__V1__OP_KIND__OP_IF) {
+			sim_opt_forward_body(p, ops[i].body, ops[i].nbody);
+			sim_opt_forward_body(p, ops[i].else_body,
+			    ops[i].nelse);
+			continue;
+		}
+		if (ops[i].fuse > 1 && ops[i].fuse < 256) {
+			sim_opt_forward_loads(p, &ops[i], ops[i].fuse);
+			sim_opt_forward_stores(p, &ops[i], ops[i].fuse);
+			i += ops[i].fuse - 1;
+		}
+	}
+}
+
+void
+sim_opt_forward(struct sim_program *p)
+{
+	if (!p->collective)
+		sim_opt_forward_body(p, p->body, p->nbody);
 }

@@ -1360,6 +1360,8 @@ sim_plan_body(struct sim_build *b, Nkir__V1__Op *const *ops, size_t n,
 			return (rc);
 	}
 	sim_opt_fuse(body, n);
+	if (b->depth == 0)
+		sim_opt_forward(b->p);
 	return (0);
 }
 

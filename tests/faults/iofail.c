@@ -145,77 +145,34 @@ iofail_hit(enum iofail_op op, int fd, const char *path)
 	if (next == NULL) \
 		next = (__typeof__(name) *)dlsym(RTLD_NEXT, #name)
 
-ssize_t
-write(int fd, const void *buf, size_t n)
-{
-	IOFAIL_NEXT(write);
-	if (iofail_hit(IOFAIL_WRITE, fd, NULL))
-		return (-1);
-	return (next(fd, buf, n));
+/*
+ * The stand-in for libc's type name(params) on a descriptor fd: it fails as
+ * op when iofail_hit() says so, and is libc's name(args) otherwise.
+ */
+#define IOFAIL_FD_CALL(type, name, op, params, args)			\
+type									\
+name params								\
+{									\
+	IOFAIL_NEXT(name);						\
+	if (iofail_hit(op, fd, NULL))					\
+		return (-1);						\
+	return (next args);						\
 }
 
-ssize_t
-pwrite(int fd, const void *buf, size_t n, off_t off)
-{
-	IOFAIL_NEXT(pwrite);
-	if (iofail_hit(IOFAIL_PWRITE, fd, NULL))
-		return (-1);
-	return (next(fd, buf, n, off));
-}
-
-ssize_t
-pwrite64(int fd, const void *buf, size_t n, off_t off)
-{
-	IOFAIL_NEXT(pwrite64);
-	if (iofail_hit(IOFAIL_PWRITE, fd, NULL))
-		return (-1);
-	return (next(fd, buf, n, off));
-}
-
-ssize_t
-read(int fd, void *buf, size_t n)
-{
-	IOFAIL_NEXT(read);
-	if (iofail_hit(IOFAIL_READ, fd, NULL))
-		return (-1);
-	return (next(fd, buf, n));
-}
-
-ssize_t
-pread(int fd, void *buf, size_t n, off_t off)
-{
-	IOFAIL_NEXT(pread);
-	if (iofail_hit(IOFAIL_PREAD, fd, NULL))
-		return (-1);
-	return (next(fd, buf, n, off));
-}
-
-ssize_t
-pread64(int fd, void *buf, size_t n, off_t off)
-{
-	IOFAIL_NEXT(pread64);
-	if (iofail_hit(IOFAIL_PREAD, fd, NULL))
-		return (-1);
-	return (next(fd, buf, n, off));
-}
-
-int
-fsync(int fd)
-{
-	IOFAIL_NEXT(fsync);
-	if (iofail_hit(IOFAIL_FSYNC, fd, NULL))
-		return (-1);
-	return (next(fd));
-}
-
-int
-fdatasync(int fd)
-{
-	IOFAIL_NEXT(fdatasync);
-	if (iofail_hit(IOFAIL_FDATASYNC, fd, NULL))
-		return (-1);
-	return (next(fd));
-}
+IOFAIL_FD_CALL(ssize_t, write, IOFAIL_WRITE,
+    (int fd, const void *buf, size_t n), (fd, buf, n))
+IOFAIL_FD_CALL(ssize_t, pwrite, IOFAIL_PWRITE,
+    (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off))
+IOFAIL_FD_CALL(ssize_t, pwrite64, IOFAIL_PWRITE,
+    (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off))
+IOFAIL_FD_CALL(ssize_t, read, IOFAIL_READ,
+    (int fd, void *buf, size_t n), (fd, buf, n))
+IOFAIL_FD_CALL(ssize_t, pread, IOFAIL_PREAD,
+    (int fd, void *buf, size_t n, off_t off), (fd, buf, n, off))
+IOFAIL_FD_CALL(ssize_t, pread64, IOFAIL_PREAD,
+    (int fd, void *buf, size_t n, off_t off), (fd, buf, n, off))
+IOFAIL_FD_CALL(int, fsync, IOFAIL_FSYNC, (int fd), (fd))
+IOFAIL_FD_CALL(int, fdatasync, IOFAIL_FDATASYNC, (int fd), (fd))
 
 int
 rename(const char *from, const char *to)
@@ -226,36 +183,34 @@ rename(const char *from, const char *to)
 	return (next(from, to));
 }
 
-int
-open(const char *path, int flags, ...)
+/* open(2) or open64(2) through next; ap holds the mode when flags create. */
+static int
+iofail_open(int (*next)(const char *, int, ...), const char *path, int flags,
+    va_list ap)
 {
 	mode_t	mode = 0;
-	va_list	ap;
 
-	IOFAIL_NEXT(open);
-	if (flags & (O_CREAT | __O_TMPFILE)) {
-		va_start(ap, flags);
+	if (flags & (O_CREAT | __O_TMPFILE))
 		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
 	if (iofail_hit(IOFAIL_OPEN, -1, path))
 		return (-1);
 	return (next(path, flags, mode));
 }
 
-int
-open64(const char *path, int flags, ...)
-{
-	mode_t	mode = 0;
-	va_list	ap;
-
-	IOFAIL_NEXT(open64);
-	if (flags & (O_CREAT | __O_TMPFILE)) {
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
-	if (iofail_hit(IOFAIL_OPEN, -1, path))
-		return (-1);
-	return (next(path, flags, mode));
+/* The stand-in for open(2) or open64(2), name. */
+#define IOFAIL_OPEN_CALL(name)						\
+int									\
+name(const char *path, int flags, ...)					\
+{									\
+	va_list	ap;							\
+	int	rc;							\
+									\
+	IOFAIL_NEXT(name);						\
+	va_start(ap, flags);						\
+	rc = iofail_open(next, path, flags, ap);			\
+	va_end(ap);							\
+	return (rc);							\
 }
+
+IOFAIL_OPEN_CALL(open)
+IOFAIL_OPEN_CALL(open64)

@@ -6,10 +6,8 @@
 # 1 s.
 . "$(dirname "$0")/lib.sh"
 
-"$PY" -m nkid.trace examples.vector_add:vector_add --shape 128,512 \
-	--dtype float32 --shape 128,512 --dtype float32 -o "$T/va.nkir" >/dev/null 2>&1 ||
-	fail "cannot trace vector_add"
-"$PY" -c "import numpy as np; np.save('$T/x.npy', np.ones((128, 512), np.float32))"
+trace_va 128,512
+ones_npy "$T/x.npy" 128,512
 start_nkid
 
 # core_state N: the state of core N now.

@@ -5,9 +5,7 @@
 # jobs section of status adds up.
 . "$(dirname "$0")/lib.sh"
 
-"$PY" -m nkid.trace examples.vector_add:vector_add --shape 128,512 \
-	--dtype float32 --shape 128,512 --dtype float32 -o "$T/va.nkir" >/dev/null 2>&1 ||
-	fail "cannot trace vector_add"
+trace_va 128,512
 echo '{ "cpu": { "cores": 2 } }' >"$T/c.json"
 start_nkid -c "$T/c.json"
 

@@ -4,20 +4,9 @@
 # jobs and status; no invalid accesses, no definite leaks, clean exit.
 . "$(dirname "$0")/lib.sh"
 
-command -v valgrind >/dev/null || fail "valgrind is missing"
-"$PY" -m nkid.trace examples.vector_add:vector_add --shape 128,512 \
-	--dtype float32 --shape 128,512 --dtype float32 -o "$T/va.nkir" >/dev/null 2>&1 ||
-	fail "cannot trace vector_add"
-"$PY" -c "import numpy as np; np.save('$T/x.npy', np.ones((128, 512), np.float32))"
-valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-	--suppressions="$TOP/tests/valgrind.supp" --log-file="$T/vg.log" \
-	"$NKID" -s "$SOCK" --state-dir "$T/state" >>"$LOG" 2>&1 &
-NKID_PID=$!
-i=0
-while ! "$NKICTL" --timeout 2 ping -n 1 >/dev/null 2>&1; do
-	i=$((i + 1)); [ $i -lt 300 ] || fail "nkid under valgrind did not serve"
-	sleep 0.1
-done
+trace_va 128,512
+ones_npy "$T/x.npy" 128,512
+start_nkid_valgrind
 RUN="run $T/va.nkir -i x=$T/x.npy -i y=$T/x.npy -o $T/o"
 "$NKICTL" lock -- true || fail "lock failed"
 "$NKICTL" lock -c 3 -- true 2>/dev/null && fail "lock of core 3 succeeded"
@@ -43,6 +32,5 @@ sleep 1
 kill -9 $lock_pid
 "$NKICTL" --json jobs --all >/dev/null || fail "jobs --all failed"
 "$NKICTL" status >/dev/null || fail "status failed"
-rc=0; stop_nkid || rc=$?
-[ $rc -eq 0 ] || { cat "$T/vg.log" >&2; fail "valgrind or nkid exit $rc"; }
+stop_nkid_valgrind
 echo ok

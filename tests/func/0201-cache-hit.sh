@@ -5,9 +5,7 @@
 # digest of IR nkid compiled, and never for a client's specialization key.
 . "$(dirname "$0")/lib.sh"
 
-"$PY" -m nkid.trace examples.vector_add:vector_add --shape 256,1024 \
-	--dtype float32 --shape 256,1024 --dtype float32 -o "$T/va.nkir" >/dev/null ||
-	fail "cannot trace vector_add"
+trace_va 256,1024
 start_nkid
 
 "$NKICTL" --json compile "$T/va.nkir" >"$T/c1.json" || fail "first compile failed"

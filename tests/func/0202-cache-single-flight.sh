@@ -3,8 +3,7 @@
 # one compile; every process gets the same NEFF key.
 . "$(dirname "$0")/lib.sh"
 
-"$PY" -m nkid.trace examples.matmul:matmul --shape 512,256 --dtype float32 \
-	--shape 512,1024 --dtype float32 -o "$T/mm.nkir" >/dev/null || fail "cannot trace matmul"
+trace_mm
 start_nkid
 
 i=0 pids=

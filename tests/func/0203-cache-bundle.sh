@@ -5,10 +5,8 @@
 # the cache directory itself, no nkid); 0208 does the same through nkid.
 . "$(dirname "$0")/lib.sh"
 
-"$PY" -m nkid.trace examples.vector_add:vector_add --shape 256,1024 \
-	--dtype float32 --shape 256,1024 --dtype float32 -o "$T/va.nkir" >/dev/null || fail "trace"
-"$PY" -m nkid.trace examples.matmul:matmul --shape 512,256 --dtype float32 \
-	--shape 512,1024 --dtype float32 -o "$T/mm.nkir" >/dev/null || fail "trace"
+trace_va 256,1024
+trace_mm
 # Small blobs go to files here so that both layouts travel.
 export NKID_CACHE_INLINE_MAX=700
 start_nkid
@@ -29,12 +27,7 @@ mkdir -p "$T/fresh/cache"
 "$NKID" -s "$SOCK" --state-dir "$T/fresh" >>"$LOG" 2>&1 &
 NKID_PID=$!
 wait_ready
-for o in "" "-O1" "-O2"; do
-	for k in va mm; do
-		"$NKICTL" --json compile --options "$o" "$T/$k.nkir" >"$T/c.json" || fail "compile $k $o"
-		[ "$(json_get "$T/c.json" "d['cache_hit']")" = True ] || fail "$k $o was compiled after import"
-	done
-done
+expect_cache_hits
 "$NKICTL" --json status >"$T/st.json"
 [ "$(json_get "$T/st.json" "d['cache']['compiles']")" = 0 ] || fail "imported cache compiled"
 stop_nkid

@@ -4,10 +4,8 @@
 # start is set aside and nkid starts empty, saying why.
 . "$(dirname "$0")/lib.sh"
 
-"$PY" -m nkid.trace examples.vector_add:vector_add --shape 256,1024 \
-	--dtype float32 --shape 256,1024 --dtype float32 -o "$T/va.nkir" >/dev/null || fail "trace"
-"$PY" -m nkid.trace examples.matmul:matmul --shape 512,256 --dtype float32 \
-	--shape 512,1024 --dtype float32 -o "$T/mm.nkir" >/dev/null || fail "trace"
+trace_va 256,1024
+trace_mm
 # vector_add's image (607 bytes) stays inline, matmul's goes to a file.
 export NKID_CACHE_INLINE_MAX=700
 start_nkid

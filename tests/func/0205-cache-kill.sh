@@ -4,8 +4,7 @@
 # present and verifies, and no temp file remains.
 . "$(dirname "$0")/lib.sh"
 
-"$PY" -m nkid.trace examples.matmul:matmul --shape 512,256 --dtype float32 \
-	--shape 512,1024 --dtype float32 -o "$T/mm.nkir" >/dev/null || fail "trace"
+trace_mm
 # Half the blobs in files: both store paths are exercised.
 export NKID_CACHE_INLINE_MAX=700
 round=0

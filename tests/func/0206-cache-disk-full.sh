@@ -9,8 +9,7 @@ mkdir -p "$T/state/cache"
 mount -t tmpfs -o size=1m tmpfs "$T/state/cache" || { echo "skip: cannot mount tmpfs"; exit 0; }
 trap 'umount "$T/state/cache" 2>/dev/null; cleanup' EXIT
 
-"$PY" -m nkid.trace examples.matmul:matmul --shape 512,256 --dtype float32 \
-	--shape 512,1024 --dtype float32 -o "$T/mm.nkir" >/dev/null || fail "trace"
+trace_mm
 export NKID_CACHE_INLINE_MAX=100
 start_nkid
 "$NKICTL" compile --options "-a" "$T/mm.nkir" >/dev/null || fail "first compile"

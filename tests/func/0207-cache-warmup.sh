@@ -5,10 +5,8 @@
 # kernel is present and verifies.
 . "$(dirname "$0")/lib.sh"
 
-"$PY" -m nkid.trace examples.vector_add:vector_add --shape 256,1024 \
-	--dtype float32 --shape 256,1024 --dtype float32 -o "$T/va.nkir" >/dev/null || fail "trace"
-"$PY" -m nkid.trace examples.matmul:matmul --shape 512,256 --dtype float32 \
-	--shape 512,1024 --dtype float32 -o "$T/mm.nkir" >/dev/null || fail "trace"
+trace_va 256,1024
+trace_mm
 cat >"$T/m.json" <<JSON
 {"target": "", "kernels": ["va.nkir", "mm.nkir", {"path": "mm.nkir", "options": "-O3"}]}
 JSON

@@ -8,10 +8,8 @@
 
 command -v setpriv >/dev/null || fail "setpriv (util-linux) is missing"
 
-"$PY" -m nkid.trace examples.vector_add:vector_add --shape 256,1024 \
-	--dtype float32 --shape 256,1024 --dtype float32 -o "$T/va.nkir" >/dev/null 2>&1 || fail "trace"
-"$PY" -m nkid.trace examples.matmul:matmul --shape 512,256 --dtype float32 \
-	--shape 512,1024 --dtype float32 -o "$T/mm.nkir" >/dev/null 2>&1 || fail "trace"
+trace_va 256,1024
+trace_mm
 export NKID_CACHE_INLINE_MAX=700
 # stat_of FIELD: nkid's cache counter FIELD (Status).
 stat_of() {
@@ -193,12 +191,7 @@ done
 [ "$(stat_of entries)" = 6 ] || fail "imported entries not counted: $(stat_of entries)"
 [ "$(stat_of bytes)" = "$bytes_a" ] || fail "imported bytes $(stat_of bytes), A had $bytes_a"
 compiles0=$(stat_of compiles)
-for o in "" "-O1" "-O2"; do
-	for k in va mm; do
-		"$NKICTL" --json compile --options "$o" "$T/$k.nkir" >"$T/c.json" || fail "compile $k $o"
-		[ "$(json_get "$T/c.json" "d['cache_hit']")" = True ] || fail "$k $o was compiled after import"
-	done
-done
+expect_cache_hits
 [ "$(stat_of compiles)" = "$compiles0" ] || fail "the imported cache compiled"
 # Import again: everything is already there.
 "$NKICTL" cache import "$T/all.nkb" | grep -q "imported 0 entries (6 already present)" ||

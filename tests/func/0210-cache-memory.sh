@@ -13,27 +13,14 @@ echo "{ \"cache\": { \"max_memory_bytes\": \"${BUDGET_MIB}MiB\" } }" >"$T/mem.js
 start_nkid -c "$T/mem.json"
 
 "$PY" - "$SOCK" "$N" "$NKID_PID" "$BUDGET_MIB" "$CONST_MIB" <<'PYEOF' || fail "memory not bounded"
-import struct, sys, time
-import numpy as np
+import os, sys, time
 import grpc
 from nkid._proto import nkid_pb2
-from nkid import tracer
-import nkid.nki.language as nl
+sys.path.insert(0, os.path.join(os.environ["TOP"], "tests", "func"))
+from scale_ir import scaled_irs
 
 sock, n, pid, budget, const = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
-MARK = 1234.5
-
-def scale(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, value=nl.multiply(nl.load(a), MARK))
-    return out
-
-ir = tracer.trace(scale, (np.ones((128, 64), np.float32),)).ir
-pat = struct.pack("<f", MARK)
-if ir.count(pat) != 1:
-    pat = struct.pack("<d", MARK)
-assert ir.count(pat) == 1, "the constant is not in the IR once"
-fmt = "<f" if len(pat) == 4 else "<d"
+scaled = scaled_irs()
 
 ch = grpc.insecure_channel("unix:" + sock, options=[("grpc.max_send_message_length", 1 << 30)])
 warm = ch.unary_unary("/nkid.v1.Nkid/Warmup", request_serializer=nkid_pb2.WarmupRequest.SerializeToString,
@@ -53,7 +40,7 @@ while i < n:
         it = req.items.add()
         it.ref.kernel.name = "scale"
         it.ref.kernel.format = "nkir/1"
-        it.ref.kernel.ir = ir.replace(pat, struct.pack(fmt, float(j)))
+        it.ref.kernel.ir = scaled(j)
     rep = warm(req, timeout=600)
     assert rep.failed == 0, [r.message for r in rep.results if r.state == "failed"][:3]
     assert rep.compiled == len(req.items), (rep.compiled, rep.cached)

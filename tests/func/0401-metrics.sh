@@ -78,10 +78,8 @@ for good in '127.0.0.1:9464' ':9464' '[::1]:9464' 'localhost:9464' '/run/nkid/me
 done
 
 # --- Configured: GET /metrics, promtool, figures that agree with Status.
-"$PY" -m nkid.trace examples.vector_add:vector_add --shape 128,512 \
-	--dtype float32 --shape 128,512 --dtype float32 -o "$T/va.nkir" >/dev/null 2>&1 ||
-	fail "cannot trace vector_add"
-"$PY" -c "import numpy as np; np.save('$T/x.npy', np.ones((128, 512), np.float32))"
+trace_va 128,512
+ones_npy "$T/x.npy" 128,512
 PORT=$(free_port)
 URL=http://127.0.0.1:$PORT/metrics
 printf '{ "metrics": { "listen": "127.0.0.1:%s" } }\n' "$PORT" >"$T/m.json"

@@ -14,10 +14,8 @@ cleanup_top() {
 }
 trap cleanup_top EXIT
 
-"$PY" -m nkid.trace examples.vector_add:vector_add --shape 256,1024 \
-	--dtype float32 --shape 256,1024 --dtype float32 -o "$T/va.nkir" >/dev/null || fail "trace"
-"$PY" -c 'import numpy as np, sys; np.save(sys.argv[1], np.ones((256, 1024), np.float32))' \
-	"$T/x.npy" || fail "npy"
+trace_va 256,1024
+ones_npy "$T/x.npy" 256,1024
 start_nkid
 "$NKICTL" compile "$T/va.nkir" >/dev/null || fail "compile"
 "$NKICTL" compile "$T/va.nkir" >/dev/null || fail "compile (a hit)"
@@ -61,12 +59,7 @@ idle=$(wc -c <"$T/idle.out")
 quit_top
 
 # A busy nkid: a lease holds the core, runs of two clients queue behind it.
-"$NKICTL" lock -- sleep 30 >/dev/null 2>&1 &
-LOCK=$!
-i=0
-until "$NKICTL" jobs | grep -q "lease .*running"; do
-	i=$((i + 1)); [ $i -lt 100 ] || fail "no lease"; sleep 0.1
-done
+hold_lease "lease .*running"
 "$NKICTL" run "$T/va.nkir" -i "$T/x.npy" -i "$T/x.npy" -o "$T/o1" >/dev/null 2>&1 &
 R1=$!
 "$NKICTL" run "$T/va.nkir" -i "$T/x.npy" -i "$T/x.npy" -o "$T/o2" --batch >/dev/null 2>&1 &

@@ -7,10 +7,8 @@
 # has a hit rate and --zero.
 . "$(dirname "$0")/lib.sh"
 
-"$PY" -m nkid.trace examples.vector_add:vector_add --shape 256,1024 \
-	--dtype float32 --shape 256,1024 --dtype float32 -o "$T/va.nkir" >/dev/null || fail "trace"
-"$PY" -m nkid.trace examples.matmul:matmul --shape 512,256 --dtype float32 \
-	--shape 512,1024 --dtype float32 -o "$T/mm.nkir" >/dev/null || fail "trace"
+trace_va 256,1024
+trace_mm
 "$PY" - "$T/bad.nkir" <<'PYEOF' || fail "cannot write the bad kernel"
 import sys
 from nkid._proto import nkid_pb2

@@ -7,8 +7,7 @@
 # refused import names the file.
 . "$(dirname "$0")/lib.sh"
 
-"$PY" -m nkid.trace examples.vector_add:vector_add --shape 256,1024 \
-	--dtype float32 --shape 256,1024 --dtype float32 -o "$T/va.nkir" >/dev/null || fail "trace"
+trace_va 256,1024
 "$PY" - "$T" <<'PYEOF' || fail "npy"
 import numpy as np, sys
 np.save(sys.argv[1] + "/x.npy", np.ones((256, 1024), np.float32))
@@ -33,12 +32,7 @@ grep -q "17179869184" "$T/st" && fail "raw bytes in status: $(cat "$T/st")"
 	"(1, 17179869184)" ] || fail "--json keeps every method and exact numbers"
 
 # jobs: a running job has its elapsed time; columns fit every kind
-"$NKICTL" lock -- sleep 30 >/dev/null 2>&1 &
-LOCK=$!
-i=0
-until "$NKICTL" jobs | grep -q "running"; do
-	i=$((i + 1)); [ $i -lt 100 ] || fail "no lease"; sleep 0.1
-done
+hold_lease running
 sleep 1.2
 "$NKICTL" benchmark "$T/va.nkir" -n 2 >/dev/null 2>&1 &
 B=$!

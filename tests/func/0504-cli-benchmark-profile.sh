@@ -5,8 +5,7 @@
 # artifacts unless --overwrite.
 . "$(dirname "$0")/lib.sh"
 
-"$PY" -m nkid.trace examples.vector_add:vector_add --shape 256,1024 \
-	--dtype float32 --shape 256,1024 --dtype float32 -o "$T/va.nkir" >/dev/null || fail "trace"
+trace_va 256,1024
 "$PY" -c 'import numpy as np, sys; np.save(sys.argv[1], np.full((256, 1024), 2, np.float32))' \
 	"$T/x.npy" || fail "npy"
 start_nkid

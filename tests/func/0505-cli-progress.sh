@@ -6,8 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 
 command -v script >/dev/null || fail "script (util-linux) is missing"
-"$PY" -m nkid.trace examples.vector_add:vector_add --shape 256,1024 \
-	--dtype float32 --shape 256,1024 --dtype float32 -o "$T/va.nkir" >/dev/null || fail "trace"
+trace_va 256,1024
 # A bundle of one 96 MiB entry (of another compiler: kept, never served).
 big_bundle "$T/big.nkb" 96 || fail "cannot write the big bundle"
 echo '{"kernels": ["va.nkir", {"path": "va.nkir", "options": "-a"}, {"path": "va.nkir", "options": "-b"}]}' \

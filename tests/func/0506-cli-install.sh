@@ -30,8 +30,7 @@ fi
 MANWIDTH=100 man -l "$MAN" 2>/dev/null | grep -q "cache verify" || fail "man does not render it"
 
 # the completion, with the nkictl of this tree and a nkid to ask for keys
-"$PY" -m nkid.trace examples.vector_add:vector_add --shape 256,1024 \
-	--dtype float32 --shape 256,1024 --dtype float32 -o "$T/va.nkir" >/dev/null || fail "trace"
+trace_va 256,1024
 start_nkid
 "$NKICTL" --json compile "$T/va.nkir" >"$T/c.json" || fail "compile"
 key=$(json_get "$T/c.json" "d['neff_key']")

@@ -4,6 +4,7 @@
 set -eu
 
 : "${TOP:=$(cd "$(dirname "$0")/../.." && pwd)}"
+export TOP
 : "${NKID:=$TOP/build/bin/nkid}" "${NKICTL:=$TOP/build/bin/nkictl}"
 : "${PY:=$TOP/.venv/bin/python}"
 T=$(mktemp -d /tmp/nkid-func.XXXXXX)
@@ -93,4 +94,74 @@ P
 	LISTENER=$!
 	i=0
 	while [ ! -S "$1" ] && [ $i -lt 50 ]; do i=$((i + 1)); sleep 0.1; done
+}
+
+# trace_va ROWS,COLS: trace examples.vector_add for two float32 inputs of
+# that shape into $T/va.nkir.
+trace_va() {
+	"$PY" -m nkid.trace examples.vector_add:vector_add --shape "$1" \
+		--dtype float32 --shape "$1" --dtype float32 -o "$T/va.nkir" \
+		>/dev/null || fail "cannot trace vector_add"
+}
+
+# trace_mm: trace examples.matmul for float32 [512, 256] and [512, 1024]
+# into $T/mm.nkir.
+trace_mm() {
+	"$PY" -m nkid.trace examples.matmul:matmul --shape 512,256 \
+		--dtype float32 --shape 512,1024 --dtype float32 \
+		-o "$T/mm.nkir" >/dev/null || fail "cannot trace matmul"
+}
+
+# ones_npy PATH ROWS,COLS: write a float32 array of ones of that shape.
+ones_npy() {
+	"$PY" -c 'import numpy as np, sys
+np.save(sys.argv[1], np.ones([int(n) for n in sys.argv[2].split(",")], np.float32))' \
+		"$1" "$2" || fail "cannot write $1"
+}
+
+# start_nkid_valgrind [ARG...]: start_nkid under valgrind's memcheck
+# (definite leaks are errors; the report goes to $T/vg.log).
+start_nkid_valgrind() {
+	command -v valgrind >/dev/null || fail "valgrind is missing"
+	valgrind -q --error-exitcode=99 --leak-check=full \
+		--errors-for-leak-kinds=definite \
+		--suppressions="$TOP/tests/valgrind.supp" --log-file="$T/vg.log" \
+		"$NKID" -s "$SOCK" --state-dir "$T/state" "$@" >>"$LOG" 2>&1 &
+	NKID_PID=$!
+	i=0
+	while ! "$NKICTL" --timeout 2 ping -n 1 >/dev/null 2>&1; do
+		i=$((i + 1)); [ $i -lt 300 ] || fail "nkid under valgrind did not serve"
+		sleep 0.1
+	done
+}
+
+# stop_nkid_valgrind: stop_nkid; fail, showing valgrind's report, unless
+# nkid exited 0 and valgrind found nothing.
+stop_nkid_valgrind() {
+	rc=0; stop_nkid || rc=$?
+	[ $rc -eq 0 ] || { cat "$T/vg.log" >&2; fail "valgrind or nkid exit $rc"; }
+}
+
+# hold_lease PATTERN: hold a core with `nkictl lock -- sleep 30` in the
+# background (its pid in $LOCK) until `nkictl jobs` shows PATTERN.
+hold_lease() {
+	"$NKICTL" lock -- sleep 30 >/dev/null 2>&1 &
+	LOCK=$!
+	i=0
+	until "$NKICTL" jobs | grep -q "$1"; do
+		i=$((i + 1)); [ $i -lt 100 ] || fail "no lease"; sleep 0.1
+	done
+}
+
+# expect_cache_hits: $T/va.nkir and $T/mm.nkir at every -O level compile
+# as cache hits.
+expect_cache_hits() {
+	for o in "" "-O1" "-O2"; do
+		for k in va mm; do
+			"$NKICTL" --json compile --options "$o" "$T/$k.nkir" >"$T/c.json" ||
+				fail "compile $k $o"
+			[ "$(json_get "$T/c.json" "d['cache_hit']")" = True ] ||
+				fail "$k $o was compiled after import"
+		done
+	done
 }

@@ -125,29 +125,18 @@ wait_entry() {
 make_kernels() {
 	mkdir -p "$1"
 	"$PY" - "$1" "$2" <<'P' || fail "cannot make kernels"
-import json, struct, sys
-import numpy as np
-import nkid.nki.language as nl
-from nkid import tracer
+import json, os, sys
 from nkid._proto import nkid_pb2
+sys.path.insert(0, os.path.join(os.environ["TOP"], "tests", "func"))
+from scale_ir import scaled_irs
 
 d, n = sys.argv[1], int(sys.argv[2])
-MARK = 1234.5
-
-def scale(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nl.store(out, value=nl.multiply(nl.load(a), MARK))
-    return out
-
-ir = tracer.trace(scale, (np.ones((128, 64), np.float32),)).ir
-fmt = "<f" if ir.count(struct.pack("<f", MARK)) == 1 else "<d"
-pat = struct.pack(fmt, MARK)
-assert ir.count(pat) == 1
+scaled = scaled_irs()
 for i in range(n):
     ref = nkid_pb2.KernelRef()
     ref.kernel.name = "scale"
     ref.kernel.format = "nkir/1"
-    ref.kernel.ir = ir.replace(pat, struct.pack(fmt, float(i)))
+    ref.kernel.ir = scaled(i)
     open("%s/k%d.nkir" % (d, i), "wb").write(b"NKIDKRF1" + ref.SerializeToString())
 json.dump({"kernels": ["k%d.nkir" % i for i in range(n)]}, open(d + "/all.json", "w"))
 P

@@ -1,6 +1,10 @@
 """Kernel cases shared by the reference and end-to-end tests: the kernel
 (with its grid), the arguments and numpy's answer."""
 
+import contextlib
+import dataclasses
+import io
+
 import ml_dtypes
 import numpy as np
 
@@ -14,14 +18,24 @@ def _r(*shape, dtype=np.float32):
     return rng.standard_normal(shape).astype(dtype)
 
 
+def printed(fn, *args):
+    """fn(*args), and what it wrote to stdout meanwhile."""
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        out = fn(*args)
+    return out, buf.getvalue()
+
+
+@dataclasses.dataclass(repr=False, eq=False)
 class Case:
-    def __init__(self, name, kernel, args, expected, rtol=1e-5, atol=1e-5):
-        self.name = name
-        self.kernel = kernel
-        self.args = args
-        self.expected = expected
-        self.rtol = rtol
-        self.atol = atol
+    """A kernel, its arguments and numpy's answer (a tuple for several
+    outputs), to be matched within rtol and atol."""
+    name: str
+    kernel: object
+    args: list
+    expected: object
+    rtol: float = 1e-5
+    atol: float = 1e-5
 
     def check(self, got):
         exp = self.expected

@@ -2,9 +2,7 @@
 (Run) and nki.simulate_kernel (Simulate), checked against numpy; NKI's
 errors come back as NkidError with the kernel's file and line."""
 
-import contextlib
 import inspect
-import io
 
 import numpy as np
 import pytest
@@ -41,11 +39,9 @@ def test_tier2_baremetal(nkid_socket, case):
 
 def test_device_print(nkid_socket):
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        out = nki.simulate_kernel(ew.print_tile, x)
+    out, text = cases.printed(nki.simulate_kernel, ew.print_tile, x)
     np.testing.assert_array_equal(out, x)
-    assert "tile t:" in buf.getvalue()
+    assert "tile t:" in text
 
 
 def test_partition_dim_256_is_rejected_with_the_kernel_line(nkid_socket):

@@ -11,9 +11,7 @@ from nkid import nki
 import nkid.nki.isa as nisa
 import nkid.nki.language as nl
 
-
-def rng(seed=0):
-    return np.random.default_rng(seed)
+from isa_helpers import rng, out_kernel, tile_kernel, assert_refused
 
 
 # ---------------------------------------------------------------- dma_copy
@@ -44,11 +42,7 @@ def test_dma_copy_spaces_and_casts(nkid_socket):
 
 
 def test_dma_copy_hwdge_needs_neuroncore_v3(nkid_socket):
-    @nki.jit
-    def k(x):
-        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-        nisa.dma_copy(dst=out, src=x, dge_mode=nisa.dge_mode.hwdge)
-        return out
+    k = out_kernel(lambda x, out: nisa.dma_copy(dst=out, src=x, dge_mode=nisa.dge_mode.hwdge))
 
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     with pytest.raises(nkid.NkidError, match="dge_mode.hwdge of 'dma_copy' is only supported"
@@ -138,14 +132,8 @@ def test_dma_copy_rmw_only_with_oob_error(nkid_socket):
 
 
 def test_dma_copy_rmw_only_add(nkid_socket):
-    @nki.jit
-    def k(x):
-        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-        nisa.dma_copy(dst=out, src=x, dst_rmw_op=np.multiply)
-        return out
-
-    with pytest.raises(nkid.NkidError, match="only np.add is supported"):
-        k(np.zeros((8, 4), np.float32))
+    k = out_kernel(lambda x, out: nisa.dma_copy(dst=out, src=x, dst_rmw_op=np.multiply))
+    assert_refused(k, nkid.NkidError, "only np.add is supported", np.zeros((8, 4), np.float32))
 
 
 def test_index_tile_must_be_on_chip(nkid_socket):
@@ -263,14 +251,8 @@ def test_tensor_copy_dynamic_offset_out_of_bounds(nkid_socket):
 
 
 def test_tensor_copy_dynamic_src_needs_a_dynamic_source(nkid_socket):
-    @nki.jit
-    def k(x):
-        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-        nl.store(out, nisa.tensor_copy_dynamic_src(nl.load(x)))
-        return out
-
-    with pytest.raises(nkid.NKIError, match="must be indexed with a dynamic offset"):
-        k(np.zeros((8, 4), np.float32))
+    assert_refused(tile_kernel(nisa.tensor_copy_dynamic_src), nkid.NKIError,
+                   "must be indexed with a dynamic offset", np.zeros((8, 4), np.float32))
 
 
 def test_tensor_copy_dynamic_offset_must_be_a_scalar(nkid_socket):

@@ -10,9 +10,7 @@ from nkid import nki
 import nkid.nki.isa as nisa
 import nkid.nki.language as nl
 
-
-def rng(seed=0):
-    return np.random.default_rng(seed)
+from isa_helpers import rng, tile_kernel, assert_refused
 
 
 # ---------------------------------------------------------------- scan
@@ -126,17 +124,11 @@ def test_scalar_tensor_tensor(nkid_socket):
 
 
 def test_scalar_tensor_tensor_operand1_shape(nkid_socket):
-    @nki.jit
-    def k(x):
-        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
-        t = nl.load(x)
-        nl.store(out, nisa.scalar_tensor_tensor(data=t, op0=np.add, operand0=1.0,
-                                                op1=np.add, operand1=t[:, 0:2]))
-        return out
-
-    with pytest.raises(nkid.NKIError, match="'operand1' \\[8, 2\\] of 'scalar_tensor_tensor'"
-                                            " must have the same number of partitions"):
-        k(np.zeros((8, 4), np.float32))
+    k = tile_kernel(lambda t: nisa.scalar_tensor_tensor(data=t, op0=np.add, operand0=1.0,
+                                                        op1=np.add, operand1=t[:, 0:2]),
+                    dtype=nl.float32)
+    assert_refused(k, nkid.NKIError, "'operand1' \\[8, 2\\] of 'scalar_tensor_tensor'"
+                   " must have the same number of partitions", np.zeros((8, 4), np.float32))
 
 
 # ---------------------------------------------------------------- predicated copy
@@ -244,33 +236,25 @@ def test_affine_select_causal_with_loop_offset(nkid_socket):
     np.testing.assert_array_equal(causal(x), np.where(q >= k + 64, x, np.float32(-9984.0)))
 
 
-def test_affine_select_one_comparison_only(nkid_socket):
-    @nki.jit
-    def k(x):
-        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+def _select_8x4(pred):
+    """A kernel keeping the elements of an [8, 4] x where pred(i, j) holds
+    (i, j: the partition and free indices), 0.0 elsewhere."""
+    def compute(t):
         i = nl.arange(8)[:, None]
         j = nl.arange(4)[None, :]
-        nl.store(out, nisa.affine_select(pred=(i > j) & (i < 6), on_true_tile=nl.load(x),
-                                         on_false_value=0.0))
-        return out
+        return nisa.affine_select(pred=pred(i, j), on_true_tile=t, on_false_value=0.0)
+    return tile_kernel(compute)
 
-    with pytest.raises(nkid.NKIError, match="it can't be multiple masks combined"):
-        k(np.zeros((8, 4), np.float32))
+
+def test_affine_select_one_comparison_only(nkid_socket):
+    assert_refused(_select_8x4(lambda i, j: (i > j) & (i < 6)), nkid.NKIError,
+                   "it can't be multiple masks combined", np.zeros((8, 4), np.float32))
 
 
 def test_affine_select_int32_is_refused(nkid_socket):
-    @nki.jit
-    def k(x):
-        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-        i = nl.arange(8)[:, None]
-        j = nl.arange(4)[None, :]
-        nl.store(out, nisa.affine_select(pred=(i > j), on_true_tile=nl.load(x),
-                                         on_false_value=0.0))
-        return out
-
-    with pytest.raises(nkid.NkidError, match="must be a float or 8-bit/16-bit integer tile, "
-                                             "got int32"):
-        k(np.zeros((8, 4), np.int32))
+    assert_refused(_select_8x4(lambda i, j: i > j), nkid.NkidError,
+                   "must be a float or 8-bit/16-bit integer tile, got int32",
+                   np.zeros((8, 4), np.int32))
 
 
 # ---------------------------------------------------------------- sequence_bounds

@@ -14,6 +14,8 @@ import nkid.nki.isa as nisa
 import nkid.nki.language as nl
 import nkid.nki.typing as nt
 
+from isa_helpers import out_kernel, assert_refused
+
 
 def test_enums_mirror_nki():
     assert [(e.name, int(e)) for e in nisa.reduce_cmd] == [
@@ -45,15 +47,9 @@ def test_get_nc_version_follows_the_target(nkid_socket):
 
 
 def test_bad_enum_member(nkid_socket):
-    @nki.jit
-    def k(x):
-        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-        nisa.dma_copy(dst=out, src=x, dge_mode=7)
-        return out
-
-    with pytest.raises(nkid.NKIError, match="dge_mode must be a member of nisa.dge_mode, "
-                                            "got 7"):
-        k(np.zeros((2, 2), np.float32))
+    assert_refused(out_kernel(lambda x, out: nisa.dma_copy(dst=out, src=x, dge_mode=7)),
+                   nkid.NKIError, "dge_mode must be a member of nisa.dge_mode, got 7",
+                   np.zeros((2, 2), np.float32))
 
 
 # ---------------------------------------------------------------- nc_matmul
@@ -117,15 +113,10 @@ def test_nc_matmul_double_row(nkid_socket):
 # ---------------------------------------------------------------- device only
 
 def test_builtin_custom_op_cannot_run_off_the_device(nkid_socket):
-    @nki.jit
-    def k(x):
-        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-        nisa.builtin_custom_op("my_fn", "libmine.so", 1, 1, [nl.load(x)], [out])
-        return out
-
-    with pytest.raises(nkid.NKIError, match="builtin_custom_op runs a custom GpSimd microcode"
-                                            " library .* cannot run it"):
-        k(np.zeros((2, 2), np.float32))
+    k = out_kernel(lambda x, out: nisa.builtin_custom_op("my_fn", "libmine.so", 1, 1,
+                                                         [nl.load(x)], [out]))
+    assert_refused(k, nkid.NKIError, "builtin_custom_op runs a custom GpSimd microcode"
+                   " library .* cannot run it", np.zeros((2, 2), np.float32))
 
 
 # ---------------------------------------------------------------- the model

@@ -11,11 +11,9 @@ from nkid import nki
 import nkid.nki.isa as nisa
 import nkid.nki.language as nl
 
+from isa_helpers import rng, tile_kernel, row_reduced, assert_refused
+
 FP32_MIN = np.finfo(np.float32).min
-
-
-def rng(seed=0):
-    return np.random.default_rng(seed)
 
 
 # ---------------------------------------------------------------- activation
@@ -23,16 +21,9 @@ def rng(seed=0):
 @nki.jit
 def exp_row_sums(x):
     """exp(x - 1) and its row sums through activation_reduce."""
-    y = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-    s = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
-    t = nl.load(x)
-    sums = nl.ndarray((x.shape[0], 1), dtype=nl.float32)
-    e = nisa.activation_reduce(op=nl.exp, data=t, bias=nl.full((x.shape[0], 1), -1.0,
-                                                               nl.float32),
-                               reduce_op=nl.add, reduce_res=sums)
-    nl.store(y, e)
-    nl.store(s, sums)
-    return y, s
+    bias = nl.full((x.shape[0], 1), -1.0, nl.float32)
+    return row_reduced(x, lambda r: nisa.activation_reduce(op=nl.exp, data=nl.load(x), bias=bias,
+                                                           reduce_op=nl.add, reduce_res=r))
 
 
 def test_activation_reduce_sums_each_partition(nkid_socket):
@@ -108,15 +99,8 @@ def test_reduce_res_must_be_one_element_per_partition(nkid_socket):
 @nki.jit
 def scaled_row_min(x, s):
     """x * s[p] and its row minimum through tensor_scalar_reduce."""
-    y = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-    m = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
-    t = nl.load(x)
-    r = nl.ndarray((x.shape[0], 1), dtype=nl.float32)
-    out = nisa.tensor_scalar_reduce(data=t, op0=np.multiply, operand0=nl.load(s),
-                                    reduce_op=np.min, reduce_res=r)
-    nl.store(y, out)
-    nl.store(m, r)
-    return y, m
+    return row_reduced(x, lambda r: nisa.tensor_scalar_reduce(
+        data=nl.load(x), op0=np.multiply, operand0=nl.load(s), reduce_op=np.min, reduce_res=r))
 
 
 def test_tensor_scalar_reduce(nkid_socket):
@@ -166,14 +150,10 @@ def test_tensor_partition_reduce(nkid_socket):
 
 
 def test_tensor_partition_reduce_rejects_other_ops(nkid_socket):
-    @nki.jit
-    def k(x):
-        out = nl.ndarray((1, x.shape[1]), dtype=x.dtype, buffer=nl.shared_hbm)
-        nl.store(out, nisa.tensor_partition_reduce(np.subtract, nl.load(x)))
-        return out
-
-    with pytest.raises(nkid.NkidError, match="unsupported operator .* 'tensor_partition_reduce'"):
-        k(np.zeros((4, 4), np.float32))
+    k = tile_kernel(lambda t: nisa.tensor_partition_reduce(np.subtract, t),
+                    shape=lambda x: (1, x.shape[1]))
+    assert_refused(k, nkid.NkidError, "unsupported operator .* 'tensor_partition_reduce'",
+                   np.zeros((4, 4), np.float32))
 
 
 # ---------------------------------------------------------------- range_select
@@ -186,16 +166,10 @@ def _range_ref(x, b0, b1, start, op0, op1):
 @nki.jit(platform_target="trn2")
 def window(x, lo, hi, start):
     """Keep the columns i of each row with lo[p] <= start + i < hi[p]."""
-    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
-    mx = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
-    r = nl.ndarray((x.shape[0], 1), dtype=nl.float32)
-    y = nisa.range_select(on_true_tile=nl.load(x), comp_op0=np.greater_equal,
-                          comp_op1=np.less, bound0=nl.load(lo), bound1=nl.load(hi),
-                          reduce_cmd=nisa.reduce_cmd.reset_reduce, reduce_res=r,
-                          reduce_op=np.max, range_start=start)
-    nl.store(out, y)
-    nl.store(mx, r)
-    return out, mx
+    return row_reduced(x, lambda r: nisa.range_select(
+        on_true_tile=nl.load(x), comp_op0=np.greater_equal, comp_op1=np.less,
+        bound0=nl.load(lo), bound1=nl.load(hi), reduce_cmd=nisa.reduce_cmd.reset_reduce,
+        reduce_res=r, reduce_op=np.max, range_start=start), dtype=nl.float32)
 
 
 def test_range_select_with_reduction(nkid_socket):
@@ -249,39 +223,25 @@ def test_range_select_limits(nkid_socket):
     x = np.zeros((4, 8), np.float32)
     b = np.zeros((4, 1), np.float32)
 
-    @nki.jit(platform_target="trn2")
-    def bad_fill(x, b):
-        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
-        t = nl.load(b)
-        nl.store(out, nisa.range_select(on_true_tile=nl.load(x), comp_op0=np.less,
-                                        comp_op1=np.less, bound0=t, bound1=t,
-                                        on_false_value=0.0))
-        return out
+    def between(bound_dtype=None, **kw):
+        """A range_select of x between the bounds b (loaded as bound_dtype),
+        both comparisons np.less, but for what kw gives."""
+        @nki.jit(platform_target="trn2")
+        def k(x, b):
+            out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+            t = nl.load(b) if bound_dtype is None else nl.load(b, dtype=bound_dtype)
+            args = dict(on_true_tile=nl.load(x), comp_op0=np.less, comp_op1=np.less,
+                        bound0=t, bound1=t)
+            args.update(kw)
+            nl.store(out, nisa.range_select(**args))
+            return out
+        return k
 
-    with pytest.raises(nkid.NKIError, match="must be the FP32_MIN bit pattern"):
-        bad_fill(x, b)
-
-    @nki.jit(platform_target="trn2")
-    def bad_cmp(x, b):
-        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
-        t = nl.load(b)
-        nl.store(out, nisa.range_select(on_true_tile=nl.load(x), comp_op0=np.add,
-                                        comp_op1=np.less, bound0=t, bound1=t))
-        return out
-
-    with pytest.raises(nkid.NkidError, match="unsupported operator .* 'comp_op0'"):
-        bad_cmp(x, b)
-
-    @nki.jit(platform_target="trn2")
-    def bad_bound(x, b):
-        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
-        t = nl.load(b, dtype=nl.bfloat16)
-        nl.store(out, nisa.range_select(on_true_tile=nl.load(x), comp_op0=np.less,
-                                        comp_op1=np.less, bound0=t, bound1=t))
-        return out
-
-    with pytest.raises(nkid.NkidError, match="'bound0' of 'range_select' must be float32"):
-        bad_bound(x, b)
+    for k, error, match in [
+            (between(on_false_value=0.0), nkid.NKIError, "must be the FP32_MIN bit pattern"),
+            (between(comp_op0=np.add), nkid.NkidError, "unsupported operator .* 'comp_op0'"),
+            (between(nl.bfloat16), nkid.NkidError, "'bound0' of 'range_select' must be float32")]:
+        assert_refused(k, error, match, x, b)
 
 
 # ---------------------------------------------------------------- select_reduce
@@ -289,16 +249,13 @@ def test_range_select_limits(nkid_socket):
 @nki.jit
 def masked_max(pred, x, fill):
     """dst = pred ? x : fill[p], and each row's max."""
-    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
-    mx = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
-    dst = nl.ndarray(x.shape, dtype=nl.float32)
-    r = nl.ndarray((x.shape[0], 1), dtype=nl.float32)
-    nisa.select_reduce(dst=dst, predicate=nl.load(pred), on_true=nl.load(x),
-                       on_false=nl.load(fill), reduce_cmd=nisa.reduce_cmd.reset_reduce,
-                       reduce_res=r, reduce_op=nl.max)
-    nl.store(out, dst)
-    nl.store(mx, r)
-    return out, mx
+    def select(r):
+        dst = nl.ndarray(x.shape, dtype=nl.float32)
+        nisa.select_reduce(dst=dst, predicate=nl.load(pred), on_true=nl.load(x),
+                           on_false=nl.load(fill), reduce_cmd=nisa.reduce_cmd.reset_reduce,
+                           reduce_res=r, reduce_op=nl.max)
+        return dst
+    return row_reduced(x, select, dtype=nl.float32)
 
 
 @nki.jit

@@ -10,9 +10,7 @@ from nkid import nki
 import nkid.nki.isa as nisa
 import nkid.nki.language as nl
 
-
-def rng(seed=0):
-    return np.random.default_rng(seed)
+from isa_helpers import rng, tile_kernel, assert_refused
 
 
 def distinct(shape, seed):
@@ -114,27 +112,14 @@ def test_top8_limits(nkid_socket):
                                              "must be between 8 and 16384, got 7"):
         top8(np.zeros((4, 7), np.float32))
 
-    @nki.jit
-    def bad_dtype(x):
-        out = nl.ndarray((x.shape[0], 8), dtype=nl.int32, buffer=nl.shared_hbm)
-        t = nl.load(x)
-        nl.store(out, nisa.nc_find_index8(data=t, vals=nisa.max8(src=t), dtype=nl.int32))
-        return out
-
-    with pytest.raises(nkid.NKIError, match="dtype of 'nc_find_index8' must be uint16 or "
-                                            "uint32, got int32"):
-        bad_dtype(np.zeros((4, 16), np.float32))
-
-    @nki.jit
-    def bad_vals(x):
-        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-        t = nl.load(x)
-        nl.store(out, nisa.nc_match_replace8(data=t, vals=t[:, 0:4], imm=0.0))
-        return out
-
-    with pytest.raises(nkid.NKIError, match="'vals' of 'nc_match_replace8' must have 4 "
-                                            "partitions of exactly 8 elements"):
-        bad_vals(np.zeros((4, 16), np.float32))
+    bad_dtype = tile_kernel(
+        lambda t: nisa.nc_find_index8(data=t, vals=nisa.max8(src=t), dtype=nl.int32),
+        shape=lambda x: (x.shape[0], 8), dtype=nl.int32)
+    assert_refused(bad_dtype, nkid.NKIError, "dtype of 'nc_find_index8' must be uint16 or "
+                   "uint32, got int32", np.zeros((4, 16), np.float32))
+    bad_vals = tile_kernel(lambda t: nisa.nc_match_replace8(data=t, vals=t[:, 0:4], imm=0.0))
+    assert_refused(bad_vals, nkid.NKIError, "'vals' of 'nc_match_replace8' must have 4 "
+                   "partitions of exactly 8 elements", np.zeros((4, 16), np.float32))
 
 
 # ---------------------------------------------------------------- stream shuffle

@@ -84,32 +84,16 @@ START_TEST(test_access_nobody_refused)
 }
 END_TEST
 
-static Suite *
-access_suite(void)
-{
-	Suite	*s = suite_create("access");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_access_default_allowed);
-	tcase_add_test(tc, test_access_config_allowed);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("limits");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_access_cap_per_uid);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_access_nobody_refused);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	return (check_main(access_suite()));
+	Suite	*s = suite_create("access");
+
+	check_tcase_add(s, "core", setup, teardown, 0,
+	    test_access_default_allowed, test_access_config_allowed, NULL);
+	check_tcase_add(s, "limits", setup, teardown, 0,
+	    test_access_cap_per_uid, NULL);
+	check_tcase_add(s, "errors", setup, teardown, 0,
+	    test_access_nobody_refused, NULL);
+	return (check_main(s));
 }

@@ -23,57 +23,17 @@ static struct daemon	d;
 
 /* ------------------------------------------------------------ fixtures */
 
-
-
-
 static void
 setup(void)
 {
-	struct config	cfg;
-	char		err[512];
-	const char	*j = "{\"cpu\": {\"cores\": 2}}";
-
-	grpc_init();
-	ck_assert_int_eq(uv_loop_init(&loop), 0);
-	ck_assert_int_eq(config_load_string(&cfg, "t", j, strlen(j), NULL, err,
-	    sizeof err), 0);
-	ck_assert_msg(daemon_init(&d, &loop, &cfg, err, sizeof err) == 0,
-	    "%s", err);
+	fake_daemon_open(&d, &loop, "{\"cpu\": {\"cores\": 2}}", NULL);
 }
 
 static void
 teardown(void)
 {
-	daemon_release(&d);
-	uv_run(&loop, UV_RUN_DEFAULT);
-	ck_assert_int_eq(uv_loop_close(&loop), 0);
-	grpc_shutdown();
+	fake_daemon_close(&d);
 }
-
-static void
-fake_call_start(struct fake_call *fc, const char *name,
-    const ProtobufCMessage *msg)
-{
-	size_t	 len = protobuf_c_message_get_packed_size(msg);
-	uint8_t	*buf = malloc(len + 1);
-
-	protobuf_c_message_pack(msg, buf);
-	memset(fc, 0, sizeof *fc);
-	fc->rc.d = &d;
-	fc->rc.tr = &fake_transport;
-	fc->rc.m = dispatch_method_find(name);
-	dispatch_call_start(&fc->rc, buf, len);
-	free(buf);
-}
-
-static void
-fake_call_wait(struct fake_call *fc)
-{
-	while (!fc->sent && uv_run(&loop, UV_RUN_ONCE) != 0)
-		;
-	ck_assert_int_eq(fc->sent, 1);
-}
-
 
 static float	in_a[P * F], in_b[P * F];
 
@@ -88,24 +48,52 @@ inputs_fill(void)
 	}
 }
 
+/* tensor_add's IR and its inputs a and b on the wire, for a kernel RPC. */
+struct wire_kernel {
+	Nkid__V1__KernelRef	 ref;
+	Nkid__V1__Kernel	 k;
+	Nkid__V1__Tensor	 t[2], *tp[2];
+	uint64_t		 shape[2];
+	uint8_t			*ir;
+	size_t			 len;
+};
+
+/* Point the kernel request req (Run, Simulate, ...) at w. */
+#define WIRE_REQUEST_SET(req, w) do {					\
+	(req)->ref = &(w)->ref;						\
+	(req)->n_inputs = 2;						\
+	(req)->inputs = (w)->tp;					\
+} while (0)
+
+/* Fill w; ir_tensor_add()'s arguments.  wire_kernel_release() frees. */
 static void
-wire_inputs(Nkid__V1__Tensor *t, Nkid__V1__Tensor **tp, uint64_t *shape)
+wire_kernel_init(struct wire_kernel *w, int with_print, int partitions)
 {
 	int	i;
 
+	nkid__v1__kernel_ref__init(&w->ref);
+	nkid__v1__kernel__init(&w->k);
+	w->ir = ir_tensor_add(&w->len, with_print, partitions);
+	fake_kernel_ref(&w->ref, &w->k, "nkir/1", w->ir, w->len);
 	inputs_fill();
-	shape[0] = P;
-	shape[1] = F;
+	w->shape[0] = P;
+	w->shape[1] = F;
 	for (i = 0; i < 2; i++) {
-		nkid__v1__tensor__init(&t[i]);
-		t[i].name = i == 0 ? "a" : "b";
-		t[i].dtype = "float32";
-		t[i].n_shape = 2;
-		t[i].shape = shape;
-		t[i].data.data = (uint8_t *)(i == 0 ? in_a : in_b);
-		t[i].data.len = sizeof in_a;
-		tp[i] = &t[i];
+		nkid__v1__tensor__init(&w->t[i]);
+		w->t[i].name = i == 0 ? "a" : "b";
+		w->t[i].dtype = "float32";
+		w->t[i].n_shape = 2;
+		w->t[i].shape = w->shape;
+		w->t[i].data.data = (uint8_t *)(i == 0 ? in_a : in_b);
+		w->t[i].data.len = sizeof in_a;
+		w->tp[i] = &w->t[i];
 	}
+}
+
+static void
+wire_kernel_release(struct wire_kernel *w)
+{
+	free(w->ir);
 }
 
 static void
@@ -124,58 +112,91 @@ check_sum(const Nkid__V1__Tensor *out)
 		ck_assert_float_eq(o[i], in_a[i] + in_b[i]);
 }
 
+/*
+ * The tensor_add program loaded on the cpu backend, and its inputs a and b
+ * executed into one output.
+ */
+struct prog {
+	struct backend		*b;
+	struct backend_program	*p;
+	void			*image;
+	struct sim_tensor	 in[2], out[1];
+	struct backend_exec	 x;
+	char			 diag[BACKEND_DIAG_LEN];
+};
+
+/*
+ * Compile and load tensor_add into g and fill its inputs: [P, F] float32,
+ * with their data unless shapes_only.  prog_unload() undoes it.
+ */
+static void
+prog_load(struct prog *g, int shapes_only)
+{
+	size_t	 len, image_len;
+	uint8_t	*ir = ir_tensor_add(&len, 0, P);
+	int	 i;
+
+	memset(g, 0, sizeof *g);
+	g->b = d.backend;
+	ck_assert_msg(g->b->ops->compile(g->b->state, ir, len, &g->image,
+	    &image_len, g->diag) == 0, "%s", g->diag);
+	ck_assert_uint_gt(image_len, 0);
+	ck_assert_msg(g->b->ops->load(g->b->state, g->image, image_len, &g->p,
+	    g->diag) == 0, "%s", g->diag);
+	free(ir);
+	inputs_fill();
+	for (i = 0; i < 2; i++) {
+		g->in[i].dtype = SIM_DT_FLOAT32;
+		g->in[i].rank = 2;
+		g->in[i].shape[0] = P;
+		g->in[i].shape[1] = F;
+		if (!shapes_only)
+			g->in[i].data = i == 0 ? in_a : in_b;
+		g->in[i].nbytes = sizeof in_a;
+	}
+	g->x.inputs = g->in;
+	g->x.ninputs = 2;
+	g->x.outputs = g->out;
+	g->x.noutputs = 1;
+}
+
+static void
+prog_unload(struct prog *g)
+{
+	g->b->ops->unload(g->b->state, g->p);
+	free(g->image);
+}
+
+/* The backend's output out holds a + b. */
+static void
+check_sim_sum(const struct sim_tensor *out)
+{
+	int	i;
+
+	ck_assert_uint_eq(out->nbytes, sizeof in_a);
+	for (i = 0; i < P * F; i++)
+		ck_assert_float_eq(((float *)out->data)[i], in_a[i] + in_b[i]);
+}
+
 /* ------------------------------------------------------------ ops */
 
 START_TEST(test_backend_cpu_compile_execute)
 {
-	struct backend		*b = d.backend;
-	struct backend_program	*p = NULL;
-	struct backend_exec	 x;
-	struct sim_tensor		 in[2], out[1];
-	void			*image = NULL;
-	size_t			 len, image_len;
-	uint8_t			*ir = ir_tensor_add(&len, 0, P);
-	char			 diag[BACKEND_DIAG_LEN] = "";
-	int			 i;
+	struct prog	g;
 
-	ck_assert_str_eq(b->ops->name, "cpu");
-	ck_assert_uint_eq(b->ncores, 2);
-	ck_assert_msg(b->ops->compile(b->state, ir, len, &image, &image_len,
-	    diag) == 0, "%s", diag);
-	ck_assert_uint_gt(image_len, 0);
-	ck_assert_msg(b->ops->load(b->state, image, image_len, &p, diag) == 0,
-	    "%s", diag);
-	ck_assert_str_eq(p->name, "tensor_add");
-	ck_assert_uint_eq(p->nparams, 2);
-	ck_assert_uint_eq(p->noutputs, 1);
-	ck_assert_str_eq(p->param(p, 0)->name, "a");
+	ck_assert_str_eq(d.backend->ops->name, "cpu");
+	ck_assert_uint_eq(d.backend->ncores, 2);
+	prog_load(&g, 0);
+	ck_assert_str_eq(g.p->name, "tensor_add");
+	ck_assert_uint_eq(g.p->nparams, 2);
+	ck_assert_uint_eq(g.p->noutputs, 1);
+	ck_assert_str_eq(g.p->param(g.p, 0)->name, "a");
 
-	inputs_fill();
-	memset(in, 0, sizeof in);
-	for (i = 0; i < 2; i++) {
-		in[i].dtype = SIM_DT_FLOAT32;
-		in[i].rank = 2;
-		in[i].shape[0] = P;
-		in[i].shape[1] = F;
-		in[i].data = i == 0 ? in_a : in_b;
-		in[i].nbytes = sizeof in_a;
-	}
-	memset(&x, 0, sizeof x);
-	memset(out, 0, sizeof out);
-	x.inputs = in;
-	x.ninputs = 2;
-	x.outputs = out;
-	x.noutputs = 1;
-	ck_assert_msg(b->ops->execute(b->state, p, 1, &x, diag) == 0, "%s",
-	    diag);
-	ck_assert_uint_eq(out[0].nbytes, sizeof in_a);
-	for (i = 0; i < P * F; i++)
-		ck_assert_float_eq(((float *)out[0].data)[i], in_a[i] + in_b[i]);
-	sim_tensors_release(out, 1);
-
-	b->ops->unload(b->state, p);
-	free(image);
-	free(ir);
+	ck_assert_msg(g.b->ops->execute(g.b->state, g.p, 1, &g.x, g.diag) == 0,
+	    "%s", g.diag);
+	check_sim_sum(&g.out[0]);
+	sim_tensors_release(g.out, 1);
+	prog_unload(&g);
 }
 END_TEST
 
@@ -198,37 +219,21 @@ END_TEST
 
 START_TEST(test_backend_cpu_bad_args)
 {
-	struct backend		*b = d.backend;
-	struct backend_program	*p = NULL;
-	struct backend_exec	 x;
-	struct sim_tensor		 in[2], out[1];
-	void			*image = NULL;
-	size_t			 len, image_len;
-	uint8_t			*ir = ir_tensor_add(&len, 0, P);
-	char			 diag[BACKEND_DIAG_LEN] = "";
+	struct prog	g;
+	int		i;
 
-	ck_assert_int_eq(b->ops->compile(b->state, ir, len, &image, &image_len,
-	    diag), 0);
-	ck_assert_int_eq(b->ops->load(b->state, image, image_len, &p, diag),
-	    0);
-	memset(in, 0, sizeof in);
-	in[0].dtype = in[1].dtype = SIM_DT_FLOAT32;
-	in[0].rank = in[1].rank = 1;
-	in[0].shape[0] = in[1].shape[0] = 4;
-	in[0].data = in[1].data = in_a;
-	in[0].nbytes = in[1].nbytes = 16;
-	memset(&x, 0, sizeof x);
-	memset(out, 0, sizeof out);
-	x.inputs = in;
-	x.ninputs = 2;
-	x.outputs = out;
-	x.noutputs = 1;
-	ck_assert_int_eq(b->ops->execute(b->state, p, 0, &x, diag),
+	prog_load(&g, 0);
+	for (i = 0; i < 2; i++) {
+		g.in[i].rank = 1;
+		g.in[i].shape[0] = 4;
+		g.in[i].shape[1] = 0;
+		g.in[i].data = in_a;
+		g.in[i].nbytes = 16;
+	}
+	ck_assert_int_eq(g.b->ops->execute(g.b->state, g.p, 0, &g.x, g.diag),
 	    BACKEND_EARG);
-	ck_assert_msg(strstr(diag, "a") != NULL, "%s", diag);
-	b->ops->unload(b->state, p);
-	free(image);
-	free(ir);
+	ck_assert_msg(strstr(g.diag, "a") != NULL, "%s", g.diag);
+	prog_unload(&g);
 }
 END_TEST
 
@@ -262,26 +267,15 @@ START_TEST(test_backend_cpu_compile_then_run_by_key)
 {
 	Nkid__V1__CompileRequest creq = NKID__V1__COMPILE_REQUEST__INIT;
 	Nkid__V1__RunRequest	 rreq = NKID__V1__RUN_REQUEST__INIT;
-	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
-	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
 	Nkid__V1__CompileReply	*crep;
 	Nkid__V1__RunReply	*rrep;
-	Nkid__V1__Tensor	 t[2], *tp[2];
+	struct wire_kernel	 w;
 	struct fake_call	 fc;
-	uint64_t		 shape[2];
 	char			 key[65];
-	size_t			 len;
-	uint8_t			*ir = ir_tensor_add(&len, 0, P);
 
-	k.name = "tensor_add";
-	k.format = "nkir/1";
-	k.ir.data = ir;
-	k.ir.len = len;
-	ref.kernel = &k;
-	creq.ref = &ref;
-	fake_call_start(&fc, "Compile", &creq.base);
-	fake_call_wait(&fc);
-	ck_assert_msg(fc.rc.status == GRPC_STATUS_OK, "%s", fc.rc.message);
+	wire_kernel_init(&w, 0, P);
+	creq.ref = &w.ref;
+	fake_call_ok(&fc, &d, "Compile", &creq.base);
 	crep = nkid__v1__compile_reply__unpack(NULL, fc.reply_len, fc.reply);
 	ck_assert_uint_eq(strlen(crep->neff_key), 64);
 	ck_assert(!crep->cache_hit);
@@ -291,8 +285,7 @@ START_TEST(test_backend_cpu_compile_then_run_by_key)
 	fake_call_release(&fc);
 
 	/* Same IR again: a hit with the same key. */
-	fake_call_start(&fc, "Compile", &creq.base);
-	fake_call_wait(&fc);
+	fake_call_msg(&fc, &d, "Compile", &creq.base);
 	crep = nkid__v1__compile_reply__unpack(NULL, fc.reply_len, fc.reply);
 	ck_assert(crep->cache_hit);
 	ck_assert_str_eq(crep->neff_key, key);
@@ -300,16 +293,11 @@ START_TEST(test_backend_cpu_compile_then_run_by_key)
 	fake_call_release(&fc);
 
 	/* Run by key only. */
-	ref.kernel = NULL;
-	ref.neff_key = key;
-	rreq.ref = &ref;
+	w.ref.kernel = NULL;
+	w.ref.neff_key = key;
+	WIRE_REQUEST_SET(&rreq, &w);
 	rreq.core = -1;
-	wire_inputs(t, tp, shape);
-	rreq.n_inputs = 2;
-	rreq.inputs = tp;
-	fake_call_start(&fc, "Run", &rreq.base);
-	fake_call_wait(&fc);
-	ck_assert_msg(fc.rc.status == GRPC_STATUS_OK, "%s", fc.rc.message);
+	fake_call_ok(&fc, &d, "Run", &rreq.base);
 	rrep = nkid__v1__run_reply__unpack(NULL, fc.reply_len, fc.reply);
 	ck_assert_uint_eq(rrep->n_outputs, 1);
 	check_sum(rrep->outputs[0]);
@@ -318,34 +306,20 @@ START_TEST(test_backend_cpu_compile_then_run_by_key)
 	ck_assert_uint_gt(rrep->job_id, 0);
 	nkid__v1__run_reply__free_unpacked(rrep, NULL);
 	fake_call_release(&fc);
-	free(ir);
+	wire_kernel_release(&w);
 }
 END_TEST
 
 START_TEST(test_backend_cpu_simulate_prints)
 {
 	Nkid__V1__SimulateRequest req = NKID__V1__SIMULATE_REQUEST__INIT;
-	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
-	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
 	Nkid__V1__SimulateReply	*rep;
-	Nkid__V1__Tensor	 t[2], *tp[2];
+	struct wire_kernel	 w;
 	struct fake_call	 fc;
-	uint64_t		 shape[2];
-	size_t			 len;
-	uint8_t			*ir = ir_tensor_add(&len, 1, P);
 
-	k.name = "tensor_add";
-	k.format = "nkir/1";
-	k.ir.data = ir;
-	k.ir.len = len;
-	ref.kernel = &k;
-	req.ref = &ref;
-	wire_inputs(t, tp, shape);
-	req.n_inputs = 2;
-	req.inputs = tp;
-	fake_call_start(&fc, "Simulate", &req.base);
-	fake_call_wait(&fc);
-	ck_assert_msg(fc.rc.status == GRPC_STATUS_OK, "%s", fc.rc.message);
+	wire_kernel_init(&w, 1, P);
+	WIRE_REQUEST_SET(&req, &w);
+	fake_call_ok(&fc, &d, "Simulate", &req.base);
 	rep = nkid__v1__simulate_reply__unpack(NULL, fc.reply_len, fc.reply);
 	ck_assert_uint_eq(rep->n_outputs, 1);
 	check_sum(rep->outputs[0]);
@@ -353,214 +327,110 @@ START_TEST(test_backend_cpu_simulate_prints)
 	    rep->device_print);
 	nkid__v1__simulate_reply__free_unpacked(rep, NULL);
 	fake_call_release(&fc);
-	free(ir);
+	wire_kernel_release(&w);
 }
 END_TEST
 
 START_TEST(test_backend_cpu_run_compile_error_message)
 {
 	Nkid__V1__RunRequest	 req = NKID__V1__RUN_REQUEST__INIT;
-	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
-	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
-	Nkid__V1__Tensor	 t[2], *tp[2];
+	struct wire_kernel	 w;
 	struct fake_call	 fc;
-	uint64_t		 shape[2];
-	size_t			 len;
-	uint8_t			*ir = ir_tensor_add(&len, 0, 256);
 
-	k.name = "tensor_add";
-	k.format = "nkir/1";
-	k.ir.data = ir;
-	k.ir.len = len;
-	ref.kernel = &k;
-	req.ref = &ref;
+	wire_kernel_init(&w, 0, 256);
+	WIRE_REQUEST_SET(&req, &w);
 	req.core = -1;
-	wire_inputs(t, tp, shape);
-	req.n_inputs = 2;
-	req.inputs = tp;
-	fake_call_start(&fc, "Run", &req.base);
-	fake_call_wait(&fc);
+	fake_call_msg(&fc, &d, "Run", &req.base);
 	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
 	ck_assert_msg(strncmp(fc.rc.message, "cannot compile 'tensor_add': ",
 	    29) == 0, "%s", fc.rc.message);
 	ck_assert_msg(strstr(fc.rc.message, "kernel.py:7") != NULL, "%s",
 	    fc.rc.message);
 	fake_call_release(&fc);
-	free(ir);
+	wire_kernel_release(&w);
 }
 END_TEST
 
 START_TEST(test_backend_cpu_run_cancelled_before_start)
 {
 	Nkid__V1__RunRequest	 req = NKID__V1__RUN_REQUEST__INIT;
-	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
-	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
-	Nkid__V1__Tensor	 t[2], *tp[2];
+	struct wire_kernel	 w;
 	struct fake_call	 fc;
-	uint64_t		 shape[2];
-	size_t			 len;
-	uint8_t			*ir = ir_tensor_add(&len, 0, P);
 
-	k.name = "tensor_add";
-	k.format = "nkir/1";
-	k.ir.data = ir;
-	k.ir.len = len;
-	ref.kernel = &k;
-	req.ref = &ref;
+	wire_kernel_init(&w, 0, P);
+	WIRE_REQUEST_SET(&req, &w);
 	req.core = 0;
-	wire_inputs(t, tp, shape);
-	req.n_inputs = 2;
-	req.inputs = tp;
-	fake_call_start(&fc, "Run", &req.base);
+	fake_call_start_msg(&fc, &d, "Run", &req.base);
 	/* The client goes away while the kernel compiles. */
 	dispatch_call_cancel(&fc.rc);
 	fake_call_wait(&fc);
 	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_CANCELLED);
 	fake_call_release(&fc);
-	free(ir);
+	wire_kernel_release(&w);
 }
 END_TEST
 
 START_TEST(test_backend_cpu_serves_after_bad_kernel)
 {
 	Nkid__V1__SimulateRequest req = NKID__V1__SIMULATE_REQUEST__INIT;
-	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
-	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
-	Nkid__V1__Tensor	 t[2], *tp[2];
-	struct fake_call	 fc;
-	uint64_t		 shape[2];
-	size_t			 len;
-	uint8_t			*ir = ir_tensor_add(&len, 0, P);
+	struct wire_kernel	 w;
 
-	k.name = "tensor_add";
-	k.format = "nkir/1";
-	k.ir.data = ir;
-	k.ir.len = len / 3;		/* truncated */
-	ref.kernel = &k;
-	req.ref = &ref;
-	wire_inputs(t, tp, shape);
-	req.n_inputs = 2;
-	req.inputs = tp;
-	fake_call_start(&fc, "Simulate", &req.base);
-	fake_call_wait(&fc);
-	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
-	fake_call_release(&fc);
-
-	k.ir.len = len;
-	fake_call_start(&fc, "Simulate", &req.base);
-	fake_call_wait(&fc);
-	ck_assert_msg(fc.rc.status == GRPC_STATUS_OK, "%s", fc.rc.message);
-	fake_call_release(&fc);
-	free(ir);
+	wire_kernel_init(&w, 0, P);
+	WIRE_REQUEST_SET(&req, &w);
+	w.k.ir.len = w.len / 3;		/* truncated */
+	fake_call_expect(&d, "Simulate", &req.base,
+	    GRPC_STATUS_INVALID_ARGUMENT, NULL);
+	w.k.ir.len = w.len;
+	fake_call_expect(&d, "Simulate", &req.base, GRPC_STATUS_OK, NULL);
+	wire_kernel_release(&w);
 }
 END_TEST
 
-
 /* ------------------------------------------------------------ benchmark, profile */
-
-/* Load the tensor_add program; the caller unloads it and frees *image. */
-static struct backend_program *
-program_load(void **image)
-{
-	struct backend		*b = d.backend;
-	struct backend_program	*p = NULL;
-	size_t			 len, image_len;
-	uint8_t			*ir = ir_tensor_add(&len, 0, P);
-	char			 diag[BACKEND_DIAG_LEN] = "";
-
-	ck_assert_msg(b->ops->compile(b->state, ir, len, image, &image_len,
-	    diag) == 0, "%s", diag);
-	ck_assert_msg(b->ops->load(b->state, *image, image_len, &p, diag) == 0,
-	    "%s", diag);
-	free(ir);
-	return (p);
-}
 
 START_TEST(test_backend_cpu_benchmark_shapes_only)
 {
-	struct backend		*b = d.backend;
-	struct backend_program	*p;
-	struct backend_exec	 x;
-	struct sim_tensor		 in[2], out[1], out2[1];
+	struct prog		 g;
+	struct sim_tensor	 out2[1];
 	double			 samples[5];
-	void			*image = NULL;
-	char			 diag[BACKEND_DIAG_LEN] = "";
 	int			 i;
 
-	p = program_load(&image);
-	memset(in, 0, sizeof in);
-	for (i = 0; i < 2; i++) {
-		in[i].dtype = SIM_DT_FLOAT32;
-		in[i].rank = 2;
-		in[i].shape[0] = P;
-		in[i].shape[1] = F;
-		in[i].data = NULL;		/* shapes only */
-		in[i].nbytes = sizeof in_a;
-	}
-	memset(&x, 0, sizeof x);
-	memset(out, 0, sizeof out);
-	x.inputs = in;
-	x.ninputs = 2;
-	x.outputs = out;
-	x.noutputs = 1;
+	prog_load(&g, 1);
 	for (i = 0; i < 5; i++)
 		samples[i] = -1;
-	ck_assert_msg(b->ops->benchmark(b->state, p, 0, &x, 3, 5, samples,
-	    diag) == 0, "%s", diag);
+	ck_assert_msg(g.b->ops->benchmark(g.b->state, g.p, 0, &g.x, 3, 5,
+	    samples, g.diag) == 0, "%s", g.diag);
 	for (i = 0; i < 5; i++)
 		ck_assert(samples[i] > 0);
 	/* The backend's values: deterministic, in [-1, 1), a + b in [-2, 2). */
 	for (i = 0; i < P * F; i++)
-		ck_assert(fabsf(((float *)out[0].data)[i]) < 2.0f);
-	x.outputs = out2;
+		ck_assert(fabsf(((float *)g.out[0].data)[i]) < 2.0f);
+	g.x.outputs = out2;
 	memset(out2, 0, sizeof out2);
-	ck_assert(b->ops->benchmark(b->state, p, 1, &x, 0, 1, samples,
-	    diag) == 0);
-	ck_assert_mem_eq(out[0].data, out2[0].data, out[0].nbytes);
-	ck_assert(in[0].data == NULL);
-	sim_tensors_release(out, 1);
+	ck_assert(g.b->ops->benchmark(g.b->state, g.p, 1, &g.x, 0, 1, samples,
+	    g.diag) == 0);
+	ck_assert_mem_eq(g.out[0].data, out2[0].data, g.out[0].nbytes);
+	ck_assert(g.in[0].data == NULL);
+	sim_tensors_release(g.out, 1);
 	sim_tensors_release(out2, 1);
-	b->ops->unload(b->state, p);
-	free(image);
+	prog_unload(&g);
 }
 END_TEST
 
 START_TEST(test_backend_cpu_profile_traces)
 {
-	struct backend		*b = d.backend;
-	struct backend_program	*p;
-	struct backend_exec	 x;
+	struct prog		 g;
 	struct backend_trace	*t = NULL;
-	struct sim_tensor		 in[2], out[1];
 	size_t			 nt = 0;
-	void			*image = NULL;
-	char			 diag[BACKEND_DIAG_LEN] = "", *s;
-	int			 i;
+	char			*s;
 
-	p = program_load(&image);
-	inputs_fill();
-	memset(in, 0, sizeof in);
-	for (i = 0; i < 2; i++) {
-		in[i].dtype = SIM_DT_FLOAT32;
-		in[i].rank = 2;
-		in[i].shape[0] = P;
-		in[i].shape[1] = F;
-		in[i].data = i == 0 ? in_a : in_b;
-		in[i].nbytes = sizeof in_a;
-	}
-	memset(&x, 0, sizeof x);
-	memset(out, 0, sizeof out);
-	x.inputs = in;
-	x.ninputs = 2;
-	x.outputs = out;
-	x.noutputs = 1;
-	ck_assert_msg(b->ops->profile(b->state, p, 0, &x, 7, 3, &t, &nt,
-	    diag) == 0, "%s", diag);
+	prog_load(&g, 0);
+	ck_assert_msg(g.b->ops->profile(g.b->state, g.p, 0, &g.x, 7, 3, &t,
+	    &nt, g.diag) == 0, "%s", g.diag);
 	ck_assert_uint_eq(nt, 2);
 	ck_assert_uint_eq(t[0].execution, 3);
 	ck_assert_uint_eq(t[1].execution, 6);
-	for (i = 0; i < P * F; i++)
-		ck_assert_float_eq(((float *)out[0].data)[i], in_a[i] + in_b[i]);
+	check_sim_sum(&g.out[0]);
 	s = strndup(t[0].trace, t[0].trace_len);
 	ck_assert_ptr_nonnull(strstr(s, "\"traceEvents\":["));
 	ck_assert_ptr_nonnull(strstr(s, "\"name\":\"thread_name\""));
@@ -573,66 +443,46 @@ START_TEST(test_backend_cpu_profile_traces)
 	ck_assert_ptr_nonnull(strstr(t[0].summary_json, "{\"op\":\"load\","
 	    "\"engine\":\"dma\",\"file\":\"kernel.py\""));
 	backend_traces_free(t, nt);
-	sim_tensors_release(out, 1);
+	sim_tensors_release(g.out, 1);
 
 	/* num_execs < profile_nth: profile_nth's execution alone. */
-	memset(out, 0, sizeof out);
-	ck_assert(b->ops->profile(b->state, p, 1, &x, 1, 4, &t, &nt,
-	    diag) == 0);
+	memset(g.out, 0, sizeof g.out);
+	ck_assert(g.b->ops->profile(g.b->state, g.p, 1, &g.x, 1, 4, &t, &nt,
+	    g.diag) == 0);
 	ck_assert_uint_eq(nt, 1);
 	ck_assert_uint_eq(t[0].execution, 4);
 	backend_traces_free(t, nt);
-	sim_tensors_release(out, 1);
-	ck_assert_int_eq(b->ops->profile(b->state, p, 0, &x, 1, 0, &t, &nt,
-	    diag), BACKEND_EARG);
-	b->ops->unload(b->state, p);
-	free(image);
+	sim_tensors_release(g.out, 1);
+	ck_assert_int_eq(g.b->ops->profile(g.b->state, g.p, 0, &g.x, 1, 0, &t,
+	    &nt, g.diag), BACKEND_EARG);
+	prog_unload(&g);
 }
 END_TEST
-
-static void
-kernel_ref_init(Nkid__V1__KernelRef *ref, Nkid__V1__Kernel *k, uint8_t *ir,
-    size_t len)
-{
-	k->name = "tensor_add";
-	k->format = "nkir/1";
-	k->ir.data = ir;
-	k->ir.len = len;
-	ref->kernel = k;
-}
 
 START_TEST(test_backend_cpu_rpc_benchmark)
 {
 	Nkid__V1__BenchmarkRequest req = NKID__V1__BENCHMARK_REQUEST__INIT;
-	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
-	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
 	Nkid__V1__BenchmarkReply *rep;
-	Nkid__V1__Tensor	 t[2], *tp[2];
+	struct wire_kernel	 w;
 	struct fake_call	 fc;
-	uint64_t		 shape[2];
-	size_t			 len, i;
-	uint8_t			*ir = ir_tensor_add(&len, 0, P);
+	size_t			 i;
 
-	kernel_ref_init(&ref, &k, ir, len);
-	wire_inputs(t, tp, shape);
-	t[1].data.data = NULL;		/* shapes only */
-	t[1].data.len = 0;
-	req.ref = &ref;
-	req.inputs = tp;
-	req.n_inputs = 2;
+	wire_kernel_init(&w, 0, P);
+	w.t[1].data.data = NULL;	/* shapes only */
+	w.t[1].data.len = 0;
+	WIRE_REQUEST_SET(&req, &w);
 	req.warmup = 2;
 	req.iters = 9;
 	req.core = -1;
-	fake_call_start(&fc, "Benchmark", &req.base);
-	fake_call_wait(&fc);
-	ck_assert_msg(fc.rc.status == GRPC_STATUS_OK, "%s", fc.rc.message);
+	fake_call_ok(&fc, &d, "Benchmark", &req.base);
 	rep = nkid__v1__benchmark_reply__unpack(NULL, fc.reply_len, fc.reply);
 	ck_assert_uint_eq(rep->n_samples_us, 9);
 	ck_assert_uint_eq(rep->n_percentiles, 8);
 	ck_assert_double_eq(rep->percentiles[0]->p, 0);
 	ck_assert_double_eq(rep->percentiles[7]->p, 100);
 	for (i = 1; i < 8; i++)
-		ck_assert(rep->percentiles[i]->us >= rep->percentiles[i - 1]->us);
+		ck_assert(rep->percentiles[i]->us >=
+		    rep->percentiles[i - 1]->us);
 	ck_assert_uint_gt(rep->job_id, 0);
 	ck_assert_uint_eq(strlen(rep->neff_key), 64);
 	nkid__v1__benchmark_reply__free_unpacked(rep, NULL);
@@ -640,8 +490,7 @@ START_TEST(test_backend_cpu_rpc_benchmark)
 
 	/* One timed execution: no percentiles. */
 	req.iters = 1;
-	fake_call_start(&fc, "Benchmark", &req.base);
-	fake_call_wait(&fc);
+	fake_call_msg(&fc, &d, "Benchmark", &req.base);
 	rep = nkid__v1__benchmark_reply__unpack(NULL, fc.reply_len, fc.reply);
 	ck_assert_uint_eq(rep->n_percentiles, 0);
 	ck_assert_uint_eq(rep->n_samples_us, 1);
@@ -649,38 +498,25 @@ START_TEST(test_backend_cpu_rpc_benchmark)
 	fake_call_release(&fc);
 
 	req.iters = 0;
-	fake_call_start(&fc, "Benchmark", &req.base);
-	fake_call_wait(&fc);
-	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
-	ck_assert_ptr_nonnull(strstr(fc.rc.message, "iters must be 1 to"));
-	fake_call_release(&fc);
-	free(ir);
+	fake_call_expect(&d, "Benchmark", &req.base,
+	    GRPC_STATUS_INVALID_ARGUMENT, "iters must be 1 to");
+	wire_kernel_release(&w);
 }
 END_TEST
 
 START_TEST(test_backend_cpu_rpc_profile)
 {
 	Nkid__V1__ProfileRequest req = NKID__V1__PROFILE_REQUEST__INIT;
-	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
-	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
 	Nkid__V1__ProfileReply	*rep;
-	Nkid__V1__Tensor	 t[2], *tp[2];
+	struct wire_kernel	 w;
 	struct fake_call	 fc;
-	uint64_t		 shape[2];
-	size_t			 len;
-	uint8_t			*ir = ir_tensor_add(&len, 0, P);
 
-	kernel_ref_init(&ref, &k, ir, len);
-	wire_inputs(t, tp, shape);
-	req.ref = &ref;
-	req.inputs = tp;
-	req.n_inputs = 2;
+	wire_kernel_init(&w, 0, P);
+	WIRE_REQUEST_SET(&req, &w);
 	req.num_execs = 4;
 	req.profile_nth = 2;
 	req.core = -1;
-	fake_call_start(&fc, "Profile", &req.base);
-	fake_call_wait(&fc);
-	ck_assert_msg(fc.rc.status == GRPC_STATUS_OK, "%s", fc.rc.message);
+	fake_call_ok(&fc, &d, "Profile", &req.base);
 	rep = nkid__v1__profile_reply__unpack(NULL, fc.reply_len, fc.reply);
 	ck_assert_uint_eq(rep->n_traces, 2);
 	ck_assert_uint_eq(rep->traces[0]->execution, 2);
@@ -694,53 +530,31 @@ START_TEST(test_backend_cpu_rpc_profile)
 	fake_call_release(&fc);
 
 	req.num_execs = 100000;
-	fake_call_start(&fc, "Profile", &req.base);
-	fake_call_wait(&fc);
-	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
-	fake_call_release(&fc);
-	free(ir);
+	fake_call_expect(&d, "Profile", &req.base,
+	    GRPC_STATUS_INVALID_ARGUMENT, NULL);
+	wire_kernel_release(&w);
 }
 END_TEST
-
-static Suite *
-backend_cpu_suite(void)
-{
-	Suite	*s = suite_create("backend_cpu");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_backend_cpu_compile_execute);
-	tcase_add_test(tc, test_backend_cpu_compile_then_run_by_key);
-	tcase_add_test(tc, test_backend_cpu_simulate_prints);
-	tcase_add_test(tc, test_backend_cpu_benchmark_shapes_only);
-	tcase_add_test(tc, test_backend_cpu_profile_traces);
-	tcase_add_test(tc, test_backend_cpu_rpc_benchmark);
-	tcase_add_test(tc, test_backend_cpu_rpc_profile);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("limits");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_backend_cpu_partition_limit);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_backend_cpu_bad_args);
-	tcase_add_test(tc, test_backend_cpu_truncated_image);
-	tcase_add_test(tc, test_backend_cpu_run_compile_error_message);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("recovery");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_backend_cpu_run_cancelled_before_start);
-	tcase_add_test(tc, test_backend_cpu_serves_after_bad_kernel);
-	suite_add_tcase(s, tc);
-	return (s);
-}
 
 int
 main(void)
 {
-	return (check_main(backend_cpu_suite()));
+	Suite	*s = suite_create("backend_cpu");
+
+	check_tcase_add(s, "core", setup, teardown, 0,
+	    test_backend_cpu_compile_execute,
+	    test_backend_cpu_compile_then_run_by_key,
+	    test_backend_cpu_simulate_prints,
+	    test_backend_cpu_benchmark_shapes_only,
+	    test_backend_cpu_profile_traces, test_backend_cpu_rpc_benchmark,
+	    test_backend_cpu_rpc_profile, NULL);
+	check_tcase_add(s, "limits", setup, teardown, 0,
+	    test_backend_cpu_partition_limit, NULL);
+	check_tcase_add(s, "errors", setup, teardown, 0,
+	    test_backend_cpu_bad_args, test_backend_cpu_truncated_image,
+	    test_backend_cpu_run_compile_error_message, NULL);
+	check_tcase_add(s, "recovery", setup, teardown, 0,
+	    test_backend_cpu_run_cancelled_before_start,
+	    test_backend_cpu_serves_after_bad_kernel, NULL);
+	return (check_main(s));
 }

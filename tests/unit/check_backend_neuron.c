@@ -20,6 +20,7 @@
 #include "daemon/config.h"
 #include "daemon/neuron_cmd.h"
 #include "daemon/neuron_proc.h"
+#include "tests/unit/check_main.h"
 
 /* Where the doubles are: the scripts under $TOP/tests/neuron (TOP: the
  * working directory by default, as scripts/check.sh runs the tests), the
@@ -202,6 +203,39 @@ workdir_empty(void)
 	closedir(d);
 }
 
+/*
+ * penguin_ok's inputs, a [4, 2] float32 and b [3] int32, with the data a and
+ * bb (both NULL: shapes only, the backend supplies zeros), executed into its
+ * two outputs.
+ */
+struct penguin_exec {
+	struct sim_tensor	in[2], out[2];
+	struct backend_exec	x;
+};
+
+static void
+penguin_exec_init(struct penguin_exec *e, float *a, int32_t *bb)
+{
+	memset(e, 0, sizeof *e);
+	e->in[0].dtype = SIM_DT_FLOAT32;
+	e->in[0].rank = 2;
+	e->in[0].shape[0] = 4;
+	e->in[0].shape[1] = 2;
+	e->in[1].dtype = SIM_DT_INT32;
+	e->in[1].rank = 1;
+	e->in[1].shape[0] = 3;
+	if (a != NULL) {
+		e->in[0].data = a;
+		e->in[0].nbytes = 8 * sizeof *a;
+		e->in[1].data = bb;
+		e->in[1].nbytes = 3 * sizeof *bb;
+	}
+	e->x.inputs = e->in;
+	e->x.ninputs = 2;
+	e->x.outputs = e->out;
+	e->x.noutputs = 2;
+}
+
 static struct fake_nrt_counters *
 counters(void)
 {
@@ -286,12 +320,35 @@ START_TEST(test_backend_neuron_compile_argv)
 }
 END_TEST
 
+/* A string a parser of the neuron backend must refuse, with its message. */
+struct refusal {
+	const char	*s;
+	size_t		 max;		/* the parser's bound */
+	const char	*want;		/* in the message; NULL: any */
+};
+
+/* err is what refusing r said. */
+static void
+refusal_check(const struct refusal *r, int rc, const char *err)
+{
+	ck_assert_msg(rc == -1, "'%s' was accepted", r->s);
+	if (r->want != NULL)
+		ck_assert_msg(strstr(err, r->want) != NULL,
+		    "'%s': '%s' lacks '%s'", r->s, err, r->want);
+}
+
 START_TEST(test_backend_neuron_options_split)
 {
 	static const char *want[] = { "--a", "b c", "d \"e\" $x", "f g", "",
 	    "h'i", NULL };
 	static const char *inj[] = { ";", "rm", "-rf", "/;", "$(id)", "`id`",
 	    "|", "&&", ">x", "${HOME}", NULL };
+	static const struct refusal bad[] = {
+		{ "-O1 'open", 16, "unterminated" },
+		{ "-O1 \"open", 16, NULL },
+		{ "-O1 \\", 16, NULL },
+		{ "a b c d", 3, "more than 3" },
+	};
 	char	**v, err[256];
 	size_t	  n, i;
 
@@ -317,23 +374,23 @@ START_TEST(test_backend_neuron_options_split)
 	ck_assert_ptr_null(v[0]);
 	neuron_proc_argv_free(v);
 
-	ck_assert_int_eq(neuron_proc_split("-O1 'open", 16, &v, &n, err,
-	    sizeof err), -1);
-	ck_assert_ptr_nonnull(strstr(err, "unterminated"));
-	ck_assert_int_eq(neuron_proc_split("-O1 \"open", 16, &v, &n, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(neuron_proc_split("-O1 \\", 16, &v, &n, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(neuron_proc_split("a b c d", 3, &v, &n, err,
-	    sizeof err), -1);
-	ck_assert_ptr_nonnull(strstr(err, "more than 3"));
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		refusal_check(&bad[i], neuron_proc_split(bad[i].s, bad[i].max,
+		    &v, &n, err, sizeof err), err);
 }
 END_TEST
 
 START_TEST(test_backend_neuron_cores_parse)
 {
+	static const struct refusal bad[] = {
+		{ "3-1", 8, NULL },
+		{ "1,1", 8, NULL },
+		{ "a", 8, NULL },
+		{ "1,", 8, NULL },
+		{ "0-8", 8, "core 8" },
+	};
 	unsigned	*c;
-	size_t		 n;
+	size_t		 n, i;
 	char		 err[256], buf[64];
 
 	ck_assert_int_eq(neuron_cmd_cores_parse("0-3,6", 8, &c, &n, err,
@@ -347,17 +404,9 @@ START_TEST(test_backend_neuron_cores_parse)
 	    sizeof err), 0);
 	ck_assert_uint_eq(n, 1);
 	free(c);
-	ck_assert_int_eq(neuron_cmd_cores_parse("3-1", 8, &c, &n, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(neuron_cmd_cores_parse("1,1", 8, &c, &n, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(neuron_cmd_cores_parse("a", 8, &c, &n, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(neuron_cmd_cores_parse("1,", 8, &c, &n, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(neuron_cmd_cores_parse("0-8", 8, &c, &n, err,
-	    sizeof err), -1);
-	ck_assert_ptr_nonnull(strstr(err, "core 8"));
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		refusal_check(&bad[i], neuron_cmd_cores_parse(bad[i].s,
+		    bad[i].max, &c, &n, err, sizeof err), err);
 }
 END_TEST
 
@@ -387,6 +436,31 @@ versions_add(void *arg, const char *k, const char *v)
 		snprintf(vs->target_from, sizeof vs->target_from, "%s", v);
 }
 
+/* The versions backend b reports. */
+static void
+versions_get(struct backend *b, struct versions *vs)
+{
+	memset(vs, 0, sizeof *vs);
+	b->ops->versions(b->state, versions_add, vs);
+}
+
+/*
+ * vs names these cores (which the runtime is told to reserve), devices and
+ * target, and where it found the cores and the target.
+ */
+static void
+versions_expect(const struct versions *vs, const char *cores,
+    const char *devices, const char *cores_from, const char *target,
+    const char *target_from)
+{
+	ck_assert_str_eq(vs->cores, cores);
+	ck_assert_str_eq(vs->devices, devices);
+	ck_assert_str_eq(vs->cores_from, cores_from);
+	ck_assert_str_eq(vs->target, target);
+	ck_assert_str_eq(vs->target_from, target_from);
+	ck_assert_str_eq(getenv("NEURON_RT_VISIBLE_CORES"), cores);
+}
+
 START_TEST(test_backend_neuron_open_versions)
 {
 	struct backend	*b;
@@ -400,18 +474,11 @@ START_TEST(test_backend_neuron_open_versions)
 	ck_assert_uint_eq(b->ncores, 4);
 	ck_assert_str_eq(b->ops->compiler_version(b->state),
 	    "NeuronX Compiler version 2.99.1.0+cafe");
-	memset(&vs, 0, sizeof vs);
-	b->ops->versions(b->state, versions_add, &vs);
+	versions_get(b, &vs);
 	ck_assert_str_eq(vs.compiler, "2.99.1.0+cafe");
 	ck_assert_str_eq(vs.runtime, "2.99.7.0 fake_nrt");
-	ck_assert_str_eq(vs.cores, "0-3");
-	ck_assert_str_eq(vs.devices, "2");
 	/* No neuron-ls: the device files counted; no target anywhere. */
-	ck_assert_str_eq(vs.cores_from, "device_glob");
-	ck_assert_str_eq(vs.target, "trn1");
-	ck_assert_str_eq(vs.target_from, "default");
-	/* The runtime will reserve exactly these. */
-	ck_assert_str_eq(getenv("NEURON_RT_VISIBLE_CORES"), "0-3");
+	versions_expect(&vs, "0-3", "2", "device_glob", "trn1", "default");
 	backend_close(b);
 }
 END_TEST
@@ -420,9 +487,8 @@ START_TEST(test_backend_neuron_round_trip)
 {
 	struct backend			*b;
 	struct backend_program		*p = NULL;
-	struct backend_exec		 x;
 	struct fake_nrt_counters	*fc;
-	struct sim_tensor			 in[2], out[2];
+	struct penguin_exec		 e;
 	float				 a[8];
 	int32_t				 bb[3] = { 7, -8, 9 };
 	char				 diag[BACKEND_DIAG_LEN];
@@ -444,31 +510,14 @@ START_TEST(test_backend_neuron_round_trip)
 
 	for (i = 0; i < 8; i++)
 		a[i] = (float)i * 1.5f;
-	memset(in, 0, sizeof in);
-	in[0].dtype = SIM_DT_FLOAT32;
-	in[0].rank = 2;
-	in[0].shape[0] = 4;
-	in[0].shape[1] = 2;
-	in[0].data = a;
-	in[0].nbytes = sizeof a;
-	in[1].dtype = SIM_DT_INT32;
-	in[1].rank = 1;
-	in[1].shape[0] = 3;
-	in[1].data = bb;
-	in[1].nbytes = sizeof bb;
-	memset(&x, 0, sizeof x);
-	memset(out, 0, sizeof out);
-	x.inputs = in;
-	x.ninputs = 2;
-	x.outputs = out;
-	x.noutputs = 2;
+	penguin_exec_init(&e, a, bb);
 	/* nkid core 3: loaded there on first use. */
-	ck_assert_int_eq(b->ops->execute(b->state, p, 3, &x, diag), 0);
-	ck_assert_uint_eq(out[0].nbytes, sizeof a);
-	ck_assert_int_eq(memcmp(out[0].data, a, sizeof a), 0);
-	ck_assert_int_eq(memcmp(out[1].data, bb, sizeof bb), 0);
-	ck_assert_int_eq(out[1].dtype, SIM_DT_INT32);
-	sim_tensors_release(out, 2);
+	ck_assert_int_eq(b->ops->execute(b->state, p, 3, &e.x, diag), 0);
+	ck_assert_uint_eq(e.out[0].nbytes, sizeof a);
+	ck_assert_int_eq(memcmp(e.out[0].data, a, sizeof a), 0);
+	ck_assert_int_eq(memcmp(e.out[1].data, bb, sizeof bb), 0);
+	ck_assert_int_eq(e.out[1].dtype, SIM_DT_INT32);
+	sim_tensors_release(e.out, 2);
 
 	fc = counters();
 	ck_assert_int_eq(fc->inits, 1);
@@ -478,8 +527,8 @@ START_TEST(test_backend_neuron_round_trip)
 	ck_assert_int_eq(fc->live_sets, 0);
 
 	/* Wrong shapes never reach the runtime. */
-	in[0].shape[1] = 3;
-	ck_assert_int_eq(b->ops->execute(b->state, p, 0, &x, diag),
+	e.in[0].shape[1] = 3;
+	ck_assert_int_eq(b->ops->execute(b->state, p, 0, &e.x, diag),
 	    BACKEND_EARG);
 	ck_assert_ptr_nonnull(strstr(diag, "'a'"));
 	ck_assert_int_eq(fc->executes, 1);
@@ -541,9 +590,8 @@ START_TEST(test_backend_neuron_benchmark)
 {
 	struct backend			*b;
 	struct backend_program		*p = NULL;
-	struct backend_exec		 x;
 	struct fake_nrt_counters	*fc;
-	struct sim_tensor			 in[2], out[2];
+	struct penguin_exec		 e;
 	double				 samples[5];
 	char				 diag[BACKEND_DIAG_LEN];
 	void				*img;
@@ -554,30 +602,17 @@ START_TEST(test_backend_neuron_benchmark)
 	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
 	ck_assert_int_eq(b->ops->load(b->state, img, len, &p, diag), 0);
 	/* Shapes only: the backend supplies zeros. */
-	memset(in, 0, sizeof in);
-	in[0].dtype = SIM_DT_FLOAT32;
-	in[0].rank = 2;
-	in[0].shape[0] = 4;
-	in[0].shape[1] = 2;
-	in[1].dtype = SIM_DT_INT32;
-	in[1].rank = 1;
-	in[1].shape[0] = 3;
-	memset(&x, 0, sizeof x);
-	memset(out, 0, sizeof out);
-	x.inputs = in;
-	x.ninputs = 2;
-	x.outputs = out;
-	x.noutputs = 2;
+	penguin_exec_init(&e, NULL, NULL);
 	fc = counters();
 	for (i = 0; i < 5; i++)
 		samples[i] = -1;
-	ck_assert_int_eq(b->ops->benchmark(b->state, p, 1, &x, 3, 5, samples,
+	ck_assert_int_eq(b->ops->benchmark(b->state, p, 1, &e.x, 3, 5, samples,
 	    diag), 0);
 	ck_assert_int_eq(fc->executes, 8);
 	for (i = 0; i < 5; i++)
 		ck_assert(samples[i] >= 0);
-	ck_assert_uint_eq(out[0].nbytes, 32);
-	sim_tensors_release(out, 2);
+	ck_assert_uint_eq(e.out[0].nbytes, 32);
+	sim_tensors_release(e.out, 2);
 	ck_assert_int_eq(fc->live_tensors, 0);
 	b->ops->unload(b->state, p);
 	free(img);
@@ -589,9 +624,8 @@ START_TEST(test_backend_neuron_profile)
 {
 	struct backend		*b;
 	struct backend_program	*p = NULL;
-	struct backend_exec	 x;
 	struct backend_trace	*t = NULL;
-	struct sim_tensor		 in[2];
+	struct penguin_exec	 e;
 	float			 a[8] = { 0 };
 	int32_t			 bb[3] = { 0 };
 	char			 diag[BACKEND_DIAG_LEN], plog[PATH_MAX + 16];
@@ -605,23 +639,11 @@ START_TEST(test_backend_neuron_profile)
 	ck_assert_uint_eq(b->ncores, 2);
 	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
 	ck_assert_int_eq(b->ops->load(b->state, img, len, &p, diag), 0);
-	memset(in, 0, sizeof in);
-	in[0].dtype = SIM_DT_FLOAT32;
-	in[0].rank = 2;
-	in[0].shape[0] = 4;
-	in[0].shape[1] = 2;
-	in[0].data = a;
-	in[0].nbytes = sizeof a;
-	in[1].dtype = SIM_DT_INT32;
-	in[1].rank = 1;
-	in[1].shape[0] = 3;
-	in[1].data = bb;
-	in[1].nbytes = sizeof bb;
-	memset(&x, 0, sizeof x);
-	x.inputs = in;
-	x.ninputs = 2;
+	penguin_exec_init(&e, a, bb);
+	e.x.outputs = NULL;		/* profile() keeps no outputs */
+	e.x.noutputs = 0;
 	/* nkid core 1 is NeuronCore 3; executions 2 and 4 of 5. */
-	ck_assert_msg(b->ops->profile(b->state, p, 1, &x, 5, 2, &t, &n,
+	ck_assert_msg(b->ops->profile(b->state, p, 1, &e.x, 5, 2, &t, &n,
 	    diag) == 0, "profile: %s", diag);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(t[0].execution, 2);
@@ -641,7 +663,7 @@ START_TEST(test_backend_neuron_profile)
 	    "profile.ntff.json\n"));
 
 	/* num_execs below profile_nth: that one execution alone. */
-	ck_assert_int_eq(b->ops->profile(b->state, p, 0, &x, 1, 3, &t, &n,
+	ck_assert_int_eq(b->ops->profile(b->state, p, 0, &e.x, 1, 3, &t, &n,
 	    diag), 0);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_eq(t[0].execution, 3);
@@ -649,7 +671,7 @@ START_TEST(test_backend_neuron_profile)
 
 	/* A failing capture is an error with its log; nothing is left. */
 	setenv("FAKE_NEURON_PROFILE_FAIL", "1", 1);
-	ck_assert_int_eq(b->ops->profile(b->state, p, 0, &x, 1, 1, &t, &n,
+	ck_assert_int_eq(b->ops->profile(b->state, p, 0, &e.x, 1, 1, &t, &n,
 	    diag), BACKEND_ERUNTIME);
 	ck_assert_ptr_nonnull(strstr(diag, "not available"));
 	ck_assert_ptr_null(t);
@@ -855,8 +877,7 @@ START_TEST(test_backend_neuron_busy_core)
 {
 	struct backend		*b;
 	struct backend_program	*p = NULL;
-	struct backend_exec	 x;
-	struct sim_tensor		 in[2], out[2];
+	struct penguin_exec	 e;
 	char			 diag[BACKEND_DIAG_LEN];
 	void			*img;
 	size_t			 len;
@@ -875,21 +896,8 @@ START_TEST(test_backend_neuron_busy_core)
 
 	/* Taken while nkid runs: the execution names the core. */
 	file_put(busy, "1\n");
-	memset(in, 0, sizeof in);
-	in[0].dtype = SIM_DT_FLOAT32;
-	in[0].rank = 2;
-	in[0].shape[0] = 4;
-	in[0].shape[1] = 2;
-	in[1].dtype = SIM_DT_INT32;
-	in[1].rank = 1;
-	in[1].shape[0] = 3;
-	memset(&x, 0, sizeof x);
-	memset(out, 0, sizeof out);
-	x.inputs = in;
-	x.ninputs = 2;
-	x.outputs = out;
-	x.noutputs = 2;
-	ck_assert_int_eq(b->ops->execute(b->state, p, 1, &x, diag),
+	penguin_exec_init(&e, NULL, NULL);
+	ck_assert_int_eq(b->ops->execute(b->state, p, 1, &e.x, diag),
 	    BACKEND_EBUSY);
 	ck_assert_ptr_nonnull(strstr(diag, "NeuronCore 1 (nkid core 1) is "
 	    "not available"));
@@ -898,8 +906,8 @@ START_TEST(test_backend_neuron_busy_core)
 	    "core held by another process");
 	ck_assert_int_eq(counters()->live_tensors, 0);
 	/* Other cores keep working. */
-	ck_assert_int_eq(b->ops->execute(b->state, p, 0, &x, diag), 0);
-	sim_tensors_release(out, 2);
+	ck_assert_int_eq(b->ops->execute(b->state, p, 0, &e.x, diag), 0);
+	sim_tensors_release(e.out, 2);
 	b->ops->unload(b->state, p);
 	free(img);
 	backend_close(b);
@@ -984,6 +992,20 @@ ls_parse(const char *s, struct neuron_ls *ls, char *err, size_t errlen)
 	return (neuron_cmd_ls_parse(s, strlen(s), ls, err, errlen));
 }
 
+/* Write to buf (len bytes) neuron-ls's list of ndev devices of ncores each. */
+static void
+ls_devices(char *buf, size_t len, size_t ndev, int ncores)
+{
+	size_t	i, off;
+
+	off = (size_t)snprintf(buf, len, "[");
+	for (i = 0; i < ndev; i++)
+		off += (size_t)snprintf(buf + off, len - off,
+		    "%s{\"neuron_device\": %zu, \"nc_count\": %d}",
+		    i > 0 ? "," : "", i, ncores);
+	snprintf(buf + off, len - off, "]");
+}
+
 /* s is refused with a message holding want. */
 static void
 ls_bad(const char *s, const char *want)
@@ -1002,7 +1024,6 @@ START_TEST(test_backend_neuron_ls_parse)
 {
 	struct neuron_ls	 ls;
 	char			 err[256], *big, **argv;
-	size_t			 i, off;
 
 	argv = neuron_cmd_ls_argv("/opt/aws/neuron/bin/neuron-ls");
 	ck_assert_str_eq(argv[0], "/opt/aws/neuron/bin/neuron-ls");
@@ -1062,28 +1083,13 @@ START_TEST(test_backend_neuron_ls_parse)
 	big = malloc(64 * 1024);
 	ck_assert_ptr_nonnull(big);
 	/* 17 devices of 64 cores: 1088 > 1024 in all. */
-	off = (size_t)snprintf(big, 64 * 1024, "[");
-	for (i = 0; i < 17; i++)
-		off += (size_t)snprintf(big + off, 64 * 1024 - off,
-		    "%s{\"neuron_device\": %zu, \"nc_count\": 64}",
-		    i > 0 ? "," : "", i);
-	snprintf(big + off, 64 * 1024 - off, "]");
+	ls_devices(big, 64 * 1024, 17, 64);
 	ls_bad(big, "more than 1024 NeuronCores");
 	/* 257 devices of 1 core. */
-	off = (size_t)snprintf(big, 64 * 1024, "[");
-	for (i = 0; i < 257; i++)
-		off += (size_t)snprintf(big + off, 64 * 1024 - off,
-		    "%s{\"neuron_device\": %zu, \"nc_count\": 1}",
-		    i > 0 ? "," : "", i);
-	snprintf(big + off, 64 * 1024 - off, "]");
+	ls_devices(big, 64 * 1024, 257, 1);
 	ls_bad(big, "more than 256 devices");
 	/* 256 devices of 4 cores: exactly at both bounds. */
-	off = (size_t)snprintf(big, 64 * 1024, "[");
-	for (i = 0; i < 256; i++)
-		off += (size_t)snprintf(big + off, 64 * 1024 - off,
-		    "%s{\"neuron_device\": %zu, \"nc_count\": 4}",
-		    i > 0 ? "," : "", i);
-	snprintf(big + off, 64 * 1024 - off, "]");
+	ls_devices(big, 64 * 1024, 256, 4);
 	ck_assert_int_eq(ls_parse(big, &ls, err, sizeof err), 0);
 	ck_assert_uint_eq(ls.ndevices, 256);
 	ck_assert_uint_eq(ls.ncores, 1024);
@@ -1093,25 +1099,39 @@ END_TEST
 
 START_TEST(test_backend_neuron_target_of_instance)
 {
-	/* The driver's sysfs spelling and EC2's. */
-	ck_assert_str_eq(neuron_cmd_target_of_instance("Trn1"), "trn1");
-	ck_assert_str_eq(neuron_cmd_target_of_instance("Inf2\n"), "inf2");
-	ck_assert_str_eq(neuron_cmd_target_of_instance("trn1.32xlarge"),
-	    "trn1");
-	ck_assert_str_eq(neuron_cmd_target_of_instance("trn1n.32xlarge"),
-	    "trn1n");
-	ck_assert_str_eq(neuron_cmd_target_of_instance("trn2n.48xlarge"),
-	    "trn2");
-	ck_assert_str_eq(neuron_cmd_target_of_instance("Trn2"), "trn2");
-	ck_assert_str_eq(neuron_cmd_target_of_instance("inf2.xlarge"), "inf2");
-	/* Not neuronx-cc targets, or not instance types. */
-	ck_assert_ptr_null(neuron_cmd_target_of_instance("Inf1"));
-	ck_assert_ptr_null(neuron_cmd_target_of_instance("inf1.6xlarge"));
-	ck_assert_ptr_null(neuron_cmd_target_of_instance(""));
-	ck_assert_ptr_null(neuron_cmd_target_of_instance(NULL));
-	ck_assert_ptr_null(neuron_cmd_target_of_instance(
-	    "trn1xxxxxxxxxxxxxxxxxx"));
-	ck_assert_ptr_null(neuron_cmd_target_of_instance("m5.large"));
+	static const struct {
+		const char	*instance, *target;
+	} cases[] = {
+		/* The driver's sysfs spelling and EC2's. */
+		{ "Trn1", "trn1" },
+		{ "Inf2\n", "inf2" },
+		{ "trn1.32xlarge", "trn1" },
+		{ "trn1n.32xlarge", "trn1n" },
+		{ "trn2n.48xlarge", "trn2" },
+		{ "Trn2", "trn2" },
+		{ "inf2.xlarge", "inf2" },
+		/* Not neuronx-cc targets, or not instance types. */
+		{ "Inf1", NULL },
+		{ "inf1.6xlarge", NULL },
+		{ "", NULL },
+		{ NULL, NULL },
+		{ "trn1xxxxxxxxxxxxxxxxxx", NULL },
+		{ "m5.large", NULL },
+	};
+	const char	*got;
+	size_t		 i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		got = neuron_cmd_target_of_instance(cases[i].instance);
+		if (cases[i].target == NULL)
+			ck_assert_msg(got == NULL, "'%s': '%s', not none",
+			    cases[i].instance, got);
+		else
+			ck_assert_msg(got != NULL &&
+			    strcmp(got, cases[i].target) == 0,
+			    "'%s': '%s', not '%s'", cases[i].instance, got,
+			    cases[i].target);
+	}
 }
 END_TEST
 
@@ -1142,15 +1162,9 @@ START_TEST(test_backend_neuron_ls_cores)
 	setenv("FAKE_NEURON_LS_ARGV", p, 1);
 	b = open_ok(ls_extra("\"cores_per_device\": 4"));
 	ck_assert_uint_eq(b->ncores, 6);
-	memset(&vs, 0, sizeof vs);
-	b->ops->versions(b->state, versions_add, &vs);
-	ck_assert_str_eq(vs.cores, "0-5");
-	ck_assert_str_eq(vs.devices, "3");
-	ck_assert_str_eq(vs.cores_from, "neuron-ls");
+	versions_get(b, &vs);
 	/* trn1 and inf2 look alike to neuron-ls: the default target. */
-	ck_assert_str_eq(vs.target, "trn1");
-	ck_assert_str_eq(vs.target_from, "default");
-	ck_assert_str_eq(getenv("NEURON_RT_VISIBLE_CORES"), "0-5");
+	versions_expect(&vs, "0-5", "3", "neuron-ls", "trn1", "default");
 	backend_close(b);
 	/* Exactly `neuron-ls --json-output`. */
 	argv = file_get(p);
@@ -1184,8 +1198,7 @@ START_TEST(test_backend_neuron_ls_cores)
 	setenv("FAKE_NEURON_LS_LNC", "2", 1);
 	b = open_ok(ls_extra(NULL));
 	ck_assert_uint_eq(b->ncores, 8);
-	memset(&vs, 0, sizeof vs);
-	b->ops->versions(b->state, versions_add, &vs);
+	versions_get(b, &vs);
 	ck_assert_str_eq(vs.target, "trn2");
 	ck_assert_str_eq(vs.target_from, "neuron-ls");
 	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
@@ -1193,8 +1206,7 @@ START_TEST(test_backend_neuron_ls_cores)
 	free(img);
 	backend_close(b);
 	b = open_ok(ls_extra("\"target\": \"inf2\""));
-	memset(&vs, 0, sizeof vs);
-	b->ops->versions(b->state, versions_add, &vs);
+	versions_get(b, &vs);
 	ck_assert_str_eq(vs.target, "inf2");
 	ck_assert_str_eq(vs.target_from, "neuron.target");
 	backend_close(b);
@@ -1216,8 +1228,7 @@ START_TEST(test_backend_neuron_ls_fallback)
 	/* neuron-ls missing: the device files count (2 x 2). */
 	b = open_ok("\"ls\": \"/nonexistent/neuron-ls\"");
 	ck_assert_uint_eq(b->ncores, 4);
-	memset(&vs, 0, sizeof vs);
-	b->ops->versions(b->state, versions_add, &vs);
+	versions_get(b, &vs);
 	ck_assert_str_eq(vs.cores_from, "device_glob");
 	backend_close(b);
 	unsetenv("NEURON_RT_VISIBLE_CORES");
@@ -1264,65 +1275,10 @@ START_TEST(test_backend_neuron_ls_timeout)
 }
 END_TEST
 
-static Suite *
-backend_neuron_suite(void)
-{
-	Suite	*s = suite_create("backend_neuron");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, test_backend_neuron_compile_argv);
-	tcase_add_test(tc, test_backend_neuron_options_split);
-	tcase_add_test(tc, test_backend_neuron_cores_parse);
-	tcase_add_test(tc, test_backend_neuron_open_versions);
-	tcase_add_test(tc, test_backend_neuron_round_trip);
-	tcase_add_test(tc, test_backend_neuron_compile_target_options);
-	tcase_add_test(tc, test_backend_neuron_benchmark);
-	tcase_add_test(tc, test_backend_neuron_profile);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("neuron-ls");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_backend_neuron_ls_parse);
-	tcase_add_test(tc, test_backend_neuron_target_of_instance);
-	tcase_add_test(tc, test_backend_neuron_ls_cores);
-	tcase_add_test(tc, test_backend_neuron_ls_fallback);
-	tcase_add_test(tc, test_backend_neuron_ls_timeout);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("limits");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, test_backend_neuron_timeout_kills_group);
-	tcase_add_test(tc, test_backend_neuron_orphan_killed);
-	tcase_add_test(tc, test_backend_neuron_log_cap);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, test_backend_neuron_compile_failures);
-	tcase_add_test(tc, test_backend_neuron_missing_runtime);
-	tcase_add_test(tc, test_backend_neuron_busy_core);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("recovery");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, test_backend_neuron_stale_workdir_cleaned);
-	tcase_add_test(tc, test_backend_neuron_serves_after_failures);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(int argc, char **argv)
 {
-	SRunner	*sr;
-	int	 failed;
+	Suite	*s = suite_create("backend_neuron");
 
 	paths_init(argv[0]);
 	if (access(fakelib, R_OK) != 0 || access(fakecc, X_OK) != 0) {
@@ -1331,9 +1287,27 @@ main(int argc, char **argv)
 		    "unit)\n", fakelib, fakecc);
 		return (EXIT_FAILURE);
 	}
-	sr = srunner_create(backend_neuron_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	check_tcase_add(s, "core", setup, teardown, 30,
+	    test_backend_neuron_compile_argv,
+	    test_backend_neuron_options_split, test_backend_neuron_cores_parse,
+	    test_backend_neuron_open_versions, test_backend_neuron_round_trip,
+	    test_backend_neuron_compile_target_options,
+	    test_backend_neuron_benchmark, test_backend_neuron_profile, NULL);
+	check_tcase_add(s, "neuron-ls", setup, teardown, 60,
+	    test_backend_neuron_ls_parse,
+	    test_backend_neuron_target_of_instance,
+	    test_backend_neuron_ls_cores, test_backend_neuron_ls_fallback,
+	    test_backend_neuron_ls_timeout, NULL);
+	check_tcase_add(s, "limits", setup, teardown, 30,
+	    test_backend_neuron_timeout_kills_group,
+	    test_backend_neuron_orphan_killed, test_backend_neuron_log_cap,
+	    NULL);
+	check_tcase_add(s, "errors", setup, teardown, 30,
+	    test_backend_neuron_compile_failures,
+	    test_backend_neuron_missing_runtime, test_backend_neuron_busy_core,
+	    NULL);
+	check_tcase_add(s, "recovery", setup, teardown, 30,
+	    test_backend_neuron_stale_workdir_cleaned,
+	    test_backend_neuron_serves_after_failures, NULL);
+	return (check_main(s));
 }

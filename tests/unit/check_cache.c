@@ -21,17 +21,13 @@ static char	dir[256];
 static void
 setup(void)
 {
-	snprintf(dir, sizeof dir, "/tmp/check_cache.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	check_dir_make(dir, sizeof dir, "check_cache");
 }
 
 static void
 teardown(void)
 {
-	char	cmd[300];
-
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	check_dir_remove(dir);
 }
 
 static struct cache *
@@ -658,51 +654,77 @@ cmp_double(const void *a, const void *b)
 	return ((x > y) - (x < y));
 }
 
+/*
+ * Time 200 hits (read + verify + touch) on keys key(i) of c into t, sorted:
+ * t[100] is the median, t[198] the 99th percentile.
+ */
+static void
+hits_time(struct cache *c, double *t, unsigned (*key)(unsigned, unsigned),
+    unsigned n)
+{
+	double		t0;
+	unsigned	i;
+
+	for (i = 0; i < 200; i++) {
+		t0 = now_us();
+		ck_assert_int_eq(get(c, key(i, n), CACHE_GET_DATA |
+		    CACHE_GET_TOUCH), 0);
+		t[i] = now_us() - t0;
+	}
+	qsort(t, 200, sizeof t[0], cmp_double);
+}
+
+/* Keys 1000 to 1049 in turn. */
+static unsigned
+key_cycle50(unsigned i, unsigned n)
+{
+	return (1000 + i % 50);
+}
+
+/* Keys spread over 0 to n - 1. */
+static unsigned
+key_spread(unsigned i, unsigned n)
+{
+	return ((i * 7919) % n);
+}
+
+/*
+ * The median hit time of 50 blobs of size bytes in a fresh cache whose
+ * inline threshold is inline_max.
+ */
+static double
+hit_p50(size_t size, size_t inline_max)
+{
+	struct cache	*c = open_cache(0, inline_max);
+	double		 t[200];
+	unsigned	 i;
+
+	for (i = 0; i < 50; i++)
+		ck_assert_int_eq(put(c, 1000 + i, size), 0);
+	hits_time(c, t, key_cycle50, 0);
+	cache_close(c);
+	teardown();
+	setup();
+	return (t[100]);
+}
+
 /* NKID_CACHE_FIGURES=1: the measurements quoted in docs/cache.md. */
 START_TEST(test_cache_figures)
 {
 	static const size_t	 sizes[] = { 4096, 16384, 32768, 49152, 65536, 262144,
 				    1048576 };
 	struct cache		*c;
-	double			 t[200], t0, p50i, p50f;
+	double			 t[200], t0;
 	unsigned		 i, k, n;
 	char			*env = getenv("NKID_CACHE_FIGURES");
 
 	if (env == NULL)
 		return;
 	/* Inline threshold: hit (read + SHA-256) inline versus file. */
-	for (k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
-		c = open_cache(0, 2 * 1048576);
-		for (i = 0; i < 50; i++)
-			ck_assert_int_eq(put(c, 1000 + i, sizes[k]), 0);
-		for (i = 0; i < 200; i++) {
-			t0 = now_us();
-			ck_assert_int_eq(get(c, 1000 + i % 50, CACHE_GET_DATA |
-			    CACHE_GET_TOUCH), 0);
-			t[i] = now_us() - t0;
-		}
-		qsort(t, 200, sizeof t[0], cmp_double);
-		p50i = t[100];
-		cache_close(c);
-		teardown();
-		setup();
-		c = open_cache(0, 1);
-		for (i = 0; i < 50; i++)
-			ck_assert_int_eq(put(c, 1000 + i, sizes[k]), 0);
-		for (i = 0; i < 200; i++) {
-			t0 = now_us();
-			ck_assert_int_eq(get(c, 1000 + i % 50, CACHE_GET_DATA |
-			    CACHE_GET_TOUCH), 0);
-			t[i] = now_us() - t0;
-		}
-		qsort(t, 200, sizeof t[0], cmp_double);
-		p50f = t[100];
-		cache_close(c);
-		teardown();
-		setup();
+	for (k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
 		printf("blob %7zu bytes: hit p50 inline %7.1f us, file %7.1f "
-		    "us\n", sizes[k], p50i, p50f);
-	}
+		    "us\n", sizes[k], hit_p50(sizes[k], 2 * 1048576),
+		    hit_p50(sizes[k], 1));
 	/* 100,000 entries: open time and lookup p99. */
 	n = (unsigned)strtoul(env, NULL, 10) > 1 ? (unsigned)strtoul(env,
 	    NULL, 10) : 100000;
@@ -716,64 +738,35 @@ START_TEST(test_cache_figures)
 	c = open_cache(0, 0);
 	printf("open with %u entries (quick_check included): %.1f ms\n", n,
 	    (now_us() - t0) / 1e3);
-	for (i = 0; i < 200; i++) {
-		t0 = now_us();
-		ck_assert_int_eq(get(c, (i * 7919) % n, CACHE_GET_DATA |
-		    CACHE_GET_TOUCH), 0);
-		t[i] = now_us() - t0;
-	}
-	qsort(t, 200, sizeof t[0], cmp_double);
+	hits_time(c, t, key_spread, n);
 	printf("lookup (read + verify + touch): p50 %.1f us, p99 %.1f us\n",
 	    t[100], t[198]);
 	cache_close(c);
 }
 END_TEST
 
-static Suite *
-cache_suite(void)
-{
-	Suite	*s = suite_create("cache");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_cache_put_get_inline_and_file);
-	tcase_add_test(tc, test_cache_key_normalizes_options);
-	tcase_add_test(tc, test_cache_pin_remove);
-	tcase_add_test(tc, test_cache_other_compiler_kept_not_served);
-	tcase_add_test(tc, test_cache_failure_cached_with_log);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("limits");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_cache_budget_lru_pinned_held);
-	tcase_add_test(tc, test_cache_bundle_roundtrip_and_hostile);
-	tcase_add_test(tc, test_cache_figures);
-	tcase_set_timeout(tc, 600);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_cache_disk_full_then_resumes);
-	tcase_add_test(tc, test_cache_open_errors);
-	tcase_add_test(tc, test_cache_newer_schema_refused);
-	tcase_add_test(tc, test_cache_failed_stores_leave_no_dirs);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("recovery");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_cache_flipped_file_quarantined);
-	tcase_add_test(tc, test_cache_damaged_db_set_aside);
-	tcase_add_test(tc, test_cache_readonly_verify_twice);
-	tcase_add_test(tc, test_cache_leftover_temps_removed);
-	tcase_add_test(tc, test_cache_check_after_open_sets_aside);
-	tcase_add_test(tc, test_cache_schema_1_rows_dropped);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	return (check_main(cache_suite()));
+	Suite	*s = suite_create("cache");
+
+	check_tcase_add(s, "core", setup, teardown, 0,
+	    test_cache_put_get_inline_and_file,
+	    test_cache_key_normalizes_options, test_cache_pin_remove,
+	    test_cache_other_compiler_kept_not_served,
+	    test_cache_failure_cached_with_log, NULL);
+	check_tcase_add(s, "limits", setup, teardown, 600,
+	    test_cache_budget_lru_pinned_held,
+	    test_cache_bundle_roundtrip_and_hostile, test_cache_figures, NULL);
+	check_tcase_add(s, "errors", setup, teardown, 0,
+	    test_cache_disk_full_then_resumes, test_cache_open_errors,
+	    test_cache_newer_schema_refused,
+	    test_cache_failed_stores_leave_no_dirs, NULL);
+	check_tcase_add(s, "recovery", setup, teardown, 0,
+	    test_cache_flipped_file_quarantined,
+	    test_cache_damaged_db_set_aside, test_cache_readonly_verify_twice,
+	    test_cache_leftover_temps_removed,
+	    test_cache_check_after_open_sets_aside,
+	    test_cache_schema_1_rows_dropped, NULL);
+	return (check_main(s));
 }

@@ -146,79 +146,95 @@ START_TEST(test_config_unknown_nested_key_named)
 }
 END_TEST
 
-START_TEST(test_config_wrong_type_named)
+/* A configuration refused with error and a message that holds want. */
+struct refusal {
+	const char	*json;
+	int		 error;
+	const char	*want;		/* NULL: any message */
+};
+
+static void
+refusals_check(const struct refusal *r, size_t n)
 {
 	struct config	cfg;
+	size_t		i;
 
-	ck_assert_int_eq(load(&cfg, "{\"cpu\": {\"cores\": \"2\"}}"),
-	    CONFIG_ETYPE);
-	ck_assert_ptr_nonnull(strstr(err, "'cpu.cores' must be a number, not "
-	    "a string"));
-	ck_assert_int_eq(load(&cfg, "{\"socket\": 5}"), CONFIG_ETYPE);
-	ck_assert_ptr_nonnull(strstr(err, "'socket' must be a string"));
-	ck_assert_int_eq(load(&cfg, "{\"cpu\": 4}"), CONFIG_ETYPE);
-	ck_assert_ptr_nonnull(strstr(err, "'cpu' must be an object"));
-	ck_assert_int_eq(load(&cfg, "{\"socket_mode\": 660}"), CONFIG_ETYPE);
-	ck_assert_ptr_nonnull(strstr(err, "'socket_mode' must be an octal"));
-	ck_assert_int_eq(load(&cfg, "{\"access\": {\"allow_uids\": 0}}"),
-	    CONFIG_ETYPE);
-	ck_assert_ptr_nonnull(strstr(err, "'access.allow_uids' must be an "
-	    "array"));
-	ck_assert_int_eq(load(&cfg, "[1, 2]"), CONFIG_ETYPE);
-	ck_assert_ptr_nonnull(strstr(err, "top level must be an object"));
+	for (i = 0; i < n; i++) {
+		ck_assert_msg(load(&cfg, r[i].json) == r[i].error,
+		    "'%s': not error %d: %s", r[i].json, r[i].error, err);
+		if (r[i].want != NULL)
+			ck_assert_msg(strstr(err, r[i].want) != NULL,
+			    "'%s': '%s' lacks '%s'", r[i].json, err,
+			    r[i].want);
+	}
+}
+
+START_TEST(test_config_wrong_type_named)
+{
+	static const struct refusal	r[] = {
+		{ "{\"cpu\": {\"cores\": \"2\"}}", CONFIG_ETYPE,
+		    "'cpu.cores' must be a number, not a string" },
+		{ "{\"socket\": 5}", CONFIG_ETYPE,
+		    "'socket' must be a string" },
+		{ "{\"cpu\": 4}", CONFIG_ETYPE, "'cpu' must be an object" },
+		{ "{\"socket_mode\": 660}", CONFIG_ETYPE,
+		    "'socket_mode' must be an octal" },
+		{ "{\"access\": {\"allow_uids\": 0}}", CONFIG_ETYPE,
+		    "'access.allow_uids' must be an array" },
+		{ "[1, 2]", CONFIG_ETYPE, "top level must be an object" },
+	};
+
+	refusals_check(r, sizeof r / sizeof r[0]);
 }
 END_TEST
 
 START_TEST(test_config_bad_values_named)
 {
-	struct config	cfg;
+	static const struct refusal	r[] = {
+		{ "{\"cpu\": {\"cores\": 1.5}}", CONFIG_ERANGE, NULL },
+		{ "{\"cpu\": {\"cores\": -1}}", CONFIG_ERANGE, NULL },
+		{ "{\"socket_mode\": \"0999\"}", CONFIG_ERANGE, NULL },
+		{ "{\"state_dir\": \"relative/dir\"}", CONFIG_ERANGE,
+		    "'state_dir' must be an absolute path" },
+		{ "{\"backend\": \"gpu\"}", CONFIG_ERANGE,
+		    "'backend' must be one of: cpu" },
+		{ "{\"log_level\": \"loud\"}", CONFIG_ERANGE, NULL },
+		{ "{\"access\": {\"allow_uids\": [0, \"no-such-user-nkid\"]}}",
+		    CONFIG_ERANGE, "'access.allow_uids[1]': unknown user "
+		    "'no-such-user-nkid'" },
+		{ "{\"limits\": {\"max_tensor_bytes\": \"12 parsecs\"}}",
+		    CONFIG_ETYPE, NULL },
+		{ "{\"socket\": \"/"
+		    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		    "aaaaaaaaaaaaaaaaaaaa\"}", CONFIG_ERANGE,
+		    "longer than a unix socket path" },
+	};
 
-	ck_assert_int_eq(load(&cfg, "{\"cpu\": {\"cores\": 1.5}}"),
-	    CONFIG_ERANGE);
-	ck_assert_int_eq(load(&cfg, "{\"cpu\": {\"cores\": -1}}"),
-	    CONFIG_ERANGE);
-	ck_assert_int_eq(load(&cfg, "{\"socket_mode\": \"0999\"}"),
-	    CONFIG_ERANGE);
-	ck_assert_int_eq(load(&cfg, "{\"state_dir\": \"relative/dir\"}"),
-	    CONFIG_ERANGE);
-	ck_assert_ptr_nonnull(strstr(err, "'state_dir' must be an absolute "
-	    "path"));
-	ck_assert_int_eq(load(&cfg, "{\"backend\": \"gpu\"}"), CONFIG_ERANGE);
-	ck_assert_ptr_nonnull(strstr(err, "'backend' must be one of: cpu"));
-	ck_assert_int_eq(load(&cfg, "{\"log_level\": \"loud\"}"),
-	    CONFIG_ERANGE);
-	ck_assert_int_eq(load(&cfg, "{\"access\": {\"allow_uids\": [0, "
-	    "\"no-such-user-nkid\"]}}"), CONFIG_ERANGE);
-	ck_assert_ptr_nonnull(strstr(err, "'access.allow_uids[1]': unknown "
-	    "user 'no-such-user-nkid'"));
-	ck_assert_int_eq(load(&cfg, "{\"limits\": {\"max_tensor_bytes\": "
-	    "\"12 parsecs\"}}"), CONFIG_ETYPE);
-	ck_assert_int_eq(load(&cfg, "{\"socket\": \"/"
-	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	    "\"}"), CONFIG_ERANGE);
-	ck_assert_ptr_nonnull(strstr(err, "longer than a unix socket path"));
+	refusals_check(r, sizeof r / sizeof r[0]);
 }
 END_TEST
 
 START_TEST(test_config_bad_json_position)
 {
-	struct config	cfg;
+	static const struct refusal	r[] = {
+		{ "{\n  \"socket\": \"/x\",\n  oops\n}", CONFIG_ESYNTAX,
+		    "invalid JSON at line 3" },
+		{ "", CONFIG_ESYNTAX, NULL },
+	};
 
-	ck_assert_int_eq(load(&cfg, "{\n  \"socket\": \"/x\",\n  oops\n}"),
-	    CONFIG_ESYNTAX);
-	ck_assert_ptr_nonnull(strstr(err, "invalid JSON at line 3"));
-	ck_assert_int_eq(load(&cfg, ""), CONFIG_ESYNTAX);
+	refusals_check(r, sizeof r / sizeof r[0]);
 }
 END_TEST
 
 START_TEST(test_config_duplicate_key)
 {
-	struct config	cfg;
+	static const struct refusal	r[] = {
+		{ "{\"cpu\": {\"cores\": 1, \"cores\": 2}}", CONFIG_EKEY,
+		    "duplicate key 'cpu.cores'" },
+	};
 
-	ck_assert_int_eq(load(&cfg, "{\"cpu\": {\"cores\": 1, \"cores\": 2}}"),
-	    CONFIG_EKEY);
-	ck_assert_ptr_nonnull(strstr(err, "duplicate key 'cpu.cores'"));
+	refusals_check(r, sizeof r / sizeof r[0]);
 }
 END_TEST
 
@@ -266,42 +282,22 @@ START_TEST(test_config_copy_deep)
 }
 END_TEST
 
-static Suite *
-config_suite(void)
-{
-	Suite	*s = suite_create("config");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_test(tc, test_config_defaults);
-	tcase_add_test(tc, test_config_values_parsed);
-	tcase_add_test(tc, test_config_state_dir_override);
-	tcase_add_test(tc, test_config_shipped_files_valid);
-	tcase_add_test(tc, test_config_copy_deep);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("limits");
-	tcase_add_test(tc, test_config_limits_bounds_inclusive);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_add_test(tc, test_config_unknown_key_named);
-	tcase_add_test(tc, test_config_unknown_nested_key_named);
-	tcase_add_test(tc, test_config_wrong_type_named);
-	tcase_add_test(tc, test_config_bad_values_named);
-	tcase_add_test(tc, test_config_bad_json_position);
-	tcase_add_test(tc, test_config_duplicate_key);
-	tcase_add_test(tc, test_config_missing_file);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("recovery");
-	tcase_add_test(tc, test_config_reload_keeps_restart_keys);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	return (check_main(config_suite()));
+	Suite	*s = suite_create("config");
+
+	check_tcase_add(s, "core", NULL, NULL, 0, test_config_defaults,
+	    test_config_values_parsed, test_config_state_dir_override,
+	    test_config_shipped_files_valid, test_config_copy_deep, NULL);
+	check_tcase_add(s, "limits", NULL, NULL, 0,
+	    test_config_limits_bounds_inclusive, NULL);
+	check_tcase_add(s, "errors", NULL, NULL, 0,
+	    test_config_unknown_key_named,
+	    test_config_unknown_nested_key_named, test_config_wrong_type_named,
+	    test_config_bad_values_named, test_config_bad_json_position,
+	    test_config_duplicate_key, test_config_missing_file, NULL);
+	check_tcase_add(s, "recovery", NULL, NULL, 0,
+	    test_config_reload_keeps_restart_keys, NULL);
+	return (check_main(s));
 }

@@ -22,24 +22,20 @@
 #include "client/nkictl/npy.h"
 #include "tests/unit/check_main.h"
 
-static char tmpdir[] = "/tmp/check_ctl_args.XXXXXX";
+static char tmpdir[64];
 static char *out_buf, *err_buf;
 
 static void
 setup(void)
 {
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	check_dir_make(tmpdir, sizeof tmpdir, "check_ctl_args");
 	unsetenv(CTL_SOCKET_ENV);
 }
 
 static void
 teardown(void)
 {
-	char	cmd[600];
-
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
-	strcpy(tmpdir, "/tmp/check_ctl_args.XXXXXX");
+	check_dir_remove(tmpdir);
 	free(out_buf);
 	free(err_buf);
 	out_buf = err_buf = NULL;
@@ -1209,47 +1205,26 @@ START_TEST(test_ctl_completion_words)
 }
 END_TEST
 
-static Suite *
-args_suite(void)
-{
-	Suite	*s = suite_create("ctl_args");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_ctl_table_sorted_and_complete);
-	tcase_add_test(tc, test_ctl_find_words_and_groups);
-	tcase_add_test(tc, test_ctl_args_options_and_operands);
-	tcase_add_test(tc, test_ctl_help_from_table);
-	tcase_add_test(tc, test_ctl_help_and_version_succeed);
-	tcase_add_test(tc, test_ctl_parse_numbers);
-	tcase_add_test(tc, test_ctl_input_spec_split);
-	tcase_add_test(tc, test_ctl_inputs_placed_by_name);
-	tcase_add_test(tc, test_ctl_inputs_opaque_format_in_order);
-	tcase_add_test(tc, test_ctl_outputs_names_stay_in_dir);
-	tcase_add_test(tc, test_ctl_man_and_docs_cover_the_table);
-	tcase_add_test(tc, test_ctl_completion_words);
-	tcase_set_timeout(tc, 30);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_ctl_usage_exit_codes);
-	tcase_add_test(tc, test_ctl_args_unknown_option);
-	tcase_add_test(tc, test_ctl_args_arity);
-	tcase_add_test(tc, test_ctl_args_values_checked);
-	tcase_add_test(tc, test_ctl_cannot_connect_exits_3);
-	tcase_add_test(tc, test_ctl_version_without_nkid);
-	tcase_add_test(tc, test_ctl_kernel_read_errors);
-	tcase_add_test(tc, test_ctl_inputs_dtype_and_shape_checked);
-	tcase_add_test(tc, test_ctl_json_errors);
-	tcase_set_timeout(tc, 20);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	return (check_main(args_suite()));
+	Suite	*s = suite_create("ctl_args");
+
+	check_tcase_add(s, "core", setup, teardown, 30,
+	    test_ctl_table_sorted_and_complete, test_ctl_find_words_and_groups,
+	    test_ctl_args_options_and_operands, test_ctl_help_from_table,
+	    test_ctl_help_and_version_succeed, test_ctl_parse_numbers,
+	    test_ctl_input_spec_split, test_ctl_inputs_placed_by_name,
+	    test_ctl_inputs_opaque_format_in_order,
+	    test_ctl_outputs_names_stay_in_dir,
+	    test_ctl_man_and_docs_cover_the_table, test_ctl_completion_words,
+	    NULL);
+	check_tcase_add(s, "errors", setup, teardown, 20,
+	    test_ctl_usage_exit_codes, test_ctl_args_unknown_option,
+	    test_ctl_args_arity, test_ctl_args_values_checked,
+	    test_ctl_cannot_connect_exits_3, test_ctl_version_without_nkid,
+	    test_ctl_kernel_read_errors,
+	    test_ctl_inputs_dtype_and_shape_checked, test_ctl_json_errors,
+	    NULL);
+	return (check_main(s));
 }

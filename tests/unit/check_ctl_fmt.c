@@ -12,43 +12,68 @@
 #include "nkid.pb-c.h"
 #include "client/nkictl/ctl.h"
 #include "client/nkictl/ctl_cache.h"
+#include "tests/unit/check_main.h"
+
+/* A formatter of doubles, and what it must write for a value. */
+struct fmt_case {
+	const char	*(*fmt)(double, char *, size_t);
+	double		  v;
+	const char	 *want;
+};
+
+static void
+fmt_cases_check(const struct fmt_case *c, size_t n)
+{
+	char	b[32];
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		ck_assert_str_eq(c[i].fmt(c[i].v, b, sizeof b), c[i].want);
+}
 
 START_TEST(test_ctl_fmt_bytes)
 {
+	static const struct {
+		uint64_t	 n;
+		const char	*want;
+	} c[] = {
+		{ 0, "0 B" },
+		{ 1023, "1023 B" },
+		{ 1024, "1.00 KiB" },
+		{ 1536, "1.50 KiB" },
+		{ 15938355, "15.2 MiB" },
+		{ 17179869184ULL, "16.0 GiB" },
+		{ 163208757248ULL, "152 GiB" },
+		{ 10239, "10.0 KiB" },	/* 9.999 KiB is not "10.00 KiB" */
+		{ ~0ULL, "16.0 EiB" },
+	};
 	char	b[32];
+	size_t	i;
 
-	ck_assert_str_eq(ctl_fmt_bytes(0, b, sizeof b), "0 B");
-	ck_assert_str_eq(ctl_fmt_bytes(1023, b, sizeof b), "1023 B");
-	ck_assert_str_eq(ctl_fmt_bytes(1024, b, sizeof b), "1.00 KiB");
-	ck_assert_str_eq(ctl_fmt_bytes(1536, b, sizeof b), "1.50 KiB");
-	ck_assert_str_eq(ctl_fmt_bytes(15938355, b, sizeof b), "15.2 MiB");
-	ck_assert_str_eq(ctl_fmt_bytes(17179869184ULL, b, sizeof b),
-	    "16.0 GiB");
-	ck_assert_str_eq(ctl_fmt_bytes(163208757248ULL, b, sizeof b),
-	    "152 GiB");
-	/* 9.999 KiB is not "10.00 KiB" */
-	ck_assert_str_eq(ctl_fmt_bytes(10239, b, sizeof b), "10.0 KiB");
-	ck_assert_str_eq(ctl_fmt_bytes(~0ULL, b, sizeof b), "16.0 EiB");
+	for (i = 0; i < sizeof c / sizeof c[0]; i++)
+		ck_assert_str_eq(ctl_fmt_bytes(c[i].n, b, sizeof b), c[i].want);
 }
 END_TEST
 
 START_TEST(test_ctl_fmt_durations)
 {
-	char	b[32];
+	static const struct fmt_case	c[] = {
+		{ ctl_fmt_us, 0, "0 s" },
+		{ ctl_fmt_us, 3.2, "3.20 us" },
+		{ ctl_fmt_us, 850, "850 us" },
+		{ ctl_fmt_us, 1250, "1.25 ms" },
+		{ ctl_fmt_us, 18800, "18.8 ms" },
+		{ ctl_fmt_us, 997000, "997 ms" },
+		{ ctl_fmt_us, 2e6, "2.00 s" },
+		{ ctl_fmt_seconds, 185, "3m 05s" },
+		{ ctl_fmt_seconds, 7260, "2h 01m" },
+		{ ctl_fmt_seconds, 93600, "1d 02h" },
+		{ ctl_fmt_us, -1, "-" },
+		/* 2008147 us, the "queued 2008147 us" */
+		{ ctl_fmt_us, 2008147, "2.01 s" },
+	};
 
-	ck_assert_str_eq(ctl_fmt_us(0, b, sizeof b), "0 s");
-	ck_assert_str_eq(ctl_fmt_us(3.2, b, sizeof b), "3.20 us");
-	ck_assert_str_eq(ctl_fmt_us(850, b, sizeof b), "850 us");
-	ck_assert_str_eq(ctl_fmt_us(1250, b, sizeof b), "1.25 ms");
-	ck_assert_str_eq(ctl_fmt_us(18800, b, sizeof b), "18.8 ms");
-	ck_assert_str_eq(ctl_fmt_us(997000, b, sizeof b), "997 ms");
-	ck_assert_str_eq(ctl_fmt_us(2e6, b, sizeof b), "2.00 s");
-	ck_assert_str_eq(ctl_fmt_seconds(185, b, sizeof b), "3m 05s");
-	ck_assert_str_eq(ctl_fmt_seconds(7260, b, sizeof b), "2h 01m");
-	ck_assert_str_eq(ctl_fmt_seconds(93600, b, sizeof b), "1d 02h");
-	ck_assert_str_eq(ctl_fmt_us(-1, b, sizeof b), "-");
-	/* 2008147 us, the "queued 2008147 us" */
-	ck_assert_str_eq(ctl_fmt_us(2008147, b, sizeof b), "2.01 s");
+	fmt_cases_check(c, sizeof c / sizeof c[0]);
 }
 END_TEST
 
@@ -196,31 +221,14 @@ START_TEST(test_ctl_cache_abbrev_and_signature)
 }
 END_TEST
 
-static Suite *
-fmt_suite(void)
-{
-	Suite	*s = suite_create("ctl_fmt");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_test(tc, test_ctl_fmt_bytes);
-	tcase_add_test(tc, test_ctl_fmt_durations);
-	tcase_add_test(tc, test_ctl_fmt_ages_and_percentages);
-	tcase_add_test(tc, test_ctl_table_widths_fit_contents);
-	tcase_add_test(tc, test_ctl_progress_line);
-	tcase_add_test(tc, test_ctl_cache_abbrev_and_signature);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(fmt_suite());
-	int	 failed;
+	Suite	*s = suite_create("ctl_fmt");
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	check_tcase_add(s, "core", NULL, NULL, 0, test_ctl_fmt_bytes,
+	    test_ctl_fmt_durations, test_ctl_fmt_ages_and_percentages,
+	    test_ctl_table_widths_fit_contents, test_ctl_progress_line,
+	    test_ctl_cache_abbrev_and_signature, NULL);
+	return (check_main(s));
 }

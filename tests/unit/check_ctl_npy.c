@@ -16,24 +16,20 @@
 #include "client/nkictl/npy.h"
 #include "tests/unit/check_main.h"
 
-static char tmpdir[] = "/tmp/check_ctl_npy.XXXXXX";
+static char tmpdir[64];
 static char path[512];
 
 static void
 setup(void)
 {
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	check_dir_make(tmpdir, sizeof tmpdir, "check_ctl_npy");
 	snprintf(path, sizeof path, "%s/a.npy", tmpdir);
 }
 
 static void
 teardown(void)
 {
-	char	cmd[600];
-
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
-	strcpy(tmpdir, "/tmp/check_ctl_npy.XXXXXX");
+	check_dir_remove(tmpdir);
 }
 
 static void
@@ -105,43 +101,50 @@ parse_both(const unsigned char *b, size_t len, struct npy_array *a, char *err,
 	return (rc2);
 }
 
+/* parse_both() on the image of a version major file of dict and ndata bytes. */
+static int
+parse_dict(int major, const char *dict, size_t ndata, struct npy_array *a,
+    char *err, size_t errlen)
+{
+	unsigned char	*b;
+	size_t		 len = npy_image(major, dict, ndata, &b);
+	int		 rc;
+
+	rc = parse_both(b, len, a, err, errlen);
+	free(b);
+	return (rc);
+}
+
 /* The dict must fail with code and a message containing what. */
 static void
 expect_fail(int major, const char *dict, size_t ndata, int code,
     const char *what)
 {
-	unsigned char		*b;
-	size_t			 len = npy_image(major, dict, ndata, &b);
 	struct npy_array	 a;
 	char			 err[1024];
 	int			 rc;
 
-	rc = parse_both(b, len, &a, err, sizeof err);
+	rc = parse_dict(major, dict, ndata, &a, err, sizeof err);
 	ck_assert_msg(rc == code, "%s: got %d (%s), want %d", dict, rc, err,
 	    code);
 	ck_assert_msg(strstr(err, what) != NULL, "'%s' lacks '%s'", err,
 	    what);
 	ck_assert_ptr_null(a.data);
-	free(b);
 }
 
 static void
 expect_ok(int major, const char *dict, size_t ndata, const char *dtype,
     int rank)
 {
-	unsigned char		*b;
-	size_t			 len = npy_image(major, dict, ndata, &b);
 	struct npy_array	 a;
 	char			 err[1024];
-	int			 rc;
 
-	rc = parse_both(b, len, &a, err, sizeof err);
-	ck_assert_msg(rc == 0, "%s: %s", dict, err);
+	ck_assert_msg(parse_dict(major, dict, ndata, &a, err, sizeof err) == 0,
+	    "%s: %s", dict, err);
 	ck_assert_str_eq(a.dtype, dtype);
 	ck_assert_int_eq(a.rank, rank);
 	ck_assert_uint_eq(a.nbytes, ndata);
 	npy_array_release(&a);
-	free(b);
 }
 
 /* ------------------------------------------------------------ core */
@@ -493,43 +496,22 @@ START_TEST(test_npy_truncations_and_flips)
 }
 END_TEST
 
-static Suite *
-npy_suite(void)
-{
-	Suite	*s = suite_create("ctl_npy");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_npy_roundtrip_dtypes);
-	tcase_add_test(tc, test_npy_header_numpy_layout);
-	tcase_add_test(tc, test_npy_accepts_numpy_variants);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_npy_rejects_bad_headers);
-	tcase_add_test(tc, test_npy_rejects_bad_prefix);
-	tcase_add_test(tc, test_npy_rejects_size_mismatch);
-	tcase_add_test(tc, test_npy_rejects_files_it_cannot_read);
-	tcase_add_test(tc, test_npy_write_errors);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("limits");
-	/* Hundreds of files written and read: slow on a loaded machine. */
-	tcase_set_timeout(tc, 60);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_npy_rejects_overflowing_shapes);
-	tcase_add_test(tc, test_npy_rank_limit);
-	tcase_add_test(tc, test_npy_truncations_and_flips);
-	/* thousands of files written: seconds on a busy machine */
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	return (check_main(npy_suite()));
+	Suite	*s = suite_create("ctl_npy");
+
+	check_tcase_add(s, "core", setup, teardown, 0,
+	    test_npy_roundtrip_dtypes, test_npy_header_numpy_layout,
+	    test_npy_accepts_numpy_variants, NULL);
+	check_tcase_add(s, "errors", setup, teardown, 0,
+	    test_npy_rejects_bad_headers, test_npy_rejects_bad_prefix,
+	    test_npy_rejects_size_mismatch,
+	    test_npy_rejects_files_it_cannot_read, test_npy_write_errors,
+	    NULL);
+	/* Thousands of files written and read: slow on a loaded machine. */
+	check_tcase_add(s, "limits", setup, teardown, 60,
+	    test_npy_rejects_overflowing_shapes, test_npy_rank_limit,
+	    test_npy_truncations_and_flips, NULL);
+	return (check_main(s));
 }

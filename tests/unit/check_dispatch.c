@@ -18,63 +18,17 @@
 static uv_loop_t	loop;
 static struct daemon	d;
 
-
-
-
 static void
 setup(void)
 {
-	struct config	cfg;
-	char		err[512];
-
-	grpc_init();
-	ck_assert_int_eq(uv_loop_init(&loop), 0);
-	ck_assert_int_eq(config_load(&cfg, NULL, NULL, err, sizeof err), 0);
-	ck_assert_msg(daemon_init(&d, &loop, &cfg, err, sizeof err) == 0,
-	    "%s", err);
+	fake_daemon_open(&d, &loop, NULL, NULL);
 }
 
 static void
 teardown(void)
 {
-	daemon_release(&d);
-	uv_run(&loop, UV_RUN_DEFAULT);
-	ck_assert_int_eq(uv_loop_close(&loop), 0);
-	grpc_shutdown();
+	fake_daemon_close(&d);
 }
-
-/* Start a call of method name with bytes; run the loop until answered. */
-static void
-fake_call_run(struct fake_call *fc, const char *name, const void *data,
-    size_t len)
-{
-	memset(fc, 0, sizeof *fc);
-	fc->rc.d = &d;
-	fc->rc.tr = &fake_transport;
-	fc->rc.id.uid = 1000;
-	fc->rc.id.pid = 42;
-	fc->rc.m = dispatch_method_find(name);
-	if (fc->rc.m == NULL)
-		dispatch_call_unknown(&fc->rc, name);
-	else
-		dispatch_call_start(&fc->rc, data, len);
-	while (!fc->sent && uv_run(&loop, UV_RUN_ONCE) != 0)
-		;
-	ck_assert_int_eq(fc->sent, 1);
-}
-
-static void
-fake_call_msg(struct fake_call *fc, const char *name,
-    const ProtobufCMessage *msg)
-{
-	size_t	 len = protobuf_c_message_get_packed_size(msg);
-	uint8_t	*buf = malloc(len + 1);
-
-	protobuf_c_message_pack(msg, buf);
-	fake_call_run(fc, name, buf, len);
-	free(buf);
-}
-
 
 static uint64_t
 method_calls(const char *name, uint64_t *errors)
@@ -118,7 +72,7 @@ START_TEST(test_dispatch_ping_echo)
 
 	req.payload.data = (uint8_t *)"hello";
 	req.payload.len = 5;
-	fake_call_msg(&fc, "Ping", &req.base);
+	fake_call_msg(&fc, &d, "Ping", &req.base);
 	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_OK);
 	rep = nkid__v1__ping_reply__unpack(NULL, fc.reply_len, fc.reply);
 	ck_assert_ptr_nonnull(rep);
@@ -137,11 +91,11 @@ START_TEST(test_dispatch_status_fields)
 	size_t			 i;
 	int			 seen = 0;
 
-	fake_call_msg(&fc, "Ping", &req.base);	/* empty Ping is valid */
+	fake_call_msg(&fc, &d, "Ping", &req.base);	/* empty is valid */
 	fake_call_release(&fc);
 	d.connections = 3;
 	d.refused = 1;
-	fake_call_msg(&fc, "Status", &req.base);
+	fake_call_msg(&fc, &d, "Status", &req.base);
 	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_OK);
 	rep = nkid__v1__status_reply__unpack(NULL, fc.reply_len, fc.reply);
 	ck_assert_ptr_nonnull(rep);
@@ -181,7 +135,7 @@ START_TEST(test_dispatch_unknown_method)
 {
 	struct fake_call	fc;
 
-	fake_call_run(&fc, "/nkid.v1.Nkid/Frobnicate", NULL, 0);
+	fake_call_run(&fc, &d, "/nkid.v1.Nkid/Frobnicate", NULL, 0);
 	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_UNIMPLEMENTED);
 	ck_assert_ptr_nonnull(strstr(fc.rc.message,
 	    "unknown method '/nkid.v1.Nkid/Frobnicate'"));
@@ -199,7 +153,7 @@ START_TEST(test_dispatch_oversized_refused_before_unpack)
 
 	/* Not protobuf at all: the cap must answer first. */
 	memset(big, 0xff, cap + 1);
-	fake_call_run(&fc, "Ping", big, cap + 1);
+	fake_call_run(&fc, &d, "Ping", big, cap + 1);
 	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_RESOURCE_EXHAUSTED);
 	snprintf(want, sizeof want, "Ping request of %llu bytes exceeds the "
 	    "method's limit of %llu bytes", (unsigned long long)cap + 1,
@@ -223,11 +177,10 @@ START_TEST(test_dispatch_cap_per_method)
 	/* The same bytes are over Ping's cap... */
 	req.payload.data = payload;
 	req.payload.len = n;
-	fake_call_msg(&fc, "Ping", &req.base);
-	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_RESOURCE_EXHAUSTED);
-	fake_call_release(&fc);
+	fake_call_expect(&d, "Ping", &req.base, GRPC_STATUS_RESOURCE_EXHAUSTED,
+	    NULL);
 	/* ...and within Run's, which then parses and validates. */
-	fake_call_msg(&fc, "Run", &req.base);
+	fake_call_msg(&fc, &d, "Run", &req.base);
 	ck_assert_int_ne(fc.rc.status, GRPC_STATUS_RESOURCE_EXHAUSTED);
 	fake_call_release(&fc);
 	free(payload);
@@ -238,60 +191,47 @@ START_TEST(test_dispatch_malformed_protobuf)
 {
 	struct fake_call	fc;
 
-	fake_call_run(&fc, "Ping", "\xff\xff\xff", 3);
+	fake_call_run(&fc, &d, "Ping", "\xff\xff\xff", 3);
 	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
 	ck_assert_ptr_nonnull(strstr(fc.rc.message, "malformed Ping request"));
 	fake_call_release(&fc);
 	/* Truncated length-delimited field. */
-	fake_call_run(&fc, "Status", "\x0a\x10" "ab", 4);
+	fake_call_run(&fc, &d, "Status", "\x0a\x10" "ab", 4);
 	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
 	fake_call_release(&fc);
 }
 END_TEST
 
-START_TEST(test_dispatch_compile_bad_format)
+/* Compiling len bytes ir as tensor_add in format is refused with want. */
+static void
+compile_refused(const char *format, const void *ir, size_t len,
+    const char *want)
 {
 	Nkid__V1__CompileRequest req = NKID__V1__COMPILE_REQUEST__INIT;
 	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
 	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
-	struct fake_call	 fc;
 
-	k.name = "tensor_add";
-	k.format = "penguin";
-	k.ir.data = (uint8_t *)"x";
-	k.ir.len = 1;
-	ref.kernel = &k;
+	fake_kernel_ref(&ref, &k, format, ir, len);
 	req.ref = &ref;
-	fake_call_msg(&fc, "Compile", &req.base);
-	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
-	ck_assert_ptr_nonnull(strstr(fc.rc.message, "format 'penguin'"));
-	fake_call_release(&fc);
+	fake_call_expect(&d, "Compile", &req.base, GRPC_STATUS_INVALID_ARGUMENT,
+	    want);
+}
 
-	req.ref = NULL;
-	fake_call_msg(&fc, "Compile", &req.base);
-	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
-	fake_call_release(&fc);
+START_TEST(test_dispatch_compile_bad_format)
+{
+	Nkid__V1__CompileRequest req = NKID__V1__COMPILE_REQUEST__INIT;
+
+	compile_refused("penguin", "x", 1, "format 'penguin'");
+	/* No kernel at all. */
+	fake_call_expect(&d, "Compile", &req.base, GRPC_STATUS_INVALID_ARGUMENT,
+	    NULL);
 }
 END_TEST
 
 START_TEST(test_dispatch_compile_malformed_ir)
 {
-	Nkid__V1__CompileRequest req = NKID__V1__COMPILE_REQUEST__INIT;
-	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
-	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
-	struct fake_call	 fc;
-
-	k.name = "tensor_add";
-	k.format = "nkir/1";
-	k.ir.data = (uint8_t *)"\xff\xfe garbage";
-	k.ir.len = 10;
-	ref.kernel = &k;
-	req.ref = &ref;
-	fake_call_msg(&fc, "Compile", &req.base);
-	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
-	ck_assert_ptr_nonnull(strstr(fc.rc.message,
-	    "cannot compile 'tensor_add': "));
-	fake_call_release(&fc);
+	compile_refused("nkir/1", "\xff\xfe garbage", 10,
+	    "cannot compile 'tensor_add': ");
 }
 END_TEST
 
@@ -312,44 +252,36 @@ START_TEST(test_dispatch_run_tensor_checked)
 	t.data.len = sizeof data;
 	req.n_inputs = 1;
 	req.inputs = &tp;
-	fake_call_msg(&fc, "Run", &req.base);
+	fake_call_msg(&fc, &d, "Run", &req.base);
 	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
 	ck_assert_str_eq(fc.rc.message, "input 'a': shape and dtype 'float32' "
 	    "need 64 bytes, data has 60");
 	fake_call_release(&fc);
 
 	t.shape = huge;
-	fake_call_msg(&fc, "Run", &req.base);
-	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
-	ck_assert_ptr_nonnull(strstr(fc.rc.message, "overflows"));
-	fake_call_release(&fc);
+	fake_call_expect(&d, "Run", &req.base, GRPC_STATUS_INVALID_ARGUMENT,
+	    "overflows");
 
 	t.shape = shape;
 	t.dtype = "complex128";
-	fake_call_msg(&fc, "Run", &req.base);
+	fake_call_msg(&fc, &d, "Run", &req.base);
 	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
 	ck_assert_ptr_nonnull(strstr(fc.rc.message, "unknown dtype "
 	    "'complex128'"));
 	fake_call_release(&fc);
 
 	req.core = 7;
-	fake_call_msg(&fc, "Run", &req.base);
-	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
-	ck_assert_ptr_nonnull(strstr(fc.rc.message, "core 7 does not exist"));
-	fake_call_release(&fc);
+	fake_call_expect(&d, "Run", &req.base, GRPC_STATUS_INVALID_ARGUMENT,
+	    "core 7 does not exist");
 
 	/* A job class that is not one: refused, never taken as interactive. */
 	req.core = -1;
 	req.job_class = 99;
-	fake_call_msg(&fc, "Run", &req.base);
-	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
-	ck_assert_ptr_nonnull(strstr(fc.rc.message, "job_class 99 is not"));
-	fake_call_release(&fc);
+	fake_call_expect(&d, "Run", &req.base, GRPC_STATUS_INVALID_ARGUMENT,
+	    "job_class 99 is not");
 	req.job_class = -5;
-	fake_call_msg(&fc, "Run", &req.base);
-	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_INVALID_ARGUMENT);
-	ck_assert_ptr_nonnull(strstr(fc.rc.message, "job_class -5 is not"));
-	fake_call_release(&fc);
+	fake_call_expect(&d, "Run", &req.base, GRPC_STATUS_INVALID_ARGUMENT,
+	    "job_class -5 is not");
 }
 END_TEST
 
@@ -357,14 +289,11 @@ START_TEST(test_dispatch_run_neff_key_miss)
 {
 	Nkid__V1__RunRequest	 req = NKID__V1__RUN_REQUEST__INIT;
 	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
-	struct fake_call	 fc;
 
 	ref.neff_key = "0123";
 	req.ref = &ref;
-	fake_call_msg(&fc, "Run", &req.base);
-	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_NOT_FOUND);
-	ck_assert_ptr_nonnull(strstr(fc.rc.message, "neff key '0123'"));
-	fake_call_release(&fc);
+	fake_call_expect(&d, "Run", &req.base, GRPC_STATUS_NOT_FOUND,
+	    "neff key '0123'");
 }
 END_TEST
 
@@ -376,55 +305,33 @@ START_TEST(test_dispatch_serves_after_errors)
 	int			i;
 
 	for (i = 0; i < 3; i++) {
-		fake_call_run(&fc, "Ping", "\xff", 1);
+		fake_call_run(&fc, &d, "Ping", "\xff", 1);
 		fake_call_release(&fc);
 	}
-	fake_call_msg(&fc, "Ping", &req.base);
-	ck_assert_int_eq(fc.rc.status, GRPC_STATUS_OK);
-	fake_call_release(&fc);
+	fake_call_expect(&d, "Ping", &req.base, GRPC_STATUS_OK, NULL);
 	ck_assert_uint_eq(method_calls("Ping", &errors), 4);
 	ck_assert_uint_eq(errors, 3);
 }
 END_TEST
 
-static Suite *
-dispatch_suite(void)
-{
-	Suite	*s = suite_create("dispatch");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_dispatch_table_sorted);
-	tcase_add_test(tc, test_dispatch_ping_echo);
-	tcase_add_test(tc, test_dispatch_status_fields);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("limits");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_dispatch_oversized_refused_before_unpack);
-	tcase_add_test(tc, test_dispatch_cap_per_method);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_dispatch_unknown_method);
-	tcase_add_test(tc, test_dispatch_malformed_protobuf);
-	tcase_add_test(tc, test_dispatch_compile_bad_format);
-	tcase_add_test(tc, test_dispatch_compile_malformed_ir);
-	tcase_add_test(tc, test_dispatch_run_tensor_checked);
-	tcase_add_test(tc, test_dispatch_run_neff_key_miss);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("recovery");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_dispatch_serves_after_errors);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	return (check_main(dispatch_suite()));
+	Suite	*s = suite_create("dispatch");
+
+	check_tcase_add(s, "core", setup, teardown, 0,
+	    test_dispatch_table_sorted, test_dispatch_ping_echo,
+	    test_dispatch_status_fields, NULL);
+	check_tcase_add(s, "limits", setup, teardown, 0,
+	    test_dispatch_oversized_refused_before_unpack,
+	    test_dispatch_cap_per_method, NULL);
+	check_tcase_add(s, "errors", setup, teardown, 0,
+	    test_dispatch_unknown_method, test_dispatch_malformed_protobuf,
+	    test_dispatch_compile_bad_format,
+	    test_dispatch_compile_malformed_ir,
+	    test_dispatch_run_tensor_checked, test_dispatch_run_neff_key_miss,
+	    NULL);
+	check_tcase_add(s, "recovery", setup, teardown, 0,
+	    test_dispatch_serves_after_errors, NULL);
+	return (check_main(s));
 }

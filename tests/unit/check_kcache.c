@@ -51,8 +51,7 @@ setup_budget(const char *memory)
 {
 	char	json[256], err[512];
 
-	snprintf(dir, sizeof dir, "/tmp/check_kcache.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	check_dir_make(dir, sizeof dir, "check_kcache");
 	snprintf(json, sizeof json, "{\"cache_dir\": \"%s\", \"cache\": "
 	    "{\"max_memory_bytes\": \"%s\"}}", dir, memory);
 	ck_assert_msg(config_load_string(&cfg, "t", json, strlen(json), NULL,
@@ -73,16 +72,13 @@ setup(void)
 static void
 teardown(void)
 {
-	char	cmd[128];
-
 	uv_run(&loop, UV_RUN_DEFAULT);
 	kcache_close(kc);
 	backend_close(be);
 	config_release(&cfg);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	ck_assert_int_eq(uv_loop_close(&loop), 0);
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	check_dir_remove(dir);
 }
 
 /*
@@ -350,34 +346,18 @@ START_TEST(test_kcache_resolve_races_removal)
 }
 END_TEST
 
-static Suite *
-kcache_suite(void)
-{
-	Suite	*s = suite_create("kcache");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_kcache_coalesces_identical_resolves);
-	tcase_add_test(tc, test_kcache_failure_cached_and_retried);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("limits");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_kcache_held_entry_survives_eviction);
-	tcase_add_test(tc, test_kcache_hot_kernel_survives_disk_eviction);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("recovery");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_kcache_resolve_races_removal);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	return (check_main(kcache_suite()));
+	Suite	*s = suite_create("kcache");
+
+	check_tcase_add(s, "core", setup, teardown, 0,
+	    test_kcache_coalesces_identical_resolves,
+	    test_kcache_failure_cached_and_retried, NULL);
+	check_tcase_add(s, "limits", setup, teardown, 60,
+	    test_kcache_held_entry_survives_eviction,
+	    test_kcache_hot_kernel_survives_disk_eviction, NULL);
+	check_tcase_add(s, "recovery", setup, teardown, 0,
+	    test_kcache_resolve_races_removal, NULL);
+	return (check_main(s));
 }

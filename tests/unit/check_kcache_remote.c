@@ -12,6 +12,7 @@
 #include "cache/cache.h"
 #include "daemon/config.h"
 #include "daemon/kcache_remote.h"
+#include "tests/unit/check_main.h"
 
 static const char	fkey[] = "fleet-key-of-the-unit-tests-0123";
 static const char	key[] = "0123456789abcdef0123456789abcdef"
@@ -45,6 +46,20 @@ entry_make(struct cache_entry *e, size_t len, int failed)
 	}
 }
 
+/*
+ * entry_make(e, len, failed), encoded with the fleet key: the bytes (*vlen
+ * of them), the caller's to free, as e->data.
+ */
+static void *
+entry_encoded(struct cache_entry *e, size_t len, int failed, size_t *vlen)
+{
+	void	*v;
+
+	entry_make(e, len, failed);
+	kcache_remote_entry_encode(fkey, strlen(fkey), e, &v, vlen);
+	return (v);
+}
+
 static int
 decode(const void *v, size_t len, const char *want, struct cache_entry *e)
 {
@@ -68,8 +83,7 @@ START_TEST(test_kcache_remote_entry_roundtrip)
 	void			*v;
 	size_t			 len;
 
-	entry_make(&e, 5000, 0);
-	kcache_remote_entry_encode(fkey, strlen(fkey), &e, &v, &len);
+	v = entry_encoded(&e, 5000, 0, &len);
 	ck_assert_uint_eq(len, KCACHE_REMOTE_OVERHEAD + 5000 + strlen(key) +
 	    strlen("tensor_add") + strlen("nkir/1") + strlen("trn1") +
 	    strlen("cpu") + strlen("sim nkir/1") + strlen("-O2") + 2 + 4 +
@@ -96,8 +110,7 @@ START_TEST(test_kcache_remote_entry_failure_travels)
 	void			*v;
 	size_t			 len;
 
-	entry_make(&e, 0, 1);
-	kcache_remote_entry_encode(fkey, strlen(fkey), &e, &v, &len);
+	v = entry_encoded(&e, 0, 1, &len);
 	ck_assert_msg(decode(v, len, key, &d) == 0, "%s", why);
 	ck_assert_int_eq(d.failed, 1);
 	ck_assert_uint_eq(d.len, 0);
@@ -114,8 +127,7 @@ START_TEST(test_kcache_remote_entry_every_byte_signed)
 	unsigned char		*v;
 	size_t			 len, i;
 
-	entry_make(&e, 300, 0);
-	kcache_remote_entry_encode(fkey, strlen(fkey), &e, (void **)&v, &len);
+	v = entry_encoded(&e, 300, 0, &len);
 	for (i = 0; i < len; i++) {
 		v[i] ^= 0x01;
 		ck_assert_msg(decode(v, len, key, &d) == KCACHE_REMOTE_EREJECT,
@@ -135,8 +147,7 @@ START_TEST(test_kcache_remote_entry_truncated_or_longer)
 	unsigned char		*v;
 	size_t			 len, i;
 
-	entry_make(&e, 300, 0);
-	kcache_remote_entry_encode(fkey, strlen(fkey), &e, (void **)&v, &len);
+	v = entry_encoded(&e, 300, 0, &len);
 	for (i = 0; i < len; i++)
 		ck_assert_msg(decode(v, i, key, &d) == KCACHE_REMOTE_EREJECT,
 		    "%zu of %zu bytes accepted", i, len);
@@ -174,8 +185,7 @@ START_TEST(test_kcache_remote_entry_signed_but_wrong)
 	size_t			 len, off;
 
 	/* Another key's entry (a fleet member wrote it, for that key). */
-	entry_make(&e, 100, 0);
-	kcache_remote_entry_encode(fkey, strlen(fkey), &e, (void **)&v, &len);
+	v = entry_encoded(&e, 100, 0, &len);
 	memset(other, 'f', CACHE_KEY_LEN);
 	other[CACHE_KEY_LEN] = '\0';
 	ck_assert_int_eq(decode(v, len, other, &d), KCACHE_REMOTE_EREJECT);
@@ -229,8 +239,7 @@ START_TEST(test_kcache_remote_entry_large)
 	void			*v;
 	size_t			 len;
 
-	entry_make(&e, 1 << 20, 0);
-	kcache_remote_entry_encode(fkey, strlen(fkey), &e, &v, &len);
+	v = entry_encoded(&e, 1 << 20, 0, &len);
 	ck_assert_msg(decode(v, len, key, &d) == 0, "%s", why);
 	ck_assert_mem_eq(d.data, e.data, 1 << 20);
 	cache_entry_release(&d);
@@ -338,39 +347,23 @@ START_TEST(test_kcache_remote_open_errors)
 }
 END_TEST
 
-static Suite *
-kcache_remote_suite(void)
-{
-	Suite	*s = suite_create("kcache_remote");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_test(tc, test_kcache_remote_entry_roundtrip);
-	tcase_add_test(tc, test_kcache_remote_entry_failure_travels);
-	tcase_add_test(tc, test_kcache_remote_url_parse);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("errors");
-	tcase_add_test(tc, test_kcache_remote_entry_every_byte_signed);
-	tcase_add_test(tc, test_kcache_remote_entry_truncated_or_longer);
-	tcase_add_test(tc, test_kcache_remote_entry_other_fleet_key);
-	tcase_add_test(tc, test_kcache_remote_entry_signed_but_wrong);
-	tcase_add_test(tc, test_kcache_remote_entry_garbage);
-	tcase_add_test(tc, test_kcache_remote_open_errors);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("limits");
-	tcase_add_test(tc, test_kcache_remote_entry_large);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(kcache_remote_suite());
-	int	 nfail;
+	Suite	*s = suite_create("kcache_remote");
 
-	srunner_run_all(sr, CK_NORMAL);
-	nfail = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (nfail == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	check_tcase_add(s, "core", NULL, NULL, 0,
+	    test_kcache_remote_entry_roundtrip,
+	    test_kcache_remote_entry_failure_travels,
+	    test_kcache_remote_url_parse, NULL);
+	check_tcase_add(s, "errors", NULL, NULL, 0,
+	    test_kcache_remote_entry_every_byte_signed,
+	    test_kcache_remote_entry_truncated_or_longer,
+	    test_kcache_remote_entry_other_fleet_key,
+	    test_kcache_remote_entry_signed_but_wrong,
+	    test_kcache_remote_entry_garbage, test_kcache_remote_open_errors,
+	    NULL);
+	check_tcase_add(s, "limits", NULL, NULL, 0,
+	    test_kcache_remote_entry_large, NULL);
+	return (check_main(s));
 }

@@ -35,8 +35,7 @@ config_make(const char *path, const char *json)
 static void
 setup(void)
 {
-	strcpy(dir, "/tmp/check_listen.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	check_dir_make(dir, sizeof dir, "check_listen");
 	snprintf(sock, sizeof sock, "%s/nkid.sock", dir);
 	config_make(sock, "{}");
 }
@@ -44,11 +43,8 @@ setup(void)
 static void
 teardown(void)
 {
-	char	cmd[128];
-
 	config_release(&cfg);
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	check_dir_remove(dir);
 }
 
 /* A socket bound at path and closed: what a killed nkid leaves. */
@@ -308,36 +304,18 @@ START_TEST(test_server_listen_inherit_not_listening)
 }
 END_TEST
 
-static Suite *
-listen_suite(void)
-{
-	Suite	*s = suite_create("server_listen");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_server_listen_bind);
-	tcase_add_test(tc, test_server_listen_mode);
-	tcase_add_test(tc, test_server_listen_inherit);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_server_listen_lock_held);
-	tcase_add_test(tc, test_server_listen_not_socket);
-	tcase_add_test(tc, test_server_listen_group_unknown);
-	tcase_add_test(tc, test_server_listen_inherit_not_listening);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("recovery");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_server_listen_stale);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	return (check_main(listen_suite()));
+	Suite	*s = suite_create("server_listen");
+
+	check_tcase_add(s, "core", setup, teardown, 0, test_server_listen_bind,
+	    test_server_listen_mode, test_server_listen_inherit, NULL);
+	check_tcase_add(s, "errors", setup, teardown, 0,
+	    test_server_listen_lock_held, test_server_listen_not_socket,
+	    test_server_listen_group_unknown,
+	    test_server_listen_inherit_not_listening, NULL);
+	check_tcase_add(s, "recovery", setup, teardown, 0,
+	    test_server_listen_stale, NULL);
+	return (check_main(s));
 }

@@ -37,32 +37,20 @@ static void
 setup(void)
 {
 	struct config_override	ov = { NULL, NULL };
-	struct config		cfg;
-	char			err[512];
+	char			cache[128];
 
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/check_metrics.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-	snprintf(err, sizeof err, "%s/cache", tmpdir);
-	ck_assert_int_eq(mkdir(err, 0750), 0);
+	check_dir_make(tmpdir, sizeof tmpdir, "check_metrics");
+	snprintf(cache, sizeof cache, "%s/cache", tmpdir);
+	ck_assert_int_eq(mkdir(cache, 0750), 0);
 	ov.state_dir = tmpdir;
-	grpc_init();
-	ck_assert_int_eq(uv_loop_init(&loop), 0);
-	ck_assert_int_eq(config_load(&cfg, NULL, &ov, err, sizeof err), 0);
-	ck_assert_msg(daemon_init(&d, &loop, &cfg, err, sizeof err) == 0,
-	    "%s", err);
+	fake_daemon_open(&d, &loop, NULL, &ov);
 }
 
 static void
 teardown(void)
 {
-	char	cmd[128];
-
-	daemon_release(&d);
-	uv_run(&loop, UV_RUN_DEFAULT);
-	ck_assert_int_eq(uv_loop_close(&loop), 0);
-	grpc_shutdown();
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
+	fake_daemon_close(&d);
+	check_dir_remove(tmpdir);
 }
 
 /* A call of method name with bytes through dispatch, answered. */
@@ -71,17 +59,8 @@ call(const char *name, const void *data, size_t len)
 {
 	struct fake_call	fc;
 
-	memset(&fc, 0, sizeof fc);
-	fc.rc.d = &d;
-	fc.rc.tr = &fake_transport;
-	fc.rc.id.uid = 1000;
-	fc.rc.id.pid = 42;
-	fc.rc.m = dispatch_method_find(name);
-	ck_assert_ptr_nonnull(fc.rc.m);
-	dispatch_call_start(&fc.rc, data, len);
-	while (!fc.sent && uv_run(&loop, UV_RUN_ONCE) != 0)
-		;
-	ck_assert_int_eq(fc.sent, 1);
+	ck_assert_ptr_nonnull(dispatch_method_find(name));
+	fake_call_run(&fc, &d, name, data, len);
 	fake_call_release(&fc);
 }
 
@@ -479,30 +458,16 @@ START_TEST(test_metrics_http_errors)
 }
 END_TEST
 
-static Suite *
-metrics_suite(void)
-{
-	Suite	*s = suite_create("metrics");
-	TCase	*tc;
-
-	tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_metrics_hist_buckets);
-	tcase_add_test(tc, test_metrics_render_rpc);
-	tcase_add_test(tc, test_metrics_render_jobs);
-	tcase_add_test(tc, test_metrics_http_serves_from_loop);
-	tcase_add_test(tc, test_metrics_http_unix);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_metrics_http_errors);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	return (check_main(metrics_suite()));
+	Suite	*s = suite_create("metrics");
+
+	check_tcase_add(s, "core", setup, teardown, 0,
+	    test_metrics_hist_buckets, test_metrics_render_rpc,
+	    test_metrics_render_jobs, test_metrics_http_serves_from_loop,
+	    test_metrics_http_unix, NULL);
+	check_tcase_add(s, "errors", setup, teardown, 0,
+	    test_metrics_http_errors, NULL);
+	return (check_main(s));
 }

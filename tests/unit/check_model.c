@@ -224,24 +224,13 @@ START_TEST(test_model_errors)
 }
 END_TEST
 
-static Suite *
-model_suite(void)
-{
-	Suite	*s = suite_create("model");
-	TCase	*tc = tcase_create("core");
-
-	tcase_add_test(tc, test_model_costs);
-	tcase_add_test(tc, test_model_targets);
-	tcase_add_test(tc, test_model_report);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("errors");
-	tcase_add_test(tc, test_model_errors);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	return (check_main(model_suite()));
+	Suite	*s = suite_create("model");
+
+	check_tcase_add(s, "core", NULL, NULL, 0, test_model_costs,
+	    test_model_targets, test_model_report, NULL);
+	check_tcase_add(s, "errors", NULL, NULL, 0, test_model_errors, NULL);
+	return (check_main(s));
 }

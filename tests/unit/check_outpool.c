@@ -55,22 +55,14 @@ START_TEST(test_outpool_keeps_at_most_its_limits)
 }
 END_TEST
 
-static Suite *
-outpool_suite(void)
-{
-	Suite	*s = suite_create("outpool");
-	TCase	*tc = tcase_create("core");
-
-	tcase_add_test(tc, test_outpool_reuses_a_fitting_buffer);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("limits");
-	tcase_add_test(tc, test_outpool_keeps_at_most_its_limits);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	return (check_main(outpool_suite()));
+	Suite	*s = suite_create("outpool");
+
+	check_tcase_add(s, "core", NULL, NULL, 0,
+	    test_outpool_reuses_a_fitting_buffer, NULL);
+	check_tcase_add(s, "limits", NULL, NULL, 0,
+	    test_outpool_keeps_at_most_its_limits, NULL);
+	return (check_main(s));
 }

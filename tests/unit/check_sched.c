@@ -70,13 +70,21 @@ tjob_init(struct tjob *t, const char *name, uint32_t pid, int cls)
 
 static const struct sched_limits lim_default = { 100, 1000, 100, 100 };
 
+/* What the last job_submit() was told. */
+static char	msg[256];
+
+/* Submit j to core under lim: sched_job_submit()'s code, its words in msg. */
+static int
+job_submit(struct sched_job *j, int core, const struct sched_limits *lim)
+{
+	msg[0] = '\0';
+	return (sched_job_submit(s, j, core, lim, msg, sizeof msg));
+}
+
 static void
 submit(struct tjob *t, int core)
 {
-	char	msg[256];
-
-	ck_assert_int_eq(sched_job_submit(s, &t->sj, core, &lim_default, msg,
-	    sizeof msg), 0);
+	ck_assert_int_eq(job_submit(&t->sj, core, &lim_default), 0);
 }
 
 /* Run the loop until cond holds (at most ~2 s). */
@@ -93,16 +101,13 @@ submit(struct tjob *t, int core)
 static void
 hold(struct sched_job *lease)
 {
-	char	msg[256];
-
 	memset(lease, 0, sizeof *lease);
 	lease->grant = lease_grant_cb;
 	lease->uid = 0;
 	lease->pid = 1;
 	lease->kind = "lease";
 	granted = 0;
-	ck_assert_int_eq(sched_job_submit(s, lease, 0, &lim_default, msg,
-	    sizeof msg), 0);
+	ck_assert_int_eq(job_submit(lease, 0, &lim_default), 0);
 	LOOP_UNTIL(granted == 1);
 }
 
@@ -185,40 +190,31 @@ START_TEST(test_sched_caps_with_numbers)
 	struct sched_limits	lim = { 3, 4, 2, 100 };
 	struct sched_counters	sc;
 	struct tjob		t[6];
-	char			msg[256];
 	int			i;
 
 	hold(&lease);
 	for (i = 0; i < 6; i++)
 		tjob_init(&t[i], "t", 10 + (uint32_t)i / 2,
 		    SCHED_CLASS_INTERACTIVE);
-	ck_assert_int_eq(sched_job_submit(s, &t[0].sj, 0, &lim, msg,
-	    sizeof msg), 0);
-	ck_assert_int_eq(sched_job_submit(s, &t[1].sj, 0, &lim, msg,
-	    sizeof msg), 0);
+	ck_assert_int_eq(job_submit(&t[0].sj, 0, &lim), 0);
+	ck_assert_int_eq(job_submit(&t[1].sj, 0, &lim), 0);
 	/* pid 10 has 2: over its limit of 2. */
 	tjob_init(&t[2], "t", 10, SCHED_CLASS_INTERACTIVE);
-	ck_assert_int_eq(sched_job_submit(s, &t[2].sj, 0, &lim, msg,
-	    sizeof msg), SCHED_ECLIENT);
+	ck_assert_int_eq(job_submit(&t[2].sj, 0, &lim), SCHED_ECLIENT);
 	ck_assert_str_eq(msg, "pid 10 (uid 1000) already has 2 jobs queued or "
 	    "running, its limit is 2 (jobs.max_queued_per_client)");
 	tjob_init(&t[2], "t", 11, SCHED_CLASS_INTERACTIVE);
-	ck_assert_int_eq(sched_job_submit(s, &t[2].sj, 0, &lim, msg,
-	    sizeof msg), 0);
+	ck_assert_int_eq(job_submit(&t[2].sj, 0, &lim), 0);
 	/* 3 queued on core 0: its queue is full. */
-	ck_assert_int_eq(sched_job_submit(s, &t[3].sj, 0, &lim, msg,
-	    sizeof msg), SCHED_EFULL);
+	ck_assert_int_eq(job_submit(&t[3].sj, 0, &lim), SCHED_EFULL);
 	ck_assert_str_eq(msg, "the queue of core 0 is full: 3 jobs "
 	    "(limits.max_queue_per_core)");
 	lim.max_queue_per_core = 100;
-	ck_assert_int_eq(sched_job_submit(s, &t[3].sj, 0, &lim, msg,
-	    sizeof msg), 0);
-	ck_assert_int_eq(sched_job_submit(s, &t[4].sj, 0, &lim, msg,
-	    sizeof msg), SCHED_ETOTAL);
+	ck_assert_int_eq(job_submit(&t[3].sj, 0, &lim), 0);
+	ck_assert_int_eq(job_submit(&t[4].sj, 0, &lim), SCHED_ETOTAL);
 	ck_assert_str_eq(msg, "4 jobs are queued, the most nkid takes "
 	    "(jobs.max_queued)");
-	ck_assert_int_eq(sched_job_submit(s, &t[4].sj, 1, &lim, msg,
-	    sizeof msg), SCHED_ENOCORE);
+	ck_assert_int_eq(job_submit(&t[4].sj, 1, &lim), SCHED_ENOCORE);
 	ck_assert_ptr_nonnull(strstr(msg, "core 1 does not exist"));
 	sched_counters_get(s, &sc);
 	ck_assert_uint_eq(sc.rejected, 3);	/* ENOCORE is bad input */
@@ -290,7 +286,6 @@ START_TEST(test_sched_lease_states)
 {
 	struct sched_job	lease, queued;
 	struct sched_core_info	ci;
-	char			msg[256];
 
 	hold(&lease);
 	sched_core_info(s, 0, &ci);
@@ -301,8 +296,7 @@ START_TEST(test_sched_lease_states)
 	memset(&queued, 0, sizeof queued);
 	queued.grant = lease_grant_cb;
 	queued.pid = 2;
-	ck_assert_int_eq(sched_job_submit(s, &queued, 0, &lim_default, msg,
-	    sizeof msg), 0);
+	ck_assert_int_eq(job_submit(&queued, 0, &lim_default), 0);
 	ck_assert_uint_eq(sched_core_load(s, 0), 2);
 	sched_lease_end(s, &queued);
 	sched_lease_end(s, &lease);
@@ -421,35 +415,21 @@ START_TEST(test_sched_here_runs_on_the_spot)
 }
 END_TEST
 
-static Suite *
-sched_suite(void)
-{
-	Suite	*su = suite_create("sched");
-	TCase	*core = tcase_create("core");
-	TCase	*limits = tcase_create("limits");
-	TCase	*errors = tcase_create("errors");
-
-	tcase_add_checked_fixture(core, setup, teardown);
-	tcase_add_test(core, test_sched_fair_round_robin);
-	tcase_add_test(core, test_sched_batch_after_interactive);
-	tcase_add_test(core, test_sched_least_loaded_core);
-	tcase_add_test(core, test_sched_lease_states);
-	tcase_add_test(core, test_sched_history_bounded);
-	tcase_add_test(core, test_sched_here_runs_on_the_spot);
-	suite_add_tcase(su, core);
-	tcase_add_checked_fixture(limits, setup, teardown);
-	tcase_add_test(limits, test_sched_caps_with_numbers);
-	tcase_add_test(limits, test_sched_deadline_never_runs);
-	suite_add_tcase(su, limits);
-	tcase_add_checked_fixture(errors, setup, teardown);
-	tcase_add_test(errors, test_sched_cancel_drops_queued);
-	tcase_add_test(errors, test_sched_close_drops_queued);
-	suite_add_tcase(su, errors);
-	return (su);
-}
-
 int
 main(void)
 {
-	return (check_main(sched_suite()));
+	Suite	*s = suite_create("sched");
+
+	check_tcase_add(s, "core", setup, teardown, 0,
+	    test_sched_fair_round_robin, test_sched_batch_after_interactive,
+	    test_sched_least_loaded_core, test_sched_lease_states,
+	    test_sched_history_bounded, test_sched_here_runs_on_the_spot,
+	    NULL);
+	check_tcase_add(s, "limits", setup, teardown, 0,
+	    test_sched_caps_with_numbers, test_sched_deadline_never_runs,
+	    NULL);
+	check_tcase_add(s, "errors", setup, teardown, 0,
+	    test_sched_cancel_drops_queued, test_sched_close_drops_queued,
+	    NULL);
+	return (check_main(s));
 }

@@ -19,17 +19,13 @@ static char	err[512];
 static void
 setup(void)
 {
-	strcpy(dir, "/tmp/check_shm.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	check_dir_make(dir, sizeof dir, "check_shm");
 }
 
 static void
 teardown(void)
 {
-	char	cmd[128];
-
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	check_dir_remove(dir);
 }
 
 /* A file dir/name of size bytes: byte i = i % 251. */
@@ -247,25 +243,13 @@ START_TEST(test_shm_sigbus_guard)
 }
 END_TEST
 
-static Suite *
-shm_suite(void)
-{
-	Suite	*s = suite_create("shm");
-	TCase	*tc = tcase_create("core");
-
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_shm_names);
-	tcase_add_test(tc, test_shm_ranges);
-	tcase_add_test(tc, test_shm_open_checks);
-	tcase_add_test(tc, test_shm_region_cap);
-	tcase_add_test(tc, test_shm_map_and_write);
-	tcase_add_test(tc, test_shm_sigbus_guard);
-	suite_add_tcase(s, tc);
-	return (s);
-}
-
 int
 main(void)
 {
-	return (check_main(shm_suite()));
+	Suite	*s = suite_create("shm");
+
+	check_tcase_add(s, "core", setup, teardown, 0, test_shm_names,
+	    test_shm_ranges, test_shm_open_checks, test_shm_region_cap,
+	    test_shm_map_and_write, test_shm_sigbus_guard, NULL);
+	return (check_main(s));
 }

@@ -15,6 +15,7 @@
 #include "nkir.pb-c.h"
 #include "sim/sim.h"
 #include "sim/sim_impl.h"
+#include "tests/unit/check_main.h"
 
 /* ------------------------------------------------------------ builder */
 
@@ -1355,6 +1356,296 @@ kb_one_load(struct kb *b, uint64_t R, uint64_t C, uint64_t TP, uint64_t TF)
 	kb_op1(b, OPK(STORE), kb_full2(b, y), kb_full2(b, t));
 }
 
+/*
+ * Forwarding in fused groups (sim_opt_forward): in a tiled add whose
+ * tiles nothing else touches, the add reads the HBM rows of both loads
+ * and computes into the store's HBM row; the loads and the store do
+ * nothing. With `extra`, narrower stores follow: the first reads the
+ * left half of a_tile (it joins the group as a row of its own length:
+ * a_tile is read through another view, so a's load may not forward),
+ * the second the right half of c_tile (another offset: not in the group,
+ * so the store of c may not forward either); b's load still does. Either
+ * way c = a + b and d = the left half of each tile of a, then that of
+ * a + b.
+ */
+static void
+kb_forward(bool extra)
+{
+	const uint64_t R = 256, C = 128, TP = 128, TF = 64;
+	struct kb kb, *b = &kb;
+	struct sim_program *p;
+	const struct sim_op *g;
+	struct sim_tensor in[2], out[2];
+	struct sim_diag d;
+	float *x = kb_randf(R * C, 5), *y = kb_randf(R * C, 6), *c, *dd;
+	uint32_t a, bb, co, dout = 0, ta, tb, tc;
+	Nkir__V1__Op *o;
+	int rc;
+
+	kb_init(b, "forward");
+	a = kb_param(b, "a", F32, 2, SH(R, C));
+	bb = kb_param(b, "b", F32, 2, SH(R, C));
+	co = kb_out(b, "c", F32, 2, SH(R, C));
+	if (extra)
+		dout = kb_out(b, "d", F32, 2, SH(R, C));
+	ta = kb_tile(b, "a_tile", SBUF, F32, 2, SH(TP, TF));
+	tb = kb_tile(b, "b_tile", SBUF, F32, 2, SH(TP, TF));
+	tc = kb_tile(b, "c_tile", SBUF, F32, 2, SH(TP, TF));
+	kb_loop(b, 0, 0, (int64_t)(R / TP), 1);
+	kb_loop(b, 1, 0, (int64_t)(C / TF), 1);
+#define RC(t, w) kb_acc(b, t, 2, SH(TP, w), \
+	kb_aff(b, 0, 2, L, 0, (int64_t)TP, X, 0, (int64_t)1), \
+	kb_aff(b, 0, 2, L, 1, (int64_t)TF, X, 1, (int64_t)1))
+	kb_op1(b, OPK(LOAD), kb_full2(b, ta), RC(a, TF));
+	kb_op1(b, OPK(LOAD), kb_full2(b, tb), RC(bb, TF));
+	o = kb_op1(b, OPK(TENSOR_TENSOR), kb_full2(b, tc), kb_full2(b, ta));
+	kb_src(b, o, kb_full2(b, tb));
+	o->alu = NKIR__V1__ALU_OP__ALU_ADD;
+	kb_op1(b, OPK(STORE), RC(co, TF), kb_full2(b, tc));
+	if (extra) {
+		/* d's tile: the left half from a_tile, the right from c_tile */
+		kb_op1(b, OPK(STORE), RC(dout, TF / 2),
+		    kb_acc(b, ta, 2, SH(TP, TF / 2),
+		    kb_aff(b, 0, 1, X, 0, (int64_t)1),
+		    kb_aff(b, 0, 1, X, 1, (int64_t)1)));
+		kb_op1(b, OPK(STORE), kb_acc(b, dout, 2, SH(TP, TF / 2),
+		    kb_aff(b, 0, 2, L, 0, (int64_t)TP, X, 0, (int64_t)1),
+		    kb_aff(b, (int64_t)TF / 2, 2, L, 1, (int64_t)TF, X, 1,
+		    (int64_t)1)),
+		    kb_acc(b, tc, 2, SH(TP, TF / 2),
+		    kb_aff(b, 0, 1, X, 0, (int64_t)1),
+		    kb_aff(b, (int64_t)TF / 2, 1, X, 1, (int64_t)1)));
+	}
+#undef RC
+	kb_end(b);
+	kb_end(b);
+	p = kb_program(b);
+	g = p->body[0].body[0].body;
+	ck_assert_uint_eq(g[0].fuse, extra ? 5 : 4);
+	ck_assert(g[0].fwd == !extra);
+	ck_assert(g[1].fwd);
+	ck_assert_uint_eq(g[2].fwd_src[0], extra ? 0 : 1);
+	ck_assert_uint_eq(g[2].fwd_src[1], 2);
+	ck_assert_uint_eq(g[2].fwd_dst, extra ? 0 : 4);
+	ck_assert(g[3].fwd == !extra);
+	in[0] = kb_host(F32, 2, SH(R, C), x);
+	in[1] = kb_host(F32, 2, SH(R, C), y);
+	for (int run = 0; run < 2; run++) {
+		rc = sim_run(p, in, 2, out, extra ? 2 : 1, NULL, &d);
+		ck_assert_msg(rc == 0, "%s", d.msg);
+		c = out[0].data;
+		for (size_t i = 0; i < R * C; i++)
+			ck_assert_float_eq(c[i], x[i] + y[i]);
+		if (extra) {
+			dd = out[1].data;
+			for (size_t i = 0; i < R * C; i++)
+				ck_assert_float_eq(dd[i], i % TF < TF / 2 ?
+				    x[i] : x[i] + y[i]);
+		}
+		sim_tensors_release(out, extra ? 2 : 1);
+	}
+	sim_program_free(p);
+	free(x);
+	free(y);
+	kb_release(b);
+}
+
+START_TEST(test_sim_fast_forward)
+{
+	kb_forward(false);
+	kb_forward(true);
+}
+END_TEST
+
+/*
+ * 2 x 2 pooling as the tutorial writes it: reduce [C, OH, 2, OW, 2] over
+ * axes 2 and 4 (the innermost reduced, the one before it kept: rows of
+ * a block folded in one go), the result scattered into a [C, OH, OW]
+ * tile through kept axes of one element. The sums must be fp32 added in
+ * row-major order, exactly.
+ */
+static void
+kb_pool_case(int alu)
+{
+	enum { C = 3, H = 4, W = 8, OH = H / 2, OW = W / 2 };
+	struct kb kb, *b = &kb;
+	uint32_t in, out, t, r;
+	float x[C * H * W], want[C * OH * OW], *got;
+	struct sim_tensor ti, to;
+	struct sim_program *p;
+	struct sim_diag d;
+	Nkir__V1__Op *o;
+	int rc;
+
+	kb_init(b, "pool");
+	in = kb_param(b, "x", F32, 3, SH(C, H, W));
+	out = kb_out(b, "y", F32, 3, SH(C, OH, OW));
+	t = kb_tile(b, "t", SBUF, F32, 3, SH(C, H, W));
+	r = kb_tile(b, "r", SBUF, F32, 3, SH(C, OH, OW));
+	kb_op1(b, OPK(LOAD), kb_acc(b, t, 3, SH(C, H, W), AX(0, 0), AX(0, 1),
+	    AX(0, 2)), kb_acc(b, in, 3, SH(C, H, W), AX(0, 0), AX(0, 1),
+	    AX(0, 2)));
+	o = kb_op1(b, OPK(REDUCE), kb_acc(b, r, 5, SH(C, OH, 1, OW, 1),
+	    AX(0, 0), AX(0, 1), AX(0, 3)), kb_acc(b, t, 5,
+	    SH(C, OH, 2, OW, 2), AX(0, 0),
+	    kb_aff(b, 0, 2, X, 1, (int64_t)2, X, 2, (int64_t)1),
+	    kb_aff(b, 0, 2, X, 3, (int64_t)2, X, 4, (int64_t)1)));
+	o->alu = alu;
+	o->axes[o->n_axes++] = 2;
+	o->axes[o->n_axes++] = 4;
+	kb_op1(b, OPK(STORE), kb_acc(b, out, 3, SH(C, OH, OW), AX(0, 0),
+	    AX(0, 1), AX(0, 2)), kb_acc(b, r, 3, SH(C, OH, OW), AX(0, 0),
+	    AX(0, 1), AX(0, 2)));
+	p = kb_program(b);
+	for (int i = 0; i < C * H * W; i++)	/* sums that depend on order */
+		x[i] = i % 3 == 0 ? 1e8f * (float)(i % 5 - 2) :
+		    (float)i * 0.37f - 3.0f;
+	for (int c = 0; c < C; c++)
+		for (int oh = 0; oh < OH; oh++)
+			for (int ow = 0; ow < OW; ow++) {
+				float	acc = alu == NKIR__V1__ALU_OP__ALU_ADD ?
+				    0.0f : -INFINITY;
+
+				for (int dh = 0; dh < 2; dh++)
+					for (int dw = 0; dw < 2; dw++) {
+						float v = x[(c * H + oh * 2 +
+						    dh) * W + ow * 2 + dw];
+
+						acc = alu ==
+						    NKIR__V1__ALU_OP__ALU_ADD ?
+						    acc + v : v > acc ? v : acc;
+					}
+				want[(c * OH + oh) * OW + ow] = acc;
+			}
+	ti = kb_host(F32, 3, SH(C, H, W), x);
+	rc = sim_run(p, &ti, 1, &to, 1, NULL, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	got = to.data;
+	for (size_t i = 0; i < C * OH * OW; i++)
+		ck_assert_msg(got[i] == want[i], "y[%zu] = %.9g, want %.9g",
+		    i, got[i], want[i]);
+	sim_tensors_release(&to, 1);
+	sim_program_free(p);
+	kb_release(b);
+}
+
+START_TEST(test_sim_fast_pool_reduce)
+{
+	kb_pool_case(NKIR__V1__ALU_OP__ALU_ADD);
+	kb_pool_case(NKIR__V1__ALU_OP__ALU_MAXIMUM);
+}
+END_TEST
+
+static void
+kb_count_cb(void *arg, const struct sim_op_event *ev)
+{
+	(*(int *)arg)++;
+}
+
+/*
+ * Rows of a tile as one group (sim_opt_group_rows_ok): softmax and a
+ * variance over the rows of [P, F] in a loop of two tiles, with [P, 1]
+ * ops among them (rows of another length) and reductions along the
+ * row. The group must give the bits of the ops run one by one (an op_cb
+ * runs groups unfused), on 1 and 3 threads.
+ */
+START_TEST(test_sim_fast_row_groups)
+{
+	enum { P = 64, F = 40, T = 2 };
+	struct kb kb, *b = &kb;
+	uint32_t in, out, t, m, e, e2, sm, v, v1, y, y2;
+	struct sim_run_opts opts[3] = { { 0 }, { .threads = 3 }, { 0 } };
+	struct sim_tensor ti, to[3];
+	struct sim_program *p;
+	struct sim_diag d;
+	Nkir__V1__Op *o;
+	float *x = kb_randf(T * P * F, 9);
+	int events = 0, rc, k;
+
+#define ROW(t_, w) kb_acc(b, t_, 2, SH(P, w), AX(0, 0), AX(0, 1))
+#define BC(t_) kb_acc(b, t_, 2, SH(P, F), AX(0, 0), kb_aff(b, 0, 0))
+#define RED(dst_, src_, alu_) do { \
+	o = kb_op1(b, OPK(REDUCE), ROW(dst_, 1), ROW(src_, F)); \
+	o->alu = (alu_); \
+	o->axes[o->n_axes++] = 1; \
+} while (0)
+#define TT(dst_, a_, b_, alu_) do { \
+	o = kb_op1(b, OPK(TENSOR_TENSOR), ROW(dst_, F), ROW(a_, F)); \
+	kb_src(b, o, (b_)); \
+	o->alu = (alu_); \
+} while (0)
+	kb_init(b, "rows");
+	in = kb_param(b, "x", F32, 2, SH(T * P, F));
+	out = kb_out(b, "y", F32, 2, SH(T * P, F));
+	t = kb_tile(b, "t", SBUF, F32, 2, SH(P, F));
+	m = kb_tile(b, "m", SBUF, F32, 2, SH(P, 1));
+	e = kb_tile(b, "e", SBUF, F32, 2, SH(P, F));
+	e2 = kb_tile(b, "e2", SBUF, F32, 2, SH(P, F));
+	sm = kb_tile(b, "s", SBUF, F32, 2, SH(P, 1));
+	v = kb_tile(b, "v", SBUF, F32, 2, SH(P, 1));
+	v1 = kb_tile(b, "v1", SBUF, F32, 2, SH(P, 1));
+	y = kb_tile(b, "yt", SBUF, F32, 2, SH(P, F));
+	y2 = kb_tile(b, "y2", SBUF, F32, 2, SH(P, F));
+	kb_loop(b, 0, 0, T, 1);
+	kb_op1(b, OPK(LOAD), ROW(t, F), kb_acc(b, in, 2, SH(P, F),
+	    kb_aff(b, 0, 2, L, 0, (int64_t)P, X, 0, (int64_t)1), AX(0, 1)));
+	RED(m, t, NKIR__V1__ALU_OP__ALU_MAXIMUM);
+	TT(e, t, BC(m), NKIR__V1__ALU_OP__ALU_SUBTRACT);
+	o = kb_op1(b, OPK(ACTIVATION), ROW(e2, F), ROW(e, F));
+	o->act = NKIR__V1__ACT_FUNC__ACT_EXP;
+	RED(sm, e2, NKIR__V1__ALU_OP__ALU_ADD);
+	RED(v, t, NKIR__V1__ALU_OP__ALU_VAR);
+	o = kb_op1(b, OPK(TENSOR_TENSOR), ROW(v1, 1), ROW(v, 1));
+	kb_scalar(b, o, 0.5);
+	o->alu = NKIR__V1__ALU_OP__ALU_ADD;
+	TT(y, e2, BC(sm), NKIR__V1__ALU_OP__ALU_DIVIDE);
+	TT(y2, y, BC(v1), NKIR__V1__ALU_OP__ALU_MULTIPLY);
+	kb_op1(b, OPK(STORE), kb_acc(b, out, 2, SH(P, F),
+	    kb_aff(b, 0, 2, L, 0, (int64_t)P, X, 0, (int64_t)1), AX(0, 1)),
+	    ROW(y2, F));
+	kb_end(b);
+#undef ROW
+#undef BC
+#undef RED
+#undef TT
+	p = kb_program(b);
+	ck_assert_uint_eq(p->body[0].body[0].fuse, 10);
+	opts[2].op_cb = kb_count_cb;
+	opts[2].op_arg = &events;
+	ti = kb_host(F32, 2, SH(T * P, F), x);
+	for (k = 0; k < 3; k++) {
+		rc = sim_run(p, &ti, 1, &to[k], 1, &opts[k], &d);
+		ck_assert_msg(rc == 0, "%s", d.msg);
+	}
+	ck_assert_int_eq(events, T * 10);	/* the op_cb run: op by op */
+	for (k = 0; k < 2; k++)
+		ck_assert(memcmp(to[k].data, to[2].data, to[2].nbytes) == 0);
+	/* and near what it means: softmax * (variance + 0.5) */
+	for (int r = 0; r < T * P; r++) {
+		double mx = -INFINITY, se = 0, mu = 0, var = 0;
+
+		for (int c = 0; c < F; c++) {
+			mx = fmax(mx, x[r * F + c]);
+			mu += x[r * F + c] / F;
+		}
+		for (int c = 0; c < F; c++) {
+			se += exp(x[r * F + c] - mx);
+			var += (x[r * F + c] - mu) * (x[r * F + c] - mu) / F;
+		}
+		for (int c = 0; c < F; c++) {
+			double want = exp(x[r * F + c] - mx) / se * (var + 0.5);
+
+			ck_assert_double_eq_tol(((float *)to[0].data)[r * F + c],
+			    want, 1e-5 * fabs(want) + 1e-6);
+		}
+	}
+	sim_tensors_release(to, 3);
+	sim_program_free(p);
+	free(x);
+	kb_release(b);
+}
+END_TEST
+
 START_TEST(test_sim_error_partition_256)
 {
 	struct kb b;
@@ -2058,74 +2349,40 @@ START_TEST(test_sim_par_pool_tasks_once)
 }
 END_TEST
 
-static Suite *
-sim_suite(void)
-{
-	Suite *s = suite_create("sim");
-	TCase *core = tcase_create("core");
-	TCase *limits = tcase_create("limits");
-	TCase *errors = tcase_create("errors");
-	TCase *recovery = tcase_create("recovery");
-	TCase *par = tcase_create("par");
-
-	tcase_set_timeout(core, 60);
-	tcase_add_test(core, test_sim_tiled_add_loops);
-	tcase_add_test(core, test_sim_spmd_grid);
-	tcase_add_test(core, test_sim_matmul_transpose_x);
-	tcase_add_test(core, test_sim_matmul_plain);
-	tcase_add_test(core, test_sim_reduce_keepdims);
-	tcase_add_test(core, test_sim_bf16_round_nearest_even);
-	tcase_add_test(core, test_sim_nan_fill_visible);
-	tcase_add_test(core, test_sim_masked_tail);
-	tcase_add_test(core, test_sim_iota_activation_print);
-	tcase_add_test(core, test_sim_op_events_name_engine);
-	tcase_add_test(core, test_sim_bn_stats_aggr);
-	tcase_add_test(core, test_sim_inplace_overlap);
-	tcase_add_test(core, test_sim_fast_transpose_copy);
-	tcase_add_test(core, test_sim_fast_transpose_strides_dtype);
-	tcase_add_test(core, test_sim_fast_masks_always_true);
-	tcase_add_test(core, test_sim_fast_mask_in_bounds_kept);
-	tcase_add_test(core, test_sim_fast_fills_kept);
-	tcase_add_test(limits, test_sim_limits_ir_size_constant_in_trips);
-	tcase_add_test(limits, test_sim_limits_nesting_and_rank);
-	tcase_add_test(errors, test_sim_error_partition_256);
-	tcase_add_test(errors, test_sim_error_load_from_sbuf);
-	tcase_add_test(errors, test_sim_error_out_of_bounds);
-	tcase_add_test(errors, test_sim_error_psum_too_large);
-	tcase_add_test(errors, test_sim_error_matmul_limits);
-	tcase_add_test(errors, test_sim_error_reduce_axis0_and_partitions);
-	tcase_add_test(errors, test_sim_error_output_never_written);
-	tcase_add_test(errors, test_sim_error_transpose_vector_limit);
-	tcase_add_test(errors, test_sim_error_bad_ids);
-	tcase_add_test(errors, test_sim_error_argument_mismatch);
-	tcase_set_timeout(recovery, 60);
-	tcase_add_test(recovery, test_sim_recovery_truncated_ir);
-	tcase_add_test(recovery, test_sim_recovery_corrupted_image);
-	tcase_add_test(recovery, test_sim_recovery_cancel);
-	tcase_add_test(recovery, test_sim_recovery_masked_oob_at_runtime);
-	suite_add_tcase(s, core);
-	suite_add_tcase(s, limits);
-	suite_add_tcase(s, errors);
-	tcase_set_timeout(par, 120);
-	tcase_add_test(par, test_sim_par_grid_and_loops);
-	tcase_add_test(par, test_sim_par_grid_overlapping_stores);
-	tcase_add_test(par, test_sim_par_loop_tiles_after);
-	tcase_add_test(par, test_sim_par_op_splits);
-	tcase_add_test(par, test_sim_par_first_error_wins);
-	tcase_add_test(par, test_sim_par_pool_tasks_once);
-	suite_add_tcase(s, recovery);
-	suite_add_tcase(s, par);
-	return s;
-}
-
 int
 main(void)
 {
-	SRunner *sr = srunner_create(sim_suite());
-	int failed;
+	Suite	*s = suite_create("sim");
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	check_tcase_add(s, "core", NULL, NULL, 60, test_sim_tiled_add_loops,
+	    test_sim_spmd_grid, test_sim_matmul_transpose_x,
+	    test_sim_matmul_plain, test_sim_reduce_keepdims,
+	    test_sim_bf16_round_nearest_even, test_sim_nan_fill_visible,
+	    test_sim_masked_tail, test_sim_iota_activation_print,
+	    test_sim_op_events_name_engine, test_sim_bn_stats_aggr,
+	    test_sim_inplace_overlap, test_sim_fast_transpose_copy,
+	    test_sim_fast_transpose_strides_dtype,
+	    test_sim_fast_masks_always_true, test_sim_fast_mask_in_bounds_kept,
+	    test_sim_fast_fills_kept, test_sim_fast_forward,
+	    test_sim_fast_pool_reduce, test_sim_fast_row_groups, NULL);
+	check_tcase_add(s, "limits", NULL, NULL, 0,
+	    test_sim_limits_ir_size_constant_in_trips,
+	    test_sim_limits_nesting_and_rank, NULL);
+	check_tcase_add(s, "errors", NULL, NULL, 0,
+	    test_sim_error_partition_256, test_sim_error_load_from_sbuf,
+	    test_sim_error_out_of_bounds, test_sim_error_psum_too_large,
+	    test_sim_error_matmul_limits,
+	    test_sim_error_reduce_axis0_and_partitions,
+	    test_sim_error_output_never_written,
+	    test_sim_error_transpose_vector_limit, test_sim_error_bad_ids,
+	    test_sim_error_argument_mismatch, NULL);
+	check_tcase_add(s, "recovery", NULL, NULL, 60,
+	    test_sim_recovery_truncated_ir, test_sim_recovery_corrupted_image,
+	    test_sim_recovery_cancel, test_sim_recovery_masked_oob_at_runtime,
+	    NULL);
+	check_tcase_add(s, "par", NULL, NULL, 120, test_sim_par_grid_and_loops,
+	    test_sim_par_grid_overlapping_stores,
+	    test_sim_par_loop_tiles_after, test_sim_par_op_splits,
+	    test_sim_par_first_error_wins, test_sim_par_pool_tasks_once, NULL);
+	return (check_main(s));
 }

@@ -18,6 +18,7 @@
 #include "nkir.pb-c.h"
 #include "sim/sim.h"
 #include "sim/sim_impl.h"
+#include "tests/unit/check_main.h"
 
 #define ACT(x) NKIR__V1__ACT_FUNC__ACT_##x
 
@@ -264,27 +265,12 @@ START_TEST(test_sim_vmath_same_bits)
 }
 END_TEST
 
-static Suite *
-vmath_suite(void)
-{
-	Suite	*s = suite_create("sim_vmath");
-	TCase	*core = tcase_create("core");
-
-	tcase_set_timeout(core, 600);
-	tcase_add_test(core, test_sim_vmath_accuracy);
-	tcase_add_test(core, test_sim_vmath_same_bits);
-	suite_add_tcase(s, core);
-	return s;
-}
-
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(vmath_suite());
-	int	 nf;
+	Suite	*s = suite_create("sim_vmath");
 
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	check_tcase_add(s, "core", NULL, NULL, 600, test_sim_vmath_accuracy,
+	    test_sim_vmath_same_bits, NULL);
+	return (check_main(s));
 }

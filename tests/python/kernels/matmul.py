@@ -9,6 +9,19 @@ TM = nl.tile_size.gemm_stationary_fmax  # stationary free size
 TN = nl.tile_size.gemm_moving_fmax      # moving free size
 
 
+def mm_out(xT, y):
+    """K, M and N of [K, M]^T @ [K, N], and its [M, N] result in HBM."""
+    K, M = xT.shape
+    _, N = y.shape
+    return K, M, N, nl.ndarray((M, N), dtype=xT.dtype, buffer=nl.shared_hbm)
+
+
+def tile_grids():
+    """The index grids of a stationary [TK, TM], a moving [TK, TN] and a
+    result [TM, TN] tile."""
+    return nl.mgrid[0:TK, 0:TM], nl.mgrid[0:TK, 0:TN], nl.mgrid[0:TM, 0:TN]
+
+
 @nki.jit
 def mm_single(xT, y):
     """[K=128, M=64]^T @ [128, 512] in one matmul."""
@@ -34,9 +47,7 @@ def mm_plain(x, y):
 @nki.jit
 def mm_tiled(xT, y):
     """Tiled [K, M]^T @ [K, N] with a PSUM accumulator per output tile."""
-    K, M = xT.shape
-    _, N = y.shape
-    z = nl.ndarray((M, N), dtype=xT.dtype, buffer=nl.shared_hbm)
+    K, M, N, z = mm_out(xT, y)
     for m in nl.affine_range(M // TM):
         for n in nl.affine_range(N // TN):
             acc = nl.zeros((TM, TN), nl.float32, buffer=nl.psum)
@@ -54,12 +65,8 @@ def mm_tiled(xT, y):
 @nki.jit
 def mm_hoisted(xT, y):
     """Loads hoisted out of the inner loop into par_dim tile arrays."""
-    K, M = xT.shape
-    _, N = y.shape
-    z = nl.ndarray((M, N), dtype=xT.dtype, buffer=nl.shared_hbm)
-    ia = nl.mgrid[0:TK, 0:TM]
-    ib = nl.mgrid[0:TK, 0:TN]
-    iz = nl.mgrid[0:TM, 0:TN]
+    K, M, N, z = mm_out(xT, y)
+    ia, ib, iz = tile_grids()
     for m in nl.affine_range(M // TM):
         a_all = nl.ndarray((K // TK, nl.par_dim(TK), TM), dtype=xT.dtype, buffer=nl.sbuf)
         for k in nl.affine_range(K // TK):
@@ -78,12 +85,8 @@ def mm_hoisted(xT, y):
 @nki.jit
 def mm_blocked(xT, y, bm=2, bn=2):
     """Free dimensions blocked by bm x bn tiles; results accumulated in SBUF."""
-    K, M = xT.shape
-    _, N = y.shape
-    z = nl.ndarray((M, N), dtype=xT.dtype, buffer=nl.shared_hbm)
-    ia = nl.mgrid[0:TK, 0:TM]
-    ib = nl.mgrid[0:TK, 0:TN]
-    iz = nl.mgrid[0:TM, 0:TN]
+    K, M, N, z = mm_out(xT, y)
+    ia, ib, iz = tile_grids()
     for mb in nl.affine_range(M // (TM * bm)):
         a_blk = nl.ndarray((bm, K // TK, nl.par_dim(TK), TM), dtype=xT.dtype, buffer=nl.sbuf)
         for i in nl.affine_range(bm):

@@ -26,62 +26,23 @@ from nkid import nki
 import nkid.nki.isa as nisa
 import nkid.nki.language as nl
 
+from . import matmul
+
 TK = 128    # contraction tile (partitions)
 TM = 128    # stationary free size
 TN = 512    # moving free size
 
 
-@nki.jit
-def mm_tiled(lhsT, rhs):
-    K, M = lhsT.shape
-    _, N = rhs.shape
-    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
-    for m in nl.affine_range(M // TM):
-        for n in nl.affine_range(N // TN):
-            acc = nl.zeros((TM, TN), nl.float32, buffer=nl.psum)
-            for k in nl.affine_range(K // TK):
-                a = nl.ndarray((TK, TM), dtype=lhsT.dtype, buffer=nl.sbuf)
-                b = nl.ndarray((TK, TN), dtype=rhs.dtype, buffer=nl.sbuf)
-                a[...] = nl.load(lhsT[k * TK:(k + 1) * TK, m * TM:(m + 1) * TM])
-                b[...] = nl.load(rhs[k * TK:(k + 1) * TK, n * TN:(n + 1) * TN])
-                acc += nl.matmul(a[...], b[...], transpose_x=True)
-            nl.store(out[m * TM:(m + 1) * TM, n * TN:(n + 1) * TN],
-                     value=nl.copy(acc, dtype=out.dtype))
-    return out
-
-
-@nki.jit
-def mm_hoisted(lhsT, rhs):
-    K, M = lhsT.shape
-    _, N = rhs.shape
-    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
-    ia = nl.mgrid[0:TK, 0:TM]
-    ib = nl.mgrid[0:TK, 0:TN]
-    io = nl.mgrid[0:TM, 0:TN]
-    for m in nl.affine_range(M // TM):
-        col = nl.ndarray((K // TK, nl.par_dim(TK), TM), dtype=lhsT.dtype, buffer=nl.sbuf)
-        for k in nl.affine_range(K // TK):
-            col[k, ia.p, ia.x] = nl.load(lhsT[k * TK + ia.p, m * TM + ia.x])
-        for n in nl.affine_range(N // TN):
-            row = nl.ndarray((K // TK, nl.par_dim(TK), TN), dtype=rhs.dtype, buffer=nl.sbuf)
-            for k in nl.affine_range(K // TK):
-                row[k, ib.p, ib.x] = nl.load(rhs[k * TK + ib.p, n * TN + ib.x])
-            acc = nl.zeros((TM, TN), nl.float32, buffer=nl.psum)
-            for k in nl.affine_range(K // TK):
-                acc[...] += nl.matmul(col[k, ia.p, ia.x], row[k, ib.p, ib.x],
-                                      transpose_x=True)
-            nl.store(out[m * TM + io.p, n * TN + io.x], value=nl.copy(acc, dtype=out.dtype))
-    return out
+# The tutorial's first two steps are the kernels of kernels/matmul.py: the
+# same loads, matmuls and stores, so the same model figures.
+mm_tiled = matmul.mm_tiled
+mm_hoisted = matmul.mm_hoisted
 
 
 @nki.jit
 def mm_blocked_free(lhsT, rhs, bm=2, bn=2):
-    K, M = lhsT.shape
-    _, N = rhs.shape
-    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
-    ia = nl.mgrid[0:TK, 0:TM]
-    ib = nl.mgrid[0:TK, 0:TN]
-    io = nl.mgrid[0:TM, 0:TN]
+    K, M, N, out = matmul.mm_out(lhsT, rhs)
+    ia, ib, io = matmul.tile_grids()
     for mb in nl.affine_range(M // (TM * bm)):
         cols = nl.ndarray((bm, K // TK, nl.par_dim(TK), TM), dtype=lhsT.dtype,
                           buffer=nl.sbuf)
@@ -108,14 +69,10 @@ def mm_blocked_free(lhsT, rhs, bm=2, bn=2):
 
 @nki.jit
 def mm_optimized(lhsT, rhs, tm=16, tn=2, tk=8):
-    K, M = lhsT.shape
-    _, N = rhs.shape
-    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    K, M, N, out = matmul.mm_out(lhsT, rhs)
     BM, BN, BK = TM * tm, TN * tn, TK * tk
     nbm = M // BM
-    ia = nl.mgrid[0:TK, 0:TM]
-    ib = nl.mgrid[0:TK, 0:TN]
-    io = nl.mgrid[0:TM, 0:TN]
+    ia, ib, io = matmul.tile_grids()
     irow = nl.mgrid[0:TK, 0:BN]
     icol = nl.mgrid[0:TK, 0:BM]
     iw = nl.mgrid[0:TM, 0:BN]
@@ -151,6 +108,18 @@ def _scan(delta_a, delta_bu):
     return nisa.tensor_tensor(delta_a, delta_bu, op=nl.multiply)
 
 
+def _state_term(dA, d_i, u_i, B_row, C_row):
+    """One state's term of the output for a [P, n] tile: the scan of
+    exp(delta * A) and delta * u * B, times C (B_row, C_row: [1, n] in HBM)."""
+    P, n = d_i.shape
+    b_i = nl.load(B_row)
+    dU = nisa.tensor_tensor(d_i, u_i, op=nl.multiply)
+    dBu = nisa.tensor_tensor(dU, b_i.broadcast_to((P, n)), op=nl.multiply)
+    h = _scan(dA, dBu)
+    c_i = nl.load(C_row)
+    return nisa.tensor_tensor(h, c_i.broadcast_to((P, n)), op=nl.multiply)
+
+
 @nki.jit
 def mamba_v1(delta, u, A, B_, C_):
     nb, C, L = delta.shape
@@ -165,13 +134,8 @@ def mamba_v1(delta, u, A, B_, C_):
                 a_i = nl.load(A[c * P:(c + 1) * P, s:s + 1])
                 dA = nisa.activation(op=nl.exp, data=d_i, scale=a_i)
                 u_i = nl.load(u[b, c * P:(c + 1) * P, 0:L])
-                b_i = nl.load(B_[b, s:s + 1, 0:L])
-                dU = nisa.tensor_tensor(d_i, u_i, op=nl.multiply)
-                dBu = nisa.tensor_tensor(dU, b_i.broadcast_to((P, L)), op=nl.multiply)
-                h = _scan(dA, dBu)
-                c_i = nl.load(C_[b, s:s + 1, 0:L])
-                hC = nisa.tensor_tensor(h, c_i.broadcast_to((P, L)), op=nl.multiply)
-                acc[c, 0:P, 0:L] += hC
+                acc[c, 0:P, 0:L] += _state_term(dA, d_i, u_i, B_[b, s:s + 1, 0:L],
+                                                C_[b, s:s + 1, 0:L])
         for c in nl.affine_range(C // P):
             nl.store(out[b, c * P:(c + 1) * P, 0:L], acc[c, 0:P, 0:L])
     return out
@@ -191,13 +155,8 @@ def mamba_v2(delta, u, A, B_, C_):
             for s in nl.affine_range(S):
                 a_i = nl.load(A[c * P:(c + 1) * P, s:s + 1])
                 dA = nisa.activation(op=nl.exp, data=d_i, scale=a_i)
-                b_i = nl.load(B_[b, s:s + 1, 0:L])
-                dU = nisa.tensor_tensor(d_i, u_i, op=nl.multiply)
-                dBu = nisa.tensor_tensor(dU, b_i.broadcast_to((P, L)), op=nl.multiply)
-                h = _scan(dA, dBu)
-                c_i = nl.load(C_[b, s:s + 1, 0:L])
-                hC = nisa.tensor_tensor(h, c_i.broadcast_to((P, L)), op=nl.multiply)
-                acc[0:P, 0:L] += hC
+                acc[0:P, 0:L] += _state_term(dA, d_i, u_i, B_[b, s:s + 1, 0:L],
+                                             C_[b, s:s + 1, 0:L])
             nl.store(out[b, c * P:(c + 1) * P, 0:L], acc[0:P, 0:L])
     return out
 
@@ -217,14 +176,9 @@ def mamba_v3(delta, u, A, B_, C_):
                 a_i = nl.load(A[c * P:(c + 1) * P, s:s + 1])
                 for t in nl.static_range(L // F):
                     dA = nisa.activation(op=nl.exp, data=d_i[0:P, t * F:(t + 1) * F], scale=a_i)
-                    b_i = nl.load(B_[b, s:s + 1, t * F:(t + 1) * F])
-                    dU = nisa.tensor_tensor(d_i[0:P, t * F:(t + 1) * F],
-                                            u_i[0:P, t * F:(t + 1) * F], op=nl.multiply)
-                    dBu = nisa.tensor_tensor(dU, b_i.broadcast_to((P, F)), op=nl.multiply)
-                    h = _scan(dA, dBu)
-                    c_i = nl.load(C_[b, s:s + 1, t * F:(t + 1) * F])
-                    hC = nisa.tensor_tensor(h, c_i.broadcast_to((P, F)), op=nl.multiply)
-                    acc[0:P, t * F:(t + 1) * F] += hC
+                    acc[0:P, t * F:(t + 1) * F] += _state_term(
+                        dA, d_i[0:P, t * F:(t + 1) * F], u_i[0:P, t * F:(t + 1) * F],
+                        B_[b, s:s + 1, t * F:(t + 1) * F], C_[b, s:s + 1, t * F:(t + 1) * F])
             nl.store(out[b, c * P:(c + 1) * P, 0:L], acc[0:P, 0:L])
     return out
 

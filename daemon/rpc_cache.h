@@ -1,11 +1,25 @@
-/* rpc_cache_keys.h: what the per-key cache RPCs (CachePin, CacheRemove) share: every key done on the disk cache off the loop, the outcome gathered on the loop. */
-#ifndef NKID_RPC_CACHE_KEYS_H
-#define NKID_RPC_CACHE_KEYS_H
+/* rpc_cache.h: what the cache RPCs share: work on the disk cache off the loop, refused when nkid has none, and every key of a per-key RPC (CachePin, CacheRemove) done there with the outcome gathered on the loop. */
+#ifndef NKID_RPC_CACHE_H
+#define NKID_RPC_CACHE_H
 
 #include <stddef.h>
 
 struct cache;
 struct rpc_call;
+
+/* What a user reads when nkid runs without its disk cache. */
+#define RPC_CACHE_NODISK	"nkid runs without a persistent cache (see its log)"
+
+/*
+ * kcache_async(work, done, arg) on call c's kernel cache: work(disk, arg)
+ * off the loop (disk never NULL), then done(arg) on the loop thread. When
+ * nkid runs without a disk cache, answers c FAILED_PRECONDITION
+ * (RPC_CACHE_NODISK, after "RPC: " unless rpc is NULL) and returns -1:
+ * nothing is queued and arg is the caller's to free.
+ */
+int	rpc_cache_async(struct rpc_call *c, const char *rpc,
+	    void (*work)(struct cache *disk, void *arg), void (*done)(void *arg),
+	    void *arg);
 
 /* Off the loop, for one key: 0 when done, else the key has no entry. */
 typedef int (*rpc_cache_keys_fn)(struct cache *disk, const char *key,
@@ -28,10 +42,11 @@ typedef void (*rpc_cache_keys_done_cb)(struct rpc_call *c,
  * from its request, as is arg) off the loop, then done(c, result, arg) on
  * the loop thread, which replies. No key answers INVALID_ARGUMENT ("RPC
  * names no key", rpc the method's name) and nkid without a disk cache
- * FAILED_PRECONDITION; done is not called then.
+ * FAILED_PRECONDITION (as rpc_cache_async, with no prefix); done is not
+ * called then.
  */
 void	rpc_cache_keys_async(struct rpc_call *c, const char *rpc, char **keys,
 	    size_t nkeys, rpc_cache_keys_fn fn, rpc_cache_keys_done_cb done,
 	    void *arg);
 
-#endif /* NKID_RPC_CACHE_KEYS_H */
+#endif /* NKID_RPC_CACHE_H */

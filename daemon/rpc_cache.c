@@ -1,19 +1,33 @@
-/* rpc_cache_keys.c: what the per-key cache RPCs (CachePin, CacheRemove) share: the keys done off the loop, the missing ones gathered on it. */
+/* rpc_cache.c: what the cache RPCs share: disk cache work off the loop, refused without a disk cache; the keys of CachePin and CacheRemove done off the loop, the missing ones gathered on it. */
 #include <assert.h>
 #include <stdlib.h>
 
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
-#include "daemon/rpc_cache_keys.h"
+#include "daemon/rpc_cache.h"
 #include "daemon/xmalloc.h"
+
+int
+rpc_cache_async(struct rpc_call *c, const char *rpc,
+    void (*work)(struct cache *disk, void *arg), void (*done)(void *arg),
+    void *arg)
+{
+	if (kcache_disk(c->d->kcache) == NULL) {
+		rpc_fail(c, GRPC_STATUS_FAILED_PRECONDITION, "%s%s"
+		    RPC_CACHE_NODISK, rpc != NULL ? rpc : "",
+		    rpc != NULL ? ": " : "");
+		return (-1);
+	}
+	kcache_async(c->d->kcache, work, done, arg);
+	return (0);
+}
 
 struct rpc_cache_keys {
 	struct rpc_call		 *c;
 	char			**keys;		/* borrowed from the request */
 	size_t			  n;
 	int			 *rc;		/* per key */
-	int			  nodisk;
 	rpc_cache_keys_fn		  fn;
 	rpc_cache_keys_done_cb	  done;
 	void			 *arg;
@@ -25,10 +39,6 @@ rpc_cache_keys_work_cb(struct cache *disk, void *arg)
 	struct rpc_cache_keys	*k = arg;
 	size_t			 i;
 
-	if (disk == NULL) {
-		k->nodisk = 1;
-		return;
-	}
 	for (i = 0; i < k->n; i++)
 		k->rc[i] = k->fn(disk, k->keys[i], k->arg);
 }
@@ -41,11 +51,6 @@ rpc_cache_keys_gather_cb(void *arg)
 	struct rpc_cache_keys_result	 r = { 0 };
 	size_t				 i;
 
-	if (k->nodisk) {
-		rpc_fail(c, GRPC_STATUS_FAILED_PRECONDITION, "nkid runs "
-		    "without a persistent cache (see its log)");
-		goto out;
-	}
 	r.keys = k->keys;
 	r.nkeys = k->n;
 	r.missing = xcalloc(k->n, sizeof *r.missing);
@@ -57,7 +62,6 @@ rpc_cache_keys_gather_cb(void *arg)
 	}
 	k->done(c, &r, k->arg);
 	free(r.missing);
-out:
 	free(k->rc);
 	free(k);
 }
@@ -82,6 +86,9 @@ rpc_cache_keys_async(struct rpc_call *c, const char *rpc, char **keys,
 	k->fn = fn;
 	k->done = done;
 	k->arg = arg;
-	kcache_async(c->d->kcache, rpc_cache_keys_work_cb,
-	    rpc_cache_keys_gather_cb, k);
+	if (rpc_cache_async(c, NULL, rpc_cache_keys_work_cb,
+	    rpc_cache_keys_gather_cb, k) != 0) {
+		free(k->rc);
+		free(k);
+	}
 }
