@@ -172,6 +172,11 @@ def dump_config(traced, platform_target="", additional_compile_opt="", grid=()):
 class TraceKernel:
     """A kernel function with its grid and options, traced per specialization."""
 
+    #: never a pytest test, even when named test_* (NKI's own examples
+    #: name kernels so): update_wrapper's __wrapped__ would let pytest
+    #: collect it and call it with fixtures
+    __test__ = False
+
     def __init__(self, func=None, grid=(), **kwargs):
         inner = getattr(func, "func", None)
         if func is not None and inner is not None and callable(inner) and \

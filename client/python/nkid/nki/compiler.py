@@ -21,8 +21,12 @@ allocations ignored (not checked), as NKI ignores them.
 """
 
 import functools
+import os
 
 from ..tracer.alloc import AllocBuffer
+
+# submodules that NKI's reference kernels import (nkid.nki._internal)
+__path__ = [os.path.join(os.path.dirname(__file__), "_internal", "compiler")]
 
 __all__ = ["sbuf", "psum", "skip_middle_end_transformations", "enable_stack_allocator",
            "force_auto_alloc", "allocation_scope", "multi_buffer", "no_reorder"]

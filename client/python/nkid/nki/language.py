@@ -11,6 +11,8 @@ symbolic loop variable, into one NKIR loop.  ``static_range`` and a Python
 "fully unrolled during NKI kernel tracing").
 """
 
+import os
+
 import numpy as np
 
 from .._proto import nkir_pb2 as _ir
@@ -25,6 +27,9 @@ from ..tracer import dynamic as _dyn
 from ..tracer import indirect as _indirect
 from ..tracer.builder import require as _require, current as _current, loc_suffix as _loc
 from ..tracer.tensor import NkiTensor, ParDim, sbuf, psum, hbm, shared_hbm, private_hbm
+
+# nkid.nki.language.constants, which NKI's reference kernels import (nkid.nki._internal)
+__path__ = [os.path.join(os.path.dirname(__file__), "_internal", "language")]
 
 # ---------------------------------------------------------------- data types
 

@@ -28,6 +28,7 @@ from ..errors import NKIError
 from . import dtypes as _dt
 from .branch import rewrite
 from .builder import KernelBuilder
+from .merge import write_back
 from .tensor import NkiTensor, new_param
 
 __all__ = ["trace", "TracedKernel", "is_array_arg", "arg_signature", "ir_digest"]
@@ -154,6 +155,7 @@ def trace(func, args=(), kwargs=None, grid=(), name=None, target="", options="")
                 new_args[pname] = convert(pname, v)
         bound.arguments.update(new_args)
         ret = _returned_in_hbm(rewrite(func)(*bound.args, **bound.kwargs))
+        write_back(b)
 
         if ret is None:
             ret_kind = "none"

@@ -108,6 +108,7 @@ class KernelBuilder:
         self._fn_idx = {}
         self.force_auto_alloc = False  # nki.compiler.force_auto_alloc
         self.loop_reduce = {}         # nl.loop_reduce accumulators by call site
+        self.merged = []              # HBM reshapes made copies (tracer.merge)
 
     # -- activation
     def __enter__(self):

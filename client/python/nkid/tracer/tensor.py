@@ -85,7 +85,7 @@ class NkiTensor:
     """A tensor or tile of a traced kernel, seen through a view."""
 
     __slots__ = ("_tid", "shape", "dtype", "_imap", "_space", "_producer",
-                 "_inplace", "name", "__weakref__")
+                 "_inplace", "name", "_omask", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, tid, shape, dtype, imap, space, name=""):
@@ -97,6 +97,7 @@ class NkiTensor:
         self._producer = None
         self._inplace = False
         self.name = name
+        self._omask = ()        # operand masking, t[mask]: Affs over the view's axes
 
     # -- basic properties
     @property
@@ -144,6 +145,10 @@ class NkiTensor:
         return Access(self._tid, [a.subst(m) for a in self._imap], shape, mask)
 
     def __getitem__(self, key):
+        if isinstance(key, Predicate):      # t[mask]: NKI's operand masking (matmul)
+            v = self._view(self.shape, {j: Aff.axis(j) for j in range(len(self.shape))})
+            v._omask = tuple(self._omask) + tuple(mask_affs(key, self.shape))
+            return v
         if _dynamic.has_tile(key):          # t[idx_tile, ...]: indirect
             return _dynamic.getitem(self, key)
         if (len(self.shape) == 1 and self._space in (ir.SPACE_SBUF, ir.SPACE_PSUM)
@@ -167,7 +172,9 @@ class NkiTensor:
         """A view with another shape (the same elements in row-major order).
 
         Supported when each dimension of the original is either split into,
-        or formed by, consecutive new dimensions whose index stays affine.
+        or formed by, consecutive new dimensions whose index stays affine;
+        a reshape of an HBM tensor that merges dimensions is a copy
+        (tracer.merge).
         """
         if not shape and "shape" in kwargs:         # t.reshape(shape=(...)), nki.tensor's
             shape = (kwargs["shape"],)
@@ -177,7 +184,12 @@ class NkiTensor:
         if int(np.prod(shape)) != self.size:
             raise _err("cannot reshape a tensor of shape %s into %s"
                        % (list(self.shape), list(shape)), ValueError)
-        return self._view(shape, _reshape_map(self.shape, shape))
+        try:
+            m = _reshape_map(self.shape, shape)
+        except NotImplementedError as e:
+            from .merge import merged_view
+            return merged_view(self, shape, e)
+        return self._view(shape, m)
 
     def broadcast_to(self, shape):
         """A view broadcasting size-1 dimensions (also the partition dim)."""
@@ -608,6 +620,9 @@ def mask_affs(mask, shape):
 
 def _operand(b, x, shape, mask):
     if isinstance(x, NkiTensor):
+        if x._omask:
+            raise _err("operand masking (tile[mask]) is only supported for the operands of"
+                       " matmul (nl.matmul, nisa.nc_matmul); pass mask= instead", ValueError)
         acc = x._access(shape, mask)
         b.note_read(acc)
         return acc
@@ -746,7 +761,19 @@ def matmul(x, y, transpose_x=False, mask=None, engine=ir.ENGINE_DEFAULT):
     n = y.shape[1]
     shape = (m, n)
     ma = mask_affs(mask, shape)
-    srcs = [_operand(b, x, None, ()), _operand(b, y, None, ())]
+    srcs = []
+    for t, free, out_axis in ((x, 1 if transpose_x else 0, 0), (y, 1, 1)):
+        # operand masking (NKI's "lhs_T[i_lhs_f <= 64]"): the operand's
+        # masked-off elements are not read (they count as 0 in the sum); a
+        # constraint on its free axis alone also masks that output axis
+        acc = t._access(None, list(t._omask)) if isinstance(t, NkiTensor) \
+            else _operand(b, t, None, ())
+        if isinstance(t, NkiTensor):
+            b.note_read(acc)
+            for a in t._omask:
+                if a.axes() == [free]:
+                    ma.append(a.subst({free: Aff.axis(out_axis)}))
+        srcs.append(acc)
     fields = {"transpose_x": bool(transpose_x), "acc_dtype": ir.DT_FLOAT32}
     if engine:
         fields["engine"] = engine
@@ -800,6 +827,11 @@ def store(dst, value, mask=None):
     if isinstance(dst, _dynamic.DynTensor):
         from .indirect import store as indirect_store
         return indirect_store(dst, value, mask=mask)
+    if not dst.shape:
+        # out[b, h] of an HBM tensor: one element, stored as a [1, 1] tile
+        # (NKI's reference flash attention backward stores a partition
+        # reduction's [1] result so), as nl.load loads it
+        dst = NkiTensor(dst._tid, (1, 1), dst.dtype, dst._imap, dst._space, dst.name)
     ma = mask_affs(mask, dst.shape)
     d = dst._access(None, ma)
     src = _operand(b, value, dst.shape, ma)

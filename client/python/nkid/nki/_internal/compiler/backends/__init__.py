@@ -1,0 +1,1 @@
+"""``nkid.nki.compiler.backends`` (see nkid.nki._internal)."""

@@ -1,0 +1,1 @@
+"""``nkid.nki.compiler.backends.neuron`` (see nkid.nki._internal)."""
