@@ -73,6 +73,7 @@ struct sched {
 	unsigned		 nqueued;	/* all cores */
 	struct sched_counters	 counters;	/* under mu */
 	uint64_t		 next_id;
+	unsigned		 next_core;	/* where a tie is broken next */
 	struct sched_records	 records;	/* oldest first */
 	size_t			 nfinished;	/* records with a status */
 };
@@ -513,14 +514,21 @@ sched_job_submit(struct sched *s, struct sched_job *job, int core,
 		goto fail;
 	}
 	if (core < 0) {
-		best = 0;
-		for (i = 0; i < s->ncores; i++) {
+		/*
+		 * The least loaded core; among equals, the first from
+		 * next_core on, so idle cores take turns rather than core 0
+		 * taking every job of a light load.
+		 */
+		best = s->next_core % s->ncores;
+		for (n = 0; n < s->ncores; n++) {
+			i = (s->next_core + n) % s->ncores;
 			load = sched_core_load_locked(s, i);
-			if (i == 0 || load < best_load) {
+			if (n == 0 || load < best_load) {
 				best = i;
 				best_load = load;
 			}
 		}
+		s->next_core = best + 1;
 	} else
 		best = (unsigned)core;
 	c = &s->cores[best];

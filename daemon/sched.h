@@ -160,9 +160,9 @@ int	sched_new(struct sched **out, uv_loop_t *loop, unsigned ncores);
  */
 void	sched_free(struct sched *s);
 /*
- * Queue job on core (-1: the least loaded core) behind the other jobs of
- * its client (uid + pid), round-robin with the other clients, interactive
- * before batch. work (jobs) or grant (leases) must be set. On success
+ * Queue job on core (-1: the least loaded core, equals in turn) behind the
+ * other jobs of its client (uid + pid), round-robin with the other clients,
+ * interactive before batch. work (jobs) or grant (leases) must be set. On success
  * job->id is set and done (jobs) is called exactly once later on the loop
  * thread; a lease's grant is called at most once. A job with here set
  * whose core is idle with nothing queued runs its work on the calling

@@ -2,7 +2,7 @@
 # Six concurrent Python processes running kernels on two cores: the job
 # history shows no two jobs overlapping on a core, every job done, both
 # cores used (a job that names no core takes the least loaded), and the
-# jobs section of status adds up.
+# jobs section of status adds up. Then one client's serial jobs alternate.
 . "$(dirname "$0")/lib.sh"
 
 trace_va 128,512
@@ -46,6 +46,18 @@ for core in (0, 1):
 assert st["jobs"]["completed"] == 48 and st["jobs"]["queued"] == 0, st["jobs"]
 assert len(st["jobs"]["core_busy_s"]) == 2
 assert all(c["state"] == "idle" for c in st["cores"]), st["cores"]
+PYEOF
+
+# One client, one job at a time: every submission finds both cores idle,
+# and equally loaded cores take turns (core 0 used to take them all).
+"$PY" "$T/client.py" "$SOCK" "$T/va.nkir" || fail "the serial client failed"
+"$NKICTL" --json jobs --all >"$T/all.json"
+"$PY" - "$T/all.json" <<'PYEOF' || fail "serial jobs: $(cat "$T/all.json")"
+import json, sys
+jobs = [j for j in json.load(open(sys.argv[1]))["jobs"] if j["kind"] == "run"]
+last = jobs[-8:]
+assert len(jobs) == 56, len(jobs)
+assert sorted(j["core"] for j in last) == [0] * 4 + [1] * 4, [j["core"] for j in last]
 PYEOF
 
 stop_nkid || fail "nkid exited non-zero"
