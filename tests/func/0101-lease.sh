@@ -60,7 +60,7 @@ rc=0; "$NKICTL" lock -t 0.5 -- sleep 10 >"$T/out" 2>&1 || rc=$?
 grep -q "expired after 0.5 s" "$T/out" || fail "expired lease: $(cat "$T/out")"
 
 # kill -9 of the holder: the core is free within 1 s (and CMD goes too).
-"$NKICTL" lock -- sleep 30 &
+"$NKICTL" lock -- sleep "30.$$" &	# a duration no other test runs
 lock_pid=$!
 i=0; while [ "$(core_state 0)" != leased ]; do
 	i=$((i + 1)); [ $i -lt 50 ] || fail "core 0 never leased"; sleep 0.1
@@ -74,7 +74,7 @@ while [ "$(core_state 0)" != idle ]; do
 done
 wait $lock_pid 2>/dev/null || true
 sleep 0.2
-! pgrep -f "^sleep 30$" >/dev/null || fail "CMD outlived its nkictl lock"
+! pgrep -f "^sleep 30.$$\$" >/dev/null || fail "CMD outlived its nkictl lock"
 
 stop_nkid || fail "nkid exited non-zero"
 echo ok
