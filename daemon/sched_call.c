@@ -10,6 +10,14 @@
 
 #include "nkid.pb-c.h"
 
+/*
+ * Our deadline is the client's timeout counted from when the call reached
+ * us, so it falls later than the client's own by the transit: a client
+ * whose deadline passed cancels a little before ours does. A call
+ * cancelled this close to its deadline is counted as expired.
+ */
+#define SCHED_CALL_DEADLINE_SLACK_NS	(100 * 1000 * 1000ULL)
+
 static void
 sched_call_cancel_cb(struct rpc_call *c)
 {
@@ -17,7 +25,8 @@ sched_call_cancel_cb(struct rpc_call *c)
 
 	if (c->sj == NULL)
 		return;
-	outcome = rpc_deadline_left_ns(c) == 0 ? SCHED_EXPIRED : SCHED_GONE;
+	outcome = rpc_deadline_left_ns(c) <= SCHED_CALL_DEADLINE_SLACK_NS ?
+	    SCHED_EXPIRED : SCHED_GONE;
 	sched_job_cancel(c->d->sched, c->sj, outcome);
 }
 
