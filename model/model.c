@@ -728,8 +728,11 @@ model_engine(const Nkir__V1__Op *o)
 	case NKIR__V1__OP_KIND__OP_IOTA:
 		return (ENG_G);
 	case NKIR__V1__OP_KIND__OP_TENSOR_TENSOR:
-		/* isa (tensor_tensor): power runs on the GpSimd engine. */
-		return (o->alu == NKIR__V1__ALU_OP__ALU_POWER ? ENG_G : ENG_V);
+		/* isa (tensor_tensor): power runs on the GpSimd engine;
+		 * api.shared (ALU table, engine selection): rsqrt on
+		 * GpSIMD/Scalar, tensor_scalar's on GpSIMD. */
+		return (o->alu == NKIR__V1__ALU_OP__ALU_POWER ||
+		    o->alu == NKIR__V1__ALU_OP__ALU_RSQRT ? ENG_G : ENG_V);
 	case NKIR__V1__OP_KIND__OP_PRINT:
 		return (ENG_NONE);
 	default:

@@ -122,7 +122,7 @@ sim_lang_plan_all_reduce(struct sim_build *b, const Nkir__V1__Op *o,
 	    o->alu != NKIR__V1__ALU_OP__ALU_MINIMUM)
 		return (sim_plan_err(b, o->loc, SIM_EINVAL, "'all_reduce' "
 		    "reduces with np.add, np.multiply, np.maximum or "
-		    "np.minimum, not operator %d", (int)o->alu));
+		    "np.minimum, not '%s'", sim_op_alu_name(o->alu)));
 	if (o->n_axes == 0)
 		return (sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "'all_reduce' needs at least one program axis"));

@@ -268,7 +268,9 @@ class NkiTensor:
         return activation(self, ir.ACT_ABS)
 
     def __invert__(self):
-        return activation(self, ir.ACT_LOGICAL_NOT)
+        if _dt.is_float(self.dtype) or self.dtype == _dt.bool_:
+            return activation(self, ir.ACT_LOGICAL_NOT)
+        return tensor_tensor(self, 0, ir.ALU_INVERT)    # numpy's ~ on integers
 
     def _bitwise(self, o, logical, bitwise, reverse=False):
         alu = bitwise if not _dt.is_float(self.dtype) and self.dtype != _dt.bool_ else logical
