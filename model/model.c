@@ -798,6 +798,8 @@ model_op_name(int kind)
 		return ("gather_flattened");
 	case NKIR__V1__OP_KIND__OP_ALL_REDUCE:
 		return ("all_reduce");
+	case NKIR__V1__OP_KIND__OP_BITCAST:
+		return ("view");
 	default:
 		return (model_isa_name(kind));
 	}
@@ -1054,6 +1056,11 @@ model_cost(struct model_ctx *m, struct model_op *op, const Nkir__V1__Op *o)
 		if (op->nsrc < 1)
 			return (-1);
 		model_cost_isa_dma(m, op, o);
+		return (0);
+	case NKIR__V1__OP_KIND__OP_BITCAST:
+		/* tile.view(dtype) is no instruction ("NO copy will
+		 * occur"): its result is ready with its source. */
+		op->track = ENG_FUSED;
 		return (0);
 	case NKIR__V1__OP_KIND__OP_MATCH_REPLACE8:
 		/* The indices of nc_match_replace8 (dst_idx) come out of the

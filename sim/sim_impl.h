@@ -743,6 +743,8 @@ int	 sim_lang_plan_all_reduce(struct sim_build *b,
 	    const struct Nkir__V1__Op *o, struct sim_op *op);
 int	 sim_lang_plan_if(struct sim_build *b,
 	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_lang_plan_bitcast(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
 /* act is one of the activation functions 80-119 add. */
 bool	 sim_lang_plan_act_ok(int act);
 /* Validate Kernel.fns into p->fns: each gets the slot after the loop

@@ -77,6 +77,8 @@ static const struct {
 	    { "all_reduce", "gpsimd" },
 	[NKIR__V1__OP_KIND__OP_IF] =
 	    { "if", "vector" },
+	[NKIR__V1__OP_KIND__OP_BITCAST] =
+	    { "view", "vector" },
 };
 
 /* Indexed by NKIR Engine; ENGINE_DEFAULT: the kind's. */

@@ -1169,6 +1169,8 @@ static const struct sim_plan_kind {
 	    { SIM_PLAN_TILE, false, sim_lang_plan_all_reduce },
 	[NKIR__V1__OP_KIND__OP_IF] =
 	    { SIM_PLAN_NOWHERE, true, sim_lang_plan_if },
+	[NKIR__V1__OP_KIND__OP_BITCAST] =
+	    { SIM_PLAN_TILE, false, sim_lang_plan_bitcast },
 };
 
 /* dst of op, in where: its view, which is op's iteration space. */
