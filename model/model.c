@@ -728,8 +728,11 @@ model_engine(const Nkir__V1__Op *o)
 	case NKIR__V1__OP_KIND__OP_IOTA:
 		return (ENG_G);
 	case NKIR__V1__OP_KIND__OP_TENSOR_TENSOR:
-		/* isa (tensor_tensor): power runs on the GpSimd engine. */
-		return (o->alu == NKIR__V1__ALU_OP__ALU_POWER ? ENG_G : ENG_V);
+		/* isa (tensor_tensor): power runs on the GpSimd engine;
+		 * api.shared (ALU table, engine selection): rsqrt on
+		 * GpSIMD/Scalar, tensor_scalar's on GpSIMD. */
+		return (o->alu == NKIR__V1__ALU_OP__ALU_POWER ||
+		    o->alu == NKIR__V1__ALU_OP__ALU_RSQRT ? ENG_G : ENG_V);
 	case NKIR__V1__OP_KIND__OP_PRINT:
 		return (ENG_NONE);
 	default:
@@ -795,6 +798,8 @@ model_op_name(int kind)
 		return ("gather_flattened");
 	case NKIR__V1__OP_KIND__OP_ALL_REDUCE:
 		return ("all_reduce");
+	case NKIR__V1__OP_KIND__OP_BITCAST:
+		return ("view");
 	default:
 		return (model_isa_name(kind));
 	}
@@ -1051,6 +1056,11 @@ model_cost(struct model_ctx *m, struct model_op *op, const Nkir__V1__Op *o)
 		if (op->nsrc < 1)
 			return (-1);
 		model_cost_isa_dma(m, op, o);
+		return (0);
+	case NKIR__V1__OP_KIND__OP_BITCAST:
+		/* tile.view(dtype) is no instruction ("NO copy will
+		 * occur"): its result is ready with its source. */
+		op->track = ENG_FUSED;
 		return (0);
 	case NKIR__V1__OP_KIND__OP_MATCH_REPLACE8:
 		/* The indices of nc_match_replace8 (dst_idx) come out of the

@@ -670,6 +670,15 @@ sim_exec_shift(float x, float y, bool left)
 	return ((float)(a >> s));
 }
 
+/* ~x for x an unsigned integer of the given width (1: bool, !x). */
+static inline float
+sim_exec_invert_u(float x, int bits)
+{
+	uint64_t	m = bits >= 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+
+	return ((float)(m - ((uint64_t)sim_exec_f2i(x) & m)));
+}
+
 /* The row loops of element-wise arithmetic, built for the widest vectors
  * the CPU runs: IEEE add, multiply, divide and compare round alike at
  * every width (sim/ is built with -ffp-contract=off), so the bits do not
@@ -782,6 +791,28 @@ sim_exec_alu_row(int alu, float *o, const float *a, int64_t sa,
 		break;
 	case NKIR__V1__ALU_OP__ALU_RIGHT_SHIFT:
 		SIM_ALU(sim_exec_shift(x, y, false));
+		break;
+	case NKIR__V1__ALU_OP__ALU_INVERT:
+		SIM_ALU(((void)y, (float)~sim_exec_f2i(x)));
+		break;
+	case SIM_ALU_INVERT_U(1):
+	case SIM_ALU_INVERT_U(8):
+	case SIM_ALU_INVERT_U(16):
+	case SIM_ALU_INVERT_U(32):
+		SIM_ALU(((void)y, sim_exec_invert_u(x,
+		    alu - SIM_ALU_INVERT_U(0))));
+		break;
+	case NKIR__V1__ALU_OP__ALU_LOGICAL_NOT:
+		SIM_ALU(((void)y, x == 0.0f ? 1.0f : 0.0f));
+		break;
+	case NKIR__V1__ALU_OP__ALU_RSQRT:
+		SIM_ALU(((void)y, 1.0f / sqrtf(x)));
+		break;
+	case NKIR__V1__ALU_OP__ALU_RECIPROCAL:
+		SIM_ALU(((void)y, 1.0f / x));
+		break;
+	case NKIR__V1__ALU_OP__ALU_ABS:
+		SIM_ALU(((void)y, fabsf(x)));
 		break;
 	default: /* ALU_BYPASS */
 		SIM_ALU(((void)y, x));

@@ -332,6 +332,8 @@ void	 sim_diag_vset_at(struct sim_diag *d, const char *file,
 /* sim_op.c */
 /* NKI's name of op kind ("load", "matmul", ...; "op" if unknown). */
 const char *sim_op_name(int kind);
+/* NKI's name of ALU operator alu (NKIR AluOp), "unknown" if none. */
+const char *sim_op_alu_name(int alu);
 /* The engine an op of kind runs on: the NKIR engine it asks for, else
  * where NKI places the kind ("dma", "tensor", "vector", "scalar",
  * "gpsimd"). */
@@ -650,7 +652,11 @@ int	 sim_exec_gather(struct sim_run *r, const struct sim_op *op,
 /* buf (row-major in v's shape) through view v. */
 int	 sim_exec_scatter(struct sim_run *r, const struct sim_op *op,
 	    const struct sim_view *v, const float *buf);
-/* o[i] = a[i * sa] alu b[i * sb], strides 0 or 1 (NKIR AluOp). */
+/* The executor's ALU_INVERT for a dst of an unsigned dtype of that many
+ * bits (1 for bool): sim_plan_alu_width picks it. */
+#define SIM_ALU_INVERT_U(bits)	(256 + (bits))
+/* o[i] = a[i * sa] alu b[i * sb], strides 0 or 1 (NKIR AluOp or
+ * SIM_ALU_INVERT_U); unary operators take a and ignore b. */
 void	 sim_exec_alu_row(int alu, float *o, const float *a, int64_t sa,
 	    const float *b, int64_t sb, size_t n);
 /* The identity of reduce operator alu (NKIR AluOp): 0, 1, -inf, ... */
@@ -736,6 +742,8 @@ int	 sim_lang_plan_gather(struct sim_build *b,
 int	 sim_lang_plan_all_reduce(struct sim_build *b,
 	    const struct Nkir__V1__Op *o, struct sim_op *op);
 int	 sim_lang_plan_if(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_lang_plan_bitcast(struct sim_build *b,
 	    const struct Nkir__V1__Op *o, struct sim_op *op);
 /* act is one of the activation functions 80-119 add. */
 bool	 sim_lang_plan_act_ok(int act);

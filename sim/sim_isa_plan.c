@@ -197,6 +197,10 @@ sim_isa_alu_arith(int alu)
 	case NKIR__V1__ALU_OP__ALU_LESS_EQUAL:
 	case NKIR__V1__ALU_OP__ALU_EQUAL:
 	case NKIR__V1__ALU_OP__ALU_NOT_EQUAL:
+	case NKIR__V1__ALU_OP__ALU_LOGICAL_NOT:
+	case NKIR__V1__ALU_OP__ALU_RSQRT:
+	case NKIR__V1__ALU_OP__ALU_RECIPROCAL:
+	case NKIR__V1__ALU_OP__ALU_ABS:
 		return (true);
 	default:
 		return (false);
@@ -207,7 +211,7 @@ static bool
 sim_isa_alu_any(int alu)
 {
 	return (alu > NKIR__V1__ALU_OP__ALU_INVALID &&
-	    alu <= NKIR__V1__ALU_OP__ALU_RIGHT_SHIFT &&
+	    alu <= NKIR__V1__ALU_OP__ALU_ABS &&
 	    alu != NKIR__V1__ALU_OP__ALU_MEAN &&
 	    alu != NKIR__V1__ALU_OP__ALU_VAR);
 }
@@ -234,8 +238,8 @@ sim_isa_check_alu(struct sim_build *b, const Nkir__V1__Op *o, int alu,
 	if (ok)
 		return (0);
 	return (sim_plan_err(b, o->loc, SIM_EINVAL,
-	    "unsupported operator %d for '%s' of '%s'", alu, arg,
-	    sim_isa_name(o)));
+	    "unsupported operator '%s' for '%s' of '%s'",
+	    sim_op_alu_name(alu), arg, sim_isa_name(o)));
 }
 
 /* The accumulator operator of an instruction that uses its engine's
@@ -252,8 +256,8 @@ sim_isa_check_reduce(struct sim_build *b, const Nkir__V1__Op *o,
 		if ((int)o->reduce_alu == allowed[i])
 			return (0);
 	return (sim_plan_err(b, o->loc, SIM_EINVAL,
-	    "unsupported reduce_op %d in '%s'", (int)o->reduce_alu,
-	    sim_isa_name(o)));
+	    "unsupported reduce_op '%s' in '%s'",
+	    sim_op_alu_name(o->reduce_alu), sim_isa_name(o)));
 }
 
 /* The registers are one per partition (128). */
@@ -368,8 +372,9 @@ sim_isa_plan_partition_reduce(struct sim_build *b, const Nkir__V1__Op *o,
 		break;
 	default:
 		return (sim_plan_err(b, o->loc, SIM_EINVAL,
-		    "unsupported operator %d in 'tensor_partition_reduce' "
-		    "(add, max, bitwise_or, bitwise_and)", (int)o->alu));
+		    "unsupported operator '%s' in 'tensor_partition_reduce' "
+		    "(add, max, bitwise_or, bitwise_and)",
+		    sim_op_alu_name(o->alu)));
 	}
 	memcpy(want, s->shape, sizeof(want));
 	want[0] = 1;

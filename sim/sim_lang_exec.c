@@ -273,6 +273,29 @@ sim_lang_exec_gather(struct sim_run *r, const struct sim_op *op)
 	return (sim_exec_scatter(r, op, &op->dst, out));
 }
 
+/* ------------------------------------------------------------ view */
+
+/* dst <- src's bytes (its dtype, little-endian, row-major) read as dst's
+ * dtype (sim_lang_plan_bitcast). */
+static int
+sim_lang_exec_bitcast(struct sim_run *r, const struct sim_op *op)
+{
+	const struct sim_view	*s = &op->src[0].v;
+	float			*in = r->scratch, *bytes = in + s->nelem;
+	float			*out = bytes + s->nelem;
+	uint8_t			*on = (uint8_t *)(out + op->dst.nelem);
+	int			 sdt = r->t[s->tensor].ti->dtype;
+	int			 ddt = r->t[op->dst.tensor].ti->dtype;
+	int			 rc;
+
+	if ((rc = sim_exec_gather(r, op, &op->src[0], in, on,
+	    sim_dtype_uninit(sdt))))
+		return (rc);
+	sim_dtype_encode(sdt, bytes, 1, s->nelem, in, 1);
+	sim_dtype_decode(ddt, bytes, 1, op->dst.nelem, out);
+	return (sim_exec_scatter(r, op, &op->dst, out));
+}
+
 /* ------------------------------------------------------------ all_reduce */
 
 /* Wait until every running program arrives (or one failed). */
@@ -588,6 +611,8 @@ sim_lang_exec_op(struct sim_run *r, const struct sim_op *op)
 		return (sim_lang_exec_all_reduce(r, op));
 	case NKIR__V1__OP_KIND__OP_IF:
 		return (sim_lang_exec_if(r, op));
+	case NKIR__V1__OP_KIND__OP_BITCAST:
+		return (sim_lang_exec_bitcast(r, op));
 	default:
 		return (sim_exec_fail(r, op, SIM_ERUNTIME, "unknown op kind %d",
 		    op->kind));

@@ -1,4 +1,4 @@
-/* sim_lang_plan.c: the planner of the nki.language op kinds 80-119 (the random stream, gather_flattened, all_reduce, if), of index functions, shared constants and block dimensions. */
+/* sim_lang_plan.c: the planner of the nki.language op kinds 80-119 (the random stream, gather_flattened, all_reduce, if, view), of index functions, shared constants and block dimensions. */
 /* Floor 2, beside sim_plan.c: uses its helpers (sim_impl.h). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +12,19 @@
 #define SIM_COLL_PROGRAMS_MAX	64
 
 /* ------------------------------------------------------------ helpers */
+
+/* Op o (NKI's name) runs in `need` floats of the executor's scratch. */
+static int
+sim_lang_plan_scratch(struct sim_build *b, const Nkir__V1__Op *o,
+    uint64_t need, const char *name)
+{
+	if (need > (1ull << 28))
+		return (sim_plan_err(b, o->loc, SIM_ELIMIT,
+		    "'%s' operands too large for the executor", name));
+	if (b->p->scratch_max < need)
+		b->p->scratch_max = need;
+	return (0);
+}
 
 /* Operand i of o: an on-chip integer tile of dst's iteration space. */
 static int
@@ -93,12 +106,51 @@ sim_lang_plan_gather(struct sim_build *b, const Nkir__V1__Op *o,
 		    "indices", op->dst.rank, op->dst.shape));
 	/* data, indices and the result, then data's active flags */
 	need = d->nelem + 2 * op->dst.nelem + (d->nelem + 3) / 4;
-	if (need > (1ull << 28))
-		return (sim_plan_err(b, o->loc, SIM_ELIMIT,
-		    "'gather_flattened' operands too large for the executor"));
-	if (b->p->scratch_max < need)
-		b->p->scratch_max = need;
-	return (0);
+	return (sim_lang_plan_scratch(b, o, need, "gather_flattened"));
+}
+
+/* ------------------------------------------------------------ view */
+
+/*
+ * tile.view(dtype): dst holds src's bytes read as dst's dtype, so the
+ * two differ only in the last dimension, scaled by the dtypes' sizes.
+ */
+int
+sim_lang_plan_bitcast(struct sim_build *b, const Nkir__V1__Op *o,
+    struct sim_op *op)
+{
+	const struct sim_view	*s;
+	uint64_t		 want[SIM_MAX_RANK], need;
+	size_t			 ss, ds;
+	int			 sdt, ddt, rc;
+
+	op->nsrc = 1;
+	if ((rc = sim_plan_operand(b, o, op, 0, "tensor", false)) ||
+	    (rc = sim_plan_space(b, o, &op->src[0].v, "tensor", SIM_PLAN_TILE)))
+		return (rc);
+	s = &op->src[0].v;
+	sdt = b->p->tensors[s->tensor].dtype;
+	ddt = b->p->tensors[op->dst.tensor].dtype;
+	ss = sim_dtype_size(sdt);
+	ds = sim_dtype_size(ddt);
+	if (s->rank < 2 || s->rank != op->dst.rank)
+		return (sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "'view' needs tiles of one rank (2 or more), got %d and %d",
+		    s->rank, op->dst.rank));
+	memcpy(want, s->shape, sizeof(want));
+	if ((want[s->rank - 1] * ss) % ds != 0)
+		return (sim_plan_err(b, o->loc, SIM_EINVAL,
+		    "cannot view a %s tile as %s: the last dimension's %llu "
+		    "bytes are not a multiple of %zu", sim_dtype_name(sdt),
+		    sim_dtype_name(ddt),
+		    (unsigned long long)(want[s->rank - 1] * ss), ds));
+	want[s->rank - 1] = want[s->rank - 1] * ss / ds;
+	if ((rc = sim_plan_shape_eq(b, o, "dst", op->dst.rank, op->dst.shape,
+	    "tensor", s->rank, want)))
+		return (rc);
+	/* src, its bytes, dst, src's active flags */
+	need = s->nelem + s->nelem + op->dst.nelem + (s->nelem + 3) / 4;
+	return (sim_lang_plan_scratch(b, o, need, "view"));
 }
 
 /* ------------------------------------------------------------ all_reduce */
@@ -122,7 +174,7 @@ sim_lang_plan_all_reduce(struct sim_build *b, const Nkir__V1__Op *o,
 	    o->alu != NKIR__V1__ALU_OP__ALU_MINIMUM)
 		return (sim_plan_err(b, o->loc, SIM_EINVAL, "'all_reduce' "
 		    "reduces with np.add, np.multiply, np.maximum or "
-		    "np.minimum, not operator %d", (int)o->alu));
+		    "np.minimum, not '%s'", sim_op_alu_name(o->alu)));
 	if (o->n_axes == 0)
 		return (sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "'all_reduce' needs at least one program axis"));

@@ -1,4 +1,4 @@
-/* sim_op.c: what the executor knows of each NKIR op kind: NKI's name for it and the engine it runs on. */
+/* sim_op.c: what the executor knows of each NKIR op kind and ALU operator: NKI's name for it and the engine it runs on. */
 /* Floor 0: calls nothing else in sim/. */
 #include <stddef.h>
 
@@ -77,6 +77,8 @@ static const struct {
 	    { "all_reduce", "gpsimd" },
 	[NKIR__V1__OP_KIND__OP_IF] =
 	    { "if", "vector" },
+	[NKIR__V1__OP_KIND__OP_BITCAST] =
+	    { "view", "vector" },
 };
 
 /* Indexed by NKIR Engine; ENGINE_DEFAULT: the kind's. */
@@ -111,4 +113,24 @@ sim_op_engine(int kind, int engine)
 	if (!sim_op_kind_valid(kind))
 		return ("vector");
 	return (sim_op_kinds[kind].engine);
+}
+
+/* NKI's name (nki.language) of each NKIR AluOp. */
+static const char *const sim_op_alus[] = {
+	NULL, "add", "subtract", "multiply", "divide", "maximum", "minimum",
+	"power", "greater", "greater_equal", "less", "less_equal", "equal",
+	"not_equal", "logical_and", "logical_or", "logical_xor", "bitwise_and",
+	"bitwise_or", "bitwise_xor", "fmod", "bypass", "mean", "var",
+	"left_shift", "right_shift", "invert", "logical_not", "rsqrt",
+	"reciprocal", "abs",
+};
+
+const char *
+sim_op_alu_name(int alu)
+{
+	if (alu > SIM_ALU_INVERT_U(0) && alu <= SIM_ALU_INVERT_U(32))
+		return ("invert");
+	if (alu <= 0 || alu >= (int)SIM_NITEMS(sim_op_alus))
+		return ("unknown");
+	return (sim_op_alus[alu]);
 }

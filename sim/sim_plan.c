@@ -772,8 +772,8 @@ sim_plan_reduce(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 		return (rc);
 	if (!sim_plan_reduce_alu_ok(o->alu))
 		return (sim_plan_err(b, o->loc, SIM_EINVAL,
-		    "unsupported reduce operator %d in 'tensor_reduce'",
-		    (int)o->alu));
+		    "unsupported reduce operator '%s' in 'tensor_reduce'",
+		    sim_op_alu_name(o->alu)));
 	if (o->n_axes == 0)
 		return (sim_plan_err(b, o->loc, SIM_EPARSE,
 		    "'tensor_reduce' has no axes"));
@@ -1010,11 +1010,12 @@ sim_plan_tensor_tensor(struct sim_build *b, const Nkir__V1__Op *o,
 	static const char	*const args[] = { "dst", "data1", "data2" };
 
 	if (o->alu <= NKIR__V1__ALU_OP__ALU_INVALID ||
-	    o->alu > NKIR__V1__ALU_OP__ALU_RIGHT_SHIFT ||
+	    o->alu > NKIR__V1__ALU_OP__ALU_ABS ||
 	    o->alu == NKIR__V1__ALU_OP__ALU_MEAN ||
 	    o->alu == NKIR__V1__ALU_OP__ALU_VAR)
 		return (sim_plan_err(b, o->loc, SIM_EINVAL,
-		    "unsupported operator %d in 'tensor_tensor'", (int)o->alu));
+		    "unsupported operator '%s' in 'tensor_tensor'",
+		    sim_op_alu_name(o->alu)));
 	return (sim_plan_elementwise(b, o, op, 2, args));
 }
 
@@ -1168,6 +1169,8 @@ static const struct sim_plan_kind {
 	    { SIM_PLAN_TILE, false, sim_lang_plan_all_reduce },
 	[NKIR__V1__OP_KIND__OP_IF] =
 	    { SIM_PLAN_NOWHERE, true, sim_lang_plan_if },
+	[NKIR__V1__OP_KIND__OP_BITCAST] =
+	    { SIM_PLAN_TILE, false, sim_lang_plan_bitcast },
 };
 
 /* dst of op, in where: its view, which is op's iteration space. */
@@ -1229,6 +1232,27 @@ sim_plan_row(const struct sim_op *op)
 	return (row);
 }
 
+/* An ALU_INVERT whose dst is unsigned (or bool) becomes the executor's
+ * invert of that width: ~x is the bit pattern of dst's dtype. */
+static int
+sim_plan_alu_width(int alu, int dt)
+{
+	if (alu != NKIR__V1__ALU_OP__ALU_INVERT)
+		return (alu);
+	switch (dt) {
+	case SIM_DT_BOOL:
+		return (SIM_ALU_INVERT_U(1));
+	case SIM_DT_UINT8:
+		return (SIM_ALU_INVERT_U(8));
+	case SIM_DT_UINT16:
+		return (SIM_ALU_INVERT_U(16));
+	case SIM_DT_UINT32:
+		return (SIM_ALU_INVERT_U(32));
+	default:
+		return (alu);
+	}
+}
+
 /*
  * What every planned data op goes through: masks that always hold are
  * dropped, reads and in-place updates noted, accesses bounds-checked,
@@ -1239,7 +1263,7 @@ sim_plan_op_end(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 {
 	struct sim_program	*p = b->p;
 	uint64_t		 work;
-	int			 i, rc;
+	int			 dt, i, rc;
 
 	sim_plan_unmask(b, op);
 	for (i = 0; i < op->nsrc; i++) {
@@ -1280,6 +1304,12 @@ sim_plan_op_end(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 	work = sim_plan_mul_sat(sim_plan_work(op), b->trips);
 	p->cost = p->cost + work < p->cost ? UINT64_MAX : p->cost + work;
 	op->alu = o->alu;
+	if (op->has_dst) {
+		dt = p->tensors[op->dst.tensor].dtype;
+		op->alu = sim_plan_alu_width(op->alu, dt);
+		if (op->isa != NULL)
+			op->isa->alu1 = sim_plan_alu_width(op->isa->alu1, dt);
+	}
 	op->act = o->act;
 	op->accumulate = o->accumulate;
 	op->transpose_x = o->transpose_x;

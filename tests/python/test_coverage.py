@@ -126,7 +126,8 @@ UNARY = [
      lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))),
     (nl.silu, lambda x: x / (1 + np.exp(-x))), (nl.softplus, lambda x: np.log1p(np.exp(x))),
     (nl.logical_not, lambda x: (x == 0).astype(np.float32)),
-    (nl.invert, lambda x: (x == 0).astype(np.float32)),
+    # bitwise not of the integer part (tests/python/test_isa_alu.py: integer dtypes)
+    (nl.invert, lambda x: np.invert(np.trunc(x).astype(np.int32)).astype(np.float32)),
 ]
 POSITIVE = [(nl.log, np.log), (nl.sqrt, np.sqrt), (nl.reciprocal, np.reciprocal)]
 BINARY = [

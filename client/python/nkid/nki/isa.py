@@ -160,6 +160,13 @@ _reg(_ALU, _ir.ALU_BITWISE_XOR, nl.bitwise_xor, np.bitwise_xor)
 _reg(_ALU, _ir.ALU_MOD, nl.fmod, np.mod, np.fmod)
 _reg(_ALU, _ir.ALU_LEFT_SHIFT, nl.left_shift, np.left_shift)
 _reg(_ALU, _ir.ALU_RIGHT_SHIFT, nl.right_shift, np.right_shift)
+# the unary operators of NKI's ALU table (nki.api.shared, "Supported Math
+# Operators"): applied to the operator's left-hand input, the other ignored
+_reg(_ALU, _ir.ALU_INVERT, nl.invert, np.invert, np.bitwise_not)
+_reg(_ALU, _ir.ALU_LOGICAL_NOT, nl.logical_not, np.logical_not)
+_reg(_ALU, _ir.ALU_RSQRT, nl.rsqrt)
+_reg(_ALU, _ir.ALU_RECIPROCAL, nl.reciprocal, np.reciprocal)
+_reg(_ALU, _ir.ALU_ABS, nl.abs, np.abs, np.absolute)
 _reg(_ALU, _ir.ALU_ADD, nl.sum, np.sum)
 _reg(_ALU, _ir.ALU_MULTIPLY, nl.prod, np.prod)
 _reg(_ALU, _ir.ALU_MEAN, nl.mean, np.mean)
@@ -410,10 +417,13 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None,
         x, y = (operand0, data) if reverse0 else (data, operand0)
         return _t.tensor_tensor(x, y, a0, dtype=dtype, mask=mask)
     x, y = (operand0, data) if reverse0 else (data, operand0)
-    tmp = _t.tensor_tensor(x, y, a0, dtype=_dt.float32, mask=mask)
+    out = _dtype(dtype, data.dtype)
+    # invert's width is its dst's dtype: the instruction's output dtype
+    tmp = _t.tensor_tensor(x, y, a0, dtype=out if a0 == _ir.ALU_INVERT else _dt.float32,
+                           mask=mask)
     a1 = _alu(op1, "tensor_scalar")
     x, y = (operand1, tmp) if reverse1 else (tmp, operand1)
-    return _t.tensor_tensor(x, y, a1, dtype=_dtype(dtype, data.dtype), mask=mask)
+    return _t.tensor_tensor(x, y, a1, dtype=out, mask=mask)
 
 
 def tensor_reduce(op, data, axis, *, mask=None, dtype=None, negate=False, keepdims=False,

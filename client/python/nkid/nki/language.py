@@ -443,7 +443,12 @@ ceil = _unary(_ir.ACT_CEIL, "Element-wise ceiling.")
 floor = _unary(_ir.ACT_FLOOR, "Element-wise floor.")
 trunc = _unary(_ir.ACT_TRUNC, "Element-wise truncation toward zero.")
 logical_not = _unary(_ir.ACT_LOGICAL_NOT, "Element-wise logical not.")
-invert = logical_not
+
+
+def invert(x, *, dtype=None, mask=None, **kwargs):
+    """Element-wise bitwise not (numpy.invert), in the bits of the result's
+    dtype (unsigned: 2**bits - 1 - x; signed: -x - 1; bool: not x)."""
+    return _t.tensor_tensor(x, 0, _ir.ALU_INVERT, dtype=dtype, mask=mask)
 
 
 def _reduction(alu, doc):

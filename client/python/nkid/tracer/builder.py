@@ -65,7 +65,8 @@ class Op:
 
 class TensorInfo:
     __slots__ = ("name", "kind", "space", "dtype", "shape", "loc", "fill",
-                 "pending_alloc", "written", "data", "alloc", "scope", "blocks")
+                 "pending_alloc", "written", "data", "alloc", "scope", "blocks",
+                 "bitcast")
 
     def __init__(self, name, kind, space, dtype, shape, loc, fill=ir.FILL_UNINIT):
         self.name = name
@@ -81,6 +82,7 @@ class TensorInfo:
         self.alloc = None             # a direct allocation (tracer.alloc.Placement)
         self.scope = ()               # the loop variables open at creation
         self.blocks = 0               # tiles: block dimensions after the partitions
+        self.bitcast = None           # tile.view(dtype): the viewed NkiTensor
 
 
 class KernelBuilder:
@@ -171,6 +173,12 @@ class KernelBuilder:
         return self._bodies[-1]
 
     def emit(self, op):
+        dst = op.dst if isinstance(op.dst, Access) else None
+        if (dst is not None and self.tensors[dst.tensor].bitcast is not None
+                and op.kind not in (ir.OP_BITCAST, ir.OP_ALLOC)):
+            raise NKIError("writing through a tile.view(dtype) of another dtype is not"
+                           " supported: nkid's view reads the viewed tile's bytes, write"
+                           " the viewed tile instead" + loc_suffix())
         self._bodies[-1].append(op)
         return op
 

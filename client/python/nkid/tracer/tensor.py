@@ -21,7 +21,7 @@ from .._proto import nkir_pb2 as ir
 from ..errors import NKIError, NKISyntaxError
 from . import dtypes as _dt
 from .affine import Aff, IndexExpr, Predicate, as_index, broadcast_shapes
-from .builder import Access, Op, require, caller_loc, loc_suffix
+from .builder import Access, Op, require, caller_loc, loc_suffix, full_access
 
 __all__ = ["NkiTensor", "Buffer", "ParDim", "sbuf", "psum", "hbm", "shared_hbm",
            "private_hbm", "new_tile", "new_param", "new_hbm", "tensor_tensor",
@@ -138,6 +138,7 @@ class NkiTensor:
         return NkiTensor(self._tid, shape, self.dtype, imap, self._space, self.name)
 
     def _access(self, shape=None, mask=()):
+        _bitcast_refresh(self._tid)
         if shape is None or tuple(shape) == self.shape:
             return Access(self._tid, self._imap, self.shape, mask)
         shape = tuple(shape)
@@ -200,13 +201,33 @@ class NkiTensor:
         return copy(self, dtype=dtype)
 
     def view(self, dtype):
-        """The tensor reinterpreted as ``dtype``: nkid supports the
-        identity (``dtype`` is the tensor's own)."""
-        if _dt.normalize(dtype) == self.dtype:
+        """The tensor reinterpreted as ``dtype`` (NKI: "a new view of the
+        tensor, reinterpret to a specified type"): its bytes read as
+        ``dtype``, the last dimension scaled by the sizes (numpy's
+        ``ndarray.view``). On-chip tiles only; the view is read-only, each
+        read sees the viewed tile's current bytes (an OP_BITCAST before
+        it)."""
+        dt = _dt.normalize(dtype)
+        if dt == self.dtype:
             return self
-        raise NotImplementedError("NkiTensor.view(%s) of a %s tensor: nkid reinterprets"
-                                  " a tensor only as its own dtype"
-                                  % (_dt.name_of(_dt.normalize(dtype)), _dt.name_of(self.dtype)))
+        if self._space not in (ir.SPACE_SBUF, ir.SPACE_PSUM):
+            raise NotImplementedError("NkiTensor.view(%s) of a %s tensor in HBM: nkid"
+                                      " reinterprets on-chip tiles only"
+                                      % (_dt.name_of(dt), _dt.name_of(self.dtype)))
+        b = require("tile.view")
+        if len(self.shape) < 2:
+            raise _err("tile.view(%s) needs a tile with a free dimension, got shape %s"
+                       % (_dt.name_of(dt), list(self.shape)), ValueError)
+        nbytes = self.shape[-1] * _dt.itemsize(self.dtype)
+        if nbytes % _dt.itemsize(dt):
+            raise _err("cannot view a %s tile of shape %s as %s: the last dimension's %d"
+                       " bytes are not a multiple of %d"
+                       % (_dt.name_of(self.dtype), list(self.shape), _dt.name_of(dt),
+                          nbytes, _dt.itemsize(dt)), ValueError)
+        shape = tuple(self.shape[:-1]) + (nbytes // _dt.itemsize(dt),)
+        t = new_tile(shape, dt, self._space, _guess_name() or self.name)
+        b.tensors[t._tid].bitcast = self
+        return t
 
     def assert_shape(self, shape):
         """Raise unless the tensor has ``shape``; returns the tensor."""
@@ -268,7 +289,9 @@ class NkiTensor:
         return activation(self, ir.ACT_ABS)
 
     def __invert__(self):
-        return activation(self, ir.ACT_LOGICAL_NOT)
+        if _dt.is_float(self.dtype) or self.dtype == _dt.bool_:
+            return activation(self, ir.ACT_LOGICAL_NOT)
+        return tensor_tensor(self, 0, ir.ALU_INVERT)    # numpy's ~ on integers
 
     def _bitwise(self, o, logical, bitwise, reverse=False):
         alu = bitwise if not _dt.is_float(self.dtype) and self.dtype != _dt.bool_ else logical
@@ -358,6 +381,19 @@ def _physical(shape, par=0):
     phys = [shape[j] for j in order]
     imap = [Aff.axis(j) for j in order]
     return phys, imap
+
+
+def _bitcast_refresh(tid):
+    """Before an op touches tile tid, a tile.view(dtype): refresh it from
+    the viewed tile (OP_BITCAST), so that it reads the current bytes."""
+    b = require("tile access")
+    src = b.tensors[tid].bitcast
+    if src is None:
+        return
+    acc = src._access(op_shape(src.shape))
+    b.note_read(acc)
+    t = b.tensors[tid]
+    b.emit(Op(ir.OP_BITCAST, b.loc_here(), full_access(tid, t.shape), [acc], {}))
 
 
 def new_tile(shape, dtype, space=ir.SPACE_SBUF, name="", par=0, loc=None):
