@@ -201,7 +201,7 @@ sim_dtype_int_clamp(int dt, float x)
 
 	if (isnan(x))
 		return (0.0);
-	v = nearbyint((double)x);
+	v = trunc((double)x);
 	switch (dt) {
 	case SIM_DT_INT8:
 		lo = -128;
