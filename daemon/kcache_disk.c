@@ -310,11 +310,11 @@ kcache_touch_timer_cb(uv_timer_t *t)
 	struct kcache	*kc = t->data;
 
 	kcache_touch_collect(kc);
+	kc->touch_work.data = kc;
 	if (kc->disk == NULL || kc->ntouch_out == 0) {
 		kcache_touch_after_cb(&kc->touch_work, 0);
 		return;
 	}
-	kc->touch_work.data = kc;
 	if (uv_queue_work(kc->loop, &kc->touch_work, kcache_touch_work_cb,
 	    kcache_touch_after_cb) != 0)
 		kcache_touch_after_cb(&kc->touch_work, 0);

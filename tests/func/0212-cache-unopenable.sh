@@ -1,8 +1,9 @@
 #!/bin/sh
 # A cache that cannot be opened at start: nkid serves without it, and
 # SIGTERM still stops it at once with status 0 while the retry timer is
-# armed (the timer once kept the loop running after the server stopped:
-# a hang, or a crash when the retry fired into released state).
+# armed (the timer once kept the loop running after the server stopped,
+# and nkid hung). A memory hit's use, recorded in batches, has no disk to
+# go to: that batch once crashed nkid a second after the hit.
 . "$(dirname "$0")/lib.sh"
 
 mkdir -p "$T/state/cache/index.db"	# a directory: the open always fails
@@ -14,6 +15,15 @@ for round in 1 2 3; do
 		fail "no retry announced"
 	"$NKICTL" --json compile "$T/mm.nkir" >/dev/null ||
 		fail "compile without a cache"
+	if [ $round = 1 ]; then
+		# A hit in memory is a use to record: its batch, due within
+		# a second, has no disk to go to (it once crashed nkid).
+		"$NKICTL" --json compile "$T/mm.nkir" >/dev/null ||
+			fail "second compile without a cache"
+		sleep 1.5
+		"$NKICTL" ping -n 1 >/dev/null 2>&1 ||
+			fail "nkid died after a memory hit without a cache: $(tail -3 "$LOG")"
+	fi
 	# Round 2 stops while a retry is due, round 3 after one has failed.
 	[ $round = 1 ] || sleep $((round - 1)).2
 	t0=$(date +%s%N)
