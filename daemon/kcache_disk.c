@@ -291,11 +291,10 @@ kcache_touch_work_cb(uv_work_t *w)
 		    kc->ntouch_out);
 }
 
+/* A batch is over, written or not: free it; arm the next if touches wait. */
 static void
-kcache_touch_after_cb(uv_work_t *w, int status)
+kcache_touch_done(struct kcache *kc)
 {
-	struct kcache	*kc = w->data;
-
 	kc->touch_busy = 0;
 	free(kc->touch_out);
 	kc->touch_out = NULL;
@@ -305,19 +304,25 @@ kcache_touch_after_cb(uv_work_t *w, int status)
 }
 
 static void
+kcache_touch_after_cb(uv_work_t *w, int status)
+{
+	kcache_touch_done(w->data);
+}
+
+static void
 kcache_touch_timer_cb(uv_timer_t *t)
 {
 	struct kcache	*kc = t->data;
 
 	kcache_touch_collect(kc);
-	kc->touch_work.data = kc;
 	if (kc->disk == NULL || kc->ntouch_out == 0) {
-		kcache_touch_after_cb(&kc->touch_work, 0);
+		kcache_touch_done(kc);
 		return;
 	}
+	kc->touch_work.data = kc;
 	if (uv_queue_work(kc->loop, &kc->touch_work, kcache_touch_work_cb,
 	    kcache_touch_after_cb) != 0)
-		kcache_touch_after_cb(&kc->touch_work, 0);
+		kcache_touch_done(kc);
 }
 
 /* A batch goes within KCACHE_TOUCH_MS of its first touch. */
