@@ -21,7 +21,7 @@ from ..tracer import dtypes as _dt
 from ..tracer import tensor as _t
 from ..tracer.affine import (IndexExpr, Predicate, arange as _arange, mgrid,
                              loop_var as _loop_var, program_var as _program_var,
-                             as_index as _as_index)
+                             as_index as _as_index, range_args as _range_args)
 from ..tracer import alloc as _alloc
 from ..tracer import dynamic as _dyn
 from ..tracer import indirect as _indirect
@@ -175,16 +175,8 @@ class _Range:
     _label = "affine_range"
 
     def __init__(self, *args, **kwargs):
-        if len(args) == 1:
-            start, stop, step = 0, args[0], 1
-        elif len(args) == 2:
-            (start, stop), step = args, 1
-        elif len(args) == 3:
-            start, stop, step = args
-        else:
-            raise TypeError("%s expects 1 to 3 arguments" % self._label)
         vals = []
-        for v in (start, stop, step):
+        for v in _range_args(args, self._label):
             i = _as_index(v)
             if i is None or not i.is_const() or i.shape:
                 raise NKIError("nl.%s bounds must be compile-time integers, got %r%s"

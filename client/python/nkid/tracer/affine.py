@@ -19,6 +19,8 @@ program ids, Python ints) have the shape ``()``.  Comparisons build a
 
 import math
 import numbers
+import operator
+from functools import partialmethod
 
 from ..errors import NKISyntaxError
 from .loc import loc_suffix
@@ -49,14 +51,18 @@ class Aff:
     def axes(self):
         return [k for k in self.t if isinstance(k, int)]
 
+    def _add_term(self, k, v):
+        """Add ``v`` to the coefficient of ``k`` (in place), dropping a 0."""
+        n = self.t.get(k, 0) + v
+        if n:
+            self.t[k] = n
+        else:
+            self.t.pop(k, None)
+
     def __add__(self, o):
         r = Aff(self.c + o.c, dict(self.t))
         for k, v in o.t.items():
-            n = r.t.get(k, 0) + v
-            if n:
-                r.t[k] = n
-            else:
-                r.t.pop(k, None)
+            r._add_term(k, v)
         return r
 
     def scale(self, k):
@@ -86,11 +92,7 @@ class Aff:
                 if e is not None:
                     r = r + e.scale(v)
             else:
-                n = r.t.get(k, 0) + v
-                if n:
-                    r.t[k] = n
-                else:
-                    r.t.pop(k, None)
+                r._add_term(k, v)
         return r
 
     def __eq__(self, o):
@@ -304,23 +306,12 @@ class IndexExpr:
             return Predicate([d, -d])
         raise _not_affine("'!=' in a mask")
 
-    def __lt__(self, o):
-        return self._cmp(o, "lt")
-
-    def __le__(self, o):
-        return self._cmp(o, "le")
-
-    def __gt__(self, o):
-        return self._cmp(o, "gt")
-
-    def __ge__(self, o):
-        return self._cmp(o, "ge")
-
-    def __eq__(self, o):
-        return self._cmp(o, "eq")
-
-    def __ne__(self, o):
-        return self._cmp(o, "ne")
+    __lt__ = partialmethod(_cmp, op="lt")
+    __le__ = partialmethod(_cmp, op="le")
+    __gt__ = partialmethod(_cmp, op="gt")
+    __ge__ = partialmethod(_cmp, op="ge")
+    __eq__ = partialmethod(_cmp, op="eq")
+    __ne__ = partialmethod(_cmp, op="ne")
 
     __hash__ = object.__hash__
 
@@ -417,17 +408,22 @@ def _range_len(start, stop, step):
     return len(range(start, stop, step))
 
 
+def range_args(args, name):
+    """``([start,] stop[, step])`` as Python's range reads them: the triple
+    (start, stop, step), or a TypeError naming ``name``."""
+    if len(args) == 1:
+        return 0, args[0], 1
+    if len(args) == 2:
+        return args[0], args[1], 1
+    if len(args) == 3:
+        return tuple(args)
+    raise TypeError("%s expects 1 to 3 arguments" % name)
+
+
 def arange(*args):
     """``nl.arange([start,] stop[, step])``: a 1-D index tile."""
-    if len(args) == 1:
-        start, stop, step = 0, args[0], 1
-    elif len(args) == 2:
-        (start, stop), step = args, 1
-    elif len(args) == 3:
-        start, stop, step = args
-    else:
-        raise TypeError("arange expects 1 to 3 arguments")
-    start, stop, step = (int(operator_index(v)) for v in (start, stop, step))
+    start, stop, step = (int(operator_index(v))
+                         for v in range_args(args, "arange"))
     n = _range_len(start, stop, step)
     if n <= 0:
         raise ValueError("nl.arange(%d, %d, %d) is empty" % (start, stop, step))
@@ -446,21 +442,10 @@ def operator_index(v):
 class MGrid(tuple):
     """The index tiles of ``nl.mgrid[...]``: unpack it or use .p/.x/.y/.z."""
 
-    @property
-    def p(self):
-        return self[0]
-
-    @property
-    def x(self):
-        return self[1]
-
-    @property
-    def y(self):
-        return self[2]
-
-    @property
-    def z(self):
-        return self[3]
+    p = property(operator.itemgetter(0))
+    x = property(operator.itemgetter(1))
+    y = property(operator.itemgetter(2))
+    z = property(operator.itemgetter(3))
 
 
 class _MGridMaker:
