@@ -27,22 +27,33 @@ sim_opt_fusable(const struct sim_op *op)
 	}
 }
 
+/* Offsets a and b have the same constant and the same terms (their axis
+ * steps are the callers' to compare). */
+static bool
+sim_opt_terms_same(const struct sim_lin *a, const struct sim_lin *b)
+{
+	uint32_t	k;
+
+	if (a->c != b->c || a->nt != b->nt)
+		return (false);
+	for (k = 0; k < a->nt; k++)
+		if (a->t[k].kind != b->t[k].kind ||
+		    a->t[k].index != b->t[k].index ||
+		    a->t[k].coef != b->t[k].coef)
+			return (false);
+	return (true);
+}
+
 bool
 sim_opt_view_same(const struct sim_view *a, const struct sim_view *b)
 {
-	uint32_t	k;
-	int		i;
+	int	i;
 
 	if (a->tensor != b->tensor || a->rank != b->rank ||
-	    a->off.c != b->off.c || a->off.nt != b->off.nt)
+	    !sim_opt_terms_same(&a->off, &b->off))
 		return (false);
 	for (i = 0; i < a->rank; i++)
 		if (a->shape[i] != b->shape[i] || a->off.ax[i] != b->off.ax[i])
-			return (false);
-	for (k = 0; k < a->off.nt; k++)
-		if (a->off.t[k].kind != b->off.t[k].kind ||
-		    a->off.t[k].index != b->off.t[k].index ||
-		    a->off.t[k].coef != b->off.t[k].coef)
 			return (false);
 	return (true);
 }
@@ -79,11 +90,11 @@ sim_opt_view_injective(const struct sim_view *v)
 	return (true);
 }
 
-/* Running ops[0 .. k-1] row by row in lockstep equals running them in
- * order when every tensor any of them writes is accessed by all of them
- * through one and the same injective view (row i touches only row i). */
+/* Every access of ops[0 .. k-1] to a tensor that one of them writes
+ * through view ref agrees with ref: agree(access, ref). */
 static bool
-sim_opt_group_ok(const struct sim_op *ops, size_t k)
+sim_opt_group_agrees(const struct sim_op *ops, size_t k,
+    bool (*agree)(const struct sim_view *, const struct sim_view *))
 {
 	size_t	i, j;
 	int	s;
@@ -91,22 +102,34 @@ sim_opt_group_ok(const struct sim_op *ops, size_t k)
 	for (i = 0; i < k; i++) {
 		const struct sim_view	*ref = &ops[i].dst;
 
-		if (!sim_opt_view_injective(ref))
-			return (false);
 		for (j = 0; j < k; j++) {
 			const struct sim_op	*c = &ops[j];
 
-			if (!sim_opt_view_same(&c->dst, ref) &&
-			    c->dst.tensor == ref->tensor)
+			if (c->dst.tensor == ref->tensor &&
+			    !agree(&c->dst, ref))
 				return (false);
 			for (s = 0; s < c->nsrc; s++)
 				if (!c->src[s].scalar &&
 				    c->src[s].v.tensor == ref->tensor &&
-				    !sim_opt_view_same(&c->src[s].v, ref))
+				    !agree(&c->src[s].v, ref))
 					return (false);
 		}
 	}
 	return (true);
+}
+
+/* Running ops[0 .. k-1] row by row in lockstep equals running them in
+ * order when every tensor any of them writes is accessed by all of them
+ * through one and the same injective view (row i touches only row i). */
+static bool
+sim_opt_group_ok(const struct sim_op *ops, size_t k)
+{
+	size_t	i;
+
+	for (i = 0; i < k; i++)
+		if (!sim_opt_view_injective(&ops[i].dst))
+			return (false);
+	return (sim_opt_group_agrees(ops, k, sim_opt_view_same));
 }
 
 /* A reduction along the last of two axes (a row's max, sum, mean, ...),
@@ -127,18 +150,12 @@ sim_opt_view_rows(const struct sim_view *v, const struct sim_view *ref)
 {
 	int64_t		a0 = ref->off.ax[0];
 	sim_i128	ext = 0;
-	uint32_t	k;
 	int		a;
 
 	if (v->tensor != ref->tensor || v->rank < 1 || v->rank > 2 ||
-	    v->off.c != ref->off.c || v->off.nt != ref->off.nt ||
+	    !sim_opt_terms_same(&v->off, &ref->off) ||
 	    v->off.ax[0] != a0 || a0 <= 0)
 		return (false);
-	for (k = 0; k < v->off.nt; k++)
-		if (v->off.t[k].kind != ref->off.t[k].kind ||
-		    v->off.t[k].index != ref->off.t[k].index ||
-		    v->off.t[k].coef != ref->off.t[k].coef)
-			return (false);
 	for (a = 1; a < v->rank; a++) {
 		if (v->off.ax[a] < 0)
 			return (false);
@@ -155,29 +172,12 @@ sim_opt_view_rows(const struct sim_view *v, const struct sim_view *ref)
 static bool
 sim_opt_group_rows_ok(const struct sim_op *ops, size_t k)
 {
-	size_t	i, j;
-	int	s;
+	size_t	i;
 
 	for (i = 0; i < k; i++)
 		if (ops[i].rank != 2 || ops[i].shape[0] != ops[0].shape[0])
 			return (false);
-	for (i = 0; i < k; i++) {
-		const struct sim_view	*ref = &ops[i].dst;
-
-		for (j = 0; j < k; j++) {
-			const struct sim_op	*c = &ops[j];
-
-			if (c->dst.tensor == ref->tensor &&
-			    !sim_opt_view_rows(&c->dst, ref))
-				return (false);
-			for (s = 0; s < c->nsrc; s++)
-				if (!c->src[s].scalar &&
-				    c->src[s].v.tensor == ref->tensor &&
-				    !sim_opt_view_rows(&c->src[s].v, ref))
-					return (false);
-		}
-	}
-	return (true);
+	return (sim_opt_group_agrees(ops, k, sim_opt_view_rows));
 }
 
 /* ops[0 .. k-1] may run as a group: one iteration space and one view of
