@@ -540,6 +540,9 @@ int	 sim_plan_src_access(struct sim_build *b,
 /* Operand 0 of op: an on-chip tile named arg (nsrc = 1); *vp its view. */
 int	 sim_plan_src_tile(struct sim_build *b, const struct Nkir__V1__Op *o,
 	    struct sim_op *op, const char *arg, struct sim_view **vp);
+/* Operands 0 and 1 of op (nsrc = 2): accesses in SBUF named arg0, arg1. */
+int	 sim_plan_src_sbuf2(struct sim_build *b, const struct Nkir__V1__Op *o,
+	    struct sim_op *op, const char *arg0, const char *arg1);
 /* The nsrc operands of an element-wise op named args[1 ..] (args[0] is
  * "dst"): scalars or on-chip tiles of dst's shape. */
 int	 sim_plan_elementwise(struct sim_build *b,

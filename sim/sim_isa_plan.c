@@ -886,15 +886,11 @@ sim_isa_plan_local_gather(struct sim_build *b, const Nkir__V1__Op *o,
 
 	if ((rc = sim_isa_new(b, o, op)))
 		return (rc);
-	op->nsrc = 2;
-	if ((rc = sim_plan_src_access(b, o, op, 0, "src_buffer")) ||
-	    (rc = sim_plan_src_access(b, o, op, 1, "index")))
+	if ((rc = sim_plan_src_sbuf2(b, o, op, "src_buffer", "index")))
 		return (rc);
 	s = &op->src[0].v;
 	ix = &op->src[1].v;
-	if ((rc = sim_plan_space(b, o, s, "src_buffer", SIM_PLAN_SBUF)) ||
-	    (rc = sim_plan_space(b, o, ix, "index", SIM_PLAN_SBUF)) ||
-	    (rc = sim_isa_check_dtype(b, o, ix, "index", sim_isa_u16,
+	if ((rc = sim_isa_check_dtype(b, o, ix, "index", sim_isa_u16,
 	    "uint16")))
 		return (rc);
 	/* isa (local_gather): the three tile size constraints */

@@ -503,6 +503,21 @@ sim_plan_src_tile(struct sim_build *b, const Nkir__V1__Op *o,
 	return (sim_plan_space(b, o, *vp, arg, SIM_PLAN_TILE));
 }
 
+/* Operands 0 and 1 of op: accesses in SBUF named arg0 and arg1. */
+int
+sim_plan_src_sbuf2(struct sim_build *b, const Nkir__V1__Op *o,
+    struct sim_op *op, const char *arg0, const char *arg1)
+{
+	int	rc;
+
+	op->nsrc = 2;
+	if ((rc = sim_plan_src_access(b, o, op, 0, arg0)) ||
+	    (rc = sim_plan_src_access(b, o, op, 1, arg1)) ||
+	    (rc = sim_plan_space(b, o, &op->src[0].v, arg0, SIM_PLAN_SBUF)))
+		return (rc);
+	return (sim_plan_space(b, o, &op->src[1].v, arg1, SIM_PLAN_SBUF));
+}
+
 /* The nsrc operands of an element-wise op, named args[1 ..] (args[0] is
  * "dst"): scalars, or tiles of dst's shape. */
 int
@@ -822,15 +837,10 @@ sim_plan_matmul(struct sim_build *b, const Nkir__V1__Op *o,
 		return (sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "Expected operand 'dst' of 'matmul' to have dtype "
 		    "float32, but got %s instead", sim_dtype_name(dt->dtype)));
-	op->nsrc = 2;
-	if ((rc = sim_plan_src_access(b, o, op, 0, "stationary")) ||
-	    (rc = sim_plan_src_access(b, o, op, 1, "moving")))
+	if ((rc = sim_plan_src_sbuf2(b, o, op, "stationary", "moving")))
 		return (rc);
 	x = &op->src[0].v;
 	y = &op->src[1].v;
-	if ((rc = sim_plan_space(b, o, x, "stationary", SIM_PLAN_SBUF)) ||
-	    (rc = sim_plan_space(b, o, y, "moving", SIM_PLAN_SBUF)))
-		return (rc);
 	if (x->rank != 2 || y->rank != 2 || d->rank != 2)
 		return (sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "'matmul' operands must be 2-D tiles"));
