@@ -58,6 +58,34 @@ sim_opt_view_same(const struct sim_view *a, const struct sim_view *b)
 	return (true);
 }
 
+/* Every access of ops[0 .. k-1] to a tensor that one of them writes
+ * through view ref agrees with ref: agree(access, ref). */
+static bool
+sim_opt_group_agrees(const struct sim_op *ops, size_t k,
+    bool (*agree)(const struct sim_view *, const struct sim_view *))
+{
+	size_t	i, j;
+	int	s;
+
+	for (i = 0; i < k; i++) {
+		const struct sim_view	*ref = &ops[i].dst;
+
+		for (j = 0; j < k; j++) {
+			const struct sim_op	*c = &ops[j];
+
+			if (c->dst.tensor == ref->tensor &&
+			    !agree(&c->dst, ref))
+				return (false);
+			for (s = 0; s < c->nsrc; s++)
+				if (!c->src[s].scalar &&
+				    c->src[s].v.tensor == ref->tensor &&
+				    !agree(&c->src[s].v, ref))
+					return (false);
+		}
+	}
+	return (true);
+}
+
 bool
 sim_opt_view_injective(const struct sim_view *v)
 {
@@ -86,34 +114,6 @@ sim_opt_view_injective(const struct sim_view *v)
 		if (st[i] <= span)
 			return (false);
 		span += st[i] * ext[i];
-	}
-	return (true);
-}
-
-/* Every access of ops[0 .. k-1] to a tensor that one of them writes
- * through view ref agrees with ref: agree(access, ref). */
-static bool
-sim_opt_group_agrees(const struct sim_op *ops, size_t k,
-    bool (*agree)(const struct sim_view *, const struct sim_view *))
-{
-	size_t	i, j;
-	int	s;
-
-	for (i = 0; i < k; i++) {
-		const struct sim_view	*ref = &ops[i].dst;
-
-		for (j = 0; j < k; j++) {
-			const struct sim_op	*c = &ops[j];
-
-			if (c->dst.tensor == ref->tensor &&
-			    !agree(&c->dst, ref))
-				return (false);
-			for (s = 0; s < c->nsrc; s++)
-				if (!c->src[s].scalar &&
-				    c->src[s].v.tensor == ref->tensor &&
-				    !agree(&c->src[s].v, ref))
-					return (false);
-		}
 	}
 	return (true);
 }
