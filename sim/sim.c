@@ -1,5 +1,6 @@
 /* sim.c: the executor's front door: NKIR parsing with bounded input, the "NKIX" executable image, program loading and signature accessors. */
 /* Floor 4: calls sim_plan.c, sim_par.c and sim_diag.c. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,6 @@
 
 #define SIM_IMAGE_MAGIC		"NKIX"
 #define SIM_IMAGE_VERSION	1u
-#define SIM_IMAGE_HEADER	32u
 #define SIM_WIRE_DEPTH_MAX	(2 * SIM_DEPTH_MAX + 8)
 
 /* ------------------------------------------------------------ wire scan */
@@ -139,44 +139,38 @@ sim_kernel_unpack(const void *ir, size_t len, Nkir__V1__Kernel **out,
 
 /* ------------------------------------------------------------ images */
 
+/* Store the size low bytes of v at p, least significant first. */
 static void
-sim_put32(uint8_t *p, uint32_t v)
+sim_put_le(uint8_t *p, uint64_t v, int size)
 {
 	int	i;
 
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < size; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static void
-sim_put64(uint8_t *p, uint64_t v)
-{
-	int	i;
-
-	for (i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t
-sim_get32(const uint8_t *p)
-{
-	uint32_t	v = 0;
-	int		i;
-
-	for (i = 3; i >= 0; i--)
-		v = v << 8 | p[i];
-	return (v);
-}
-
+/* The little-endian number of size bytes at p. */
 static uint64_t
-sim_get64(const uint8_t *p)
+sim_get_le(const uint8_t *p, int size)
 {
 	uint64_t	v = 0;
 	int		i;
 
-	for (i = 7; i >= 0; i--)
+	for (i = size - 1; i >= 0; i--)
 		v = v << 8 | p[i];
 	return (v);
+}
+
+void
+sim_image_seal(void *image, size_t len)
+{
+	uint8_t	*img = image;
+
+	assert(len >= SIM_IMAGE_HEADER);
+	memcpy(img, SIM_IMAGE_MAGIC, 4);
+	sim_put_le(img + 16, len - SIM_IMAGE_HEADER, 8);
+	sim_put_le(img + 24, sim_fnv1a(img + SIM_IMAGE_HEADER,
+	    len - SIM_IMAGE_HEADER), 8);
 }
 
 int
@@ -212,12 +206,10 @@ sim_compile(const void *ir, size_t ir_len, void **image, size_t *image_len,
 	}
 	nkir__v1__kernel__pack(k, img + SIM_IMAGE_HEADER);
 	nkir__v1__kernel__free_unpacked(k, NULL);
-	memcpy(img, SIM_IMAGE_MAGIC, 4);
-	sim_put32(img + 4, SIM_IMAGE_VERSION);
-	sim_put32(img + 8, 0);
-	sim_put32(img + 12, SIM_IMAGE_HEADER);
-	sim_put64(img + 16, n);
-	sim_put64(img + 24, sim_fnv1a(img + SIM_IMAGE_HEADER, n));
+	sim_put_le(img + 4, SIM_IMAGE_VERSION, 4);
+	sim_put_le(img + 8, 0, 4);
+	sim_put_le(img + 12, SIM_IMAGE_HEADER, 4);
+	sim_image_seal(img, SIM_IMAGE_HEADER + n);
 	*image = img;
 	*image_len = SIM_IMAGE_HEADER + n;
 	return (0);
@@ -230,6 +222,7 @@ sim_program_load(const void *image, size_t len, struct sim_program **out,
 	const uint8_t		*img = image;
 	Nkir__V1__Kernel	*k;
 	uint64_t		 n;
+	uint32_t		 version;
 	int			 rc;
 
 	*out = NULL;
@@ -238,19 +231,20 @@ sim_program_load(const void *image, size_t len, struct sim_program **out,
 		sim_diag_set(diag, "not a cpu executable image (bad magic)");
 		return (SIM_EPARSE);
 	}
-	if (sim_get32(img + 4) != SIM_IMAGE_VERSION) {
+	version = (uint32_t)sim_get_le(img + 4, 4);
+	if (version != SIM_IMAGE_VERSION) {
 		sim_diag_set(diag, "unsupported image version %u (expected "
-		    "%u)", sim_get32(img + 4), SIM_IMAGE_VERSION);
+		    "%u)", version, SIM_IMAGE_VERSION);
 		return (SIM_EPARSE);
 	}
-	n = sim_get64(img + 16);
-	if (sim_get32(img + 8) != 0 ||
-	    sim_get32(img + 12) != SIM_IMAGE_HEADER ||
+	n = sim_get_le(img + 16, 8);
+	if (sim_get_le(img + 8, 4) != 0 ||
+	    sim_get_le(img + 12, 4) != SIM_IMAGE_HEADER ||
 	    n != len - SIM_IMAGE_HEADER) {
 		sim_diag_set(diag, "corrupted image: bad header or length");
 		return (SIM_EPARSE);
 	}
-	if (sim_fnv1a(img + SIM_IMAGE_HEADER, n) != sim_get64(img + 24)) {
+	if (sim_fnv1a(img + SIM_IMAGE_HEADER, n) != sim_get_le(img + 24, 8)) {
 		sim_diag_set(diag, "corrupted image: checksum mismatch");
 		return (SIM_EPARSE);
 	}

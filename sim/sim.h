@@ -137,6 +137,17 @@ void		 sim_dtype_from_float(int dtype, void *dst, const float *src,
 int		 sim_compile(const void *ir, size_t ir_len, void **image,
 		    size_t *image_len, struct sim_diag *diag);
 
+/* Bytes of an image's header; the packed NKIR follows it. */
+#define SIM_IMAGE_HEADER	32u
+
+/*
+ * Seal the image of len bytes at image (len >= SIM_IMAGE_HEADER): write
+ * its magic, the length of what follows the header and the checksum of
+ * it, as sim_compile does. The version and the other header fields are
+ * left as they are (a fuzz target seals random bytes with it).
+ */
+void		 sim_image_seal(void *image, size_t len);
+
 /* Load an image made by sim_compile (checks magic, version, integrity).
  * The caller frees *out with sim_program_free. */
 int		 sim_program_load(const void *image, size_t len,

@@ -11,31 +11,7 @@
 #include "sim/sim.h"
 #include "tests/fuzz/fuzz_sim.h"
 
-#define FUZZ_NKIX_HEADER	32u	/* sim.c's SIM_IMAGE_HEADER */
-
 int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static uint64_t
-fuzz_nkix_fnv1a(const uint8_t *p, size_t n)
-{
-	uint64_t	h = 0xcbf29ce484222325ull;
-	size_t		i;
-
-	for (i = 0; i < n; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
-	}
-	return (h);
-}
-
-static void
-fuzz_nkix_put64(uint8_t *p, uint64_t v)
-{
-	int	i;
-
-	for (i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
 
 static void
 fuzz_nkix_load(const uint8_t *img, size_t len)
@@ -55,16 +31,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t	*img;
 
 	fuzz_nkix_load(data, size);
-	if (size < FUZZ_NKIX_HEADER)
+	if (size < SIM_IMAGE_HEADER)
 		return (0);
-	/* The same image with a consistent length and checksum. */
+	/* The same image with a consistent magic, length and checksum. */
 	if ((img = malloc(size)) == NULL)
 		return (0);
 	memcpy(img, data, size);
-	memcpy(img, "NKIX", 4);
-	fuzz_nkix_put64(img + 16, size - FUZZ_NKIX_HEADER);
-	fuzz_nkix_put64(img + 24, fuzz_nkix_fnv1a(img + FUZZ_NKIX_HEADER,
-	    size - FUZZ_NKIX_HEADER));
+	sim_image_seal(img, size);
 	fuzz_nkix_load(img, size);
 	free(img);
 	return (0);
