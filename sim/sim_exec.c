@@ -189,6 +189,30 @@ sim_exec_active(struct sim_run *r, const struct sim_op *op,
 	return (0);
 }
 
+int
+sim_exec_row_act(struct sim_run *r, const struct sim_op *op, bool masked,
+    const struct sim_rows *it, size_t n, const uint8_t **act)
+{
+	int	rc;
+
+	*act = NULL;
+	if (!masked)
+		return (0);
+	if ((rc = sim_exec_active(r, op, it, r->act, n)))
+		return (rc);
+	*act = r->act;
+	return (0);
+}
+
+void
+sim_exec_act_save(uint8_t *save, const uint8_t *act, size_t n)
+{
+	if (act != NULL)
+		memcpy(save, act, n);
+	else
+		memset(save, 1, n);
+}
+
 /* Read a row of n elements of operand s at offset off. Returns fp32
  * values and their stride (0 or 1) in *st; tmp has room for n. */
 const float *
@@ -314,22 +338,16 @@ sim_exec_gather(struct sim_run *r, const struct sim_op *op,
 
 	sim_exec_rows_begin(&it, r, v->rank, v->shape, vs, 1);
 	do {
-		const uint8_t	*act = NULL;
+		const uint8_t	*act;
 		const float	*p;
 
-		if (v->nmask) {
-			if ((rc = sim_exec_active(r, op, &it, r->act, n)))
-				return (rc);
-			act = r->act;
-		}
+		if ((rc = sim_exec_row_act(r, op, v->nmask, &it, n, &act)))
+			return (rc);
 		p = sim_exec_read(r, s, it.off[0], n, r->row[0], &st, act);
 		for (i = 0; i < n; i++)
 			buf[i] = act && !act[i] ? inactive : p[(int64_t)i * st];
 		if (act_out != NULL) {
-			if (act)
-				memcpy(act_out, act, n);
-			else
-				memset(act_out, 1, n);
+			sim_exec_act_save(act_out, act, n);
 			act_out += n;
 		}
 		buf += n;
@@ -364,13 +382,10 @@ sim_exec_scatter(struct sim_run *r, const struct sim_op *op,
 	}
 	sim_exec_rows_begin(&it, r, v->rank, v->shape, vs, 1);
 	do {
-		const uint8_t	*act = NULL;
+		const uint8_t	*act;
 
-		if (v->nmask) {
-			if ((rc = sim_exec_active(r, op, &it, r->act, n)))
-				return (rc);
-			act = r->act;
-		}
+		if ((rc = sim_exec_row_act(r, op, v->nmask, &it, n, &act)))
+			return (rc);
 		sim_exec_write(r, v, it.off[0], n, buf, 1, act);
 		buf += n;
 	} while (sim_exec_rows_next(&it));
@@ -1593,16 +1608,14 @@ sim_exec_reduce_part(struct sim_run *r, const struct sim_op *op, size_t nop,
 	sim_exec_rows_begin(&it, r, op->rank, op->shape, vs, 1);
 	sim_exec_rows_range(&it, lo, hi);
 	do {
-		const uint8_t	*act = NULL;
+		const uint8_t	*act;
 		const float	*x;
 		uint64_t	 ao = 0;
 		int64_t		 sx;
 
-		if (op->src[0].v.nmask) {
-			if ((rc = sim_exec_active(r, op, &it, r->act, n)))
-				return (rc);
-			act = r->act;
-		}
+		if ((rc = sim_exec_row_act(r, op, op->src[0].v.nmask, &it, n,
+		    &act)))
+			return (rc);
 		for (a = 0; a < last; a++)
 			ao += astride[a] * it.idx[a];
 		x = sim_exec_read(r, &op->src[0], it.off[0], n, r->row[0], &sx,

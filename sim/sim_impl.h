@@ -636,6 +636,14 @@ int	 sim_exec_fail(struct sim_run *r, const struct sim_op *op, int code,
  * (SIM_ERUNTIME naming the tensor). */
 int	 sim_exec_active(struct sim_run *r, const struct sim_op *op,
 	    const struct sim_rows *it, uint8_t *act, size_t n);
+/* *act: the iterator's row's active flags, sim_exec_active's in r->act
+ * when masked, else NULL (all active). Returns 0 or its error. */
+int	 sim_exec_row_act(struct sim_run *r, const struct sim_op *op,
+	    bool masked, const struct sim_rows *it, size_t n,
+	    const uint8_t **act);
+/* Keep a staged row's active flags: act's n (all 1 if act is NULL) at
+ * save. */
+void	 sim_exec_act_save(uint8_t *save, const uint8_t *act, size_t n);
 /* A row of n fp32 values of operand s at element offset off: returns
  * them with their stride (0 or 1) in *st; tmp has room for n. With act,
  * inactive elements read as 0. */

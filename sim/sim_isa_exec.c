@@ -139,14 +139,11 @@ sim_isa_ew(struct sim_run *r, const struct sim_op *op)
 	}
 	sim_exec_rows_begin(&it, r, op->rank, op->shape, vs, 4);
 	do {
-		const uint8_t	*act = NULL;
+		const uint8_t	*act;
 		uint64_t	 p = op->rank > 1 ? it.idx[0] : 0;
 
-		if (op->masked) {
-			if ((rc = sim_exec_active(r, op, &it, r->act, n)))
-				return (rc);
-			act = r->act;
-		}
+		if ((rc = sim_exec_row_act(r, op, op->masked, &it, n, &act)))
+			return (rc);
 		for (k = 0; k < op->nsrc; k++)
 			s[k] = sim_exec_read(r, &op->src[k], it.off[k + 1], n,
 			    r->row[k], &ss[k], act);
@@ -251,10 +248,7 @@ sim_isa_ew(struct sim_run *r, const struct sim_op *op)
 		if (folds && p < SIM_PMAX)
 			acc[p] = sim_isa_fold(x->reduce_alu, acc[p], o, act, n);
 		if (stage != NULL) {
-			if (act != NULL)
-				memcpy(sact, act, n);
-			else
-				memset(sact, 1, n);
+			sim_exec_act_save(sact, act, n);
 			stage += n;
 			sact += n;
 		} else
@@ -286,13 +280,10 @@ sim_isa_acc_read(struct sim_run *r, const struct sim_op *op)
 	sim_exec_rows_begin(&it, r, op->rank, op->shape, vs, 1);
 	do {
 		uint64_t	 p = op->rank > 1 ? it.idx[0] : 0;
-		const uint8_t	*act = NULL;
+		const uint8_t	*act;
 
-		if (op->masked) {
-			if ((rc = sim_exec_active(r, op, &it, r->act, n)))
-				return (rc);
-			act = r->act;
-		}
+		if ((rc = sim_exec_row_act(r, op, op->masked, &it, n, &act)))
+			return (rc);
 		/* one element per partition: n is 1 */
 		sim_exec_write(r, &op->dst, it.off[0], n,
 		    &acc[p < SIM_PMAX ? p : 0], 0, act);
@@ -695,15 +686,12 @@ sim_isa_shuffle(struct sim_run *r, const struct sim_op *op)
 	do {
 		uint64_t	 p = op->rank > 1 ? it.idx[0] : 0;
 		uint8_t		 m = op->isa->shuffle[p % SIM_ISA_QUADRANT];
-		const uint8_t	*act = NULL;
+		const uint8_t	*act;
 
 		if (m == SIM_ISA_KEEP)
 			continue;
-		if (op->masked) {
-			if ((rc = sim_exec_active(r, op, &it, r->act, n)))
-				return (rc);
-			act = r->act;
-		}
+		if ((rc = sim_exec_row_act(r, op, op->masked, &it, n, &act)))
+			return (rc);
 		sp = p / SIM_ISA_QUADRANT * SIM_ISA_QUADRANT + m;
 		sim_exec_write(r, &op->dst, it.off[0], n,
 		    in + sp * F + sim_isa_row_in_part(&it) * n, 1, act);

@@ -157,22 +157,6 @@ sim_lang_exec_seed(struct sim_run *r, const struct sim_op *op)
 
 /* ------------------------------------------------------------ rows */
 
-/* *act: the active flags of the iterator's row (NULL: all active). */
-static int
-sim_lang_exec_row_act(struct sim_run *r, const struct sim_op *op,
-    const struct sim_rows *it, size_t n, const uint8_t **act)
-{
-	int	rc;
-
-	*act = NULL;
-	if (!op->masked)
-		return (0);
-	if ((rc = sim_exec_active(r, op, it, r->act, n)))
-		return (rc);
-	*act = r->act;
-	return (0);
-}
-
 /* Compute one row of op into out[0 .. n-1] (act: the active elements). */
 typedef void	 sim_lang_row_fn(struct sim_run *, const struct sim_op *,
 		    const struct sim_rows *, float *, const uint8_t *, size_t);
@@ -200,7 +184,7 @@ sim_lang_exec_rows(struct sim_run *r, const struct sim_op *op,
 	}
 	sim_exec_rows_begin(&it, r, op->rank, op->shape, vs, 3);
 	do {
-		if ((rc = sim_lang_exec_row_act(r, op, &it, n, &act)))
+		if ((rc = sim_exec_row_act(r, op, op->masked, &it, n, &act)))
 			return (rc);
 		out = stage != NULL ? stage : r->row[3];
 		fn(r, op, &it, out, act, n);
@@ -208,10 +192,7 @@ sim_lang_exec_rows(struct sim_run *r, const struct sim_op *op,
 			sim_exec_write(r, &op->dst, it.off[0], n, out, 1, act);
 			continue;
 		}
-		if (act != NULL)
-			memcpy(sact, act, n);
-		else
-			memset(sact, 1, n);
+		sim_exec_act_save(sact, act, n);
 		stage += n;
 		sact += n;
 	} while (sim_exec_rows_next(&it));
