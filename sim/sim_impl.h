@@ -500,6 +500,11 @@ int	 sim_plan_activation(struct sim_build *b,
 /* size bytes of the program's arena (zeroed, 16-aligned; freed with the
  * program), or NULL when out of memory. */
 void	*sim_plan_alloc(struct sim_build *b, size_t size);
+/* Room in the arena for the kernel's table of n entries of size bytes,
+ * at most max of them (what names them: "tensors"). NULL with *rc set
+ * (SIM_ELIMIT, SIM_ENOMEM) when it cannot be had. */
+void	*sim_plan_table(struct sim_build *b, size_t n, size_t size, int max,
+	    const char *what, int *rc);
 /* Set b's diag to the message and " (file:line)" of loc (the kernel's
  * when NULL); returns code. */
 int	 sim_plan_err(struct sim_build *b, const struct Nkir__V1__Loc *loc,

@@ -224,15 +224,13 @@ sim_lang_plan_fns(struct sim_build *b)
 	const Nkir__V1__Kernel	*k = b->k;
 	struct sim_program	*p = b->p;
 	size_t			 i, j;
+	int			 rc;
 
-	if (k->n_fns > SIM_LOOPVARS_MAX)
-		return (sim_plan_err(b, NULL, SIM_ELIMIT,
-		    "kernel has %zu index functions (executor limit %d)",
-		    k->n_fns, SIM_LOOPVARS_MAX));
-	p->nfns = (uint32_t)k->n_fns;
-	p->fns = sim_plan_alloc(b, k->n_fns * sizeof(*p->fns));
+	p->fns = sim_plan_table(b, k->n_fns, sizeof(*p->fns),
+	    SIM_LOOPVARS_MAX, "index functions", &rc);
 	if (p->fns == NULL)
-		return (SIM_ENOMEM);
+		return (rc);
+	p->nfns = (uint32_t)k->n_fns;
 	for (i = 0; i < k->n_fns; i++) {
 		const Nkir__V1__IndexFn	*f = k->fns[i];
 		struct sim_fn		*fn = &p->fns[i];

@@ -44,6 +44,22 @@ sim_plan_alloc(struct sim_build *b, size_t size)
 	return ((char *)blk->data + blk->used - need);
 }
 
+void *
+sim_plan_table(struct sim_build *b, size_t n, size_t size, int max,
+    const char *what, int *rc)
+{
+	void	*t;
+
+	if (n > (size_t)max) {
+		*rc = sim_plan_err(b, NULL, SIM_ELIMIT,
+		    "kernel has %zu %s (executor limit %d)", n, what, max);
+		return (NULL);
+	}
+	if ((t = sim_plan_alloc(b, n * size)) == NULL)
+		*rc = SIM_ENOMEM;
+	return (t);
+}
+
 static char *
 sim_plan_strdup(struct sim_build *b, const char *s)
 {
@@ -1417,6 +1433,19 @@ sim_plan_sbuf_limit(const char *target)
 	return (192 * 1024);
 }
 
+/* Add bytes to *used, what the kernel's tensors of one kind (what) need
+ * in all; more than max is SIM_ELIMIT at loc. */
+static int
+sim_plan_budget(struct sim_build *b, const Nkir__V1__Loc *loc,
+    uint64_t *used, uint64_t bytes, uint64_t max, const char *what)
+{
+	*used += bytes;
+	if (*used <= max)
+		return (0);
+	return (sim_plan_err(b, loc, SIM_ELIMIT, "%s of the kernel need more "
+	    "than %llu bytes", what, (unsigned long long)max));
+}
+
 static int
 sim_plan_tensors(struct sim_build *b)
 {
@@ -1426,14 +1455,11 @@ sim_plan_tensors(struct sim_build *b)
 	size_t			 i;
 	int			 d, rc;
 
-	if (k->n_tensors > SIM_TENSORS_MAX)
-		return (sim_plan_err(b, NULL, SIM_ELIMIT,
-		    "kernel has %zu tensors (executor limit %d)", k->n_tensors,
-		    SIM_TENSORS_MAX));
-	p->ntensors = k->n_tensors;
-	p->tensors = sim_plan_alloc(b, k->n_tensors * sizeof(*p->tensors));
+	p->tensors = sim_plan_table(b, k->n_tensors, sizeof(*p->tensors),
+	    SIM_TENSORS_MAX, "tensors", &rc);
 	if (p->tensors == NULL)
-		return (SIM_ENOMEM);
+		return (rc);
+	p->ntensors = k->n_tensors;
 	for (i = 0; i < k->n_tensors; i++) {
 		const Nkir__V1__Tensor	*t = k->tensors[i];
 		struct sim_tinfo	*ti = &p->tensors[i];
@@ -1544,21 +1570,15 @@ sim_plan_tensors(struct sim_build *b)
 				    (unsigned long long)pb,
 				    (unsigned long long)
 				    sim_plan_sbuf_limit(k->target)));
-			tile_bytes += ti->nelem * 4;
 			p->cost += ti->nelem;
-			if (tile_bytes > SIM_TILE_BYTES_MAX)
-				return (sim_plan_err(b, loc, SIM_ELIMIT,
-				    "tiles of the kernel need more than %llu "
-				    "bytes", (unsigned long long)
-				    SIM_TILE_BYTES_MAX));
+			if ((rc = sim_plan_budget(b, loc, &tile_bytes,
+			    ti->nelem * 4, SIM_TILE_BYTES_MAX, "tiles")))
+				return (rc);
 		} else if (t->kind == NKIR__V1__TENSOR_KIND__TENSOR_HBM) {
-			hbm_bytes += ti->nelem * sz;
 			p->cost += ti->nelem;
-			if (hbm_bytes > SIM_HBM_BYTES_MAX)
-				return (sim_plan_err(b, loc, SIM_ELIMIT,
-				    "HBM tensors of the kernel need more than "
-				    "%llu bytes", (unsigned long long)
-				    SIM_HBM_BYTES_MAX));
+			if ((rc = sim_plan_budget(b, loc, &hbm_bytes,
+			    ti->nelem * sz, SIM_HBM_BYTES_MAX, "HBM tensors")))
+				return (rc);
 		}
 	}
 	return (0);
