@@ -23,7 +23,7 @@ allocations ignored (not checked), as NKI ignores them.
 import functools
 import os
 
-from ..tracer.alloc import AllocBuffer
+from ..tracer.alloc import AllocBuffer, OnBuffer
 
 # submodules that NKI's reference kernels import (nkid.nki._internal)
 __path__ = [os.path.join(os.path.dirname(__file__), "_internal", "compiler")]
@@ -147,23 +147,15 @@ def is_directive(v):
     return isinstance(v, _Directive)
 
 
-class _Space:
+class _Space(OnBuffer):
     """``ncc.sbuf`` / ``ncc.psum``: the allocation APIs of one memory."""
 
     def __init__(self, buffer):
-        self._buffer = buffer
-
-    @property
-    def name(self):
-        return self._buffer.name
-
-    @property
-    def space(self):
-        return self._buffer.space
+        self.buffer = buffer
 
     def auto_alloc(self):
         """Leave the tensor's placement to nkid (same as nl.sbuf/nl.psum)."""
-        return self._buffer
+        return self.buffer
 
     def alloc(self, func):
         """Place each logical tile where ``func(idx, pdim_size, fdim_size)``
@@ -172,7 +164,7 @@ class _Space:
         if not callable(func):
             raise TypeError("ncc.%s.alloc expects a callable, got %r" % (self.name, func))
         name = getattr(func, "__name__", None) or type(func).__name__
-        return AllocBuffer(self._buffer, func, "ncc.%s.alloc(%s)" % (self.name, name))
+        return AllocBuffer(self.buffer, func, "ncc.%s.alloc(%s)" % (self.name, name))
 
     def __repr__(self):
         return "nki.compiler.%s" % self.name
@@ -203,7 +195,7 @@ class _Sbuf(_Space):
         what = "ncc.sbuf.mod_alloc(base_addr=%d%s%s)" % (
             base_addr, ", num_par_tiles=%r" % (npar,) if npar else "",
             ", num_free_tiles=%r" % (nfree,) if nfree else "")
-        return AllocBuffer(self._buffer, func, what)
+        return AllocBuffer(self.buffer, func, what)
 
 
 class _Psum(_Space):
@@ -227,7 +219,7 @@ class _Psum(_Space):
             return (base_bank + _linear(nbank, idx), 0, 0)
         what = "ncc.psum.mod_alloc(base_bank=%d%s)" % (
             base_bank, ", num_bank_tiles=%r" % (nbank,) if nbank else "")
-        return AllocBuffer(self._buffer, func, what)
+        return AllocBuffer(self.buffer, func, what)
 
 
 def _spaces():

@@ -35,8 +35,8 @@ from ..errors import NKIError
 from .affine import Aff
 from .builder import loc_suffix
 
-__all__ = ["AllocBuffer", "Placement", "place", "check_kernel", "sbuf_usable",
-           "PSUM_BANKS", "PSUM_BANK_BYTES"]
+__all__ = ["OnBuffer", "AllocBuffer", "Placement", "place", "check_kernel",
+           "sbuf_usable", "PSUM_BANKS", "PSUM_BANK_BYTES"]
 
 #: SBUF bytes per partition by target; 16 KiB of each is the compiler's.
 SBUF_BYTES = {"trn2": 224 * 1024, "trn3": 256 * 1024}
@@ -57,7 +57,20 @@ def _err(msg, cls=NKIError):
     return cls(msg + loc_suffix())
 
 
-class AllocBuffer:
+class OnBuffer:
+    """What stands for one memory's ``buffer`` (a tracer.tensor.Buffer:
+    sbuf or psum) and has its ``name`` and ``space``."""
+
+    @property
+    def name(self):
+        return self.buffer.name
+
+    @property
+    def space(self):
+        return self.buffer.space
+
+
+class AllocBuffer(OnBuffer):
     """A ``buffer=`` value that places a tensor's tiles itself: what
     ``ncc.sbuf.alloc(func)`` and ``ncc.sbuf.mod_alloc(...)`` (and the PSUM
     forms) return.  ``func(idx, pdim_size, fdim_size)`` gives a tile's
@@ -67,14 +80,6 @@ class AllocBuffer:
         self.buffer = buffer          # tracer.tensor.Buffer: sbuf or psum
         self.func = func
         self.what = what              # "ncc.sbuf.mod_alloc(base_addr=0)", for messages
-
-    @property
-    def space(self):
-        return self.buffer.space
-
-    @property
-    def name(self):
-        return self.buffer.name
 
     def __repr__(self):
         return self.what
