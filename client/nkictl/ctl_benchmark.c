@@ -185,44 +185,36 @@ static const char *const ctl_benchmark_latency_keys[] = {
 	"latency_source", "latency_note", "model_us", "model_target", NULL
 };
 
+/* What the command line asked of the report. */
+struct ctl_benchmark_run {
+	unsigned long long	 warmup;
+	unsigned long long	 iters;
+	const char		*csv;	/* --csv, or NULL */
+};
+
 static int
-ctl_benchmark_exec(struct ctl_ctx *ctx, struct ctl_args *a)
+ctl_benchmark_report(struct ctl_ctx *ctx, const struct ctl_kernel_call *kc,
+    void *arg)
 {
-	Nkid__V1__BenchmarkRequest req = NKID__V1__BENCHMARK_REQUEST__INIT;
-	const Nkid__V1__BenchmarkReply	*r;
-	struct ctl_kernel_call		 kc;
-	unsigned long long		 warmup = 10, iters = 100;
-	const char			*csv = ctl_args_get(a, "csv");
+	const struct ctl_benchmark_run	*b = arg;
+	const Nkid__V1__BenchmarkReply	*r = (const void *)kc->reply;
 	cJSON				*o;
 	int				 rc;
 
-	if ((rc = ctl_args_uint(ctx, a, "warmup", 0, CTL_BENCHMARK_MAX,
-	    &warmup)) != 0 || (rc = ctl_args_uint(ctx, a, "iters", 1,
-	    CTL_BENCHMARK_MAX, &iters)) != 0)
-		return (rc);
-	if (csv != NULL && *csv == '\0')
-		return (ctl_usage_fail(ctx, "empty --csv path"));
-	req.warmup = (uint32_t)warmup;
-	req.iters = (uint32_t)iters;
-	if ((rc = ctl_kernel_call_init(ctx, a, &kc)) != CTL_EXIT_OK ||
-	    (rc = ctl_kernel_call_send(ctx, &kc, "Benchmark", &req.base,
-	    &nkid__v1__benchmark_reply__descriptor)) != CTL_EXIT_OK)
-		goto out;
-	r = (const Nkid__V1__BenchmarkReply *)kc.reply;
-	if (csv != NULL && (rc = ctl_benchmark_csv(ctx, csv, r)) !=
+	if (b->csv != NULL && (rc = ctl_benchmark_csv(ctx, b->csv, r)) !=
 	    CTL_EXIT_OK)
-		goto out;
-	if (csv != NULL && strcmp(csv, "-") == 0)
-		goto out;
-	o = ctl_kernel_call_head_print(ctx, &kc, NULL, r->neff_key);
+		return (rc);
+	if (b->csv != NULL && strcmp(b->csv, "-") == 0)
+		return (CTL_EXIT_OK);
+	o = ctl_kernel_call_head_print(ctx, kc, NULL, r->neff_key);
 	if (!ctx->json) {
-		ctl_benchmark_print(ctx, r, warmup, iters);
-		goto out;
+		ctl_benchmark_print(ctx, r, b->warmup, b->iters);
+		return (CTL_EXIT_OK);
 	}
 	if (o != NULL) {
 		ctl_json_fields(o, &r->base, ctl_benchmark_keys);
-		cJSON_AddNumberToObject(o, "warmup", (double)warmup);
-		cJSON_AddNumberToObject(o, "iters", (double)iters);
+		cJSON_AddNumberToObject(o, "warmup", (double)b->warmup);
+		cJSON_AddNumberToObject(o, "iters", (double)b->iters);
 		ctl_json_fields(o, &r->base, ctl_benchmark_latency_keys);
 		cJSON_AddItemToObject(o, "percentiles",
 		    ctl_benchmark_pct_json(r->percentiles, r->n_percentiles));
@@ -236,10 +228,27 @@ ctl_benchmark_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 		    ctl_benchmark_samples_json(r->cpu_samples_us,
 		    r->n_cpu_samples_us));
 	}
-	rc = ctl_json_print(ctx, o);
-out:
-	ctl_kernel_call_release(&kc);
-	return (rc);
+	return (ctl_json_print(ctx, o));
+}
+
+static int
+ctl_benchmark_exec(struct ctl_ctx *ctx, struct ctl_args *a)
+{
+	Nkid__V1__BenchmarkRequest req = NKID__V1__BENCHMARK_REQUEST__INIT;
+	struct ctl_benchmark_run	 b = { 10, 100, NULL };
+	int				 rc;
+
+	if ((rc = ctl_args_uint(ctx, a, "warmup", 0, CTL_BENCHMARK_MAX,
+	    &b.warmup)) != 0 || (rc = ctl_args_uint(ctx, a, "iters", 1,
+	    CTL_BENCHMARK_MAX, &b.iters)) != 0)
+		return (rc);
+	b.csv = ctl_args_get(a, "csv");
+	if (b.csv != NULL && *b.csv == '\0')
+		return (ctl_usage_fail(ctx, "empty --csv path"));
+	req.warmup = (uint32_t)b.warmup;
+	req.iters = (uint32_t)b.iters;
+	return (ctl_kernel_call_exec(ctx, a, "Benchmark", &req.base,
+	    &nkid__v1__benchmark_reply__descriptor, ctl_benchmark_report, &b));
 }
 
 const struct ctl_cmd ctl_benchmark_cmd = {

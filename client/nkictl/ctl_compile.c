@@ -37,34 +37,33 @@ ctl_compile_print(struct ctl_ctx *ctx, const struct ctl_kernel_call *kc,
 }
 
 static int
-ctl_compile_exec(struct ctl_ctx *ctx, struct ctl_args *a)
+ctl_compile_report(struct ctl_ctx *ctx, const struct ctl_kernel_call *kc,
+    void *arg)
 {
-	Nkid__V1__CompileRequest	 req = NKID__V1__COMPILE_REQUEST__INIT;
-	const Nkid__V1__CompileReply	*r;
-	struct ctl_kernel_call		 kc;
+	const Nkid__V1__CompileReply	*r = (const void *)kc->reply;
 	cJSON				*o;
-	int				 rc;
 
-	if ((rc = ctl_kernel_call_init(ctx, a, &kc)) != CTL_EXIT_OK ||
-	    (rc = ctl_kernel_call_send(ctx, &kc, "Compile", &req.base,
-	    &nkid__v1__compile_reply__descriptor)) != CTL_EXIT_OK)
-		goto out;
-	r = (const Nkid__V1__CompileReply *)kc.reply;
-	o = ctl_kernel_call_head_print(ctx, &kc, r->kernel_name, r->neff_key);
+	o = ctl_kernel_call_head_print(ctx, kc, r->kernel_name, r->neff_key);
 	if (!ctx->json) {
-		ctl_compile_print(ctx, &kc, r);
-		goto out;
+		ctl_compile_print(ctx, kc, r);
+		return (CTL_EXIT_OK);
 	}
 	if (o != NULL) {
 		ctl_json_fields(o, &r->base, ctl_compile_keys);
-		if (kc.neff != NULL)
-			cJSON_AddStringToObject(o, "neff_path", kc.neff);
+		if (kc->neff != NULL)
+			cJSON_AddStringToObject(o, "neff_path", kc->neff);
 		cJSON_AddStringToObject(o, "log", r->log);
 	}
-	rc = ctl_json_print(ctx, o);
-out:
-	ctl_kernel_call_release(&kc);
-	return (rc);
+	return (ctl_json_print(ctx, o));
+}
+
+static int
+ctl_compile_exec(struct ctl_ctx *ctx, struct ctl_args *a)
+{
+	Nkid__V1__CompileRequest	req = NKID__V1__COMPILE_REQUEST__INIT;
+
+	return (ctl_kernel_call_exec(ctx, a, "Compile", &req.base,
+	    &nkid__v1__compile_reply__descriptor, ctl_compile_report, NULL));
 }
 
 const struct ctl_cmd ctl_compile_cmd = {

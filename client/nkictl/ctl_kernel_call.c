@@ -161,6 +161,24 @@ ctl_kernel_call_send(struct ctl_ctx *ctx, struct ctl_kernel_call *kc,
 	    neff->len));
 }
 
+int
+ctl_kernel_call_exec(struct ctl_ctx *ctx, const struct ctl_args *a,
+    const char *method, ProtobufCMessage *req,
+    const ProtobufCMessageDescriptor *reply_desc,
+    int (*report)(struct ctl_ctx *, const struct ctl_kernel_call *, void *),
+    void *arg)
+{
+	struct ctl_kernel_call	kc;
+	int			rc;
+
+	if ((rc = ctl_kernel_call_init(ctx, a, &kc)) == CTL_EXIT_OK &&
+	    (rc = ctl_kernel_call_send(ctx, &kc, method, req, reply_desc)) ==
+	    CTL_EXIT_OK)
+		rc = report(ctx, &kc, arg);
+	ctl_kernel_call_release(&kc);
+	return (rc);
+}
+
 /* Write len bytes to fd; 0, or -1 with errno. */
 static int
 ctl_kernel_call_write_all(int fd, const uint8_t *p, size_t len)

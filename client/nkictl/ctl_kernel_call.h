@@ -76,6 +76,18 @@ int	 ctl_kernel_call_send(struct ctl_ctx *ctx,
 	    const ProtobufCMessageDescriptor *reply_desc);
 
 /*
+ * What a kernel command's exec does: read a into kc (ctl_kernel_call_init),
+ * call method with req (ctl_kernel_call_send), and on success have report
+ * print the reply in kc->reply (arg is report's), then release kc. Returns
+ * the command's exit code: the failure (printed), or report's.
+ */
+int	 ctl_kernel_call_exec(struct ctl_ctx *ctx, const struct ctl_args *a,
+	    const char *method, ProtobufCMessage *req,
+	    const ProtobufCMessageDescriptor *reply_desc,
+	    int (*report)(struct ctl_ctx *, const struct ctl_kernel_call *,
+	    void *), void *arg);
+
+/*
  * Write len bytes of data to path through path.tmp and a rename: path is
  * whole or untouched. Returns CTL_EXIT_OK or CTL_EXIT_FAIL (printed).
  */

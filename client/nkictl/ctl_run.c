@@ -23,22 +23,16 @@ static const char *const ctl_run_keys[] = {
 	"cache_hit", "job_id", "core", "queue_us", "exec_us", NULL
 };
 
+/* The reply's figures, then the outputs written. */
 static int
-ctl_run_exec(struct ctl_ctx *ctx, struct ctl_args *a)
+ctl_run_report(struct ctl_ctx *ctx, const struct ctl_kernel_call *kc,
+    void *arg)
 {
-	Nkid__V1__RunRequest		 req = NKID__V1__RUN_REQUEST__INIT;
-	const Nkid__V1__RunReply	*r;
-	struct ctl_kernel_call		 kc;
+	const Nkid__V1__RunReply	*r = (const void *)kc->reply;
 	cJSON				*o;
 	char				 t[32];
-	int				 rc;
 
-	if ((rc = ctl_kernel_call_init(ctx, a, &kc)) != CTL_EXIT_OK ||
-	    (rc = ctl_kernel_call_send(ctx, &kc, "Run", &req.base,
-	    &nkid__v1__run_reply__descriptor)) != CTL_EXIT_OK)
-		goto out;
-	r = (const Nkid__V1__RunReply *)kc.reply;
-	o = ctl_kernel_call_head_print(ctx, &kc, NULL, r->neff_key);
+	o = ctl_kernel_call_head_print(ctx, kc, NULL, r->neff_key);
 	if (ctx->json)
 		ctl_json_fields(o, &r->base, ctl_run_keys);
 	else {
@@ -50,11 +44,17 @@ ctl_run_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 		ctl_kv(ctx, "executed", "%s", ctl_fmt_us(r->exec_us, t,
 		    sizeof t));
 	}
-	rc = ctl_kernel_call_outputs_write(ctx, &kc, o, r->outputs,
-	    r->n_outputs);
-out:
-	ctl_kernel_call_release(&kc);
-	return (rc);
+	return (ctl_kernel_call_outputs_write(ctx, kc, o, r->outputs,
+	    r->n_outputs));
+}
+
+static int
+ctl_run_exec(struct ctl_ctx *ctx, struct ctl_args *a)
+{
+	Nkid__V1__RunRequest	req = NKID__V1__RUN_REQUEST__INIT;
+
+	return (ctl_kernel_call_exec(ctx, a, "Run", &req.base,
+	    &nkid__v1__run_reply__descriptor, ctl_run_report, NULL));
 }
 
 const struct ctl_cmd ctl_run_cmd = {

@@ -19,34 +19,35 @@ static const char *const ctl_simulate_keys[] = {
 	"exec_us", "device_print", NULL
 };
 
+/* The device_print output and the reply's figures, then the outputs
+ * written. */
 static int
-ctl_simulate_exec(struct ctl_ctx *ctx, struct ctl_args *a)
+ctl_simulate_report(struct ctl_ctx *ctx, const struct ctl_kernel_call *kc,
+    void *arg)
 {
-	Nkid__V1__SimulateRequest req = NKID__V1__SIMULATE_REQUEST__INIT;
-	const Nkid__V1__SimulateReply	*r;
-	struct ctl_kernel_call		 kc;
+	const Nkid__V1__SimulateReply	*r = (const void *)kc->reply;
 	cJSON				*o;
 	char				 t[32];
-	int				 rc;
 
-	if ((rc = ctl_kernel_call_init(ctx, a, &kc)) != CTL_EXIT_OK ||
-	    (rc = ctl_kernel_call_send(ctx, &kc, "Simulate", &req.base,
-	    &nkid__v1__simulate_reply__descriptor)) != CTL_EXIT_OK)
-		goto out;
-	r = (const Nkid__V1__SimulateReply *)kc.reply;
 	if (!ctx->json)
 		ctl_text_print(ctx->out, "", r->device_print);
-	o = ctl_kernel_call_head_print(ctx, &kc, NULL, r->neff_key);
+	o = ctl_kernel_call_head_print(ctx, kc, NULL, r->neff_key);
 	if (ctx->json)
 		ctl_json_fields(o, &r->base, ctl_simulate_keys);
 	else
 		ctl_kv(ctx, "executed", "%s", ctl_fmt_us(r->exec_us, t,
 		    sizeof t));
-	rc = ctl_kernel_call_outputs_write(ctx, &kc, o, r->outputs,
-	    r->n_outputs);
-out:
-	ctl_kernel_call_release(&kc);
-	return (rc);
+	return (ctl_kernel_call_outputs_write(ctx, kc, o, r->outputs,
+	    r->n_outputs));
+}
+
+static int
+ctl_simulate_exec(struct ctl_ctx *ctx, struct ctl_args *a)
+{
+	Nkid__V1__SimulateRequest	req = NKID__V1__SIMULATE_REQUEST__INIT;
+
+	return (ctl_kernel_call_exec(ctx, a, "Simulate", &req.base,
+	    &nkid__v1__simulate_reply__descriptor, ctl_simulate_report, NULL));
 }
 
 const struct ctl_cmd ctl_simulate_cmd = {
