@@ -14,6 +14,11 @@
 /* How many entries an ambiguous prefix names in its message. */
 #define CTL_CACHE_AMBIGUOUS_SHOWN	3
 
+const struct ctl_opt ctl_cache_opts_dir[] = {
+	CTL_CACHE_OPTS_DIR,
+	CTL_OPT_END
+};
+
 int
 ctl_cache_where_get(struct ctl_ctx *ctx, const struct ctl_args *a,
     struct ctl_cache_where *w)

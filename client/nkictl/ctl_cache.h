@@ -22,6 +22,9 @@
 
 /* How usage lines show those rows. */
 #define CTL_CACHE_USAGE_DIR	"[--cache-dir DIR | --state-dir DIR]"
+/* The option table of a command that has only those rows (cache pin,
+ * unpin, rm, show). */
+extern const struct ctl_opt ctl_cache_opts_dir[];
 
 /* --offline, for the commands that work through nkid unless told. */
 #define CTL_CACHE_OPT_OFFLINE						\

@@ -29,11 +29,6 @@ ctl_cache_pin_set_cb(ProtobufCMessage *req, char **keys, size_t n)
 	r->n_keys = n;
 }
 
-static const struct ctl_opt ctl_cache_pin_opts[] = {
-	CTL_CACHE_OPTS_DIR,
-	CTL_OPT_END
-};
-
 /* cache pin and cache unpin. */
 static int
 ctl_cache_pin_exec(struct ctl_ctx *ctx, struct ctl_args *a)
@@ -59,7 +54,7 @@ const struct ctl_cmd ctl_cache_pin_cmd = {
 	.name = "cache pin",
 	.usage = CTL_CACHE_KEYS_USAGE,
 	.help = "pin cache entries (keys or unique prefixes): never evicted",
-	.opts = ctl_cache_pin_opts,
+	.opts = ctl_cache_opts_dir,
 	.args = CTL_CACHE_KEYS_ARGS,
 	.exec = ctl_cache_pin_exec,
 };
@@ -68,7 +63,7 @@ const struct ctl_cmd ctl_cache_unpin_cmd = {
 	.name = "cache unpin",
 	.usage = CTL_CACHE_KEYS_USAGE,
 	.help = "unpin cache entries (keys or unique prefixes)",
-	.opts = ctl_cache_pin_opts,
+	.opts = ctl_cache_opts_dir,
 	.args = CTL_CACHE_KEYS_ARGS,
 	.exec = ctl_cache_pin_exec,
 };

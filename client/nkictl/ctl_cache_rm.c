@@ -18,11 +18,6 @@ ctl_cache_rm_result_cb(const ProtobufCMessage *reply, uint32_t *done,
 	*n_missing = r->n_missing;
 }
 
-static const struct ctl_opt ctl_cache_rm_opts[] = {
-	CTL_CACHE_OPTS_DIR,
-	CTL_OPT_END
-};
-
 static const struct ctl_cache_keys ctl_cache_rm_keys = {
 	.method = "CacheRemove",
 	.reply = &nkid__v1__cache_remove_reply__descriptor,
@@ -54,7 +49,7 @@ const struct ctl_cmd ctl_cache_rm_cmd = {
 	.name = "cache rm",
 	.usage = CTL_CACHE_KEYS_USAGE,
 	.help = "remove cache entries (keys or unique prefixes)",
-	.opts = ctl_cache_rm_opts,
+	.opts = ctl_cache_opts_dir,
 	.args = CTL_CACHE_KEYS_ARGS,
 	.exec = ctl_cache_rm_exec,
 };

@@ -6,11 +6,6 @@
 
 #include "ctl_cache.h"
 
-static const struct ctl_opt ctl_cache_show_opts[] = {
-	CTL_CACHE_OPTS_DIR,
-	CTL_OPT_END
-};
-
 static void
 ctl_cache_show_print(struct ctl_ctx *ctx, const Nkid__V1__CacheEntry *e,
     const Nkid__V1__CacheVerifyResult *v)
@@ -87,7 +82,7 @@ const struct ctl_cmd ctl_cache_show_cmd = {
 	.name = "cache show",
 	.usage = "KEY " CTL_CACHE_USAGE_DIR,
 	.help = "show one cache entry with its signature and compiler log",
-	.opts = ctl_cache_show_opts,
+	.opts = ctl_cache_opts_dir,
 	.args = { 1, 1, CTL_CACHE_KEY_OPERAND },
 	.exec = ctl_cache_show_exec,
 };
