@@ -10,6 +10,7 @@
 #include "nkir.pb-c.h"
 
 #include "model/model.h"
+#include "sim/sim.h"
 
 /*
  * Every constant below cites the document it comes from. "arch" is
@@ -740,69 +741,17 @@ model_engine(const Nkir__V1__Op *o)
 	}
 }
 
-/* The nki.isa kinds 40-79, as NKI names the instructions. */
-static const char *
-model_isa_name(int kind)
-{
-	static const char *const names[] = {
-		"activation", "reduce_res", "tensor_partition_reduce",
-		"tensor_tensor_scan", "scalar_tensor_tensor",
-		"tensor_scalar_reduce", "tensor_copy_dynamic",
-		"tensor_copy_predicated", "dropout", "affine_select",
-		"range_select", "select_reduce", "sequence_bounds",
-		"local_gather", "dma_copy", "dma_transpose", "max8",
-		"nc_find_index8", "nc_match_replace8", "nc_stream_shuffle",
-	};
-	int	i = kind - NKIR__V1__OP_KIND__OP_ACT_ACC;
-
-	if (i < 0 || i >= (int)(sizeof names / sizeof names[0]))
-		return ("op");
-	return (names[i]);
-}
-
+/*
+ * An instruction's name in the modeled timeline: NKI's (sim_op_name),
+ * except a tile declared with a value, which the hardware fills with a
+ * memset.
+ */
 static const char *
 model_op_name(int kind)
 {
-	switch (kind) {
-	case NKIR__V1__OP_KIND__OP_ALLOC:
+	if (kind == NKIR__V1__OP_KIND__OP_ALLOC)
 		return ("memset");
-	case NKIR__V1__OP_KIND__OP_LOAD:
-		return ("load");
-	case NKIR__V1__OP_KIND__OP_STORE:
-		return ("store");
-	case NKIR__V1__OP_KIND__OP_COPY:
-		return ("tensor_copy");
-	case NKIR__V1__OP_KIND__OP_TENSOR_TENSOR:
-		return ("tensor_tensor");
-	case NKIR__V1__OP_KIND__OP_ACTIVATION:
-		return ("activation");
-	case NKIR__V1__OP_KIND__OP_REDUCE:
-		return ("tensor_reduce");
-	case NKIR__V1__OP_KIND__OP_MATMUL:
-		return ("matmul");
-	case NKIR__V1__OP_KIND__OP_TRANSPOSE:
-		return ("transpose");
-	case NKIR__V1__OP_KIND__OP_IOTA:
-		return ("iota");
-	case NKIR__V1__OP_KIND__OP_SELECT:
-		return ("select");
-	case NKIR__V1__OP_KIND__OP_PRINT:
-		return ("device_print");
-	case NKIR__V1__OP_KIND__OP_BN_STATS:
-		return ("bn_stats");
-	case NKIR__V1__OP_KIND__OP_BN_AGGR:
-		return ("bn_aggr");
-	case NKIR__V1__OP_KIND__OP_RAND:
-		return ("rand");
-	case NKIR__V1__OP_KIND__OP_GATHER_FLAT:
-		return ("gather_flattened");
-	case NKIR__V1__OP_KIND__OP_ALL_REDUCE:
-		return ("all_reduce");
-	case NKIR__V1__OP_KIND__OP_BITCAST:
-		return ("view");
-	default:
-		return (model_isa_name(kind));
-	}
+	return (sim_op_name(kind));
 }
 
 static void
@@ -1244,26 +1193,28 @@ model_writes(const Nkir__V1__Op *const *body, size_t n, uint32_t tid,
 	return (0);
 }
 
+/* Whether any of the n affine expressions e uses loop variable var. */
 static int
-model_uses_var(const Nkir__V1__Access *a, uint32_t var)
+model_affines_use_var(Nkir__V1__Affine *const *e, size_t n, uint32_t var)
 {
 	size_t	i, j;
 
-	if (a == NULL)
-		return (0);
-	for (i = 0; i < a->n_index; i++)
-		for (j = 0; a->index[i] != NULL && j < a->index[i]->n_terms; j++)
-			if (a->index[i]->terms[j]->kind ==
+	for (i = 0; i < n; i++)
+		for (j = 0; e[i] != NULL && j < e[i]->n_terms; j++)
+			if (e[i]->terms[j]->kind ==
 			    NKIR__V1__TERM_KIND__TERM_LOOP &&
-			    a->index[i]->terms[j]->index == var)
-				return (1);
-	for (i = 0; i < a->n_mask; i++)
-		for (j = 0; a->mask[i] != NULL && j < a->mask[i]->n_terms; j++)
-			if (a->mask[i]->terms[j]->kind ==
-			    NKIR__V1__TERM_KIND__TERM_LOOP &&
-			    a->mask[i]->terms[j]->index == var)
+			    e[i]->terms[j]->index == var)
 				return (1);
 	return (0);
+}
+
+static int
+model_uses_var(const Nkir__V1__Access *a, uint32_t var)
+{
+	if (a == NULL)
+		return (0);
+	return (model_affines_use_var(a->index, a->n_index, var) ||
+	    model_affines_use_var(a->mask, a->n_mask, var));
 }
 
 /* The loops enclosing the op being built, outermost first. */
@@ -1754,6 +1705,25 @@ model_event(struct model_ctx *m, const struct model_op *op, const char *name,
 }
 
 /*
+ * Issue an instruction of dur ns on engine track once dep is met and the
+ * engine has finished its previous one: its end; *id its instruction.
+ */
+static double
+model_issue(struct model_ctx *m, const struct model_op *op, const char *name,
+    int track, struct model_dep dep, double dur, uint32_t *id)
+{
+	double	end;
+
+	model_dep_max(&dep, m->track_free[track], m->track_last[track]);
+	end = dep.t + dur;
+	*id = model_inst(m, track, dep.t, end, dep.id, 1);
+	m->track_free[track] = end;
+	m->track_last[track] = *id;
+	model_event(m, op, name, track, dep.t, dur, 0);
+	return (end);
+}
+
+/*
  * When engine e can move occ ns of bytes for queue class c from t on:
  * the earliest gap that long between the other queue's transfers (one
  * queue's own transfers never overlap: it runs them in order). Records
@@ -1850,15 +1820,9 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 	pdep = dep;
 	for (i = 0; i < op->npre; i++) {
 		const struct model_pre	*pr = &op->pre[i];
-		struct model_dep	 s = pdep;
 
-		model_dep_max(&s, m->track_free[pr->track],
-		    m->track_last[pr->track]);
-		end = s.t + pr->dur_ns;
-		p = model_inst(m, pr->track, s.t, end, s.id, 1);
-		m->track_free[pr->track] = end;
-		m->track_last[pr->track] = p;
-		model_event(m, op, pr->name, pr->track, s.t, pr->dur_ns, 0);
+		end = model_issue(m, op, pr->name, pr->track, pdep, pr->dur_ns,
+		    &p);
 		model_dep_max(&dep, end + pr->lat_ns, p);
 		if (op->kind == NKIR__V1__OP_KIND__OP_MATMUL)
 			pdep = dep;	/* the copy waits for the transpose */
@@ -1913,13 +1877,8 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 		m->dma_rr = (q0 + op->pieces) % MODEL_DMA_QUEUES;
 		end = ready = best.t;
 	} else {
-		model_dep_max(&dep, m->track_free[op->track],
-		    m->track_last[op->track]);
-		end = dep.t + op->dur_ns;
-		id = model_inst(m, op->track, dep.t, end, dep.id, 1);
-		m->track_free[op->track] = end;
-		m->track_last[op->track] = id;
-		model_event(m, op, op->name, op->track, dep.t, op->dur_ns, 0);
+		end = model_issue(m, op, op->name, op->track, dep, op->dur_ns,
+		    &id);
 		ready = end + op->lat_ns;
 		r->flops += op->flops;
 	}
