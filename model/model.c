@@ -112,7 +112,10 @@ struct model_tgt {
 	double		 ghz[4];	/* tensor, vector, scalar, gpsimd */
 	double		 vec_per32;	/* VectorE elements/partition/cycle */
 	double		 vec_per16;	/* ... all operands 16-bit */
-	double		 dma_bw;	/* bytes/ns per DMA engine */
+	double		 dma_bw;	/* peak bytes/ns per DMA engine */
+	double		 dma_eff_lo;	/* share of dma_bw sustained <= 1 KiB/p */
+	double		 dma_eff_hi;	/* ... from 4 KiB per partition */
+	double		 dma_lat;	/* ns to land, pipelined; 0: knee */
 	double		 peak_flops;	/* bf16 FLOPs per ns */
 	uint64_t	 sbuf_pp;	/* SBUF bytes per partition */
 	int		 fp8_fast;	/* TensorE 4x128 fp8 input */
@@ -123,17 +126,37 @@ static const struct model_tgt model_targets[] = {
 	 * arch table: Tensor 2.8 GHz, Vector 1.12, Scalar 1.4, GpSimd 1.4;
 	 * 128 elements/cycle (one per partition); SBUF 192 KiB per
 	 * partition; TensorE 92 TFLOPS bf16 (128x128 PEs x 2 x 2.8 GHz).
-	 * dma intro table: Trainium1 17 B/ns per DMA engine.
+	 * dma intro table: Trainium1 17 B/ns per DMA engine (the peak).
+	 *
+	 * trn1 builds its DMA descriptors before the run and keeps them in
+	 * HBM (dge, mode "none": no "on-device descriptor generation
+	 * overhead"), so a queue does not wait out a transfer's fixed cost
+	 * before starting the next: each transfer lands ~1300 ns after it
+	 * starts at the earliest (dma-bandwidth: "descriptor setup,
+	 * synchronization, and semaphore-to-start latency (~1300 ns
+	 * cross-engine)") while the queue moves on. The share of the peak
+	 * an engine sustains: transfers of 4 KiB per partition and more
+	 * 70% (perf: "sufficiently large DMA transfers, achieving close
+	 * 70% DMA throughput utilization"); of 1 KiB per partition and less
+	 * 37.9%, CALIBRATED: the bytes NKI's matmul tutorial's hoisted
+	 * kernel moves (1 KiB per partition) over its published time, 4.43
+	 * GB in 42.96 ms over 16 engines, 6.44 B/ns; in between, in
+	 * proportion (GUESSED; dma-bandwidth: "256 B -- 2 KiB per
+	 * partition: Improving but still below peak"). docs/model.md, "DMA
+	 * on trn1".
 	 */
-	{ "trn1", { 2.8, 1.12, 1.4, 1.4 }, 1.0, 1.0, 17.0,
+	{ "trn1", { 2.8, 1.12, 1.4, 1.4 }, 1.0, 1.0, 17.0, 0.379, 0.70, 1300.0,
 	  128.0 * 128.0 * 2.0 * 2.8, 192 * 1024, 0 },
 	/*
 	 * trn2 arch table: Tensor 2.4 GHz, Vector 0.96 (256 elements/cycle,
 	 * 512 for BF16/FP16), Scalar 1.2, GpSimd 1.2; Tensor 4x128 fp8
 	 * input; SBUF 224 KiB per partition; 79 TFLOPS bf16. dma intro:
-	 * Trainium2 23 B/ns per DMA engine.
+	 * Trainium2 23 B/ns per DMA engine. Its queues generate descriptors
+	 * as they go (dge: "Each hardware-DGE DMA instruction takes
+	 * approximately 600 ns"), so a queue holds each transfer for the
+	 * knee of dma intro's trn2 graph (MODEL_DMA_KNEE_PP).
 	 */
-	{ "trn2", { 2.4, 0.96, 1.2, 1.2 }, 2.0, 4.0, 23.0,
+	{ "trn2", { 2.4, 0.96, 1.2, 1.2 }, 2.0, 4.0, 23.0, 1.0, 1.0, 0.0,
 	  128.0 * 128.0 * 2.0 * 2.4, 224 * 1024, 1 },
 };
 
@@ -770,20 +793,28 @@ model_pre_add(struct model_ctx *m, struct model_op *op, int track,
  * transfer per 8 partitions on its own engine (arch: a 128-partition
  * load is 16 transfers, one per engine, of 8 partitions each). Each
  * keeps its engine busy for max(bytes, buffers x minimum buffer bytes) /
- * engine bandwidth and its queue for at least the knee time. A DMA that
- * writes HBM goes on the store queue, any other on the load queue.
+ * the rate the engine sustains, and lands at the earliest the target's
+ * latency after it starts (trn1), or holds its queue for at least the
+ * knee time (trn2). A DMA that writes HBM goes on the store queue, any
+ * other on the load queue.
  */
 static void
 model_cost_dma(struct model_ctx *m, struct model_op *op,
     const struct model_acc *h, const struct model_acc *s)
 {
-	double		 bw = m->t->dma_bw, tmin, pp_bytes, runs;
+	const struct model_tgt *t = m->t;
+	double		 bw, eff, tmin, pp_bytes, runs;
 	uint64_t	 parts = s->parts, lastp;
 	size_t		 es = model_esize(h->dtype) > model_esize(s->dtype) ?
 			    model_esize(h->dtype) : model_esize(s->dtype);
 
-	tmin = MODEL_DMA_KNEE_PP * MODEL_DMA_PARTS / bw;
+	tmin = t->dma_lat > 0 ? t->dma_lat :
+	    MODEL_DMA_KNEE_PP * MODEL_DMA_PARTS / t->dma_bw;
 	pp_bytes = (double)s->n * (double)es;
+	eff = pp_bytes <= 1024 ? t->dma_eff_lo : pp_bytes >= 4096 ?
+	    t->dma_eff_hi : t->dma_eff_lo + (t->dma_eff_hi - t->dma_eff_lo) *
+	    (pp_bytes - 1024) / 3072;
+	bw = t->dma_bw * eff;
 	runs = (double)(h->runs > s->runs ? h->runs : s->runs);
 	op->pieces = (uint32_t)((parts + MODEL_DMA_PARTS - 1) / MODEL_DMA_PARTS);
 	if (op->pieces == 0)
@@ -1846,24 +1877,26 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 			uint64_t by = lastp ? op->last_bytes : op->piece_bytes;
 			struct model_dmaeng *de = &m->dmaeng[e];
 			struct model_dep s = dep;
-			double	 mv, fin;
+			double	 mv, fin, qend;
 
 			/* In order on its queue; bytes in the engine's gaps. */
 			model_dep_max(&s, m->dmaq_free[c][e],
 			    m->dmaq_last[c][e]);
 			mv = model_dma_place(de, c, s.t, occ);
 			fin = s.t + t > mv + occ ? s.t + t : mv + occ;
-			m->dmaq_free[c][e] = fin;
-			if (fin > m->track_free[q])
-				m->track_free[q] = fin;
+			/* A pipelining queue is free once the bytes moved. */
+			qend = m->t->dma_lat > 0 ? mv + occ : fin;
+			m->dmaq_free[c][e] = qend;
+			if (qend > m->track_free[q])
+				m->track_free[q] = qend;
 			/*
 			 * busy_ns: time the engine moves bytes or a queue waits
 			 * out its floor; the other queue's moves count once.
 			 */
-			r->busy_ns[q] += fin - s.t - model_dma_overlap(de, !c,
-			    s.t, fin);
+			r->busy_ns[q] += qend - s.t - model_dma_overlap(de, !c,
+			    s.t, qend);
 			r->dma_bytes += by;
-			model_event(m, op, op->name, q, s.t, fin - s.t, by);
+			model_event(m, op, op->name, q, s.t, qend - s.t, by);
 			if (fin > best.t) {
 				best.t = fin;
 				best.id = s.id;

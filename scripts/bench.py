@@ -1281,14 +1281,10 @@ GAPS = {
     "executor_ratio_softmax":
         "seven passes over each [128, 512] tile (L2-resident), exp vectorized (SLEEF); "
         "the 32 tiles run side by side.",
-    "model_mm_tiled_rel_err":
-        "each of the tiled kernel's 32,768 [128,128] bf16 loads (2 KiB per DMA engine, "
-        "256 B per partition) holds the load queue for the ~1.18 us floor of NKI's DMA "
-        "throughput graph, as its [128,512] loads do; the published ladder implies trn1 "
-        "runs it in ~0.37 us, in proportion to its bytes, which no documented DMA rule gives "
-        "(docs/model.md, 'Targets missed').",
     "model_matmul_max_rel_err":
-        "see model_mm_tiled_rel_err and docs/model.md.",
+        "the DMA-bound steps follow trn1's DMA rule, calibrated on the hoisted kernel "
+        "(docs/model.md, 'DMA on trn1'); the false dependency of 'Write ranges' adds to "
+        "the hoisted and blocked ones.",
 }
 
 
