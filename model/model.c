@@ -548,6 +548,15 @@ model_acc_new(struct model_ctx *m, const Nkir__V1__Access *a)
 		if (!onchip || d != pd)
 			lstride *= t->shape[d];
 	}
+	/*
+	 * Dependencies are tracked on intervals of offsets (model_acc_range).
+	 * On chip the offsets put the partition innermost (p + P x offset in
+	 * the partition), so that slices of a tile disjoint along its free
+	 * dimensions, all partitions each, have disjoint intervals.
+	 */
+	if (onchip)
+		for (d = 0; d < t->n_shape; d++)
+			gst[d] = d == pd ? 1 : (int64_t)t->shape[pd] * lst[d];
 	if ((x = calloc(1, sizeof *x)) == NULL)
 		return (model_fail(m, MODEL_ELIMIT, "out of memory"), NULL);
 	x->tensor = a->tensor;
@@ -654,7 +663,10 @@ model_acc_free(struct model_acc *x)
 	}
 }
 
-/* [lo, hi]: the flat elements access x touches at the current values. */
+/*
+ * [lo, hi]: the offsets access x touches at the current values (HBM:
+ * row-major; on chip: the partition innermost, see model_acc_new).
+ */
 static void
 model_acc_range(const struct model_ctx *m, const struct model_acc *x,
     int64_t *lo, int64_t *hi)

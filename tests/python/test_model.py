@@ -20,13 +20,15 @@ sys.path.insert(0, HERE)
 from kernels import perf_tutorials as pt  # noqa: E402
 
 #: Each step within the issue's 30% of its published latency, and within
-#: PINNED of it (today's figures plus a margin) so that a regression shows.
+#: PINNED of it (today's figures plus a margin) so that a regression shows:
+#: e.g. the hoisted and blocked kernels' loads into disjoint slices of one
+#: tile ordered as if they overlapped (+7.5% and +11.9%).
 #: trn1's DMA rate is calibrated on the hoisted kernel's bytes over its
 #: published time (docs/model.md, "DMA on trn1"); the other steps are
 #: predictions.
 TARGET = 0.30
-PINNED = {"mm_tiled": 0.08, "mm_hoisted": 0.12, "mm_blocked_free": 0.16,
-          "mm_optimized": 0.05}
+PINNED = {"mm_tiled": 0.05, "mm_hoisted": 0.05, "mm_blocked_free": 0.05,
+          "mm_optimized": 0.06}
 
 needs_model = pytest.mark.skipif(not os.path.exists(NKIMODEL),
                                  reason="build/bin/nkimodel not built (run make)")
