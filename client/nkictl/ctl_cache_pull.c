@@ -14,21 +14,26 @@
  * cap: about 200 bytes each). */
 #define CTL_CACHE_PULL_BATCH	1000
 
+/* The counts so far; results is the --json array (NULL: text). */
 struct ctl_cache_pull {
-	unsigned	 pulled;
-	unsigned	 present;
-	unsigned	 missing;
-	unsigned	 failed;
-	uint64_t	 bytes;
-	cJSON		*results;	/* --json */
+	const struct ctl_manifest	*m;
+	unsigned			 pulled;
+	unsigned			 present;
+	unsigned			 missing;
+	unsigned			 failed;
+	uint64_t			 bytes;
+	cJSON				*results;
 };
 
+/* Count and report the results of the items from first on. */
 static void
-ctl_cache_pull_batch(struct ctl_ctx *ctx, struct ctl_cache_pull *p,
-    const struct ctl_manifest *m, size_t first,
-    const Nkid__V1__CachePullReply *r)
+ctl_cache_pull_batch_cb(struct ctl_ctx *ctx, const ProtobufCMessage *reply,
+    size_t first, size_t count, void *arg)
 {
+	const Nkid__V1__CachePullReply	*r = (const void *)reply;
 	const Nkid__V1__CachePullResult	*res;
+	struct ctl_cache_pull		*p = arg;
+	const struct ctl_manifest	*m = p->m;
 	cJSON				*x;
 	size_t				 j;
 
@@ -56,17 +61,16 @@ ctl_cache_pull_batch(struct ctl_ctx *ctx, struct ctl_cache_pull *p,
 }
 
 static int
-ctl_cache_pull_run(struct ctl_ctx *ctx, struct ctl_cache_pull *p,
-    const struct ctl_manifest *m)
+ctl_cache_pull_run(struct ctl_ctx *ctx, struct ctl_cache_pull *p)
 {
 	Nkid__V1__CachePullRequest	  req =
 	    NKID__V1__CACHE_PULL_REQUEST__INIT;
-	Nkid__V1__CachePullReply	 *r;
 	Nkid__V1__CachePullItem		 *items, **itemp;
 	Nkid__V1__KernelRef		  ref;
+	const struct ctl_manifest	 *m = p->m;
 	char				(*digests)[CACHE_KEY_LEN + 1];
-	size_t				  i, batch;
-	int				  rc = CTL_EXIT_OK;
+	size_t				  i;
+	int				  rc;
 
 	items = calloc(m->n + 1, sizeof *items);
 	itemp = calloc(m->n + 1, sizeof *itemp);
@@ -85,18 +89,9 @@ ctl_cache_pull_run(struct ctl_ctx *ctx, struct ctl_cache_pull *p,
 		items[i].options = ref.options;
 		itemp[i] = &items[i];
 	}
-	for (i = 0; i < m->n; i += batch) {
-		batch = m->n - i < CTL_CACHE_PULL_BATCH ? m->n - i :
-		    CTL_CACHE_PULL_BATCH;
-		req.items = itemp + i;
-		req.n_items = batch;
-		if ((rc = ctl_call(ctx, "CachePull", &req.base,
-		    &nkid__v1__cache_pull_reply__descriptor,
-		    (ProtobufCMessage **)&r)) != CTL_EXIT_OK)
-			break;
-		ctl_cache_pull_batch(ctx, p, m, i, r);
-		protobuf_c_message_free_unpacked(&r->base, NULL);
-	}
+	rc = ctl_manifest_send(ctx, "CachePull", &req.base,
+	    &nkid__v1__cache_pull_reply__descriptor, (ProtobufCMessage **)itemp,
+	    m->n, CTL_CACHE_PULL_BATCH, ctl_cache_pull_batch_cb, p);
 	free(items);
 	free(itemp);
 	free(digests);
@@ -117,11 +112,12 @@ ctl_cache_pull_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 		return (CTL_EXIT_FAIL);
 	}
 	memset(&p, 0, sizeof p);
+	p.m = &m;
 	if (ctx->json) {
 		o = cJSON_CreateObject();
 		p.results = cJSON_AddArrayToObject(o, "results");
 	}
-	if ((rc = ctl_cache_pull_run(ctx, &p, &m)) != CTL_EXIT_OK)
+	if ((rc = ctl_cache_pull_run(ctx, &p)) != CTL_EXIT_OK)
 		goto out;
 	if (o != NULL) {
 		cJSON_AddNumberToObject(o, "pulled", p.pulled);

@@ -1,4 +1,5 @@
 /* ctl_manifest.c: kernel manifests read, with every kernel file they name and the target and options they give. */
+#include <assert.h>
 #include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -171,4 +172,33 @@ ctl_manifest_ref(const struct ctl_manifest *m, size_t i,
 	ref->kernel = it->ref->kernel;
 	ref->target = it->target != NULL ? it->target : it->ref->target;
 	ref->options = it->options != NULL ? it->options : it->ref->options;
+}
+
+int
+ctl_manifest_send(struct ctl_ctx *ctx, const char *method,
+    ProtobufCMessage *req, const ProtobufCMessageDescriptor *reply_desc,
+    ProtobufCMessage **items, size_t n, size_t batch,
+    void (*fn)(struct ctl_ctx *, const ProtobufCMessage *, size_t, size_t,
+    void *), void *arg)
+{
+	const ProtobufCFieldDescriptor	*f;
+	ProtobufCMessage		*r;
+	size_t				 i, count;
+	int				 rc;
+
+	f = protobuf_c_message_descriptor_get_field_by_name(req->descriptor,
+	    "items");
+	assert(f != NULL && f->label == PROTOBUF_C_LABEL_REPEATED);
+	assert(batch > 0);
+	for (i = 0; i < n; i += count) {
+		count = n - i < batch ? n - i : batch;
+		*(size_t *)((char *)req + f->quantifier_offset) = count;
+		*(ProtobufCMessage ***)((char *)req + f->offset) = items + i;
+		if ((rc = ctl_call(ctx, method, req, reply_desc, &r)) !=
+		    CTL_EXIT_OK)
+			return (rc);
+		fn(ctx, r, i, count, arg);
+		protobuf_c_message_free_unpacked(r, NULL);
+	}
+	return (CTL_EXIT_OK);
 }

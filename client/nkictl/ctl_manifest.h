@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "nkid.pb-c.h"
+#include "ctl.h"
 
 /* Largest manifest accepted. */
 #define CTL_MANIFEST_MAX_BYTES	(16u << 20)
@@ -35,5 +36,18 @@ void	 ctl_manifest_release(struct ctl_manifest *m);
 /* The effective KernelRef of item i, borrowing from m. */
 void	 ctl_manifest_ref(const struct ctl_manifest *m, size_t i,
 	    Nkid__V1__KernelRef *ref);
+/*
+ * Send the n items of a manifest's request (warmup, cache pull) to method
+ * in batches of at most batch: req's repeated field "items" is set to
+ * each batch in turn, and fn(ctx, reply, first, count, arg) takes nkid's
+ * reply for items first .. first + count - 1 (freed after). Returns
+ * CTL_EXIT_OK, or the failure of a call (printed as ctl_call does; the
+ * batches after it are not sent).
+ */
+int	 ctl_manifest_send(struct ctl_ctx *ctx, const char *method,
+	    ProtobufCMessage *req, const ProtobufCMessageDescriptor *reply_desc,
+	    ProtobufCMessage **items, size_t n, size_t batch,
+	    void (*fn)(struct ctl_ctx *, const ProtobufCMessage *, size_t,
+	    size_t, void *), void *arg);
 
 #endif /* NKID_CTL_MANIFEST_H */

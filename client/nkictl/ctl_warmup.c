@@ -26,16 +26,19 @@ static const struct ctl_opt ctl_warmup_opts[] = {
 	CTL_OPT_END
 };
 
-/* Count and report the results of the batch of items from first on. */
+/* Count and report the results of the count items from first on. */
 static void
-ctl_warmup_batch(struct ctl_ctx *ctx, struct ctl_warmup *w, size_t first,
-    const Nkid__V1__WarmupReply *r)
+ctl_warmup_batch_cb(struct ctl_ctx *ctx, const ProtobufCMessage *reply,
+    size_t first, size_t count, void *arg)
 {
+	const Nkid__V1__WarmupReply	*r = (const void *)reply;
 	const Nkid__V1__WarmupResult	*res;
+	struct ctl_warmup		*w = arg;
 	const char			*path;
 	cJSON				*x;
 	size_t				 j;
 
+	w->done += count;
 	w->compiled += r->compiled;
 	w->cached += r->cached;
 	w->failed += r->failed;
@@ -64,12 +67,11 @@ static int
 ctl_warmup_run(struct ctl_ctx *ctx, struct ctl_warmup *w, size_t jobs)
 {
 	Nkid__V1__WarmupRequest		  req = NKID__V1__WARMUP_REQUEST__INIT;
-	Nkid__V1__WarmupReply		 *r;
 	Nkid__V1__WarmupItem		 *items, **itemp;
 	Nkid__V1__KernelRef		 *refs;
 	const struct ctl_manifest	 *m = w->m;
-	size_t				  i, batch;
-	int				  rc = CTL_EXIT_OK;
+	size_t				  i;
+	int				  rc;
 
 	items = calloc(m->n, sizeof *items);
 	itemp = calloc(m->n, sizeof *itemp);
@@ -82,18 +84,9 @@ ctl_warmup_run(struct ctl_ctx *ctx, struct ctl_warmup *w, size_t jobs)
 		items[i].ref = &refs[i];
 		itemp[i] = &items[i];
 	}
-	for (i = 0; i < m->n; i += batch) {
-		batch = m->n - i < jobs ? m->n - i : jobs;
-		req.items = itemp + i;
-		req.n_items = batch;
-		if ((rc = ctl_call(ctx, "Warmup", &req.base,
-		    &nkid__v1__warmup_reply__descriptor,
-		    (ProtobufCMessage **)&r)) != CTL_EXIT_OK)
-			break;
-		w->done += batch;
-		ctl_warmup_batch(ctx, w, i, r);
-		protobuf_c_message_free_unpacked(&r->base, NULL);
-	}
+	rc = ctl_manifest_send(ctx, "Warmup", &req.base,
+	    &nkid__v1__warmup_reply__descriptor, (ProtobufCMessage **)itemp,
+	    m->n, jobs, ctl_warmup_batch_cb, w);
 	free(items);
 	free(itemp);
 	free(refs);
