@@ -88,46 +88,52 @@ rpc_cache_verify_signature(struct rpc_cache_verify_item *it, const void *img,
 	sim_program_free(p);
 }
 
+/* What CacheVerify says of cache_get's answers; any other is "error". */
+static const struct rpc_cache_verify_outcome {
+	int		 rc;
+	const char	*state;
+	const char	*message;	/* NULL: none */
+} rpc_cache_verify_outcomes[] = {
+	{ 0, "ok", NULL },
+	{ CACHE_EFAILED, "failed", NULL },
+	{ CACHE_ESTALE, "stale",
+	    "compiled by another backend or compiler version" },
+	{ CACHE_ENOENT, "missing", NULL },
+	{ CACHE_ECORRUPT, "corrupt",
+	    "its blob does not match its digest: quarantined" },
+};
+#define RPC_CACHE_VERIFY_NOUTCOMES \
+	(sizeof rpc_cache_verify_outcomes / sizeof rpc_cache_verify_outcomes[0])
+
 /* Off the loop: read and check one entry. */
 static void
 rpc_cache_verify_one(struct rpc_cache_verify *x, struct cache *disk,
     struct rpc_cache_verify_item *it)
 {
-	struct cache_entry	e;
-	int			r;
+	const struct rpc_cache_verify_outcome	*o;
+	struct cache_entry			 e;
+	size_t					 i;
+	int					 r;
 
 	r = cache_get(disk, it->key, CACHE_GET_DATA |
 	    (x->all ? CACHE_GET_ANY : 0), &e);
 	if ((r == 0 || r == CACHE_EFAILED || r == CACHE_ESTALE) &&
 	    it->kernel == NULL)
 		it->kernel = xstrdup(e.kernel);
-	switch (r) {
-	case 0:
-		it->state = "ok";
-		if (x->signatures)
-			rpc_cache_verify_signature(it, e.data, e.len);
-		break;
-	case CACHE_EFAILED:
-		it->state = "failed";
-		break;
-	case CACHE_ESTALE:
-		it->state = "stale";
-		it->message = xstrdup("compiled by another backend or compiler "
-		    "version");
-		break;
-	case CACHE_ENOENT:
-		it->state = "missing";
-		break;
-	case CACHE_ECORRUPT:
-		it->state = "corrupt";
-		it->message = xstrdup("its blob does not match its digest: "
-		    "quarantined");
-		break;
-	default:
-		it->state = "error";
-		it->message = xstrdup(cache_strerror(r));
-		break;
+	it->state = "error";
+	for (i = 0; i < RPC_CACHE_VERIFY_NOUTCOMES; i++) {
+		o = &rpc_cache_verify_outcomes[i];
+		if (o->rc == r) {
+			it->state = o->state;
+			if (o->message != NULL)
+				it->message = xstrdup(o->message);
+			break;
+		}
 	}
+	if (i == RPC_CACHE_VERIFY_NOUTCOMES)
+		it->message = xstrdup(cache_strerror(r));
+	if (r == 0 && x->signatures)
+		rpc_cache_verify_signature(it, e.data, e.len);
 	if (r == 0 || r == CACHE_EFAILED || r == CACHE_ESTALE)
 		cache_entry_release(&e);
 }
