@@ -263,16 +263,12 @@ rpc_cache_export(struct rpc_call *c)
 	x->fd = -1;
 	x->buf = xmalloc(EXPORT_CHUNK);
 	x->t0 = uv_hrtime();
-	c->job = x;
-	c->job_release = rpc_cache_export_release_cb;
-	/* Refused without a disk cache: x goes with the call. */
-	(void)rpc_cache_async(c, "CacheExport", rpc_cache_export_build_cb,
-	    rpc_cache_export_built_cb, x);
+	rpc_cache_stream_async(c, "CacheExport", x, rpc_cache_export_release_cb,
+	    rpc_cache_export_build_cb, rpc_cache_export_built_cb);
 }
 
 const struct rpc_method rpc_cache_export_method = {
 	DISPATCH_METHOD_NAME("CacheExport"), .kind = RPC_SERVER_STREAM,
 	.request = &nkid__v1__cache_export_request__descriptor,
-	.cap = CONFIG_CAP_CONTROL, .flags = RPC_F_ASYNC,
-	.handler = rpc_cache_export,
+	.cap = CONFIG_CAP_CONTROL, .handler = rpc_cache_export,
 };

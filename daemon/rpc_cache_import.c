@@ -296,15 +296,12 @@ rpc_cache_import(struct rpc_call *c)
 	x->max = c->d->cfg.cache_max_bundle_bytes;
 	x->t0 = uv_hrtime();
 	snprintf(x->name, sizeof x->name, "upload from pid %u", c->id.pid);
-	c->job = x;
-	c->job_release = rpc_cache_import_release_cb;
-	/* Refused without a disk cache: x goes with the call. */
-	(void)rpc_cache_async(c, "CacheImport", rpc_cache_import_open_cb,
-	    rpc_cache_import_opened_cb, x);
+	rpc_cache_stream_async(c, "CacheImport", x, rpc_cache_import_release_cb,
+	    rpc_cache_import_open_cb, rpc_cache_import_opened_cb);
 }
 
 const struct rpc_method rpc_cache_import_method = {
 	DISPATCH_METHOD_NAME("CacheImport"), .kind = RPC_CLIENT_STREAM,
 	.request = &nkid__v1__cache_chunk__descriptor, .cap = CONFIG_CAP_CHUNK,
-	.flags = RPC_F_ASYNC, .handler = rpc_cache_import,
+	.handler = rpc_cache_import,
 };
