@@ -27,27 +27,17 @@ struct backend_cpu_program {
 };
 
 /* sim's codes have the same meaning and values as the backend's. */
+_Static_assert((int)SIM_OK == BACKEND_OK &&
+    (int)SIM_EPARSE == BACKEND_EPARSE && (int)SIM_EINVAL == BACKEND_EINVAL &&
+    (int)SIM_ELIMIT == BACKEND_ELIMIT && (int)SIM_EARG == BACKEND_EARG &&
+    (int)SIM_ECANCELED == BACKEND_ECANCELED &&
+    (int)SIM_ERUNTIME == BACKEND_ERUNTIME && (int)SIM_ENOMEM == BACKEND_ENOMEM,
+    "sim's error codes are the backend's");
+
 static int
 backend_cpu_err(int serr)
 {
-	switch (serr) {
-	case SIM_OK:
-		return (BACKEND_OK);
-	case SIM_EPARSE:
-		return (BACKEND_EPARSE);
-	case SIM_EINVAL:
-		return (BACKEND_EINVAL);
-	case SIM_ELIMIT:
-		return (BACKEND_ELIMIT);
-	case SIM_EARG:
-		return (BACKEND_EARG);
-	case SIM_ECANCELED:
-		return (BACKEND_ECANCELED);
-	case SIM_ENOMEM:
-		return (BACKEND_ENOMEM);
-	default:
-		return (BACKEND_ERUNTIME);
-	}
+	return (serr <= SIM_OK && serr >= SIM_ENOMEM ? serr : BACKEND_ERUNTIME);
 }
 
 static void
