@@ -84,6 +84,33 @@ dispatch_status_sched(int error)
 	    GRPC_STATUS_RESOURCE_EXHAUSTED));
 }
 
+static const grpc_status_code dispatch_cache_export_statuses[] = {
+	[-CACHE_ENOENT] = GRPC_STATUS_NOT_FOUND,
+	[-CACHE_EINVAL] = GRPC_STATUS_INVALID_ARGUMENT,
+	[-CACHE_ENOSPC] = GRPC_STATUS_RESOURCE_EXHAUSTED,
+};
+
+grpc_status_code
+dispatch_status_cache_export(int error)
+{
+	return (DISPATCH_STATUS(dispatch_cache_export_statuses, error,
+	    GRPC_STATUS_INTERNAL));
+}
+
+static const grpc_status_code dispatch_cache_import_statuses[] = {
+	[-CACHE_EBUNDLE] = GRPC_STATUS_INVALID_ARGUMENT,
+	[-CACHE_ENOSPC] = GRPC_STATUS_RESOURCE_EXHAUSTED,
+	[-CACHE_EFULL] = GRPC_STATUS_RESOURCE_EXHAUSTED,
+	[-CACHE_EREADONLY] = GRPC_STATUS_FAILED_PRECONDITION,
+};
+
+grpc_status_code
+dispatch_status_cache_import(int error)
+{
+	return (DISPATCH_STATUS(dispatch_cache_import_statuses, error,
+	    GRPC_STATUS_INTERNAL));
+}
+
 grpc_status_code
 dispatch_kcache_error(const struct kcache_result *r, char *msg, size_t len)
 {

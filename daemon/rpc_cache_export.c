@@ -11,6 +11,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
+#include "daemon/dispatch_error.h"
 #include "daemon/kcache.h"
 #include "daemon/log.h"
 #include "daemon/rpc_cache.h"
@@ -203,28 +204,14 @@ rpc_cache_export_built_cb(void *arg)
 {
 	struct rpc_cache_export	*x = arg;
 	struct rpc_call		*c = x->c;
-	grpc_status_code	 code;
 
 	if (c->cancelled) {
 		rpc_cache_export_gone(x);
 		return;
 	}
 	if (x->rc != 0) {
-		switch (x->rc) {
-		case CACHE_ENOENT:
-			code = GRPC_STATUS_NOT_FOUND;
-			break;
-		case CACHE_EINVAL:
-			code = GRPC_STATUS_INVALID_ARGUMENT;
-			break;
-		case CACHE_ENOSPC:
-			code = GRPC_STATUS_RESOURCE_EXHAUSTED;
-			break;
-		default:
-			code = GRPC_STATUS_INTERNAL;
-			break;
-		}
-		rpc_fail(c, code, "cannot export: %s", x->err);
+		rpc_fail(c, dispatch_status_cache_export(x->rc), "cannot export: %s",
+		    x->err);
 		return;
 	}
 	log_debug("CacheExport to pid %u: %u entries, %llu bytes built in "
