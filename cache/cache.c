@@ -133,26 +133,32 @@ cache_now(void)
 	return ((double)tv.tv_sec + (double)tv.tv_usec / 1e6);
 }
 
+/* The cache_err of each SQLite primary result code; CACHE_EDB for the
+ * others. */
+static const struct cache_sqlite_err {
+	int	sqlite;
+	int	err;
+} cache_sqlite_errs[] = {
+	{ SQLITE_OK, CACHE_OK },
+	{ SQLITE_DONE, CACHE_OK },
+	{ SQLITE_ROW, CACHE_OK },
+	{ SQLITE_FULL, CACHE_ENOSPC },
+	{ SQLITE_IOERR, CACHE_EIO },
+	{ SQLITE_READONLY, CACHE_EREADONLY },
+	{ SQLITE_CORRUPT, CACHE_ECORRUPT },
+	{ SQLITE_NOTADB, CACHE_ECORRUPT },
+};
+
 int
 cache_sqlite_err(int rc)
 {
-	switch (rc & 0xff) {
-	case SQLITE_OK:
-	case SQLITE_DONE:
-	case SQLITE_ROW:
-		return (CACHE_OK);
-	case SQLITE_FULL:
-		return (CACHE_ENOSPC);
-	case SQLITE_IOERR:
-		return (CACHE_EIO);
-	case SQLITE_READONLY:
-		return (CACHE_EREADONLY);
-	case SQLITE_CORRUPT:
-	case SQLITE_NOTADB:
-		return (CACHE_ECORRUPT);
-	default:
-		return (CACHE_EDB);
-	}
+	size_t	i;
+
+	for (i = 0; i < sizeof cache_sqlite_errs / sizeof cache_sqlite_errs[0];
+	    i++)
+		if (cache_sqlite_errs[i].sqlite == (rc & 0xff))
+			return (cache_sqlite_errs[i].err);
+	return (CACHE_EDB);
 }
 
 int
