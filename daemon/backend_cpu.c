@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include <uv.h>
 
 #include "model/model.h"
 #include "sim/sim.h"
@@ -236,15 +237,6 @@ backend_cpu_simulate(void *state, const struct backend_program *bp,
 
 /* ------------------------------------------------------------ benchmark */
 
-static uint64_t
-backend_cpu_now_ns(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
-}
-
 /*
  * Deterministic stand-in values for an input given by shape only: a
  * fixed pseudo-random sequence in [-1, 1) (integers: 0 to 15, bool: 0
@@ -308,12 +300,12 @@ backend_cpu_benchmark(void *state, const struct backend_program *bp,
 	}
 	y.inputs = in;
 	for (i = 0; i < warmup + iters; i++) {
-		uint64_t	t0 = backend_cpu_now_ns();
+		uint64_t	t0 = uv_hrtime();
 
 		if ((error = backend_cpu_run(b, bp, &y, 0, diag)) != 0)
 			goto out;
 		if (i >= warmup)
-			samples_us[i - warmup] = (double)(backend_cpu_now_ns() -
+			samples_us[i - warmup] = (double)(uv_hrtime() -
 			    t0) / 1e3;
 		if (i + 1 < warmup + iters)
 			sim_tensors_release(x->outputs, x->noutputs);
