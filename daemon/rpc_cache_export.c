@@ -210,8 +210,8 @@ rpc_cache_export_built_cb(void *arg)
 		return;
 	}
 	if (x->rc != 0) {
-		rpc_fail(c, dispatch_status_cache_export(x->rc), "cannot export: %s",
-		    x->err);
+		rpc_fail(c, dispatch_status_cache_export(x->rc),
+		    "cannot export: %s", x->err);
 		return;
 	}
 	log_debug("CacheExport to pid %u: %u entries, %llu bytes built in "

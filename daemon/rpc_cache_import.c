@@ -237,8 +237,8 @@ rpc_cache_import_opened_cb(void *arg)
 	struct rpc_call		*c = x->c;
 
 	if (x->rc != 0) {
-		rpc_fail(c, dispatch_status_cache_import(x->rc), "CacheImport: %s",
-		    x->err);
+		rpc_fail(c, dispatch_status_cache_import(x->rc),
+		    "CacheImport: %s", x->err);
 		return;
 	}
 	if (c->cancelled) {
