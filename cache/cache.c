@@ -133,26 +133,32 @@ cache_now(void)
 	return ((double)tv.tv_sec + (double)tv.tv_usec / 1e6);
 }
 
+/* The cache_err of each SQLite primary result code; CACHE_EDB for the
+ * others. */
+static const struct cache_sqlite_err {
+	int	sqlite;
+	int	err;
+} cache_sqlite_errs[] = {
+	{ SQLITE_OK, CACHE_OK },
+	{ SQLITE_DONE, CACHE_OK },
+	{ SQLITE_ROW, CACHE_OK },
+	{ SQLITE_FULL, CACHE_ENOSPC },
+	{ SQLITE_IOERR, CACHE_EIO },
+	{ SQLITE_READONLY, CACHE_EREADONLY },
+	{ SQLITE_CORRUPT, CACHE_ECORRUPT },
+	{ SQLITE_NOTADB, CACHE_ECORRUPT },
+};
+
 int
 cache_sqlite_err(int rc)
 {
-	switch (rc & 0xff) {
-	case SQLITE_OK:
-	case SQLITE_DONE:
-	case SQLITE_ROW:
-		return (CACHE_OK);
-	case SQLITE_FULL:
-		return (CACHE_ENOSPC);
-	case SQLITE_IOERR:
-		return (CACHE_EIO);
-	case SQLITE_READONLY:
-		return (CACHE_EREADONLY);
-	case SQLITE_CORRUPT:
-	case SQLITE_NOTADB:
-		return (CACHE_ECORRUPT);
-	default:
-		return (CACHE_EDB);
-	}
+	size_t	i;
+
+	for (i = 0; i < sizeof cache_sqlite_errs / sizeof cache_sqlite_errs[0];
+	    i++)
+		if (cache_sqlite_errs[i].sqlite == (rc & 0xff))
+			return (cache_sqlite_errs[i].err);
+	return (CACHE_EDB);
 }
 
 int
@@ -1291,6 +1297,25 @@ out:
 	return (rc);
 }
 
+/*
+ * The start of a change to key's row: key and c checked, c->mu taken,
+ * statement s ready with key bound first. Returns 0 with c->mu held and
+ * *stp set, or an error with nothing held.
+ */
+static int
+cache_key_change(struct cache *c, const char *key, enum cache_stmt s,
+    sqlite3_stmt **stp)
+{
+	if (!cache_key_valid(key))
+		return (CACHE_EINVAL);
+	if (c->readonly)
+		return (CACHE_EREADONLY);
+	pthread_mutex_lock(&c->mu);
+	*stp = cache_stmt(c, s);
+	sqlite3_bind_text(*stp, 1, key, -1, SQLITE_STATIC);
+	return (0);
+}
+
 int
 cache_remove(struct cache *c, const char *key)
 {
@@ -1299,13 +1324,8 @@ cache_remove(struct cache *c, const char *key)
 	uint64_t	 size;
 	int		 rc, isin;
 
-	if (!cache_key_valid(key))
-		return (CACHE_EINVAL);
-	if (c->readonly)
-		return (CACHE_EREADONLY);
-	pthread_mutex_lock(&c->mu);
-	st = cache_stmt(c, CST_GET);
-	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	if ((rc = cache_key_change(c, key, CST_GET, &st)) != 0)
+		return (rc);
 	if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
 		sqlite3_reset(st);
 		rc = rc == SQLITE_DONE ? CACHE_ENOENT : CACHE_EDB;
@@ -1341,13 +1361,8 @@ cache_pin(struct cache *c, const char *key, int pinned)
 	sqlite3_stmt	*st;
 	int		 rc;
 
-	if (!cache_key_valid(key))
-		return (CACHE_EINVAL);
-	if (c->readonly)
-		return (CACHE_EREADONLY);
-	pthread_mutex_lock(&c->mu);
-	st = cache_stmt(c, CST_PIN);
-	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	if ((rc = cache_key_change(c, key, CST_PIN, &st)) != 0)
+		return (rc);
 	sqlite3_bind_int(st, 2, pinned ? 1 : 0);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
@@ -1443,15 +1458,17 @@ cache_gc_dir(struct cache *c, const char *path, double min_age_s,
 	return (0);
 }
 
-/* Every blob file and fan-out directory (after a migration emptied the
- * index: no row names any of them). */
+/*
+ * cache_gc_dir on each fan-out directory of blobs/ (blobs/xx); with purge,
+ * the directory is removed after (rmdir: only if that emptied it).
+ */
 static void
-cache_blobs_purge(struct cache *c)
+cache_gc_blobs(struct cache *c, double min_age_s, int check_refs, int purge,
+    unsigned *count)
 {
 	char		 path[PATH_MAX];
 	struct dirent	*de;
 	DIR		*dp;
-	unsigned	 n = 0;
 
 	snprintf(path, sizeof path, "%s/blobs", c->dir);
 	if ((dp = opendir(path)) == NULL)
@@ -1460,10 +1477,21 @@ cache_blobs_purge(struct cache *c)
 		if (de->d_name[0] == '.' || strlen(de->d_name) != 2)
 			continue;
 		snprintf(path, sizeof path, "%s/blobs/%s", c->dir, de->d_name);
-		cache_gc_dir(c, path, 0, 0, &n);
-		rmdir(path);
+		cache_gc_dir(c, path, min_age_s, check_refs, count);
+		if (purge)
+			rmdir(path);
 	}
 	closedir(dp);
+}
+
+/* Every blob file and fan-out directory (after a migration emptied the
+ * index: no row names any of them). */
+static void
+cache_blobs_purge(struct cache *c)
+{
+	unsigned	n = 0;
+
+	cache_gc_blobs(c, 0, 0, 1, &n);
 }
 
 int
@@ -1474,8 +1502,6 @@ cache_gc(struct cache *c, double min_age_s, int drop_failed,
 	char		**gone = NULL;
 	size_t		  ngone = 0, i;
 	uint64_t	  ev0;
-	struct dirent	 *de;
-	DIR		 *dp;
 	int		  rc = 0, n;
 
 	memset(r, 0, sizeof *r);
@@ -1486,17 +1512,7 @@ cache_gc(struct cache *c, double min_age_s, int drop_failed,
 	cache_gc_dir(c, path, min_age_s, 0, &r->temps);
 	snprintf(path, sizeof path, "%s/quarantine", c->dir);
 	cache_gc_dir(c, path, 0, 0, &r->quarantined);
-	snprintf(path, sizeof path, "%s/blobs", c->dir);
-	if ((dp = opendir(path)) != NULL) {
-		while ((de = readdir(dp)) != NULL) {
-			if (de->d_name[0] == '.' || strlen(de->d_name) != 2)
-				continue;
-			snprintf(path, sizeof path, "%s/blobs/%s", c->dir,
-			    de->d_name);
-			cache_gc_dir(c, path, min_age_s, 1, &r->orphans);
-		}
-		closedir(dp);
-	}
+	cache_gc_blobs(c, min_age_s, 1, 0, &r->orphans);
 	if (cache_exec(c, "BEGIN IMMEDIATE") != SQLITE_OK) {
 		rc = CACHE_EDB;
 		goto out;

@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include <uv.h>
 
 #include "model/model.h"
 #include "sim/sim.h"
@@ -27,27 +28,17 @@ struct backend_cpu_program {
 };
 
 /* sim's codes have the same meaning and values as the backend's. */
+_Static_assert((int)SIM_OK == BACKEND_OK &&
+    (int)SIM_EPARSE == BACKEND_EPARSE && (int)SIM_EINVAL == BACKEND_EINVAL &&
+    (int)SIM_ELIMIT == BACKEND_ELIMIT && (int)SIM_EARG == BACKEND_EARG &&
+    (int)SIM_ECANCELED == BACKEND_ECANCELED &&
+    (int)SIM_ERUNTIME == BACKEND_ERUNTIME && (int)SIM_ENOMEM == BACKEND_ENOMEM,
+    "sim's error codes are the backend's");
+
 static int
 backend_cpu_err(int serr)
 {
-	switch (serr) {
-	case SIM_OK:
-		return (BACKEND_OK);
-	case SIM_EPARSE:
-		return (BACKEND_EPARSE);
-	case SIM_EINVAL:
-		return (BACKEND_EINVAL);
-	case SIM_ELIMIT:
-		return (BACKEND_ELIMIT);
-	case SIM_EARG:
-		return (BACKEND_EARG);
-	case SIM_ECANCELED:
-		return (BACKEND_ECANCELED);
-	case SIM_ENOMEM:
-		return (BACKEND_ENOMEM);
-	default:
-		return (BACKEND_ERUNTIME);
-	}
+	return (serr <= SIM_OK && serr >= SIM_ENOMEM ? serr : BACKEND_ERUNTIME);
 }
 
 static void
@@ -246,15 +237,6 @@ backend_cpu_simulate(void *state, const struct backend_program *bp,
 
 /* ------------------------------------------------------------ benchmark */
 
-static uint64_t
-backend_cpu_now_ns(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
-}
-
 /*
  * Deterministic stand-in values for an input given by shape only: a
  * fixed pseudo-random sequence in [-1, 1) (integers: 0 to 15, bool: 0
@@ -318,12 +300,12 @@ backend_cpu_benchmark(void *state, const struct backend_program *bp,
 	}
 	y.inputs = in;
 	for (i = 0; i < warmup + iters; i++) {
-		uint64_t	t0 = backend_cpu_now_ns();
+		uint64_t	t0 = uv_hrtime();
 
 		if ((error = backend_cpu_run(b, bp, &y, 0, diag)) != 0)
 			goto out;
 		if (i >= warmup)
-			samples_us[i - warmup] = (double)(backend_cpu_now_ns() -
+			samples_us[i - warmup] = (double)(uv_hrtime() -
 			    t0) / 1e3;
 		if (i + 1 < warmup + iters)
 			sim_tensors_release(x->outputs, x->noutputs);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "daemon/devlock.h"
+#include "daemon/errstr.h"
 #include "daemon/xmalloc.h"
 
 struct devlock {
@@ -21,18 +22,16 @@ struct devlock {
 
 static long	devlock_opener(int fd, long self);
 
+static const char *devlock_errs[] = {
+	[-DEVLOCK_OK] = "success",
+	[-DEVLOCK_EOPEN] = "cannot open a core lock file",
+	[-DEVLOCK_EHELD] = "a core lock is held by another process",
+};
+
 const char *
 devlock_strerror(int err)
 {
-	switch (err) {
-	case DEVLOCK_OK:
-		return ("success");
-	case DEVLOCK_EOPEN:
-		return ("cannot open a core lock file");
-	case DEVLOCK_EHELD:
-		return ("a core lock is held by another process");
-	}
-	return ("unknown error");
+	return (ERRSTR(devlock_errs, err));
 }
 
 /* mkdir -p, mode 0755. */

@@ -27,10 +27,6 @@ enum rpc_kind {
 	RPC_BIDI_STREAM,
 };
 
-/* The method replies later, from another callback: the transport starts
- * watching for the client going away (rpc_call.cancelled) first. */
-#define RPC_F_ASYNC	0x1
-
 /* One RPC: a const descriptor defined in its rpc_<name>.c, listed in
  * dispatch.c's table. */
 struct rpc_method {
@@ -39,11 +35,12 @@ struct rpc_method {
 	enum rpc_kind			 kind;
 	const ProtobufCMessageDescriptor *request;
 	enum config_cap			 cap;		/* receive cap class */
-	int				 flags;
 	/* Runs on the loop thread with c->req unpacked (unary and
 	 * server-streaming; NULL for client-streaming and bidi, whose
 	 * messages come through rpc_stream_recv); must end, now or later, in
-	 * exactly one rpc_reply, rpc_fail or rpc_finish. */
+	 * exactly one rpc_reply, rpc_fail or rpc_finish. A unary call not
+	 * answered when the handler returns is watched for the client going
+	 * away (rpc_call.cancelled) from then on. */
 	void				(*handler)(struct rpc_call *c);
 };
 

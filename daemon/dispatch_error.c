@@ -9,71 +9,106 @@
 #include "daemon/shm.h"
 #include "daemon/tensor.h"
 
+/*
+ * t[-error] for a table t of n statuses indexed by minus a module's error
+ * code; dflt for a code t has no status for (OK marks none).
+ */
+static grpc_status_code
+dispatch_status_lookup(const grpc_status_code *t, size_t n, int error,
+    grpc_status_code dflt)
+{
+	if (error > 0 || (size_t)-(long)error >= n ||
+	    t[-error] == GRPC_STATUS_OK)
+		return (dflt);
+	return (t[-error]);
+}
+
+/* dispatch_status_lookup in t, an array. */
+#define DISPATCH_STATUS(t, error, dflt) \
+	dispatch_status_lookup((t), sizeof(t) / sizeof((t)[0]), (error), (dflt))
+
+static const grpc_status_code dispatch_backend_statuses[] = {
+	[-BACKEND_EARG] = GRPC_STATUS_INVALID_ARGUMENT,
+	[-BACKEND_EINVAL] = GRPC_STATUS_INVALID_ARGUMENT,
+	[-BACKEND_EPARSE] = GRPC_STATUS_INVALID_ARGUMENT,
+	[-BACKEND_ECANCELED] = GRPC_STATUS_CANCELLED,
+	[-BACKEND_ELIMIT] = GRPC_STATUS_RESOURCE_EXHAUSTED,
+	[-BACKEND_ENOMEM] = GRPC_STATUS_RESOURCE_EXHAUSTED,
+	[-BACKEND_EBUSY] = GRPC_STATUS_UNAVAILABLE,
+};
+
 grpc_status_code
 dispatch_status_backend(int error)
 {
-	switch (error) {
-	case BACKEND_EARG:
-	case BACKEND_EINVAL:
-	case BACKEND_EPARSE:
-		return (GRPC_STATUS_INVALID_ARGUMENT);
-	case BACKEND_ECANCELED:
-		return (GRPC_STATUS_CANCELLED);
-	case BACKEND_ELIMIT:
-	case BACKEND_ENOMEM:
-		return (GRPC_STATUS_RESOURCE_EXHAUSTED);
-	case BACKEND_EBUSY:
-		return (GRPC_STATUS_UNAVAILABLE);
-	default:
-		return (GRPC_STATUS_INTERNAL);
-	}
+	return (DISPATCH_STATUS(dispatch_backend_statuses, error,
+	    GRPC_STATUS_INTERNAL));
 }
+
+static const grpc_status_code dispatch_tensor_statuses[] = {
+	[-TENSOR_ELIMIT] = GRPC_STATUS_RESOURCE_EXHAUSTED,
+	[-TENSOR_ENOENT] = GRPC_STATUS_NOT_FOUND,
+	[-TENSOR_EPERM] = GRPC_STATUS_PERMISSION_DENIED,
+	[-TENSOR_ESYS] = GRPC_STATUS_INTERNAL,
+};
 
 grpc_status_code
 dispatch_status_tensor(int error)
 {
-	switch (error) {
-	case TENSOR_ELIMIT:
-		return (GRPC_STATUS_RESOURCE_EXHAUSTED);
-	case TENSOR_ENOENT:
-		return (GRPC_STATUS_NOT_FOUND);
-	case TENSOR_EPERM:
-		return (GRPC_STATUS_PERMISSION_DENIED);
-	case TENSOR_ESYS:
-		return (GRPC_STATUS_INTERNAL);
-	default:
-		return (GRPC_STATUS_INVALID_ARGUMENT);
-	}
+	return (DISPATCH_STATUS(dispatch_tensor_statuses, error,
+	    GRPC_STATUS_INVALID_ARGUMENT));
 }
+
+static const grpc_status_code dispatch_shm_statuses[] = {
+	[-SHM_ENOENT] = GRPC_STATUS_NOT_FOUND,
+	[-SHM_EPERM] = GRPC_STATUS_PERMISSION_DENIED,
+	[-SHM_ELIMIT] = GRPC_STATUS_RESOURCE_EXHAUSTED,
+	[-SHM_ESYS] = GRPC_STATUS_INTERNAL,
+};
 
 grpc_status_code
 dispatch_status_shm(int error)
 {
-	switch (error) {
-	case SHM_ENOENT:
-		return (GRPC_STATUS_NOT_FOUND);
-	case SHM_EPERM:
-		return (GRPC_STATUS_PERMISSION_DENIED);
-	case SHM_ELIMIT:
-		return (GRPC_STATUS_RESOURCE_EXHAUSTED);
-	case SHM_ESYS:
-		return (GRPC_STATUS_INTERNAL);
-	default:
-		return (GRPC_STATUS_INVALID_ARGUMENT);
-	}
+	return (DISPATCH_STATUS(dispatch_shm_statuses, error,
+	    GRPC_STATUS_INVALID_ARGUMENT));
 }
+
+static const grpc_status_code dispatch_sched_statuses[] = {
+	[-SCHED_ENOCORE] = GRPC_STATUS_INVALID_ARGUMENT,
+	[-SCHED_ESTOPPED] = GRPC_STATUS_UNAVAILABLE,
+};
 
 grpc_status_code
 dispatch_status_sched(int error)
 {
-	switch (error) {
-	case SCHED_ENOCORE:
-		return (GRPC_STATUS_INVALID_ARGUMENT);
-	case SCHED_ESTOPPED:
-		return (GRPC_STATUS_UNAVAILABLE);
-	default:
-		return (GRPC_STATUS_RESOURCE_EXHAUSTED);
-	}
+	return (DISPATCH_STATUS(dispatch_sched_statuses, error,
+	    GRPC_STATUS_RESOURCE_EXHAUSTED));
+}
+
+static const grpc_status_code dispatch_cache_export_statuses[] = {
+	[-CACHE_ENOENT] = GRPC_STATUS_NOT_FOUND,
+	[-CACHE_EINVAL] = GRPC_STATUS_INVALID_ARGUMENT,
+	[-CACHE_ENOSPC] = GRPC_STATUS_RESOURCE_EXHAUSTED,
+};
+
+grpc_status_code
+dispatch_status_cache_export(int error)
+{
+	return (DISPATCH_STATUS(dispatch_cache_export_statuses, error,
+	    GRPC_STATUS_INTERNAL));
+}
+
+static const grpc_status_code dispatch_cache_import_statuses[] = {
+	[-CACHE_EBUNDLE] = GRPC_STATUS_INVALID_ARGUMENT,
+	[-CACHE_ENOSPC] = GRPC_STATUS_RESOURCE_EXHAUSTED,
+	[-CACHE_EFULL] = GRPC_STATUS_RESOURCE_EXHAUSTED,
+	[-CACHE_EREADONLY] = GRPC_STATUS_FAILED_PRECONDITION,
+};
+
+grpc_status_code
+dispatch_status_cache_import(int error)
+{
+	return (DISPATCH_STATUS(dispatch_cache_import_statuses, error,
+	    GRPC_STATUS_INTERNAL));
 }
 
 grpc_status_code

@@ -46,5 +46,10 @@ grpc_status_code dispatch_status_tensor(int error);
 grpc_status_code dispatch_status_shm(int error);
 /* The status of a scheduler admission error (SCHED_E*). */
 grpc_status_code dispatch_status_sched(int error);
+/* The status of a cache error (CACHE_E*, cache/cache.h) in building a
+ * bundle (CacheExport). */
+grpc_status_code dispatch_status_cache_export(int error);
+/* The status of a cache error in importing a bundle (CacheImport). */
+grpc_status_code dispatch_status_cache_import(int error);
 
 #endif /* NKID_DISPATCH_ERROR_H */

@@ -42,6 +42,17 @@ neuron_cmd_addf(struct neuron_cmd_argv *a, const char *fmt, ...)
 	a->v[a->n] = NULL;
 }
 
+/* The argv of a tool run with one flag: "prog flag". */
+static char **
+neuron_cmd_argv_flag(const char *prog, const char *flag)
+{
+	struct neuron_cmd_argv	a = { NULL, 0 };
+
+	neuron_cmd_add(&a, prog);
+	neuron_cmd_add(&a, flag);
+	return (a.v);
+}
+
 static int
 neuron_cmd_target_valid(const char *t)
 {
@@ -94,11 +105,7 @@ neuron_cmd_compile_argv(const char *compiler, const char *target,
 char **
 neuron_cmd_version_argv(const char *compiler)
 {
-	struct neuron_cmd_argv	a = { NULL, 0 };
-
-	neuron_cmd_add(&a, compiler);
-	neuron_cmd_add(&a, "--version");
-	return (a.v);
+	return (neuron_cmd_argv_flag(compiler, "--version"));
 }
 
 char **
@@ -243,11 +250,7 @@ neuron_cmd_cores_format(const unsigned *cores, size_t n, char *buf,
 char **
 neuron_cmd_ls_argv(const char *ls)
 {
-	struct neuron_cmd_argv	a = { NULL, 0 };
-
-	neuron_cmd_add(&a, ls);
-	neuron_cmd_add(&a, "--json-output");
-	return (a.v);
+	return (neuron_cmd_argv_flag(ls, "--json-output"));
 }
 
 /* The integer member name of o, in [min, max], into *v. Returns 0 when

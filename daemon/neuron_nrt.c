@@ -71,85 +71,71 @@ neuron_nrt_close(struct neuron_nrt *nrt)
 	memset(nrt, 0, sizeof *nrt);
 }
 
+/* The runtime's name of each status nkid knows (nrt_status.h). */
+static const struct neuron_nrt_status {
+	int		 status;
+	const char	*name;
+} neuron_nrt_statuses[] = {
+	{ NEURON_NRT_SUCCESS, "NRT_SUCCESS" },
+	{ NEURON_NRT_FAILURE, "NRT_FAILURE" },
+	{ NEURON_NRT_INVALID, "NRT_INVALID" },
+	{ NEURON_NRT_INVALID_HANDLE, "NRT_INVALID_HANDLE" },
+	{ NEURON_NRT_RESOURCE, "NRT_RESOURCE" },
+	{ NEURON_NRT_TIMEOUT, "NRT_TIMEOUT" },
+	{ NEURON_NRT_HW_ERROR, "NRT_HW_ERROR" },
+	{ NEURON_NRT_QUEUE_FULL, "NRT_QUEUE_FULL" },
+	{ NEURON_NRT_LOAD_NOT_ENOUGH_NC, "NRT_LOAD_NOT_ENOUGH_NC" },
+	{ NEURON_NRT_UNSUPPORTED_NEFF_VERSION, "NRT_UNSUPPORTED_NEFF_VERSION" },
+	{ NEURON_NRT_FAIL_HOST_MEM_ALLOC, "NRT_FAIL_HOST_MEM_ALLOC" },
+	{ NEURON_NRT_UNINITIALIZED, "NRT_UNINITIALIZED" },
+	{ NEURON_NRT_CLOSED, "NRT_CLOSED" },
+	{ NEURON_NRT_EXEC_BAD_INPUT, "NRT_EXEC_BAD_INPUT" },
+	{ NEURON_NRT_EXEC_COMPLETED_WITH_NUM_ERR,
+	    "NRT_EXEC_COMPLETED_WITH_NUM_ERR" },
+	{ NEURON_NRT_EXEC_COMPLETED_WITH_ERR, "NRT_EXEC_COMPLETED_WITH_ERR" },
+	{ NEURON_NRT_EXEC_NC_BUSY, "NRT_EXEC_NC_BUSY" },
+	{ NEURON_NRT_EXEC_OOB, "NRT_EXEC_OOB" },
+};
+#define NEURON_NRT_NSTATUSES \
+	(sizeof neuron_nrt_statuses / sizeof neuron_nrt_statuses[0])
+
 const char *
 neuron_nrt_status_name(int status, char *buf, size_t len)
 {
-	switch (status) {
-	case NEURON_NRT_SUCCESS:
-		return ("NRT_SUCCESS");
-	case NEURON_NRT_FAILURE:
-		return ("NRT_FAILURE");
-	case NEURON_NRT_INVALID:
-		return ("NRT_INVALID");
-	case NEURON_NRT_INVALID_HANDLE:
-		return ("NRT_INVALID_HANDLE");
-	case NEURON_NRT_RESOURCE:
-		return ("NRT_RESOURCE");
-	case NEURON_NRT_TIMEOUT:
-		return ("NRT_TIMEOUT");
-	case NEURON_NRT_HW_ERROR:
-		return ("NRT_HW_ERROR");
-	case NEURON_NRT_QUEUE_FULL:
-		return ("NRT_QUEUE_FULL");
-	case NEURON_NRT_LOAD_NOT_ENOUGH_NC:
-		return ("NRT_LOAD_NOT_ENOUGH_NC");
-	case NEURON_NRT_UNSUPPORTED_NEFF_VERSION:
-		return ("NRT_UNSUPPORTED_NEFF_VERSION");
-	case NEURON_NRT_FAIL_HOST_MEM_ALLOC:
-		return ("NRT_FAIL_HOST_MEM_ALLOC");
-	case NEURON_NRT_UNINITIALIZED:
-		return ("NRT_UNINITIALIZED");
-	case NEURON_NRT_CLOSED:
-		return ("NRT_CLOSED");
-	case NEURON_NRT_EXEC_BAD_INPUT:
-		return ("NRT_EXEC_BAD_INPUT");
-	case NEURON_NRT_EXEC_COMPLETED_WITH_NUM_ERR:
-		return ("NRT_EXEC_COMPLETED_WITH_NUM_ERR");
-	case NEURON_NRT_EXEC_COMPLETED_WITH_ERR:
-		return ("NRT_EXEC_COMPLETED_WITH_ERR");
-	case NEURON_NRT_EXEC_NC_BUSY:
-		return ("NRT_EXEC_NC_BUSY");
-	case NEURON_NRT_EXEC_OOB:
-		return ("NRT_EXEC_OOB");
-	}
+	size_t	i;
+
+	for (i = 0; i < NEURON_NRT_NSTATUSES; i++)
+		if (neuron_nrt_statuses[i].status == status)
+			return (neuron_nrt_statuses[i].name);
 	snprintf(buf, len, "NRT status %d", status);
 	return (buf);
 }
 
+/* numpy-style names of the runtime's dtypes, by value; NULL in the gaps. */
+static const char *const neuron_nrt_dtype_names[] = {
+	[NEURON_NRT_DTYPE_UINT64] = "uint64",
+	[NEURON_NRT_DTYPE_INT8] = "int8",
+	[NEURON_NRT_DTYPE_UINT8] = "uint8",
+	[NEURON_NRT_DTYPE_INT16] = "int16",
+	[NEURON_NRT_DTYPE_UINT16] = "uint16",
+	[NEURON_NRT_DTYPE_BFLOAT16] = "bfloat16",
+	[NEURON_NRT_DTYPE_FLOAT16] = "float16",
+	[NEURON_NRT_DTYPE_INT32] = "int32",
+	[NEURON_NRT_DTYPE_UINT32] = "uint32",
+	[NEURON_NRT_DTYPE_FLOAT32] = "float32",
+	[NEURON_NRT_DTYPE_FP32R] = "fp32r",
+	[NEURON_NRT_DTYPE_INT64] = "int64",
+	[NEURON_NRT_DTYPE_FP8_E3] = "float8_e3",
+	[NEURON_NRT_DTYPE_FP8_E4] = "float8_e4m3fn",
+	[NEURON_NRT_DTYPE_FP8_E5] = "float8_e5m2",
+};
+#define NEURON_NRT_NDTYPES \
+	(sizeof neuron_nrt_dtype_names / sizeof neuron_nrt_dtype_names[0])
+
 const char *
 neuron_nrt_dtype_name(int dtype)
 {
-	switch (dtype) {
-	case NEURON_NRT_DTYPE_UINT64:
-		return ("uint64");
-	case NEURON_NRT_DTYPE_INT8:
-		return ("int8");
-	case NEURON_NRT_DTYPE_UINT8:
-		return ("uint8");
-	case NEURON_NRT_DTYPE_INT16:
-		return ("int16");
-	case NEURON_NRT_DTYPE_UINT16:
-		return ("uint16");
-	case NEURON_NRT_DTYPE_BFLOAT16:
-		return ("bfloat16");
-	case NEURON_NRT_DTYPE_FLOAT16:
-		return ("float16");
-	case NEURON_NRT_DTYPE_INT32:
-		return ("int32");
-	case NEURON_NRT_DTYPE_UINT32:
-		return ("uint32");
-	case NEURON_NRT_DTYPE_FLOAT32:
-		return ("float32");
-	case NEURON_NRT_DTYPE_FP32R:
-		return ("fp32r");
-	case NEURON_NRT_DTYPE_INT64:
-		return ("int64");
-	case NEURON_NRT_DTYPE_FP8_E3:
-		return ("float8_e3");
-	case NEURON_NRT_DTYPE_FP8_E4:
-		return ("float8_e4m3fn");
-	case NEURON_NRT_DTYPE_FP8_E5:
-		return ("float8_e5m2");
-	}
-	return (NULL);
+	if (dtype < 0 || (size_t)dtype >= NEURON_NRT_NDTYPES)
+		return (NULL);
+	return (neuron_nrt_dtype_names[dtype]);
 }

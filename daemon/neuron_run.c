@@ -19,34 +19,30 @@ neuron_run_output(const struct backend_program *bp, size_t i)
 	return (i < p->nout ? &p->out[i] : NULL);
 }
 
+/* The sim dtype of each runtime dtype nkid runs; SIM_DT_INVALID (0) for
+ * the others. */
+static const enum sim_dtype neuron_run_dtypes[] = {
+	[NEURON_NRT_DTYPE_FLOAT32] = SIM_DT_FLOAT32,
+	[NEURON_NRT_DTYPE_FLOAT16] = SIM_DT_FLOAT16,
+	[NEURON_NRT_DTYPE_BFLOAT16] = SIM_DT_BFLOAT16,
+	[NEURON_NRT_DTYPE_INT8] = SIM_DT_INT8,
+	[NEURON_NRT_DTYPE_INT16] = SIM_DT_INT16,
+	[NEURON_NRT_DTYPE_INT32] = SIM_DT_INT32,
+	[NEURON_NRT_DTYPE_UINT8] = SIM_DT_UINT8,
+	[NEURON_NRT_DTYPE_UINT16] = SIM_DT_UINT16,
+	[NEURON_NRT_DTYPE_UINT32] = SIM_DT_UINT32,
+	[NEURON_NRT_DTYPE_FP8_E4] = SIM_DT_FP8_E4M3,
+	[NEURON_NRT_DTYPE_FP8_E5] = SIM_DT_FP8_E5M2,
+};
+#define NEURON_RUN_NDTYPES \
+	(sizeof neuron_run_dtypes / sizeof neuron_run_dtypes[0])
+
 static int
 neuron_run_dtype(int nrt_dtype)
 {
-	switch (nrt_dtype) {
-	case NEURON_NRT_DTYPE_FLOAT32:
-		return (SIM_DT_FLOAT32);
-	case NEURON_NRT_DTYPE_FLOAT16:
-		return (SIM_DT_FLOAT16);
-	case NEURON_NRT_DTYPE_BFLOAT16:
-		return (SIM_DT_BFLOAT16);
-	case NEURON_NRT_DTYPE_INT8:
-		return (SIM_DT_INT8);
-	case NEURON_NRT_DTYPE_INT16:
-		return (SIM_DT_INT16);
-	case NEURON_NRT_DTYPE_INT32:
-		return (SIM_DT_INT32);
-	case NEURON_NRT_DTYPE_UINT8:
-		return (SIM_DT_UINT8);
-	case NEURON_NRT_DTYPE_UINT16:
-		return (SIM_DT_UINT16);
-	case NEURON_NRT_DTYPE_UINT32:
-		return (SIM_DT_UINT32);
-	case NEURON_NRT_DTYPE_FP8_E4:
-		return (SIM_DT_FP8_E4M3);
-	case NEURON_NRT_DTYPE_FP8_E5:
-		return (SIM_DT_FP8_E5M2);
-	}
-	return (SIM_DT_INVALID);
+	if (nrt_dtype < 0 || (size_t)nrt_dtype >= NEURON_RUN_NDTYPES)
+		return (SIM_DT_INVALID);
+	return (neuron_run_dtypes[nrt_dtype]);
 }
 
 /* Fill sig from one tensor of the model's tensor info. */
@@ -487,33 +483,30 @@ neuron_run_simulate(void *state, const struct backend_program *bp,
 
 /* ------------------------------------------------------------ profile */
 
-/* numpy's descr of a dtype, nkid's convention for bf16 and fp8. */
+/* numpy's descr of each dtype; the others (fp8) are "<V1", nkid's
+ * convention, as bf16's "<V2" is. */
+static const char *const neuron_run_npy_descrs[] = {
+	[SIM_DT_FLOAT32] = "<f4",
+	[SIM_DT_FLOAT16] = "<f2",
+	[SIM_DT_BFLOAT16] = "<V2",
+	[SIM_DT_INT8] = "|i1",
+	[SIM_DT_INT16] = "<i2",
+	[SIM_DT_INT32] = "<i4",
+	[SIM_DT_UINT8] = "|u1",
+	[SIM_DT_UINT16] = "<u2",
+	[SIM_DT_UINT32] = "<u4",
+	[SIM_DT_BOOL] = "|b1",
+};
+#define NEURON_RUN_NDESCRS \
+	(sizeof neuron_run_npy_descrs / sizeof neuron_run_npy_descrs[0])
+
 static const char *
 neuron_run_npy_descr(int dtype)
 {
-	switch (dtype) {
-	case SIM_DT_FLOAT32:
-		return ("<f4");
-	case SIM_DT_FLOAT16:
-		return ("<f2");
-	case SIM_DT_BFLOAT16:
-		return ("<V2");
-	case SIM_DT_INT8:
-		return ("|i1");
-	case SIM_DT_INT16:
-		return ("<i2");
-	case SIM_DT_INT32:
-		return ("<i4");
-	case SIM_DT_UINT8:
-		return ("|u1");
-	case SIM_DT_UINT16:
-		return ("<u2");
-	case SIM_DT_UINT32:
-		return ("<u4");
-	case SIM_DT_BOOL:
-		return ("|b1");
-	}
-	return ("<V1");
+	if (dtype < 0 || (size_t)dtype >= NEURON_RUN_NDESCRS ||
+	    neuron_run_npy_descrs[dtype] == NULL)
+		return ("<V1");
+	return (neuron_run_npy_descrs[dtype]);
 }
 
 /* Write t as a version 1.0 .npy file dir/name. */

@@ -46,6 +46,5 @@ rpc_benchmark(struct rpc_call *c)
 const struct rpc_method rpc_benchmark_method = {
 	DISPATCH_METHOD_NAME("Benchmark"), .kind = RPC_UNARY,
 	.request = &nkid__v1__benchmark_request__descriptor,
-	.cap = CONFIG_CAP_TENSOR, .flags = RPC_F_ASYNC,
-	.handler = rpc_benchmark,
+	.cap = CONFIG_CAP_TENSOR, .handler = rpc_benchmark,
 };

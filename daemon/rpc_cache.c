@@ -23,6 +23,16 @@ rpc_cache_async(struct rpc_call *c, const char *rpc,
 	return (0);
 }
 
+void
+rpc_cache_stream_async(struct rpc_call *c, const char *rpc, void *x,
+    void (*release)(void *), void (*work)(struct cache *, void *),
+    void (*done)(void *))
+{
+	c->job = x;
+	c->job_release = release;
+	(void)rpc_cache_async(c, rpc, work, done, x);
+}
+
 struct rpc_cache_keys {
 	struct rpc_call		 *c;
 	char			**keys;		/* borrowed from the request */

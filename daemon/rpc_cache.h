@@ -21,6 +21,16 @@ int	rpc_cache_async(struct rpc_call *c, const char *rpc,
 	    void (*work)(struct cache *disk, void *arg), void (*done)(void *arg),
 	    void *arg);
 
+/*
+ * For a streaming call whose state x goes with it: x becomes c->job, freed
+ * by release(x) when the transport releases the call, then
+ * rpc_cache_async(c, rpc, work, done, x). Refused without a disk cache,
+ * x still goes with the call.
+ */
+void	rpc_cache_stream_async(struct rpc_call *c, const char *rpc, void *x,
+	    void (*release)(void *x), void (*work)(struct cache *disk, void *x),
+	    void (*done)(void *x));
+
 /* Off the loop, for one key: 0 when done, else the key has no entry. */
 typedef int (*rpc_cache_keys_fn)(struct cache *disk, const char *key,
 	    void *arg);

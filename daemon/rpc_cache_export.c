@@ -11,6 +11,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
+#include "daemon/dispatch_error.h"
 #include "daemon/kcache.h"
 #include "daemon/log.h"
 #include "daemon/rpc_cache.h"
@@ -203,28 +204,14 @@ rpc_cache_export_built_cb(void *arg)
 {
 	struct rpc_cache_export	*x = arg;
 	struct rpc_call		*c = x->c;
-	grpc_status_code	 code;
 
 	if (c->cancelled) {
 		rpc_cache_export_gone(x);
 		return;
 	}
 	if (x->rc != 0) {
-		switch (x->rc) {
-		case CACHE_ENOENT:
-			code = GRPC_STATUS_NOT_FOUND;
-			break;
-		case CACHE_EINVAL:
-			code = GRPC_STATUS_INVALID_ARGUMENT;
-			break;
-		case CACHE_ENOSPC:
-			code = GRPC_STATUS_RESOURCE_EXHAUSTED;
-			break;
-		default:
-			code = GRPC_STATUS_INTERNAL;
-			break;
-		}
-		rpc_fail(c, code, "cannot export: %s", x->err);
+		rpc_fail(c, dispatch_status_cache_export(x->rc),
+		    "cannot export: %s", x->err);
 		return;
 	}
 	log_debug("CacheExport to pid %u: %u entries, %llu bytes built in "
@@ -263,16 +250,12 @@ rpc_cache_export(struct rpc_call *c)
 	x->fd = -1;
 	x->buf = xmalloc(EXPORT_CHUNK);
 	x->t0 = uv_hrtime();
-	c->job = x;
-	c->job_release = rpc_cache_export_release_cb;
-	/* Refused without a disk cache: x goes with the call. */
-	(void)rpc_cache_async(c, "CacheExport", rpc_cache_export_build_cb,
-	    rpc_cache_export_built_cb, x);
+	rpc_cache_stream_async(c, "CacheExport", x, rpc_cache_export_release_cb,
+	    rpc_cache_export_build_cb, rpc_cache_export_built_cb);
 }
 
 const struct rpc_method rpc_cache_export_method = {
 	DISPATCH_METHOD_NAME("CacheExport"), .kind = RPC_SERVER_STREAM,
 	.request = &nkid__v1__cache_export_request__descriptor,
-	.cap = CONFIG_CAP_CONTROL, .flags = RPC_F_ASYNC,
-	.handler = rpc_cache_export,
+	.cap = CONFIG_CAP_CONTROL, .handler = rpc_cache_export,
 };

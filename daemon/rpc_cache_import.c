@@ -11,6 +11,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
+#include "daemon/dispatch_error.h"
 #include "daemon/kcache.h"
 #include "daemon/log.h"
 #include "daemon/rpc_cache.h"
@@ -68,23 +69,6 @@ rpc_cache_import_gone(struct rpc_cache_import *x)
 	    (unsigned long long)x->size);
 }
 
-/* Map a cache_err of the import to a status. */
-static grpc_status_code
-rpc_cache_import_code(int rc)
-{
-	switch (rc) {
-	case CACHE_EBUNDLE:
-		return (GRPC_STATUS_INVALID_ARGUMENT);
-	case CACHE_ENOSPC:
-	case CACHE_EFULL:
-		return (GRPC_STATUS_RESOURCE_EXHAUSTED);
-	case CACHE_EREADONLY:
-		return (GRPC_STATUS_FAILED_PRECONDITION);
-	default:
-		return (GRPC_STATUS_INTERNAL);
-	}
-}
-
 /* Off the loop: verify and import the spooled bundle. */
 static void
 rpc_cache_import_work_cb(struct cache *disk, void *arg)
@@ -109,7 +93,7 @@ rpc_cache_import_done_cb(void *arg)
 	if (x->rc != 0) {
 		log_info("CacheImport from uid %u pid %u refused: %s",
 		    c->id.uid, c->id.pid, x->err);
-		rpc_fail(c, rpc_cache_import_code(x->rc), "%s", x->err);
+		rpc_fail(c, dispatch_status_cache_import(x->rc), "%s", x->err);
 		return;
 	}
 	log_info("CacheImport from uid %u pid %u: %u entr%s imported, %u "
@@ -253,8 +237,8 @@ rpc_cache_import_opened_cb(void *arg)
 	struct rpc_call		*c = x->c;
 
 	if (x->rc != 0) {
-		rpc_fail(c, rpc_cache_import_code(x->rc), "CacheImport: %s",
-		    x->err);
+		rpc_fail(c, dispatch_status_cache_import(x->rc),
+		    "CacheImport: %s", x->err);
 		return;
 	}
 	if (c->cancelled) {
@@ -296,15 +280,12 @@ rpc_cache_import(struct rpc_call *c)
 	x->max = c->d->cfg.cache_max_bundle_bytes;
 	x->t0 = uv_hrtime();
 	snprintf(x->name, sizeof x->name, "upload from pid %u", c->id.pid);
-	c->job = x;
-	c->job_release = rpc_cache_import_release_cb;
-	/* Refused without a disk cache: x goes with the call. */
-	(void)rpc_cache_async(c, "CacheImport", rpc_cache_import_open_cb,
-	    rpc_cache_import_opened_cb, x);
+	rpc_cache_stream_async(c, "CacheImport", x, rpc_cache_import_release_cb,
+	    rpc_cache_import_open_cb, rpc_cache_import_opened_cb);
 }
 
 const struct rpc_method rpc_cache_import_method = {
 	DISPATCH_METHOD_NAME("CacheImport"), .kind = RPC_CLIENT_STREAM,
 	.request = &nkid__v1__cache_chunk__descriptor, .cap = CONFIG_CAP_CHUNK,
-	.flags = RPC_F_ASYNC, .handler = rpc_cache_import,
+	.handler = rpc_cache_import,
 };

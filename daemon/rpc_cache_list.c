@@ -15,12 +15,11 @@
 #define RPC_CACHE_LIST_MAX	10000
 
 struct rpc_cache_list {
-	struct rpc_call		 *c;
-	char			 *prefix;
-	unsigned		  limit;
-	Nkid__V1__CacheEntry	**v;
-	size_t			  n;
-	int			  error;
+	struct rpc_call			*c;
+	char				*prefix;
+	unsigned			 limit;
+	Nkid__V1__CacheListReply	 r;	/* the entries, as listed */
+	int				 error;
 };
 
 static int
@@ -31,8 +30,9 @@ rpc_cache_list_entry_cb(void *arg, const struct cache_entry *e)
 
 	if ((m = wire_cache_entry_new(e)) == NULL)
 		fatal("out of memory copying cache entry '%s'", e->key);
-	l->v = xreallocarray(l->v, l->n + 1, sizeof *l->v);
-	l->v[l->n++] = m;
+	l->r.entries = xreallocarray(l->r.entries, l->r.n_entries + 1,
+	    sizeof *l->r.entries);
+	l->r.entries[l->r.n_entries++] = m;
 	return (0);
 }
 
@@ -52,21 +52,17 @@ rpc_cache_list_done_cb(void *arg)
 {
 	struct rpc_cache_list	*l = arg;
 	struct rpc_call		*c = l->c;
-	Nkid__V1__CacheListReply r = NKID__V1__CACHE_LIST_REPLY__INIT;
 	size_t			 i;
 
 	if (l->error != 0)
 		rpc_fail(c, l->error == CACHE_EINVAL ?
 		    GRPC_STATUS_INVALID_ARGUMENT : GRPC_STATUS_INTERNAL,
 		    "cannot list the cache: %s", cache_strerror(l->error));
-	else {
-		r.n_entries = l->n;
-		r.entries = l->v;
-		rpc_reply(c, &r.base);
-	}
-	for (i = 0; i < l->n; i++)
-		nkid__v1__cache_entry__free_unpacked(l->v[i], NULL);
-	free(l->v);
+	else
+		rpc_reply(c, &l->r.base);
+	for (i = 0; i < l->r.n_entries; i++)
+		nkid__v1__cache_entry__free_unpacked(l->r.entries[i], NULL);
+	free(l->r.entries);
 	free(l->prefix);
 	free(l);
 }
@@ -79,6 +75,7 @@ rpc_cache_list(struct rpc_call *c)
 
 	l = xcalloc(1, sizeof *l);
 	l->c = c;
+	nkid__v1__cache_list_reply__init(&l->r);
 	l->prefix = xstrdup(req->prefix);
 	l->limit = req->limit > 0 && req->limit < RPC_CACHE_LIST_MAX ?
 	    req->limit : RPC_CACHE_LIST_MAX;
@@ -89,6 +86,5 @@ rpc_cache_list(struct rpc_call *c)
 const struct rpc_method rpc_cache_list_method = {
 	DISPATCH_METHOD_NAME("CacheList"), .kind = RPC_UNARY,
 	.request = &nkid__v1__cache_list_request__descriptor,
-	.cap = CONFIG_CAP_CONTROL, .flags = RPC_F_ASYNC,
-	.handler = rpc_cache_list,
+	.cap = CONFIG_CAP_CONTROL, .handler = rpc_cache_list,
 };

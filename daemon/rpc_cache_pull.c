@@ -19,18 +19,13 @@
 
 struct rpc_cache_pull {
 	struct rpc_call			 *c;
-	struct kcache_remote		 *r;
-	Nkid__V1__CachePullResult	 *res;
-	Nkid__V1__CachePullResult	**resp;
+	struct kcache_remote		 *remote;
+	Nkid__V1__CachePullReply	  r;		/* counts, results */
+	Nkid__V1__CachePullResult	 *res;		/* r.results[i] */
 	char				(*keys)[KCACHE_KEY_LEN + 1];
 	size_t				  n;
 	size_t				  next;
 	unsigned			  inflight;
-	uint32_t			  pulled;
-	uint32_t			  present;
-	uint32_t			  missing;
-	uint32_t			  failed;
-	uint64_t			  bytes;
 };
 
 struct rpc_cache_pull_item {
@@ -48,23 +43,15 @@ static void	rpc_cache_pull_pump(struct rpc_cache_pull *);
 static void
 rpc_cache_pull_reply(struct rpc_cache_pull *p)
 {
-	Nkid__V1__CachePullReply	r = NKID__V1__CACHE_PULL_REPLY__INIT;
-	size_t				i;
+	size_t	i;
 
-	r.pulled = p->pulled;
-	r.present = p->present;
-	r.missing = p->missing;
-	r.failed = p->failed;
-	r.bytes = p->bytes;
-	r.n_results = p->n;
-	r.results = p->resp;
-	rpc_reply(p->c, &r.base);
+	rpc_reply(p->c, &p->r.base);
 	for (i = 0; i < p->n; i++)
 		if (p->res[i].message != protobuf_c_empty_string)
 			free(p->res[i].message);
 	free(p->keys);
 	free(p->res);
-	free(p->resp);
+	free(p->r.results);
 	free(p);
 }
 
@@ -90,14 +77,14 @@ rpc_cache_pull_item_end(struct rpc_cache_pull_item *it, const char *state,
 	if (msg[0] != '\0')
 		it->res->message = xstrdup(msg);
 	if (strcmp(state, "pulled") == 0) {
-		p->pulled++;
-		p->bytes += it->len;
+		p->r.pulled++;
+		p->r.bytes += it->len;
 	} else if (strcmp(state, "present") == 0)
-		p->present++;
+		p->r.present++;
 	else if (strcmp(state, "missing") == 0)
-		p->missing++;
+		p->r.missing++;
 	else
-		p->failed++;
+		p->r.failed++;
 	free(it);
 	p->inflight--;
 	rpc_cache_pull_pump(p);
@@ -159,7 +146,7 @@ rpc_cache_pull_look_done_cb(void *arg)
 		rpc_cache_pull_item_end(it, "failed", RPC_CACHE_NODISK);
 		return;
 	}
-	if ((err = kcache_remote_resolve(it->p->r, it->key,
+	if ((err = kcache_remote_resolve(it->p->remote, it->key,
 	    KCACHE_REMOTE_PULL_ONLY, rpc_cache_pull_accept_cb,
 	    rpc_cache_pull_done_cb, it)) != 0)
 		rpc_cache_pull_item_end(it, "failed", "%s",
@@ -222,10 +209,12 @@ rpc_cache_pull(struct rpc_call *c)
 	}
 	p = xcalloc(1, sizeof *p);
 	p->c = c;
-	p->r = d->remote;
+	p->remote = d->remote;
 	p->n = req->n_items;
+	nkid__v1__cache_pull_reply__init(&p->r);
+	p->r.n_results = p->n;
+	p->r.results = xcalloc(p->n + 1, sizeof *p->r.results);
 	p->res = xcalloc(p->n + 1, sizeof *p->res);
-	p->resp = xcalloc(p->n + 1, sizeof *p->resp);
 	p->keys = xcalloc(p->n + 1, sizeof *p->keys);
 	for (i = 0; i < p->n; i++) {
 		in = req->items[i];
@@ -235,7 +224,7 @@ rpc_cache_pull(struct rpc_call *c)
 		    in->target, in->options, p->keys[i]);
 		p->res[i].neff_key = p->keys[i];
 		p->res[i].state = (char *)"failed";
-		p->resp[i] = &p->res[i];
+		p->r.results[i] = &p->res[i];
 	}
 	rpc_cache_pull_pump(p);
 }
@@ -243,6 +232,5 @@ rpc_cache_pull(struct rpc_call *c)
 const struct rpc_method rpc_cache_pull_method = {
 	DISPATCH_METHOD_NAME("CachePull"), .kind = RPC_UNARY,
 	.request = &nkid__v1__cache_pull_request__descriptor,
-	.cap = CONFIG_CAP_CONTROL, .flags = RPC_F_ASYNC,
-	.handler = rpc_cache_pull,
+	.cap = CONFIG_CAP_CONTROL, .handler = rpc_cache_pull,
 };

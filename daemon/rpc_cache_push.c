@@ -18,16 +18,12 @@
 
 struct rpc_cache_push {
 	struct rpc_call		 *c;
-	struct kcache_remote	 *r;
+	struct kcache_remote	 *remote;
 	char			**keys;		/* malloc'd */
 	size_t			  nkeys;
 	size_t			  next;
 	unsigned		  inflight;
-	uint32_t		  pushed;
-	uint32_t		  failed;
-	uint64_t		  bytes;
-	char			**missing;	/* into keys */
-	size_t			  nmissing;
+	Nkid__V1__CachePushReply r;	/* counts; missing: into keys */
 };
 
 struct rpc_cache_push_item {
@@ -49,21 +45,14 @@ rpc_cache_push_free(struct rpc_cache_push *p)
 	for (i = 0; i < p->nkeys; i++)
 		free(p->keys[i]);
 	free(p->keys);
-	free(p->missing);
+	free(p->r.missing);
 	free(p);
 }
 
 static void
 rpc_cache_push_reply(struct rpc_cache_push *p)
 {
-	Nkid__V1__CachePushReply	r = NKID__V1__CACHE_PUSH_REPLY__INIT;
-
-	r.pushed = p->pushed;
-	r.failed = p->failed;
-	r.bytes = p->bytes;
-	r.n_missing = p->nmissing;
-	r.missing = p->missing;
-	rpc_reply(p->c, &r.base);
+	rpc_reply(p->c, &p->r.base);
 	rpc_cache_push_free(p);
 }
 
@@ -85,10 +74,10 @@ rpc_cache_push_sent_cb(void *arg, int err)
 	struct rpc_cache_push_item	*it = arg;
 
 	if (err == 0) {
-		it->p->pushed++;
-		it->p->bytes += it->len;
+		it->p->r.pushed++;
+		it->p->r.bytes += it->len;
 	} else
-		it->p->failed++;
+		it->p->r.failed++;
 	it->value = NULL;
 	rpc_cache_push_item_end(it);
 }
@@ -114,7 +103,7 @@ rpc_cache_push_read_cb(struct cache *disk, void *arg)
 	if (rc != 0 && rc != CACHE_EFAILED)
 		return;
 	it->failed_entry = ce.failed;
-	kcache_remote_encode(it->p->r, &ce, &it->value, &it->len);
+	kcache_remote_encode(it->p->remote, &ce, &it->value, &it->len);
 	cache_entry_release(&ce);
 }
 
@@ -126,20 +115,20 @@ rpc_cache_push_read_done_cb(void *arg)
 	void				*v = it->value;
 
 	if (it->missing) {
-		p->missing[p->nmissing++] = (char *)it->key;
+		p->r.missing[p->r.n_missing++] = (char *)it->key;
 		rpc_cache_push_item_end(it);
 		return;
 	}
 	if (v == NULL) {
 		/* Unreadable, or larger than remote.max_entry_bytes. */
-		p->failed++;
+		p->r.failed++;
 		rpc_cache_push_item_end(it);
 		return;
 	}
 	it->value = NULL;
-	if (kcache_remote_push(p->r, it->key, v, it->len, it->failed_entry,
+	if (kcache_remote_push(p->remote, it->key, v, it->len, it->failed_entry,
 	    rpc_cache_push_sent_cb, it) != 0) {
-		p->failed++;
+		p->r.failed++;
 		rpc_cache_push_item_end(it);
 	}
 }
@@ -204,7 +193,7 @@ rpc_cache_push_list_done_cb(void *arg)
 {
 	struct rpc_cache_push	*p = arg;
 
-	p->missing = xcalloc(p->nkeys + 1, sizeof *p->missing);
+	p->r.missing = xcalloc(p->nkeys + 1, sizeof *p->r.missing);
 	rpc_cache_push_pump(p);
 }
 
@@ -234,7 +223,8 @@ rpc_cache_push(struct rpc_call *c)
 	}
 	p = xcalloc(1, sizeof *p);
 	p->c = c;
-	p->r = d->remote;
+	p->remote = d->remote;
+	nkid__v1__cache_push_reply__init(&p->r);
 	if (req->n_keys == 0) {
 		if (rpc_cache_async(c, NULL, rpc_cache_push_list_work_cb,
 		    rpc_cache_push_list_done_cb, p) != 0)
@@ -244,13 +234,12 @@ rpc_cache_push(struct rpc_call *c)
 	p->keys = xcalloc(req->n_keys, sizeof *p->keys);
 	for (i = 0; i < req->n_keys; i++)
 		p->keys[p->nkeys++] = xstrdup(req->keys[i]);
-	p->missing = xcalloc(p->nkeys, sizeof *p->missing);
+	p->r.missing = xcalloc(p->nkeys, sizeof *p->r.missing);
 	rpc_cache_push_pump(p);
 }
 
 const struct rpc_method rpc_cache_push_method = {
 	DISPATCH_METHOD_NAME("CachePush"), .kind = RPC_UNARY,
 	.request = &nkid__v1__cache_push_request__descriptor,
-	.cap = CONFIG_CAP_CONTROL, .flags = RPC_F_ASYNC,
-	.handler = rpc_cache_push,
+	.cap = CONFIG_CAP_CONTROL, .handler = rpc_cache_push,
 };

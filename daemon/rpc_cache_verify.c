@@ -15,20 +15,14 @@
 /* Most keys and kernels one request may name. */
 #define RPC_CACHE_VERIFY_MAX	100000
 
-/* One entry to check, and what was found. */
-struct rpc_cache_verify_item {
-	char			 key[KCACHE_KEY_LEN + 1];
-	char			*kernel;	/* NULL: unknown yet */
-	const char		*state;		/* static; NULL: to check */
-	char			*message;
-	Nkid__V1__Tensor	**params;
-	size_t			  nparams;
-};
-
+/*
+ * The entries to check, each as the result the reply carries, every string
+ * of it malloc'd: kernel "" is unknown yet, state "" is to check.
+ */
 struct rpc_cache_verify {
-	struct rpc_call			*c;	/* read: c->cancelled */
-	struct rpc_cache_verify_item	*v;
-	size_t				 n;
+	struct rpc_call			 *c;	/* read: c->cancelled */
+	Nkid__V1__CacheVerifyResult	**v;
+	size_t				  n;
 	int				 all;	/* list the entries first */
 	int				 signatures;
 	int				 error;	/* of cache_list */
@@ -38,14 +32,15 @@ static void
 rpc_cache_verify_add(struct rpc_cache_verify *x, const char *key,
     const char *kernel)
 {
-	struct rpc_cache_verify_item	*it;
+	Nkid__V1__CacheVerifyResult	*it;
 
-	x->v = xreallocarray(x->v, x->n + 1, sizeof *x->v);
-	it = &x->v[x->n++];
-	memset(it, 0, sizeof *it);
-	snprintf(it->key, sizeof it->key, "%s", key);
-	if (kernel != NULL)
+	it = xmalloc(sizeof *it);
+	nkid__v1__cache_verify_result__init(it);
+	it->key = xstrdup(key);
+	if (kernel != NULL && kernel[0] != '\0')
 		it->kernel = xstrdup(kernel);
+	x->v = xreallocarray(x->v, x->n + 1, sizeof *x->v);
+	x->v[x->n++] = it;
 }
 
 static int
@@ -58,7 +53,7 @@ rpc_cache_verify_list_cb(void *arg, const struct cache_entry *e)
 /* The parameters of a cpu image as Tensors without data; none if the
  * image is not one. */
 static void
-rpc_cache_verify_signature(struct rpc_cache_verify_item *it, const void *img,
+rpc_cache_verify_signature(Nkid__V1__CacheVerifyResult *it, const void *img,
     size_t len)
 {
 	const struct sim_sig		*s;
@@ -70,9 +65,9 @@ rpc_cache_verify_signature(struct rpc_cache_verify_item *it, const void *img,
 
 	if (sim_program_load(img, len, &p, &diag) != SIM_OK)
 		return;
-	it->nparams = sim_program_nparams(p);
-	it->params = xcalloc(it->nparams + 1, sizeof *it->params);
-	for (i = 0; i < it->nparams; i++) {
+	it->n_params = sim_program_nparams(p);
+	it->params = xcalloc(it->n_params + 1, sizeof *it->params);
+	for (i = 0; i < it->n_params; i++) {
 		s = sim_program_param(p, i);
 		t = xmalloc(sizeof *t);
 		nkid__v1__tensor__init(t);
@@ -88,46 +83,53 @@ rpc_cache_verify_signature(struct rpc_cache_verify_item *it, const void *img,
 	sim_program_free(p);
 }
 
+/* What CacheVerify says of cache_get's answers; any other is "error". */
+static const struct rpc_cache_verify_outcome {
+	int		 rc;
+	const char	*state;
+	const char	*message;	/* NULL: none */
+} rpc_cache_verify_outcomes[] = {
+	{ 0, "ok", NULL },
+	{ CACHE_EFAILED, "failed", NULL },
+	{ CACHE_ESTALE, "stale",
+	    "compiled by another backend or compiler version" },
+	{ CACHE_ENOENT, "missing", NULL },
+	{ CACHE_ECORRUPT, "corrupt",
+	    "its blob does not match its digest: quarantined" },
+};
+#define RPC_CACHE_VERIFY_NOUTCOMES \
+	(sizeof rpc_cache_verify_outcomes / sizeof rpc_cache_verify_outcomes[0])
+
 /* Off the loop: read and check one entry. */
 static void
 rpc_cache_verify_one(struct rpc_cache_verify *x, struct cache *disk,
-    struct rpc_cache_verify_item *it)
+    Nkid__V1__CacheVerifyResult *it)
 {
-	struct cache_entry	e;
-	int			r;
+	const struct rpc_cache_verify_outcome	*o;
+	struct cache_entry			 e;
+	size_t					 i;
+	int					 r;
 
 	r = cache_get(disk, it->key, CACHE_GET_DATA |
 	    (x->all ? CACHE_GET_ANY : 0), &e);
 	if ((r == 0 || r == CACHE_EFAILED || r == CACHE_ESTALE) &&
-	    it->kernel == NULL)
+	    it->kernel[0] == '\0')
 		it->kernel = xstrdup(e.kernel);
-	switch (r) {
-	case 0:
-		it->state = "ok";
-		if (x->signatures)
-			rpc_cache_verify_signature(it, e.data, e.len);
-		break;
-	case CACHE_EFAILED:
-		it->state = "failed";
-		break;
-	case CACHE_ESTALE:
-		it->state = "stale";
-		it->message = xstrdup("compiled by another backend or compiler "
-		    "version");
-		break;
-	case CACHE_ENOENT:
-		it->state = "missing";
-		break;
-	case CACHE_ECORRUPT:
-		it->state = "corrupt";
-		it->message = xstrdup("its blob does not match its digest: "
-		    "quarantined");
-		break;
-	default:
-		it->state = "error";
-		it->message = xstrdup(cache_strerror(r));
-		break;
+	for (i = 0; i < RPC_CACHE_VERIFY_NOUTCOMES; i++) {
+		o = &rpc_cache_verify_outcomes[i];
+		if (o->rc == r) {
+			it->state = xstrdup(o->state);
+			if (o->message != NULL)
+				it->message = xstrdup(o->message);
+			break;
+		}
 	}
+	if (i == RPC_CACHE_VERIFY_NOUTCOMES) {
+		it->state = xstrdup("error");
+		it->message = xstrdup(cache_strerror(r));
+	}
+	if (r == 0 && x->signatures)
+		rpc_cache_verify_signature(it, e.data, e.len);
 	if (r == 0 || r == CACHE_EFAILED || r == CACHE_ESTALE)
 		cache_entry_release(&e);
 }
@@ -142,23 +144,17 @@ rpc_cache_verify_work_cb(struct cache *disk, void *arg)
 	    rpc_cache_verify_list_cb, x)) != 0)
 		return;
 	for (i = 0; i < x->n && !x->c->cancelled; i++)
-		if (x->v[i].state == NULL)
-			rpc_cache_verify_one(x, disk, &x->v[i]);
+		if (x->v[i]->state[0] == '\0')
+			rpc_cache_verify_one(x, disk, x->v[i]);
 }
 
 static void
 rpc_cache_verify_free(struct rpc_cache_verify *x)
 {
-	size_t	i, j;
+	size_t	i;
 
-	for (i = 0; i < x->n; i++) {
-		free(x->v[i].kernel);
-		free(x->v[i].message);
-		for (j = 0; j < x->v[i].nparams; j++)
-			nkid__v1__tensor__free_unpacked(x->v[i].params[j],
-			    NULL);
-		free(x->v[i].params);
-	}
+	for (i = 0; i < x->n; i++)
+		nkid__v1__cache_verify_result__free_unpacked(x->v[i], NULL);
 	free(x->v);
 	free(x);
 }
@@ -169,8 +165,6 @@ rpc_cache_verify_done_cb(void *arg)
 	struct rpc_cache_verify		 *x = arg;
 	struct rpc_call			 *c = x->c;
 	Nkid__V1__CacheVerifyReply r = NKID__V1__CACHE_VERIFY_REPLY__INIT;
-	Nkid__V1__CacheVerifyResult	 *res, **resp;
-	size_t				  i;
 
 	if (x->error != 0) {
 		rpc_fail(c, GRPC_STATUS_INTERNAL, "cannot list the cache: %s",
@@ -183,25 +177,9 @@ rpc_cache_verify_done_cb(void *arg)
 		rpc_cache_verify_free(x);
 		return;
 	}
-	res = xcalloc(x->n + 1, sizeof *res);
-	resp = xcalloc(x->n + 1, sizeof *resp);
-	for (i = 0; i < x->n; i++) {
-		nkid__v1__cache_verify_result__init(&res[i]);
-		res[i].key = x->v[i].key;
-		res[i].kernel = x->v[i].kernel != NULL ? x->v[i].kernel :
-		    (char *)"";
-		res[i].state = (char *)x->v[i].state;
-		res[i].message = x->v[i].message != NULL ? x->v[i].message :
-		    (char *)"";
-		res[i].n_params = x->v[i].nparams;
-		res[i].params = x->v[i].params;
-		resp[i] = &res[i];
-	}
 	r.n_results = x->n;
-	r.results = resp;
+	r.results = x->v;
 	rpc_reply(c, &r.base);
-	free(res);
-	free(resp);
 	rpc_cache_verify_free(x);
 }
 
@@ -226,8 +204,8 @@ rpc_cache_verify_kernel(struct rpc_call *c, struct rpc_cache_verify *x,
 	if (strcmp(k->format, d->backend->ops->format) != 0) {
 		/* Never compiled here: it cannot be in this cache. */
 		rpc_cache_verify_add(x, "", NULL);
-		x->v[x->n - 1].state = "missing";
-		x->v[x->n - 1].message = xasprintf("format '%s' is not the "
+		x->v[x->n - 1]->state = xstrdup("missing");
+		x->v[x->n - 1]->message = xasprintf("format '%s' is not the "
 		    "%s backend's '%s'", k->format, d->backend->ops->name,
 		    d->backend->ops->format);
 		return (0);
@@ -282,6 +260,5 @@ rpc_cache_verify(struct rpc_call *c)
 const struct rpc_method rpc_cache_verify_method = {
 	DISPATCH_METHOD_NAME("CacheVerify"), .kind = RPC_UNARY,
 	.request = &nkid__v1__cache_verify_request__descriptor,
-	.cap = CONFIG_CAP_CONTROL, .flags = RPC_F_ASYNC,
-	.handler = rpc_cache_verify,
+	.cap = CONFIG_CAP_CONTROL, .handler = rpc_cache_verify,
 };

@@ -8,22 +8,13 @@
 #include "daemon/sched.h"
 #include "daemon/xmalloc.h"
 
-struct rpc_jobs_list {
-	Nkid__V1__Job	**v;
-	size_t		  n;
-	size_t		  cap;
-};
-
+/* sched_jobs_list's callback: one job more in the reply. */
 static void
 rpc_jobs_add_cb(void *arg, const struct sched_job_info *ji)
 {
-	struct rpc_jobs_list	*l = arg;
+	Nkid__V1__JobsReply	*r = arg;
 	Nkid__V1__Job		*j;
 
-	if (l->n == l->cap) {
-		l->cap = l->cap == 0 ? 64 : l->cap * 2;
-		l->v = xreallocarray(l->v, l->cap, sizeof *l->v);
-	}
 	j = xmalloc(sizeof *j);
 	nkid__v1__job__init(j);
 	j->id = ji->id;
@@ -39,7 +30,8 @@ rpc_jobs_add_cb(void *arg, const struct sched_job_info *ji)
 	j->finished_at = ji->finished_at;
 	j->status = (char *)(ji->status < 0 ? "" :
 	    rpc_status_name((grpc_status_code)ji->status));
-	l->v[l->n++] = j;
+	r->jobs = xreallocarray(r->jobs, r->n_jobs + 1, sizeof *r->jobs);
+	r->jobs[r->n_jobs++] = j;
 }
 
 static void
@@ -47,19 +39,16 @@ rpc_jobs(struct rpc_call *c)
 {
 	const Nkid__V1__JobsRequest	*req = (const void *)c->req;
 	Nkid__V1__JobsReply		 r = NKID__V1__JOBS_REPLY__INIT;
-	struct rpc_jobs_list		 l = { NULL, 0, 0 };
 	size_t				 i;
 
-	sched_jobs_list(c->d->sched, req->all, rpc_jobs_add_cb, &l);
-	r.n_jobs = l.n;
-	r.jobs = l.v;
+	sched_jobs_list(c->d->sched, req->all, rpc_jobs_add_cb, &r);
 	rpc_reply(c, &r.base);
-	for (i = 0; i < l.n; i++) {
-		free(l.v[i]->kind);
-		free(l.v[i]->kernel);
-		free(l.v[i]);
+	for (i = 0; i < r.n_jobs; i++) {
+		free(r.jobs[i]->kind);
+		free(r.jobs[i]->kernel);
+		free(r.jobs[i]);
 	}
-	free(l.v);
+	free(r.jobs);
 }
 
 const struct rpc_method rpc_jobs_method = {

@@ -46,5 +46,5 @@ rpc_profile(struct rpc_call *c)
 const struct rpc_method rpc_profile_method = {
 	DISPATCH_METHOD_NAME("Profile"), .kind = RPC_UNARY,
 	.request = &nkid__v1__profile_request__descriptor,
-	.cap = CONFIG_CAP_TENSOR, .flags = RPC_F_ASYNC, .handler = rpc_profile,
+	.cap = CONFIG_CAP_TENSOR, .handler = rpc_profile,
 };

@@ -61,6 +61,6 @@ rpc_run(struct rpc_call *c)
 
 const struct rpc_method rpc_run_method = {
 	DISPATCH_METHOD_NAME("Run"), .kind = RPC_UNARY,
-	.request = &nkid__v1__run_request__descriptor,
-	.cap = CONFIG_CAP_TENSOR, .flags = RPC_F_ASYNC, .handler = rpc_run,
+	.request = &nkid__v1__run_request__descriptor, .cap = CONFIG_CAP_TENSOR,
+	.handler = rpc_run,
 };

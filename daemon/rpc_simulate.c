@@ -71,6 +71,5 @@ rpc_simulate(struct rpc_call *c)
 const struct rpc_method rpc_simulate_method = {
 	DISPATCH_METHOD_NAME("Simulate"), .kind = RPC_UNARY,
 	.request = &nkid__v1__simulate_request__descriptor,
-	.cap = CONFIG_CAP_TENSOR, .flags = RPC_F_ASYNC,
-	.handler = rpc_simulate,
+	.cap = CONFIG_CAP_TENSOR, .handler = rpc_simulate,
 };

@@ -17,23 +17,20 @@
 #define NKID_VERSION "unknown"
 #endif
 
-struct rpc_status_versions {
-	Nkid__V1__StatusReply__BackendVersionsEntry	**v;
-	size_t						  n;
-};
-
+/* The backend's versions callback: one entry more in the reply. */
 static void
 rpc_status_version_add(void *arg, const char *key, const char *value)
 {
-	struct rpc_status_versions			*vs = arg;
+	Nkid__V1__StatusReply				*r = arg;
 	Nkid__V1__StatusReply__BackendVersionsEntry	*e;
 
 	e = xmalloc(sizeof *e);
 	nkid__v1__status_reply__backend_versions_entry__init(e);
 	e->key = xstrdup(key);
 	e->value = xstrdup(value);
-	vs->v = xreallocarray(vs->v, vs->n + 1, sizeof *vs->v);
-	vs->v[vs->n++] = e;
+	r->backend_versions = xreallocarray(r->backend_versions,
+	    r->n_backend_versions + 1, sizeof *r->backend_versions);
+	r->backend_versions[r->n_backend_versions++] = e;
 }
 
 static void
@@ -47,7 +44,6 @@ rpc_status(struct rpc_call *c)
 	Nkid__V1__JobCounters		 jobs = NKID__V1__JOB_COUNTERS__INIT;
 	Nkid__V1__Core			*cores = NULL, **corep = NULL;
 	Nkid__V1__MethodCounter		*mc, **mcp;
-	struct rpc_status_versions	 vs = { NULL, 0 };
 	struct sched_core_info		 ci;
 	struct sched_counters		 sc;
 	size_t				 i, n, nm;
@@ -107,18 +103,14 @@ rpc_status(struct rpc_call *c)
 	r.jobs = &jobs;
 
 	d->backend->ops->versions(d->backend->state, rpc_status_version_add,
-	    &vs);
-	r.n_backend_versions = vs.n;
-	r.backend_versions = vs.v;
+	    &r);
 
 	rpc_reply(c, &r.base);
 
-	for (i = 0; i < vs.n; i++) {
-		free(vs.v[i]->key);
-		free(vs.v[i]->value);
-		free(vs.v[i]);
-	}
-	free(vs.v);
+	for (i = 0; i < r.n_backend_versions; i++)
+		protobuf_c_message_free_unpacked(&r.backend_versions[i]->base,
+		    NULL);
+	free(r.backend_versions);
 	free(mc);
 	free(mcp);
 	free(cores);

@@ -24,31 +24,24 @@ struct rpc_warmup_item {
 
 struct rpc_warmup {
 	struct rpc_call		*c;
-	struct rpc_warmup_item	*items;
-	Nkid__V1__WarmupResult	**resp;
+	Nkid__V1__WarmupReply	 r;		/* counts, results */
+	struct rpc_warmup_item	*items;		/* r.results[i]: their res */
 	size_t			 n;
 	size_t			 pending;
-	uint32_t		 compiled, cached, failed;
 };
 
 static void
 rpc_warmup_reply(struct rpc_call *c, struct rpc_warmup *w)
 {
-	Nkid__V1__WarmupReply	r = NKID__V1__WARMUP_REPLY__INIT;
-	size_t			i;
+	size_t	i;
 
-	r.compiled = w->compiled;
-	r.cached = w->cached;
-	r.failed = w->failed;
-	r.n_results = w->n;
-	r.results = w->resp;
-	rpc_reply(c, &r.base);
+	rpc_reply(c, &w->r.base);
 	for (i = 0; i < w->n; i++) {
 		free(w->items[i].res.neff_key);
 		free(w->items[i].res.message);
 	}
 	free(w->items);
-	free(w->resp);
+	free(w->r.results);
 	free(w);
 }
 
@@ -64,15 +57,15 @@ rpc_warmup_item_done(struct rpc_warmup_item *it, const char *key,
 	if (failure != NULL) {
 		it->res.state = (char *)"failed";
 		it->res.message = xstrdup(failure);
-		w->failed++;
+		w->r.failed++;
 	} else {
 		it->res.message = xstrdup("");
 		if (r->cache_hit) {
 			it->res.state = (char *)"cached";
-			w->cached++;
+			w->r.cached++;
 		} else {
 			it->res.state = (char *)"compiled";
-			w->compiled++;
+			w->r.compiled++;
 		}
 		kcache_entry_unref(c->d->kcache, r->e);
 	}
@@ -109,13 +102,15 @@ rpc_warmup(struct rpc_call *c)
 	w->c = c;
 	w->n = req->n_items;
 	w->items = xcalloc(w->n, sizeof *w->items);
-	w->resp = xcalloc(w->n, sizeof *w->resp);
+	nkid__v1__warmup_reply__init(&w->r);
+	w->r.n_results = w->n;
+	w->r.results = xcalloc(w->n, sizeof *w->r.results);
 	/* One extra count so that no reply leaves before the loop ends. */
 	w->pending = w->n + 1;
 	for (i = 0; i < w->n; i++) {
 		nkid__v1__warmup_result__init(&w->items[i].res);
 		w->items[i].w = w;
-		w->resp[i] = &w->items[i].res;
+		w->r.results[i] = &w->items[i].res;
 		w->items[i].res.kernel = (char *)kernel_ref_name(
 		    req->items[i]->ref);
 	}
@@ -135,5 +130,5 @@ rpc_warmup(struct rpc_call *c)
 const struct rpc_method rpc_warmup_method = {
 	DISPATCH_METHOD_NAME("Warmup"), .kind = RPC_UNARY,
 	.request = &nkid__v1__warmup_request__descriptor,
-	.cap = CONFIG_CAP_KERNEL, .flags = RPC_F_ASYNC, .handler = rpc_warmup,
+	.cap = CONFIG_CAP_KERNEL, .handler = rpc_warmup,
 };

@@ -449,8 +449,8 @@ server_req_cb(struct server *s, struct server_tag *t, int ok, uint64_t stamp)
 	/* A unary call answered later is watched for cancellation from now
 	 * on; one answered already (a job run on the spot) took the close
 	 * into its final batch. */
-	if ((sc->rc.m->flags & RPC_F_ASYNC) && sc->rc.m->kind == RPC_UNARY &&
-	    !sc->rc.replied && !sc->close_started)
+	if (sc->rc.m->kind == RPC_UNARY && !sc->rc.replied &&
+	    !sc->close_started)
 		server_close_start(sc);
 	free(copy);
 	if (sc->payload != NULL) {

@@ -19,22 +19,21 @@ tensor_name(const Nkid__V1__Tensor *t, size_t i, char *buf, size_t len)
 	return (buf);
 }
 
-/* shm_err -> tensor_err. */
+/* The tensor_err of each shm_err; TENSOR_ESHM for the others. */
+static const int tensor_shm_errs[] = {
+	[-SHM_ENOENT] = TENSOR_ENOENT,
+	[-SHM_EPERM] = TENSOR_EPERM,
+	[-SHM_ELIMIT] = TENSOR_ELIMIT,
+	[-SHM_ESYS] = TENSOR_ESYS,
+};
+
 static int
 tensor_shm_err(int error)
 {
-	switch (error) {
-	case SHM_ENOENT:
-		return (TENSOR_ENOENT);
-	case SHM_EPERM:
-		return (TENSOR_EPERM);
-	case SHM_ELIMIT:
-		return (TENSOR_ELIMIT);
-	case SHM_ESYS:
-		return (TENSOR_ESYS);
-	default:
+	if (error >= 0 || (size_t)-(long)error >= sizeof tensor_shm_errs /
+	    sizeof tensor_shm_errs[0] || tensor_shm_errs[-error] == 0)
 		return (TENSOR_ESHM);
-	}
+	return (tensor_shm_errs[-error]);
 }
 
 /* Map the shared-memory inputs of in[] into st[]; 0 or a tensor_err. */
