@@ -35,6 +35,12 @@ teardown(void)
 	fake_daemon_close(&d);
 }
 
+CHECK_SUITE("backend_cpu", setup, teardown, NULL);
+CHECK_TCASE(core, 0);
+CHECK_TCASE(limits, 0);
+CHECK_TCASE(errors, 0);
+CHECK_TCASE(recovery, 0);
+
 static float	in_a[P * F], in_b[P * F];
 
 static void
@@ -180,7 +186,7 @@ check_sim_sum(const struct sim_tensor *out)
 
 /* ------------------------------------------------------------ ops */
 
-START_TEST(test_backend_cpu_compile_execute)
+CHECK_TEST(core, test_backend_cpu_compile_execute)
 {
 	struct prog	g;
 
@@ -200,7 +206,7 @@ START_TEST(test_backend_cpu_compile_execute)
 }
 END_TEST
 
-START_TEST(test_backend_cpu_partition_limit)
+CHECK_TEST(limits, test_backend_cpu_partition_limit)
 {
 	struct backend	*b = d.backend;
 	void		*image = NULL;
@@ -217,7 +223,7 @@ START_TEST(test_backend_cpu_partition_limit)
 }
 END_TEST
 
-START_TEST(test_backend_cpu_bad_args)
+CHECK_TEST(errors, test_backend_cpu_bad_args)
 {
 	struct prog	g;
 	int		i;
@@ -237,7 +243,7 @@ START_TEST(test_backend_cpu_bad_args)
 }
 END_TEST
 
-START_TEST(test_backend_cpu_truncated_image)
+CHECK_TEST(errors, test_backend_cpu_truncated_image)
 {
 	struct backend		*b = d.backend;
 	struct backend_program	*p = NULL;
@@ -263,7 +269,7 @@ END_TEST
 
 /* ------------------------------------------------------------ rpcs */
 
-START_TEST(test_backend_cpu_compile_then_run_by_key)
+CHECK_TEST(core, test_backend_cpu_compile_then_run_by_key)
 {
 	Nkid__V1__CompileRequest creq = NKID__V1__COMPILE_REQUEST__INIT;
 	Nkid__V1__RunRequest	 rreq = NKID__V1__RUN_REQUEST__INIT;
@@ -310,7 +316,7 @@ START_TEST(test_backend_cpu_compile_then_run_by_key)
 }
 END_TEST
 
-START_TEST(test_backend_cpu_simulate_prints)
+CHECK_TEST(core, test_backend_cpu_simulate_prints)
 {
 	Nkid__V1__SimulateRequest req = NKID__V1__SIMULATE_REQUEST__INIT;
 	Nkid__V1__SimulateReply	*rep;
@@ -331,7 +337,7 @@ START_TEST(test_backend_cpu_simulate_prints)
 }
 END_TEST
 
-START_TEST(test_backend_cpu_run_compile_error_message)
+CHECK_TEST(errors, test_backend_cpu_run_compile_error_message)
 {
 	Nkid__V1__RunRequest	 req = NKID__V1__RUN_REQUEST__INIT;
 	struct wire_kernel	 w;
@@ -351,7 +357,7 @@ START_TEST(test_backend_cpu_run_compile_error_message)
 }
 END_TEST
 
-START_TEST(test_backend_cpu_run_cancelled_before_start)
+CHECK_TEST(recovery, test_backend_cpu_run_cancelled_before_start)
 {
 	Nkid__V1__RunRequest	 req = NKID__V1__RUN_REQUEST__INIT;
 	struct wire_kernel	 w;
@@ -370,7 +376,7 @@ START_TEST(test_backend_cpu_run_cancelled_before_start)
 }
 END_TEST
 
-START_TEST(test_backend_cpu_serves_after_bad_kernel)
+CHECK_TEST(recovery, test_backend_cpu_serves_after_bad_kernel)
 {
 	Nkid__V1__SimulateRequest req = NKID__V1__SIMULATE_REQUEST__INIT;
 	struct wire_kernel	 w;
@@ -388,7 +394,7 @@ END_TEST
 
 /* ------------------------------------------------------------ benchmark, profile */
 
-START_TEST(test_backend_cpu_benchmark_shapes_only)
+CHECK_TEST(core, test_backend_cpu_benchmark_shapes_only)
 {
 	struct prog		 g;
 	struct sim_tensor	 out2[1];
@@ -417,7 +423,7 @@ START_TEST(test_backend_cpu_benchmark_shapes_only)
 }
 END_TEST
 
-START_TEST(test_backend_cpu_profile_traces)
+CHECK_TEST(core, test_backend_cpu_profile_traces)
 {
 	struct prog		 g;
 	struct backend_trace	*t = NULL;
@@ -459,7 +465,7 @@ START_TEST(test_backend_cpu_profile_traces)
 }
 END_TEST
 
-START_TEST(test_backend_cpu_rpc_benchmark)
+CHECK_TEST(core, test_backend_cpu_rpc_benchmark)
 {
 	Nkid__V1__BenchmarkRequest req = NKID__V1__BENCHMARK_REQUEST__INIT;
 	Nkid__V1__BenchmarkReply *rep;
@@ -504,7 +510,7 @@ START_TEST(test_backend_cpu_rpc_benchmark)
 }
 END_TEST
 
-START_TEST(test_backend_cpu_rpc_profile)
+CHECK_TEST(core, test_backend_cpu_rpc_profile)
 {
 	Nkid__V1__ProfileRequest req = NKID__V1__PROFILE_REQUEST__INIT;
 	Nkid__V1__ProfileReply	*rep;
@@ -535,26 +541,3 @@ START_TEST(test_backend_cpu_rpc_profile)
 	wire_kernel_release(&w);
 }
 END_TEST
-
-int
-main(void)
-{
-	Suite	*s = suite_create("backend_cpu");
-
-	check_tcase_add(s, "core", setup, teardown, 0,
-	    test_backend_cpu_compile_execute,
-	    test_backend_cpu_compile_then_run_by_key,
-	    test_backend_cpu_simulate_prints,
-	    test_backend_cpu_benchmark_shapes_only,
-	    test_backend_cpu_profile_traces, test_backend_cpu_rpc_benchmark,
-	    test_backend_cpu_rpc_profile, NULL);
-	check_tcase_add(s, "limits", setup, teardown, 0,
-	    test_backend_cpu_partition_limit, NULL);
-	check_tcase_add(s, "errors", setup, teardown, 0,
-	    test_backend_cpu_bad_args, test_backend_cpu_truncated_image,
-	    test_backend_cpu_run_compile_error_message, NULL);
-	check_tcase_add(s, "recovery", setup, teardown, 0,
-	    test_backend_cpu_run_cancelled_before_start,
-	    test_backend_cpu_serves_after_bad_kernel, NULL);
-	return (check_main(s));
-}

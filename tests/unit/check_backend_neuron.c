@@ -128,6 +128,27 @@ teardown(void)
 	neuron_proc_rmtree(T);
 }
 
+/* Find the test doubles; stop with a clear message when they are missing. */
+static int
+suite_begin(int argc, char **argv)
+{
+	paths_init(argv[0]);
+	if (access(fakelib, R_OK) != 0 || access(fakecc, X_OK) != 0) {
+		fprintf(stderr, "check_backend_neuron: missing test doubles "
+		    "'%s' or '%s' (run from the top of the tree after make "
+		    "unit)\n", fakelib, fakecc);
+		return (EXIT_FAILURE);
+	}
+	return (0);
+}
+
+CHECK_SUITE("backend_neuron", setup, teardown, suite_begin);
+CHECK_TCASE(core, 30);
+CHECK_TCASE_NAMED(neuron_ls, "neuron-ls", 60);
+CHECK_TCASE(limits, 30);
+CHECK_TCASE(errors, 30);
+CHECK_TCASE(recovery, 30);
+
 /* Load a config for the doubles; extra is JSON members inside "neuron". */
 static void
 cfg_make(struct config *cfg, const char *extra)
@@ -280,7 +301,7 @@ now_s(void)
 
 /* ------------------------------------------------------------ core */
 
-START_TEST(test_backend_neuron_compile_argv)
+CHECK_TEST(core, test_backend_neuron_compile_argv)
 {
 	static const char *want[] = { "neuronx-cc", "compile", "--framework",
 	    "XLA", "penguin.py", "--internal-tensorizer-opt-level=nki",
@@ -337,7 +358,7 @@ refusal_check(const struct refusal *r, int rc, const char *err)
 		    "'%s': '%s' lacks '%s'", r->s, err, r->want);
 }
 
-START_TEST(test_backend_neuron_options_split)
+CHECK_TEST(core, test_backend_neuron_options_split)
 {
 	static const char *want[] = { "--a", "b c", "d \"e\" $x", "f g", "",
 	    "h'i", NULL };
@@ -380,7 +401,7 @@ START_TEST(test_backend_neuron_options_split)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_cores_parse)
+CHECK_TEST(core, test_backend_neuron_cores_parse)
 {
 	static const struct refusal bad[] = {
 		{ "3-1", 8, NULL },
@@ -461,7 +482,7 @@ versions_expect(const struct versions *vs, const char *cores,
 	ck_assert_str_eq(getenv("NEURON_RT_VISIBLE_CORES"), cores);
 }
 
-START_TEST(test_backend_neuron_open_versions)
+CHECK_TEST(core, test_backend_neuron_open_versions)
 {
 	struct backend	*b;
 	struct versions	 vs;
@@ -483,7 +504,7 @@ START_TEST(test_backend_neuron_open_versions)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_round_trip)
+CHECK_TEST(core, test_backend_neuron_round_trip)
 {
 	struct backend			*b;
 	struct backend_program		*p = NULL;
@@ -540,7 +561,7 @@ START_TEST(test_backend_neuron_round_trip)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_compile_target_options)
+CHECK_TEST(core, test_backend_neuron_compile_target_options)
 {
 	struct backend	*b;
 	char		 diag[BACKEND_DIAG_LEN], *log, *cwd, want[2048];
@@ -586,7 +607,7 @@ START_TEST(test_backend_neuron_compile_target_options)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_benchmark)
+CHECK_TEST(core, test_backend_neuron_benchmark)
 {
 	struct backend			*b;
 	struct backend_program		*p = NULL;
@@ -620,7 +641,7 @@ START_TEST(test_backend_neuron_benchmark)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_profile)
+CHECK_TEST(core, test_backend_neuron_profile)
 {
 	struct backend		*b;
 	struct backend_program	*p = NULL;
@@ -685,7 +706,7 @@ END_TEST
 
 /* ------------------------------------------------------------ limits */
 
-START_TEST(test_backend_neuron_timeout_kills_group)
+CHECK_TEST(limits, test_backend_neuron_timeout_kills_group)
 {
 	struct backend	*b;
 	char		 diag[BACKEND_DIAG_LEN], pids[PATH_MAX + 16], *s;
@@ -727,7 +748,7 @@ START_TEST(test_backend_neuron_timeout_kills_group)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_orphan_killed)
+CHECK_TEST(limits, test_backend_neuron_orphan_killed)
 {
 	struct backend	*b;
 	char		 diag[BACKEND_DIAG_LEN], pids[PATH_MAX + 16], src[512];
@@ -751,7 +772,7 @@ START_TEST(test_backend_neuron_orphan_killed)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_log_cap)
+CHECK_TEST(limits, test_backend_neuron_log_cap)
 {
 	struct neuron_proc		p;
 	struct neuron_proc_result	r;
@@ -795,7 +816,7 @@ END_TEST
 
 /* ------------------------------------------------------------ errors */
 
-START_TEST(test_backend_neuron_compile_failures)
+CHECK_TEST(errors, test_backend_neuron_compile_failures)
 {
 	struct backend		*b;
 	struct backend_program	*p = NULL;
@@ -839,7 +860,7 @@ START_TEST(test_backend_neuron_compile_failures)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_missing_runtime)
+CHECK_TEST(errors, test_backend_neuron_missing_runtime)
 {
 	char	err[1024], extra[PATH_MAX + 64];
 
@@ -873,7 +894,7 @@ START_TEST(test_backend_neuron_missing_runtime)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_busy_core)
+CHECK_TEST(errors, test_backend_neuron_busy_core)
 {
 	struct backend		*b;
 	struct backend_program	*p = NULL;
@@ -916,7 +937,7 @@ END_TEST
 
 /* ------------------------------------------------------------ recovery */
 
-START_TEST(test_backend_neuron_stale_workdir_cleaned)
+CHECK_TEST(recovery, test_backend_neuron_stale_workdir_cleaned)
 {
 	struct backend	*b;
 	char		 p[PATH_MAX + 64];
@@ -938,7 +959,7 @@ START_TEST(test_backend_neuron_stale_workdir_cleaned)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_serves_after_failures)
+CHECK_TEST(recovery, test_backend_neuron_serves_after_failures)
 {
 	struct backend		*b;
 	struct backend_program	*p = NULL;
@@ -1020,7 +1041,7 @@ ls_bad(const char *s, const char *want)
 	ck_assert_uint_eq(ls.ncores, 0);
 }
 
-START_TEST(test_backend_neuron_ls_parse)
+CHECK_TEST(neuron_ls, test_backend_neuron_ls_parse)
 {
 	struct neuron_ls	 ls;
 	char			 err[256], *big, **argv;
@@ -1097,7 +1118,7 @@ START_TEST(test_backend_neuron_ls_parse)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_target_of_instance)
+CHECK_TEST(neuron_ls, test_backend_neuron_target_of_instance)
 {
 	static const struct {
 		const char	*instance, *target;
@@ -1146,7 +1167,7 @@ ls_extra(const char *more)
 	return (buf);
 }
 
-START_TEST(test_backend_neuron_ls_cores)
+CHECK_TEST(neuron_ls, test_backend_neuron_ls_cores)
 {
 	struct backend	*b;
 	struct versions	 vs;
@@ -1219,7 +1240,7 @@ START_TEST(test_backend_neuron_ls_cores)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_ls_fallback)
+CHECK_TEST(neuron_ls, test_backend_neuron_ls_fallback)
 {
 	struct backend	*b;
 	struct versions	 vs;
@@ -1259,7 +1280,7 @@ START_TEST(test_backend_neuron_ls_fallback)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_ls_timeout)
+CHECK_TEST(neuron_ls, test_backend_neuron_ls_timeout)
 {
 	struct backend	*b;
 	time_t		 t0 = time(NULL);
@@ -1274,40 +1295,3 @@ START_TEST(test_backend_neuron_ls_timeout)
 	backend_close(b);
 }
 END_TEST
-
-int
-main(int argc, char **argv)
-{
-	Suite	*s = suite_create("backend_neuron");
-
-	paths_init(argv[0]);
-	if (access(fakelib, R_OK) != 0 || access(fakecc, X_OK) != 0) {
-		fprintf(stderr, "check_backend_neuron: missing test doubles "
-		    "'%s' or '%s' (run from the top of the tree after make "
-		    "unit)\n", fakelib, fakecc);
-		return (EXIT_FAILURE);
-	}
-	check_tcase_add(s, "core", setup, teardown, 30,
-	    test_backend_neuron_compile_argv,
-	    test_backend_neuron_options_split, test_backend_neuron_cores_parse,
-	    test_backend_neuron_open_versions, test_backend_neuron_round_trip,
-	    test_backend_neuron_compile_target_options,
-	    test_backend_neuron_benchmark, test_backend_neuron_profile, NULL);
-	check_tcase_add(s, "neuron-ls", setup, teardown, 60,
-	    test_backend_neuron_ls_parse,
-	    test_backend_neuron_target_of_instance,
-	    test_backend_neuron_ls_cores, test_backend_neuron_ls_fallback,
-	    test_backend_neuron_ls_timeout, NULL);
-	check_tcase_add(s, "limits", setup, teardown, 30,
-	    test_backend_neuron_timeout_kills_group,
-	    test_backend_neuron_orphan_killed, test_backend_neuron_log_cap,
-	    NULL);
-	check_tcase_add(s, "errors", setup, teardown, 30,
-	    test_backend_neuron_compile_failures,
-	    test_backend_neuron_missing_runtime, test_backend_neuron_busy_core,
-	    NULL);
-	check_tcase_add(s, "recovery", setup, teardown, 30,
-	    test_backend_neuron_stale_workdir_cleaned,
-	    test_backend_neuron_serves_after_failures, NULL);
-	return (check_main(s));
-}

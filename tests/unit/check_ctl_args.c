@@ -41,6 +41,10 @@ teardown(void)
 	out_buf = err_buf = NULL;
 }
 
+CHECK_SUITE("ctl_args", setup, teardown, NULL);
+CHECK_TCASE(core, 30);
+CHECK_TCASE(errors, 20);
+
 /* Run ctl_main on a NULL-terminated word list; out_buf and err_buf hold
  * what it printed. */
 static int
@@ -81,7 +85,7 @@ help_line_ok(const char *s)
 	    strchr(s, '\n') == NULL);
 }
 
-START_TEST(test_ctl_table_sorted_and_complete)
+CHECK_TEST(core, test_ctl_table_sorted_and_complete)
 {
 	const struct ctl_cmd	*c;
 	const struct ctl_opt	*o, *p;
@@ -144,7 +148,7 @@ fake_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	return (CTL_EXIT_OK);
 }
 
-START_TEST(test_ctl_find_words_and_groups)
+CHECK_TEST(core, test_ctl_find_words_and_groups)
 {
 	static const struct ctl_cmd cache_ls = { .name = "cache ls",
 	    .usage = "", .help = "x", .exec = fake_exec };
@@ -245,7 +249,7 @@ parse(const struct ctl_cmd *cmd, struct ctl_args *a, ...)
 	return (rc);
 }
 
-START_TEST(test_ctl_args_options_and_operands)
+CHECK_TEST(core, test_ctl_args_options_and_operands)
 {
 	struct ctl_args	 a;
 	char *const	*v;
@@ -302,7 +306,60 @@ START_TEST(test_ctl_args_options_and_operands)
 }
 END_TEST
 
-START_TEST(test_ctl_args_unknown_option)
+CHECK_TEST(errors, test_ctl_usage_exit_codes)
+{
+	ck_assert_int_eq(run_ctl(NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: missing COMMAND"));
+	ck_assert_ptr_nonnull(strstr(err_buf, "usage: nkictl"));
+	ck_assert_int_eq(run_ctl("bogus", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "unknown command 'bogus'"));
+	ck_assert_int_eq(run_ctl("--bogus", "status", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '--bogus'"));
+	ck_assert_int_eq(run_ctl("-x", "status", NULL), CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("-s", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "needs a value"));
+	ck_assert_int_eq(run_ctl("-s", "", "status", NULL), CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("--timeout", "0", "status", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("--timeout", "-1", "status", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("--timeout=abc", "status", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "bad value 'abc' for "
+	    "--timeout"));
+	ck_assert_int_eq(run_ctl("--timeout", "nan", "status", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("status", "extra", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: status: unexpected "
+	    "argument 'extra'"));
+	ck_assert_ptr_nonnull(strstr(err_buf, "usage: nkictl"));
+	ck_assert_int_eq(run_ctl("status", "-x", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '-x'"));
+	ck_assert_int_eq(run_ctl("status", "--nope", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '--nope'"));
+	ck_assert_int_eq(run_ctl("ping", "-n", "0", NULL), CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("ping", "-n", "abc", NULL), CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("ping", "-n", "-3", NULL), CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("ping", "-n", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "option '-n' needs a value"));
+	ck_assert_int_eq(run_ctl("ping", "-n", "99999999999", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("run", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "missing KERNEL"));
+	ck_assert_int_eq(run_ctl("run", "k", "x.npy", NULL), CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("run", "k", "-c", "x", NULL), CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("compile", "k", "-i", "a=b.npy", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '-i'"));
+	ck_assert_int_eq(run_ctl("simulate", "k", "--batch", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '--batch'"));
+	ck_assert_int_eq(run_ctl("help", "nope", NULL), CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("help", "status", "x", NULL), CTL_EXIT_USAGE);
+}
+END_TEST
+
+CHECK_TEST(errors, test_ctl_args_unknown_option)
 {
 	static const char *const usage = "usage: nkictl [-s SOCKET] [--json] "
 	    "[--timeout S] fake A [B] [-n N] [-v] [--dry-run] [-i FILE]...\n";
@@ -351,7 +408,7 @@ START_TEST(test_ctl_args_unknown_option)
 }
 END_TEST
 
-START_TEST(test_ctl_args_arity)
+CHECK_TEST(errors, test_ctl_args_arity)
 {
 	struct ctl_args	a;
 
@@ -386,64 +443,9 @@ START_TEST(test_ctl_args_arity)
 }
 END_TEST
 
-START_TEST(test_ctl_args_values_checked)
-{
-	struct ctl_args		a;
-	unsigned long long	v = 7;
-	double			d = 7;
-
-	ck_assert_int_eq(parse(&fake_cmd, &a, "x", NULL), 0);
-	ck_assert_int_eq(ctl_args_uint(&fake_ctx, &a, "count", 1, 9, &v), 0);
-	ck_assert_uint_eq(v, 7);		/* not given: untouched */
-	ctl_args_release(&a);
-	ck_assert_int_eq(parse(&fake_cmd, &a, "x", "-n", "9", NULL), 0);
-	ck_assert_int_eq(ctl_args_uint(&fake_ctx, &a, "count", 1, 9, &v), 0);
-	ck_assert_uint_eq(v, 9);
-	ctl_args_release(&a);
-
-	ck_assert_int_eq(parse(&fake_cmd, &a, "x", "--count=10", NULL), 0);
-	free(err_buf);
-	fake_ctx.err = open_memstream(&err_buf, &(size_t){ 0 });
-	ck_assert_int_eq(ctl_args_uint(&fake_ctx, &a, "count", 1, 9, &v),
-	    CTL_EXIT_USAGE);
-	ck_assert_int_eq(ctl_args_seconds(&fake_ctx, &a, "count", 0, &d),
-	    0);
-	ck_assert(d == 10);
-	fclose(fake_ctx.err);
-	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: fake: bad value '10' "
-	    "for -n: want an integer from 1 to 9\n"));
-	ctl_args_release(&a);
-
-	ck_assert_int_eq(parse(&fake_cmd, &a, "x", "-n", "0", NULL), 0);
-	free(err_buf);
-	fake_ctx.err = open_memstream(&err_buf, &(size_t){ 0 });
-	ck_assert_int_eq(ctl_args_seconds(&fake_ctx, &a, "count", 0, &d),
-	    CTL_EXIT_USAGE);
-	ck_assert_int_eq(ctl_args_seconds(&fake_ctx, &a, "count", 1, &d), 0);
-	ck_assert(d == 0);
-	fclose(fake_ctx.err);
-	ck_assert_ptr_nonnull(strstr(err_buf, "bad value '0' for -n: want "
-	    "seconds, more than 0"));
-	ctl_args_release(&a);
-
-	/* through ctl_main */
-	ck_assert_int_eq(run_ctl("ping", "-n", "0", NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: ping: bad value '0' "
-	    "for -n: want an integer from 1 to 10000000\n"));
-	ck_assert_int_eq(run_ctl("lock", "-w", "-1", "true", NULL),
-	    CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("cache", "gc", "--min-age", "soon", NULL),
-	    CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "for --min-age"));
-	ck_assert_int_eq(run_ctl("cache", "ls", "--cache-dir", "/a",
-	    "--state-dir", "/b", NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "exclude each other"));
-}
-END_TEST
-
 /* ------------------------------------------------------------ help */
 
-START_TEST(test_ctl_help_from_table)
+CHECK_TEST(core, test_ctl_help_from_table)
 {
 	const struct ctl_cmd	*c;
 	const struct ctl_opt	*o;
@@ -509,60 +511,62 @@ END_TEST
 
 /* ------------------------------------------------------------ usage */
 
-START_TEST(test_ctl_usage_exit_codes)
+CHECK_TEST(errors, test_ctl_args_values_checked)
 {
-	ck_assert_int_eq(run_ctl(NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: missing COMMAND"));
-	ck_assert_ptr_nonnull(strstr(err_buf, "usage: nkictl"));
-	ck_assert_int_eq(run_ctl("bogus", NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "unknown command 'bogus'"));
-	ck_assert_int_eq(run_ctl("--bogus", "status", NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '--bogus'"));
-	ck_assert_int_eq(run_ctl("-x", "status", NULL), CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("-s", NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "needs a value"));
-	ck_assert_int_eq(run_ctl("-s", "", "status", NULL), CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("--timeout", "0", "status", NULL),
+	struct ctl_args		a;
+	unsigned long long	v = 7;
+	double			d = 7;
+
+	ck_assert_int_eq(parse(&fake_cmd, &a, "x", NULL), 0);
+	ck_assert_int_eq(ctl_args_uint(&fake_ctx, &a, "count", 1, 9, &v), 0);
+	ck_assert_uint_eq(v, 7);		/* not given: untouched */
+	ctl_args_release(&a);
+	ck_assert_int_eq(parse(&fake_cmd, &a, "x", "-n", "9", NULL), 0);
+	ck_assert_int_eq(ctl_args_uint(&fake_ctx, &a, "count", 1, 9, &v), 0);
+	ck_assert_uint_eq(v, 9);
+	ctl_args_release(&a);
+
+	ck_assert_int_eq(parse(&fake_cmd, &a, "x", "--count=10", NULL), 0);
+	free(err_buf);
+	fake_ctx.err = open_memstream(&err_buf, &(size_t){ 0 });
+	ck_assert_int_eq(ctl_args_uint(&fake_ctx, &a, "count", 1, 9, &v),
 	    CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("--timeout", "-1", "status", NULL),
+	ck_assert_int_eq(ctl_args_seconds(&fake_ctx, &a, "count", 0, &d),
+	    0);
+	ck_assert(d == 10);
+	fclose(fake_ctx.err);
+	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: fake: bad value '10' "
+	    "for -n: want an integer from 1 to 9\n"));
+	ctl_args_release(&a);
+
+	ck_assert_int_eq(parse(&fake_cmd, &a, "x", "-n", "0", NULL), 0);
+	free(err_buf);
+	fake_ctx.err = open_memstream(&err_buf, &(size_t){ 0 });
+	ck_assert_int_eq(ctl_args_seconds(&fake_ctx, &a, "count", 0, &d),
 	    CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("--timeout=abc", "status", NULL),
-	    CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "bad value 'abc' for "
-	    "--timeout"));
-	ck_assert_int_eq(run_ctl("--timeout", "nan", "status", NULL),
-	    CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("status", "extra", NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: status: unexpected "
-	    "argument 'extra'"));
-	ck_assert_ptr_nonnull(strstr(err_buf, "usage: nkictl"));
-	ck_assert_int_eq(run_ctl("status", "-x", NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '-x'"));
-	ck_assert_int_eq(run_ctl("status", "--nope", NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '--nope'"));
+	ck_assert_int_eq(ctl_args_seconds(&fake_ctx, &a, "count", 1, &d), 0);
+	ck_assert(d == 0);
+	fclose(fake_ctx.err);
+	ck_assert_ptr_nonnull(strstr(err_buf, "bad value '0' for -n: want "
+	    "seconds, more than 0"));
+	ctl_args_release(&a);
+
+	/* through ctl_main */
 	ck_assert_int_eq(run_ctl("ping", "-n", "0", NULL), CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("ping", "-n", "abc", NULL), CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("ping", "-n", "-3", NULL), CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("ping", "-n", NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "option '-n' needs a value"));
-	ck_assert_int_eq(run_ctl("ping", "-n", "99999999999", NULL),
+	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: ping: bad value '0' "
+	    "for -n: want an integer from 1 to 10000000\n"));
+	ck_assert_int_eq(run_ctl("lock", "-w", "-1", "true", NULL),
 	    CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("run", NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "missing KERNEL"));
-	ck_assert_int_eq(run_ctl("run", "k", "x.npy", NULL), CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("run", "k", "-c", "x", NULL), CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("compile", "k", "-i", "a=b.npy", NULL),
+	ck_assert_int_eq(run_ctl("cache", "gc", "--min-age", "soon", NULL),
 	    CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '-i'"));
-	ck_assert_int_eq(run_ctl("simulate", "k", "--batch", NULL),
-	    CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '--batch'"));
-	ck_assert_int_eq(run_ctl("help", "nope", NULL), CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("help", "status", "x", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "for --min-age"));
+	ck_assert_int_eq(run_ctl("cache", "ls", "--cache-dir", "/a",
+	    "--state-dir", "/b", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "exclude each other"));
 }
 END_TEST
 
-START_TEST(test_ctl_help_and_version_succeed)
+CHECK_TEST(core, test_ctl_help_and_version_succeed)
 {
 	size_t	i;
 
@@ -585,7 +589,7 @@ START_TEST(test_ctl_help_and_version_succeed)
 }
 END_TEST
 
-START_TEST(test_ctl_parse_numbers)
+CHECK_TEST(core, test_ctl_parse_numbers)
 {
 	unsigned long long	v;
 	double			d;
@@ -614,7 +618,7 @@ END_TEST
 
 /* ------------------------------------------------------------ connect */
 
-START_TEST(test_ctl_cannot_connect_exits_3)
+CHECK_TEST(errors, test_ctl_cannot_connect_exits_3)
 {
 	char			 sock[600], file[600];
 	struct sockaddr_un	 sa = { .sun_family = AF_UNIX };
@@ -667,7 +671,7 @@ START_TEST(test_ctl_cannot_connect_exits_3)
 }
 END_TEST
 
-START_TEST(test_ctl_version_without_nkid)
+CHECK_TEST(errors, test_ctl_version_without_nkid)
 {
 	cJSON	*o;
 
@@ -806,7 +810,28 @@ inputs(Nkid__V1__KernelRef *k, struct ctl_tensor_inputs *in, ...)
 	return (rc);
 }
 
-START_TEST(test_ctl_inputs_placed_by_name)
+CHECK_TEST(core, test_ctl_input_spec_split)
+{
+	char	*name, *file;
+
+	ck_assert_int_eq(ctl_tensor_spec_split("a_1=x=y.npy", &name, &file), 0);
+	ck_assert_str_eq(name, "a_1");
+	ck_assert_str_eq(file, "x=y.npy");
+	free(name);
+	ck_assert_int_eq(ctl_tensor_spec_split("./a=b.npy", &name, &file), 0);
+	ck_assert_ptr_null(name);
+	ck_assert_str_eq(file, "./a=b.npy");
+	free(file);
+	ck_assert_int_eq(ctl_tensor_spec_split("=b.npy", &name, &file), 0);
+	ck_assert_ptr_null(name);
+	free(file);
+	ck_assert_int_eq(ctl_tensor_spec_split("1a=b.npy", &name, &file), 0);
+	ck_assert_ptr_null(name);
+	free(file);
+}
+END_TEST
+
+CHECK_TEST(core, test_ctl_inputs_placed_by_name)
 {
 	Nkid__V1__KernelRef		*k = kernel_make("nkir/1");
 	char				 sa[700], sb[700], sq[700];
@@ -868,7 +893,7 @@ START_TEST(test_ctl_inputs_placed_by_name)
 }
 END_TEST
 
-START_TEST(test_ctl_inputs_opaque_format_in_order)
+CHECK_TEST(core, test_ctl_inputs_opaque_format_in_order)
 {
 	Nkid__V1__KernelRef		*k = kernel_make("penguin");
 	char				 sa[700];
@@ -885,28 +910,7 @@ START_TEST(test_ctl_inputs_opaque_format_in_order)
 }
 END_TEST
 
-START_TEST(test_ctl_input_spec_split)
-{
-	char	*name, *file;
-
-	ck_assert_int_eq(ctl_tensor_spec_split("a_1=x=y.npy", &name, &file), 0);
-	ck_assert_str_eq(name, "a_1");
-	ck_assert_str_eq(file, "x=y.npy");
-	free(name);
-	ck_assert_int_eq(ctl_tensor_spec_split("./a=b.npy", &name, &file), 0);
-	ck_assert_ptr_null(name);
-	ck_assert_str_eq(file, "./a=b.npy");
-	free(file);
-	ck_assert_int_eq(ctl_tensor_spec_split("=b.npy", &name, &file), 0);
-	ck_assert_ptr_null(name);
-	free(file);
-	ck_assert_int_eq(ctl_tensor_spec_split("1a=b.npy", &name, &file), 0);
-	ck_assert_ptr_null(name);
-	free(file);
-}
-END_TEST
-
-START_TEST(test_ctl_kernel_read_errors)
+CHECK_TEST(errors, test_ctl_kernel_read_errors)
 {
 	Nkid__V1__KernelRef	*k;
 	char			 path[600], err[1024];
@@ -939,7 +943,7 @@ START_TEST(test_ctl_kernel_read_errors)
 }
 END_TEST
 
-START_TEST(test_ctl_outputs_names_stay_in_dir)
+CHECK_TEST(core, test_ctl_outputs_names_stay_in_dir)
 {
 	Nkid__V1__Tensor t[3] = { NKID__V1__TENSOR__INIT,
 	    NKID__V1__TENSOR__INIT, NKID__V1__TENSOR__INIT };
@@ -982,8 +986,7 @@ START_TEST(test_ctl_outputs_names_stay_in_dir)
 }
 END_TEST
 
-
-START_TEST(test_ctl_inputs_dtype_and_shape_checked)
+CHECK_TEST(errors, test_ctl_inputs_dtype_and_shape_checked)
 {
 	Nkid__V1__KernelRef		*k = kernel_make_shaped("nkir/1", 4);
 	char				 sa[700], sb[700], sq[700], s3[700];
@@ -1064,7 +1067,7 @@ json_error_is(const char *code, int exit)
 	cJSON_Delete(o);
 }
 
-START_TEST(test_ctl_json_errors)
+CHECK_TEST(errors, test_ctl_json_errors)
 {
 	ck_assert_int_eq(run_ctl("-s", "/nonexistent/nkid.sock", "--json",
 	    "status", NULL), CTL_EXIT_CONNECT);
@@ -1143,7 +1146,7 @@ slurp(const char *path)
 	return (buf);
 }
 
-START_TEST(test_ctl_man_and_docs_cover_the_table)
+CHECK_TEST(core, test_ctl_man_and_docs_cover_the_table)
 {
 	const struct ctl_cmd	*c;
 	const struct ctl_opt	*o;
@@ -1188,7 +1191,7 @@ START_TEST(test_ctl_man_and_docs_cover_the_table)
 }
 END_TEST
 
-START_TEST(test_ctl_completion_words)
+CHECK_TEST(core, test_ctl_completion_words)
 {
 	size_t	i;
 
@@ -1206,27 +1209,3 @@ START_TEST(test_ctl_completion_words)
 	ck_assert_ptr_nonnull(strstr(out_buf, "\"long\":\"no-signature\""));
 }
 END_TEST
-
-int
-main(void)
-{
-	Suite	*s = suite_create("ctl_args");
-
-	check_tcase_add(s, "core", setup, teardown, 30,
-	    test_ctl_table_sorted_and_complete, test_ctl_find_words_and_groups,
-	    test_ctl_args_options_and_operands, test_ctl_help_from_table,
-	    test_ctl_help_and_version_succeed, test_ctl_parse_numbers,
-	    test_ctl_input_spec_split, test_ctl_inputs_placed_by_name,
-	    test_ctl_inputs_opaque_format_in_order,
-	    test_ctl_outputs_names_stay_in_dir,
-	    test_ctl_man_and_docs_cover_the_table, test_ctl_completion_words,
-	    NULL);
-	check_tcase_add(s, "errors", setup, teardown, 20,
-	    test_ctl_usage_exit_codes, test_ctl_args_unknown_option,
-	    test_ctl_args_arity, test_ctl_args_values_checked,
-	    test_ctl_cannot_connect_exits_3, test_ctl_version_without_nkid,
-	    test_ctl_kernel_read_errors,
-	    test_ctl_inputs_dtype_and_shape_checked, test_ctl_json_errors,
-	    NULL);
-	return (check_main(s));
-}

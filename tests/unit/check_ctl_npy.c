@@ -32,6 +32,12 @@ teardown(void)
 	check_dir_remove(tmpdir);
 }
 
+CHECK_SUITE("ctl_npy", setup, teardown, NULL);
+CHECK_TCASE(core, 0);
+CHECK_TCASE(errors, 0);
+/* Thousands of files written and read: slow on a loaded machine. */
+CHECK_TCASE(limits, 60);
+
 static void
 file_put(const char *p, const void *data, size_t len)
 {
@@ -149,7 +155,7 @@ expect_ok(int major, const char *dict, size_t ndata, const char *dtype,
 
 /* ------------------------------------------------------------ core */
 
-START_TEST(test_npy_roundtrip_dtypes)
+CHECK_TEST(core, test_npy_roundtrip_dtypes)
 {
 	static const char *const dtypes[] = {
 		"float32", "float16", "bfloat16", "int8", "int16", "int32",
@@ -184,7 +190,7 @@ START_TEST(test_npy_roundtrip_dtypes)
 }
 END_TEST
 
-START_TEST(test_npy_header_numpy_layout)
+CHECK_TEST(core, test_npy_header_numpy_layout)
 {
 	uint64_t	shape[2] = { 2, 3 };
 	char		buf[256];
@@ -216,7 +222,7 @@ START_TEST(test_npy_header_numpy_layout)
 }
 END_TEST
 
-START_TEST(test_npy_accepts_numpy_variants)
+CHECK_TEST(core, test_npy_accepts_numpy_variants)
 {
 	expect_ok(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
 	    24, "float32", 2);
@@ -255,7 +261,7 @@ END_TEST
 
 /* ------------------------------------------------------------ errors */
 
-START_TEST(test_npy_rejects_bad_headers)
+CHECK_TEST(errors, test_npy_rejects_bad_headers)
 {
 	expect_fail(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (3,), }",
 	    24, NPY_EDTYPE, "unsupported dtype '<c8'");
@@ -303,7 +309,7 @@ START_TEST(test_npy_rejects_bad_headers)
 }
 END_TEST
 
-START_TEST(test_npy_rejects_bad_prefix)
+CHECK_TEST(errors, test_npy_rejects_bad_prefix)
 {
 	unsigned char *b;
 	size_t len = npy_image(1, "{'descr': '<f4', 'fortran_order': False, "
@@ -353,7 +359,7 @@ START_TEST(test_npy_rejects_bad_prefix)
 }
 END_TEST
 
-START_TEST(test_npy_rejects_size_mismatch)
+CHECK_TEST(errors, test_npy_rejects_size_mismatch)
 {
 	/* truncated data, trailing data, data in a 0-element file */
 	expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }",
@@ -367,7 +373,7 @@ START_TEST(test_npy_rejects_size_mismatch)
 }
 END_TEST
 
-START_TEST(test_npy_rejects_files_it_cannot_read)
+CHECK_TEST(errors, test_npy_rejects_files_it_cannot_read)
 {
 	struct npy_array	a;
 	char			err[1024];
@@ -382,7 +388,7 @@ START_TEST(test_npy_rejects_files_it_cannot_read)
 }
 END_TEST
 
-START_TEST(test_npy_write_errors)
+CHECK_TEST(errors, test_npy_write_errors)
 {
 	uint64_t	shape[2] = { 2, 3 };
 	char		data[24] = { 0 }, err[1024], p[600];
@@ -409,7 +415,7 @@ END_TEST
 
 /* ------------------------------------------------------------ limits */
 
-START_TEST(test_npy_rejects_overflowing_shapes)
+CHECK_TEST(limits, test_npy_rejects_overflowing_shapes)
 {
 	size_t	n;
 
@@ -436,7 +442,7 @@ START_TEST(test_npy_rejects_overflowing_shapes)
 }
 END_TEST
 
-START_TEST(test_npy_rank_limit)
+CHECK_TEST(limits, test_npy_rank_limit)
 {
 	char	dict[512];
 	size_t	n;
@@ -455,7 +461,7 @@ END_TEST
 
 /* Every truncation and every single-byte corruption of a valid file is
  * answered with a code, never a crash (run under ASan/valgrind too). */
-START_TEST(test_npy_truncations_and_flips)
+CHECK_TEST(limits, test_npy_truncations_and_flips)
 {
 	uint64_t		 shape[2] = { 3, 4 };
 	float			 data[12] = { 0 };
@@ -495,23 +501,3 @@ START_TEST(test_npy_truncations_and_flips)
 	free(img);
 }
 END_TEST
-
-int
-main(void)
-{
-	Suite	*s = suite_create("ctl_npy");
-
-	check_tcase_add(s, "core", setup, teardown, 0,
-	    test_npy_roundtrip_dtypes, test_npy_header_numpy_layout,
-	    test_npy_accepts_numpy_variants, NULL);
-	check_tcase_add(s, "errors", setup, teardown, 0,
-	    test_npy_rejects_bad_headers, test_npy_rejects_bad_prefix,
-	    test_npy_rejects_size_mismatch,
-	    test_npy_rejects_files_it_cannot_read, test_npy_write_errors,
-	    NULL);
-	/* Thousands of files written and read: slow on a loaded machine. */
-	check_tcase_add(s, "limits", setup, teardown, 60,
-	    test_npy_rejects_overflowing_shapes, test_npy_rank_limit,
-	    test_npy_truncations_and_flips, NULL);
-	return (check_main(s));
-}
