@@ -10,6 +10,7 @@
 #include "nkir.pb-c.h"
 
 #include "model/model.h"
+#include "sim/sim.h"
 
 /*
  * Every constant below cites the document it comes from. "arch" is
@@ -111,7 +112,10 @@ struct model_tgt {
 	double		 ghz[4];	/* tensor, vector, scalar, gpsimd */
 	double		 vec_per32;	/* VectorE elements/partition/cycle */
 	double		 vec_per16;	/* ... all operands 16-bit */
-	double		 dma_bw;	/* bytes/ns per DMA engine */
+	double		 dma_bw;	/* peak bytes/ns per DMA engine */
+	double		 dma_eff_lo;	/* share of dma_bw sustained <= 1 KiB/p */
+	double		 dma_eff_hi;	/* ... from 4 KiB per partition */
+	double		 dma_lat;	/* ns to land, pipelined; 0: knee */
 	double		 peak_flops;	/* bf16 FLOPs per ns */
 	uint64_t	 sbuf_pp;	/* SBUF bytes per partition */
 	int		 fp8_fast;	/* TensorE 4x128 fp8 input */
@@ -122,17 +126,37 @@ static const struct model_tgt model_targets[] = {
 	 * arch table: Tensor 2.8 GHz, Vector 1.12, Scalar 1.4, GpSimd 1.4;
 	 * 128 elements/cycle (one per partition); SBUF 192 KiB per
 	 * partition; TensorE 92 TFLOPS bf16 (128x128 PEs x 2 x 2.8 GHz).
-	 * dma intro table: Trainium1 17 B/ns per DMA engine.
+	 * dma intro table: Trainium1 17 B/ns per DMA engine (the peak).
+	 *
+	 * trn1 builds its DMA descriptors before the run and keeps them in
+	 * HBM (dge, mode "none": no "on-device descriptor generation
+	 * overhead"), so a queue does not wait out a transfer's fixed cost
+	 * before starting the next: each transfer lands ~1300 ns after it
+	 * starts at the earliest (dma-bandwidth: "descriptor setup,
+	 * synchronization, and semaphore-to-start latency (~1300 ns
+	 * cross-engine)") while the queue moves on. The share of the peak
+	 * an engine sustains: transfers of 4 KiB per partition and more
+	 * 70% (perf: "sufficiently large DMA transfers, achieving close
+	 * 70% DMA throughput utilization"); of 1 KiB per partition and less
+	 * 37.9%, CALIBRATED: the bytes NKI's matmul tutorial's hoisted
+	 * kernel moves (1 KiB per partition) over its published time, 4.43
+	 * GB in 42.96 ms over 16 engines, 6.44 B/ns; in between, in
+	 * proportion (GUESSED; dma-bandwidth: "256 B -- 2 KiB per
+	 * partition: Improving but still below peak"). docs/model.md, "DMA
+	 * on trn1".
 	 */
-	{ "trn1", { 2.8, 1.12, 1.4, 1.4 }, 1.0, 1.0, 17.0,
+	{ "trn1", { 2.8, 1.12, 1.4, 1.4 }, 1.0, 1.0, 17.0, 0.379, 0.70, 1300.0,
 	  128.0 * 128.0 * 2.0 * 2.8, 192 * 1024, 0 },
 	/*
 	 * trn2 arch table: Tensor 2.4 GHz, Vector 0.96 (256 elements/cycle,
 	 * 512 for BF16/FP16), Scalar 1.2, GpSimd 1.2; Tensor 4x128 fp8
 	 * input; SBUF 224 KiB per partition; 79 TFLOPS bf16. dma intro:
-	 * Trainium2 23 B/ns per DMA engine.
+	 * Trainium2 23 B/ns per DMA engine. Its queues generate descriptors
+	 * as they go (dge: "Each hardware-DGE DMA instruction takes
+	 * approximately 600 ns"), so a queue holds each transfer for the
+	 * knee of dma intro's trn2 graph (MODEL_DMA_KNEE_PP).
 	 */
-	{ "trn2", { 2.4, 0.96, 1.2, 1.2 }, 2.0, 4.0, 23.0,
+	{ "trn2", { 2.4, 0.96, 1.2, 1.2 }, 2.0, 4.0, 23.0, 1.0, 1.0, 0.0,
 	  128.0 * 128.0 * 2.0 * 2.4, 224 * 1024, 1 },
 };
 
@@ -524,6 +548,15 @@ model_acc_new(struct model_ctx *m, const Nkir__V1__Access *a)
 		if (!onchip || d != pd)
 			lstride *= t->shape[d];
 	}
+	/*
+	 * Dependencies are tracked on intervals of offsets (model_acc_range).
+	 * On chip the offsets put the partition innermost (p + P x offset in
+	 * the partition), so that slices of a tile disjoint along its free
+	 * dimensions, all partitions each, have disjoint intervals.
+	 */
+	if (onchip)
+		for (d = 0; d < t->n_shape; d++)
+			gst[d] = d == pd ? 1 : (int64_t)t->shape[pd] * lst[d];
 	if ((x = calloc(1, sizeof *x)) == NULL)
 		return (model_fail(m, MODEL_ELIMIT, "out of memory"), NULL);
 	x->tensor = a->tensor;
@@ -630,7 +663,10 @@ model_acc_free(struct model_acc *x)
 	}
 }
 
-/* [lo, hi]: the flat elements access x touches at the current values. */
+/*
+ * [lo, hi]: the offsets access x touches at the current values (HBM:
+ * row-major; on chip: the partition innermost, see model_acc_new).
+ */
 static void
 model_acc_range(const struct model_ctx *m, const struct model_acc *x,
     int64_t *lo, int64_t *hi)
@@ -740,69 +776,17 @@ model_engine(const Nkir__V1__Op *o)
 	}
 }
 
-/* The nki.isa kinds 40-79, as NKI names the instructions. */
-static const char *
-model_isa_name(int kind)
-{
-	static const char *const names[] = {
-		"activation", "reduce_res", "tensor_partition_reduce",
-		"tensor_tensor_scan", "scalar_tensor_tensor",
-		"tensor_scalar_reduce", "tensor_copy_dynamic",
-		"tensor_copy_predicated", "dropout", "affine_select",
-		"range_select", "select_reduce", "sequence_bounds",
-		"local_gather", "dma_copy", "dma_transpose", "max8",
-		"nc_find_index8", "nc_match_replace8", "nc_stream_shuffle",
-	};
-	int	i = kind - NKIR__V1__OP_KIND__OP_ACT_ACC;
-
-	if (i < 0 || i >= (int)(sizeof names / sizeof names[0]))
-		return ("op");
-	return (names[i]);
-}
-
+/*
+ * An instruction's name in the modeled timeline: NKI's (sim_op_name),
+ * except a tile declared with a value, which the hardware fills with a
+ * memset.
+ */
 static const char *
 model_op_name(int kind)
 {
-	switch (kind) {
-	case NKIR__V1__OP_KIND__OP_ALLOC:
+	if (kind == NKIR__V1__OP_KIND__OP_ALLOC)
 		return ("memset");
-	case NKIR__V1__OP_KIND__OP_LOAD:
-		return ("load");
-	case NKIR__V1__OP_KIND__OP_STORE:
-		return ("store");
-	case NKIR__V1__OP_KIND__OP_COPY:
-		return ("tensor_copy");
-	case NKIR__V1__OP_KIND__OP_TENSOR_TENSOR:
-		return ("tensor_tensor");
-	case NKIR__V1__OP_KIND__OP_ACTIVATION:
-		return ("activation");
-	case NKIR__V1__OP_KIND__OP_REDUCE:
-		return ("tensor_reduce");
-	case NKIR__V1__OP_KIND__OP_MATMUL:
-		return ("matmul");
-	case NKIR__V1__OP_KIND__OP_TRANSPOSE:
-		return ("transpose");
-	case NKIR__V1__OP_KIND__OP_IOTA:
-		return ("iota");
-	case NKIR__V1__OP_KIND__OP_SELECT:
-		return ("select");
-	case NKIR__V1__OP_KIND__OP_PRINT:
-		return ("device_print");
-	case NKIR__V1__OP_KIND__OP_BN_STATS:
-		return ("bn_stats");
-	case NKIR__V1__OP_KIND__OP_BN_AGGR:
-		return ("bn_aggr");
-	case NKIR__V1__OP_KIND__OP_RAND:
-		return ("rand");
-	case NKIR__V1__OP_KIND__OP_GATHER_FLAT:
-		return ("gather_flattened");
-	case NKIR__V1__OP_KIND__OP_ALL_REDUCE:
-		return ("all_reduce");
-	case NKIR__V1__OP_KIND__OP_BITCAST:
-		return ("view");
-	default:
-		return (model_isa_name(kind));
-	}
+	return (sim_op_name(kind));
 }
 
 static void
@@ -821,20 +805,28 @@ model_pre_add(struct model_ctx *m, struct model_op *op, int track,
  * transfer per 8 partitions on its own engine (arch: a 128-partition
  * load is 16 transfers, one per engine, of 8 partitions each). Each
  * keeps its engine busy for max(bytes, buffers x minimum buffer bytes) /
- * engine bandwidth and its queue for at least the knee time. A DMA that
- * writes HBM goes on the store queue, any other on the load queue.
+ * the rate the engine sustains, and lands at the earliest the target's
+ * latency after it starts (trn1), or holds its queue for at least the
+ * knee time (trn2). A DMA that writes HBM goes on the store queue, any
+ * other on the load queue.
  */
 static void
 model_cost_dma(struct model_ctx *m, struct model_op *op,
     const struct model_acc *h, const struct model_acc *s)
 {
-	double		 bw = m->t->dma_bw, tmin, pp_bytes, runs;
+	const struct model_tgt *t = m->t;
+	double		 bw, eff, tmin, pp_bytes, runs;
 	uint64_t	 parts = s->parts, lastp;
 	size_t		 es = model_esize(h->dtype) > model_esize(s->dtype) ?
 			    model_esize(h->dtype) : model_esize(s->dtype);
 
-	tmin = MODEL_DMA_KNEE_PP * MODEL_DMA_PARTS / bw;
+	tmin = t->dma_lat > 0 ? t->dma_lat :
+	    MODEL_DMA_KNEE_PP * MODEL_DMA_PARTS / t->dma_bw;
 	pp_bytes = (double)s->n * (double)es;
+	eff = pp_bytes <= 1024 ? t->dma_eff_lo : pp_bytes >= 4096 ?
+	    t->dma_eff_hi : t->dma_eff_lo + (t->dma_eff_hi - t->dma_eff_lo) *
+	    (pp_bytes - 1024) / 3072;
+	bw = t->dma_bw * eff;
 	runs = (double)(h->runs > s->runs ? h->runs : s->runs);
 	op->pieces = (uint32_t)((parts + MODEL_DMA_PARTS - 1) / MODEL_DMA_PARTS);
 	if (op->pieces == 0)
@@ -1244,26 +1236,28 @@ model_writes(const Nkir__V1__Op *const *body, size_t n, uint32_t tid,
 	return (0);
 }
 
+/* Whether any of the n affine expressions e uses loop variable var. */
 static int
-model_uses_var(const Nkir__V1__Access *a, uint32_t var)
+model_affines_use_var(Nkir__V1__Affine *const *e, size_t n, uint32_t var)
 {
 	size_t	i, j;
 
-	if (a == NULL)
-		return (0);
-	for (i = 0; i < a->n_index; i++)
-		for (j = 0; a->index[i] != NULL && j < a->index[i]->n_terms; j++)
-			if (a->index[i]->terms[j]->kind ==
+	for (i = 0; i < n; i++)
+		for (j = 0; e[i] != NULL && j < e[i]->n_terms; j++)
+			if (e[i]->terms[j]->kind ==
 			    NKIR__V1__TERM_KIND__TERM_LOOP &&
-			    a->index[i]->terms[j]->index == var)
-				return (1);
-	for (i = 0; i < a->n_mask; i++)
-		for (j = 0; a->mask[i] != NULL && j < a->mask[i]->n_terms; j++)
-			if (a->mask[i]->terms[j]->kind ==
-			    NKIR__V1__TERM_KIND__TERM_LOOP &&
-			    a->mask[i]->terms[j]->index == var)
+			    e[i]->terms[j]->index == var)
 				return (1);
 	return (0);
+}
+
+static int
+model_uses_var(const Nkir__V1__Access *a, uint32_t var)
+{
+	if (a == NULL)
+		return (0);
+	return (model_affines_use_var(a->index, a->n_index, var) ||
+	    model_affines_use_var(a->mask, a->n_mask, var));
 }
 
 /* The loops enclosing the op being built, outermost first. */
@@ -1754,6 +1748,25 @@ model_event(struct model_ctx *m, const struct model_op *op, const char *name,
 }
 
 /*
+ * Issue an instruction of dur ns on engine track once dep is met and the
+ * engine has finished its previous one: its end; *id its instruction.
+ */
+static double
+model_issue(struct model_ctx *m, const struct model_op *op, const char *name,
+    int track, struct model_dep dep, double dur, uint32_t *id)
+{
+	double	end;
+
+	model_dep_max(&dep, m->track_free[track], m->track_last[track]);
+	end = dep.t + dur;
+	*id = model_inst(m, track, dep.t, end, dep.id, 1);
+	m->track_free[track] = end;
+	m->track_last[track] = *id;
+	model_event(m, op, name, track, dep.t, dur, 0);
+	return (end);
+}
+
+/*
  * When engine e can move occ ns of bytes for queue class c from t on:
  * the earliest gap that long between the other queue's transfers (one
  * queue's own transfers never overlap: it runs them in order). Records
@@ -1850,15 +1863,9 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 	pdep = dep;
 	for (i = 0; i < op->npre; i++) {
 		const struct model_pre	*pr = &op->pre[i];
-		struct model_dep	 s = pdep;
 
-		model_dep_max(&s, m->track_free[pr->track],
-		    m->track_last[pr->track]);
-		end = s.t + pr->dur_ns;
-		p = model_inst(m, pr->track, s.t, end, s.id, 1);
-		m->track_free[pr->track] = end;
-		m->track_last[pr->track] = p;
-		model_event(m, op, pr->name, pr->track, s.t, pr->dur_ns, 0);
+		end = model_issue(m, op, pr->name, pr->track, pdep, pr->dur_ns,
+		    &p);
 		model_dep_max(&dep, end + pr->lat_ns, p);
 		if (op->kind == NKIR__V1__OP_KIND__OP_MATMUL)
 			pdep = dep;	/* the copy waits for the transpose */
@@ -1882,24 +1889,26 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 			uint64_t by = lastp ? op->last_bytes : op->piece_bytes;
 			struct model_dmaeng *de = &m->dmaeng[e];
 			struct model_dep s = dep;
-			double	 mv, fin;
+			double	 mv, fin, qend;
 
 			/* In order on its queue; bytes in the engine's gaps. */
 			model_dep_max(&s, m->dmaq_free[c][e],
 			    m->dmaq_last[c][e]);
 			mv = model_dma_place(de, c, s.t, occ);
 			fin = s.t + t > mv + occ ? s.t + t : mv + occ;
-			m->dmaq_free[c][e] = fin;
-			if (fin > m->track_free[q])
-				m->track_free[q] = fin;
+			/* A pipelining queue is free once the bytes moved. */
+			qend = m->t->dma_lat > 0 ? mv + occ : fin;
+			m->dmaq_free[c][e] = qend;
+			if (qend > m->track_free[q])
+				m->track_free[q] = qend;
 			/*
 			 * busy_ns: time the engine moves bytes or a queue waits
 			 * out its floor; the other queue's moves count once.
 			 */
-			r->busy_ns[q] += fin - s.t - model_dma_overlap(de, !c,
-			    s.t, fin);
+			r->busy_ns[q] += qend - s.t - model_dma_overlap(de, !c,
+			    s.t, qend);
 			r->dma_bytes += by;
-			model_event(m, op, op->name, q, s.t, fin - s.t, by);
+			model_event(m, op, op->name, q, s.t, qend - s.t, by);
 			if (fin > best.t) {
 				best.t = fin;
 				best.id = s.id;
@@ -1913,13 +1922,8 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 		m->dma_rr = (q0 + op->pieces) % MODEL_DMA_QUEUES;
 		end = ready = best.t;
 	} else {
-		model_dep_max(&dep, m->track_free[op->track],
-		    m->track_last[op->track]);
-		end = dep.t + op->dur_ns;
-		id = model_inst(m, op->track, dep.t, end, dep.id, 1);
-		m->track_free[op->track] = end;
-		m->track_last[op->track] = id;
-		model_event(m, op, op->name, op->track, dep.t, op->dur_ns, 0);
+		end = model_issue(m, op, op->name, op->track, dep, op->dur_ns,
+		    &id);
 		ready = end + op->lat_ns;
 		r->flops += op->flops;
 	}

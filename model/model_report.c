@@ -158,20 +158,17 @@ model_rep_cb(void *arg, const struct model_event *ev)
 static const char *
 model_track_title(int track)
 {
+	static const char *const engines[] = {
+		[MODEL_TRACK_TENSOR] =
+		    "Tensor engine (matmul, transpose, broadcast)",
+		[MODEL_TRACK_VECTOR] = "Vector engine",
+		[MODEL_TRACK_SCALAR] = "Scalar engine (activation, copy)",
+		[MODEL_TRACK_GPSIMD] = "GpSimd engine",
+	};
 	static char	buf[2 * MODEL_DMA_QUEUES][32];
 
-	switch (track) {
-	case MODEL_TRACK_TENSOR:
-		return ("Tensor engine (matmul, transpose, broadcast)");
-	case MODEL_TRACK_VECTOR:
-		return ("Vector engine");
-	case MODEL_TRACK_SCALAR:
-		return ("Scalar engine (activation, copy)");
-	case MODEL_TRACK_GPSIMD:
-		return ("GpSimd engine");
-	default:
-		break;
-	}
+	if (track >= 0 && track < MODEL_TRACK_DMA0)
+		return (engines[track]);
 	assert(track >= MODEL_TRACK_DMA0 && track < MODEL_TRACE_TRACKS);
 	snprintf(buf[track - MODEL_TRACK_DMA0], sizeof buf[0], "DMA engine %d "
 	    "%s", (track - MODEL_TRACK_DMA0) % MODEL_DMA_QUEUES, track <

@@ -115,6 +115,8 @@ struct sim_run_opts {
 
 /* Static string naming an error code ("invalid kernel", ...). */
 const char	*sim_strerror(int err);
+/* NKI's name of NKIR op kind ("load", "matmul", ...; "op" if unknown). */
+const char	*sim_op_name(int kind);
 
 /* numpy's name of a dtype ("float32", "bfloat16", "float8_e4m3fn", ...),
  * or NULL if invalid. */

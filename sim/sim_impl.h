@@ -330,8 +330,7 @@ void	 sim_diag_vset_at(struct sim_diag *d, const char *file,
 	    __attribute__((format(printf, 4, 0)));
 
 /* sim_op.c */
-/* NKI's name of op kind ("load", "matmul", ...; "op" if unknown). */
-const char *sim_op_name(int kind);
+/* sim_op_name is in sim.h. */
 /* NKI's name of ALU operator alu (NKIR AluOp), "unknown" if none. */
 const char *sim_op_alu_name(int alu);
 /* The engine an op of kind runs on: the NKIR engine it asks for, else

@@ -19,15 +19,16 @@ sys.path.insert(0, HERE)
 
 from kernels import perf_tutorials as pt  # noqa: E402
 
-#: The model misses the 30% target on the tiled matmul (modeled 77.1 ms for a
-#: published 51.80 ms): each [128,128] bf16 load holds the load queue for the
-#: DMA floor of NKI's throughput graph, where the published ladder implies
-#: trn1 spends time in proportion to its bytes (docs/model.md, "Targets
-#: missed"). The bound pins today's figure so a regression shows; the other
-#: steps must stay within the issue's 30%, and within PINNED of today's.
-TILED_BOUND = 0.50
+#: Each step within the issue's 30% of its published latency, and within
+#: PINNED of it (today's figures plus a margin) so that a regression shows:
+#: e.g. the hoisted and blocked kernels' loads into disjoint slices of one
+#: tile ordered as if they overlapped (+7.5% and +11.9%).
+#: trn1's DMA rate is calibrated on the hoisted kernel's bytes over its
+#: published time (docs/model.md, "DMA on trn1"); the other steps are
+#: predictions.
 TARGET = 0.30
-PINNED = {"mm_hoisted": 0.10, "mm_blocked_free": 0.10, "mm_optimized": 0.10}
+PINNED = {"mm_tiled": 0.05, "mm_hoisted": 0.05, "mm_blocked_free": 0.05,
+          "mm_optimized": 0.06}
 
 needs_model = pytest.mark.skipif(not os.path.exists(NKIMODEL),
                                  reason="build/bin/nkimodel not built (run make)")
@@ -44,7 +45,7 @@ def test_model_matmul_ladder(tmp_path):
         s = pt.model(getattr(pt, name), pt.matmul_args(), NKIMODEL, str(tmp_path))
         assert s["source"] == "model" and s["deterministic"] and s["target"] == "trn1"
         got[name] = s["total_time_us"] / 1e3
-        bound = TILED_BOUND if name == "mm_tiled" else min(TARGET, PINNED[name])
+        bound = min(TARGET, PINNED[name])
         assert rel(got[name], pub) <= bound, (name, got[name], pub)
     # The modeled order of the optimization steps is the published order.
     order = [n for n, _ in pt.MATMUL_PUBLISHED]
@@ -162,8 +163,9 @@ def test_model_dma_engines_shared(tmp_path):
         return out
 
     s, _ = _model_trace(copy_tiles, (nt.tensor[[128 * 32, 8192], nl.float32],), tmp_path)
-    # 32 KiB per partition: far above the DMA knee, the engines' rate binds.
-    assert 80 <= s["dma_bandwidth_utilization_percent"] <= 100.0
+    # 32 KiB per partition: the engines' sustained rate binds, 70% of
+    # their peak on trn1 (perf guide, large transfers).
+    assert 65 <= s["dma_bandwidth_utilization_percent"] <= 70.5
 
 
 @needs_model
