@@ -28,7 +28,7 @@
 static char	top[1024], fakelib[1200], fakecc[1200], fakeprof[1200];
 static char	fakels[1200];
 /* Per test: a private directory with devices, state and a busy file. */
-static char	T[256], busy[300], argvlog[300];
+static char	T[256], busy[300], argvlog[300], pids[300];
 
 struct fake_nrt_counters {
 	long	inits, closes, loads, unloads, executes, live_tensors,
@@ -110,10 +110,11 @@ setup(void)
 	mkdir(p, 0750);
 	snprintf(busy, sizeof busy, "%s/busy", T);
 	snprintf(argvlog, sizeof argvlog, "%s/argv", T);
+	snprintf(pids, sizeof pids, "%s/pids", T);
 	unsetenv("NEURON_RT_VISIBLE_CORES");
 	setenv("FAKE_NRT_BUSY_FILE", busy, 1);
 	setenv("FAKE_NEURONX_CC_ARGV", argvlog, 1);
-	unsetenv("FAKE_NEURONX_CC_PIDS");
+	setenv("FAKE_NEURONX_CC_PIDS", pids, 1);
 	unsetenv("FAKE_NEURON_PROFILE_ARGV");
 	unsetenv("FAKE_NEURON_LS_DEVICES");
 	unsetenv("FAKE_NEURON_LS_NC");
@@ -277,6 +278,22 @@ compile_src(struct backend *b, const char *src, void **img, size_t *len,
 	return (b->ops->compile(b->state, src, strlen(src), img, len, diag));
 }
 
+/* Compile penguin_ok on b and load it: the program, to unload when done. */
+static struct backend_program *
+penguin_load(struct backend *b)
+{
+	struct backend_program	*p = NULL;
+	char			 diag[BACKEND_DIAG_LEN];
+	void			*img;
+	size_t			 len;
+
+	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
+	ck_assert_msg(b->ops->load(b->state, img, len, &p, diag) == 0,
+	    "load: %s", diag);
+	free(img);		/* the program holds a copy */
+	return (p);
+}
+
 /* Is pid gone (or a zombie waiting for its reaper)? */
 static int
 pid_dead(long pid)
@@ -288,6 +305,17 @@ pid_dead(long pid)
 		return (1);
 	rp = strrchr(s, ')');
 	return (rp != NULL && (rp[2] == 'Z' || rp[2] == 'X'));
+}
+
+/* The pids the fake compiler left of a hang or an orphan: its shell's and
+ * its child's. */
+static void
+compiler_pids(long *sh, long *child)
+{
+	const char	*s = file_get(pids);
+
+	ck_assert_ptr_nonnull(s);
+	ck_assert_int_eq(sscanf(s, "%ld %ld", sh, child), 2);
 }
 
 static double
@@ -431,9 +459,11 @@ CHECK_TEST(core, test_backend_neuron_cores_parse)
 }
 END_TEST
 
+/* The key/value pairs a backend reports through its versions op. */
 struct versions {
-	char	compiler[64], runtime[128], cores[64], devices[16];
-	char	cores_from[32], target[32], target_from[32];
+	char	key[16][32];
+	char	value[16][128];
+	size_t	n;
 };
 
 static void
@@ -441,20 +471,22 @@ versions_add(void *arg, const char *k, const char *v)
 {
 	struct versions	*vs = arg;
 
-	if (strcmp(k, "neuronx-cc") == 0)
-		snprintf(vs->compiler, sizeof vs->compiler, "%s", v);
-	else if (strcmp(k, "runtime") == 0)
-		snprintf(vs->runtime, sizeof vs->runtime, "%s", v);
-	else if (strcmp(k, "cores") == 0)
-		snprintf(vs->cores, sizeof vs->cores, "%s", v);
-	else if (strcmp(k, "devices") == 0)
-		snprintf(vs->devices, sizeof vs->devices, "%s", v);
-	else if (strcmp(k, "cores_from") == 0)
-		snprintf(vs->cores_from, sizeof vs->cores_from, "%s", v);
-	else if (strcmp(k, "target") == 0)
-		snprintf(vs->target, sizeof vs->target, "%s", v);
-	else if (strcmp(k, "target_from") == 0)
-		snprintf(vs->target_from, sizeof vs->target_from, "%s", v);
+	ck_assert_uint_lt(vs->n, 16);
+	snprintf(vs->key[vs->n], sizeof vs->key[0], "%s", k);
+	snprintf(vs->value[vs->n], sizeof vs->value[0], "%s", v);
+	vs->n++;
+}
+
+/* The value vs holds for key; "" for a key it does not hold. */
+static const char *
+version_of(const struct versions *vs, const char *key)
+{
+	size_t	i;
+
+	for (i = 0; i < vs->n; i++)
+		if (strcmp(vs->key[i], key) == 0)
+			return (vs->value[i]);
+	return ("");
 }
 
 /* The versions backend b reports. */
@@ -474,11 +506,11 @@ versions_expect(const struct versions *vs, const char *cores,
     const char *devices, const char *cores_from, const char *target,
     const char *target_from)
 {
-	ck_assert_str_eq(vs->cores, cores);
-	ck_assert_str_eq(vs->devices, devices);
-	ck_assert_str_eq(vs->cores_from, cores_from);
-	ck_assert_str_eq(vs->target, target);
-	ck_assert_str_eq(vs->target_from, target_from);
+	ck_assert_str_eq(version_of(vs, "cores"), cores);
+	ck_assert_str_eq(version_of(vs, "devices"), devices);
+	ck_assert_str_eq(version_of(vs, "cores_from"), cores_from);
+	ck_assert_str_eq(version_of(vs, "target"), target);
+	ck_assert_str_eq(version_of(vs, "target_from"), target_from);
 	ck_assert_str_eq(getenv("NEURON_RT_VISIBLE_CORES"), cores);
 }
 
@@ -496,8 +528,8 @@ CHECK_TEST(core, test_backend_neuron_open_versions)
 	ck_assert_str_eq(b->ops->compiler_version(b->state),
 	    "NeuronX Compiler version 2.99.1.0+cafe");
 	versions_get(b, &vs);
-	ck_assert_str_eq(vs.compiler, "2.99.1.0+cafe");
-	ck_assert_str_eq(vs.runtime, "2.99.7.0 fake_nrt");
+	ck_assert_str_eq(version_of(&vs, "neuronx-cc"), "2.99.1.0+cafe");
+	ck_assert_str_eq(version_of(&vs, "runtime"), "2.99.7.0 fake_nrt");
 	/* No neuron-ls: the device files counted; no target anywhere. */
 	versions_expect(&vs, "0-3", "2", "device_glob", "trn1", "default");
 	backend_close(b);
@@ -610,18 +642,15 @@ END_TEST
 CHECK_TEST(core, test_backend_neuron_benchmark)
 {
 	struct backend			*b;
-	struct backend_program		*p = NULL;
+	struct backend_program		*p;
 	struct fake_nrt_counters	*fc;
 	struct penguin_exec		 e;
 	double				 samples[5];
 	char				 diag[BACKEND_DIAG_LEN];
-	void				*img;
-	size_t				 len;
 	int				 i;
 
 	b = open_ok(NULL);
-	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
-	ck_assert_int_eq(b->ops->load(b->state, img, len, &p, diag), 0);
+	p = penguin_load(b);
 	/* Shapes only: the backend supplies zeros. */
 	penguin_exec_init(&e, NULL, NULL);
 	fc = counters();
@@ -636,7 +665,6 @@ CHECK_TEST(core, test_backend_neuron_benchmark)
 	sim_tensors_release(e.out, 2);
 	ck_assert_int_eq(fc->live_tensors, 0);
 	b->ops->unload(b->state, p);
-	free(img);
 	backend_close(b);
 }
 END_TEST
@@ -644,22 +672,20 @@ END_TEST
 CHECK_TEST(core, test_backend_neuron_profile)
 {
 	struct backend		*b;
-	struct backend_program	*p = NULL;
+	struct backend_program	*p;
 	struct backend_trace	*t = NULL;
 	struct penguin_exec	 e;
 	float			 a[8] = { 0 };
 	int32_t			 bb[3] = { 0 };
 	char			 diag[BACKEND_DIAG_LEN], plog[PATH_MAX + 16];
 	char			*log;
-	void			*img;
-	size_t			 len, n = 0;
+	size_t			 n = 0;
 
 	snprintf(plog, sizeof plog, "%s/profile-argv", T);
 	setenv("FAKE_NEURON_PROFILE_ARGV", plog, 1);
 	b = open_ok("\"visible_cores\": \"1,3\"");
 	ck_assert_uint_eq(b->ncores, 2);
-	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
-	ck_assert_int_eq(b->ops->load(b->state, img, len, &p, diag), 0);
+	p = penguin_load(b);
 	penguin_exec_init(&e, a, bb);
 	e.x.outputs = NULL;		/* profile() keeps no outputs */
 	e.x.noutputs = 0;
@@ -699,7 +725,6 @@ CHECK_TEST(core, test_backend_neuron_profile)
 	unsetenv("FAKE_NEURON_PROFILE_FAIL");
 	workdir_empty();
 	b->ops->unload(b->state, p);
-	free(img);
 	backend_close(b);
 }
 END_TEST
@@ -709,14 +734,12 @@ END_TEST
 CHECK_TEST(limits, test_backend_neuron_timeout_kills_group)
 {
 	struct backend	*b;
-	char		 diag[BACKEND_DIAG_LEN], pids[PATH_MAX + 16], *s;
+	char		 diag[BACKEND_DIAG_LEN];
 	void		*img;
 	size_t		 len;
 	long		 sh, child;
 	double		 t0;
 
-	snprintf(pids, sizeof pids, "%s/pids", T);
-	setenv("FAKE_NEURONX_CC_PIDS", pids, 1);
 	b = open_ok("\"compile_timeout_ms\": 400, \"kill_grace_ms\": 300");
 	t0 = now_s();
 	ck_assert_int_eq(compile_src(b, "FAKE_CC_HANG\n", &img, &len, diag),
@@ -725,9 +748,7 @@ CHECK_TEST(limits, test_backend_neuron_timeout_kills_group)
 	ck_assert_ptr_nonnull(strstr(diag, "did not finish within 400 ms"));
 	ck_assert_ptr_nonnull(strstr(diag, "compile_timeout_ms"));
 	ck_assert_ptr_nonnull(strstr(diag, "compiling forever"));
-	s = file_get(pids);
-	ck_assert_ptr_nonnull(s);
-	ck_assert_int_eq(sscanf(s, "%ld %ld", &sh, &child), 2);
+	compiler_pids(&sh, &child);
 	/* The compiler and the child it started are both gone. */
 	ck_assert(pid_dead(sh));
 	ck_assert(pid_dead(child));
@@ -739,8 +760,7 @@ CHECK_TEST(limits, test_backend_neuron_timeout_kills_group)
 	    &img, &len, diag), BACKEND_ELIMIT);
 	ck_assert(now_s() - t0 >= 0.6);
 	ck_assert(now_s() - t0 < 5);
-	s = file_get(pids);
-	ck_assert_int_eq(sscanf(s, "%ld %ld", &sh, &child), 2);
+	compiler_pids(&sh, &child);
 	ck_assert(pid_dead(sh));
 	ck_assert(pid_dead(child));
 	workdir_empty();
@@ -751,14 +771,12 @@ END_TEST
 CHECK_TEST(limits, test_backend_neuron_orphan_killed)
 {
 	struct backend	*b;
-	char		 diag[BACKEND_DIAG_LEN], pids[PATH_MAX + 16], src[512];
+	char		 diag[BACKEND_DIAG_LEN], src[512];
 	void		*img;
 	size_t		 len;
 	long		 sh, child;
 	double		 t0;
 
-	snprintf(pids, sizeof pids, "%s/pids", T);
-	setenv("FAKE_NEURONX_CC_PIDS", pids, 1);
 	b = open_ok(NULL);
 	snprintf(src, sizeof src, "%sFAKE_CC_ORPHAN\n", penguin_ok);
 	t0 = now_s();
@@ -766,7 +784,7 @@ CHECK_TEST(limits, test_backend_neuron_orphan_killed)
 	ck_assert_int_eq(compile_src(b, src, &img, &len, diag), 0);
 	ck_assert(now_s() - t0 < 5);
 	free(img);
-	ck_assert_int_eq(sscanf(file_get(pids), "%ld %ld", &sh, &child), 2);
+	compiler_pids(&sh, &child);
 	ck_assert(pid_dead(child));
 	backend_close(b);
 }
@@ -1220,16 +1238,16 @@ CHECK_TEST(neuron_ls, test_backend_neuron_ls_cores)
 	b = open_ok(ls_extra(NULL));
 	ck_assert_uint_eq(b->ncores, 8);
 	versions_get(b, &vs);
-	ck_assert_str_eq(vs.target, "trn2");
-	ck_assert_str_eq(vs.target_from, "neuron-ls");
+	ck_assert_str_eq(version_of(&vs, "target"), "trn2");
+	ck_assert_str_eq(version_of(&vs, "target_from"), "neuron-ls");
 	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
 	ck_assert_int_eq(memcmp(img, "FAKENEFF 1\ntarget trn2\n", 23), 0);
 	free(img);
 	backend_close(b);
 	b = open_ok(ls_extra("\"target\": \"inf2\""));
 	versions_get(b, &vs);
-	ck_assert_str_eq(vs.target, "inf2");
-	ck_assert_str_eq(vs.target_from, "neuron.target");
+	ck_assert_str_eq(version_of(&vs, "target"), "inf2");
+	ck_assert_str_eq(version_of(&vs, "target_from"), "neuron.target");
 	backend_close(b);
 
 	/* A warning on stderr does not spoil the JSON on stdout. */
@@ -1250,7 +1268,7 @@ CHECK_TEST(neuron_ls, test_backend_neuron_ls_fallback)
 	b = open_ok("\"ls\": \"/nonexistent/neuron-ls\"");
 	ck_assert_uint_eq(b->ncores, 4);
 	versions_get(b, &vs);
-	ck_assert_str_eq(vs.cores_from, "device_glob");
+	ck_assert_str_eq(version_of(&vs, "cores_from"), "device_glob");
 	backend_close(b);
 	unsetenv("NEURON_RT_VISIBLE_CORES");
 	/* neuron-ls failing (no devices, no driver, exit 1): the same. */

@@ -255,8 +255,13 @@ END_TEST
 
 CHECK_TEST(core, test_kcache_remote_url_parse)
 {
+	/* the last one: a password belongs in remote.password_file */
+	static const char *const	bad[] = { "redis://h:0",
+	    "redis://h:99999", "redis://h/x", "redis://", "unix://relative",
+	    "unix:///s?db=x", "redis://a:b@h" };
 	struct config_remote_url	u;
 	char				err[256];
+	size_t				i;
 
 	ck_assert_int_eq(config_remote_url_parse("redis://cache.fleet",
 	    &u, err, sizeof err), 0);
@@ -276,20 +281,9 @@ CHECK_TEST(core, test_kcache_remote_url_parse)
 	    "unix:///run/redis/redis.sock?db=2", &u, err, sizeof err), 0);
 	ck_assert_str_eq(u.path, "/run/redis/redis.sock");
 	ck_assert_uint_eq(u.db, 2);
-	ck_assert_int_eq(config_remote_url_parse("redis://h:0", &u, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(config_remote_url_parse("redis://h:99999", &u, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(config_remote_url_parse("redis://h/x", &u, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(config_remote_url_parse("redis://", &u, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(config_remote_url_parse("unix://relative", &u, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(config_remote_url_parse("unix:///s?db=x", &u, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(config_remote_url_parse("redis://a:b@h", &u, err,
-	    sizeof err), -1);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		ck_assert_msg(config_remote_url_parse(bad[i], &u, err,
+		    sizeof err) == -1, "'%s' accepted", bad[i]);
 	ck_assert_ptr_nonnull(strstr(err, "remote.password_file"));
 }
 END_TEST
