@@ -454,6 +454,8 @@ CHECK_TEST(errors, test_cache_failed_stores_leave_no_dirs)
 }
 END_TEST
 
+/* ------------------------------------------------------------ recovery */
+
 CHECK_TEST(recovery, test_cache_flipped_file_quarantined)
 {
 	struct cache		*c = open_cache(0, 100);
@@ -471,8 +473,6 @@ CHECK_TEST(recovery, test_cache_flipped_file_quarantined)
 	cache_close(c);
 }
 END_TEST
-
-/* ------------------------------------------------------------ recovery */
 
 CHECK_TEST(recovery, test_cache_damaged_db_set_aside)
 {
@@ -630,15 +630,6 @@ END_TEST
 
 /* ------------------------------------------------------------ figures */
 
-static double
-now_us(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3);
-}
-
 static int
 cmp_double(const void *a, const void *b)
 {
@@ -659,10 +650,10 @@ hits_time(struct cache *c, double *t, unsigned (*key)(unsigned, unsigned),
 	unsigned	i;
 
 	for (i = 0; i < 200; i++) {
-		t0 = now_us();
+		t0 = check_now_s();
 		ck_assert_int_eq(get(c, key(i, n), CACHE_GET_DATA |
 		    CACHE_GET_TOUCH), 0);
-		t[i] = now_us() - t0;
+		t[i] = (check_now_s() - t0) * 1e6;
 	}
 	qsort(t, 200, sizeof t[0], cmp_double);
 }
@@ -722,15 +713,15 @@ CHECK_TEST(limits, test_cache_figures)
 	n = (unsigned)strtoul(env, NULL, 10) > 1 ? (unsigned)strtoul(env,
 	    NULL, 10) : 100000;
 	c = open_cache(0, 0);
-	t0 = now_us();
+	t0 = check_now_s();
 	for (i = 0; i < n; i++)
 		ck_assert_int_eq(put(c, i, 600 + i % 1024), 0);
-	printf("generated %u entries in %.1f s\n", n, (now_us() - t0) / 1e6);
+	printf("generated %u entries in %.1f s\n", n, check_now_s() - t0);
 	cache_close(c);
-	t0 = now_us();
+	t0 = check_now_s();
 	c = open_cache(0, 0);
 	printf("open with %u entries (quick_check included): %.1f ms\n", n,
-	    (now_us() - t0) / 1e3);
+	    (check_now_s() - t0) * 1e3);
 	hits_time(c, t, key_spread, n);
 	printf("lookup (read + verify + touch): p50 %.1f us, p99 %.1f us\n",
 	    t[100], t[198]);

@@ -306,59 +306,6 @@ CHECK_TEST(core, test_ctl_args_options_and_operands)
 }
 END_TEST
 
-CHECK_TEST(errors, test_ctl_usage_exit_codes)
-{
-	ck_assert_int_eq(run_ctl(NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: missing COMMAND"));
-	ck_assert_ptr_nonnull(strstr(err_buf, "usage: nkictl"));
-	ck_assert_int_eq(run_ctl("bogus", NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "unknown command 'bogus'"));
-	ck_assert_int_eq(run_ctl("--bogus", "status", NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '--bogus'"));
-	ck_assert_int_eq(run_ctl("-x", "status", NULL), CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("-s", NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "needs a value"));
-	ck_assert_int_eq(run_ctl("-s", "", "status", NULL), CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("--timeout", "0", "status", NULL),
-	    CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("--timeout", "-1", "status", NULL),
-	    CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("--timeout=abc", "status", NULL),
-	    CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "bad value 'abc' for "
-	    "--timeout"));
-	ck_assert_int_eq(run_ctl("--timeout", "nan", "status", NULL),
-	    CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("status", "extra", NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: status: unexpected "
-	    "argument 'extra'"));
-	ck_assert_ptr_nonnull(strstr(err_buf, "usage: nkictl"));
-	ck_assert_int_eq(run_ctl("status", "-x", NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '-x'"));
-	ck_assert_int_eq(run_ctl("status", "--nope", NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '--nope'"));
-	ck_assert_int_eq(run_ctl("ping", "-n", "0", NULL), CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("ping", "-n", "abc", NULL), CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("ping", "-n", "-3", NULL), CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("ping", "-n", NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "option '-n' needs a value"));
-	ck_assert_int_eq(run_ctl("ping", "-n", "99999999999", NULL),
-	    CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("run", NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "missing KERNEL"));
-	ck_assert_int_eq(run_ctl("run", "k", "x.npy", NULL), CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("run", "k", "-c", "x", NULL), CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("compile", "k", "-i", "a=b.npy", NULL),
-	    CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '-i'"));
-	ck_assert_int_eq(run_ctl("simulate", "k", "--batch", NULL),
-	    CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '--batch'"));
-	ck_assert_int_eq(run_ctl("help", "nope", NULL), CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("help", "status", "x", NULL), CTL_EXIT_USAGE);
-}
-END_TEST
-
 CHECK_TEST(errors, test_ctl_args_unknown_option)
 {
 	static const char *const usage = "usage: nkictl [-s SOCKET] [--json] "
@@ -443,6 +390,61 @@ CHECK_TEST(errors, test_ctl_args_arity)
 }
 END_TEST
 
+CHECK_TEST(errors, test_ctl_args_values_checked)
+{
+	struct ctl_args		a;
+	unsigned long long	v = 7;
+	double			d = 7;
+
+	ck_assert_int_eq(parse(&fake_cmd, &a, "x", NULL), 0);
+	ck_assert_int_eq(ctl_args_uint(&fake_ctx, &a, "count", 1, 9, &v), 0);
+	ck_assert_uint_eq(v, 7);		/* not given: untouched */
+	ctl_args_release(&a);
+	ck_assert_int_eq(parse(&fake_cmd, &a, "x", "-n", "9", NULL), 0);
+	ck_assert_int_eq(ctl_args_uint(&fake_ctx, &a, "count", 1, 9, &v), 0);
+	ck_assert_uint_eq(v, 9);
+	ctl_args_release(&a);
+
+	ck_assert_int_eq(parse(&fake_cmd, &a, "x", "--count=10", NULL), 0);
+	free(err_buf);
+	fake_ctx.err = open_memstream(&err_buf, &(size_t){ 0 });
+	ck_assert_int_eq(ctl_args_uint(&fake_ctx, &a, "count", 1, 9, &v),
+	    CTL_EXIT_USAGE);
+	ck_assert_int_eq(ctl_args_seconds(&fake_ctx, &a, "count", 0, &d),
+	    0);
+	ck_assert(d == 10);
+	fclose(fake_ctx.err);
+	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: fake: bad value '10' "
+	    "for -n: want an integer from 1 to 9\n"));
+	ctl_args_release(&a);
+
+	ck_assert_int_eq(parse(&fake_cmd, &a, "x", "-n", "0", NULL), 0);
+	free(err_buf);
+	fake_ctx.err = open_memstream(&err_buf, &(size_t){ 0 });
+	ck_assert_int_eq(ctl_args_seconds(&fake_ctx, &a, "count", 0, &d),
+	    CTL_EXIT_USAGE);
+	ck_assert_int_eq(ctl_args_seconds(&fake_ctx, &a, "count", 1, &d), 0);
+	ck_assert(d == 0);
+	fclose(fake_ctx.err);
+	ck_assert_ptr_nonnull(strstr(err_buf, "bad value '0' for -n: want "
+	    "seconds, more than 0"));
+	ctl_args_release(&a);
+
+	/* through ctl_main */
+	ck_assert_int_eq(run_ctl("ping", "-n", "0", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: ping: bad value '0' "
+	    "for -n: want an integer from 1 to 10000000\n"));
+	ck_assert_int_eq(run_ctl("lock", "-w", "-1", "true", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("cache", "gc", "--min-age", "soon", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "for --min-age"));
+	ck_assert_int_eq(run_ctl("cache", "ls", "--cache-dir", "/a",
+	    "--state-dir", "/b", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "exclude each other"));
+}
+END_TEST
+
 /* ------------------------------------------------------------ help */
 
 CHECK_TEST(core, test_ctl_help_from_table)
@@ -511,58 +513,56 @@ END_TEST
 
 /* ------------------------------------------------------------ usage */
 
-CHECK_TEST(errors, test_ctl_args_values_checked)
+CHECK_TEST(errors, test_ctl_usage_exit_codes)
 {
-	struct ctl_args		a;
-	unsigned long long	v = 7;
-	double			d = 7;
-
-	ck_assert_int_eq(parse(&fake_cmd, &a, "x", NULL), 0);
-	ck_assert_int_eq(ctl_args_uint(&fake_ctx, &a, "count", 1, 9, &v), 0);
-	ck_assert_uint_eq(v, 7);		/* not given: untouched */
-	ctl_args_release(&a);
-	ck_assert_int_eq(parse(&fake_cmd, &a, "x", "-n", "9", NULL), 0);
-	ck_assert_int_eq(ctl_args_uint(&fake_ctx, &a, "count", 1, 9, &v), 0);
-	ck_assert_uint_eq(v, 9);
-	ctl_args_release(&a);
-
-	ck_assert_int_eq(parse(&fake_cmd, &a, "x", "--count=10", NULL), 0);
-	free(err_buf);
-	fake_ctx.err = open_memstream(&err_buf, &(size_t){ 0 });
-	ck_assert_int_eq(ctl_args_uint(&fake_ctx, &a, "count", 1, 9, &v),
+	ck_assert_int_eq(run_ctl(NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: missing COMMAND"));
+	ck_assert_ptr_nonnull(strstr(err_buf, "usage: nkictl"));
+	ck_assert_int_eq(run_ctl("bogus", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "unknown command 'bogus'"));
+	ck_assert_int_eq(run_ctl("--bogus", "status", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '--bogus'"));
+	ck_assert_int_eq(run_ctl("-x", "status", NULL), CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("-s", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "needs a value"));
+	ck_assert_int_eq(run_ctl("-s", "", "status", NULL), CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("--timeout", "0", "status", NULL),
 	    CTL_EXIT_USAGE);
-	ck_assert_int_eq(ctl_args_seconds(&fake_ctx, &a, "count", 0, &d),
-	    0);
-	ck_assert(d == 10);
-	fclose(fake_ctx.err);
-	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: fake: bad value '10' "
-	    "for -n: want an integer from 1 to 9\n"));
-	ctl_args_release(&a);
-
-	ck_assert_int_eq(parse(&fake_cmd, &a, "x", "-n", "0", NULL), 0);
-	free(err_buf);
-	fake_ctx.err = open_memstream(&err_buf, &(size_t){ 0 });
-	ck_assert_int_eq(ctl_args_seconds(&fake_ctx, &a, "count", 0, &d),
+	ck_assert_int_eq(run_ctl("--timeout", "-1", "status", NULL),
 	    CTL_EXIT_USAGE);
-	ck_assert_int_eq(ctl_args_seconds(&fake_ctx, &a, "count", 1, &d), 0);
-	ck_assert(d == 0);
-	fclose(fake_ctx.err);
-	ck_assert_ptr_nonnull(strstr(err_buf, "bad value '0' for -n: want "
-	    "seconds, more than 0"));
-	ctl_args_release(&a);
-
-	/* through ctl_main */
+	ck_assert_int_eq(run_ctl("--timeout=abc", "status", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "bad value 'abc' for "
+	    "--timeout"));
+	ck_assert_int_eq(run_ctl("--timeout", "nan", "status", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("status", "extra", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: status: unexpected "
+	    "argument 'extra'"));
+	ck_assert_ptr_nonnull(strstr(err_buf, "usage: nkictl"));
+	ck_assert_int_eq(run_ctl("status", "-x", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '-x'"));
+	ck_assert_int_eq(run_ctl("status", "--nope", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '--nope'"));
 	ck_assert_int_eq(run_ctl("ping", "-n", "0", NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: ping: bad value '0' "
-	    "for -n: want an integer from 1 to 10000000\n"));
-	ck_assert_int_eq(run_ctl("lock", "-w", "-1", "true", NULL),
+	ck_assert_int_eq(run_ctl("ping", "-n", "abc", NULL), CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("ping", "-n", "-3", NULL), CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("ping", "-n", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "option '-n' needs a value"));
+	ck_assert_int_eq(run_ctl("ping", "-n", "99999999999", NULL),
 	    CTL_EXIT_USAGE);
-	ck_assert_int_eq(run_ctl("cache", "gc", "--min-age", "soon", NULL),
+	ck_assert_int_eq(run_ctl("run", NULL), CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "missing KERNEL"));
+	ck_assert_int_eq(run_ctl("run", "k", "x.npy", NULL), CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("run", "k", "-c", "x", NULL), CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("compile", "k", "-i", "a=b.npy", NULL),
 	    CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "for --min-age"));
-	ck_assert_int_eq(run_ctl("cache", "ls", "--cache-dir", "/a",
-	    "--state-dir", "/b", NULL), CTL_EXIT_USAGE);
-	ck_assert_ptr_nonnull(strstr(err_buf, "exclude each other"));
+	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '-i'"));
+	ck_assert_int_eq(run_ctl("simulate", "k", "--batch", NULL),
+	    CTL_EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(err_buf, "unknown option '--batch'"));
+	ck_assert_int_eq(run_ctl("help", "nope", NULL), CTL_EXIT_USAGE);
+	ck_assert_int_eq(run_ctl("help", "status", "x", NULL), CTL_EXIT_USAGE);
 }
 END_TEST
 
@@ -810,27 +810,6 @@ inputs(Nkid__V1__KernelRef *k, struct ctl_tensor_inputs *in, ...)
 	return (rc);
 }
 
-CHECK_TEST(core, test_ctl_input_spec_split)
-{
-	char	*name, *file;
-
-	ck_assert_int_eq(ctl_tensor_spec_split("a_1=x=y.npy", &name, &file), 0);
-	ck_assert_str_eq(name, "a_1");
-	ck_assert_str_eq(file, "x=y.npy");
-	free(name);
-	ck_assert_int_eq(ctl_tensor_spec_split("./a=b.npy", &name, &file), 0);
-	ck_assert_ptr_null(name);
-	ck_assert_str_eq(file, "./a=b.npy");
-	free(file);
-	ck_assert_int_eq(ctl_tensor_spec_split("=b.npy", &name, &file), 0);
-	ck_assert_ptr_null(name);
-	free(file);
-	ck_assert_int_eq(ctl_tensor_spec_split("1a=b.npy", &name, &file), 0);
-	ck_assert_ptr_null(name);
-	free(file);
-}
-END_TEST
-
 CHECK_TEST(core, test_ctl_inputs_placed_by_name)
 {
 	Nkid__V1__KernelRef		*k = kernel_make("nkir/1");
@@ -907,6 +886,27 @@ CHECK_TEST(core, test_ctl_inputs_opaque_format_in_order)
 	ck_assert_str_eq(in.ptrs[1]->dtype, "int8");
 	ctl_tensor_inputs_release(&in);
 	ctl_kernel_free(k);
+}
+END_TEST
+
+CHECK_TEST(core, test_ctl_input_spec_split)
+{
+	char	*name, *file;
+
+	ck_assert_int_eq(ctl_tensor_spec_split("a_1=x=y.npy", &name, &file), 0);
+	ck_assert_str_eq(name, "a_1");
+	ck_assert_str_eq(file, "x=y.npy");
+	free(name);
+	ck_assert_int_eq(ctl_tensor_spec_split("./a=b.npy", &name, &file), 0);
+	ck_assert_ptr_null(name);
+	ck_assert_str_eq(file, "./a=b.npy");
+	free(file);
+	ck_assert_int_eq(ctl_tensor_spec_split("=b.npy", &name, &file), 0);
+	ck_assert_ptr_null(name);
+	free(file);
+	ck_assert_int_eq(ctl_tensor_spec_split("1a=b.npy", &name, &file), 0);
+	ck_assert_ptr_null(name);
+	free(file);
 }
 END_TEST
 

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <check.h>
 
@@ -87,6 +88,16 @@ struct check_test {
 	    __attribute__((__used__, __section__("check_tests"))) =	\
 	    &fn ## _check;						\
 	START_TEST(fn)
+
+/* Seconds on the monotonic clock: to time what a test does. */
+static inline double
+check_now_s(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
+}
 
 /*
  * Make a fresh private directory /tmp/<name>.XXXXXX for a test, its path in
