@@ -276,42 +276,38 @@ CHECK_TEST(core, test_backend_cpu_compile_then_run_by_key)
 	Nkid__V1__CompileReply	*crep;
 	Nkid__V1__RunReply	*rrep;
 	struct wire_kernel	 w;
-	struct fake_call	 fc;
 	char			 key[65];
 
 	wire_kernel_init(&w, 0, P);
 	creq.ref = &w.ref;
-	fake_call_ok(&fc, &d, "Compile", &creq.base);
-	crep = nkid__v1__compile_reply__unpack(NULL, fc.reply_len, fc.reply);
+	crep = fake_call_reply(&d, "Compile", &creq.base,
+	    &nkid__v1__compile_reply__descriptor);
 	ck_assert_uint_eq(strlen(crep->neff_key), 64);
 	ck_assert(!crep->cache_hit);
 	ck_assert_str_eq(crep->kernel_name, "tensor_add");
 	strcpy(key, crep->neff_key);
 	nkid__v1__compile_reply__free_unpacked(crep, NULL);
-	fake_call_release(&fc);
 
 	/* Same IR again: a hit with the same key. */
-	fake_call_msg(&fc, &d, "Compile", &creq.base);
-	crep = nkid__v1__compile_reply__unpack(NULL, fc.reply_len, fc.reply);
+	crep = fake_call_reply(&d, "Compile", &creq.base,
+	    &nkid__v1__compile_reply__descriptor);
 	ck_assert(crep->cache_hit);
 	ck_assert_str_eq(crep->neff_key, key);
 	nkid__v1__compile_reply__free_unpacked(crep, NULL);
-	fake_call_release(&fc);
 
 	/* Run by key only. */
 	w.ref.kernel = NULL;
 	w.ref.neff_key = key;
 	WIRE_REQUEST_SET(&rreq, &w);
 	rreq.core = -1;
-	fake_call_ok(&fc, &d, "Run", &rreq.base);
-	rrep = nkid__v1__run_reply__unpack(NULL, fc.reply_len, fc.reply);
+	rrep = fake_call_reply(&d, "Run", &rreq.base,
+	    &nkid__v1__run_reply__descriptor);
 	ck_assert_uint_eq(rrep->n_outputs, 1);
 	check_sum(rrep->outputs[0]);
 	ck_assert(rrep->cache_hit);
 	ck_assert_str_eq(rrep->neff_key, key);
 	ck_assert_uint_gt(rrep->job_id, 0);
 	nkid__v1__run_reply__free_unpacked(rrep, NULL);
-	fake_call_release(&fc);
 	wire_kernel_release(&w);
 }
 END_TEST
@@ -321,18 +317,16 @@ CHECK_TEST(core, test_backend_cpu_simulate_prints)
 	Nkid__V1__SimulateRequest req = NKID__V1__SIMULATE_REQUEST__INIT;
 	Nkid__V1__SimulateReply	*rep;
 	struct wire_kernel	 w;
-	struct fake_call	 fc;
 
 	wire_kernel_init(&w, 1, P);
 	WIRE_REQUEST_SET(&req, &w);
-	fake_call_ok(&fc, &d, "Simulate", &req.base);
-	rep = nkid__v1__simulate_reply__unpack(NULL, fc.reply_len, fc.reply);
+	rep = fake_call_reply(&d, "Simulate", &req.base,
+	    &nkid__v1__simulate_reply__descriptor);
 	ck_assert_uint_eq(rep->n_outputs, 1);
 	check_sum(rep->outputs[0]);
 	ck_assert_msg(strstr(rep->device_print, "sum") != NULL, "'%s'",
 	    rep->device_print);
 	nkid__v1__simulate_reply__free_unpacked(rep, NULL);
-	fake_call_release(&fc);
 	wire_kernel_release(&w);
 }
 END_TEST
@@ -470,7 +464,6 @@ CHECK_TEST(core, test_backend_cpu_rpc_benchmark)
 	Nkid__V1__BenchmarkRequest req = NKID__V1__BENCHMARK_REQUEST__INIT;
 	Nkid__V1__BenchmarkReply *rep;
 	struct wire_kernel	 w;
-	struct fake_call	 fc;
 	size_t			 i;
 
 	wire_kernel_init(&w, 0, P);
@@ -480,8 +473,8 @@ CHECK_TEST(core, test_backend_cpu_rpc_benchmark)
 	req.warmup = 2;
 	req.iters = 9;
 	req.core = -1;
-	fake_call_ok(&fc, &d, "Benchmark", &req.base);
-	rep = nkid__v1__benchmark_reply__unpack(NULL, fc.reply_len, fc.reply);
+	rep = fake_call_reply(&d, "Benchmark", &req.base,
+	    &nkid__v1__benchmark_reply__descriptor);
 	ck_assert_uint_eq(rep->n_samples_us, 9);
 	ck_assert_uint_eq(rep->n_percentiles, 8);
 	ck_assert_double_eq(rep->percentiles[0]->p, 0);
@@ -492,16 +485,14 @@ CHECK_TEST(core, test_backend_cpu_rpc_benchmark)
 	ck_assert_uint_gt(rep->job_id, 0);
 	ck_assert_uint_eq(strlen(rep->neff_key), 64);
 	nkid__v1__benchmark_reply__free_unpacked(rep, NULL);
-	fake_call_release(&fc);
 
 	/* One timed execution: no percentiles. */
 	req.iters = 1;
-	fake_call_msg(&fc, &d, "Benchmark", &req.base);
-	rep = nkid__v1__benchmark_reply__unpack(NULL, fc.reply_len, fc.reply);
+	rep = fake_call_reply(&d, "Benchmark", &req.base,
+	    &nkid__v1__benchmark_reply__descriptor);
 	ck_assert_uint_eq(rep->n_percentiles, 0);
 	ck_assert_uint_eq(rep->n_samples_us, 1);
 	nkid__v1__benchmark_reply__free_unpacked(rep, NULL);
-	fake_call_release(&fc);
 
 	req.iters = 0;
 	fake_call_expect(&d, "Benchmark", &req.base,
@@ -515,15 +506,14 @@ CHECK_TEST(core, test_backend_cpu_rpc_profile)
 	Nkid__V1__ProfileRequest req = NKID__V1__PROFILE_REQUEST__INIT;
 	Nkid__V1__ProfileReply	*rep;
 	struct wire_kernel	 w;
-	struct fake_call	 fc;
 
 	wire_kernel_init(&w, 0, P);
 	WIRE_REQUEST_SET(&req, &w);
 	req.num_execs = 4;
 	req.profile_nth = 2;
 	req.core = -1;
-	fake_call_ok(&fc, &d, "Profile", &req.base);
-	rep = nkid__v1__profile_reply__unpack(NULL, fc.reply_len, fc.reply);
+	rep = fake_call_reply(&d, "Profile", &req.base,
+	    &nkid__v1__profile_reply__descriptor);
 	ck_assert_uint_eq(rep->n_traces, 2);
 	ck_assert_uint_eq(rep->traces[0]->execution, 2);
 	ck_assert_uint_eq(rep->traces[1]->execution, 4);
@@ -533,7 +523,6 @@ CHECK_TEST(core, test_backend_cpu_rpc_profile)
 	ck_assert_uint_eq(rep->n_outputs, 1);
 	check_sum(rep->outputs[0]);
 	nkid__v1__profile_reply__free_unpacked(rep, NULL);
-	fake_call_release(&fc);
 
 	req.num_execs = 100000;
 	fake_call_expect(&d, "Profile", &req.base,
