@@ -23,17 +23,25 @@ CHECK_TCASE(limits, 600);
 CHECK_TCASE(errors, 0);
 CHECK_TCASE(recovery, 0);
 
+/* The options of a cache in dir of the cpu backend's compiler. */
+static void
+opts_cpu(struct cache_opts *o, const char *dir)
+{
+	memset(o, 0, sizeof *o);
+	o->dir = dir;
+	o->backend = "cpu";
+	o->compiler_version = "sim nkir/1";
+}
+
 static struct cache *
 open_cache(uint64_t max_bytes, size_t inline_max)
 {
-	struct cache_opts	 o = { 0 };
+	struct cache_opts	 o;
 	struct cache		*c;
 	char			 err[512];
 
-	o.dir = check_dir;
+	opts_cpu(&o, check_dir);
 	o.max_bytes = max_bytes;
-	o.backend = "cpu";
-	o.compiler_version = "sim nkir/1";
 	o.recover = 1;
 	o.inline_max = inline_max;
 	ck_assert_msg(cache_open(&c, &o, err, sizeof err) == 0, "%s", err);
@@ -213,13 +221,12 @@ END_TEST
 CHECK_TEST(core, test_cache_other_compiler_kept_not_served)
 {
 	struct cache		*c = open_cache(0, 0);
-	struct cache_opts	 o = { 0 };
+	struct cache_opts	 o;
 	char			 err[256];
 
 	ck_assert_int_eq(put(c, 1, 10), 0);
 	cache_close(c);
-	o.dir = check_dir;
-	o.backend = "cpu";
+	opts_cpu(&o, check_dir);
 	o.compiler_version = "sim nkir/2";
 	ck_assert_int_eq(cache_open(&c, &o, err, sizeof err), 0);
 	ck_assert_int_eq(get(c, 1, CACHE_GET_DATA), CACHE_ESTALE);
@@ -321,11 +328,9 @@ CHECK_TEST(limits, test_cache_bundle_roundtrip_and_hostile)
 	snprintf(other, sizeof other, "%s/other", check_dir);
 	mkdir(other, 0700);
 	{
-		struct cache_opts o = { 0 };
+		struct cache_opts o;
 
-		o.dir = other;
-		o.backend = "cpu";
-		o.compiler_version = "sim nkir/1";
+		opts_cpu(&o, other);
 		ck_assert_int_eq(cache_open(&d, &o, err, sizeof err), 0);
 	}
 	/* Truncated: refused, nothing imported. */
@@ -546,7 +551,7 @@ END_TEST
 
 CHECK_TEST(recovery, test_cache_check_after_open_sets_aside)
 {
-	struct cache_opts	 o = { 0 };
+	struct cache_opts	 o;
 	struct cache_stats	 st;
 	struct cache		*c = open_cache(0, 0);
 	char			 err[512], p[300], junk[4096];
@@ -564,9 +569,7 @@ CHECK_TEST(recovery, test_cache_check_after_open_sets_aside)
 		fwrite(junk, 1, sizeof junk, f);
 	}
 	fclose(f);
-	o.dir = check_dir;
-	o.backend = "cpu";
-	o.compiler_version = "sim nkir/1";
+	opts_cpu(&o, check_dir);
 	o.recover = 1;
 	o.defer_check = 1;
 	ck_assert_msg(cache_open(&c, &o, err, sizeof err) == 0, "%s", err);
