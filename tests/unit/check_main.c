@@ -7,7 +7,10 @@
 
 #include "tests/unit/check_main.h"
 
-/* The suite file's declarations: CHECK_SUITE, and the sections that CHECK_TCASE and CHECK_TEST fill. */
+/*
+ * The suite file's declarations: CHECK_SUITE, and the sections CHECK_TCASE
+ * and CHECK_TEST fill (the linker defines their bounds).
+ */
 extern const struct check_suite		 check_suite;
 extern const struct check_tcase *const	 __start_check_tcases[];
 extern const struct check_tcase *const	 __stop_check_tcases[];
