@@ -58,7 +58,9 @@ CTL_LIB_OBJ    := $(filter-out $(BUILD)/obj/client/nkictl/nkictl.o,$(CTL_OBJ))
 LIBS := $(BUILD)/lib/libnkimodel.a $(BUILD)/lib/libnkisim.a $(BUILD)/lib/libnkicache.a \
 	$(BUILD)/lib/libnkiproto.a
 
-UNIT_SRC   := $(wildcard tests/unit/check_*.c)
+# Each unit suite links the main() they share (tests/unit/check_main.c).
+UNIT_SRC   := $(filter-out tests/unit/check_main.c,$(wildcard tests/unit/check_*.c))
+UNIT_MAIN  := $(BUILD)/obj/tests/unit/check_main.o
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN   := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/%,$(FUZZ_SRC))
@@ -165,18 +167,18 @@ $(PYPKG)/_proto/%_pb2.py: proto/%.proto | deps
 
 # check_sim* test the executor alone; check_ctl_* nkictl's modules; the
 # others the daemon's.
-$(BUILD)/tests/check_sim%: tests/unit/check_sim%.c $(LIBS)
+$(BUILD)/tests/check_sim%: tests/unit/check_sim%.c $(UNIT_MAIN) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIBS) $(LDLIBS) $(CHECK_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(UNIT_MAIN) $(LIBS) $(LDLIBS) $(CHECK_LIBS)
 
-$(BUILD)/tests/check_ctl_%: tests/unit/check_ctl_%.c $(CTL_LIB_OBJ) $(LIBS)
+$(BUILD)/tests/check_ctl_%: tests/unit/check_ctl_%.c $(UNIT_MAIN) $(CTL_LIB_OBJ) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CTL_LIB_OBJ) $(LIBS) $(LDLIBS) \
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(UNIT_MAIN) $(CTL_LIB_OBJ) $(LIBS) $(LDLIBS) \
 		$(shell pkg-config --libs $(CTL_PKGS) 2>/dev/null) $(CHECK_LIBS)
 
-$(BUILD)/tests/check_%: tests/unit/check_%.c $(DAEMON_LIB_OBJ) $(LIBS)
+$(BUILD)/tests/check_%: tests/unit/check_%.c $(UNIT_MAIN) $(DAEMON_LIB_OBJ) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(DAEMON_LIB_OBJ) $(LIBS) $(LDLIBS) $(CHECK_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(UNIT_MAIN) $(DAEMON_LIB_OBJ) $(LIBS) $(LDLIBS) $(CHECK_LIBS)
 
 # Fuzz targets: libFuzzer (clang from Debian) under AddressSanitizer and
 # UBSan; tests/fuzz/run.sh runs one on its corpus for a while.
@@ -306,4 +308,4 @@ uninstall:
 clean:
 	rm -rf $(BUILD) $(PYPKG)/_proto/*_pb2*.py .venv/.editable-stamp
 
--include $(shell find $(BUILD)/obj $(BUILD)/fuzz -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/fuzz $(BUILD)/tests -name '*.d' 2>/dev/null)

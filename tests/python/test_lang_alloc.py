@@ -18,6 +18,13 @@ rng = np.random.default_rng(5)
 X = rng.standard_normal((4, 128, 512)).astype(np.float32)
 
 
+def assert_refused(kernel, match):
+    """Simulating kernel on X raises an NKIError whose message matches the
+    regex match."""
+    with pytest.raises(NKIError, match=match):
+        nki.simulate_kernel(kernel, X)
+
+
 def double_buffered_exp(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     t = nl.ndarray((4, par_dim(128), 512), dtype=x.dtype,
@@ -126,11 +133,10 @@ def test_too_few_physical_tiles_are_refused():
         for i in nl.affine_range(8):
             nl.store(out[i], value=nl.exp(t1[i]))
         return out
-    with pytest.raises(NKIError, match=r"logical tiles \(0,\) and \(2,\) of tensor `t1`"
-                       r" \(ncc.sbuf.mod_alloc\(base_addr=0, num_free_tiles=\(2,\)\)\) share"
-                       r" partitions \[0, 128\), bytes \[0, 2048\) while both are alive: .*"
-                       r"\(lifetime conflict\) \(test_lang_alloc.py:\d+\)"):
-        nki.simulate_kernel(k, X)
+    assert_refused(k, r"logical tiles \(0,\) and \(2,\) of tensor `t1`"
+                      r" \(ncc.sbuf.mod_alloc\(base_addr=0, num_free_tiles=\(2,\)\)\) share"
+                      r" partitions \[0, 128\), bytes \[0, 2048\) while both are alive: .*"
+                      r"\(lifetime conflict\) \(test_lang_alloc.py:\d+\)")
 
 
 def test_reusing_memory_after_a_tensor_dies_is_fine(nkid_socket):
@@ -164,8 +170,7 @@ def test_a_tensor_used_in_a_loop_lives_through_it():
             t[...] = nl.load(x[i])              # ... so this overwrites it
             nl.store(out[i], value=t)
         return out
-    with pytest.raises(NKIError, match="allocation of tensor `t` .* overlaps tensor `keep`"):
-        nki.simulate_kernel(k, X)
+    assert_refused(k, "allocation of tensor `t` .* overlaps tensor `keep`")
 
 
 @pytest.mark.parametrize("target,ok", [("trn1", False), ("trn2", True)])
@@ -202,15 +207,12 @@ def test_psum_limits():
         nl.ndarray((par_dim(128), 128), dtype=nl.float32,
                    buffer=ncc.psum.alloc(lambda idx, pdim_size, fdim_size: (0, 0, 512)))
         return x
-    with pytest.raises(NKIError, match=r"PSUM bank_id 8 of logical tile \(2,\) of tensor"
-                       r" `.*` is out of range: PSUM has 8 banks \(0-7\)"):
-        nki.simulate_kernel(bank, X)
-    with pytest.raises(NKIError, match="fdim_size 4096 of tensor .* exceeds 2KiB, which is"
-                       " the size of a single PSUM bank per partition"):
-        nki.simulate_kernel(wide, X)
-    with pytest.raises(NKIError, match=r"start_partition \(0\) and byte_addr \(512\) of a PSUM"
-                       " tile must both be 0"):
-        nki.simulate_kernel(offset, X)
+    assert_refused(bank, r"PSUM bank_id 8 of logical tile \(2,\) of tensor"
+                         r" `.*` is out of range: PSUM has 8 banks \(0-7\)")
+    assert_refused(wide, "fdim_size 4096 of tensor .* exceeds 2KiB, which is"
+                         " the size of a single PSUM bank per partition")
+    assert_refused(offset, r"start_partition \(0\) and byte_addr \(512\) of a PSUM"
+                           " tile must both be 0")
 
 
 @pytest.mark.parametrize("pdim,start,ok", [(128, 0, True), (128, 64, False), (64, 64, True),
@@ -223,9 +225,8 @@ def test_start_partition_rules(pdim, start, ok):
     if ok:
         trace(k, (X,))
         return
-    with pytest.raises(NKIError, match="start_partition %d of logical tile .* is invalid for a"
-                       " tile of %d partitions" % (start, pdim)):
-        nki.simulate_kernel(k, X)
+    assert_refused(k, "start_partition %d of logical tile .* is invalid for a"
+                      " tile of %d partitions" % (start, pdim))
 
 
 def test_tiles_of_one_tensor_partially_overlapping_are_refused():
@@ -233,10 +234,9 @@ def test_tiles_of_one_tensor_partially_overlapping_are_refused():
         nl.ndarray((2, par_dim(128), 512), dtype=nl.float32,
                    buffer=ncc.sbuf.alloc(lambda idx, pdim_size, fdim_size: (0, idx[0] * 1024)))
         return x
-    with pytest.raises(NKIError, match=r"physical tiles of tensor `.*` partially overlap:"
-                       r" partitions \[0, 128\), bytes \[0, 2048\) and partitions \[0, 128\),"
-                       r" bytes \[1024, 3072\)"):
-        nki.simulate_kernel(k, X)
+    assert_refused(k, r"physical tiles of tensor `.*` partially overlap:"
+                      r" partitions \[0, 128\), bytes \[0, 2048\) and partitions \[0, 128\),"
+                      r" bytes \[1024, 3072\)")
 
 
 def test_init_values_non_io_hbm_and_transposes_are_refused():
@@ -264,16 +264,13 @@ def test_init_values_non_io_hbm_and_transposes_are_refused():
         s[...] = nl.copy(p)
         nl.store(out, value=s)
         return out
-    with pytest.raises(NKIError, match=r"Creating SBUF/PSUM tensor with init value is not"
-                       r" supported in allocated NKI kernels. \(err_tensor_creation_on_scratchpad"
-                       r"_with_init_value_not_supported\)"):
-        nki.simulate_kernel(init, X)
-    with pytest.raises(NKIError, match="Non IO HBM tensor is not supported in allocated NKI"
-                       " kernel: tmp"):
-        nki.simulate_kernel(scratch_hbm, X)
-    with pytest.raises(NKIError, match=r"err_transpose_on_tensor_engine_not_allowed_in_allocated"
-                       r"_kernel\) \(test_lang_alloc.py:\d+\)"):
-        nki.simulate_kernel(transpose, X)
+    assert_refused(init, r"Creating SBUF/PSUM tensor with init value is not"
+                         r" supported in allocated NKI kernels. \(err_tensor_creation_on_scratchpad"
+                         r"_with_init_value_not_supported\)")
+    assert_refused(scratch_hbm, "Non IO HBM tensor is not supported in allocated NKI"
+                                " kernel: tmp")
+    assert_refused(transpose, r"err_transpose_on_tensor_engine_not_allowed_in_allocated"
+                              r"_kernel\) \(test_lang_alloc.py:\d+\)")
 
 
 def test_force_auto_alloc_ignores_placements(nkid_socket):

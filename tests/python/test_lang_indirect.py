@@ -198,25 +198,26 @@ def test_out_of_bounds_skip_mode(nkid_socket):
     np.testing.assert_array_equal(got, want)
 
 
+def load_rows_at(data, idx):
+    """A load of data's rows at the indices the tile idx holds."""
+    it = nl.load(idx)
+    nl.load(data[it, nl.arange(8)[None, :]])
+    return data
+
+
 def test_indices_varying_along_a_free_dimension_are_refused():
-    def k(data, idx):
-        it = nl.load(idx)
-        nl.load(data[it, nl.arange(8)[None, :]])
-        return data
     with pytest.raises(NKISyntaxError, match=r"Dynamic indexing for load/store only supports"
                        r" the indirect indexing to be on the partition or block dimension."
                        r" \(err_indirect_indices_free_dim\) \(test_lang_indirect.py:\d+\)"):
-        nki.simulate_kernel(k, np.zeros((16, 8), np.float32), np.zeros((16, 8), np.int32))
+        nki.simulate_kernel(load_rows_at, np.zeros((16, 8), np.float32),
+                            np.zeros((16, 8), np.int32))
 
 
 def test_float_indices_are_refused():
-    def k(data, idx):
-        it = nl.load(idx)
-        nl.load(data[it, nl.arange(8)[None, :]])
-        return data
     with pytest.raises(TypeError, match="indirect indices must be an integer tile, got"
                        " float32 `it`"):
-        nki.simulate_kernel(k, np.zeros((16, 8), np.float32), np.zeros((16, 1), np.float32))
+        nki.simulate_kernel(load_rows_at, np.zeros((16, 8), np.float32),
+                            np.zeros((16, 1), np.float32))
 
 
 def test_indirect_view_in_other_apis_is_refused():

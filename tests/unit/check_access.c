@@ -32,6 +32,11 @@ teardown(void)
 	config_release(&cfg);
 }
 
+CHECK_SUITE("access", setup, teardown, NULL);
+CHECK_TCASE(core, 0);
+CHECK_TCASE(limits, 0);
+CHECK_TCASE(errors, 0);
+
 static int
 check(uint32_t uid, uint32_t gid, const gid_t *groups, size_t n,
     unsigned conns)
@@ -43,7 +48,7 @@ check(uint32_t uid, uint32_t gid, const gid_t *groups, size_t n,
 	    sizeof why));
 }
 
-START_TEST(test_access_default_allowed)
+CHECK_TEST(core, test_access_default_allowed)
 {
 	ck_assert_int_eq(check(0, 0, NULL, 0, 0), ACCESS_ALLOW);
 	ck_assert_int_eq(check(SELF, 7, NULL, 0, 0), ACCESS_ALLOW);
@@ -51,7 +56,7 @@ START_TEST(test_access_default_allowed)
 }
 END_TEST
 
-START_TEST(test_access_config_allowed)
+CHECK_TEST(core, test_access_config_allowed)
 {
 	gid_t	groups[2] = { 10, 600 };
 
@@ -64,7 +69,7 @@ START_TEST(test_access_config_allowed)
 }
 END_TEST
 
-START_TEST(test_access_cap_per_uid)
+CHECK_TEST(limits, test_access_cap_per_uid)
 {
 	ck_assert_int_eq(check(2000, 7, NULL, 0, 1), ACCESS_ALLOW);
 	ck_assert_int_eq(check(2000, 7, NULL, 0, 2), ACCESS_ECAP);
@@ -74,7 +79,7 @@ START_TEST(test_access_cap_per_uid)
 }
 END_TEST
 
-START_TEST(test_access_nobody_refused)
+CHECK_TEST(errors, test_access_nobody_refused)
 {
 	gid_t	groups[1] = { 65534 };
 
@@ -83,17 +88,3 @@ START_TEST(test_access_nobody_refused)
 	    "allowed"));
 }
 END_TEST
-
-int
-main(void)
-{
-	Suite	*s = suite_create("access");
-
-	check_tcase_add(s, "core", setup, teardown, 0,
-	    test_access_default_allowed, test_access_config_allowed, NULL);
-	check_tcase_add(s, "limits", setup, teardown, 0,
-	    test_access_cap_per_uid, NULL);
-	check_tcase_add(s, "errors", setup, teardown, 0,
-	    test_access_nobody_refused, NULL);
-	return (check_main(s));
-}

@@ -35,6 +35,12 @@ teardown(void)
 	fake_daemon_close(&d);
 }
 
+CHECK_SUITE("backend_cpu", setup, teardown, NULL);
+CHECK_TCASE(core, 0);
+CHECK_TCASE(limits, 0);
+CHECK_TCASE(errors, 0);
+CHECK_TCASE(recovery, 0);
+
 static float	in_a[P * F], in_b[P * F];
 
 static void
@@ -180,7 +186,7 @@ check_sim_sum(const struct sim_tensor *out)
 
 /* ------------------------------------------------------------ ops */
 
-START_TEST(test_backend_cpu_compile_execute)
+CHECK_TEST(core, test_backend_cpu_compile_execute)
 {
 	struct prog	g;
 
@@ -200,7 +206,7 @@ START_TEST(test_backend_cpu_compile_execute)
 }
 END_TEST
 
-START_TEST(test_backend_cpu_partition_limit)
+CHECK_TEST(limits, test_backend_cpu_partition_limit)
 {
 	struct backend	*b = d.backend;
 	void		*image = NULL;
@@ -217,7 +223,7 @@ START_TEST(test_backend_cpu_partition_limit)
 }
 END_TEST
 
-START_TEST(test_backend_cpu_bad_args)
+CHECK_TEST(errors, test_backend_cpu_bad_args)
 {
 	struct prog	g;
 	int		i;
@@ -237,7 +243,7 @@ START_TEST(test_backend_cpu_bad_args)
 }
 END_TEST
 
-START_TEST(test_backend_cpu_truncated_image)
+CHECK_TEST(errors, test_backend_cpu_truncated_image)
 {
 	struct backend		*b = d.backend;
 	struct backend_program	*p = NULL;
@@ -263,75 +269,69 @@ END_TEST
 
 /* ------------------------------------------------------------ rpcs */
 
-START_TEST(test_backend_cpu_compile_then_run_by_key)
+CHECK_TEST(core, test_backend_cpu_compile_then_run_by_key)
 {
 	Nkid__V1__CompileRequest creq = NKID__V1__COMPILE_REQUEST__INIT;
 	Nkid__V1__RunRequest	 rreq = NKID__V1__RUN_REQUEST__INIT;
 	Nkid__V1__CompileReply	*crep;
 	Nkid__V1__RunReply	*rrep;
 	struct wire_kernel	 w;
-	struct fake_call	 fc;
 	char			 key[65];
 
 	wire_kernel_init(&w, 0, P);
 	creq.ref = &w.ref;
-	fake_call_ok(&fc, &d, "Compile", &creq.base);
-	crep = nkid__v1__compile_reply__unpack(NULL, fc.reply_len, fc.reply);
+	crep = fake_call_reply(&d, "Compile", &creq.base,
+	    &nkid__v1__compile_reply__descriptor);
 	ck_assert_uint_eq(strlen(crep->neff_key), 64);
 	ck_assert(!crep->cache_hit);
 	ck_assert_str_eq(crep->kernel_name, "tensor_add");
 	strcpy(key, crep->neff_key);
 	nkid__v1__compile_reply__free_unpacked(crep, NULL);
-	fake_call_release(&fc);
 
 	/* Same IR again: a hit with the same key. */
-	fake_call_msg(&fc, &d, "Compile", &creq.base);
-	crep = nkid__v1__compile_reply__unpack(NULL, fc.reply_len, fc.reply);
+	crep = fake_call_reply(&d, "Compile", &creq.base,
+	    &nkid__v1__compile_reply__descriptor);
 	ck_assert(crep->cache_hit);
 	ck_assert_str_eq(crep->neff_key, key);
 	nkid__v1__compile_reply__free_unpacked(crep, NULL);
-	fake_call_release(&fc);
 
 	/* Run by key only. */
 	w.ref.kernel = NULL;
 	w.ref.neff_key = key;
 	WIRE_REQUEST_SET(&rreq, &w);
 	rreq.core = -1;
-	fake_call_ok(&fc, &d, "Run", &rreq.base);
-	rrep = nkid__v1__run_reply__unpack(NULL, fc.reply_len, fc.reply);
+	rrep = fake_call_reply(&d, "Run", &rreq.base,
+	    &nkid__v1__run_reply__descriptor);
 	ck_assert_uint_eq(rrep->n_outputs, 1);
 	check_sum(rrep->outputs[0]);
 	ck_assert(rrep->cache_hit);
 	ck_assert_str_eq(rrep->neff_key, key);
 	ck_assert_uint_gt(rrep->job_id, 0);
 	nkid__v1__run_reply__free_unpacked(rrep, NULL);
-	fake_call_release(&fc);
 	wire_kernel_release(&w);
 }
 END_TEST
 
-START_TEST(test_backend_cpu_simulate_prints)
+CHECK_TEST(core, test_backend_cpu_simulate_prints)
 {
 	Nkid__V1__SimulateRequest req = NKID__V1__SIMULATE_REQUEST__INIT;
 	Nkid__V1__SimulateReply	*rep;
 	struct wire_kernel	 w;
-	struct fake_call	 fc;
 
 	wire_kernel_init(&w, 1, P);
 	WIRE_REQUEST_SET(&req, &w);
-	fake_call_ok(&fc, &d, "Simulate", &req.base);
-	rep = nkid__v1__simulate_reply__unpack(NULL, fc.reply_len, fc.reply);
+	rep = fake_call_reply(&d, "Simulate", &req.base,
+	    &nkid__v1__simulate_reply__descriptor);
 	ck_assert_uint_eq(rep->n_outputs, 1);
 	check_sum(rep->outputs[0]);
 	ck_assert_msg(strstr(rep->device_print, "sum") != NULL, "'%s'",
 	    rep->device_print);
 	nkid__v1__simulate_reply__free_unpacked(rep, NULL);
-	fake_call_release(&fc);
 	wire_kernel_release(&w);
 }
 END_TEST
 
-START_TEST(test_backend_cpu_run_compile_error_message)
+CHECK_TEST(errors, test_backend_cpu_run_compile_error_message)
 {
 	Nkid__V1__RunRequest	 req = NKID__V1__RUN_REQUEST__INIT;
 	struct wire_kernel	 w;
@@ -351,7 +351,7 @@ START_TEST(test_backend_cpu_run_compile_error_message)
 }
 END_TEST
 
-START_TEST(test_backend_cpu_run_cancelled_before_start)
+CHECK_TEST(recovery, test_backend_cpu_run_cancelled_before_start)
 {
 	Nkid__V1__RunRequest	 req = NKID__V1__RUN_REQUEST__INIT;
 	struct wire_kernel	 w;
@@ -370,7 +370,7 @@ START_TEST(test_backend_cpu_run_cancelled_before_start)
 }
 END_TEST
 
-START_TEST(test_backend_cpu_serves_after_bad_kernel)
+CHECK_TEST(recovery, test_backend_cpu_serves_after_bad_kernel)
 {
 	Nkid__V1__SimulateRequest req = NKID__V1__SIMULATE_REQUEST__INIT;
 	struct wire_kernel	 w;
@@ -388,7 +388,7 @@ END_TEST
 
 /* ------------------------------------------------------------ benchmark, profile */
 
-START_TEST(test_backend_cpu_benchmark_shapes_only)
+CHECK_TEST(core, test_backend_cpu_benchmark_shapes_only)
 {
 	struct prog		 g;
 	struct sim_tensor	 out2[1];
@@ -417,7 +417,7 @@ START_TEST(test_backend_cpu_benchmark_shapes_only)
 }
 END_TEST
 
-START_TEST(test_backend_cpu_profile_traces)
+CHECK_TEST(core, test_backend_cpu_profile_traces)
 {
 	struct prog		 g;
 	struct backend_trace	*t = NULL;
@@ -459,12 +459,11 @@ START_TEST(test_backend_cpu_profile_traces)
 }
 END_TEST
 
-START_TEST(test_backend_cpu_rpc_benchmark)
+CHECK_TEST(core, test_backend_cpu_rpc_benchmark)
 {
 	Nkid__V1__BenchmarkRequest req = NKID__V1__BENCHMARK_REQUEST__INIT;
 	Nkid__V1__BenchmarkReply *rep;
 	struct wire_kernel	 w;
-	struct fake_call	 fc;
 	size_t			 i;
 
 	wire_kernel_init(&w, 0, P);
@@ -474,8 +473,8 @@ START_TEST(test_backend_cpu_rpc_benchmark)
 	req.warmup = 2;
 	req.iters = 9;
 	req.core = -1;
-	fake_call_ok(&fc, &d, "Benchmark", &req.base);
-	rep = nkid__v1__benchmark_reply__unpack(NULL, fc.reply_len, fc.reply);
+	rep = fake_call_reply(&d, "Benchmark", &req.base,
+	    &nkid__v1__benchmark_reply__descriptor);
 	ck_assert_uint_eq(rep->n_samples_us, 9);
 	ck_assert_uint_eq(rep->n_percentiles, 8);
 	ck_assert_double_eq(rep->percentiles[0]->p, 0);
@@ -486,16 +485,14 @@ START_TEST(test_backend_cpu_rpc_benchmark)
 	ck_assert_uint_gt(rep->job_id, 0);
 	ck_assert_uint_eq(strlen(rep->neff_key), 64);
 	nkid__v1__benchmark_reply__free_unpacked(rep, NULL);
-	fake_call_release(&fc);
 
 	/* One timed execution: no percentiles. */
 	req.iters = 1;
-	fake_call_msg(&fc, &d, "Benchmark", &req.base);
-	rep = nkid__v1__benchmark_reply__unpack(NULL, fc.reply_len, fc.reply);
+	rep = fake_call_reply(&d, "Benchmark", &req.base,
+	    &nkid__v1__benchmark_reply__descriptor);
 	ck_assert_uint_eq(rep->n_percentiles, 0);
 	ck_assert_uint_eq(rep->n_samples_us, 1);
 	nkid__v1__benchmark_reply__free_unpacked(rep, NULL);
-	fake_call_release(&fc);
 
 	req.iters = 0;
 	fake_call_expect(&d, "Benchmark", &req.base,
@@ -504,20 +501,19 @@ START_TEST(test_backend_cpu_rpc_benchmark)
 }
 END_TEST
 
-START_TEST(test_backend_cpu_rpc_profile)
+CHECK_TEST(core, test_backend_cpu_rpc_profile)
 {
 	Nkid__V1__ProfileRequest req = NKID__V1__PROFILE_REQUEST__INIT;
 	Nkid__V1__ProfileReply	*rep;
 	struct wire_kernel	 w;
-	struct fake_call	 fc;
 
 	wire_kernel_init(&w, 0, P);
 	WIRE_REQUEST_SET(&req, &w);
 	req.num_execs = 4;
 	req.profile_nth = 2;
 	req.core = -1;
-	fake_call_ok(&fc, &d, "Profile", &req.base);
-	rep = nkid__v1__profile_reply__unpack(NULL, fc.reply_len, fc.reply);
+	rep = fake_call_reply(&d, "Profile", &req.base,
+	    &nkid__v1__profile_reply__descriptor);
 	ck_assert_uint_eq(rep->n_traces, 2);
 	ck_assert_uint_eq(rep->traces[0]->execution, 2);
 	ck_assert_uint_eq(rep->traces[1]->execution, 4);
@@ -527,7 +523,6 @@ START_TEST(test_backend_cpu_rpc_profile)
 	ck_assert_uint_eq(rep->n_outputs, 1);
 	check_sum(rep->outputs[0]);
 	nkid__v1__profile_reply__free_unpacked(rep, NULL);
-	fake_call_release(&fc);
 
 	req.num_execs = 100000;
 	fake_call_expect(&d, "Profile", &req.base,
@@ -535,26 +530,3 @@ START_TEST(test_backend_cpu_rpc_profile)
 	wire_kernel_release(&w);
 }
 END_TEST
-
-int
-main(void)
-{
-	Suite	*s = suite_create("backend_cpu");
-
-	check_tcase_add(s, "core", setup, teardown, 0,
-	    test_backend_cpu_compile_execute,
-	    test_backend_cpu_compile_then_run_by_key,
-	    test_backend_cpu_simulate_prints,
-	    test_backend_cpu_benchmark_shapes_only,
-	    test_backend_cpu_profile_traces, test_backend_cpu_rpc_benchmark,
-	    test_backend_cpu_rpc_profile, NULL);
-	check_tcase_add(s, "limits", setup, teardown, 0,
-	    test_backend_cpu_partition_limit, NULL);
-	check_tcase_add(s, "errors", setup, teardown, 0,
-	    test_backend_cpu_bad_args, test_backend_cpu_truncated_image,
-	    test_backend_cpu_run_compile_error_message, NULL);
-	check_tcase_add(s, "recovery", setup, teardown, 0,
-	    test_backend_cpu_run_cancelled_before_start,
-	    test_backend_cpu_serves_after_bad_kernel, NULL);
-	return (check_main(s));
-}

@@ -28,7 +28,7 @@
 static char	top[1024], fakelib[1200], fakecc[1200], fakeprof[1200];
 static char	fakels[1200];
 /* Per test: a private directory with devices, state and a busy file. */
-static char	T[256], busy[300], argvlog[300];
+static char	T[256], busy[300], argvlog[300], pids[300];
 
 struct fake_nrt_counters {
 	long	inits, closes, loads, unloads, executes, live_tensors,
@@ -110,10 +110,11 @@ setup(void)
 	mkdir(p, 0750);
 	snprintf(busy, sizeof busy, "%s/busy", T);
 	snprintf(argvlog, sizeof argvlog, "%s/argv", T);
+	snprintf(pids, sizeof pids, "%s/pids", T);
 	unsetenv("NEURON_RT_VISIBLE_CORES");
 	setenv("FAKE_NRT_BUSY_FILE", busy, 1);
 	setenv("FAKE_NEURONX_CC_ARGV", argvlog, 1);
-	unsetenv("FAKE_NEURONX_CC_PIDS");
+	setenv("FAKE_NEURONX_CC_PIDS", pids, 1);
 	unsetenv("FAKE_NEURON_PROFILE_ARGV");
 	unsetenv("FAKE_NEURON_LS_DEVICES");
 	unsetenv("FAKE_NEURON_LS_NC");
@@ -127,6 +128,27 @@ teardown(void)
 {
 	neuron_proc_rmtree(T);
 }
+
+/* Find the test doubles; stop with a clear message when they are missing. */
+static int
+suite_begin(int argc, char **argv)
+{
+	paths_init(argv[0]);
+	if (access(fakelib, R_OK) != 0 || access(fakecc, X_OK) != 0) {
+		fprintf(stderr, "check_backend_neuron: missing test doubles "
+		    "'%s' or '%s' (run from the top of the tree after make "
+		    "unit)\n", fakelib, fakecc);
+		return (EXIT_FAILURE);
+	}
+	return (0);
+}
+
+CHECK_SUITE("backend_neuron", setup, teardown, suite_begin);
+CHECK_TCASE(core, 30);
+CHECK_TCASE_NAMED(neuron_ls, "neuron-ls", 60);
+CHECK_TCASE(limits, 30);
+CHECK_TCASE(errors, 30);
+CHECK_TCASE(recovery, 30);
 
 /* Load a config for the doubles; extra is JSON members inside "neuron". */
 static void
@@ -256,6 +278,22 @@ compile_src(struct backend *b, const char *src, void **img, size_t *len,
 	return (b->ops->compile(b->state, src, strlen(src), img, len, diag));
 }
 
+/* Compile penguin_ok on b and load it: the program, to unload when done. */
+static struct backend_program *
+penguin_load(struct backend *b)
+{
+	struct backend_program	*p = NULL;
+	char			 diag[BACKEND_DIAG_LEN];
+	void			*img;
+	size_t			 len;
+
+	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
+	ck_assert_msg(b->ops->load(b->state, img, len, &p, diag) == 0,
+	    "load: %s", diag);
+	free(img);		/* the program holds a copy */
+	return (p);
+}
+
 /* Is pid gone (or a zombie waiting for its reaper)? */
 static int
 pid_dead(long pid)
@@ -269,18 +307,20 @@ pid_dead(long pid)
 	return (rp != NULL && (rp[2] == 'Z' || rp[2] == 'X'));
 }
 
-static double
-now_s(void)
+/* The pids the fake compiler left of a hang or an orphan: its shell's and
+ * its child's. */
+static void
+compiler_pids(long *sh, long *child)
 {
-	struct timespec	ts;
+	const char	*s = file_get(pids);
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_int_eq(sscanf(s, "%ld %ld", sh, child), 2);
 }
 
 /* ------------------------------------------------------------ core */
 
-START_TEST(test_backend_neuron_compile_argv)
+CHECK_TEST(core, test_backend_neuron_compile_argv)
 {
 	static const char *want[] = { "neuronx-cc", "compile", "--framework",
 	    "XLA", "penguin.py", "--internal-tensorizer-opt-level=nki",
@@ -337,7 +377,7 @@ refusal_check(const struct refusal *r, int rc, const char *err)
 		    "'%s': '%s' lacks '%s'", r->s, err, r->want);
 }
 
-START_TEST(test_backend_neuron_options_split)
+CHECK_TEST(core, test_backend_neuron_options_split)
 {
 	static const char *want[] = { "--a", "b c", "d \"e\" $x", "f g", "",
 	    "h'i", NULL };
@@ -380,7 +420,7 @@ START_TEST(test_backend_neuron_options_split)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_cores_parse)
+CHECK_TEST(core, test_backend_neuron_cores_parse)
 {
 	static const struct refusal bad[] = {
 		{ "3-1", 8, NULL },
@@ -410,9 +450,11 @@ START_TEST(test_backend_neuron_cores_parse)
 }
 END_TEST
 
+/* The key/value pairs a backend reports through its versions op. */
 struct versions {
-	char	compiler[64], runtime[128], cores[64], devices[16];
-	char	cores_from[32], target[32], target_from[32];
+	char	key[16][32];
+	char	value[16][128];
+	size_t	n;
 };
 
 static void
@@ -420,20 +462,22 @@ versions_add(void *arg, const char *k, const char *v)
 {
 	struct versions	*vs = arg;
 
-	if (strcmp(k, "neuronx-cc") == 0)
-		snprintf(vs->compiler, sizeof vs->compiler, "%s", v);
-	else if (strcmp(k, "runtime") == 0)
-		snprintf(vs->runtime, sizeof vs->runtime, "%s", v);
-	else if (strcmp(k, "cores") == 0)
-		snprintf(vs->cores, sizeof vs->cores, "%s", v);
-	else if (strcmp(k, "devices") == 0)
-		snprintf(vs->devices, sizeof vs->devices, "%s", v);
-	else if (strcmp(k, "cores_from") == 0)
-		snprintf(vs->cores_from, sizeof vs->cores_from, "%s", v);
-	else if (strcmp(k, "target") == 0)
-		snprintf(vs->target, sizeof vs->target, "%s", v);
-	else if (strcmp(k, "target_from") == 0)
-		snprintf(vs->target_from, sizeof vs->target_from, "%s", v);
+	ck_assert_uint_lt(vs->n, 16);
+	snprintf(vs->key[vs->n], sizeof vs->key[0], "%s", k);
+	snprintf(vs->value[vs->n], sizeof vs->value[0], "%s", v);
+	vs->n++;
+}
+
+/* The value vs holds for key; "" for a key it does not hold. */
+static const char *
+version_of(const struct versions *vs, const char *key)
+{
+	size_t	i;
+
+	for (i = 0; i < vs->n; i++)
+		if (strcmp(vs->key[i], key) == 0)
+			return (vs->value[i]);
+	return ("");
 }
 
 /* The versions backend b reports. */
@@ -453,15 +497,15 @@ versions_expect(const struct versions *vs, const char *cores,
     const char *devices, const char *cores_from, const char *target,
     const char *target_from)
 {
-	ck_assert_str_eq(vs->cores, cores);
-	ck_assert_str_eq(vs->devices, devices);
-	ck_assert_str_eq(vs->cores_from, cores_from);
-	ck_assert_str_eq(vs->target, target);
-	ck_assert_str_eq(vs->target_from, target_from);
+	ck_assert_str_eq(version_of(vs, "cores"), cores);
+	ck_assert_str_eq(version_of(vs, "devices"), devices);
+	ck_assert_str_eq(version_of(vs, "cores_from"), cores_from);
+	ck_assert_str_eq(version_of(vs, "target"), target);
+	ck_assert_str_eq(version_of(vs, "target_from"), target_from);
 	ck_assert_str_eq(getenv("NEURON_RT_VISIBLE_CORES"), cores);
 }
 
-START_TEST(test_backend_neuron_open_versions)
+CHECK_TEST(core, test_backend_neuron_open_versions)
 {
 	struct backend	*b;
 	struct versions	 vs;
@@ -475,15 +519,15 @@ START_TEST(test_backend_neuron_open_versions)
 	ck_assert_str_eq(b->ops->compiler_version(b->state),
 	    "NeuronX Compiler version 2.99.1.0+cafe");
 	versions_get(b, &vs);
-	ck_assert_str_eq(vs.compiler, "2.99.1.0+cafe");
-	ck_assert_str_eq(vs.runtime, "2.99.7.0 fake_nrt");
+	ck_assert_str_eq(version_of(&vs, "neuronx-cc"), "2.99.1.0+cafe");
+	ck_assert_str_eq(version_of(&vs, "runtime"), "2.99.7.0 fake_nrt");
 	/* No neuron-ls: the device files counted; no target anywhere. */
 	versions_expect(&vs, "0-3", "2", "device_glob", "trn1", "default");
 	backend_close(b);
 }
 END_TEST
 
-START_TEST(test_backend_neuron_round_trip)
+CHECK_TEST(core, test_backend_neuron_round_trip)
 {
 	struct backend			*b;
 	struct backend_program		*p = NULL;
@@ -540,7 +584,7 @@ START_TEST(test_backend_neuron_round_trip)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_compile_target_options)
+CHECK_TEST(core, test_backend_neuron_compile_target_options)
 {
 	struct backend	*b;
 	char		 diag[BACKEND_DIAG_LEN], *log, *cwd, want[2048];
@@ -586,21 +630,18 @@ START_TEST(test_backend_neuron_compile_target_options)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_benchmark)
+CHECK_TEST(core, test_backend_neuron_benchmark)
 {
 	struct backend			*b;
-	struct backend_program		*p = NULL;
+	struct backend_program		*p;
 	struct fake_nrt_counters	*fc;
 	struct penguin_exec		 e;
 	double				 samples[5];
 	char				 diag[BACKEND_DIAG_LEN];
-	void				*img;
-	size_t				 len;
 	int				 i;
 
 	b = open_ok(NULL);
-	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
-	ck_assert_int_eq(b->ops->load(b->state, img, len, &p, diag), 0);
+	p = penguin_load(b);
 	/* Shapes only: the backend supplies zeros. */
 	penguin_exec_init(&e, NULL, NULL);
 	fc = counters();
@@ -615,30 +656,27 @@ START_TEST(test_backend_neuron_benchmark)
 	sim_tensors_release(e.out, 2);
 	ck_assert_int_eq(fc->live_tensors, 0);
 	b->ops->unload(b->state, p);
-	free(img);
 	backend_close(b);
 }
 END_TEST
 
-START_TEST(test_backend_neuron_profile)
+CHECK_TEST(core, test_backend_neuron_profile)
 {
 	struct backend		*b;
-	struct backend_program	*p = NULL;
+	struct backend_program	*p;
 	struct backend_trace	*t = NULL;
 	struct penguin_exec	 e;
 	float			 a[8] = { 0 };
 	int32_t			 bb[3] = { 0 };
 	char			 diag[BACKEND_DIAG_LEN], plog[PATH_MAX + 16];
 	char			*log;
-	void			*img;
-	size_t			 len, n = 0;
+	size_t			 n = 0;
 
 	snprintf(plog, sizeof plog, "%s/profile-argv", T);
 	setenv("FAKE_NEURON_PROFILE_ARGV", plog, 1);
 	b = open_ok("\"visible_cores\": \"1,3\"");
 	ck_assert_uint_eq(b->ncores, 2);
-	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
-	ck_assert_int_eq(b->ops->load(b->state, img, len, &p, diag), 0);
+	p = penguin_load(b);
 	penguin_exec_init(&e, a, bb);
 	e.x.outputs = NULL;		/* profile() keeps no outputs */
 	e.x.noutputs = 0;
@@ -678,48 +716,42 @@ START_TEST(test_backend_neuron_profile)
 	unsetenv("FAKE_NEURON_PROFILE_FAIL");
 	workdir_empty();
 	b->ops->unload(b->state, p);
-	free(img);
 	backend_close(b);
 }
 END_TEST
 
 /* ------------------------------------------------------------ limits */
 
-START_TEST(test_backend_neuron_timeout_kills_group)
+CHECK_TEST(limits, test_backend_neuron_timeout_kills_group)
 {
 	struct backend	*b;
-	char		 diag[BACKEND_DIAG_LEN], pids[PATH_MAX + 16], *s;
+	char		 diag[BACKEND_DIAG_LEN];
 	void		*img;
 	size_t		 len;
 	long		 sh, child;
 	double		 t0;
 
-	snprintf(pids, sizeof pids, "%s/pids", T);
-	setenv("FAKE_NEURONX_CC_PIDS", pids, 1);
 	b = open_ok("\"compile_timeout_ms\": 400, \"kill_grace_ms\": 300");
-	t0 = now_s();
+	t0 = check_now_s();
 	ck_assert_int_eq(compile_src(b, "FAKE_CC_HANG\n", &img, &len, diag),
 	    BACKEND_ELIMIT);
-	ck_assert(now_s() - t0 < 5);
+	ck_assert(check_now_s() - t0 < 5);
 	ck_assert_ptr_nonnull(strstr(diag, "did not finish within 400 ms"));
 	ck_assert_ptr_nonnull(strstr(diag, "compile_timeout_ms"));
 	ck_assert_ptr_nonnull(strstr(diag, "compiling forever"));
-	s = file_get(pids);
-	ck_assert_ptr_nonnull(s);
-	ck_assert_int_eq(sscanf(s, "%ld %ld", &sh, &child), 2);
+	compiler_pids(&sh, &child);
 	/* The compiler and the child it started are both gone. */
 	ck_assert(pid_dead(sh));
 	ck_assert(pid_dead(child));
 	workdir_empty();
 
 	/* One that ignores SIGTERM gets SIGKILL after the grace. */
-	t0 = now_s();
+	t0 = check_now_s();
 	ck_assert_int_eq(compile_src(b, "FAKE_CC_HANG FAKE_CC_HANG_TERM_PROOF",
 	    &img, &len, diag), BACKEND_ELIMIT);
-	ck_assert(now_s() - t0 >= 0.6);
-	ck_assert(now_s() - t0 < 5);
-	s = file_get(pids);
-	ck_assert_int_eq(sscanf(s, "%ld %ld", &sh, &child), 2);
+	ck_assert(check_now_s() - t0 >= 0.6);
+	ck_assert(check_now_s() - t0 < 5);
+	compiler_pids(&sh, &child);
 	ck_assert(pid_dead(sh));
 	ck_assert(pid_dead(child));
 	workdir_empty();
@@ -727,31 +759,29 @@ START_TEST(test_backend_neuron_timeout_kills_group)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_orphan_killed)
+CHECK_TEST(limits, test_backend_neuron_orphan_killed)
 {
 	struct backend	*b;
-	char		 diag[BACKEND_DIAG_LEN], pids[PATH_MAX + 16], src[512];
+	char		 diag[BACKEND_DIAG_LEN], src[512];
 	void		*img;
 	size_t		 len;
 	long		 sh, child;
 	double		 t0;
 
-	snprintf(pids, sizeof pids, "%s/pids", T);
-	setenv("FAKE_NEURONX_CC_PIDS", pids, 1);
 	b = open_ok(NULL);
 	snprintf(src, sizeof src, "%sFAKE_CC_ORPHAN\n", penguin_ok);
-	t0 = now_s();
+	t0 = check_now_s();
 	/* Done when the compiler exits, not when its leftover child does. */
 	ck_assert_int_eq(compile_src(b, src, &img, &len, diag), 0);
-	ck_assert(now_s() - t0 < 5);
+	ck_assert(check_now_s() - t0 < 5);
 	free(img);
-	ck_assert_int_eq(sscanf(file_get(pids), "%ld %ld", &sh, &child), 2);
+	compiler_pids(&sh, &child);
 	ck_assert(pid_dead(child));
 	backend_close(b);
 }
 END_TEST
 
-START_TEST(test_backend_neuron_log_cap)
+CHECK_TEST(limits, test_backend_neuron_log_cap)
 {
 	struct neuron_proc		p;
 	struct neuron_proc_result	r;
@@ -795,7 +825,7 @@ END_TEST
 
 /* ------------------------------------------------------------ errors */
 
-START_TEST(test_backend_neuron_compile_failures)
+CHECK_TEST(errors, test_backend_neuron_compile_failures)
 {
 	struct backend		*b;
 	struct backend_program	*p = NULL;
@@ -839,7 +869,7 @@ START_TEST(test_backend_neuron_compile_failures)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_missing_runtime)
+CHECK_TEST(errors, test_backend_neuron_missing_runtime)
 {
 	char	err[1024], extra[PATH_MAX + 64];
 
@@ -873,7 +903,7 @@ START_TEST(test_backend_neuron_missing_runtime)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_busy_core)
+CHECK_TEST(errors, test_backend_neuron_busy_core)
 {
 	struct backend		*b;
 	struct backend_program	*p = NULL;
@@ -916,7 +946,7 @@ END_TEST
 
 /* ------------------------------------------------------------ recovery */
 
-START_TEST(test_backend_neuron_stale_workdir_cleaned)
+CHECK_TEST(recovery, test_backend_neuron_stale_workdir_cleaned)
 {
 	struct backend	*b;
 	char		 p[PATH_MAX + 64];
@@ -938,7 +968,7 @@ START_TEST(test_backend_neuron_stale_workdir_cleaned)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_serves_after_failures)
+CHECK_TEST(recovery, test_backend_neuron_serves_after_failures)
 {
 	struct backend		*b;
 	struct backend_program	*p = NULL;
@@ -1020,7 +1050,7 @@ ls_bad(const char *s, const char *want)
 	ck_assert_uint_eq(ls.ncores, 0);
 }
 
-START_TEST(test_backend_neuron_ls_parse)
+CHECK_TEST(neuron_ls, test_backend_neuron_ls_parse)
 {
 	struct neuron_ls	 ls;
 	char			 err[256], *big, **argv;
@@ -1097,7 +1127,7 @@ START_TEST(test_backend_neuron_ls_parse)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_target_of_instance)
+CHECK_TEST(neuron_ls, test_backend_neuron_target_of_instance)
 {
 	static const struct {
 		const char	*instance, *target;
@@ -1146,7 +1176,7 @@ ls_extra(const char *more)
 	return (buf);
 }
 
-START_TEST(test_backend_neuron_ls_cores)
+CHECK_TEST(neuron_ls, test_backend_neuron_ls_cores)
 {
 	struct backend	*b;
 	struct versions	 vs;
@@ -1199,16 +1229,16 @@ START_TEST(test_backend_neuron_ls_cores)
 	b = open_ok(ls_extra(NULL));
 	ck_assert_uint_eq(b->ncores, 8);
 	versions_get(b, &vs);
-	ck_assert_str_eq(vs.target, "trn2");
-	ck_assert_str_eq(vs.target_from, "neuron-ls");
+	ck_assert_str_eq(version_of(&vs, "target"), "trn2");
+	ck_assert_str_eq(version_of(&vs, "target_from"), "neuron-ls");
 	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
 	ck_assert_int_eq(memcmp(img, "FAKENEFF 1\ntarget trn2\n", 23), 0);
 	free(img);
 	backend_close(b);
 	b = open_ok(ls_extra("\"target\": \"inf2\""));
 	versions_get(b, &vs);
-	ck_assert_str_eq(vs.target, "inf2");
-	ck_assert_str_eq(vs.target_from, "neuron.target");
+	ck_assert_str_eq(version_of(&vs, "target"), "inf2");
+	ck_assert_str_eq(version_of(&vs, "target_from"), "neuron.target");
 	backend_close(b);
 
 	/* A warning on stderr does not spoil the JSON on stdout. */
@@ -1219,7 +1249,7 @@ START_TEST(test_backend_neuron_ls_cores)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_ls_fallback)
+CHECK_TEST(neuron_ls, test_backend_neuron_ls_fallback)
 {
 	struct backend	*b;
 	struct versions	 vs;
@@ -1229,7 +1259,7 @@ START_TEST(test_backend_neuron_ls_fallback)
 	b = open_ok("\"ls\": \"/nonexistent/neuron-ls\"");
 	ck_assert_uint_eq(b->ncores, 4);
 	versions_get(b, &vs);
-	ck_assert_str_eq(vs.cores_from, "device_glob");
+	ck_assert_str_eq(version_of(&vs, "cores_from"), "device_glob");
 	backend_close(b);
 	unsetenv("NEURON_RT_VISIBLE_CORES");
 	/* neuron-ls failing (no devices, no driver, exit 1): the same. */
@@ -1259,7 +1289,7 @@ START_TEST(test_backend_neuron_ls_fallback)
 }
 END_TEST
 
-START_TEST(test_backend_neuron_ls_timeout)
+CHECK_TEST(neuron_ls, test_backend_neuron_ls_timeout)
 {
 	struct backend	*b;
 	time_t		 t0 = time(NULL);
@@ -1274,40 +1304,3 @@ START_TEST(test_backend_neuron_ls_timeout)
 	backend_close(b);
 }
 END_TEST
-
-int
-main(int argc, char **argv)
-{
-	Suite	*s = suite_create("backend_neuron");
-
-	paths_init(argv[0]);
-	if (access(fakelib, R_OK) != 0 || access(fakecc, X_OK) != 0) {
-		fprintf(stderr, "check_backend_neuron: missing test doubles "
-		    "'%s' or '%s' (run from the top of the tree after make "
-		    "unit)\n", fakelib, fakecc);
-		return (EXIT_FAILURE);
-	}
-	check_tcase_add(s, "core", setup, teardown, 30,
-	    test_backend_neuron_compile_argv,
-	    test_backend_neuron_options_split, test_backend_neuron_cores_parse,
-	    test_backend_neuron_open_versions, test_backend_neuron_round_trip,
-	    test_backend_neuron_compile_target_options,
-	    test_backend_neuron_benchmark, test_backend_neuron_profile, NULL);
-	check_tcase_add(s, "neuron-ls", setup, teardown, 60,
-	    test_backend_neuron_ls_parse,
-	    test_backend_neuron_target_of_instance,
-	    test_backend_neuron_ls_cores, test_backend_neuron_ls_fallback,
-	    test_backend_neuron_ls_timeout, NULL);
-	check_tcase_add(s, "limits", setup, teardown, 30,
-	    test_backend_neuron_timeout_kills_group,
-	    test_backend_neuron_orphan_killed, test_backend_neuron_log_cap,
-	    NULL);
-	check_tcase_add(s, "errors", setup, teardown, 30,
-	    test_backend_neuron_compile_failures,
-	    test_backend_neuron_missing_runtime, test_backend_neuron_busy_core,
-	    NULL);
-	check_tcase_add(s, "recovery", setup, teardown, 30,
-	    test_backend_neuron_stale_workdir_cleaned,
-	    test_backend_neuron_serves_after_failures, NULL);
-	return (check_main(s));
-}

@@ -16,31 +16,32 @@
 #include "cache/cache.h"
 #include "tests/unit/check_main.h"
 
-static char	dir[256];
 
-static void
-setup(void)
-{
-	check_dir_make(dir, sizeof dir, "check_cache");
-}
+CHECK_SUITE("cache", check_dir_setup, check_dir_teardown, NULL);
+CHECK_TCASE(core, 0);
+CHECK_TCASE(limits, 600);
+CHECK_TCASE(errors, 0);
+CHECK_TCASE(recovery, 0);
 
+/* The options of a cache in dir of the cpu backend's compiler. */
 static void
-teardown(void)
+opts_cpu(struct cache_opts *o, const char *dir)
 {
-	check_dir_remove(dir);
+	memset(o, 0, sizeof *o);
+	o->dir = dir;
+	o->backend = "cpu";
+	o->compiler_version = "sim nkir/1";
 }
 
 static struct cache *
 open_cache(uint64_t max_bytes, size_t inline_max)
 {
-	struct cache_opts	 o = { 0 };
+	struct cache_opts	 o;
 	struct cache		*c;
 	char			 err[512];
 
-	o.dir = dir;
+	opts_cpu(&o, check_dir);
 	o.max_bytes = max_bytes;
-	o.backend = "cpu";
-	o.compiler_version = "sim nkir/1";
 	o.recover = 1;
 	o.inline_max = inline_max;
 	ck_assert_msg(cache_open(&c, &o, err, sizeof err) == 0, "%s", err);
@@ -99,7 +100,7 @@ count_files(const char *sub)
 	struct dirent	*de;
 	unsigned	 n = 0;
 
-	snprintf(p, sizeof p, "%s/%s", dir, sub);
+	snprintf(p, sizeof p, "%s/%s", check_dir, sub);
 	if ((d = opendir(p)) == NULL)
 		return (0);
 	while ((de = readdir(d)) != NULL)
@@ -120,7 +121,7 @@ flip_blob(struct cache *c, unsigned i, char *p, size_t len)
 
 	mk_key(i, key);
 	ck_assert_int_eq(cache_get(c, key, 0, &e), 0);
-	snprintf(p, len, "%s/blobs/%.2s/%s", dir, e.digest, e.digest);
+	snprintf(p, len, "%s/blobs/%.2s/%s", check_dir, e.digest, e.digest);
 	cache_entry_release(&e);
 	fd = open(p, O_RDWR);
 	ck_assert_int_ge(fd, 0);
@@ -132,7 +133,7 @@ flip_blob(struct cache *c, unsigned i, char *p, size_t len)
 
 /* ------------------------------------------------------------ core */
 
-START_TEST(test_cache_put_get_inline_and_file)
+CHECK_TEST(core, test_cache_put_get_inline_and_file)
 {
 	struct cache		*c = open_cache(0, 100);
 	struct cache_entry	 e;
@@ -170,7 +171,7 @@ START_TEST(test_cache_put_get_inline_and_file)
 }
 END_TEST
 
-START_TEST(test_cache_key_normalizes_options)
+CHECK_TEST(core, test_cache_key_normalizes_options)
 {
 	struct cache_key_input	in = { 0 };
 	char			a[CACHE_KEY_LEN + 1], b[CACHE_KEY_LEN + 1];
@@ -201,7 +202,7 @@ START_TEST(test_cache_key_normalizes_options)
 }
 END_TEST
 
-START_TEST(test_cache_pin_remove)
+CHECK_TEST(core, test_cache_pin_remove)
 {
 	struct cache	*c = open_cache(0, 0);
 	char		 key[CACHE_KEY_LEN + 1], got[CACHE_KEY_LEN + 1];
@@ -217,16 +218,15 @@ START_TEST(test_cache_pin_remove)
 }
 END_TEST
 
-START_TEST(test_cache_other_compiler_kept_not_served)
+CHECK_TEST(core, test_cache_other_compiler_kept_not_served)
 {
 	struct cache		*c = open_cache(0, 0);
-	struct cache_opts	 o = { 0 };
+	struct cache_opts	 o;
 	char			 err[256];
 
 	ck_assert_int_eq(put(c, 1, 10), 0);
 	cache_close(c);
-	o.dir = dir;
-	o.backend = "cpu";
+	opts_cpu(&o, check_dir);
 	o.compiler_version = "sim nkir/2";
 	ck_assert_int_eq(cache_open(&c, &o, err, sizeof err), 0);
 	ck_assert_int_eq(get(c, 1, CACHE_GET_DATA), CACHE_ESTALE);
@@ -235,7 +235,7 @@ START_TEST(test_cache_other_compiler_kept_not_served)
 }
 END_TEST
 
-START_TEST(test_cache_failure_cached_with_log)
+CHECK_TEST(core, test_cache_failure_cached_with_log)
 {
 	struct cache		*c = open_cache(0, 0);
 	struct cache_entry	 e = { 0 }, g;
@@ -254,7 +254,7 @@ END_TEST
 
 /* ------------------------------------------------------------ limits */
 
-START_TEST(test_cache_budget_lru_pinned_held)
+CHECK_TEST(limits, test_cache_budget_lru_pinned_held)
 {
 	struct cache		*c = open_cache(10000, 100);
 	struct cache_stats	 st;
@@ -307,7 +307,7 @@ write_file_cb(void *arg, const void *p, size_t n)
 	return (fwrite(p, 1, n, arg) == n ? 0 : -1);
 }
 
-START_TEST(test_cache_bundle_roundtrip_and_hostile)
+CHECK_TEST(limits, test_cache_bundle_roundtrip_and_hostile)
 {
 	struct cache	*c = open_cache(0, 100), *d;
 	char		 path[300], other[300], err[512];
@@ -317,7 +317,7 @@ START_TEST(test_cache_bundle_roundtrip_and_hostile)
 
 	ck_assert_int_eq(put(c, 1, 50), 0);
 	ck_assert_int_eq(put(c, 2, 5000), 0);
-	snprintf(path, sizeof path, "%s/b.nkb", dir);
+	snprintf(path, sizeof path, "%s/b.nkb", check_dir);
 	f = fopen(path, "w");
 	ck_assert_int_eq(cache_bundle_export(c, NULL, 0, 0, write_file_cb, f,
 	    &n, err, sizeof err), 0);
@@ -325,14 +325,12 @@ START_TEST(test_cache_bundle_roundtrip_and_hostile)
 	ck_assert_uint_eq(n, 2);
 	cache_close(c);
 
-	snprintf(other, sizeof other, "%s/other", dir);
+	snprintf(other, sizeof other, "%s/other", check_dir);
 	mkdir(other, 0700);
 	{
-		struct cache_opts o = { 0 };
+		struct cache_opts o;
 
-		o.dir = other;
-		o.backend = "cpu";
-		o.compiler_version = "sim nkir/1";
+		opts_cpu(&o, other);
 		ck_assert_int_eq(cache_open(&d, &o, err, sizeof err), 0);
 	}
 	/* Truncated: refused, nothing imported. */
@@ -356,7 +354,7 @@ END_TEST
 
 /* ------------------------------------------------------------ errors */
 
-START_TEST(test_cache_disk_full_then_resumes)
+CHECK_TEST(errors, test_cache_disk_full_then_resumes)
 {
 	struct cache		*c = open_cache(0, 100);
 	struct cache_stats	 st;
@@ -374,13 +372,13 @@ START_TEST(test_cache_disk_full_then_resumes)
 }
 END_TEST
 
-START_TEST(test_cache_open_errors)
+CHECK_TEST(errors, test_cache_open_errors)
 {
 	struct cache_opts	 o = { 0 };
 	struct cache		*c;
 	char			 err[512], p[300];
 
-	snprintf(p, sizeof p, "%s/missing", dir);
+	snprintf(p, sizeof p, "%s/missing", check_dir);
 	o.dir = p;
 	ck_assert_int_eq(cache_open(&c, &o, err, sizeof err), CACHE_EIO);
 	ck_assert_ptr_nonnull(strstr(err, p));
@@ -389,7 +387,7 @@ START_TEST(test_cache_open_errors)
 	ck_assert_int_eq(cache_remove(c, "nope"), CACHE_EINVAL);
 	cache_close(c);
 	/* Read-only: no writes. */
-	o.dir = dir;
+	o.dir = check_dir;
 	o.readonly = 1;
 	ck_assert_int_eq(cache_open(&c, &o, err, sizeof err), 0);
 	ck_assert_int_eq(put(c, 1, 10), CACHE_EREADONLY);
@@ -399,7 +397,7 @@ START_TEST(test_cache_open_errors)
 }
 END_TEST
 
-START_TEST(test_cache_newer_schema_refused)
+CHECK_TEST(errors, test_cache_newer_schema_refused)
 {
 	struct cache_opts	 o = { 0 };
 	struct cache		*c = open_cache(0, 0);
@@ -407,12 +405,12 @@ START_TEST(test_cache_newer_schema_refused)
 	char			 err[512], p[300];
 
 	cache_close(c);
-	snprintf(p, sizeof p, "%s/index.db", dir);
+	snprintf(p, sizeof p, "%s/index.db", check_dir);
 	ck_assert_int_eq(sqlite3_open(p, &db), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_exec(db, "PRAGMA user_version = 99", NULL,
 	    NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
-	o.dir = dir;
+	o.dir = check_dir;
 	o.recover = 1;
 	ck_assert_int_eq(cache_open(&c, &o, err, sizeof err), CACHE_EDB);
 	ck_assert_ptr_nonnull(strstr(err, "newer"));
@@ -429,7 +427,7 @@ count_blobs(unsigned *dirs)
 	unsigned	 n = 0;
 
 	*dirs = 0;
-	snprintf(p, sizeof p, "%s/blobs", dir);
+	snprintf(p, sizeof p, "%s/blobs", check_dir);
 	if ((d = opendir(p)) == NULL)
 		return (0);
 	while ((de = readdir(d)) != NULL) {
@@ -443,7 +441,7 @@ count_blobs(unsigned *dirs)
 	return (n);
 }
 
-START_TEST(test_cache_failed_stores_leave_no_dirs)
+CHECK_TEST(errors, test_cache_failed_stores_leave_no_dirs)
 {
 	struct cache	*c = open_cache(0, 100);
 	unsigned	 dirs, i;
@@ -461,7 +459,132 @@ START_TEST(test_cache_failed_stores_leave_no_dirs)
 }
 END_TEST
 
-START_TEST(test_cache_schema_1_rows_dropped)
+/* ------------------------------------------------------------ recovery */
+
+CHECK_TEST(recovery, test_cache_flipped_file_quarantined)
+{
+	struct cache		*c = open_cache(0, 100);
+	struct cache_stats	 st;
+	char			 p[512];
+
+	ck_assert_int_eq(put(c, 1, 5000), 0);
+	flip_blob(c, 1, p, sizeof p);
+	ck_assert_int_eq(get(c, 1, CACHE_GET_DATA), CACHE_ECORRUPT);
+	ck_assert_int_eq(get(c, 1, 0), CACHE_ENOENT);
+	ck_assert_uint_eq(count_files("quarantine"), 1);
+	cache_stats_get(c, &st);
+	ck_assert_uint_eq(st.corrupt, 1);
+	ck_assert_uint_eq(st.entries, 0);
+	cache_close(c);
+}
+END_TEST
+
+CHECK_TEST(recovery, test_cache_damaged_db_set_aside)
+{
+	struct cache		*c = open_cache(0, 0);
+	struct cache_stats	 st;
+	char			 p[300];
+	FILE			*f;
+
+	ck_assert_int_eq(put(c, 1, 10), 0);
+	cache_close(c);
+	snprintf(p, sizeof p, "%s/index.db", check_dir);
+	f = fopen(p, "r+");
+	fwrite("garbage!garbage!", 1, 16, f);
+	fclose(f);
+	c = open_cache(0, 0);
+	cache_stats_get(c, &st);
+	ck_assert_uint_eq(st.recovered, 1);
+	ck_assert_uint_eq(st.entries, 0);
+	ck_assert_int_eq(get(c, 1, 0), CACHE_ENOENT);
+	ck_assert_int_eq(put(c, 2, 10), 0);
+	cache_close(c);
+}
+END_TEST
+
+/* A read-only look (offline `cache verify`) reports and changes nothing:
+ * the second look sees the same damage, not a missing file. */
+CHECK_TEST(recovery, test_cache_readonly_verify_twice)
+{
+	struct cache_opts	 o = { 0 };
+	struct cache		*c = open_cache(0, 100), *r;
+	struct cache_entry	 e;
+	char			 key[CACHE_KEY_LEN + 1], p[512], err[512];
+	int			 i;
+
+	ck_assert_int_eq(put(c, 1, 5000), 0);
+	flip_blob(c, 1, p, sizeof p);
+	cache_close(c);
+	mk_key(1, key);
+	o.dir = check_dir;
+	o.readonly = 1;
+	for (i = 0; i < 2; i++) {
+		ck_assert_msg(cache_open(&r, &o, err, sizeof err) == 0, "%s",
+		    err);
+		ck_assert_int_eq(cache_get(r, key, CACHE_GET_DATA, &e),
+		    CACHE_ECORRUPT);
+		cache_entry_release(&e);
+		ck_assert_int_eq(access(p, F_OK), 0);
+		ck_assert_uint_eq(count_files("quarantine"), 0);
+		cache_close(r);
+	}
+}
+END_TEST
+
+CHECK_TEST(recovery, test_cache_leftover_temps_removed)
+{
+	struct cache	*c = open_cache(0, 0);
+	char		 p[300];
+	FILE		*f;
+
+	cache_close(c);
+	snprintf(p, sizeof p, "%s/tmp/abc.1.1.tmp", check_dir);
+	f = fopen(p, "w");
+	fputs("half", f);
+	fclose(f);
+	ck_assert_uint_eq(count_files("tmp"), 1);
+	c = open_cache(0, 0);
+	ck_assert_uint_eq(count_files("tmp"), 0);
+	cache_close(c);
+}
+END_TEST
+
+CHECK_TEST(recovery, test_cache_check_after_open_sets_aside)
+{
+	struct cache_opts	 o;
+	struct cache_stats	 st;
+	struct cache		*c = open_cache(0, 0);
+	char			 err[512], p[300], junk[4096];
+	unsigned		 i;
+	FILE			*f;
+
+	for (i = 0; i < 200; i++)
+		ck_assert_int_eq(put(c, i, 300), 0);
+	cache_close(c);
+	snprintf(p, sizeof p, "%s/index.db", check_dir);
+	memset(junk, 0xa5, sizeof junk);
+	f = fopen(p, "r+");
+	for (i = 1; i < 6; i++) {
+		fseek(f, 4096L * i, SEEK_SET);
+		fwrite(junk, 1, sizeof junk, f);
+	}
+	fclose(f);
+	opts_cpu(&o, check_dir);
+	o.recover = 1;
+	o.defer_check = 1;
+	ck_assert_msg(cache_open(&c, &o, err, sizeof err) == 0, "%s", err);
+	ck_assert_int_eq(cache_check(c), CACHE_ECORRUPT);
+	cache_stats_get(c, &st);
+	ck_assert_uint_eq(st.recovered, 1);
+	ck_assert_uint_eq(st.entries, 0);
+	ck_assert_int_eq(put(c, 1, 10), 0);
+	ck_assert_int_eq(get(c, 1, CACHE_GET_DATA), 0);
+	ck_assert_int_eq(cache_check(c), 0);
+	cache_close(c);
+}
+END_TEST
+
+CHECK_TEST(recovery, test_cache_schema_1_rows_dropped)
 {
 	struct cache		*c = open_cache(0, 100);
 	struct cache_stats	 st;
@@ -475,7 +598,7 @@ START_TEST(test_cache_schema_1_rows_dropped)
 	ck_assert_uint_eq(count_blobs(&dirs), 1);
 	cache_close(c);
 	/* Make it a version 1 cache: its spec table and version. */
-	snprintf(p, sizeof p, "%s/index.db", dir);
+	snprintf(p, sizeof p, "%s/index.db", check_dir);
 	ck_assert_int_eq(sqlite3_open(p, &db), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_exec(db, "CREATE TABLE spec (spec_key TEXT"
 	    " PRIMARY KEY NOT NULL, neff_key TEXT NOT NULL, kernel TEXT, "
@@ -508,143 +631,7 @@ START_TEST(test_cache_schema_1_rows_dropped)
 }
 END_TEST
 
-/* ------------------------------------------------------------ recovery */
-
-START_TEST(test_cache_flipped_file_quarantined)
-{
-	struct cache		*c = open_cache(0, 100);
-	struct cache_stats	 st;
-	char			 p[512];
-
-	ck_assert_int_eq(put(c, 1, 5000), 0);
-	flip_blob(c, 1, p, sizeof p);
-	ck_assert_int_eq(get(c, 1, CACHE_GET_DATA), CACHE_ECORRUPT);
-	ck_assert_int_eq(get(c, 1, 0), CACHE_ENOENT);
-	ck_assert_uint_eq(count_files("quarantine"), 1);
-	cache_stats_get(c, &st);
-	ck_assert_uint_eq(st.corrupt, 1);
-	ck_assert_uint_eq(st.entries, 0);
-	cache_close(c);
-}
-END_TEST
-
-/* A read-only look (offline `cache verify`) reports and changes nothing:
- * the second look sees the same damage, not a missing file. */
-START_TEST(test_cache_readonly_verify_twice)
-{
-	struct cache_opts	 o = { 0 };
-	struct cache		*c = open_cache(0, 100), *r;
-	struct cache_entry	 e;
-	char			 key[CACHE_KEY_LEN + 1], p[512], err[512];
-	int			 i;
-
-	ck_assert_int_eq(put(c, 1, 5000), 0);
-	flip_blob(c, 1, p, sizeof p);
-	cache_close(c);
-	mk_key(1, key);
-	o.dir = dir;
-	o.readonly = 1;
-	for (i = 0; i < 2; i++) {
-		ck_assert_msg(cache_open(&r, &o, err, sizeof err) == 0, "%s",
-		    err);
-		ck_assert_int_eq(cache_get(r, key, CACHE_GET_DATA, &e),
-		    CACHE_ECORRUPT);
-		cache_entry_release(&e);
-		ck_assert_int_eq(access(p, F_OK), 0);
-		ck_assert_uint_eq(count_files("quarantine"), 0);
-		cache_close(r);
-	}
-}
-END_TEST
-
-START_TEST(test_cache_damaged_db_set_aside)
-{
-	struct cache		*c = open_cache(0, 0);
-	struct cache_stats	 st;
-	char			 p[300];
-	FILE			*f;
-
-	ck_assert_int_eq(put(c, 1, 10), 0);
-	cache_close(c);
-	snprintf(p, sizeof p, "%s/index.db", dir);
-	f = fopen(p, "r+");
-	fwrite("garbage!garbage!", 1, 16, f);
-	fclose(f);
-	c = open_cache(0, 0);
-	cache_stats_get(c, &st);
-	ck_assert_uint_eq(st.recovered, 1);
-	ck_assert_uint_eq(st.entries, 0);
-	ck_assert_int_eq(get(c, 1, 0), CACHE_ENOENT);
-	ck_assert_int_eq(put(c, 2, 10), 0);
-	cache_close(c);
-}
-END_TEST
-
-START_TEST(test_cache_check_after_open_sets_aside)
-{
-	struct cache_opts	 o = { 0 };
-	struct cache_stats	 st;
-	struct cache		*c = open_cache(0, 0);
-	char			 err[512], p[300], junk[4096];
-	unsigned		 i;
-	FILE			*f;
-
-	for (i = 0; i < 200; i++)
-		ck_assert_int_eq(put(c, i, 300), 0);
-	cache_close(c);
-	snprintf(p, sizeof p, "%s/index.db", dir);
-	memset(junk, 0xa5, sizeof junk);
-	f = fopen(p, "r+");
-	for (i = 1; i < 6; i++) {
-		fseek(f, 4096L * i, SEEK_SET);
-		fwrite(junk, 1, sizeof junk, f);
-	}
-	fclose(f);
-	o.dir = dir;
-	o.backend = "cpu";
-	o.compiler_version = "sim nkir/1";
-	o.recover = 1;
-	o.defer_check = 1;
-	ck_assert_msg(cache_open(&c, &o, err, sizeof err) == 0, "%s", err);
-	ck_assert_int_eq(cache_check(c), CACHE_ECORRUPT);
-	cache_stats_get(c, &st);
-	ck_assert_uint_eq(st.recovered, 1);
-	ck_assert_uint_eq(st.entries, 0);
-	ck_assert_int_eq(put(c, 1, 10), 0);
-	ck_assert_int_eq(get(c, 1, CACHE_GET_DATA), 0);
-	ck_assert_int_eq(cache_check(c), 0);
-	cache_close(c);
-}
-END_TEST
-
-START_TEST(test_cache_leftover_temps_removed)
-{
-	struct cache	*c = open_cache(0, 0);
-	char		 p[300];
-	FILE		*f;
-
-	cache_close(c);
-	snprintf(p, sizeof p, "%s/tmp/abc.1.1.tmp", dir);
-	f = fopen(p, "w");
-	fputs("half", f);
-	fclose(f);
-	ck_assert_uint_eq(count_files("tmp"), 1);
-	c = open_cache(0, 0);
-	ck_assert_uint_eq(count_files("tmp"), 0);
-	cache_close(c);
-}
-END_TEST
-
 /* ------------------------------------------------------------ figures */
-
-static double
-now_us(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3);
-}
 
 static int
 cmp_double(const void *a, const void *b)
@@ -666,10 +653,10 @@ hits_time(struct cache *c, double *t, unsigned (*key)(unsigned, unsigned),
 	unsigned	i;
 
 	for (i = 0; i < 200; i++) {
-		t0 = now_us();
+		t0 = check_now_s();
 		ck_assert_int_eq(get(c, key(i, n), CACHE_GET_DATA |
 		    CACHE_GET_TOUCH), 0);
-		t[i] = now_us() - t0;
+		t[i] = (check_now_s() - t0) * 1e6;
 	}
 	qsort(t, 200, sizeof t[0], cmp_double);
 }
@@ -703,13 +690,13 @@ hit_p50(size_t size, size_t inline_max)
 		ck_assert_int_eq(put(c, 1000 + i, size), 0);
 	hits_time(c, t, key_cycle50, 0);
 	cache_close(c);
-	teardown();
-	setup();
+	check_dir_teardown();
+	check_dir_setup();
 	return (t[100]);
 }
 
 /* NKID_CACHE_FIGURES=1: the measurements quoted in docs/cache.md. */
-START_TEST(test_cache_figures)
+CHECK_TEST(limits, test_cache_figures)
 {
 	static const size_t	 sizes[] = { 4096, 16384, 32768, 49152, 65536, 262144,
 				    1048576 };
@@ -729,44 +716,18 @@ START_TEST(test_cache_figures)
 	n = (unsigned)strtoul(env, NULL, 10) > 1 ? (unsigned)strtoul(env,
 	    NULL, 10) : 100000;
 	c = open_cache(0, 0);
-	t0 = now_us();
+	t0 = check_now_s();
 	for (i = 0; i < n; i++)
 		ck_assert_int_eq(put(c, i, 600 + i % 1024), 0);
-	printf("generated %u entries in %.1f s\n", n, (now_us() - t0) / 1e6);
+	printf("generated %u entries in %.1f s\n", n, check_now_s() - t0);
 	cache_close(c);
-	t0 = now_us();
+	t0 = check_now_s();
 	c = open_cache(0, 0);
 	printf("open with %u entries (quick_check included): %.1f ms\n", n,
-	    (now_us() - t0) / 1e3);
+	    (check_now_s() - t0) * 1e3);
 	hits_time(c, t, key_spread, n);
 	printf("lookup (read + verify + touch): p50 %.1f us, p99 %.1f us\n",
 	    t[100], t[198]);
 	cache_close(c);
 }
 END_TEST
-
-int
-main(void)
-{
-	Suite	*s = suite_create("cache");
-
-	check_tcase_add(s, "core", setup, teardown, 0,
-	    test_cache_put_get_inline_and_file,
-	    test_cache_key_normalizes_options, test_cache_pin_remove,
-	    test_cache_other_compiler_kept_not_served,
-	    test_cache_failure_cached_with_log, NULL);
-	check_tcase_add(s, "limits", setup, teardown, 600,
-	    test_cache_budget_lru_pinned_held,
-	    test_cache_bundle_roundtrip_and_hostile, test_cache_figures, NULL);
-	check_tcase_add(s, "errors", setup, teardown, 0,
-	    test_cache_disk_full_then_resumes, test_cache_open_errors,
-	    test_cache_newer_schema_refused,
-	    test_cache_failed_stores_leave_no_dirs, NULL);
-	check_tcase_add(s, "recovery", setup, teardown, 0,
-	    test_cache_flipped_file_quarantined,
-	    test_cache_damaged_db_set_aside, test_cache_readonly_verify_twice,
-	    test_cache_leftover_temps_removed,
-	    test_cache_check_after_open_sets_aside,
-	    test_cache_schema_1_rows_dropped, NULL);
-	return (check_main(s));
-}

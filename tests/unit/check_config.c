@@ -9,6 +9,12 @@
 #include "daemon/config.h"
 #include "tests/unit/check_main.h"
 
+CHECK_SUITE("config", NULL, NULL, NULL);
+CHECK_TCASE(core, 0);
+CHECK_TCASE(limits, 0);
+CHECK_TCASE(errors, 0);
+CHECK_TCASE(recovery, 0);
+
 static char	err[1024];
 
 static int
@@ -19,7 +25,7 @@ load(struct config *cfg, const char *json)
 	    err, sizeof err));
 }
 
-START_TEST(test_config_defaults)
+CHECK_TEST(core, test_config_defaults)
 {
 	struct config	cfg;
 
@@ -44,7 +50,7 @@ START_TEST(test_config_defaults)
 }
 END_TEST
 
-START_TEST(test_config_values_parsed)
+CHECK_TEST(core, test_config_values_parsed)
 {
 	struct config	cfg;
 
@@ -69,7 +75,7 @@ START_TEST(test_config_values_parsed)
 }
 END_TEST
 
-START_TEST(test_config_state_dir_override)
+CHECK_TEST(core, test_config_state_dir_override)
 {
 	struct config		cfg;
 	struct config_override	ov = { "/tmp/o.sock", "/tmp/st" };
@@ -85,7 +91,7 @@ START_TEST(test_config_state_dir_override)
 }
 END_TEST
 
-START_TEST(test_config_shipped_files_valid)
+CHECK_TEST(core, test_config_shipped_files_valid)
 {
 	static const char *files[] = { "config/nkid.json", "config/dev.json",
 	    "config/test.json" };
@@ -103,7 +109,7 @@ START_TEST(test_config_shipped_files_valid)
 }
 END_TEST
 
-START_TEST(test_config_limits_bounds_inclusive)
+CHECK_TEST(limits, test_config_limits_bounds_inclusive)
 {
 	struct config	cfg;
 
@@ -124,7 +130,7 @@ START_TEST(test_config_limits_bounds_inclusive)
 }
 END_TEST
 
-START_TEST(test_config_unknown_key_named)
+CHECK_TEST(errors, test_config_unknown_key_named)
 {
 	struct config	cfg;
 
@@ -133,7 +139,7 @@ START_TEST(test_config_unknown_key_named)
 }
 END_TEST
 
-START_TEST(test_config_unknown_nested_key_named)
+CHECK_TEST(errors, test_config_unknown_nested_key_named)
 {
 	struct config	cfg;
 
@@ -169,7 +175,7 @@ refusals_check(const struct refusal *r, size_t n)
 	}
 }
 
-START_TEST(test_config_wrong_type_named)
+CHECK_TEST(errors, test_config_wrong_type_named)
 {
 	static const struct refusal	r[] = {
 		{ "{\"cpu\": {\"cores\": \"2\"}}", CONFIG_ETYPE,
@@ -188,7 +194,7 @@ START_TEST(test_config_wrong_type_named)
 }
 END_TEST
 
-START_TEST(test_config_bad_values_named)
+CHECK_TEST(errors, test_config_bad_values_named)
 {
 	static const struct refusal	r[] = {
 		{ "{\"cpu\": {\"cores\": 1.5}}", CONFIG_ERANGE, NULL },
@@ -215,7 +221,7 @@ START_TEST(test_config_bad_values_named)
 }
 END_TEST
 
-START_TEST(test_config_bad_json_position)
+CHECK_TEST(errors, test_config_bad_json_position)
 {
 	static const struct refusal	r[] = {
 		{ "{\n  \"socket\": \"/x\",\n  oops\n}", CONFIG_ESYNTAX,
@@ -227,7 +233,7 @@ START_TEST(test_config_bad_json_position)
 }
 END_TEST
 
-START_TEST(test_config_duplicate_key)
+CHECK_TEST(errors, test_config_duplicate_key)
 {
 	static const struct refusal	r[] = {
 		{ "{\"cpu\": {\"cores\": 1, \"cores\": 2}}", CONFIG_EKEY,
@@ -238,7 +244,7 @@ START_TEST(test_config_duplicate_key)
 }
 END_TEST
 
-START_TEST(test_config_missing_file)
+CHECK_TEST(errors, test_config_missing_file)
 {
 	struct config	cfg;
 
@@ -249,7 +255,7 @@ START_TEST(test_config_missing_file)
 }
 END_TEST
 
-START_TEST(test_config_reload_keeps_restart_keys)
+CHECK_TEST(recovery, test_config_reload_keeps_restart_keys)
 {
 	struct config	cur, next;
 
@@ -267,7 +273,7 @@ START_TEST(test_config_reload_keeps_restart_keys)
 }
 END_TEST
 
-START_TEST(test_config_copy_deep)
+CHECK_TEST(core, test_config_copy_deep)
 {
 	struct config	a, b;
 
@@ -281,23 +287,3 @@ START_TEST(test_config_copy_deep)
 	config_release(&b);
 }
 END_TEST
-
-int
-main(void)
-{
-	Suite	*s = suite_create("config");
-
-	check_tcase_add(s, "core", NULL, NULL, 0, test_config_defaults,
-	    test_config_values_parsed, test_config_state_dir_override,
-	    test_config_shipped_files_valid, test_config_copy_deep, NULL);
-	check_tcase_add(s, "limits", NULL, NULL, 0,
-	    test_config_limits_bounds_inclusive, NULL);
-	check_tcase_add(s, "errors", NULL, NULL, 0,
-	    test_config_unknown_key_named,
-	    test_config_unknown_nested_key_named, test_config_wrong_type_named,
-	    test_config_bad_values_named, test_config_bad_json_position,
-	    test_config_duplicate_key, test_config_missing_file, NULL);
-	check_tcase_add(s, "recovery", NULL, NULL, 0,
-	    test_config_reload_keeps_restart_keys, NULL);
-	return (check_main(s));
-}

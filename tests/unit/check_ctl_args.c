@@ -41,6 +41,10 @@ teardown(void)
 	out_buf = err_buf = NULL;
 }
 
+CHECK_SUITE("ctl_args", setup, teardown, NULL);
+CHECK_TCASE(core, 30);
+CHECK_TCASE(errors, 20);
+
 /* Run ctl_main on a NULL-terminated word list; out_buf and err_buf hold
  * what it printed. */
 static int
@@ -81,7 +85,7 @@ help_line_ok(const char *s)
 	    strchr(s, '\n') == NULL);
 }
 
-START_TEST(test_ctl_table_sorted_and_complete)
+CHECK_TEST(core, test_ctl_table_sorted_and_complete)
 {
 	const struct ctl_cmd	*c;
 	const struct ctl_opt	*o, *p;
@@ -144,7 +148,7 @@ fake_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	return (CTL_EXIT_OK);
 }
 
-START_TEST(test_ctl_find_words_and_groups)
+CHECK_TEST(core, test_ctl_find_words_and_groups)
 {
 	static const struct ctl_cmd cache_ls = { .name = "cache ls",
 	    .usage = "", .help = "x", .exec = fake_exec };
@@ -245,7 +249,7 @@ parse(const struct ctl_cmd *cmd, struct ctl_args *a, ...)
 	return (rc);
 }
 
-START_TEST(test_ctl_args_options_and_operands)
+CHECK_TEST(core, test_ctl_args_options_and_operands)
 {
 	struct ctl_args	 a;
 	char *const	*v;
@@ -302,7 +306,7 @@ START_TEST(test_ctl_args_options_and_operands)
 }
 END_TEST
 
-START_TEST(test_ctl_args_unknown_option)
+CHECK_TEST(errors, test_ctl_args_unknown_option)
 {
 	static const char *const usage = "usage: nkictl [-s SOCKET] [--json] "
 	    "[--timeout S] fake A [B] [-n N] [-v] [--dry-run] [-i FILE]...\n";
@@ -351,7 +355,7 @@ START_TEST(test_ctl_args_unknown_option)
 }
 END_TEST
 
-START_TEST(test_ctl_args_arity)
+CHECK_TEST(errors, test_ctl_args_arity)
 {
 	struct ctl_args	a;
 
@@ -386,7 +390,7 @@ START_TEST(test_ctl_args_arity)
 }
 END_TEST
 
-START_TEST(test_ctl_args_values_checked)
+CHECK_TEST(errors, test_ctl_args_values_checked)
 {
 	struct ctl_args		a;
 	unsigned long long	v = 7;
@@ -443,7 +447,7 @@ END_TEST
 
 /* ------------------------------------------------------------ help */
 
-START_TEST(test_ctl_help_from_table)
+CHECK_TEST(core, test_ctl_help_from_table)
 {
 	const struct ctl_cmd	*c;
 	const struct ctl_opt	*o;
@@ -509,7 +513,7 @@ END_TEST
 
 /* ------------------------------------------------------------ usage */
 
-START_TEST(test_ctl_usage_exit_codes)
+CHECK_TEST(errors, test_ctl_usage_exit_codes)
 {
 	ck_assert_int_eq(run_ctl(NULL), CTL_EXIT_USAGE);
 	ck_assert_ptr_nonnull(strstr(err_buf, "nkictl: missing COMMAND"));
@@ -562,7 +566,7 @@ START_TEST(test_ctl_usage_exit_codes)
 }
 END_TEST
 
-START_TEST(test_ctl_help_and_version_succeed)
+CHECK_TEST(core, test_ctl_help_and_version_succeed)
 {
 	size_t	i;
 
@@ -585,7 +589,7 @@ START_TEST(test_ctl_help_and_version_succeed)
 }
 END_TEST
 
-START_TEST(test_ctl_parse_numbers)
+CHECK_TEST(core, test_ctl_parse_numbers)
 {
 	unsigned long long	v;
 	double			d;
@@ -614,7 +618,7 @@ END_TEST
 
 /* ------------------------------------------------------------ connect */
 
-START_TEST(test_ctl_cannot_connect_exits_3)
+CHECK_TEST(errors, test_ctl_cannot_connect_exits_3)
 {
 	char			 sock[600], file[600];
 	struct sockaddr_un	 sa = { .sun_family = AF_UNIX };
@@ -667,7 +671,7 @@ START_TEST(test_ctl_cannot_connect_exits_3)
 }
 END_TEST
 
-START_TEST(test_ctl_version_without_nkid)
+CHECK_TEST(errors, test_ctl_version_without_nkid)
 {
 	cJSON	*o;
 
@@ -806,7 +810,7 @@ inputs(Nkid__V1__KernelRef *k, struct ctl_tensor_inputs *in, ...)
 	return (rc);
 }
 
-START_TEST(test_ctl_inputs_placed_by_name)
+CHECK_TEST(core, test_ctl_inputs_placed_by_name)
 {
 	Nkid__V1__KernelRef		*k = kernel_make("nkir/1");
 	char				 sa[700], sb[700], sq[700];
@@ -868,7 +872,7 @@ START_TEST(test_ctl_inputs_placed_by_name)
 }
 END_TEST
 
-START_TEST(test_ctl_inputs_opaque_format_in_order)
+CHECK_TEST(core, test_ctl_inputs_opaque_format_in_order)
 {
 	Nkid__V1__KernelRef		*k = kernel_make("penguin");
 	char				 sa[700];
@@ -885,7 +889,7 @@ START_TEST(test_ctl_inputs_opaque_format_in_order)
 }
 END_TEST
 
-START_TEST(test_ctl_input_spec_split)
+CHECK_TEST(core, test_ctl_input_spec_split)
 {
 	char	*name, *file;
 
@@ -906,7 +910,7 @@ START_TEST(test_ctl_input_spec_split)
 }
 END_TEST
 
-START_TEST(test_ctl_kernel_read_errors)
+CHECK_TEST(errors, test_ctl_kernel_read_errors)
 {
 	Nkid__V1__KernelRef	*k;
 	char			 path[600], err[1024];
@@ -939,7 +943,7 @@ START_TEST(test_ctl_kernel_read_errors)
 }
 END_TEST
 
-START_TEST(test_ctl_outputs_names_stay_in_dir)
+CHECK_TEST(core, test_ctl_outputs_names_stay_in_dir)
 {
 	Nkid__V1__Tensor t[3] = { NKID__V1__TENSOR__INIT,
 	    NKID__V1__TENSOR__INIT, NKID__V1__TENSOR__INIT };
@@ -982,8 +986,7 @@ START_TEST(test_ctl_outputs_names_stay_in_dir)
 }
 END_TEST
 
-
-START_TEST(test_ctl_inputs_dtype_and_shape_checked)
+CHECK_TEST(errors, test_ctl_inputs_dtype_and_shape_checked)
 {
 	Nkid__V1__KernelRef		*k = kernel_make_shaped("nkir/1", 4);
 	char				 sa[700], sb[700], sq[700], s3[700];
@@ -1064,7 +1067,7 @@ json_error_is(const char *code, int exit)
 	cJSON_Delete(o);
 }
 
-START_TEST(test_ctl_json_errors)
+CHECK_TEST(errors, test_ctl_json_errors)
 {
 	ck_assert_int_eq(run_ctl("-s", "/nonexistent/nkid.sock", "--json",
 	    "status", NULL), CTL_EXIT_CONNECT);
@@ -1143,7 +1146,7 @@ slurp(const char *path)
 	return (buf);
 }
 
-START_TEST(test_ctl_man_and_docs_cover_the_table)
+CHECK_TEST(core, test_ctl_man_and_docs_cover_the_table)
 {
 	const struct ctl_cmd	*c;
 	const struct ctl_opt	*o;
@@ -1188,7 +1191,7 @@ START_TEST(test_ctl_man_and_docs_cover_the_table)
 }
 END_TEST
 
-START_TEST(test_ctl_completion_words)
+CHECK_TEST(core, test_ctl_completion_words)
 {
 	size_t	i;
 
@@ -1206,27 +1209,3 @@ START_TEST(test_ctl_completion_words)
 	ck_assert_ptr_nonnull(strstr(out_buf, "\"long\":\"no-signature\""));
 }
 END_TEST
-
-int
-main(void)
-{
-	Suite	*s = suite_create("ctl_args");
-
-	check_tcase_add(s, "core", setup, teardown, 30,
-	    test_ctl_table_sorted_and_complete, test_ctl_find_words_and_groups,
-	    test_ctl_args_options_and_operands, test_ctl_help_from_table,
-	    test_ctl_help_and_version_succeed, test_ctl_parse_numbers,
-	    test_ctl_input_spec_split, test_ctl_inputs_placed_by_name,
-	    test_ctl_inputs_opaque_format_in_order,
-	    test_ctl_outputs_names_stay_in_dir,
-	    test_ctl_man_and_docs_cover_the_table, test_ctl_completion_words,
-	    NULL);
-	check_tcase_add(s, "errors", setup, teardown, 20,
-	    test_ctl_usage_exit_codes, test_ctl_args_unknown_option,
-	    test_ctl_args_arity, test_ctl_args_values_checked,
-	    test_ctl_cannot_connect_exits_3, test_ctl_version_without_nkid,
-	    test_ctl_kernel_read_errors,
-	    test_ctl_inputs_dtype_and_shape_checked, test_ctl_json_errors,
-	    NULL);
-	return (check_main(s));
-}

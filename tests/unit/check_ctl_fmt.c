@@ -14,6 +14,9 @@
 #include "client/nkictl/ctl_cache.h"
 #include "tests/unit/check_main.h"
 
+CHECK_SUITE("ctl_fmt", NULL, NULL, NULL);
+CHECK_TCASE(core, 0);
+
 /* A formatter of doubles, and what it must write for a value. */
 struct fmt_case {
 	const char	*(*fmt)(double, char *, size_t);
@@ -31,7 +34,7 @@ fmt_cases_check(const struct fmt_case *c, size_t n)
 		ck_assert_str_eq(c[i].fmt(c[i].v, b, sizeof b), c[i].want);
 }
 
-START_TEST(test_ctl_fmt_bytes)
+CHECK_TEST(core, test_ctl_fmt_bytes)
 {
 	static const struct {
 		uint64_t	 n;
@@ -55,7 +58,7 @@ START_TEST(test_ctl_fmt_bytes)
 }
 END_TEST
 
-START_TEST(test_ctl_fmt_durations)
+CHECK_TEST(core, test_ctl_fmt_durations)
 {
 	static const struct fmt_case	c[] = {
 		{ ctl_fmt_us, 0, "0 s" },
@@ -77,7 +80,7 @@ START_TEST(test_ctl_fmt_durations)
 }
 END_TEST
 
-START_TEST(test_ctl_fmt_ages_and_percentages)
+CHECK_TEST(core, test_ctl_fmt_ages_and_percentages)
 {
 	char	b[32];
 
@@ -114,7 +117,7 @@ table_text(struct ctl_table *t)
 	return (buf);
 }
 
-START_TEST(test_ctl_table_widths_fit_contents)
+CHECK_TEST(core, test_ctl_table_widths_fit_contents)
 {
 	static const struct ctl_table_col cols[] = {
 		{ "ID", CTL_TABLE_RIGHT }, { "KIND", 0 },
@@ -149,7 +152,7 @@ START_TEST(test_ctl_table_widths_fit_contents)
 }
 END_TEST
 
-START_TEST(test_ctl_progress_line)
+CHECK_TEST(core, test_ctl_progress_line)
 {
 	struct ctl_progress	p;
 	struct ctl_ctx		ctx;
@@ -186,7 +189,7 @@ START_TEST(test_ctl_progress_line)
 }
 END_TEST
 
-START_TEST(test_ctl_cache_abbrev_and_signature)
+CHECK_TEST(core, test_ctl_cache_abbrev_and_signature)
 {
 	Nkid__V1__Tensor	 t[2] = { NKID__V1__TENSOR__INIT,
 				    NKID__V1__TENSOR__INIT };
@@ -220,15 +223,3 @@ START_TEST(test_ctl_cache_abbrev_and_signature)
 	ck_assert_str_eq(ctl_cache_sig_format(tp, 2, b, 10), "x: float3");
 }
 END_TEST
-
-int
-main(void)
-{
-	Suite	*s = suite_create("ctl_fmt");
-
-	check_tcase_add(s, "core", NULL, NULL, 0, test_ctl_fmt_bytes,
-	    test_ctl_fmt_durations, test_ctl_fmt_ages_and_percentages,
-	    test_ctl_table_widths_fit_contents, test_ctl_progress_line,
-	    test_ctl_cache_abbrev_and_signature, NULL);
-	return (check_main(s));
-}

@@ -30,6 +30,12 @@ teardown(void)
 	fake_daemon_close(&d);
 }
 
+CHECK_SUITE("dispatch", setup, teardown, NULL);
+CHECK_TCASE(core, 0);
+CHECK_TCASE(limits, 0);
+CHECK_TCASE(errors, 0);
+CHECK_TCASE(recovery, 0);
+
 static uint64_t
 method_calls(const char *name, uint64_t *errors)
 {
@@ -39,7 +45,7 @@ method_calls(const char *name, uint64_t *errors)
 	return (d.methods[i].calls);
 }
 
-START_TEST(test_dispatch_table_sorted)
+CHECK_TEST(core, test_dispatch_table_sorted)
 {
 	const struct rpc_method	*m, *prev = NULL;
 	char			 path[128];
@@ -64,7 +70,7 @@ START_TEST(test_dispatch_table_sorted)
 }
 END_TEST
 
-START_TEST(test_dispatch_ping_echo)
+CHECK_TEST(core, test_dispatch_ping_echo)
 {
 	Nkid__V1__PingRequest	 req = NKID__V1__PING_REQUEST__INIT;
 	Nkid__V1__PingReply	*rep;
@@ -83,7 +89,7 @@ START_TEST(test_dispatch_ping_echo)
 }
 END_TEST
 
-START_TEST(test_dispatch_status_fields)
+CHECK_TEST(core, test_dispatch_status_fields)
 {
 	Nkid__V1__StatusRequest	 req = NKID__V1__STATUS_REQUEST__INIT;
 	Nkid__V1__StatusReply	*rep;
@@ -131,7 +137,7 @@ START_TEST(test_dispatch_status_fields)
 }
 END_TEST
 
-START_TEST(test_dispatch_unknown_method)
+CHECK_TEST(errors, test_dispatch_unknown_method)
 {
 	struct fake_call	fc;
 
@@ -143,7 +149,7 @@ START_TEST(test_dispatch_unknown_method)
 }
 END_TEST
 
-START_TEST(test_dispatch_oversized_refused_before_unpack)
+CHECK_TEST(limits, test_dispatch_oversized_refused_before_unpack)
 {
 	struct fake_call	 fc;
 	uint64_t		 cap = config_cap_bytes(&d.cfg,
@@ -167,7 +173,7 @@ START_TEST(test_dispatch_oversized_refused_before_unpack)
 }
 END_TEST
 
-START_TEST(test_dispatch_cap_per_method)
+CHECK_TEST(limits, test_dispatch_cap_per_method)
 {
 	Nkid__V1__PingRequest	 req = NKID__V1__PING_REQUEST__INIT;
 	struct fake_call	 fc;
@@ -187,7 +193,7 @@ START_TEST(test_dispatch_cap_per_method)
 }
 END_TEST
 
-START_TEST(test_dispatch_malformed_protobuf)
+CHECK_TEST(errors, test_dispatch_malformed_protobuf)
 {
 	struct fake_call	fc;
 
@@ -217,7 +223,7 @@ compile_refused(const char *format, const void *ir, size_t len,
 	    want);
 }
 
-START_TEST(test_dispatch_compile_bad_format)
+CHECK_TEST(errors, test_dispatch_compile_bad_format)
 {
 	Nkid__V1__CompileRequest req = NKID__V1__COMPILE_REQUEST__INIT;
 
@@ -228,14 +234,14 @@ START_TEST(test_dispatch_compile_bad_format)
 }
 END_TEST
 
-START_TEST(test_dispatch_compile_malformed_ir)
+CHECK_TEST(errors, test_dispatch_compile_malformed_ir)
 {
 	compile_refused("nkir/1", "\xff\xfe garbage", 10,
 	    "cannot compile 'tensor_add': ");
 }
 END_TEST
 
-START_TEST(test_dispatch_run_tensor_checked)
+CHECK_TEST(errors, test_dispatch_run_tensor_checked)
 {
 	Nkid__V1__RunRequest	 req = NKID__V1__RUN_REQUEST__INIT;
 	Nkid__V1__Tensor	 t = NKID__V1__TENSOR__INIT, *tp = &t;
@@ -285,7 +291,7 @@ START_TEST(test_dispatch_run_tensor_checked)
 }
 END_TEST
 
-START_TEST(test_dispatch_run_neff_key_miss)
+CHECK_TEST(errors, test_dispatch_run_neff_key_miss)
 {
 	Nkid__V1__RunRequest	 req = NKID__V1__RUN_REQUEST__INIT;
 	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
@@ -297,7 +303,7 @@ START_TEST(test_dispatch_run_neff_key_miss)
 }
 END_TEST
 
-START_TEST(test_dispatch_serves_after_errors)
+CHECK_TEST(recovery, test_dispatch_serves_after_errors)
 {
 	Nkid__V1__PingRequest	req = NKID__V1__PING_REQUEST__INIT;
 	struct fake_call	fc;
@@ -313,25 +319,3 @@ START_TEST(test_dispatch_serves_after_errors)
 	ck_assert_uint_eq(errors, 3);
 }
 END_TEST
-
-int
-main(void)
-{
-	Suite	*s = suite_create("dispatch");
-
-	check_tcase_add(s, "core", setup, teardown, 0,
-	    test_dispatch_table_sorted, test_dispatch_ping_echo,
-	    test_dispatch_status_fields, NULL);
-	check_tcase_add(s, "limits", setup, teardown, 0,
-	    test_dispatch_oversized_refused_before_unpack,
-	    test_dispatch_cap_per_method, NULL);
-	check_tcase_add(s, "errors", setup, teardown, 0,
-	    test_dispatch_unknown_method, test_dispatch_malformed_protobuf,
-	    test_dispatch_compile_bad_format,
-	    test_dispatch_compile_malformed_ir,
-	    test_dispatch_run_tensor_checked, test_dispatch_run_neff_key_miss,
-	    NULL);
-	check_tcase_add(s, "recovery", setup, teardown, 0,
-	    test_dispatch_serves_after_errors, NULL);
-	return (check_main(s));
-}

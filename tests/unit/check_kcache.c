@@ -81,6 +81,11 @@ teardown(void)
 	check_dir_remove(dir);
 }
 
+CHECK_SUITE("kcache", setup, teardown, NULL);
+CHECK_TCASE(core, 0);
+CHECK_TCASE(limits, 60);
+CHECK_TCASE(recovery, 0);
+
 /*
  * The fixture kernel made distinct by n: a field no parser knows (number
  * 1000, varint n) appended to its IR, which protobuf-c skips. Another
@@ -131,7 +136,7 @@ wait_for(struct outcome *o)
 
 /* ------------------------------------------------------------ core */
 
-START_TEST(test_kcache_coalesces_identical_resolves)
+CHECK_TEST(core, test_kcache_coalesces_identical_resolves)
 {
 	struct outcome		a, b, c;
 	struct kcache_stats	st;
@@ -164,7 +169,7 @@ START_TEST(test_kcache_coalesces_identical_resolves)
 }
 END_TEST
 
-START_TEST(test_kcache_failure_cached_and_retried)
+CHECK_TEST(core, test_kcache_failure_cached_and_retried)
 {
 	static const uint8_t	 bad[] = { 0xff, 0xff, 0xff, 0xff };
 	struct outcome		 a, b, c;
@@ -194,7 +199,7 @@ END_TEST
 
 /* Kernels held by a job stay loaded beyond the budget; once let go, the
  * least recently used go first. */
-START_TEST(test_kcache_held_entry_survives_eviction)
+CHECK_TEST(limits, test_kcache_held_entry_survives_eviction)
 {
 	struct outcome		 held, o;
 	struct kcache_stats	 st;
@@ -247,7 +252,7 @@ END_TEST
  * eviction on disk follows real use. A hot kernel compiled first survives
  * a cold one compiled after it.
  */
-START_TEST(test_kcache_hot_kernel_survives_disk_eviction)
+CHECK_TEST(limits, test_kcache_hot_kernel_survives_disk_eviction)
 {
 	struct cache		*disk = kcache_disk(kc);
 	struct outcome		 a, b, o;
@@ -301,7 +306,7 @@ END_TEST
 /* A kernel removed from the cache while a job holds it: the job keeps a
  * valid kernel; afterwards nothing serves it by key, and its IR compiles
  * it anew. */
-START_TEST(test_kcache_resolve_races_removal)
+CHECK_TEST(recovery, test_kcache_resolve_races_removal)
 {
 	struct outcome	 a, b, c, d;
 	uint8_t		*ir;
@@ -345,19 +350,3 @@ START_TEST(test_kcache_resolve_races_removal)
 	free(ir);
 }
 END_TEST
-
-int
-main(void)
-{
-	Suite	*s = suite_create("kcache");
-
-	check_tcase_add(s, "core", setup, teardown, 0,
-	    test_kcache_coalesces_identical_resolves,
-	    test_kcache_failure_cached_and_retried, NULL);
-	check_tcase_add(s, "limits", setup, teardown, 60,
-	    test_kcache_held_entry_survives_eviction,
-	    test_kcache_hot_kernel_survives_disk_eviction, NULL);
-	check_tcase_add(s, "recovery", setup, teardown, 0,
-	    test_kcache_resolve_races_removal, NULL);
-	return (check_main(s));
-}

@@ -14,6 +14,11 @@
 #include "daemon/kcache_remote.h"
 #include "tests/unit/check_main.h"
 
+CHECK_SUITE("kcache_remote", NULL, NULL, NULL);
+CHECK_TCASE(core, 0);
+CHECK_TCASE(errors, 0);
+CHECK_TCASE(limits, 0);
+
 static const char	fkey[] = "fleet-key-of-the-unit-tests-0123";
 static const char	key[] = "0123456789abcdef0123456789abcdef"
 			    "0123456789abcdef0123456789abcdef";
@@ -77,7 +82,7 @@ resign(unsigned char *v, size_t len)
 	    &n);
 }
 
-START_TEST(test_kcache_remote_entry_roundtrip)
+CHECK_TEST(core, test_kcache_remote_entry_roundtrip)
 {
 	struct cache_entry	 e, d;
 	void			*v;
@@ -104,7 +109,7 @@ START_TEST(test_kcache_remote_entry_roundtrip)
 }
 END_TEST
 
-START_TEST(test_kcache_remote_entry_failure_travels)
+CHECK_TEST(core, test_kcache_remote_entry_failure_travels)
 {
 	struct cache_entry	 e, d;
 	void			*v;
@@ -121,7 +126,7 @@ START_TEST(test_kcache_remote_entry_failure_travels)
 }
 END_TEST
 
-START_TEST(test_kcache_remote_entry_every_byte_signed)
+CHECK_TEST(errors, test_kcache_remote_entry_every_byte_signed)
 {
 	struct cache_entry	 e, d;
 	unsigned char		*v;
@@ -141,7 +146,7 @@ START_TEST(test_kcache_remote_entry_every_byte_signed)
 }
 END_TEST
 
-START_TEST(test_kcache_remote_entry_truncated_or_longer)
+CHECK_TEST(errors, test_kcache_remote_entry_truncated_or_longer)
 {
 	struct cache_entry	 e, d;
 	unsigned char		*v;
@@ -161,7 +166,7 @@ START_TEST(test_kcache_remote_entry_truncated_or_longer)
 }
 END_TEST
 
-START_TEST(test_kcache_remote_entry_other_fleet_key)
+CHECK_TEST(errors, test_kcache_remote_entry_other_fleet_key)
 {
 	struct cache_entry	 e, d;
 	void			*v;
@@ -177,7 +182,7 @@ START_TEST(test_kcache_remote_entry_other_fleet_key)
 }
 END_TEST
 
-START_TEST(test_kcache_remote_entry_signed_but_wrong)
+CHECK_TEST(errors, test_kcache_remote_entry_signed_but_wrong)
 {
 	struct cache_entry	 e, d;
 	unsigned char		*v;
@@ -218,7 +223,7 @@ START_TEST(test_kcache_remote_entry_signed_but_wrong)
 }
 END_TEST
 
-START_TEST(test_kcache_remote_entry_garbage)
+CHECK_TEST(errors, test_kcache_remote_entry_garbage)
 {
 	static const char	junk[] = "this is not an entry of nkid";
 	struct cache_entry	d;
@@ -233,7 +238,7 @@ START_TEST(test_kcache_remote_entry_garbage)
 }
 END_TEST
 
-START_TEST(test_kcache_remote_entry_large)
+CHECK_TEST(limits, test_kcache_remote_entry_large)
 {
 	struct cache_entry	 e, d;
 	void			*v;
@@ -248,10 +253,15 @@ START_TEST(test_kcache_remote_entry_large)
 }
 END_TEST
 
-START_TEST(test_kcache_remote_url_parse)
+CHECK_TEST(core, test_kcache_remote_url_parse)
 {
+	/* the last one: a password belongs in remote.password_file */
+	static const char *const	bad[] = { "redis://h:0",
+	    "redis://h:99999", "redis://h/x", "redis://", "unix://relative",
+	    "unix:///s?db=x", "redis://a:b@h" };
 	struct config_remote_url	u;
 	char				err[256];
+	size_t				i;
 
 	ck_assert_int_eq(config_remote_url_parse("redis://cache.fleet",
 	    &u, err, sizeof err), 0);
@@ -271,27 +281,16 @@ START_TEST(test_kcache_remote_url_parse)
 	    "unix:///run/redis/redis.sock?db=2", &u, err, sizeof err), 0);
 	ck_assert_str_eq(u.path, "/run/redis/redis.sock");
 	ck_assert_uint_eq(u.db, 2);
-	ck_assert_int_eq(config_remote_url_parse("redis://h:0", &u, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(config_remote_url_parse("redis://h:99999", &u, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(config_remote_url_parse("redis://h/x", &u, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(config_remote_url_parse("redis://", &u, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(config_remote_url_parse("unix://relative", &u, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(config_remote_url_parse("unix:///s?db=x", &u, err,
-	    sizeof err), -1);
-	ck_assert_int_eq(config_remote_url_parse("redis://a:b@h", &u, err,
-	    sizeof err), -1);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		ck_assert_msg(config_remote_url_parse(bad[i], &u, err,
+		    sizeof err) == -1, "'%s' accepted", bad[i]);
 	ck_assert_ptr_nonnull(strstr(err, "remote.password_file"));
 }
 END_TEST
 
 /* Open: off is no tier; a fleet key that cannot be read or is too short
  * fails naming the remote tier, before any connection. */
-START_TEST(test_kcache_remote_open_errors)
+CHECK_TEST(errors, test_kcache_remote_open_errors)
 {
 	struct kcache_remote	*r = (void *)1;
 	struct config		 cfg;
@@ -346,24 +345,3 @@ START_TEST(test_kcache_remote_open_errors)
 	ck_assert_int_eq(uv_loop_close(&loop), 0);
 }
 END_TEST
-
-int
-main(void)
-{
-	Suite	*s = suite_create("kcache_remote");
-
-	check_tcase_add(s, "core", NULL, NULL, 0,
-	    test_kcache_remote_entry_roundtrip,
-	    test_kcache_remote_entry_failure_travels,
-	    test_kcache_remote_url_parse, NULL);
-	check_tcase_add(s, "errors", NULL, NULL, 0,
-	    test_kcache_remote_entry_every_byte_signed,
-	    test_kcache_remote_entry_truncated_or_longer,
-	    test_kcache_remote_entry_other_fleet_key,
-	    test_kcache_remote_entry_signed_but_wrong,
-	    test_kcache_remote_entry_garbage, test_kcache_remote_open_errors,
-	    NULL);
-	check_tcase_add(s, "limits", NULL, NULL, 0,
-	    test_kcache_remote_entry_large, NULL);
-	return (check_main(s));
-}

@@ -47,6 +47,11 @@ teardown(void)
 	check_dir_remove(dir);
 }
 
+CHECK_SUITE("server_listen", setup, teardown, NULL);
+CHECK_TCASE(core, 0);
+CHECK_TCASE(errors, 0);
+CHECK_TCASE(recovery, 0);
+
 /* A socket bound at path and closed: what a killed nkid leaves. */
 static void
 stale_make(const char *path)
@@ -77,7 +82,7 @@ connect_to(const char *path)
 	return (rc);
 }
 
-START_TEST(test_server_listen_bind)
+CHECK_TEST(core, test_server_listen_bind)
 {
 	struct server_listen	l;
 	struct stat		sb;
@@ -124,7 +129,7 @@ START_TEST(test_server_listen_bind)
 }
 END_TEST
 
-START_TEST(test_server_listen_mode)
+CHECK_TEST(core, test_server_listen_mode)
 {
 	struct server_listen	l;
 	struct stat		sb;
@@ -142,7 +147,7 @@ START_TEST(test_server_listen_mode)
 }
 END_TEST
 
-START_TEST(test_server_listen_lock_held)
+CHECK_TEST(errors, test_server_listen_lock_held)
 {
 	struct server_listen	l, l2;
 	char			want[512];
@@ -164,7 +169,7 @@ START_TEST(test_server_listen_lock_held)
 }
 END_TEST
 
-START_TEST(test_server_listen_stale)
+CHECK_TEST(recovery, test_server_listen_stale)
 {
 	struct server_listen	l;
 
@@ -178,7 +183,7 @@ START_TEST(test_server_listen_stale)
 }
 END_TEST
 
-START_TEST(test_server_listen_not_socket)
+CHECK_TEST(errors, test_server_listen_not_socket)
 {
 	struct server_listen	l;
 	struct stat		sb;
@@ -198,7 +203,7 @@ START_TEST(test_server_listen_not_socket)
 }
 END_TEST
 
-START_TEST(test_server_listen_group_unknown)
+CHECK_TEST(errors, test_server_listen_group_unknown)
 {
 	struct server_listen	l;
 	struct stat		sb;
@@ -285,7 +290,7 @@ inherit_run(const char *bound, int listening, const char *want_err)
 	return (WEXITSTATUS(status));
 }
 
-START_TEST(test_server_listen_inherit)
+CHECK_TEST(core, test_server_listen_inherit)
 {
 	char	bound[160];
 
@@ -294,7 +299,7 @@ START_TEST(test_server_listen_inherit)
 }
 END_TEST
 
-START_TEST(test_server_listen_inherit_not_listening)
+CHECK_TEST(errors, test_server_listen_inherit_not_listening)
 {
 	char	bound[160];
 
@@ -303,19 +308,3 @@ START_TEST(test_server_listen_inherit_not_listening)
 	    "(fd 3) is not a listening unix stream socket"), 0);
 }
 END_TEST
-
-int
-main(void)
-{
-	Suite	*s = suite_create("server_listen");
-
-	check_tcase_add(s, "core", setup, teardown, 0, test_server_listen_bind,
-	    test_server_listen_mode, test_server_listen_inherit, NULL);
-	check_tcase_add(s, "errors", setup, teardown, 0,
-	    test_server_listen_lock_held, test_server_listen_not_socket,
-	    test_server_listen_group_unknown,
-	    test_server_listen_inherit_not_listening, NULL);
-	check_tcase_add(s, "recovery", setup, teardown, 0,
-	    test_server_listen_stale, NULL);
-	return (check_main(s));
-}

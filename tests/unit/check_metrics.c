@@ -53,6 +53,10 @@ teardown(void)
 	check_dir_remove(tmpdir);
 }
 
+CHECK_SUITE("metrics", setup, teardown, NULL);
+CHECK_TCASE(core, 0);
+CHECK_TCASE(errors, 0);
+
 /* A call of method name with bytes through dispatch, answered. */
 static void
 call(const char *name, const void *data, size_t len)
@@ -129,7 +133,7 @@ histograms_check(const char *text)
 	return (series);
 }
 
-START_TEST(test_metrics_hist_buckets)
+CHECK_TEST(core, test_metrics_hist_buckets)
 {
 	struct metrics_hist	h;
 	size_t			i;
@@ -151,7 +155,7 @@ START_TEST(test_metrics_hist_buckets)
 }
 END_TEST
 
-START_TEST(test_metrics_render_rpc)
+CHECK_TEST(core, test_metrics_render_rpc)
 {
 	char	*text;
 	size_t	 len;
@@ -208,7 +212,7 @@ job_done(struct sched_job *job, int outcome)
 	*(int *)job->owner = outcome == SCHED_RAN ? 1 : 2;
 }
 
-START_TEST(test_metrics_render_jobs)
+CHECK_TEST(core, test_metrics_render_jobs)
 {
 	struct sched_limits	lim;
 	struct sched_job	a, b;
@@ -321,7 +325,7 @@ listen_set(const char *spec)
 	d.cfg.metrics_listen = xstrdup(spec);
 }
 
-START_TEST(test_metrics_http_serves_from_loop)
+CHECK_TEST(core, test_metrics_http_serves_from_loop)
 {
 	static struct http_get	 g;
 	struct sockaddr_in	*sin = (struct sockaddr_in *)&g.addr;
@@ -377,7 +381,7 @@ START_TEST(test_metrics_http_serves_from_loop)
 }
 END_TEST
 
-START_TEST(test_metrics_http_unix)
+CHECK_TEST(core, test_metrics_http_unix)
 {
 	static struct http_get	 g;
 	struct sockaddr_un	*sun = (struct sockaddr_un *)&g.addr;
@@ -420,7 +424,7 @@ START_TEST(test_metrics_http_unix)
 }
 END_TEST
 
-START_TEST(test_metrics_http_errors)
+CHECK_TEST(errors, test_metrics_http_errors)
 {
 	struct sockaddr_in	 sin;
 	socklen_t		 len = sizeof sin;
@@ -457,17 +461,3 @@ START_TEST(test_metrics_http_errors)
 	    "'/nonexistent/dir/metrics.sock': No such file or directory");
 }
 END_TEST
-
-int
-main(void)
-{
-	Suite	*s = suite_create("metrics");
-
-	check_tcase_add(s, "core", setup, teardown, 0,
-	    test_metrics_hist_buckets, test_metrics_render_rpc,
-	    test_metrics_render_jobs, test_metrics_http_serves_from_loop,
-	    test_metrics_http_unix, NULL);
-	check_tcase_add(s, "errors", setup, teardown, 0,
-	    test_metrics_http_errors, NULL);
-	return (check_main(s));
-}

@@ -10,6 +10,10 @@
 #include "model/model.h"
 #include "tests/unit/check_main.h"
 
+CHECK_SUITE("model", NULL, NULL, NULL);
+CHECK_TCASE(core, 0);
+CHECK_TCASE(errors, 0);
+
 /* A kernel built by hand: out[128, F] = exp(x[128, F]) through SBUF. */
 struct kb {
 	Nkir__V1__Kernel	 k;
@@ -118,7 +122,7 @@ kb_build(uint64_t nfree, const char *target, size_t *len)
 	return (buf);
 }
 
-START_TEST(test_model_costs)
+CHECK_TEST(core, test_model_costs)
 {
 	struct model_result	r, r2;
 	uint8_t			*ir;
@@ -152,7 +156,7 @@ START_TEST(test_model_costs)
 }
 END_TEST
 
-START_TEST(test_model_targets)
+CHECK_TEST(core, test_model_targets)
 {
 	struct model_opts	o;
 	struct model_result	r1, r2;
@@ -178,7 +182,7 @@ START_TEST(test_model_targets)
 }
 END_TEST
 
-START_TEST(test_model_report)
+CHECK_TEST(core, test_model_report)
 {
 	struct model_result	r;
 	uint8_t			*ir;
@@ -203,7 +207,7 @@ START_TEST(test_model_report)
 }
 END_TEST
 
-START_TEST(test_model_errors)
+CHECK_TEST(errors, test_model_errors)
 {
 	struct model_opts	o;
 	struct model_result	r;
@@ -226,14 +230,3 @@ START_TEST(test_model_errors)
 	free(ir);
 }
 END_TEST
-
-int
-main(void)
-{
-	Suite	*s = suite_create("model");
-
-	check_tcase_add(s, "core", NULL, NULL, 0, test_model_costs,
-	    test_model_targets, test_model_report, NULL);
-	check_tcase_add(s, "errors", NULL, NULL, 0, test_model_errors, NULL);
-	return (check_main(s));
-}

@@ -7,7 +7,11 @@
 #include "daemon/outpool.h"
 #include "tests/unit/check_main.h"
 
-START_TEST(test_outpool_reuses_a_fitting_buffer)
+CHECK_SUITE("outpool", NULL, NULL, NULL);
+CHECK_TCASE(core, 0);
+CHECK_TCASE(limits, 0);
+
+CHECK_TEST(core, test_outpool_reuses_a_fitting_buffer)
 {
 	void	*a, *b, *c;
 
@@ -26,7 +30,7 @@ START_TEST(test_outpool_reuses_a_fitting_buffer)
 }
 END_TEST
 
-START_TEST(test_outpool_keeps_at_most_its_limits)
+CHECK_TEST(limits, test_outpool_keeps_at_most_its_limits)
 {
 	void	*p[OUTPOOL_KEEP + 2], *q;
 	int	 i;
@@ -54,15 +58,3 @@ START_TEST(test_outpool_keeps_at_most_its_limits)
 	outpool_drain();
 }
 END_TEST
-
-int
-main(void)
-{
-	Suite	*s = suite_create("outpool");
-
-	check_tcase_add(s, "core", NULL, NULL, 0,
-	    test_outpool_reuses_a_fitting_buffer, NULL);
-	check_tcase_add(s, "limits", NULL, NULL, 0,
-	    test_outpool_keeps_at_most_its_limits, NULL);
-	return (check_main(s));
-}

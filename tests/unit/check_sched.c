@@ -128,7 +128,12 @@ teardown(void)
 	ck_assert_int_eq(uv_loop_close(&loop), 0);
 }
 
-START_TEST(test_sched_fair_round_robin)
+CHECK_SUITE("sched", setup, teardown, NULL);
+CHECK_TCASE(core, 0);
+CHECK_TCASE(limits, 0);
+CHECK_TCASE(errors, 0);
+
+CHECK_TEST(core, test_sched_fair_round_robin)
 {
 	struct sched_job	lease;
 	struct tjob		a1, a2, a3, b1, b2, c1;
@@ -150,7 +155,7 @@ START_TEST(test_sched_fair_round_robin)
 }
 END_TEST
 
-START_TEST(test_sched_batch_after_interactive)
+CHECK_TEST(core, test_sched_batch_after_interactive)
 {
 	struct sched_job	lease;
 	struct tjob		b1, b2, i1, i2;
@@ -167,7 +172,7 @@ START_TEST(test_sched_batch_after_interactive)
 }
 END_TEST
 
-START_TEST(test_sched_least_loaded_core)
+CHECK_TEST(core, test_sched_least_loaded_core)
 {
 	struct sched_job	lease;
 	struct tjob		j;
@@ -184,7 +189,7 @@ START_TEST(test_sched_least_loaded_core)
 }
 END_TEST
 
-START_TEST(test_sched_caps_with_numbers)
+CHECK_TEST(limits, test_sched_caps_with_numbers)
 {
 	struct sched_job	lease;
 	struct sched_limits	lim = { 3, 4, 2, 100 };
@@ -224,7 +229,7 @@ START_TEST(test_sched_caps_with_numbers)
 }
 END_TEST
 
-START_TEST(test_sched_deadline_never_runs)
+CHECK_TEST(limits, test_sched_deadline_never_runs)
 {
 	struct sched_job	lease;
 	struct tjob		late, ok;
@@ -246,7 +251,7 @@ START_TEST(test_sched_deadline_never_runs)
 }
 END_TEST
 
-START_TEST(test_sched_cancel_drops_queued)
+CHECK_TEST(errors, test_sched_cancel_drops_queued)
 {
 	struct sched_job	lease;
 	struct sched_counters	sc;
@@ -282,7 +287,7 @@ START_TEST(test_sched_cancel_drops_queued)
 }
 END_TEST
 
-START_TEST(test_sched_lease_states)
+CHECK_TEST(core, test_sched_lease_states)
 {
 	struct sched_job	lease, queued;
 	struct sched_core_info	ci;
@@ -325,7 +330,7 @@ list_cb(void *arg, const struct sched_job_info *ji)
 	strcat(l->states, " ");
 }
 
-START_TEST(test_sched_history_bounded)
+CHECK_TEST(core, test_sched_history_bounded)
 {
 	struct tjob	t[4];
 	struct list_ctx	l;
@@ -356,7 +361,7 @@ START_TEST(test_sched_history_bounded)
 }
 END_TEST
 
-START_TEST(test_sched_close_drops_queued)
+CHECK_TEST(errors, test_sched_close_drops_queued)
 {
 	struct sched_job	lease;
 	struct tjob		t;
@@ -376,7 +381,7 @@ START_TEST(test_sched_close_drops_queued)
 }
 END_TEST
 
-START_TEST(test_sched_here_runs_on_the_spot)
+CHECK_TEST(core, test_sched_here_runs_on_the_spot)
 {
 	struct sched_job	lease;
 	struct tjob		a, b, c;
@@ -414,22 +419,3 @@ START_TEST(test_sched_here_runs_on_the_spot)
 	ck_assert_str_eq(order, "a b ");
 }
 END_TEST
-
-int
-main(void)
-{
-	Suite	*s = suite_create("sched");
-
-	check_tcase_add(s, "core", setup, teardown, 0,
-	    test_sched_fair_round_robin, test_sched_batch_after_interactive,
-	    test_sched_least_loaded_core, test_sched_lease_states,
-	    test_sched_history_bounded, test_sched_here_runs_on_the_spot,
-	    NULL);
-	check_tcase_add(s, "limits", setup, teardown, 0,
-	    test_sched_caps_with_numbers, test_sched_deadline_never_runs,
-	    NULL);
-	check_tcase_add(s, "errors", setup, teardown, 0,
-	    test_sched_cancel_drops_queued, test_sched_close_drops_queued,
-	    NULL);
-	return (check_main(s));
-}

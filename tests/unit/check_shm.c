@@ -13,20 +13,10 @@
 #include "daemon/shm.h"
 #include "tests/unit/check_main.h"
 
-static char	dir[64];
 static char	err[512];
 
-static void
-setup(void)
-{
-	check_dir_make(dir, sizeof dir, "check_shm");
-}
-
-static void
-teardown(void)
-{
-	check_dir_remove(dir);
-}
+CHECK_SUITE("shm", check_dir_setup, check_dir_teardown, NULL);
+CHECK_TCASE(core, 0);
 
 /* A file dir/name of size bytes: byte i = i % 251. */
 static void
@@ -37,7 +27,7 @@ make(const char *name, size_t size)
 	size_t	 i;
 	int	 fd;
 
-	snprintf(path, sizeof path, "%s/%s", dir, name);
+	snprintf(path, sizeof path, "%s/%s", check_dir, name);
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	ck_assert_int_ge(fd, 0);
 	b = malloc(size + 1);
@@ -48,7 +38,7 @@ make(const char *name, size_t size)
 	close(fd);
 }
 
-START_TEST(test_shm_names)
+CHECK_TEST(core, test_shm_names)
 {
 	static const char *good[] = { "nkid.0.123.abcdef", "nkid.x",
 	    "nkid.A-b_c.9", "nkid..", "nkid...." };
@@ -76,7 +66,7 @@ START_TEST(test_shm_names)
 }
 END_TEST
 
-START_TEST(test_shm_ranges)
+CHECK_TEST(core, test_shm_ranges)
 {
 	ck_assert_int_eq(shm_range_check("r", 0, 100, 100, err, sizeof err), 0);
 	ck_assert_int_eq(shm_range_check("r", 100, 0, 100, err, sizeof err),
@@ -92,14 +82,14 @@ START_TEST(test_shm_ranges)
 }
 END_TEST
 
-START_TEST(test_shm_open_checks)
+CHECK_TEST(core, test_shm_open_checks)
 {
 	struct shm_set	*s, *other;
 	char		 path[256], target[256];
 	int		 i, j;
 
 	make("nkid.a", 4096);
-	s = shm_set_new(dir, getuid());
+	s = shm_set_new(check_dir, getuid());
 	i = shm_set_open(s, "nkid.a", 0, 0, 4096, err, sizeof err);
 	ck_assert_msg(i >= 0, "%s", err);
 	ck_assert_int_eq(shm_set_file_size(s, i), 4096);
@@ -118,19 +108,19 @@ START_TEST(test_shm_open_checks)
 	    sizeof err), SHM_ENOENT);
 	ck_assert_ptr_nonnull(strstr(err, "nkid.none"));
 	/* A symlink to our own file. */
-	snprintf(path, sizeof path, "%s/nkid.link", dir);
-	snprintf(target, sizeof target, "%s/nkid.a", dir);
+	snprintf(path, sizeof path, "%s/nkid.link", check_dir);
+	snprintf(target, sizeof target, "%s/nkid.a", check_dir);
 	ck_assert_int_eq(symlink(target, path), 0);
 	ck_assert_int_eq(shm_set_open(s, "nkid.link", 0, 0, 1, err,
 	    sizeof err), SHM_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "symbolic link"));
 	/* A FIFO: refused without blocking; a directory. */
-	snprintf(path, sizeof path, "%s/nkid.fifo", dir);
+	snprintf(path, sizeof path, "%s/nkid.fifo", check_dir);
 	ck_assert_int_eq(mkfifo(path, 0600), 0);
 	ck_assert_int_eq(shm_set_open(s, "nkid.fifo", 0, 0, 0, err,
 	    sizeof err), SHM_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "not a regular file"));
-	snprintf(path, sizeof path, "%s/nkid.dir", dir);
+	snprintf(path, sizeof path, "%s/nkid.dir", check_dir);
 	ck_assert_int_eq(mkdir(path, 0700), 0);
 	ck_assert_int_lt(shm_set_open(s, "nkid.dir", 0, 0, 0, err,
 	    sizeof err), 0);
@@ -140,7 +130,7 @@ START_TEST(test_shm_open_checks)
 	shm_set_free(s);
 
 	/* Ownership: the file is ours, the caller is someone else. */
-	other = shm_set_new(dir, getuid() + 1);
+	other = shm_set_new(check_dir, getuid() + 1);
 	ck_assert_int_eq(shm_set_open(other, "nkid.a", 0, 0, 1, err,
 	    sizeof err), SHM_EPERM);
 	ck_assert_ptr_nonnull(strstr(err, "nkid.a"));
@@ -149,13 +139,13 @@ START_TEST(test_shm_open_checks)
 }
 END_TEST
 
-START_TEST(test_shm_region_cap)
+CHECK_TEST(core, test_shm_region_cap)
 {
 	struct shm_set	*s;
 	char		 name[32];
 	int		 i;
 
-	s = shm_set_new(dir, getuid());
+	s = shm_set_new(check_dir, getuid());
 	for (i = 0; i <= SHM_MAX_REGIONS; i++) {
 		snprintf(name, sizeof name, "nkid.r%d", i);
 		make(name, 1);
@@ -170,7 +160,7 @@ START_TEST(test_shm_region_cap)
 }
 END_TEST
 
-START_TEST(test_shm_map_and_write)
+CHECK_TEST(core, test_shm_map_and_write)
 {
 	struct shm_set	*s;
 	const uint8_t	*p, *q;
@@ -180,7 +170,7 @@ START_TEST(test_shm_map_and_write)
 	int		 i, w, fd;
 
 	make("nkid.m", 3 * 4096 + 17);
-	s = shm_set_new(dir, getuid());
+	s = shm_set_new(check_dir, getuid());
 	i = shm_set_open(s, "nkid.m", 0, 4097, 8192, err, sizeof err);
 	ck_assert_int_ge(i, 0);
 	ck_assert_int_eq(shm_set_map(s, i, 4097, 8192, (const void **)&p, err,
@@ -206,7 +196,7 @@ START_TEST(test_shm_map_and_write)
 	    SHM_ESYS);
 	shm_set_free(s);
 	ck_assert_uint_eq(shm_maps_active(), 0);
-	snprintf(path, sizeof path, "%s/nkid.m", dir);
+	snprintf(path, sizeof path, "%s/nkid.m", check_dir);
 	fd = open(path, O_RDONLY);
 	ck_assert_int_eq(pread(fd, back, sizeof back, 3 * 4096), sizeof back);
 	close(fd);
@@ -214,7 +204,7 @@ START_TEST(test_shm_map_and_write)
 }
 END_TEST
 
-START_TEST(test_shm_sigbus_guard)
+CHECK_TEST(core, test_shm_sigbus_guard)
 {
 	struct shm_set		*s;
 	const volatile uint8_t	*p;
@@ -224,14 +214,14 @@ START_TEST(test_shm_sigbus_guard)
 	int			 i;
 
 	make("nkid.t", 4 * 4096);
-	s = shm_set_new(dir, getuid());
+	s = shm_set_new(check_dir, getuid());
 	i = shm_set_open(s, "nkid.t", 0, 0, 4 * 4096, err, sizeof err);
 	ck_assert_int_ge(i, 0);
 	ck_assert_int_eq(shm_set_map(s, i, 0, 4 * 4096, (const void **)&p,
 	    err, sizeof err), 0);
 	ck_assert_int_eq(p[4097], 4097 % 251);
 	/* The client shrinks its region while nkid reads it. */
-	snprintf(path, sizeof path, "%s/nkid.t", dir);
+	snprintf(path, sizeof path, "%s/nkid.t", check_dir);
 	ck_assert_int_eq(truncate(path, 100), 0);
 	for (k = 0; k < 4 * 4096; k++)
 		sum += p[k];		/* would be SIGBUS past page 0 */
@@ -242,14 +232,3 @@ START_TEST(test_shm_sigbus_guard)
 	ck_assert_uint_eq(shm_maps_active(), 0);
 }
 END_TEST
-
-int
-main(void)
-{
-	Suite	*s = suite_create("shm");
-
-	check_tcase_add(s, "core", setup, teardown, 0, test_shm_names,
-	    test_shm_ranges, test_shm_open_checks, test_shm_region_cap,
-	    test_shm_map_and_write, test_shm_sigbus_guard, NULL);
-	return (check_main(s));
-}

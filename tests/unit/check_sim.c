@@ -17,6 +17,13 @@
 #include "sim/sim_impl.h"
 #include "tests/unit/check_main.h"
 
+CHECK_SUITE("sim", NULL, NULL, NULL);
+CHECK_TCASE(core, 60);
+CHECK_TCASE(limits, 0);
+CHECK_TCASE(errors, 0);
+CHECK_TCASE(recovery, 60);
+CHECK_TCASE(par, 120);
+
 /* ------------------------------------------------------------ builder */
 
 #define KB_MAX 64
@@ -483,7 +490,7 @@ kb_check_add(struct kb *b, uint64_t R, uint64_t C)
 	kb_release(b);
 }
 
-START_TEST(test_sim_tiled_add_loops)
+CHECK_TEST(core, test_sim_tiled_add_loops)
 {
 	struct kb b;
 
@@ -492,7 +499,7 @@ START_TEST(test_sim_tiled_add_loops)
 }
 END_TEST
 
-START_TEST(test_sim_spmd_grid)
+CHECK_TEST(core, test_sim_spmd_grid)
 {
 	struct kb b;
 
@@ -571,13 +578,13 @@ kb_matmul_case(bool transpose_x)
 	kb_release(b);
 }
 
-START_TEST(test_sim_matmul_transpose_x)
+CHECK_TEST(core, test_sim_matmul_transpose_x)
 {
 	kb_matmul_case(true);
 }
 END_TEST
 
-START_TEST(test_sim_matmul_plain)
+CHECK_TEST(core, test_sim_matmul_plain)
 {
 	kb_matmul_case(false);
 }
@@ -656,7 +663,7 @@ kb_reduce_case(int alu, uint32_t axis)
 	kb_release(b);
 }
 
-START_TEST(test_sim_reduce_keepdims)
+CHECK_TEST(core, test_sim_reduce_keepdims)
 {
 	kb_reduce_case(NKIR__V1__ALU_OP__ALU_ADD, 2);
 	kb_reduce_case(NKIR__V1__ALU_OP__ALU_ADD, 1);
@@ -667,7 +674,7 @@ START_TEST(test_sim_reduce_keepdims)
 END_TEST
 
 /* fp32 values through a bf16 tile and a bf16 output: round to even */
-START_TEST(test_sim_bf16_round_nearest_even)
+CHECK_TEST(core, test_sim_bf16_round_nearest_even)
 {
 	struct kb kb, *b = &kb;
 	float x[8] = {
@@ -708,7 +715,7 @@ START_TEST(test_sim_bf16_round_nearest_even)
 END_TEST
 
 /* Uninitialized HBM and tiles read as NaN; int tiles as the minimum. */
-START_TEST(test_sim_nan_fill_visible)
+CHECK_TEST(core, test_sim_nan_fill_visible)
 {
 	struct kb kb, *b = &kb;
 	uint32_t out, out8, t, t8;
@@ -742,7 +749,7 @@ START_TEST(test_sim_nan_fill_visible)
 END_TEST
 
 /* 200 rows in two 128-row tiles: the second tile is masked to 72 rows. */
-START_TEST(test_sim_masked_tail)
+CHECK_TEST(core, test_sim_masked_tail)
 {
 	struct kb kb, *b = &kb;
 	uint32_t in, out, t;
@@ -800,7 +807,7 @@ kb_print_cb(void *arg, const char *text, size_t len)
 }
 
 /* iota, activation with scale and bias, select, transpose, print */
-START_TEST(test_sim_iota_activation_print)
+CHECK_TEST(core, test_sim_iota_activation_print)
 {
 	struct kb kb, *b = &kb;
 	uint32_t out, t, u, tt;
@@ -886,7 +893,7 @@ kb_event_cb(void *arg, const struct sim_op_event *ev)
 	e->n++;
 }
 
-START_TEST(test_sim_op_events_name_engine)
+CHECK_TEST(core, test_sim_op_events_name_engine)
 {
 	static const char	*want[][2] = {
 		{ "ndarray", "gpsimd" }, { "iota", "gpsimd" },
@@ -951,7 +958,7 @@ START_TEST(test_sim_op_events_name_engine)
 END_TEST
 
 /* bn_stats + bn_aggr give the mean and population variance per row */
-START_TEST(test_sim_bn_stats_aggr)
+CHECK_TEST(core, test_sim_bn_stats_aggr)
 {
 	struct kb kb, *b = &kb;
 	uint32_t in, out, t, st, ag;
@@ -994,7 +1001,7 @@ START_TEST(test_sim_bn_stats_aggr)
 END_TEST
 
 /* in-place transpose and an overlapping shift read before they write */
-START_TEST(test_sim_inplace_overlap)
+CHECK_TEST(core, test_sim_inplace_overlap)
 {
 	struct kb kb, *b = &kb;
 	uint32_t out, t;
@@ -1059,7 +1066,7 @@ kb_run_twice(struct sim_program *p, struct sim_tensor *in, size_t nin, size_t nb
  * (elided: the tile is the input, the other tile the output) around a
  * transposing copy (blocked, with tails on both axes); the alloc before
  * the copy is dead. */
-START_TEST(test_sim_fast_transpose_copy)
+CHECK_TEST(core, test_sim_fast_transpose_copy)
 {
 	struct kb kb, *b = &kb;
 	enum { R = 5, A = 7, B = 9 };
@@ -1099,7 +1106,7 @@ END_TEST
 /* Transposes on the blocked path and off it: nc_transpose of a [37, 21]
  * tile (4x4 register blocks plus tails), a copy strided on both sides
  * (no contiguous pair), and a transpose into a bf16 tile (must round). */
-START_TEST(test_sim_fast_transpose_strides_dtype)
+CHECK_TEST(core, test_sim_fast_transpose_strides_dtype)
 {
 	struct kb kb, *b = &kb;
 	enum { P0 = 37, F0 = 21 };
@@ -1233,7 +1240,7 @@ kb_rows_scaled(uint64_t N, uint64_t T)
 	kb_release(b);
 }
 
-START_TEST(test_sim_fast_masks_always_true)
+CHECK_TEST(core, test_sim_fast_masks_always_true)
 {
 	kb_rows_scaled(256, 2);         /* masks proven true: dropped */
 	kb_rows_scaled(200, 2);         /* a real tail: masks stay */
@@ -1241,7 +1248,7 @@ START_TEST(test_sim_fast_masks_always_true)
 END_TEST
 
 /* An in-bounds mask that fails somewhere stays: u = 7; u[p < 2] = t. */
-START_TEST(test_sim_fast_mask_in_bounds_kept)
+CHECK_TEST(core, test_sim_fast_mask_in_bounds_kept)
 {
 	struct kb kb, *b = &kb;
 	uint32_t out, t, u;
@@ -1278,7 +1285,7 @@ END_TEST
  * program 1 what program 0 loaded, on every run although the run memory
  * is reused); an alloc followed by a partial write; a store whose tile
  * is written after it (no store elision). */
-START_TEST(test_sim_fast_fills_kept)
+CHECK_TEST(core, test_sim_fast_fills_kept)
 {
 	struct kb kb, *b = &kb;
 	uint32_t in, out, o2, o3, t, u, v;
@@ -1450,7 +1457,7 @@ kb_forward(bool extra)
 	kb_release(b);
 }
 
-START_TEST(test_sim_fast_forward)
+CHECK_TEST(core, test_sim_fast_forward)
 {
 	kb_forward(false);
 	kb_forward(true);
@@ -1529,7 +1536,7 @@ kb_pool_case(int alu)
 	kb_release(b);
 }
 
-START_TEST(test_sim_fast_pool_reduce)
+CHECK_TEST(core, test_sim_fast_pool_reduce)
 {
 	kb_pool_case(NKIR__V1__ALU_OP__ALU_ADD);
 	kb_pool_case(NKIR__V1__ALU_OP__ALU_MAXIMUM);
@@ -1549,7 +1556,7 @@ kb_count_cb(void *arg, const struct sim_op_event *ev)
  * row. The group must give the bits of the ops run one by one (an op_cb
  * runs groups unfused), on 1 and 3 threads.
  */
-START_TEST(test_sim_fast_row_groups)
+CHECK_TEST(core, test_sim_fast_row_groups)
 {
 	enum { P = 64, F = 40, T = 2 };
 	struct kb kb, *b = &kb;
@@ -1646,7 +1653,7 @@ START_TEST(test_sim_fast_row_groups)
 }
 END_TEST
 
-START_TEST(test_sim_error_partition_256)
+CHECK_TEST(errors, test_sim_error_partition_256)
 {
 	struct kb b;
 
@@ -1657,7 +1664,7 @@ START_TEST(test_sim_error_partition_256)
 }
 END_TEST
 
-START_TEST(test_sim_error_load_from_sbuf)
+CHECK_TEST(errors, test_sim_error_load_from_sbuf)
 {
 	struct kb kb, *b = &kb;
 	uint32_t t, u, y;
@@ -1677,7 +1684,7 @@ START_TEST(test_sim_error_load_from_sbuf)
 }
 END_TEST
 
-START_TEST(test_sim_error_out_of_bounds)
+CHECK_TEST(errors, test_sim_error_out_of_bounds)
 {
 	struct kb kb, *b = &kb;
 	uint32_t x, t, y;
@@ -1700,7 +1707,7 @@ START_TEST(test_sim_error_out_of_bounds)
 }
 END_TEST
 
-START_TEST(test_sim_error_psum_too_large)
+CHECK_TEST(errors, test_sim_error_psum_too_large)
 {
 	struct kb kb, *b = &kb;
 
@@ -1714,7 +1721,7 @@ START_TEST(test_sim_error_psum_too_large)
 }
 END_TEST
 
-START_TEST(test_sim_error_matmul_limits)
+CHECK_TEST(errors, test_sim_error_matmul_limits)
 {
 	struct kb kb, *b = &kb;
 	uint32_t s, m, ps, pb;
@@ -1754,7 +1761,7 @@ START_TEST(test_sim_error_matmul_limits)
 }
 END_TEST
 
-START_TEST(test_sim_error_reduce_axis0_and_partitions)
+CHECK_TEST(errors, test_sim_error_reduce_axis0_and_partitions)
 {
 	struct kb kb, *b = &kb;
 	uint32_t t, u, r;
@@ -1784,7 +1791,7 @@ START_TEST(test_sim_error_reduce_axis0_and_partitions)
 }
 END_TEST
 
-START_TEST(test_sim_error_output_never_written)
+CHECK_TEST(errors, test_sim_error_output_never_written)
 {
 	struct kb kb, *b = &kb;
 
@@ -1797,7 +1804,7 @@ START_TEST(test_sim_error_output_never_written)
 }
 END_TEST
 
-START_TEST(test_sim_error_transpose_vector_limit)
+CHECK_TEST(errors, test_sim_error_transpose_vector_limit)
 {
 	struct kb kb, *b = &kb;
 	uint32_t t, u;
@@ -1816,7 +1823,7 @@ START_TEST(test_sim_error_transpose_vector_limit)
 }
 END_TEST
 
-START_TEST(test_sim_error_bad_ids)
+CHECK_TEST(errors, test_sim_error_bad_ids)
 {
 	struct kb kb, *b = &kb;
 
@@ -1834,7 +1841,7 @@ START_TEST(test_sim_error_bad_ids)
 }
 END_TEST
 
-START_TEST(test_sim_error_argument_mismatch)
+CHECK_TEST(errors, test_sim_error_argument_mismatch)
 {
 	struct kb b;
 	struct sim_program *p;
@@ -1862,7 +1869,7 @@ END_TEST
 
 /* ------------------------------------------------------------ limits */
 
-START_TEST(test_sim_limits_ir_size_constant_in_trips)
+CHECK_TEST(limits, test_sim_limits_ir_size_constant_in_trips)
 {
 	struct kb b1, b4;
 	size_t n1, n4;
@@ -1880,7 +1887,7 @@ START_TEST(test_sim_limits_ir_size_constant_in_trips)
 }
 END_TEST
 
-START_TEST(test_sim_limits_nesting_and_rank)
+CHECK_TEST(limits, test_sim_limits_nesting_and_rank)
 {
 	struct kb kb, *b = &kb;
 
@@ -1906,7 +1913,7 @@ END_TEST
 
 /* ------------------------------------------------------------ recovery */
 
-START_TEST(test_sim_recovery_truncated_ir)
+CHECK_TEST(recovery, test_sim_recovery_truncated_ir)
 {
 	struct kb b;
 	size_t len, ilen;
@@ -1933,7 +1940,7 @@ START_TEST(test_sim_recovery_truncated_ir)
 }
 END_TEST
 
-START_TEST(test_sim_recovery_corrupted_image)
+CHECK_TEST(recovery, test_sim_recovery_corrupted_image)
 {
 	struct kb b;
 	size_t len, ilen;
@@ -1967,7 +1974,7 @@ END_TEST
 
 static volatile int kb_cancel_flag;
 
-START_TEST(test_sim_recovery_cancel)
+CHECK_TEST(recovery, test_sim_recovery_cancel)
 {
 	struct kb b;
 	struct sim_program *p;
@@ -1991,7 +1998,7 @@ START_TEST(test_sim_recovery_cancel)
 END_TEST
 
 /* masked access that goes out of bounds on an active element */
-START_TEST(test_sim_recovery_masked_oob_at_runtime)
+CHECK_TEST(recovery, test_sim_recovery_masked_oob_at_runtime)
 {
 	struct kb kb, *b = &kb;
 	uint32_t in, out, t;
@@ -2070,7 +2077,7 @@ kb_same_bits(struct sim_program *p, struct sim_tensor *in, size_t nin,
 
 /* Tiled adds large enough to spread: programs of the grid and loop
  * iterations run side by side, proven independent, same bits. */
-START_TEST(test_sim_par_grid_and_loops)
+CHECK_TEST(par, test_sim_par_grid_and_loops)
 {
 	enum { R = 1024, C = 2048 };
 	float *x = kb_randf(R * C, 5), *y = kb_randf(R * C, 6), *z;
@@ -2101,7 +2108,7 @@ END_TEST
 
 /* Every program stores the same elements: not independent, run in order
  * (the last program's values win) whatever the threads. */
-START_TEST(test_sim_par_grid_overlapping_stores)
+CHECK_TEST(par, test_sim_par_grid_overlapping_stores)
 {
 	enum { G = 4, TP = 128, TF = 512 };
 	struct kb kb, *b = &kb;
@@ -2135,7 +2142,7 @@ END_TEST
 
 /* A loop spread over threads leaves its tiles as the last iteration left
  * them: a store after the loop sees them. */
-START_TEST(test_sim_par_loop_tiles_after)
+CHECK_TEST(par, test_sim_par_loop_tiles_after)
 {
 	enum { N = 8, TP = 128, TF = 512 };
 	struct kb kb, *b = &kb;
@@ -2186,7 +2193,7 @@ END_TEST
 
 /* Large ops split by rows (load, exp, reduce, store) and a matmul split
  * by columns: the same bits as on one thread. */
-START_TEST(test_sim_par_op_splits)
+CHECK_TEST(par, test_sim_par_op_splits)
 {
 	enum { TP = 128, F = 8192, K = 128, N = 512 };
 	struct kb kb, *b = &kb;
@@ -2250,7 +2257,7 @@ END_TEST
 
 /* Iterations 5 to 7 of a spread loop fail: the error is iteration 5's,
  * the one the sequential order meets first. */
-START_TEST(test_sim_par_first_error_wins)
+CHECK_TEST(par, test_sim_par_first_error_wins)
 {
 	enum { N = 8, TP = 128, TF = 1024, ROWS = 5 * TP };
 	struct kb kb, *b = &kb;
@@ -2324,7 +2331,7 @@ kb_pool_caller(void *arg)
 }
 
 /* Every task runs once per call, from several callers at once. */
-START_TEST(test_sim_par_pool_tasks_once)
+CHECK_TEST(par, test_sim_par_pool_tasks_once)
 {
 	struct kb_pool_count c[3];
 	pthread_t tid[3];
@@ -2348,41 +2355,3 @@ START_TEST(test_sim_par_pool_tasks_once)
 	ck_assert_uint_eq(c[0].slots, 1);
 }
 END_TEST
-
-int
-main(void)
-{
-	Suite	*s = suite_create("sim");
-
-	check_tcase_add(s, "core", NULL, NULL, 60, test_sim_tiled_add_loops,
-	    test_sim_spmd_grid, test_sim_matmul_transpose_x,
-	    test_sim_matmul_plain, test_sim_reduce_keepdims,
-	    test_sim_bf16_round_nearest_even, test_sim_nan_fill_visible,
-	    test_sim_masked_tail, test_sim_iota_activation_print,
-	    test_sim_op_events_name_engine, test_sim_bn_stats_aggr,
-	    test_sim_inplace_overlap, test_sim_fast_transpose_copy,
-	    test_sim_fast_transpose_strides_dtype,
-	    test_sim_fast_masks_always_true, test_sim_fast_mask_in_bounds_kept,
-	    test_sim_fast_fills_kept, test_sim_fast_forward,
-	    test_sim_fast_pool_reduce, test_sim_fast_row_groups, NULL);
-	check_tcase_add(s, "limits", NULL, NULL, 0,
-	    test_sim_limits_ir_size_constant_in_trips,
-	    test_sim_limits_nesting_and_rank, NULL);
-	check_tcase_add(s, "errors", NULL, NULL, 0,
-	    test_sim_error_partition_256, test_sim_error_load_from_sbuf,
-	    test_sim_error_out_of_bounds, test_sim_error_psum_too_large,
-	    test_sim_error_matmul_limits,
-	    test_sim_error_reduce_axis0_and_partitions,
-	    test_sim_error_output_never_written,
-	    test_sim_error_transpose_vector_limit, test_sim_error_bad_ids,
-	    test_sim_error_argument_mismatch, NULL);
-	check_tcase_add(s, "recovery", NULL, NULL, 60,
-	    test_sim_recovery_truncated_ir, test_sim_recovery_corrupted_image,
-	    test_sim_recovery_cancel, test_sim_recovery_masked_oob_at_runtime,
-	    NULL);
-	check_tcase_add(s, "par", NULL, NULL, 120, test_sim_par_grid_and_loops,
-	    test_sim_par_grid_overlapping_stores,
-	    test_sim_par_loop_tiles_after, test_sim_par_op_splits,
-	    test_sim_par_first_error_wins, test_sim_par_pool_tasks_once, NULL);
-	return (check_main(s));
-}

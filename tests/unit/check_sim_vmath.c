@@ -20,6 +20,9 @@
 #include "sim/sim_impl.h"
 #include "tests/unit/check_main.h"
 
+CHECK_SUITE("sim_vmath", NULL, NULL, NULL);
+CHECK_TCASE(core, 600);
+
 #define ACT(x) NKIR__V1__ACT_FUNC__ACT_##x
 
 /* One function: the exact value in double, glibc's float formula (what
@@ -151,7 +154,7 @@ vm_inputs(size_t *n)
 	return x;
 }
 
-START_TEST(test_sim_vmath_accuracy)
+CHECK_TEST(core, test_sim_vmath_accuracy)
 {
 	size_t	 n, i;
 	float	*x = vm_inputs(&n), *y = malloc(n * sizeof(float));
@@ -215,7 +218,7 @@ END_TEST
 
 /* The same bits for every vector width the CPU has, for every row
  * length (tails) and position, and from run to run. */
-START_TEST(test_sim_vmath_same_bits)
+CHECK_TEST(core, test_sim_vmath_same_bits)
 {
 	enum { N = 4099 };
 	float	*x = malloc(N * sizeof(float)), *ref = malloc(N * sizeof(float));
@@ -264,13 +267,3 @@ START_TEST(test_sim_vmath_same_bits)
 	free(y);
 }
 END_TEST
-
-int
-main(void)
-{
-	Suite	*s = suite_create("sim_vmath");
-
-	check_tcase_add(s, "core", NULL, NULL, 600, test_sim_vmath_accuracy,
-	    test_sim_vmath_same_bits, NULL);
-	return (check_main(s));
-}

@@ -161,6 +161,24 @@ fake_call_release(struct fake_call *fc)
 }
 
 /*
+ * A call of method name with msg on d, answered OK with a message of type
+ * desc: that message, unpacked (the caller frees it).
+ */
+static inline void *
+fake_call_reply(struct daemon *d, const char *name,
+    const ProtobufCMessage *msg, const ProtobufCMessageDescriptor *desc)
+{
+	struct fake_call	 fc;
+	ProtobufCMessage	*rep;
+
+	fake_call_ok(&fc, d, name, msg);
+	rep = protobuf_c_message_unpack(desc, NULL, fc.reply_len, fc.reply);
+	ck_assert_msg(rep != NULL, "%s: the reply does not unpack", name);
+	fake_call_release(&fc);
+	return (rep);
+}
+
+/*
  * A call of method name with msg on d must be answered with status and,
  * unless want is NULL, a message that holds want.
  */

@@ -22,6 +22,28 @@ def tile_grids():
     return nl.mgrid[0:TK, 0:TM], nl.mgrid[0:TK, 0:TN], nl.mgrid[0:TM, 0:TN]
 
 
+def load_block(t, b, n, width):
+    """Block b of n column tiles `width` wide of t [K, F], all of K, in SBUF:
+    [n, K / TK, TK, width] (stationary tiles: TM wide; moving: TN)."""
+    K = t.shape[0]
+    it = nl.mgrid[0:TK, 0:width]
+    blk = nl.ndarray((n, K // TK, nl.par_dim(TK), width), dtype=t.dtype, buffer=nl.sbuf)
+    for i in nl.affine_range(n):
+        for k in nl.affine_range(K // TK):
+            blk[i, k, it.p, it.x] = nl.load(t[k * TK + it.p, (b * n + i) * width + it.x])
+    return blk
+
+
+def block_product(a_blk, b_blk, i, j, k_range=nl.affine_range):
+    """Stationary tile i of a_blk times moving tile j of b_blk, summed over K
+    in k_range order: a [TM, TN] tile in PSUM."""
+    ia, ib, _ = tile_grids()
+    acc = nl.zeros((TM, TN), nl.float32, buffer=nl.psum)
+    for k in k_range(a_blk.shape[1]):
+        acc += nl.matmul(a_blk[i, k, ia.p, ia.x], b_blk[j, k, ib.p, ib.x], transpose_x=True)
+    return acc
+
+
 @nki.jit
 def mm_single(xT, y):
     """[K=128, M=64]^T @ [128, 512] in one matmul."""
@@ -86,26 +108,15 @@ def mm_hoisted(xT, y):
 def mm_blocked(xT, y, bm=2, bn=2):
     """Free dimensions blocked by bm x bn tiles; results accumulated in SBUF."""
     K, M, N, z = mm_out(xT, y)
-    ia, ib, iz = tile_grids()
+    iz = nl.mgrid[0:TM, 0:TN]
     for mb in nl.affine_range(M // (TM * bm)):
-        a_blk = nl.ndarray((bm, K // TK, nl.par_dim(TK), TM), dtype=xT.dtype, buffer=nl.sbuf)
-        for i in nl.affine_range(bm):
-            for k in nl.affine_range(K // TK):
-                a_blk[i, k, ia.p, ia.x] = nl.load(
-                    xT[k * TK + ia.p, (mb * bm + i) * TM + ia.x])
+        a_blk = load_block(xT, mb, bm, TM)
         for nb in nl.affine_range(N // (TN * bn)):
-            b_blk = nl.ndarray((bn, K // TK, nl.par_dim(TK), TN), dtype=y.dtype, buffer=nl.sbuf)
-            for j in nl.affine_range(bn):
-                for k in nl.affine_range(K // TK):
-                    b_blk[j, k, ib.p, ib.x] = nl.load(
-                        y[k * TK + ib.p, (nb * bn + j) * TN + ib.x])
+            b_blk = load_block(y, nb, bn, TN)
             res = nl.zeros((bm, bn, nl.par_dim(TM), TN), dtype=nl.float32, buffer=nl.sbuf)
             for i in nl.affine_range(bm):
                 for j in nl.affine_range(bn):
-                    acc = nl.zeros((TM, TN), nl.float32, buffer=nl.psum)
-                    for k in nl.sequential_range(K // TK):
-                        acc += nl.matmul(a_blk[i, k, ia.p, ia.x], b_blk[j, k, ib.p, ib.x],
-                                         transpose_x=True)
+                    acc = block_product(a_blk, b_blk, i, j, nl.sequential_range)
                     res[i, j, iz.p, iz.x] += acc[iz.p, iz.x]
                     nl.store(z[(mb * bm + i) * TM + iz.p, (nb * bn + j) * TN + iz.x],
                              value=res[i, j, iz.p, iz.x])

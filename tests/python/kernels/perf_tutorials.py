@@ -42,26 +42,14 @@ mm_hoisted = matmul.mm_hoisted
 @nki.jit
 def mm_blocked_free(lhsT, rhs, bm=2, bn=2):
     K, M, N, out = matmul.mm_out(lhsT, rhs)
-    ia, ib, io = matmul.tile_grids()
+    io = nl.mgrid[0:TM, 0:TN]
     for mb in nl.affine_range(M // (TM * bm)):
-        cols = nl.ndarray((bm, K // TK, nl.par_dim(TK), TM), dtype=lhsT.dtype,
-                          buffer=nl.sbuf)
-        for i in nl.affine_range(bm):
-            for k in nl.affine_range(K // TK):
-                cols[i, k, ia.p, ia.x] = nl.load(lhsT[k * TK + ia.p, (mb * bm + i) * TM + ia.x])
+        cols = matmul.load_block(lhsT, mb, bm, TM)
         for nb in nl.affine_range(N // (TN * bn)):
-            rows = nl.ndarray((bn, K // TK, nl.par_dim(TK), TN), dtype=rhs.dtype,
-                              buffer=nl.sbuf)
-            for j in nl.affine_range(bn):
-                for k in nl.affine_range(K // TK):
-                    rows[j, k, ib.p, ib.x] = nl.load(
-                        rhs[k * TK + ib.p, (nb * bn + j) * TN + ib.x])
+            rows = matmul.load_block(rhs, nb, bn, TN)
             for i in nl.affine_range(bm):
                 for j in nl.affine_range(bn):
-                    acc = nl.zeros((TM, TN), nl.float32, buffer=nl.psum)
-                    for k in nl.affine_range(K // TK):
-                        acc += nl.matmul(cols[i, k, ia.p, ia.x], rows[j, k, ib.p, ib.x],
-                                         transpose_x=True)
+                    acc = matmul.block_product(cols, rows, i, j)
                     nl.store(out[(mb * bm + i) * TM + io.p, (nb * bn + j) * TN + io.x],
                              value=nl.copy(acc, dtype=out.dtype))
     return out
@@ -120,11 +108,26 @@ def _state_term(dA, d_i, u_i, B_row, C_row):
     return nisa.tensor_tensor(h, c_i.broadcast_to((P, n)), op=nl.multiply)
 
 
-@nki.jit
-def mamba_v1(delta, u, A, B_, C_):
+def _mamba_out(delta, A):
+    """A Mamba layer's sizes and its output in HBM: nb, C, L, S, out."""
     nb, C, L = delta.shape
     _, S = A.shape
-    out = nl.ndarray((nb, C, L), dtype=delta.dtype, buffer=nl.shared_hbm)
+    return nb, C, L, S, nl.ndarray((nb, C, L), dtype=delta.dtype, buffer=nl.shared_hbm)
+
+
+def _channel_tile(delta, u, b, c, P):
+    """Channel tile c of batch b, as v2 and v3 hold it for all the states: a
+    zeroed [P, L] accumulator and the delta and u tiles, loaded once."""
+    L = delta.shape[2]
+    acc = nl.zeros((nl.par_dim(P), L), dtype=delta.dtype)
+    d_i = nl.load(delta[b, c * P:(c + 1) * P, 0:L])
+    u_i = nl.load(u[b, c * P:(c + 1) * P, 0:L])
+    return acc, d_i, u_i
+
+
+@nki.jit
+def mamba_v1(delta, u, A, B_, C_):
+    nb, C, L, S, out = _mamba_out(delta, A)
     P = 128
     for b in nl.affine_range(nb):
         acc = nl.zeros((C // P, nl.par_dim(P), L), dtype=delta.dtype)
@@ -143,15 +146,11 @@ def mamba_v1(delta, u, A, B_, C_):
 
 @nki.jit
 def mamba_v2(delta, u, A, B_, C_):
-    nb, C, L = delta.shape
-    _, S = A.shape
-    out = nl.ndarray((nb, C, L), dtype=delta.dtype, buffer=nl.shared_hbm)
+    nb, C, L, S, out = _mamba_out(delta, A)
     P = 128
     for b in nl.affine_range(nb):
         for c in nl.affine_range(C // P):
-            acc = nl.zeros((nl.par_dim(P), L), dtype=delta.dtype)
-            d_i = nl.load(delta[b, c * P:(c + 1) * P, 0:L])
-            u_i = nl.load(u[b, c * P:(c + 1) * P, 0:L])
+            acc, d_i, u_i = _channel_tile(delta, u, b, c, P)
             for s in nl.affine_range(S):
                 a_i = nl.load(A[c * P:(c + 1) * P, s:s + 1])
                 dA = nisa.activation(op=nl.exp, data=d_i, scale=a_i)
@@ -163,15 +162,11 @@ def mamba_v2(delta, u, A, B_, C_):
 
 @nki.jit
 def mamba_v3(delta, u, A, B_, C_):
-    nb, C, L = delta.shape
-    _, S = A.shape
-    out = nl.ndarray((nb, C, L), dtype=delta.dtype, buffer=nl.shared_hbm)
+    nb, C, L, S, out = _mamba_out(delta, A)
     P, F = 128, 512
     for b in nl.affine_range(nb):
         for c in nl.affine_range(C // P):
-            acc = nl.zeros((nl.par_dim(P), L), dtype=delta.dtype)
-            d_i = nl.load(delta[b, c * P:(c + 1) * P, 0:L])
-            u_i = nl.load(u[b, c * P:(c + 1) * P, 0:L])
+            acc, d_i, u_i = _channel_tile(delta, u, b, c, P)
             for s in nl.affine_range(S):
                 a_i = nl.load(A[c * P:(c + 1) * P, s:s + 1])
                 for t in nl.static_range(L // F):
