@@ -518,8 +518,10 @@ kb_matmul_case(bool transpose_x)
 	float *x, *y, *got;
 	struct sim_tensor in[2], o[1];
 	struct sim_program *p;
+	const struct sim_op *loop;
 	struct sim_diag d;
 	Nkir__V1__Op *op;
+	size_t i;
 	int rc;
 
 	kb_init(b, "matmul");
@@ -553,6 +555,21 @@ kb_matmul_case(bool transpose_x)
 	kb_op1(b, OPK(COPY), kb_full2(b, res), kb_full2(b, ps));
 	kb_op1(b, OPK(STORE), kb_full2(b, out), kb_full2(b, res));
 	p = kb_program(b);
+	/*
+	 * Loads that only the matmul reads are forwarded into it
+	 * (sim_opt_forward_matmul): it reads lhs and rhs in place, the
+	 * loads do nothing.
+	 */
+	for (loop = NULL, i = 0; i < p->nbody; i++)
+		if (p->body[i].kind == NKIR__V1__OP_KIND__OP_LOOP)
+			loop = &p->body[i];
+	ck_assert_ptr_nonnull(loop);
+	ck_assert_uint_eq(loop->nbody, 3);
+	ck_assert_uint_eq(loop->body[2].kind, NKIR__V1__OP_KIND__OP_MATMUL);
+	ck_assert_uint_eq(loop->body[2].src[0].v.tensor, lhs);
+	ck_assert_uint_eq(loop->body[2].src[1].v.tensor, rhs);
+	ck_assert(loop->body[0].skip || loop->body[0].fwd);
+	ck_assert(loop->body[1].skip || loop->body[1].fwd);
 	x = kb_randf(M * K, 3);
 	y = kb_randf(K * N, 4);
 	in[0] = transpose_x ? kb_host(F32, 2, SH(K, M), x) :
