@@ -1242,8 +1242,10 @@ GAPS = {
         "~35 us; the tail is the process waiting for a CPU (see the rows below and "
         "docs/performance.md, 'Lookup at scale').",
     "lookup_rpc_p99_ratio_vs_cache_100k":
-        "the Lookup RPC's p99 is a Python unary call's (lookup_rpc_p99_ratio_vs_ping_100k); "
-        "see docs/performance.md, 'Lookup at scale'.",
+        "the Lookup RPC's p99 is a Python unary call's (lookup_rpc_p99_ratio_vs_ping_100k): "
+        "about a millisecond here even on an idle machine (a Ping's p99 0.87 ms in run 8 of "
+        "docs/performance.md), six times the library's; see docs/performance.md, 'Lookup at "
+        "scale'.",
     "clients_64_throughput_ratio_vs_1":
         "with 64 Python clients on 2 CPUs the clients' own CPU time competes with the core's "
         "worker; see the client curve.",
@@ -1262,9 +1264,15 @@ GAPS = {
         "the programs run on both threads, which helps only when the machine has a CPU to "
         "spare (docs/performance.md, 'Each byte once').",
     "executor_ratio_matmul_tiled":
-        "128 separate 128x128x512 sgemm calls (single-threaded OpenBLAS, the m loop's "
-        "iterations side by side), each repacking its operands, against numpy's single "
-        "1024^3 call on its own OpenBLAS threads.",
+        "128 separate 128x128x512 sgemm calls split over the two threads, against numpy's "
+        "single 1024^3 call on its own OpenBLAS threads; per thread the executor runs at half "
+        "of OpenBLAS's rate: beside the sgemms, PSUM is copied out and stored, and (hoisted, "
+        "blocked) each nl.load copies its tile into SBUF; a load only a matmul reads is "
+        "forwarded into it (docs/performance.md, 'What stands in the way of <= 1.0').",
+    "executor_ratio_transpose2d":
+        "one 2 MiB blocked copy, memory-bound like numpy's; through the daemon the job "
+        "thread's wakeup on a shared CPU adds to it (0.5-1.05 across runs; docs/performance.md, "
+        "'What stands in the way of <= 1.0').",
     "executor_ratio_matmul_hoisted":
         "as matmul_tiled: 128 small sgemm calls against numpy's one.",
     "executor_ratio_matmul_blocked":
