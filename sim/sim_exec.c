@@ -1319,7 +1319,8 @@ sim_exec_fwd_src(const struct sim_run *r, const struct sim_op *ops,
  * row stays in cache from load to store. The planner proved this equal
  * to running them one after the other. Forwarded loads and stores
  * (sim_opt_forward) do nothing: their HBM rows are read and written in
- * place by the ops around them. */
+ * place by the ops around them; a member skipped after the group was
+ * formed (a load forwarded into a matmul) does nothing either. */
 static int
 sim_exec_fused_part(struct sim_run *r, const struct sim_op *ops, size_t k,
     uint64_t lo, uint64_t hi, void *ctx)
@@ -1339,6 +1340,8 @@ sim_exec_fused_part(struct sim_run *r, const struct sim_op *ops, size_t k,
 		for (j = 0; j < k; j++) {
 			const struct sim_op	*op = &ops[j];
 
+			if (op->skip)	/* a load forwarded into a matmul */
+				continue;
 			if (op->fwd) {
 				if (op->kind == NKIR__V1__OP_KIND__OP_LOAD)
 					sim_exec_prefetch(r, op, &it[j],

@@ -213,7 +213,9 @@ struct sim_op {
 	bool			 skip;		/* OP_ALLOC whose values the
 						 * next op touching the tile
 						 * overwrites before any read,
-						 * or an elided load/store */
+						 * an elided load/store, or a
+						 * load forwarded into a
+						 * matmul */
 	bool			 opaque;	/* may leave elements of dst
 						 * unwritten or read them
 						 * (run-time indices,

@@ -616,7 +616,7 @@ sim_opt_forward_stores(const struct sim_program *p, struct sim_op *g,
  */
 static void
 sim_opt_forward_matmul(const struct sim_program *p, struct sim_op *ops,
-    size_t i, const bool *grouped)
+    size_t i)
 {
 	struct sim_op	*mm = &ops[i], *ld;
 	uint64_t	 rd, wr;
@@ -655,12 +655,7 @@ sim_opt_forward_matmul(const struct sim_program *p, struct sim_op *ops,
 		if (wr != 0)
 			continue;
 		mm->src[s].v = ld->src[0].v;
-		/* a fused group's member does nothing when fwd (as the
-		 * group's own forwarded loads); any other load when skip */
-		if (grouped[j])
-			ld->fwd = true;
-		else
-			ld->skip = true;
+		ld->skip = true;
 	}
 }
 
@@ -668,11 +663,8 @@ static void
 sim_opt_forward_body(const struct sim_program *p, struct sim_op *ops,
     size_t n)
 {
-	bool	*grouped;
-	size_t	 i, j;
+	size_t	i;
 
-	if ((grouped = calloc(n + 1, sizeof *grouped)) == NULL)
-		return;		/* an optimization only */
 	for (i = 0; i < n; i++) {
 		if (ops[i].kind == NKIR__V1__OP_KIND__OP_LOOP ||
 		    ops[i].kind == NKIR__V1__OP_KIND__OP_IF) {
@@ -682,16 +674,13 @@ sim_opt_forward_body(const struct sim_program *p, struct sim_op *ops,
 			continue;
 		}
 		if (ops[i].kind == NKIR__V1__OP_KIND__OP_MATMUL)
-			sim_opt_forward_matmul(p, ops, i, grouped);
+			sim_opt_forward_matmul(p, ops, i);
 		if (ops[i].fuse > 1 && ops[i].fuse < 256) {
 			sim_opt_forward_loads(p, &ops[i], ops[i].fuse);
 			sim_opt_forward_stores(p, &ops[i], ops[i].fuse);
-			for (j = i; j < i + ops[i].fuse && j < n; j++)
-				grouped[j] = true;
 			i += ops[i].fuse - 1;
 		}
 	}
-	free(grouped);
 }
 
 void

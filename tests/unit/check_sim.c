@@ -568,8 +568,8 @@ kb_matmul_case(bool transpose_x)
 	ck_assert_uint_eq(loop->body[2].kind, NKIR__V1__OP_KIND__OP_MATMUL);
 	ck_assert_uint_eq(loop->body[2].src[0].v.tensor, lhs);
 	ck_assert_uint_eq(loop->body[2].src[1].v.tensor, rhs);
-	ck_assert(loop->body[0].skip || loop->body[0].fwd);
-	ck_assert(loop->body[1].skip || loop->body[1].fwd);
+	ck_assert(loop->body[0].skip);
+	ck_assert(loop->body[1].skip);
 	x = kb_randf(M * K, 3);
 	y = kb_randf(K * N, 4);
 	in[0] = transpose_x ? kb_host(F32, 2, SH(K, M), x) :
