@@ -1035,7 +1035,7 @@ sim_exec_ew_row(struct sim_run *r, const struct sim_op *op,
 	case NKIR__V1__OP_KIND__OP_STORE:
 	case NKIR__V1__OP_KIND__OP_COPY:
 	case NKIR__V1__OP_KIND__OP_TRANSPOSE:
-		if (stage == NULL) {
+		if (stage == NULL && fdst == NULL) {
 			sim_exec_write(r, &op->dst, it->off[0], n, s[0], ss[0],
 			    act);
 			return (0);

@@ -615,6 +615,7 @@ sim_opt_forward_stores(const struct sim_program *p, struct sim_op *g,
 		    g[m].shape[g[m].rank - 1] != g[j].shape[g[j].rank - 1])
 			continue;
 		switch (g[m].kind) {
+		case NKIR__V1__OP_KIND__OP_COPY:
 		case NKIR__V1__OP_KIND__OP_TENSOR_TENSOR:
 		case NKIR__V1__OP_KIND__OP_ACTIVATION:
 		case NKIR__V1__OP_KIND__OP_SELECT:

@@ -1589,6 +1589,51 @@ CHECK_TEST(core, test_sim_fast_forward)
 }
 END_TEST
 
+/* A copy in a loop (tensor_copy out of PSUM, say) whose tile only a store
+ * reads writes the store's HBM rows; the load before it and the store do
+ * nothing. */
+CHECK_TEST(core, test_sim_fast_forward_copy)
+{
+	const uint64_t R = 256, C = 64, TP = 128;
+	struct kb kb, *b = &kb;
+	struct sim_program *p;
+	const struct sim_op *g;
+	struct sim_tensor in[1], out[1];
+	struct sim_diag d;
+	float *x = kb_randf(R * C, 7);
+	uint32_t a, c, ta, tc;
+	int rc;
+
+	kb_init(b, "forward_copy");
+	a = kb_param(b, "a", F32, 2, SH(R, C));
+	c = kb_out(b, "c", F32, 2, SH(R, C));
+	ta = kb_tile(b, "a_tile", SBUF, F32, 2, SH(TP, C));
+	tc = kb_tile(b, "c_tile", SBUF, F32, 2, SH(TP, C));
+	kb_loop(b, 0, 0, (int64_t)(R / TP), 1);
+	kb_op1(b, OPK(LOAD), kb_full2(b, ta), kb_acc(b, a, 2, SH(TP, C),
+	    kb_aff(b, 0, 2, L, 0, (int64_t)TP, X, 0, (int64_t)1), AX(0, 1)));
+	kb_op1(b, OPK(COPY), kb_full2(b, tc), kb_full2(b, ta));
+	kb_op1(b, OPK(STORE), kb_acc(b, c, 2, SH(TP, C),
+	    kb_aff(b, 0, 2, L, 0, (int64_t)TP, X, 0, (int64_t)1), AX(0, 1)),
+	    kb_full2(b, tc));
+	kb_end(b);
+	p = kb_program(b);
+	g = p->body[0].body;
+	ck_assert_uint_eq(g[0].fuse, 3);
+	ck_assert(g[0].fwd && g[2].fwd);
+	ck_assert_uint_eq(g[1].fwd_src[0], 1);
+	ck_assert_uint_eq(g[1].fwd_dst, 3);
+	in[0] = kb_host(F32, 2, SH(R, C), x);
+	rc = sim_run(p, in, 1, out, 1, NULL, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	ck_assert_mem_eq(out[0].data, x, R * C * sizeof(float));
+	sim_tensors_release(out, 1);
+	sim_program_free(p);
+	free(x);
+	kb_release(b);
+}
+END_TEST
+
 /*
  * 2 x 2 pooling as the tutorial writes it: reduce [C, OH, 2, OW, 2] over
  * axes 2 and 4 (the innermost reduced, the one before it kept: rows of
