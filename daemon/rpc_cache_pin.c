@@ -39,6 +39,5 @@ rpc_cache_pin(struct rpc_call *c)
 
 const struct rpc_method rpc_cache_pin_method = {
 	DISPATCH_METHOD_NAME("CachePin"), .kind = RPC_UNARY,
-	.request = &nkid__v1__cache_pin_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .handler = rpc_cache_pin,
 };

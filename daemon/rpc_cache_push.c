@@ -240,6 +240,5 @@ rpc_cache_push(struct rpc_call *c)
 
 const struct rpc_method rpc_cache_push_method = {
 	DISPATCH_METHOD_NAME("CachePush"), .kind = RPC_UNARY,
-	.request = &nkid__v1__cache_push_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .handler = rpc_cache_push,
 };

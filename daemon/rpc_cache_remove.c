@@ -40,6 +40,5 @@ rpc_cache_remove(struct rpc_call *c)
 
 const struct rpc_method rpc_cache_remove_method = {
 	DISPATCH_METHOD_NAME("CacheRemove"), .kind = RPC_UNARY,
-	.request = &nkid__v1__cache_remove_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .handler = rpc_cache_remove,
 };

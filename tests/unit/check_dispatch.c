@@ -12,6 +12,7 @@
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
+#include "daemon/job.h"
 #include "tests/unit/fake_call.h"
 #include "tests/unit/check_main.h"
 
@@ -47,9 +48,10 @@ method_calls(const char *name, uint64_t *errors)
 
 CHECK_TEST(core, test_dispatch_table_sorted)
 {
-	const struct rpc_method	*m, *prev = NULL;
-	char			 path[128];
-	size_t			 i;
+	const struct rpc_method		*m, *prev = NULL;
+	const ProtobufCMethodDescriptor	*md;
+	char				 path[128];
+	size_t				 i;
 
 	ck_assert_uint_eq(dispatch_method_count(),
 	    nkid__v1__nkid__descriptor.n_methods);
@@ -61,8 +63,14 @@ CHECK_TEST(core, test_dispatch_table_sorted)
 		ck_assert_str_eq(m->path, path);
 		ck_assert_ptr_eq(dispatch_method_find(m->name), m);
 		ck_assert_ptr_eq(dispatch_method_find(m->path), m);
-		ck_assert_ptr_nonnull(m->request);
+		/* Every method is the service's: its messages resolve. */
+		md = protobuf_c_service_descriptor_get_method_by_name(
+		    &nkid__v1__nkid__descriptor, m->name);
+		ck_assert_ptr_nonnull(md);
+		ck_assert_ptr_eq(dispatch_method_proto(m), md);
 		ck_assert_ptr_nonnull(m->handler);
+		/* A kernel RPC is a kind handled by job_rpc, nothing else. */
+		ck_assert_int_eq(m->handler == job_rpc, m->job != NULL);
 		prev = m;
 	}
 	ck_assert_ptr_null(dispatch_method_find("Nope"));
