@@ -14,6 +14,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/job.h"
 #include "tests/unit/fake_call.h"
+#include "tests/unit/nkir_fixture.h"
 #include "tests/unit/check_main.h"
 
 static uv_loop_t	loop;
@@ -142,6 +143,53 @@ CHECK_TEST(core, test_dispatch_status_fields)
 	ck_assert_ptr_nonnull(rep->jobs);
 	nkid__v1__status_reply__free_unpacked(rep, NULL);
 	fake_call_release(&fc);
+}
+END_TEST
+
+/*
+ * A per-key RPC's reply is built by rpc_cache_keys_async from the method's
+ * reply message: CachePin on a daemon with a disk cache counts the key it
+ * pinned in "changed" and lists the unknown ones, in order, in "missing".
+ */
+CHECK_TEST(core, test_dispatch_cache_pin_reply)
+{
+	Nkid__V1__CompileRequest creq = NKID__V1__COMPILE_REQUEST__INIT;
+	Nkid__V1__CachePinRequest preq = NKID__V1__CACHE_PIN_REQUEST__INIT;
+	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
+	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
+	Nkid__V1__CompileReply	*crep;
+	Nkid__V1__CachePinReply	*prep;
+	char			 dir[64], json[128], *keys[3];
+	uint8_t			*ir;
+	size_t			 len;
+
+	check_dir_make(dir, sizeof dir, "check_dispatch");
+	snprintf(json, sizeof json, "{\"cache_dir\": \"%s\"}", dir);
+	fake_daemon_close(&d);
+	fake_daemon_open(&d, &loop, json, NULL);
+	ir = ir_tensor_add(&len, 0, P);
+	fake_kernel_ref(&ref, &k, "nkir/1", ir, len);
+	creq.ref = &ref;
+	crep = fake_call_reply(&d, "Compile", &creq.base,
+	    &nkid__v1__compile_reply__descriptor);
+	keys[0] = "00000000000000000000000000000000"
+	    "00000000000000000000000000000000";
+	keys[1] = crep->neff_key;
+	keys[2] = "not a key";
+	preq.keys = keys;
+	preq.n_keys = 3;
+	prep = fake_call_reply(&d, "CachePin", &preq.base,
+	    &nkid__v1__cache_pin_reply__descriptor);
+	ck_assert_uint_eq(prep->changed, 1);
+	ck_assert_uint_eq(prep->n_missing, 2);
+	ck_assert_str_eq(prep->missing[0], keys[0]);
+	ck_assert_str_eq(prep->missing[1], keys[2]);
+	nkid__v1__cache_pin_reply__free_unpacked(prep, NULL);
+	nkid__v1__compile_reply__free_unpacked(crep, NULL);
+	free(ir);
+	fake_daemon_close(&d);
+	check_dir_remove(dir);
+	fake_daemon_open(&d, &loop, NULL, NULL);	/* for teardown */
 }
 END_TEST
 
