@@ -1730,6 +1730,23 @@ sim_exec_gemm_part(struct sim_run *r, const struct sim_op *op, size_t k,
  * kernels block N in 4s, 8s or 16s. */
 #define SIM_EXEC_GEMM_GRAIN	64
 
+/* g's N columns, in one part per thread when op's rows split and the
+ * work (element operations) is worth it: each call packs its operands
+ * again. */
+static int
+sim_exec_gemm(struct sim_run *r, const struct sim_op *op,
+    struct sim_exec_gemm *g, int N, uint64_t work)
+{
+	int	grain;
+
+	grain = ((N + (int)r->threads - 1) / (int)r->threads +
+	    SIM_EXEC_GEMM_GRAIN - 1) & ~(SIM_EXEC_GEMM_GRAIN - 1);
+	if (op->par_split && N >= 2 * grain)
+		return (sim_exec_split(r, op, 1, (uint64_t)N, (uint64_t)grain,
+		    work, sim_exec_gemm_part, g));
+	return (sim_exec_gemm_part(r, op, 1, 0, (uint64_t)N, g));
+}
+
 static int
 sim_exec_matmul(struct sim_run *r, const struct sim_op *op)
 {
@@ -1740,7 +1757,7 @@ sim_exec_matmul(struct sim_run *r, const struct sim_op *op)
 	float			*A, *B, *C, *tmp = r->scratch;
 	float			 beta = op->accumulate ? 1.0f : 0.0f;
 	bool			 direct_c;
-	int			 K, M, N, lda, ldb, ldc, grain, rc;
+	int			 K, M, N, lda, ldb, ldc, rc;
 
 	if ((msg = sim_blas_open()) != NULL)
 		return (sim_exec_fail(r, op, SIM_ERUNTIME, "matmul needs "
@@ -1774,19 +1791,42 @@ sim_exec_matmul(struct sim_run *r, const struct sim_op *op)
 	}
 	g = (struct sim_exec_gemm){ op->transpose_x, M, K, lda, ldb, ldc,
 	    beta, A, B, C };
-	/* one part per thread: each call packs its operands again */
-	grain = ((N + (int)r->threads - 1) / (int)r->threads +
-	    SIM_EXEC_GEMM_GRAIN - 1) & ~(SIM_EXEC_GEMM_GRAIN - 1);
-	if (op->par_split && N >= 2 * grain)
-		rc = sim_exec_split(r, op, 1, (uint64_t)N, (uint64_t)grain,
-		    op->par_work, sim_exec_gemm_part, &g);
-	else
-		rc = sim_exec_gemm_part(r, op, 1, 0, (uint64_t)N, &g);
-	if (rc != 0)
+	if ((rc = sim_exec_gemm(r, op, &g, N, op->par_work)) != 0)
 		return (rc);
 	if (!direct_c)
 		return (sim_exec_scatter(r, op, &op->dst, C));
 	return (0);
+}
+
+/*
+ * Loop op of one accumulating matmul along its contraction axis
+ * (sim_opt_contract): that matmul over all iterations at once, its
+ * sources at the leading dimensions the planner found. 1 when a view is
+ * not one BLAS takes in place at run time (not fp32 there): run the loop.
+ */
+static int
+sim_exec_contract(struct sim_run *r, const struct sim_op *op)
+{
+	const struct sim_op	*mm = &op->body[op->contract - 1];
+	const struct sim_view	*x = &mm->src[0].v;
+	struct sim_exec_gemm	 g;
+	int			 ld;
+
+	r->lv[op->var] = op->start;
+	g.trans = mm->transpose_x;
+	g.M = (int)(mm->transpose_x ? x->shape[1] : x->shape[0]);
+	g.K = (int)(mm->transpose_x ? x->shape[0] : x->shape[1]) *
+	    (int)op->trips;
+	g.lda = (int)op->contract_ld[0];
+	g.ldb = (int)op->contract_ld[1];
+	g.beta = 1.0f;
+	if ((g.A = sim_exec_blas_view(r, x, &ld)) == NULL ||
+	    (g.B = sim_exec_blas_view(r, &mm->src[1].v, &ld)) == NULL ||
+	    (g.C = sim_exec_blas_view(r, &mm->dst, &g.ldc)) == NULL ||
+	    sim_blas_open() != NULL)
+		return (1);
+	return (sim_exec_gemm(r, mm, &g, (int)mm->src[1].v.shape[1],
+	    mm->par_work * op->trips));
 }
 
 /* ------------------------------------------------------------ bn */
@@ -2102,6 +2142,11 @@ sim_exec_body_one(struct sim_run *r, const struct sim_op *op)
 
 	switch (op->kind) {
 	case NKIR__V1__OP_KIND__OP_LOOP:
+		if (op->contract && (r->opts == NULL ||
+		    r->opts->op_cb == NULL) &&
+		    (rc = sim_exec_contract(r, op)) != 1)
+			return (rc);
+		rc = 0;
 		if (op->par != NULL &&
 		    sim_exec_spread(r, op->trips, op->par_work))
 			return (sim_exec_region(r, op, op->par, op->trips));

@@ -232,6 +232,12 @@ struct sim_op {
 						 * writes its HBM row */
 	bool			 fwd;		/* a load or store that this
 						 * forwarding made a no-op */
+	/* sim_opt_contract: OP_LOOP whose iterations are one accumulating
+	 * matmul, body[contract - 1], walking its contraction axis: run as
+	 * one matmul trips times as deep, sources at these leading
+	 * dimensions (0: none) */
+	size_t			 contract;
+	int64_t			 contract_ld[2];
 	struct sim_isa		*isa;		/* kinds 40-79, else NULL */
 	uint32_t		 nfns;		/* OP_LOOP: the index functions
 						 * of its variable */
@@ -428,6 +434,9 @@ bool	 sim_opt_view_same(const struct sim_view *a,
 	    const struct sim_view *b);
 /* Distinct points of view v's iteration space are distinct elements. */
 bool	 sim_opt_view_injective(const struct sim_view *v);
+/* The sum of the coefficients of term (kind, index) in l. */
+sim_i128 sim_opt_lin_coef(const struct sim_lin *l, uint32_t kind,
+	    uint32_t index);
 /* Mark the dead OP_ALLOCs of a body (sim_op.skip): an unmasked fill is
  * dead when the next op of the body that names the tile (a loop names it
  * if any op inside does) overwrites the whole tile without reading it. */
@@ -444,8 +453,12 @@ void	 sim_opt_fuse(struct sim_op *ops, size_t n);
 int	 sim_opt_program(struct sim_program *p);
 /* Once every body is fused: in each fused group, pass rows on in place
  * (sim_op.fwd_src, fwd_dst, fwd) where the tiles between a load or a
- * store and the group's arithmetic are touched by nothing else. */
-void	 sim_opt_forward(struct sim_program *p);
+ * store and the group's arithmetic are touched by nothing else; let
+ * matmuls read in place the HBM that loads only they read would copy (a
+ * tile, or a tile array filled by a loop); mark the loops that are one
+ * matmul along its contraction axis (sim_op.contract). Returns 0 or
+ * SIM_ENOMEM. */
+int	 sim_opt_forward(struct sim_program *p);
 
 /* sim_par.c */
 /* Find what may run side by side in a planned program: independent

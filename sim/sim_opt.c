@@ -86,24 +86,33 @@ sim_opt_group_agrees(const struct sim_op *ops, size_t k,
 	return (true);
 }
 
-bool
-sim_opt_view_injective(const struct sim_view *v)
+sim_i128
+sim_opt_lin_coef(const struct sim_lin *l, uint32_t kind, uint32_t index)
 {
-	sim_i128	st[SIM_MAX_RANK], ext[SIM_MAX_RANK], span = 0;
-	int		n = 0;
-	int		a, i, j;
+	sim_i128	c = 0;
+	uint32_t	i;
 
-	for (a = 0; a < v->rank; a++) {
-		if (v->shape[a] == 1)
-			continue;
-		st[n] = v->off.ax[a] < 0 ? -(sim_i128)v->off.ax[a] :
-		    v->off.ax[a];
-		ext[n++] = (sim_i128)v->shape[a] - 1;
-	}
-	for (i = 1; i < n; i++)		/* insertion sort by stride */
+	for (i = 0; i < l->nt; i++)
+		if (l->t[i].kind == kind && l->t[i].index == index)
+			c += l->t[i].coef;
+	return (c);
+}
+
+/* Axes of n steps st[] (any sign) and extents ext[] (last index) reach
+ * distinct offsets from distinct points: sorted by |step|, each step
+ * exceeds the span of the smaller ones. Sorts st[] and ext[]. */
+static bool
+sim_opt_axes_injective(sim_i128 *st, sim_i128 *ext, int n)
+{
+	sim_i128	span = 0, t;
+	int		i, j;
+
+	for (i = 0; i < n; i++)
+		if (st[i] < 0)
+			st[i] = -st[i];
+	for (i = 1; i < n; i++)		/* insertion sort by step */
 		for (j = i; j > 0 && st[j] < st[j - 1]; j--) {
-			sim_i128	t = st[j];
-
+			t = st[j];
 			st[j] = st[j - 1];
 			st[j - 1] = t;
 			t = ext[j];
@@ -116,6 +125,22 @@ sim_opt_view_injective(const struct sim_view *v)
 		span += st[i] * ext[i];
 	}
 	return (true);
+}
+
+bool
+sim_opt_view_injective(const struct sim_view *v)
+{
+	sim_i128	st[SIM_MAX_RANK], ext[SIM_MAX_RANK];
+	int		n = 0;
+	int		a;
+
+	for (a = 0; a < v->rank; a++) {
+		if (v->shape[a] == 1)
+			continue;
+		st[n] = v->off.ax[a];
+		ext[n++] = (sim_i128)v->shape[a] - 1;
+	}
+	return (sim_opt_axes_injective(st, ext, n));
 }
 
 /* Running ops[0 .. k-1] row by row in lockstep equals running them in
@@ -606,56 +631,345 @@ sim_opt_forward_stores(const struct sim_program *p, struct sim_op *g,
 	}
 }
 
+/* ------------------------------------------------------------ matmul */
+
+/* Where an op sits: the loops around it, outermost first, and its index
+ * in each body from the program's down (i[depth]: in the innermost). */
+struct sim_opt_at {
+	const struct sim_op	*loop[SIM_DEPTH_MAX];
+	size_t			 i[SIM_DEPTH_MAX + 1];
+	int			 depth;
+};
+
+/* OP_ALLOCs of tensor t in ops[0 .. n-1], loops and branches included:
+ * how many, each marked skip when mark is set. */
+static uint64_t
+sim_opt_fills(struct sim_op *ops, size_t n, uint32_t t, bool mark)
+{
+	uint64_t	k = 0;
+	size_t		i;
+
+	for (i = 0; i < n; i++) {
+		k += sim_opt_fills(ops[i].body, ops[i].nbody, t, mark);
+		k += sim_opt_fills(ops[i].else_body, ops[i].nelse, t, mark);
+		if (ops[i].kind != NKIR__V1__OP_KIND__OP_ALLOC ||
+		    ops[i].dst.tensor != t)
+			continue;
+		k++;
+		if (mark)
+			ops[i].skip = true;
+	}
+	return (k);
+}
+
+/* Call fn on each op of ops[0 .. n-1] other than a loop or a branch, in
+ * order, descending into loops (not branches), with where it sits in *at,
+ * until fn returns true: that op (*at left where it sits), or NULL. */
+static struct sim_op *
+sim_opt_walk(struct sim_op *ops, size_t n, struct sim_opt_at *at,
+    bool (*fn)(struct sim_op *, const struct sim_opt_at *, void *),
+    void *arg)
+{
+	struct sim_op	*o;
+	size_t		 i;
+
+	for (i = 0; i < n; i++) {
+		at->i[at->depth] = i;
+		if (ops[i].kind == NKIR__V1__OP_KIND__OP_LOOP) {
+			if (at->depth == SIM_DEPTH_MAX)
+				continue;
+			at->loop[at->depth++] = &ops[i];
+			o = sim_opt_walk(ops[i].body, ops[i].nbody, at, fn, arg);
+			if (o != NULL)
+				return (o);
+			at->depth--;
+		} else if (ops[i].kind != NKIR__V1__OP_KIND__OP_IF &&
+		    fn(&ops[i], at, arg))
+			return (&ops[i]);
+	}
+	return (NULL);
+}
+
+/* sim_opt_walk: op writes tensor *arg, and is not an OP_ALLOC. */
+static bool
+sim_opt_writes_cb(struct sim_op *op, const struct sim_opt_at *at, void *arg)
+{
+	return (op->kind != NKIR__V1__OP_KIND__OP_ALLOC && op->has_dst &&
+	    op->dst.tensor == *(const uint32_t *)arg);
+}
+
+/* l has a term of an index function's slot (i % 2), which no rule here
+ * reasons about. */
+static bool
+sim_opt_lin_slots(const struct sim_program *p, const struct sim_lin *l)
+{
+	uint32_t	k;
+
+	for (k = 0; k < l->nt; k++)
+		if (l->t[k].kind == NKIR__V1__TERM_KIND__TERM_LOOP &&
+		    l->t[k].index >= p->nloopvars)
+			return (true);
+	return (false);
+}
+
 /*
- * A load into an fp32 tile that only matmul ops[i] reads, through the
- * view the load wrote, earlier in the same body, from an fp32 HBM tensor
- * nothing writes: the matmul reads the HBM rows in place
- * (sim_exec_blas_view takes a strided view, as BLAS does) and the load
+ * Load ld (below *la) writes a tile that matmul source view v (below
+ * *ma) reads. Match the loops of ld that are not the matmul's (its nest)
+ * with loops of the matmul of the same range (map[u] = w + 1 for their
+ * variables) such that v, with each w read as its u, is the view ld
+ * writes, injective over the nest: then each iteration of the matmul's
+ * loops reads just what one iteration of the nest wrote, nothing else
+ * writing it in between.
+ */
+static bool
+sim_opt_array_maps(const struct sim_program *p, const struct sim_op *ld,
+    const struct sim_opt_at *la, const struct sim_view *v,
+    const struct sim_opt_at *ma, uint32_t *map)
+{
+	const struct sim_view	*dst = &ld->dst;
+	const struct sim_op	*L, *M;
+	sim_i128		 st[SIM_MAX_RANK + SIM_DEPTH_MAX];
+	sim_i128		 ext[SIM_MAX_RANK + SIM_DEPTH_MAX], cu;
+	uint32_t		 k, w;
+	bool			 used[SIM_DEPTH_MAX] = { false };
+	int			 c, j, m, n = 0;
+
+	for (c = 0; c < la->depth && c < ma->depth &&
+	    la->loop[c] == ma->loop[c]; c++)
+		;
+	if (la->i[c] >= ma->i[c] || dst->rank != v->rank ||
+	    dst->off.c != v->off.c || sim_opt_lin_slots(p, &dst->off) ||
+	    sim_opt_lin_slots(p, &v->off))
+		return (false);
+	for (j = 0; j < dst->rank; j++) {
+		if (dst->shape[j] != v->shape[j] ||
+		    dst->off.ax[j] != v->off.ax[j])
+			return (false);
+		if (dst->shape[j] > 1) {
+			st[n] = dst->off.ax[j];
+			ext[n++] = (sim_i128)dst->shape[j] - 1;
+		}
+	}
+	for (j = c; j < la->depth; j++) {
+		L = la->loop[j];
+		cu = sim_opt_lin_coef(&dst->off, NKIR__V1__TERM_KIND__TERM_LOOP,
+		    L->var);
+		for (m = c; m < ma->depth; m++) {
+			M = ma->loop[m];
+			if (!used[m] && M->start == L->start &&
+			    M->step == L->step && M->trips == L->trips &&
+			    sim_opt_lin_coef(&v->off,
+			    NKIR__V1__TERM_KIND__TERM_LOOP, M->var) == cu)
+				break;
+		}
+		if (cu == 0 || m == ma->depth)
+			return (false);
+		used[m] = true;
+		map[L->var] = ma->loop[m]->var + 1;
+		if (L->trips > 1) {
+			st[n] = cu * L->step;
+			ext[n++] = (sim_i128)L->trips - 1;
+		}
+	}
+	/* every other term the same in both */
+	for (k = 0; k < v->off.nt; k++) {
+		const struct sim_term	*tm = &v->off.t[k];
+
+		for (j = c; j < ma->depth && !(used[j] &&
+		    tm->kind == NKIR__V1__TERM_KIND__TERM_LOOP &&
+		    tm->index == ma->loop[j]->var); j++)
+			;
+		if (j == ma->depth && sim_opt_lin_coef(&v->off, tm->kind,
+		    tm->index) != sim_opt_lin_coef(&dst->off, tm->kind,
+		    tm->index))
+			return (false);
+	}
+	for (k = 0; k < dst->off.nt; k++) {
+		const struct sim_term	*tm = &dst->off.t[k];
+
+		w = tm->kind == NKIR__V1__TERM_KIND__TERM_LOOP ?
+		    map[tm->index] : 0;
+		if (w == 0 && sim_opt_lin_coef(&v->off, tm->kind,
+		    tm->index) != sim_opt_lin_coef(&dst->off, tm->kind,
+		    tm->index))
+			return (false);
+	}
+	return (sim_opt_axes_injective(st, ext, n));
+}
+
+/* Read loop variable u as map[u] - 1 wherever map[u] is set, in l. */
+static void
+sim_opt_lin_rename(struct sim_lin *l, const uint32_t *map)
+{
+	uint32_t	k;
+
+	for (k = 0; k < l->nt; k++)
+		if (l->t[k].kind == NKIR__V1__TERM_KIND__TERM_LOOP &&
+		    map[l->t[k].index] != 0)
+			l->t[k].index = map[l->t[k].index] - 1;
+}
+
+/*
+ * A source of matmul mm (below *ma) that is an fp32 tile, or tile array,
+ * which one load alone fills, in loops or not, from an fp32 HBM tensor
+ * nothing writes, and which mm alone reads, each element as the load
+ * wrote it (sim_opt_array_maps): mm reads the HBM rows in place, as BLAS
+ * can through a strided view, and the load (and any fill of the tile)
  * does nothing. A tiled matmul's loads were a third of its time, copying
- * every tile once more than numpy does.
+ * every tile once more than numpy does. The load's view becomes mm's,
+ * its loop variables renamed to mm's.
  */
 static void
-sim_opt_forward_matmul(const struct sim_program *p, struct sim_op *ops,
-    size_t i)
+sim_opt_forward_matmul(struct sim_program *p, struct sim_op *mm,
+    const struct sim_opt_at *ma, uint32_t *map)
 {
-	struct sim_op	*mm = &ops[i], *ld;
-	uint64_t	 rd, wr;
-	uint32_t	 t;
-	size_t		 j;
-	int		 s;
+	struct sim_opt_at	 la;
+	struct sim_op		*ld;
+	struct sim_view		*hv;
+	uint64_t		 rd, wr;
+	uint32_t		 t;
+	int			 s, d;
 
 	if (mm->masked || (!mm->src[0].scalar && !mm->src[1].scalar &&
 	    mm->src[0].v.tensor == mm->src[1].v.tensor))
 		return;
 	for (s = 0; s < 2; s++) {
-		if (mm->src[s].scalar || mm->src[s].v.nmask)
-			continue;
-		t = mm->src[s].v.tensor;
-		for (j = i; j-- > 0;)
-			if (ops[j].has_dst && ops[j].dst.tensor == t)
-				break;
-		if (j == (size_t)-1)
-			continue;
-		ld = &ops[j];
-		if (ld->kind != NKIR__V1__OP_KIND__OP_LOAD || ld->masked ||
-		    ld->skip || ld->fwd || ld->src[0].scalar ||
-		    ld->src[0].v.nmask || !sim_opt_plain_tile(p, t) ||
-		    !sim_opt_plain_hbm(p, &ld->src[0].v) ||
-		    !sim_opt_view_same(&mm->src[s].v, &ld->dst) ||
-		    ld->src[0].v.rank != ld->dst.rank ||
-		    memcmp(ld->src[0].v.shape, ld->dst.shape,
-		    sizeof ld->dst.shape) != 0)
+		if (mm->src[s].scalar || mm->src[s].v.nmask ||
+		    !sim_opt_plain_tile(p, t = mm->src[s].v.tensor))
 			continue;
 		rd = wr = 0;
 		sim_opt_count(p->body, p->nbody, t, &rd, &wr);
-		if (rd != 1 || wr != 1)
+		if (rd != 1 || wr != 1 + sim_opt_fills(p->body, p->nbody, t,
+		    false))
+			continue;
+		la.depth = 0;
+		ld = sim_opt_walk(p->body, p->nbody, &la, sim_opt_writes_cb, &t);
+		if (ld == NULL)
+			continue;
+		hv = &ld->src[0].v;
+		if (ld->kind != NKIR__V1__OP_KIND__OP_LOAD || ld->masked ||
+		    ld->skip || ld->fwd || ld->src[0].scalar || hv->nmask ||
+		    !sim_opt_plain_hbm(p, hv) || hv->rank != ld->dst.rank ||
+		    memcmp(hv->shape, ld->dst.shape, sizeof hv->shape) != 0 ||
+		    sim_opt_lin_slots(p, &hv->off))
 			continue;
 		rd = wr = 0;
-		sim_opt_count(p->body, p->nbody, ld->src[0].v.tensor, &rd, &wr);
-		if (wr != 0)
+		sim_opt_count(p->body, p->nbody, hv->tensor, &rd, &wr);
+		memset(map, 0, p->nloopvars * sizeof *map);
+		if (wr != 0 ||
+		    !sim_opt_array_maps(p, ld, &la, &mm->src[s].v, ma, map))
 			continue;
-		mm->src[s].v = ld->src[0].v;
+		sim_opt_lin_rename(&hv->off, map);
+		for (d = 0; d < hv->ndim; d++)
+			sim_opt_lin_rename(&hv->dim[d], map);
+		mm->src[s].v = *hv;
 		ld->skip = true;
+		(void)sim_opt_fills(p->body, p->nbody, t, true);
+	}
+}
+
+/*
+ * A loop whose every iteration is one accumulating matmul (the body's
+ * other ops skipped), into a dst the loop does not move, walking the
+ * contraction axis of both sources: iteration i reads rows i*K .. i*K +
+ * K-1 of one longer contraction (k-major: the loop steps K rows, or
+ * p-major: a row steps as many iterations as the loop runs). Then the
+ * loop is that matmul trips times as deep, in one sgemm that keeps its
+ * result in registers over all of it instead of writing it back trips
+ * times. Sums run in another order: same values to fp32 rounding, the
+ * same bits on every run.
+ */
+static void
+sim_opt_contract(const struct sim_program *p, struct sim_op *loop)
+{
+	const struct sim_op	*mm = NULL;
+	const struct sim_view	*v;
+	int64_t			 d, K, T = (int64_t)loop->trips;
+	int64_t			 kld[2], pld[2];
+	size_t			 i, at = 0;
+	int			 s, a, mode = 3;	/* 1 k-major, 2 p-major */
+
+	if (loop->nfns != 0 || T < 2 || T > INT32_MAX || loop->step <= 0)
+		return;
+	for (i = 0; i < loop->nbody; i++) {
+		if (loop->body[i].skip)
+			continue;
+		if (mm != NULL)
+			return;
+		mm = &loop->body[i];
+		at = i + 1;
+	}
+	if (mm == NULL || mm->kind != NKIR__V1__OP_KIND__OP_MATMUL ||
+	    !mm->accumulate || mm->masked || mm->dst.nmask ||
+	    sim_opt_lin_slots(p, &mm->dst.off) ||
+	    sim_opt_lin_coef(&mm->dst.off, NKIR__V1__TERM_KIND__TERM_LOOP,
+	    loop->var) != 0)
+		return;
+	for (s = 0; s < 2; s++) {
+		if (mm->src[s].scalar)
+			return;
+		v = &mm->src[s].v;
+		if (v->nmask || v->rank != 2 || v->off.ax[1] != 1 ||
+		    v->tensor == mm->dst.tensor || sim_opt_lin_slots(p, &v->off))
+			return;
+		a = s == 0 && !mm->transpose_x ? 1 : 0;	/* contraction */
+		K = (int64_t)v->shape[a];
+		d = (int64_t)sim_opt_lin_coef(&v->off,
+		    NKIR__V1__TERM_KIND__TERM_LOOP, loop->var) * loop->step;
+		if (d <= 0 || K > INT32_MAX / T)
+			return;
+		kld[s] = v->off.ax[0];
+		pld[s] = d;
+		if (a == 1) {
+			/* [M, K]: along a row, unit stride: k-major only */
+			if (d != K || v->off.ax[0] < K * T)
+				return;
+			mode &= 1;
+			continue;
+		}
+		if (d != K * v->off.ax[0])
+			mode &= ~1;
+		if (v->off.ax[0] != d * T || d < (int64_t)v->shape[1])
+			mode &= ~2;
+	}
+	if (mode == 0)
+		return;
+	for (s = 0; s < 2; s++) {
+		loop->contract_ld[s] = mode & 1 ? kld[s] : pld[s];
+		if (loop->contract_ld[s] > INT32_MAX)
+			return;
+	}
+	loop->contract = at;
+}
+
+struct sim_opt_matmul_arg {
+	struct sim_program	*p;
+	uint32_t		*map;	/* per loop variable */
+};
+
+/* sim_opt_walk: forward the loads of each matmul. */
+static bool
+sim_opt_matmul_cb(struct sim_op *op, const struct sim_opt_at *at, void *arg)
+{
+	struct sim_opt_matmul_arg	*a = arg;
+
+	if (op->kind == NKIR__V1__OP_KIND__OP_MATMUL)
+		sim_opt_forward_matmul(a->p, op, at, a->map);
+	return (false);
+}
+
+/* Mark the loops of ops[0 .. n-1] that are one matmul, inner loops
+ * first. */
+static void
+sim_opt_contracts(const struct sim_program *p, struct sim_op *ops, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		sim_opt_contracts(p, ops[i].body, ops[i].nbody);
+		sim_opt_contracts(p, ops[i].else_body, ops[i].nelse);
+		if (ops[i].kind == NKIR__V1__OP_KIND__OP_LOOP)
+			sim_opt_contract(p, &ops[i]);
 	}
 }
 
@@ -673,8 +987,6 @@ sim_opt_forward_body(const struct sim_program *p, struct sim_op *ops,
 			    ops[i].nelse);
 			continue;
 		}
-		if (ops[i].kind == NKIR__V1__OP_KIND__OP_MATMUL)
-			sim_opt_forward_matmul(p, ops, i);
 		if (ops[i].fuse > 1 && ops[i].fuse < 256) {
 			sim_opt_forward_loads(p, &ops[i], ops[i].fuse);
 			sim_opt_forward_stores(p, &ops[i], ops[i].fuse);
@@ -683,9 +995,21 @@ sim_opt_forward_body(const struct sim_program *p, struct sim_op *ops,
 	}
 }
 
-void
+int
 sim_opt_forward(struct sim_program *p)
 {
-	if (!p->collective)
-		sim_opt_forward_body(p, p->body, p->nbody);
+	struct sim_opt_at	 at;
+	uint32_t		*map;
+
+	if (p->collective)
+		return (0);
+	if ((map = calloc(p->nloopvars + 1, sizeof *map)) == NULL)
+		return (SIM_ENOMEM);
+	at.depth = 0;
+	(void)sim_opt_walk(p->body, p->nbody, &at, sim_opt_matmul_cb,
+	    &(struct sim_opt_matmul_arg){ p, map });
+	free(map);
+	sim_opt_contracts(p, p->body, p->nbody);
+	sim_opt_forward_body(p, p->body, p->nbody);
+	return (0);
 }

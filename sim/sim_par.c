@@ -173,19 +173,6 @@ sim_par_walk_ops(struct sim_par_walk *w, const struct sim_op *ops, size_t n)
 	}
 }
 
-/* The sum of the coefficients of term (kind, index) in l. */
-static sim_i128
-sim_par_coef(const struct sim_lin *l, uint32_t kind, uint32_t index)
-{
-	sim_i128	c = 0;
-	uint32_t	i;
-
-	for (i = 0; i < l->nt; i++)
-		if (l->t[i].kind == kind && l->t[i].index == index)
-			c += l->t[i].coef;
-	return (c);
-}
-
 /* Term tm varies inside the region (an inner loop variable, or another
  * program id of the grid) rather than being fixed for all of it. */
 static bool
@@ -215,14 +202,14 @@ sim_par_separates(const struct sim_par_walk *w, const struct sim_view **v,
 	uint32_t			 i;
 	int				 a;
 
-	k = sim_par_coef(l0, kind, index);
+	k = sim_opt_lin_coef(l0, kind, index);
 	if (k == 0)
 		return (false);
 	for (j = 0; j < n; j++) {
 		sim_i128	jlo, jhi;
 
 		l = &v[j]->dim[d];
-		if (sim_par_coef(l, kind, index) != k)
+		if (sim_opt_lin_coef(l, kind, index) != k)
 			return (false);
 		jlo = jhi = l->c;
 		for (i = 0; i < l->nt; i++) {
@@ -236,8 +223,8 @@ sim_par_separates(const struct sim_par_walk *w, const struct sim_view **v,
 						 * slot, (i % 2): not proven */
 			if (!sim_par_ranged(w, tm)) {
 				/* fixed in the region: a common shift */
-				if (sim_par_coef(l, tm->kind, tm->index) !=
-				    sim_par_coef(l0, tm->kind, tm->index))
+				if (sim_opt_lin_coef(l, tm->kind, tm->index) !=
+				    sim_opt_lin_coef(l0, tm->kind, tm->index))
 					return (false);
 				continue;
 			}
@@ -259,8 +246,8 @@ sim_par_separates(const struct sim_par_walk *w, const struct sim_view **v,
 
 			if ((tm->kind != kind || tm->index != index) &&
 			    !sim_par_ranged(w, tm) &&
-			    sim_par_coef(l, tm->kind, tm->index) !=
-			    sim_par_coef(l0, tm->kind, tm->index))
+			    sim_opt_lin_coef(l, tm->kind, tm->index) !=
+			    sim_opt_lin_coef(l0, tm->kind, tm->index))
 				return (false);
 		}
 		for (a = 0; a < v[j]->rank; a++) {

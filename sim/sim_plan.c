@@ -1417,7 +1417,7 @@ sim_plan_body(struct sim_build *b, Nkir__V1__Op *const *ops, size_t n,
 	}
 	sim_opt_fuse(body, n);
 	if (b->depth == 0)
-		sim_opt_forward(b->p);
+		return (sim_opt_forward(b->p));
 	return (0);
 }
 

@@ -508,6 +508,61 @@ CHECK_TEST(core, test_sim_spmd_grid)
 }
 END_TEST
 
+/* Run p on random lhs ([M, K], or [K, M] with transpose_x) and rhs
+ * [K, N] from seed, check its one output against their product in double
+ * precision, and free p and b. */
+static void
+kb_matmul_run(struct kb *b, struct sim_program *p, int M, int K, int N,
+    bool transpose_x, unsigned seed)
+{
+	float *x = kb_randf((size_t)M * K, seed);
+	float *y = kb_randf((size_t)K * N, seed + 1);
+	struct sim_tensor in[2], o[1];
+	struct sim_diag d;
+	const float *got;
+	int rc;
+
+	in[0] = transpose_x ? kb_host(F32, 2, SH(K, M), x) :
+	    kb_host(F32, 2, SH(M, K), x);
+	in[1] = kb_host(F32, 2, SH(K, N), y);
+	rc = sim_run(p, in, 2, o, 1, NULL, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	got = o[0].data;
+	for (int m = 0; m < M; m++)
+		for (int n = 0; n < N; n++) {
+			double s = 0;
+
+			for (int k = 0; k < K; k++)
+				s += (double)(transpose_x ? x[k * M + m] :
+				    x[m * K + k]) * y[k * N + n];
+			ck_assert_double_eq_tol(got[m * N + n], s,
+			    1e-4 * (fabs(s) + 100));
+		}
+	sim_tensors_release(o, 1);
+	sim_program_free(p);
+	free(x);
+	free(y);
+	kb_release(b);
+}
+
+/* In the loop being built, ps += lhs . rhs (transpose_x as given); after
+ * it, res = ps and out = res: the planned program. */
+static struct sim_program *
+kb_matmul_finish(struct kb *b, uint32_t ps, Nkir__V1__Access *lhs,
+    Nkir__V1__Access *rhs, bool transpose_x, uint32_t res, uint32_t out)
+{
+	Nkir__V1__Op *op;
+
+	op = kb_op1(b, OPK(MATMUL), kb_full2(b, ps), lhs);
+	kb_src(b, op, rhs);
+	op->accumulate = true;
+	op->transpose_x = transpose_x;
+	kb_end(b);
+	kb_op1(b, OPK(COPY), kb_full2(b, res), kb_full2(b, ps));
+	kb_op1(b, OPK(STORE), kb_full2(b, out), kb_full2(b, res));
+	return (kb_program(b));
+}
+
 /* out[M, N] = sum over K chunks of lhs . rhs, with transpose_x either way */
 static void
 kb_matmul_case(bool transpose_x)
@@ -515,14 +570,9 @@ kb_matmul_case(bool transpose_x)
 	enum { M = 64, K = 256, N = 96, KT = 128 };
 	struct kb kb, *b = &kb;
 	uint32_t lhs, rhs, out, tl, tr, ps, res;
-	float *x, *y, *got;
-	struct sim_tensor in[2], o[1];
 	struct sim_program *p;
 	const struct sim_op *loop;
-	struct sim_diag d;
-	Nkir__V1__Op *op;
 	size_t i;
-	int rc;
 
 	kb_init(b, "matmul");
 	/* lhs is x [M, K] or its transpose [K, M] */
@@ -547,14 +597,8 @@ kb_matmul_case(bool transpose_x)
 		    X, 1, (int64_t)1)));
 	kb_op1(b, OPK(LOAD), kb_full2(b, tr), kb_acc(b, rhs, 2, SH(KT, N),
 	    kb_aff(b, 0, 2, L, 0, (int64_t)KT, X, 0, (int64_t)1), AX(0, 1)));
-	op = kb_op1(b, OPK(MATMUL), kb_full2(b, ps), kb_full2(b, tl));
-	kb_src(b, op, kb_full2(b, tr));
-	op->accumulate = true;
-	op->transpose_x = transpose_x;
-	kb_end(b);
-	kb_op1(b, OPK(COPY), kb_full2(b, res), kb_full2(b, ps));
-	kb_op1(b, OPK(STORE), kb_full2(b, out), kb_full2(b, res));
-	p = kb_program(b);
+	p = kb_matmul_finish(b, ps, kb_full2(b, tl), kb_full2(b, tr),
+	    transpose_x, res, out);
 	/*
 	 * Loads that only the matmul reads are forwarded into it
 	 * (sim_opt_forward_matmul): it reads lhs and rhs in place, the
@@ -570,29 +614,14 @@ kb_matmul_case(bool transpose_x)
 	ck_assert_uint_eq(loop->body[2].src[1].v.tensor, rhs);
 	ck_assert(loop->body[0].skip);
 	ck_assert(loop->body[1].skip);
-	x = kb_randf(M * K, 3);
-	y = kb_randf(K * N, 4);
-	in[0] = transpose_x ? kb_host(F32, 2, SH(K, M), x) :
-	    kb_host(F32, 2, SH(M, K), x);
-	in[1] = kb_host(F32, 2, SH(K, N), y);
-	rc = sim_run(p, in, 2, o, 1, NULL, &d);
-	ck_assert_msg(rc == 0, "%s", d.msg);
-	got = o[0].data;
-	for (int m = 0; m < M; m++)
-		for (int n = 0; n < N; n++) {
-			double s = 0;
-
-			for (int k = 0; k < K; k++)
-				s += (double)(transpose_x ? x[k * M + m] :
-				    x[m * K + k]) * y[k * N + n];
-			ck_assert_double_eq_tol(got[m * N + n], s,
-			    1e-4 * (fabs(s) + 100));
-		}
-	sim_tensors_release(o, 1);
-	sim_program_free(p);
-	free(x);
-	free(y);
-	kb_release(b);
+	/*
+	 * Then the loop is one matmul K deep (sim_opt_contract), k-major:
+	 * lhsT and rhs at their own row pitch; lhs [M, K] along its rows.
+	 */
+	ck_assert_uint_eq(loop->contract, 3);
+	ck_assert_int_eq(loop->contract_ld[0], transpose_x ? M : K);
+	ck_assert_int_eq(loop->contract_ld[1], N);
+	kb_matmul_run(b, p, M, K, N, transpose_x, 3);
 }
 
 CHECK_TEST(core, test_sim_matmul_transpose_x)
@@ -604,6 +633,85 @@ END_TEST
 CHECK_TEST(core, test_sim_matmul_plain)
 {
 	kb_matmul_case(false);
+}
+END_TEST
+
+/* An uninitialized tile array t [n, KT, F] and a loop (variable var)
+ * filling t[k] with rows k * KT .. k * KT + KT - 1 of src [n * KT, F]. */
+static void
+kb_load_array(struct kb *b, uint32_t t, uint32_t src, uint32_t var)
+{
+	const uint64_t *s = b->k.tensors[t]->shape;
+
+	kb_alloc_op(b, t, NKIR__V1__FILL__FILL_UNINIT, 0);
+	kb_loop(b, var, 0, (int64_t)s[0], 1);
+	kb_op1(b, OPK(LOAD), kb_acc(b, t, 2, SH(s[1], s[2]),
+	    kb_aff(b, 0, 1, L, (int)var, (int64_t)1), AX(0, 0), AX(0, 1)),
+	    kb_acc(b, src, 2, SH(s[1], s[2]), kb_aff(b, 0, 2, L, (int)var,
+	    (int64_t)s[1], X, 0, (int64_t)1), AX(0, 1)));
+	kb_end(b);
+}
+
+/*
+ * mm_hoisted's shape: tile arrays at[NK, KT, M] and bt[NK, KT, N] filled
+ * by loops of loads, then a loop of matmuls over them. With `reversed`
+ * the matmul loop walks the arrays backwards (at[NK - 1 - k]).
+ */
+static void
+kb_matmul_arrays(bool reversed)
+{
+	enum { M = 64, K = 384, N = 96, KT = 128, NK = K / KT };
+	struct kb kb, *b = &kb;
+	uint32_t lhs, rhs, out, at, bt, ps, res;
+	struct sim_program *p;
+	const struct sim_op *ld0, *ld1, *mmloop;
+	Nkir__V1__Affine *k;
+
+	kb_init(b, "matmul_arrays");
+	lhs = kb_param(b, "lhsT", F32, 2, SH(K, M));
+	rhs = kb_param(b, "rhs", F32, 2, SH(K, N));
+	out = kb_out(b, "out", F32, 2, SH(M, N));
+	at = kb_tile(b, "at", SBUF, F32, 3, SH(NK, KT, M));
+	bt = kb_tile(b, "bt", SBUF, F32, 3, SH(NK, KT, N));
+	ps = kb_tile(b, "ps", PSUM, F32, 2, SH(M, N));
+	res = kb_tile(b, "res", SBUF, F32, 2, SH(M, N));
+	kb_load_array(b, at, lhs, 0);
+	kb_load_array(b, bt, rhs, 1);
+	kb_alloc_op(b, ps, NKIR__V1__FILL__FILL_ZERO, 0);
+	kb_loop(b, 2, 0, NK, 1);
+	k = reversed ? kb_aff(b, NK - 1, 1, L, 2, (int64_t)-1) :
+	    kb_aff(b, 0, 1, L, 2, (int64_t)1);
+	p = kb_matmul_finish(b, ps, kb_acc(b, at, 2, SH(KT, M), k, AX(0, 0),
+	    AX(0, 1)), kb_acc(b, bt, 2, SH(KT, N), k, AX(0, 0), AX(0, 1)),
+	    true, res, out);
+	ck_assert_uint_eq(p->nbody, 8);
+	ld0 = &p->body[1].body[0];
+	ld1 = &p->body[3].body[0];
+	mmloop = &p->body[5];
+	if (reversed) {
+		/* iteration k reads what another iteration loaded: the
+		 * loads stay, and the loop stays a loop */
+		ck_assert(!ld0->skip && !ld1->skip);
+		ck_assert_uint_eq(mmloop->body[0].src[0].v.tensor, at);
+		ck_assert_uint_eq(mmloop->contract, 0);
+	} else {
+		/* the matmul reads lhsT and rhs in place, the arrays are
+		 * neither filled nor loaded, and the loop is one matmul */
+		ck_assert(ld0->skip && ld1->skip);
+		ck_assert(p->body[0].skip && p->body[2].skip);
+		ck_assert_uint_eq(mmloop->body[0].src[0].v.tensor, lhs);
+		ck_assert_uint_eq(mmloop->body[0].src[1].v.tensor, rhs);
+		ck_assert_uint_eq(mmloop->contract, 1);
+		ck_assert_int_eq(mmloop->contract_ld[0], M);
+		ck_assert_int_eq(mmloop->contract_ld[1], N);
+	}
+	kb_matmul_run(b, p, M, K, N, true, 5);
+}
+
+CHECK_TEST(core, test_sim_matmul_tile_arrays)
+{
+	kb_matmul_arrays(false);
+	kb_matmul_arrays(true);
 }
 END_TEST
 
