@@ -88,6 +88,17 @@ dispatch_method_index(const struct rpc_method *m)
 	return (0);
 }
 
+const ProtobufCMethodDescriptor *
+dispatch_method_proto(const struct rpc_method *m)
+{
+	const ProtobufCMethodDescriptor	*md;
+
+	md = protobuf_c_service_descriptor_get_method_by_name(
+	    &nkid__v1__nkid__descriptor, m->name);
+	assert(md != NULL);
+	return (md);
+}
+
 static int
 dispatch_method_cmp(const void *key, const void *elem)
 {
@@ -263,10 +274,11 @@ void
 dispatch_stream_received(struct rpc_call *c, enum rpc_recv_result what,
     const uint8_t *data, size_t len)
 {
-	const struct rpc_method	*m = c->m;
-	ProtobufCMessage	*msg = NULL;
-	rpc_recv_cb		 cb = c->recv_cb;
-	uint64_t		 cap;
+	const struct rpc_method		*m = c->m;
+	const ProtobufCMessageDescriptor *rq;
+	ProtobufCMessage		*msg = NULL;
+	rpc_recv_cb			 cb = c->recv_cb;
+	uint64_t			 cap;
 
 	assert(c->recv_armed);
 	c->recv_armed = 0;
@@ -287,13 +299,13 @@ dispatch_stream_received(struct rpc_call *c, enum rpc_recv_result what,
 			    (unsigned long long)cap);
 			return;
 		}
-		msg = protobuf_c_message_unpack(m->request, NULL, len, data);
+		rq = dispatch_method_proto(m)->input;
+		msg = protobuf_c_message_unpack(rq, NULL, len, data);
 		if (msg == NULL) {
 			rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT,
 			    "malformed %s message %llu: %zu bytes are not a "
 			    "valid '%s' message", m->name,
-			    (unsigned long long)c->stream_in + 1, len,
-			    m->request->name);
+			    (unsigned long long)c->stream_in + 1, len, rq->name);
 			return;
 		}
 		c->stream_in++;
@@ -304,8 +316,9 @@ dispatch_stream_received(struct rpc_call *c, enum rpc_recv_result what,
 void
 dispatch_call_start(struct rpc_call *c, const uint8_t *data, size_t len)
 {
-	const struct rpc_method	*m = c->m;
-	uint64_t		 cap;
+	const struct rpc_method		*m = c->m;
+	const ProtobufCMessageDescriptor *rq;
+	uint64_t			 cap;
 
 	assert(c->d != NULL && c->tr != NULL && m != NULL &&
 	    m->handler != NULL);
@@ -321,12 +334,12 @@ dispatch_call_start(struct rpc_call *c, const uint8_t *data, size_t len)
 		return;
 	}
 	if (m->kind == RPC_UNARY || m->kind == RPC_SERVER_STREAM) {
-		c->req = protobuf_c_message_unpack(m->request, NULL, len,
-		    data);
+		rq = dispatch_method_proto(m)->input;
+		c->req = protobuf_c_message_unpack(rq, NULL, len, data);
 		if (c->req == NULL) {
 			rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT,
 			    "malformed %s request: %zu bytes are not a valid "
-			    "'%s' message", m->name, len, m->request->name);
+			    "'%s' message", m->name, len, rq->name);
 			return;
 		}
 	}

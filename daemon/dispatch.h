@@ -17,6 +17,7 @@
 #define DISPATCH_METHOD_NAME(n)	.name = n, .path = DISPATCH_SERVICE n
 
 struct daemon;
+struct job_kind;
 struct rpc_call;
 struct sched_job;
 
@@ -28,12 +29,12 @@ enum rpc_kind {
 };
 
 /* One RPC: a const descriptor defined in its rpc_<name>.c, listed in
- * dispatch.c's table. */
+ * dispatch.c's table. Its request and reply messages are those the service
+ * declares for name (dispatch_method_proto). */
 struct rpc_method {
 	const char			*name;		/* "Ping" */
 	const char			*path;		/* "/nkid.v1.Nkid/Ping" */
 	enum rpc_kind			 kind;
-	const ProtobufCMessageDescriptor *request;
 	enum config_cap			 cap;		/* receive cap class */
 	/* Runs on the loop thread with c->req unpacked (unary and
 	 * server-streaming; NULL for client-streaming and bidi, whose
@@ -42,6 +43,9 @@ struct rpc_method {
 	 * answered when the handler returns is watched for the client going
 	 * away (rpc_call.cancelled) from then on. */
 	void				(*handler)(struct rpc_call *c);
+	/* A kernel RPC's kind, for its handler job_rpc (daemon/job.h);
+	 * NULL for the others. */
+	const struct job_kind		*job;
 };
 
 /* Who is calling: the credentials read with SO_PEERCRED at accept. */
@@ -154,6 +158,11 @@ const struct rpc_method *dispatch_method(size_t i);
 const struct rpc_method *dispatch_method_find(const char *name);
 /* Index of m in the table. */
 size_t		 dispatch_method_index(const struct rpc_method *m);
+/* Method m as the service nkid.v1.Nkid (proto/nkid.proto) declares it:
+ * its request (input) and reply (output) messages. m->name must be one of
+ * the service's methods. */
+const ProtobufCMethodDescriptor *dispatch_method_proto(
+		    const struct rpc_method *m);
 
 /*
  * Start call c for its method c->m (c->d, c->tr, c->id set by the caller)

@@ -1,5 +1,6 @@
-/* job.c: the pipeline of every kernel RPC: validate, resolve the kernel, queue on a core or the thread pool, execute, reply; and the inputs and outputs a job holds on the way. */
+/* job.c: the handler and pipeline of every kernel RPC: decode the request, validate, resolve the kernel, queue on a core or the thread pool, execute, reply; and the inputs and outputs a job holds on the way. */
 #include <assert.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,39 @@
 /* Last execution time per NEFF key, direct-mapped (a heuristic: a
  * collision only sends a job to the worker). Loop thread only. */
 #define JOB_HERE_SLOTS		256
+
+/*
+ * The fields of struct job_args, each read from the kernel request's field
+ * of the same name and type: a table, so that every kernel RPC is decoded
+ * alike (job_args_decode).
+ */
+static const struct job_args_field {
+	const char	*name;
+	ProtobufCType	 type;		/* a message (pointer), int32 or enum */
+	ProtobufCLabel	 label;
+	const void	*descriptor;	/* of a message or enum field */
+	size_t		 offset;	/* in struct job_args */
+	size_t		 count;		/* repeated: its count's offset */
+} job_args_fields[] = {
+	{ "ref", PROTOBUF_C_TYPE_MESSAGE, PROTOBUF_C_LABEL_NONE,
+	    &nkid__v1__kernel_ref__descriptor, offsetof(struct job_args, ref),
+	    0 },
+	{ "inputs", PROTOBUF_C_TYPE_MESSAGE, PROTOBUF_C_LABEL_REPEATED,
+	    &nkid__v1__tensor__descriptor, offsetof(struct job_args, inputs),
+	    offsetof(struct job_args, ninputs) },
+	{ "output_shm", PROTOBUF_C_TYPE_MESSAGE, PROTOBUF_C_LABEL_NONE,
+	    &nkid__v1__shm_region__descriptor,
+	    offsetof(struct job_args, output_shm), 0 },
+	{ "core", PROTOBUF_C_TYPE_INT32, PROTOBUF_C_LABEL_NONE, NULL,
+	    offsetof(struct job_args, core), 0 },
+	{ "job_class", PROTOBUF_C_TYPE_ENUM, PROTOBUF_C_LABEL_NONE,
+	    &nkid__v1__job_class__descriptor,
+	    offsetof(struct job_args, job_class), 0 },
+};
+#define JOB_ARGS_NFIELDS (sizeof job_args_fields / sizeof job_args_fields[0])
+
+/* An int32 or enum field lands in an int of struct job_args. */
+_Static_assert(sizeof(int) == sizeof(int32_t), "int is not 32 bits");
 
 struct job_here_slot {
 	char		key[KCACHE_KEY_LEN + 1];
@@ -175,7 +209,7 @@ job_exec(struct job *j, unsigned core)
 	if (j->kind->in_place)
 		x.out_bufs = j->out_bufs;
 	x.cancel = &j->c->cancelled;
-	j->error = j->kind->exec(j, core, &x);
+	j->error = j->kind->ops->exec(j, core, &x);
 	j->outputs_filled = j->error == 0;
 	j->exec_ns = uv_hrtime() - t0;
 	job_outputs_place(j);
@@ -321,28 +355,56 @@ job_resolved_cb(void *arg, const struct kcache_result *r)
 }
 
 void
-job_start(struct rpc_call *c, const struct job_kind *k,
-    const struct job_args *a)
+job_args_decode(const ProtobufCMessage *req, struct job_args *a)
 {
+	const struct job_args_field	*af;
+	const ProtobufCFieldDescriptor	*f;
+	size_t				 i;
+
+	memset(a, 0, sizeof *a);
+	for (i = 0; i < JOB_ARGS_NFIELDS; i++) {
+		af = &job_args_fields[i];
+		f = protobuf_c_message_descriptor_get_field_by_name(
+		    req->descriptor, af->name);
+		if (f == NULL)
+			continue;	/* not in this request: zero */
+		assert(f->type == af->type && f->label == af->label &&
+		    f->descriptor == af->descriptor);
+		memcpy((char *)a + af->offset, (const char *)req + f->offset,
+		    f->type == PROTOBUF_C_TYPE_MESSAGE ? sizeof(void *) :
+		    sizeof(int32_t));
+		if (f->label == PROTOBUF_C_LABEL_REPEATED)
+			memcpy((char *)a + af->count, (const char *)req +
+			    f->quantifier_offset, sizeof(size_t));
+	}
+}
+
+void
+job_rpc(struct rpc_call *c)
+{
+	const struct job_kind	*k = c->m->job;
 	struct kcache_request	 rq;
+	struct job_args		 a;
 	struct job		*j;
 	grpc_status_code	 code;
 	char			 msg[512];
 
-	assert(k->size >= sizeof *j && k->exec != NULL && k->reply != NULL);
-	j = xcalloc(1, k->size);
+	assert(k != NULL && k->ops->size >= sizeof *j &&
+	    k->ops->exec != NULL && k->reply != NULL);
+	job_args_decode(c->req, &a);
+	j = xcalloc(1, k->ops->size);
 	j->kind = k;
 	j->c = c;
 	j->b = c->d->backend;
-	j->core = a->core;
-	j->job_class = k->job_class >= 0 ? k->job_class : a->job_class;
+	j->core = a.core;
+	j->job_class = k->job_class >= 0 ? k->job_class : a.job_class;
 	j->out_region = -1;
-	if ((k->init != NULL && k->init(j) != 0) ||
-	    job_placement_check(j) != 0 || job_inputs_take(j, a) != 0) {
+	if ((k->ops->init != NULL && k->ops->init(j) != 0) ||
+	    job_placement_check(j) != 0 || job_inputs_take(j, &a) != 0) {
 		job_free(j);
 		return;
 	}
-	if (kernel_request_init(c->d, c->m->name, a->ref, &rq, &code, msg,
+	if (kernel_request_init(c->d, c->m->name, a.ref, &rq, &code, msg,
 	    sizeof msg) != 0) {
 		rpc_fail(c, code, "%s", msg);
 		job_free(j);
@@ -521,8 +583,8 @@ job_free(struct job *j)
 	shm_set_free(j->shm);
 	free(j->out_offsets);
 	free(j->out_sizes);
-	if (j->kind->release != NULL)
-		j->kind->release(j);
+	if (j->kind->ops->release != NULL)
+		j->kind->ops->release(j);
 	if (j->e != NULL)
 		kcache_entry_unref(j->c->d->kcache, j->e);
 	if (j->c->job == j)

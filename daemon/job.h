@@ -1,4 +1,4 @@
-/* job.h: the pipeline of every kernel RPC (Run, Simulate, Benchmark, Profile): validate, resolve the kernel, queue, execute, reply. */
+/* job.h: the handler and pipeline of every kernel RPC (Run, Simulate, Benchmark, Profile): decode, validate, resolve the kernel, queue, execute, reply. */
 #ifndef NKID_JOB_H
 #define NKID_JOB_H
 
@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include "daemon/backend.h"
+#include "daemon/dispatch.h"
 #include "daemon/sched.h"
 #include "nkid.pb-c.h"
 
@@ -23,20 +24,12 @@ enum job_where {
 };
 
 /*
- * What one kernel RPC is, declared next to its handler (rpc_run.c, ...):
- * a const table the pipeline follows. The kind's own state extends
- * struct job (which comes first) to size bytes.
+ * How a kind's jobs hold their state and execute: the state extends
+ * struct job (which comes first) to size bytes. A module that measures
+ * (job_latency.c, job_traces.c) exports its ops whole.
  */
-struct job_kind {
-	const char	*verb;		/* "run": messages and the history */
-	enum job_where	 where;
-	int		 job_class;	/* -1: the request's; else the wire's
-					 * JobClass every job of the kind has */
+struct job_ops {
 	size_t		 size;		/* of the kind's state, >= struct job */
-	int		 shapes_only;	/* inputs may have no values */
-	int		 in_place;	/* one execution: its outputs are
-					 * written where they go (output_shm,
-					 * else warm buffers if inline) */
 	/*
 	 * On the loop thread, before anything is checked or held: take the
 	 * kind's fields from j->c->req. On a bad request answer the call
@@ -50,14 +43,40 @@ struct job_kind {
 	 */
 	int		(*exec)(struct job *j, unsigned core,
 			    struct backend_exec *x);
-	/* On the loop thread after a successful execution: rpc_reply. */
-	void		(*reply)(struct job *j);
 	/* Free the kind's own state (not j). May be NULL. */
 	void		(*release)(struct job *j);
 };
 
-/* What a handler decodes from its request for the pipeline; borrowed from
- * the request, which lives as long as the call. */
+/*
+ * What one kernel RPC is, declared next to its reply (rpc_run.c, ...): a
+ * const table the pipeline follows, named by its method (JOB_METHOD).
+ */
+struct job_kind {
+	const char	*verb;		/* "run": messages and the history */
+	enum job_where	 where;
+	int		 job_class;	/* -1: the request's; else the wire's
+					 * JobClass every job of the kind has */
+	int		 shapes_only;	/* inputs may have no values */
+	int		 in_place;	/* one execution: its outputs are
+					 * written where they go (output_shm,
+					 * else warm buffers if inline) */
+	const struct job_ops *ops;
+	/* On the loop thread after a successful execution: rpc_reply. */
+	void		(*reply)(struct job *j);
+};
+
+/*
+ * The struct rpc_method (daemon/dispatch.h) of kernel RPC name whose kind
+ * is k: unary, with the tensor receive cap, handled by job_rpc.
+ */
+#define JOB_METHOD(name, k) {						\
+	DISPATCH_METHOD_NAME(name), .kind = RPC_UNARY,			\
+	.cap = CONFIG_CAP_TENSOR, .handler = job_rpc, .job = &(k),	\
+}
+
+/* What the pipeline takes from a kernel request, read by the fields'
+ * names (job_args_decode); borrowed from the request, which lives as long
+ * as the call. */
 struct job_args {
 	const Nkid__V1__KernelRef	 *ref;
 	Nkid__V1__Tensor *const		 *inputs;
@@ -100,16 +119,24 @@ struct job {
 };
 
 /*
- * Start call c's job of kind k with the decoded a: validate (the kind's
- * init, the core and class, every input, output_shm), resolve the kernel
- * through the cache (compile on a miss), queue it on a core (or the
- * thread pool), execute it and reply (k->reply), then free it. Every
- * failure on the way answers the call with its status and words
+ * Fill a from kernel request req (RunRequest, SimulateRequest, ...): each
+ * field of struct job_args from the request's field of the same name
+ * (ninputs: inputs' count); a field the request lacks takes its zero value.
+ * A field of that name but another type or label is a bug (assert).
+ */
+void	job_args_decode(const ProtobufCMessage *req, struct job_args *a);
+
+/*
+ * The handler of every kernel RPC (JOB_METHOD): start call c's job of
+ * kind c->m->job with its request decoded (job_args_decode): validate
+ * (the ops' init, the core and class, every input, output_shm), resolve
+ * the kernel through the cache (compile on a miss), queue it on a core
+ * (or the thread pool), execute it and reply (the kind's reply), then free
+ * it. Every failure on the way answers the call with its status and words
  * (daemon/dispatch_error.c). Returns at once; the call is answered later
  * or before this returns.
  */
-void	job_start(struct rpc_call *c, const struct job_kind *k,
-	    const struct job_args *a);
+void	job_rpc(struct rpc_call *c);
 
 /*
  * For a kind's init when the backend lacks the function the kind needs:

@@ -60,7 +60,7 @@ job_latency_percentiles(const double *samples, size_t n,
 	free(sorted);
 }
 
-int
+static int
 job_latency_init(struct job *j)
 {
 	struct job_latency		*l = (struct job_latency *)j;
@@ -82,7 +82,7 @@ job_latency_init(struct job *j)
 	return (0);
 }
 
-int
+static int
 job_latency_exec(struct job *j, unsigned core, struct backend_exec *x)
 {
 	struct job_latency		*l = (struct job_latency *)j;
@@ -148,7 +148,7 @@ job_latency_reply_fill(struct job *j, Nkid__V1__BenchmarkReply *r)
 	r->n_samples_us = l->iters;
 }
 
-void
+static void
 job_latency_release(struct job *j)
 {
 	struct job_latency	*l = (struct job_latency *)j;
@@ -157,3 +157,10 @@ job_latency_release(struct job *j)
 	free(l->model_samples);
 	l->samples_us = l->model_samples = NULL;
 }
+
+const struct job_ops job_latency_ops = {
+	.size = sizeof(struct job_latency),
+	.init = job_latency_init,
+	.exec = job_latency_exec,
+	.release = job_latency_release,
+};

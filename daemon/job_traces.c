@@ -8,7 +8,7 @@
 #include "daemon/job_traces.h"
 #include "daemon/xmalloc.h"
 
-int
+static int
 job_traces_init(struct job *j)
 {
 	struct job_traces		*tr = (struct job_traces *)j;
@@ -28,7 +28,7 @@ job_traces_init(struct job *j)
 	return (0);
 }
 
-int
+static int
 job_traces_exec(struct job *j, unsigned core, struct backend_exec *x)
 {
 	struct job_traces	*tr = (struct job_traces *)j;
@@ -58,7 +58,7 @@ job_traces_reply_fill(struct job *j, Nkid__V1__ProfileReply *r)
 	r->traces = tr->tp;
 }
 
-void
+static void
 job_traces_release(struct job *j)
 {
 	struct job_traces	*tr = (struct job_traces *)j;
@@ -71,3 +71,10 @@ job_traces_release(struct job *j)
 	tr->tp = NULL;
 	tr->n = 0;
 }
+
+const struct job_ops job_traces_ops = {
+	.size = sizeof(struct job_traces),
+	.init = job_traces_init,
+	.exec = job_traces_exec,
+	.release = job_traces_release,
+};

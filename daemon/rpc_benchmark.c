@@ -25,26 +25,10 @@ static const struct job_kind rpc_benchmark_kind = {
 	.verb = "benchmark",
 	.where = JOB_ON_CORE,
 	.job_class = NKID__V1__JOB_CLASS__JOB_CLASS_BATCH,
-	.size = sizeof(struct job_latency),
 	.shapes_only = 1,	/* nki.benchmark: the backend fills them */
-	.init = job_latency_init,
-	.exec = job_latency_exec,
+	.ops = &job_latency_ops,
 	.reply = rpc_benchmark_reply,
-	.release = job_latency_release,
 };
 
-static void
-rpc_benchmark(struct rpc_call *c)
-{
-	const Nkid__V1__BenchmarkRequest *req = (const void *)c->req;
-	struct job_args			 a = { .ref = req->ref,
-	    .inputs = req->inputs, .ninputs = req->n_inputs, .core = req->core };
-
-	job_start(c, &rpc_benchmark_kind, &a);
-}
-
-const struct rpc_method rpc_benchmark_method = {
-	DISPATCH_METHOD_NAME("Benchmark"), .kind = RPC_UNARY,
-	.request = &nkid__v1__benchmark_request__descriptor,
-	.cap = CONFIG_CAP_TENSOR, .handler = rpc_benchmark,
-};
+const struct rpc_method rpc_benchmark_method =
+    JOB_METHOD("Benchmark", rpc_benchmark_kind);

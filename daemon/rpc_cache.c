@@ -1,6 +1,8 @@
-/* rpc_cache.c: what the cache RPCs share: disk cache work off the loop, refused without a disk cache; the keys of CachePin and CacheRemove done off the loop, the missing ones gathered on it. */
+/* rpc_cache.c: what the cache RPCs share: disk cache work off the loop, refused without a disk cache; the keys of CachePin and CacheRemove done off the loop, the missing ones gathered and replied on it. */
 #include <assert.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
@@ -34,71 +36,92 @@ rpc_cache_stream_async(struct rpc_call *c, const char *rpc, void *x,
 }
 
 struct rpc_cache_keys {
-	struct rpc_call		 *c;
-	char			**keys;		/* borrowed from the request */
-	size_t			  n;
-	int			 *rc;		/* per key */
-	rpc_cache_keys_fn		  fn;
-	rpc_cache_keys_done_cb	  done;
-	void			 *arg;
+	struct rpc_call			 *c;
+	const struct rpc_cache_keys_rpc	 *k;
+	char				**keys;	/* borrowed from the request */
+	size_t				  n;
+	int				 *rc;	/* per key */
+	void				 *arg;
 };
 
 static void
 rpc_cache_keys_work_cb(struct cache *disk, void *arg)
 {
-	struct rpc_cache_keys	*k = arg;
+	struct rpc_cache_keys	*ks = arg;
 	size_t			 i;
 
-	for (i = 0; i < k->n; i++)
-		k->rc[i] = k->fn(disk, k->keys[i], k->arg);
+	for (i = 0; i < ks->n; i++)
+		ks->rc[i] = ks->k->fn(disk, ks->keys[i], ks->arg);
+}
+
+/* Reply to c: its method's reply with field count set to ndone and
+ * "missing" to the nmissing keys in missing (borrowed). */
+static void
+rpc_cache_keys_reply(struct rpc_call *c, const char *count, uint32_t ndone,
+    char **missing, size_t nmissing)
+{
+	const ProtobufCMessageDescriptor	*md;
+	const ProtobufCFieldDescriptor		*fc, *fm;
+	ProtobufCMessage			*r;
+
+	md = dispatch_method_proto(c->m)->output;
+	fc = protobuf_c_message_descriptor_get_field_by_name(md, count);
+	fm = protobuf_c_message_descriptor_get_field_by_name(md, "missing");
+	assert(fc != NULL && fc->type == PROTOBUF_C_TYPE_UINT32 &&
+	    fc->label == PROTOBUF_C_LABEL_NONE);
+	assert(fm != NULL && fm->type == PROTOBUF_C_TYPE_STRING &&
+	    fm->label == PROTOBUF_C_LABEL_REPEATED);
+	r = xcalloc(1, md->sizeof_message);
+	protobuf_c_message_init(md, r);
+	memcpy((char *)r + fc->offset, &ndone, sizeof ndone);
+	memcpy((char *)r + fm->offset, &missing, sizeof missing);
+	memcpy((char *)r + fm->quantifier_offset, &nmissing, sizeof nmissing);
+	rpc_reply(c, r);
+	free(r);
 }
 
 static void
-rpc_cache_keys_gather_cb(void *arg)
+rpc_cache_keys_done_cb(void *arg)
 {
-	struct rpc_cache_keys		*k = arg;
-	struct rpc_call			*c = k->c;
-	struct rpc_cache_keys_result	 r = { 0 };
-	size_t				 i;
+	struct rpc_cache_keys	*ks = arg;
+	char			**missing;
+	size_t			  i, nmissing = 0;
 
-	r.keys = k->keys;
-	r.nkeys = k->n;
-	r.missing = xcalloc(k->n, sizeof *r.missing);
-	for (i = 0; i < k->n; i++) {
-		if (k->rc[i] == 0)
-			r.ndone++;
-		else
-			r.missing[r.nmissing++] = k->keys[i];
-	}
-	k->done(c, &r, k->arg);
-	free(r.missing);
-	free(k->rc);
-	free(k);
+	for (i = 0; ks->k->each != NULL && i < ks->n; i++)
+		ks->k->each(ks->c, ks->keys[i]);
+	missing = xcalloc(ks->n, sizeof *missing);
+	for (i = 0; i < ks->n; i++)
+		if (ks->rc[i] != 0)
+			missing[nmissing++] = ks->keys[i];
+	rpc_cache_keys_reply(ks->c, ks->k->count, (uint32_t)(ks->n - nmissing),
+	    missing, nmissing);
+	free(missing);
+	free(ks->rc);
+	free(ks);
 }
 
 void
-rpc_cache_keys_async(struct rpc_call *c, const char *rpc, char **keys,
-    size_t nkeys, rpc_cache_keys_fn fn, rpc_cache_keys_done_cb done, void *arg)
+rpc_cache_keys_async(struct rpc_call *c, const struct rpc_cache_keys_rpc *k,
+    char **keys, size_t nkeys, void *arg)
 {
-	struct rpc_cache_keys	*k;
+	struct rpc_cache_keys	*ks;
 
-	assert(fn != NULL && done != NULL);
+	assert(k->fn != NULL && k->count != NULL);
 	if (nkeys == 0) {
 		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "%s names no key",
-		    rpc);
+		    c->m->name);
 		return;
 	}
-	k = xcalloc(1, sizeof *k);
-	k->c = c;
-	k->keys = keys;
-	k->n = nkeys;
-	k->rc = xcalloc(k->n, sizeof *k->rc);
-	k->fn = fn;
-	k->done = done;
-	k->arg = arg;
+	ks = xcalloc(1, sizeof *ks);
+	ks->c = c;
+	ks->k = k;
+	ks->keys = keys;
+	ks->n = nkeys;
+	ks->rc = xcalloc(nkeys, sizeof *ks->rc);
+	ks->arg = arg;
 	if (rpc_cache_async(c, NULL, rpc_cache_keys_work_cb,
-	    rpc_cache_keys_gather_cb, k) != 0) {
-		free(k->rc);
-		free(k);
+	    rpc_cache_keys_done_cb, ks) != 0) {
+		free(ks->rc);
+		free(ks);
 	}
 }

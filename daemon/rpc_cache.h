@@ -1,4 +1,4 @@
-/* rpc_cache.h: what the cache RPCs share: work on the disk cache off the loop, refused when nkid has none, and every key of a per-key RPC (CachePin, CacheRemove) done there with the outcome gathered on the loop. */
+/* rpc_cache.h: what the cache RPCs share: work on the disk cache off the loop, refused when nkid has none, and every key of a per-key RPC (CachePin, CacheRemove) done there with the outcome gathered and replied on the loop. */
 #ifndef NKID_RPC_CACHE_H
 #define NKID_RPC_CACHE_H
 
@@ -31,32 +31,31 @@ void	rpc_cache_stream_async(struct rpc_call *c, const char *rpc, void *x,
 	    void (*release)(void *x), void (*work)(struct cache *disk, void *x),
 	    void (*done)(void *x));
 
-/* Off the loop, for one key: 0 when done, else the key has no entry. */
-typedef int (*rpc_cache_keys_fn)(struct cache *disk, const char *key,
-	    void *arg);
-
-/* What a per-key RPC did; every pointer is valid during the callback. */
-struct rpc_cache_keys_result {
-	char	**keys;		/* all the keys, as requested */
-	size_t	  nkeys;
-	size_t	  ndone;	/* keys fn did */
-	char	**missing;	/* the others, in request order */
-	size_t	  nmissing;
+/*
+ * A per-key RPC (CachePin, CacheRemove), declared in its file: what is
+ * done to each key, and where its reply (the method's, as the service
+ * declares it) counts the keys done; the reply's repeated string field
+ * "missing" lists the others, in request order.
+ */
+struct rpc_cache_keys_rpc {
+	/* Off the loop, for one key: 0 when done, else the key has no
+	 * entry. */
+	int		(*fn)(struct cache *disk, const char *key, void *arg);
+	/* On the loop thread, for every key once fn did them all, before
+	 * the reply. May be NULL. */
+	void		(*each)(struct rpc_call *c, const char *key);
+	const char	*count;		/* the reply's uint32 field */
 };
 
-typedef void (*rpc_cache_keys_done_cb)(struct rpc_call *c,
-	    const struct rpc_cache_keys_result *r, void *arg);
-
 /*
- * Do fn(disk, key, arg) for each of the nkeys keys of call c (borrowed
- * from its request, as is arg) off the loop, then done(c, result, arg) on
- * the loop thread, which replies. No key answers INVALID_ARGUMENT ("RPC
- * names no key", rpc the method's name) and nkid without a disk cache
- * FAILED_PRECONDITION (as rpc_cache_async, with no prefix); done is not
- * called then.
+ * Do k->fn(disk, key, arg) for each of the nkeys keys of call c (borrowed
+ * from its request, as is arg) off the loop, then k->each on the loop
+ * thread and reply. No key answers INVALID_ARGUMENT ("METHOD names no
+ * key") and nkid without a disk cache FAILED_PRECONDITION (as
+ * rpc_cache_async, with no prefix).
  */
-void	rpc_cache_keys_async(struct rpc_call *c, const char *rpc, char **keys,
-	    size_t nkeys, rpc_cache_keys_fn fn, rpc_cache_keys_done_cb done,
+void	rpc_cache_keys_async(struct rpc_call *c,
+	    const struct rpc_cache_keys_rpc *k, char **keys, size_t nkeys,
 	    void *arg);
 
 #endif /* NKID_RPC_CACHE_H */

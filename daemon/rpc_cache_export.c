@@ -256,6 +256,5 @@ rpc_cache_export(struct rpc_call *c)
 
 const struct rpc_method rpc_cache_export_method = {
 	DISPATCH_METHOD_NAME("CacheExport"), .kind = RPC_SERVER_STREAM,
-	.request = &nkid__v1__cache_export_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .handler = rpc_cache_export,
 };

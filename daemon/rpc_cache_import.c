@@ -286,6 +286,5 @@ rpc_cache_import(struct rpc_call *c)
 
 const struct rpc_method rpc_cache_import_method = {
 	DISPATCH_METHOD_NAME("CacheImport"), .kind = RPC_CLIENT_STREAM,
-	.request = &nkid__v1__cache_chunk__descriptor, .cap = CONFIG_CAP_CHUNK,
-	.handler = rpc_cache_import,
+	.cap = CONFIG_CAP_CHUNK, .handler = rpc_cache_import,
 };

@@ -85,6 +85,5 @@ rpc_cache_list(struct rpc_call *c)
 
 const struct rpc_method rpc_cache_list_method = {
 	DISPATCH_METHOD_NAME("CacheList"), .kind = RPC_UNARY,
-	.request = &nkid__v1__cache_list_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .handler = rpc_cache_list,
 };

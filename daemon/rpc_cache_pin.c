@@ -13,17 +13,10 @@ rpc_cache_pin_key_cb(struct cache *disk, const char *key, void *arg)
 	return (cache_pin(disk, key, !req->unpin));
 }
 
-static void
-rpc_cache_pin_done_cb(struct rpc_call *c, const struct rpc_cache_keys_result *kr,
-    void *arg)
-{
-	Nkid__V1__CachePinReply	 r = NKID__V1__CACHE_PIN_REPLY__INIT;
-
-	r.changed = kr->ndone;
-	r.n_missing = kr->nmissing;
-	r.missing = kr->missing;
-	rpc_reply(c, &r.base);
-}
+static const struct rpc_cache_keys_rpc rpc_cache_pin_keys = {
+	.fn = rpc_cache_pin_key_cb,
+	.count = "changed",
+};
 
 static void
 rpc_cache_pin(struct rpc_call *c)
@@ -33,12 +26,11 @@ rpc_cache_pin(struct rpc_call *c)
 	/* Pinning protects an entry; unpinning exposes another's. */
 	if (req->unpin && rpc_admin_check(c, "unpin cache entries") != 0)
 		return;
-	rpc_cache_keys_async(c, "CachePin", req->keys, req->n_keys,
-	    rpc_cache_pin_key_cb, rpc_cache_pin_done_cb, (void *)req);
+	rpc_cache_keys_async(c, &rpc_cache_pin_keys, req->keys, req->n_keys,
+	    (void *)req);
 }
 
 const struct rpc_method rpc_cache_pin_method = {
 	DISPATCH_METHOD_NAME("CachePin"), .kind = RPC_UNARY,
-	.request = &nkid__v1__cache_pin_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .handler = rpc_cache_pin,
 };

@@ -231,6 +231,5 @@ rpc_cache_pull(struct rpc_call *c)
 
 const struct rpc_method rpc_cache_pull_method = {
 	DISPATCH_METHOD_NAME("CachePull"), .kind = RPC_UNARY,
-	.request = &nkid__v1__cache_pull_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .handler = rpc_cache_pull,
 };

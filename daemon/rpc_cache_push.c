@@ -151,6 +151,17 @@ rpc_cache_push_pump(struct rpc_cache_push *p)
 		rpc_cache_push_reply(p);
 }
 
+/* The keys are known (requested or listed): room for the missing ones,
+ * then the first items. */
+static void
+rpc_cache_push_start_cb(void *arg)
+{
+	struct rpc_cache_push	*p = arg;
+
+	p->r.missing = xcalloc(p->nkeys + 1, sizeof *p->r.missing);
+	rpc_cache_push_pump(p);
+}
+
 struct rpc_cache_push_list {
 	struct rpc_cache_push	*p;
 	const char		*backend;
@@ -189,15 +200,6 @@ rpc_cache_push_list_work_cb(struct cache *disk, void *arg)
 }
 
 static void
-rpc_cache_push_list_done_cb(void *arg)
-{
-	struct rpc_cache_push	*p = arg;
-
-	p->r.missing = xcalloc(p->nkeys + 1, sizeof *p->r.missing);
-	rpc_cache_push_pump(p);
-}
-
-static void
 rpc_cache_push(struct rpc_call *c)
 {
 	const Nkid__V1__CachePushRequest	*req = (const void *)c->req;
@@ -227,19 +229,17 @@ rpc_cache_push(struct rpc_call *c)
 	nkid__v1__cache_push_reply__init(&p->r);
 	if (req->n_keys == 0) {
 		if (rpc_cache_async(c, NULL, rpc_cache_push_list_work_cb,
-		    rpc_cache_push_list_done_cb, p) != 0)
+		    rpc_cache_push_start_cb, p) != 0)
 			rpc_cache_push_free(p);
 		return;
 	}
 	p->keys = xcalloc(req->n_keys, sizeof *p->keys);
 	for (i = 0; i < req->n_keys; i++)
 		p->keys[p->nkeys++] = xstrdup(req->keys[i]);
-	p->r.missing = xcalloc(p->nkeys, sizeof *p->r.missing);
-	rpc_cache_push_pump(p);
+	rpc_cache_push_start_cb(p);
 }
 
 const struct rpc_method rpc_cache_push_method = {
 	DISPATCH_METHOD_NAME("CachePush"), .kind = RPC_UNARY,
-	.request = &nkid__v1__cache_push_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .handler = rpc_cache_push,
 };

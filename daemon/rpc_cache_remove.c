@@ -13,19 +13,16 @@ rpc_cache_remove_key_cb(struct cache *disk, const char *key, void *arg)
 }
 
 static void
-rpc_cache_remove_done_cb(struct rpc_call *c,
-    const struct rpc_cache_keys_result *kr, void *arg)
+rpc_cache_remove_forget_cb(struct rpc_call *c, const char *key)
 {
-	Nkid__V1__CacheRemoveReply	 r = NKID__V1__CACHE_REMOVE_REPLY__INIT;
-	size_t				 i;
-
-	for (i = 0; i < kr->nkeys; i++)
-		kcache_forget(c->d->kcache, kr->keys[i]);
-	r.removed = kr->ndone;
-	r.n_missing = kr->nmissing;
-	r.missing = kr->missing;
-	rpc_reply(c, &r.base);
+	kcache_forget(c->d->kcache, key);
 }
+
+static const struct rpc_cache_keys_rpc rpc_cache_remove_keys = {
+	.fn = rpc_cache_remove_key_cb,
+	.each = rpc_cache_remove_forget_cb,
+	.count = "removed",
+};
 
 static void
 rpc_cache_remove(struct rpc_call *c)
@@ -34,12 +31,11 @@ rpc_cache_remove(struct rpc_call *c)
 
 	if (rpc_admin_check(c, "remove cache entries") != 0)
 		return;
-	rpc_cache_keys_async(c, "CacheRemove", req->keys, req->n_keys,
-	    rpc_cache_remove_key_cb, rpc_cache_remove_done_cb, NULL);
+	rpc_cache_keys_async(c, &rpc_cache_remove_keys, req->keys, req->n_keys,
+	    NULL);
 }
 
 const struct rpc_method rpc_cache_remove_method = {
 	DISPATCH_METHOD_NAME("CacheRemove"), .kind = RPC_UNARY,
-	.request = &nkid__v1__cache_remove_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .handler = rpc_cache_remove,
 };

@@ -102,6 +102,5 @@ rpc_cache_stat(struct rpc_call *c)
 
 const struct rpc_method rpc_cache_stat_method = {
 	DISPATCH_METHOD_NAME("CacheStat"), .kind = RPC_UNARY,
-	.request = &nkid__v1__cache_stat_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .handler = rpc_cache_stat,
 };

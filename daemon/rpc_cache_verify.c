@@ -259,6 +259,5 @@ rpc_cache_verify(struct rpc_call *c)
 
 const struct rpc_method rpc_cache_verify_method = {
 	DISPATCH_METHOD_NAME("CacheVerify"), .kind = RPC_UNARY,
-	.request = &nkid__v1__cache_verify_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .handler = rpc_cache_verify,
 };

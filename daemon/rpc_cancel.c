@@ -44,6 +44,5 @@ rpc_cancel(struct rpc_call *c)
 
 const struct rpc_method rpc_cancel_method = {
 	DISPATCH_METHOD_NAME("Cancel"), .kind = RPC_UNARY,
-	.request = &nkid__v1__cancel_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .handler = rpc_cancel,
 };

@@ -57,6 +57,5 @@ rpc_compile(struct rpc_call *c)
 
 const struct rpc_method rpc_compile_method = {
 	DISPATCH_METHOD_NAME("Compile"), .kind = RPC_UNARY,
-	.request = &nkid__v1__compile_request__descriptor,
 	.cap = CONFIG_CAP_KERNEL, .handler = rpc_compile,
 };

@@ -53,6 +53,5 @@ rpc_jobs(struct rpc_call *c)
 
 const struct rpc_method rpc_jobs_method = {
 	DISPATCH_METHOD_NAME("Jobs"), .kind = RPC_UNARY,
-	.request = &nkid__v1__jobs_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .handler = rpc_jobs,
 };

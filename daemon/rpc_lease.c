@@ -313,6 +313,5 @@ rpc_lease(struct rpc_call *c)
 
 const struct rpc_method rpc_lease_method = {
 	DISPATCH_METHOD_NAME("Lease"), .kind = RPC_BIDI_STREAM,
-	.request = &nkid__v1__lease_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .handler = rpc_lease,
 };

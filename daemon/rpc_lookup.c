@@ -98,6 +98,5 @@ rpc_lookup(struct rpc_call *c)
 
 const struct rpc_method rpc_lookup_method = {
 	DISPATCH_METHOD_NAME("Lookup"), .kind = RPC_UNARY,
-	.request = &nkid__v1__lookup_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .handler = rpc_lookup,
 };

@@ -15,6 +15,5 @@ rpc_ping(struct rpc_call *c)
 
 const struct rpc_method rpc_ping_method = {
 	DISPATCH_METHOD_NAME("Ping"), .kind = RPC_UNARY,
-	.request = &nkid__v1__ping_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .handler = rpc_ping,
 };

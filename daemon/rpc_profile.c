@@ -25,26 +25,9 @@ static const struct job_kind rpc_profile_kind = {
 	.verb = "profile",
 	.where = JOB_ON_CORE,
 	.job_class = NKID__V1__JOB_CLASS__JOB_CLASS_BATCH,
-	.size = sizeof(struct job_traces),
-	.init = job_traces_init,
-	.exec = job_traces_exec,
+	.ops = &job_traces_ops,
 	.reply = rpc_profile_reply,
-	.release = job_traces_release,
 };
 
-static void
-rpc_profile(struct rpc_call *c)
-{
-	const Nkid__V1__ProfileRequest	*req = (const void *)c->req;
-	struct job_args			 a = { .ref = req->ref,
-	    .inputs = req->inputs, .ninputs = req->n_inputs,
-	    .output_shm = req->output_shm, .core = req->core };
-
-	job_start(c, &rpc_profile_kind, &a);
-}
-
-const struct rpc_method rpc_profile_method = {
-	DISPATCH_METHOD_NAME("Profile"), .kind = RPC_UNARY,
-	.request = &nkid__v1__profile_request__descriptor,
-	.cap = CONFIG_CAP_TENSOR, .handler = rpc_profile,
-};
+const struct rpc_method rpc_profile_method =
+    JOB_METHOD("Profile", rpc_profile_kind);

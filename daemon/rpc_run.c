@@ -33,34 +33,18 @@ rpc_run_reply(struct job *j)
 	tensor_messages_free(r.outputs, j->noutputs);
 }
 
+static const struct job_ops rpc_run_ops = {
+	.size = sizeof(struct job),
+	.exec = rpc_run_exec,
+};
+
 static const struct job_kind rpc_run_kind = {
 	.verb = "run",
 	.where = JOB_ON_CORE,
 	.job_class = -1,
-	.size = sizeof(struct job),
 	.in_place = 1,
-	.exec = rpc_run_exec,
+	.ops = &rpc_run_ops,
 	.reply = rpc_run_reply,
 };
 
-static void
-rpc_run(struct rpc_call *c)
-{
-	const Nkid__V1__RunRequest	*req = (const void *)c->req;
-	struct job_args			 a = {
-		.ref = req->ref,
-		.inputs = req->inputs,
-		.ninputs = req->n_inputs,
-		.output_shm = req->output_shm,
-		.core = req->core,
-		.job_class = req->job_class,
-	};
-
-	job_start(c, &rpc_run_kind, &a);
-}
-
-const struct rpc_method rpc_run_method = {
-	DISPATCH_METHOD_NAME("Run"), .kind = RPC_UNARY,
-	.request = &nkid__v1__run_request__descriptor, .cap = CONFIG_CAP_TENSOR,
-	.handler = rpc_run,
-};
+const struct rpc_method rpc_run_method = JOB_METHOD("Run", rpc_run_kind);

@@ -45,31 +45,18 @@ rpc_simulate_release(struct job *j)
 	textbuf_release(&((struct rpc_simulate *)j)->print);
 }
 
-static const struct job_kind rpc_simulate_kind = {
-	.verb = "simulate",
-	.where = JOB_ON_POOL,
+static const struct job_ops rpc_simulate_ops = {
 	.size = sizeof(struct rpc_simulate),
 	.exec = rpc_simulate_exec,
-	.reply = rpc_simulate_reply,
 	.release = rpc_simulate_release,
 };
 
-static void
-rpc_simulate(struct rpc_call *c)
-{
-	const Nkid__V1__SimulateRequest	*req = (const void *)c->req;
-	struct job_args			 a = {
-		.ref = req->ref,
-		.inputs = req->inputs,
-		.ninputs = req->n_inputs,
-		.output_shm = req->output_shm,
-	};
-
-	job_start(c, &rpc_simulate_kind, &a);
-}
-
-const struct rpc_method rpc_simulate_method = {
-	DISPATCH_METHOD_NAME("Simulate"), .kind = RPC_UNARY,
-	.request = &nkid__v1__simulate_request__descriptor,
-	.cap = CONFIG_CAP_TENSOR, .handler = rpc_simulate,
+static const struct job_kind rpc_simulate_kind = {
+	.verb = "simulate",
+	.where = JOB_ON_POOL,
+	.ops = &rpc_simulate_ops,
+	.reply = rpc_simulate_reply,
 };
+
+const struct rpc_method rpc_simulate_method =
+    JOB_METHOD("Simulate", rpc_simulate_kind);

@@ -119,6 +119,5 @@ rpc_status(struct rpc_call *c)
 
 const struct rpc_method rpc_status_method = {
 	DISPATCH_METHOD_NAME("Status"), .kind = RPC_UNARY,
-	.request = &nkid__v1__status_request__descriptor,
 	.cap = CONFIG_CAP_CONTROL, .handler = rpc_status,
 };

@@ -129,6 +129,5 @@ rpc_warmup(struct rpc_call *c)
 
 const struct rpc_method rpc_warmup_method = {
 	DISPATCH_METHOD_NAME("Warmup"), .kind = RPC_UNARY,
-	.request = &nkid__v1__warmup_request__descriptor,
 	.cap = CONFIG_CAP_KERNEL, .handler = rpc_warmup,
 };

@@ -12,7 +12,9 @@
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
+#include "daemon/job.h"
 #include "tests/unit/fake_call.h"
+#include "tests/unit/nkir_fixture.h"
 #include "tests/unit/check_main.h"
 
 static uv_loop_t	loop;
@@ -47,9 +49,10 @@ method_calls(const char *name, uint64_t *errors)
 
 CHECK_TEST(core, test_dispatch_table_sorted)
 {
-	const struct rpc_method	*m, *prev = NULL;
-	char			 path[128];
-	size_t			 i;
+	const struct rpc_method		*m, *prev = NULL;
+	const ProtobufCMethodDescriptor	*md;
+	char				 path[128];
+	size_t				 i;
 
 	ck_assert_uint_eq(dispatch_method_count(),
 	    nkid__v1__nkid__descriptor.n_methods);
@@ -61,8 +64,14 @@ CHECK_TEST(core, test_dispatch_table_sorted)
 		ck_assert_str_eq(m->path, path);
 		ck_assert_ptr_eq(dispatch_method_find(m->name), m);
 		ck_assert_ptr_eq(dispatch_method_find(m->path), m);
-		ck_assert_ptr_nonnull(m->request);
+		/* Every method is the service's: its messages resolve. */
+		md = protobuf_c_service_descriptor_get_method_by_name(
+		    &nkid__v1__nkid__descriptor, m->name);
+		ck_assert_ptr_nonnull(md);
+		ck_assert_ptr_eq(dispatch_method_proto(m), md);
 		ck_assert_ptr_nonnull(m->handler);
+		/* A kernel RPC is a kind handled by job_rpc, nothing else. */
+		ck_assert_int_eq(m->handler == job_rpc, m->job != NULL);
 		prev = m;
 	}
 	ck_assert_ptr_null(dispatch_method_find("Nope"));
@@ -134,6 +143,53 @@ CHECK_TEST(core, test_dispatch_status_fields)
 	ck_assert_ptr_nonnull(rep->jobs);
 	nkid__v1__status_reply__free_unpacked(rep, NULL);
 	fake_call_release(&fc);
+}
+END_TEST
+
+/*
+ * A per-key RPC's reply is built by rpc_cache_keys_async from the method's
+ * reply message: CachePin on a daemon with a disk cache counts the key it
+ * pinned in "changed" and lists the unknown ones, in order, in "missing".
+ */
+CHECK_TEST(core, test_dispatch_cache_pin_reply)
+{
+	Nkid__V1__CompileRequest creq = NKID__V1__COMPILE_REQUEST__INIT;
+	Nkid__V1__CachePinRequest preq = NKID__V1__CACHE_PIN_REQUEST__INIT;
+	Nkid__V1__KernelRef	 ref = NKID__V1__KERNEL_REF__INIT;
+	Nkid__V1__Kernel	 k = NKID__V1__KERNEL__INIT;
+	Nkid__V1__CompileReply	*crep;
+	Nkid__V1__CachePinReply	*prep;
+	char			 dir[64], json[128], *keys[3];
+	uint8_t			*ir;
+	size_t			 len;
+
+	check_dir_make(dir, sizeof dir, "check_dispatch");
+	snprintf(json, sizeof json, "{\"cache_dir\": \"%s\"}", dir);
+	fake_daemon_close(&d);
+	fake_daemon_open(&d, &loop, json, NULL);
+	ir = ir_tensor_add(&len, 0, P);
+	fake_kernel_ref(&ref, &k, "nkir/1", ir, len);
+	creq.ref = &ref;
+	crep = fake_call_reply(&d, "Compile", &creq.base,
+	    &nkid__v1__compile_reply__descriptor);
+	keys[0] = "00000000000000000000000000000000"
+	    "00000000000000000000000000000000";
+	keys[1] = crep->neff_key;
+	keys[2] = "not a key";
+	preq.keys = keys;
+	preq.n_keys = 3;
+	prep = fake_call_reply(&d, "CachePin", &preq.base,
+	    &nkid__v1__cache_pin_reply__descriptor);
+	ck_assert_uint_eq(prep->changed, 1);
+	ck_assert_uint_eq(prep->n_missing, 2);
+	ck_assert_str_eq(prep->missing[0], keys[0]);
+	ck_assert_str_eq(prep->missing[1], keys[2]);
+	nkid__v1__cache_pin_reply__free_unpacked(prep, NULL);
+	nkid__v1__compile_reply__free_unpacked(crep, NULL);
+	free(ir);
+	fake_daemon_close(&d);
+	check_dir_remove(dir);
+	fake_daemon_open(&d, &loop, NULL, NULL);	/* for teardown */
 }
 END_TEST
 
