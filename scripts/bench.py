@@ -152,9 +152,14 @@ def executor_cases():
     return [c + (grids.get(c[0], ()),) for c in cases]
 
 
-def exec_in_turn(client, kern, args, ref, grid=(), n=5):
+def exec_in_turn(client, kern, args, ref, grid=(), n=5, gap=0.2):
     """p50 of nkid's exec_us for kern on args and of numpy's ref() in this
-    process (us), taken in turn n times after a warm-up of both."""
+    process (us), taken in turn n times after a warm-up of both. Each turn
+    runs its side twice and keeps the second (warm, as in a loop), after a
+    pause of `gap` seconds: numpy's OpenBLAS threads keep spinning for
+    about 0.1 s after a call (nkid's pool for tens of microseconds), and a
+    side measured during the other's spin shares its CPUs with it (mm_tiled, one probe: nkid 17
+    ms right after numpy's call, 12 ms so; docs/performance.md)."""
     from nkid.client import kernel_ref
     from nkid.nki._numpy_kernel import BaremetalKernel
     k = BaremetalKernel(getattr(kern, "func", kern), grid=grid)
@@ -164,8 +169,12 @@ def exec_in_turn(client, kern, args, ref, grid=(), n=5):
     client.run(refk, inputs)                 # compile + warm
     ref()
     ours, base = [], []
-    for _ in range(n):                       # interleaved: shared noise
+    for _ in range(n):                       # in turn: shared noise
+        time.sleep(gap)
+        client.run(refk, inputs)
         ours.append(client.run(refk, inputs).exec_us)
+        time.sleep(gap)
+        ref()
         t0 = time.perf_counter()
         ref()
         base.append((time.perf_counter() - t0) * 1e6)
@@ -184,7 +193,8 @@ def bench_executor(tmp):
             o, b = exec_in_turn(client, kern, args, ref, grid)
             worst = max(worst, o / b)
             record(key, round(o, 0), round(b, 0), round(o / b, 3), "<= 1.0",
-                   "RunReply.exec_us vs numpy in-process (us, p50 of 5, in turn)")
+                   "RunReply.exec_us vs numpy in-process (us, p50 of 5 turns, each "
+                   "side warm, after a pause)")
         record("rss_loaded_mib", round(rss_mib(proc.pid), 1), None, None, "",
                "VmRSS of nkid after the executor runs (kernels loaded)")
     finally:

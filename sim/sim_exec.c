@@ -1799,34 +1799,37 @@ sim_exec_matmul(struct sim_run *r, const struct sim_op *op)
 }
 
 /*
- * Loop op of one accumulating matmul along its contraction axis
- * (sim_opt_contract): that matmul over all iterations at once, its
- * sources at the leading dimensions the planner found. 1 when a view is
- * not one BLAS takes in place at run time (not fp32 there): run the loop.
+ * Loop op that is one matmul (sim_opt_gemm): that matmul, as large as the
+ * loops make it, at the leading dimensions the planner found, with every
+ * loop of the nest at its first iteration. 1 when a view is not one BLAS
+ * takes in place at run time: run the loop.
  */
 static int
-sim_exec_contract(struct sim_run *r, const struct sim_op *op)
+sim_exec_gemm_loop(struct sim_run *r, const struct sim_op *op)
 {
-	const struct sim_op	*mm = &op->body[op->contract - 1];
-	const struct sim_view	*x = &mm->src[0].v;
+	const struct sim_op	*mm = op;
 	struct sim_exec_gemm	 g;
 	int			 ld;
 
-	r->lv[op->var] = op->start;
+	while (mm->kind == NKIR__V1__OP_KIND__OP_LOOP) {
+		r->lv[mm->var] = mm->start;
+		mm = &mm->body[mm->gemm_at - 1];
+	}
 	g.trans = mm->transpose_x;
-	g.M = (int)(mm->transpose_x ? x->shape[1] : x->shape[0]);
-	g.K = (int)(mm->transpose_x ? x->shape[0] : x->shape[1]) *
-	    (int)op->trips;
-	g.lda = (int)op->contract_ld[0];
-	g.ldb = (int)op->contract_ld[1];
-	g.beta = 1.0f;
-	if ((g.A = sim_exec_blas_view(r, x, &ld)) == NULL ||
+	g.M = (int)op->gemm_mnk[0];
+	g.K = (int)op->gemm_mnk[2];
+	g.lda = (int)op->gemm_ld[0];
+	g.ldb = (int)op->gemm_ld[1];
+	g.ldc = (int)op->gemm_ld[2];
+	g.beta = op->gemm_overwrite ? 0.0f : 1.0f;
+	if ((g.A = sim_exec_blas_view(r, &mm->src[0].v, &ld)) == NULL ||
 	    (g.B = sim_exec_blas_view(r, &mm->src[1].v, &ld)) == NULL ||
-	    (g.C = sim_exec_blas_view(r, &mm->dst, &g.ldc)) == NULL ||
+	    (g.C = sim_exec_blas_view(r, &mm->dst, &ld)) == NULL ||
 	    sim_blas_open() != NULL)
 		return (1);
-	return (sim_exec_gemm(r, mm, &g, (int)mm->src[1].v.shape[1],
-	    mm->par_work * op->trips));
+	return (sim_exec_gemm(r, mm, &g, (int)op->gemm_mnk[1],
+	    (uint64_t)op->gemm_mnk[0] * (uint64_t)op->gemm_mnk[1] *
+	    (uint64_t)op->gemm_mnk[2] / 8));
 }
 
 /* ------------------------------------------------------------ bn */
@@ -2142,9 +2145,9 @@ sim_exec_body_one(struct sim_run *r, const struct sim_op *op)
 
 	switch (op->kind) {
 	case NKIR__V1__OP_KIND__OP_LOOP:
-		if (op->contract && (r->opts == NULL ||
+		if (op->gemm_at && (r->opts == NULL ||
 		    r->opts->op_cb == NULL) &&
-		    (rc = sim_exec_contract(r, op)) != 1)
+		    (rc = sim_exec_gemm_loop(r, op)) != 1)
 			return (rc);
 		rc = 0;
 		if (op->par != NULL &&

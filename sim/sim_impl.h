@@ -232,12 +232,14 @@ struct sim_op {
 						 * writes its HBM row */
 	bool			 fwd;		/* a load or store that this
 						 * forwarding made a no-op */
-	/* sim_opt_contract: OP_LOOP whose iterations are one accumulating
-	 * matmul, body[contract - 1], walking its contraction axis: run as
-	 * one matmul trips times as deep, sources at these leading
-	 * dimensions (0: none) */
-	size_t			 contract;
-	int64_t			 contract_ld[2];
+	/* sim_opt_gemm: OP_LOOP that runs as one matmul, body[gemm_at - 1]
+	 * (a matmul, or a loop that is one; 0: not one): M, N, K of the
+	 * whole, the leading dimensions of lhs, rhs and dst, and whether it
+	 * overwrites dst (a zero fill folded) or accumulates */
+	size_t			 gemm_at;
+	int64_t			 gemm_mnk[3];
+	int64_t			 gemm_ld[3];
+	bool			 gemm_overwrite;
 	struct sim_isa		*isa;		/* kinds 40-79, else NULL */
 	uint32_t		 nfns;		/* OP_LOOP: the index functions
 						 * of its variable */
@@ -456,7 +458,7 @@ int	 sim_opt_program(struct sim_program *p);
  * store and the group's arithmetic are touched by nothing else; let
  * matmuls read in place the HBM that loads only they read would copy (a
  * tile, or a tile array filled by a loop); mark the loops that are one
- * matmul along its contraction axis (sim_op.contract). Returns 0 or
+ * matmul (sim_op.gemm_at). Returns 0 or
  * SIM_ENOMEM. */
 int	 sim_opt_forward(struct sim_program *p);
 

@@ -1,5 +1,6 @@
 /* sim_opt.c: the planner's analyses that make a program run faster without changing what it computes: fused groups, dead fills, copy elision. */
 /* Floor 1: reads and marks a planned program; calls nothing else in sim/. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -869,78 +870,281 @@ sim_opt_forward_matmul(struct sim_program *p, struct sim_op *mm,
 	}
 }
 
+/* ops[i] has no effect: skipped, or a loop or branch of such ops. */
+static bool
+sim_opt_noop(const struct sim_op *op)
+{
+	size_t	i;
+
+	if (op->kind != NKIR__V1__OP_KIND__OP_LOOP &&
+	    op->kind != NKIR__V1__OP_KIND__OP_IF)
+		return (op->skip);
+	for (i = 0; i < op->nbody; i++)
+		if (!sim_opt_noop(&op->body[i]))
+			return (false);
+	for (i = 0; i < op->nelse; i++)
+		if (!sim_opt_noop(&op->else_body[i]))
+			return (false);
+	return (true);
+}
+
+/* The first of the fused group of ops[0 .. n-1] that holds ops[i], or n
+ * if none does. */
+static size_t
+sim_opt_group_of(const struct sim_op *ops, size_t n, size_t i)
+{
+	size_t	g;
+
+	for (g = 0; g <= i; g++)
+		if (ops[g].fuse > 1 && g + ops[g].fuse > i)
+			return (g);
+	return (n);
+}
+
+/* The ops of a loop's body that do something: up to two, at w[0] and
+ * w[1] (indices plus one, 0: none); false if more. */
+static bool
+sim_opt_working(const struct sim_op *loop, size_t w[2])
+{
+	size_t	i, k = 0;
+
+	w[0] = w[1] = 0;
+	for (i = 0; i < loop->nbody; i++) {
+		if (sim_opt_noop(&loop->body[i]))
+			continue;
+		if (k == 2)
+			return (false);
+		w[k++] = i + 1;
+	}
+	return (k > 0);
+}
+
+/* A fill of +0.0, unmasked, of its own (in no fused group). */
+static bool
+sim_opt_zero_fill(const struct sim_op *ops, size_t n, size_t i)
+{
+	const struct sim_op	*op = &ops[i];
+
+	return (op->kind == NKIR__V1__OP_KIND__OP_ALLOC && !op->masked &&
+	    op->value == 0.0f && !signbit(op->value) &&
+	    sim_opt_group_of(ops, n, i) == n);
+}
+
+/* op is a matmul BLAS can run on its views in place: unmasked, fp32-rank-2
+ * views of unit inner stride, no source its dst. */
+static bool
+sim_opt_gemm_views(const struct sim_program *p, const struct sim_op *op)
+{
+	const struct sim_view	*v;
+	int			 s;
+
+	if (op->kind != NKIR__V1__OP_KIND__OP_MATMUL || op->masked)
+		return (false);
+	for (s = 0; s < 3; s++) {
+		if (s < 2 && op->src[s].scalar)
+			return (false);
+		v = s < 2 ? &op->src[s].v : &op->dst;
+		if (v->nmask || v->rank != 2 || v->off.ax[1] != 1 ||
+		    v->off.ax[0] > INT32_MAX || sim_opt_lin_slots(p, &v->off) ||
+		    (s < 2 && v->tensor == op->dst.tensor))
+			return (false);
+	}
+	return (true);
+}
+
+/* The matmul a loop that is one (sim_opt_gemm) runs. */
+static const struct sim_op *
+sim_opt_gemm_mm(const struct sim_op *op)
+{
+	while (op->kind == NKIR__V1__OP_KIND__OP_LOOP && op->gemm_at != 0)
+		op = &op->body[op->gemm_at - 1];
+	return (op);
+}
+
 /*
- * A loop whose every iteration is one accumulating matmul (the body's
- * other ops skipped), into a dst the loop does not move, walking the
- * contraction axis of both sources: iteration i reads rows i*K .. i*K +
- * K-1 of one longer contraction (k-major: the loop steps K rows, or
- * p-major: a row steps as many iterations as the loop runs). Then the
- * loop is that matmul trips times as deep, in one sgemm that keeps its
- * result in registers over all of it instead of writing it back trips
- * times. Sums run in another order: same values to fp32 rounding, the
- * same bits on every run.
+ * In a body: a zeroed fp32 tile t (ops[a], a fill of +0.0 of all of it)
+ * that a matmul accumulates into (the next op naming t: the matmul, or a
+ * loop of it), then a copy passes whole to a store of an fp32 HBM block
+ * (the copy writing the block's rows: sim_opt_forward_stores), nothing
+ * else reading t or naming that HBM tensor in between. The fill and the
+ * matmul write the HBM block instead; the copy and the store do nothing.
+ * Every tiled matmul ends so (PSUM, tensor_copy, store).
  */
 static void
-sim_opt_contract(const struct sim_program *p, struct sim_op *loop)
+sim_opt_psum_hbm(const struct sim_program *p, struct sim_op *ops, size_t n)
 {
-	const struct sim_op	*mm = NULL;
-	const struct sim_view	*v;
-	int64_t			 d, K, T = (int64_t)loop->trips;
-	int64_t			 kld[2], pld[2];
-	size_t			 i, at = 0;
-	int			 s, a, mode = 3;	/* 1 k-major, 2 p-major */
+	struct sim_op		*fill, *w, *mm, *cp, *st;
+	const struct sim_view	*h;
+	uint64_t		 rd, wr;
+	size_t			 a, m, c, g, j, k[2];
+	uint32_t		 t;
 
-	if (loop->nfns != 0 || T < 2 || T > INT32_MAX || loop->step <= 0)
-		return;
-	for (i = 0; i < loop->nbody; i++) {
-		if (loop->body[i].skip)
+	for (a = 0; a < n; a++) {
+		fill = &ops[a];
+		t = fill->dst.tensor;
+		if (!sim_opt_zero_fill(ops, n, a) || !sim_opt_plain_tile(p, t) ||
+		    !sim_opt_overwrites(p, fill))
 			continue;
-		if (mm != NULL)
-			return;
-		mm = &loop->body[i];
-		at = i + 1;
-	}
-	if (mm == NULL || mm->kind != NKIR__V1__OP_KIND__OP_MATMUL ||
-	    !mm->accumulate || mm->masked || mm->dst.nmask ||
-	    sim_opt_lin_slots(p, &mm->dst.off) ||
-	    sim_opt_lin_coef(&mm->dst.off, NKIR__V1__TERM_KIND__TERM_LOOP,
-	    loop->var) != 0)
-		return;
-	for (s = 0; s < 2; s++) {
-		if (mm->src[s].scalar)
-			return;
-		v = &mm->src[s].v;
-		if (v->nmask || v->rank != 2 || v->off.ax[1] != 1 ||
-		    v->tensor == mm->dst.tensor || sim_opt_lin_slots(p, &v->off))
-			return;
-		a = s == 0 && !mm->transpose_x ? 1 : 0;	/* contraction */
-		K = (int64_t)v->shape[a];
-		d = (int64_t)sim_opt_lin_coef(&v->off,
-		    NKIR__V1__TERM_KIND__TERM_LOOP, loop->var) * loop->step;
-		if (d <= 0 || K > INT32_MAX / T)
-			return;
-		kld[s] = v->off.ax[0];
-		pld[s] = d;
-		if (a == 1) {
-			/* [M, K]: along a row, unit stride: k-major only */
-			if (d != K || v->off.ax[0] < K * T)
-				return;
-			mode &= 1;
+		for (m = a + 1; m < n && !sim_opt_mentions(&ops[m], t); m++)
+			;
+		for (c = m + 1; c < n && !sim_opt_mentions(&ops[c], t); c++)
+			;
+		if (c >= n)
 			continue;
+		w = &ops[m];
+		mm = w;
+		if (w->kind == NKIR__V1__OP_KIND__OP_LOOP) {
+			if (!sim_opt_working(w, k) || k[1] != 0)
+				continue;
+			mm = &w->body[k[0] - 1];
 		}
-		if (d != K * v->off.ax[0])
-			mode &= ~1;
-		if (v->off.ax[0] != d * T || d < (int64_t)v->shape[1])
-			mode &= ~2;
+		cp = &ops[c];
+		g = sim_opt_group_of(ops, n, c);
+		if (!sim_opt_gemm_views(p, mm) || !mm->accumulate ||
+		    !sim_opt_view_same(&mm->dst, &fill->dst) ||
+		    cp->kind != NKIR__V1__OP_KIND__OP_COPY ||
+		    cp->src[0].scalar ||
+		    !sim_opt_view_same(&cp->src[0].v, &fill->dst) ||
+		    cp->fwd_dst == 0 || g == n)
+			continue;
+		st = &ops[g + cp->fwd_dst - 1];
+		h = &st->dst;
+		if (st->kind != NKIR__V1__OP_KIND__OP_STORE || !st->fwd ||
+		    h->rank != 2 || h->nmask || !sim_opt_plain_hbm(p, h) ||
+		    memcmp(h->shape, fill->dst.shape, sizeof h->shape) != 0 ||
+		    h->off.ax[0] < (int64_t)h->shape[1])
+			continue;
+		rd = wr = 0;
+		sim_opt_count(p->body, p->nbody, t, &rd, &wr);
+		if (rd != 2 || wr != 2)
+			continue;
+		for (j = a + 1; j < (size_t)(st - ops); j++)
+			if (&ops[j] != st && sim_opt_mentions(&ops[j],
+			    h->tensor))
+				break;
+		if (j < (size_t)(st - ops))
+			continue;
+		fill->dst = *h;
+		mm->dst = *h;
+		cp->skip = true;
+		cp->fwd_dst = 0;
+		st->skip = true;
+		st->fwd = false;
 	}
-	if (mode == 0)
+}
+
+/*
+ * A loop that is one matmul: every iteration runs one (the body's other
+ * ops do nothing), or a loop that is one, alone or after a fill of +0.0
+ * of just its dst; and the loop walks one axis of the product:
+ * - K: dst fixed, sources along their contraction axis, iteration i
+ *   reading rows i*K .. i*K + K-1 of a longer one (k-major: the loop
+ *   steps K rows; p-major: row p of iteration i is row p*trips + i), the
+ *   matmul accumulating (no fill): one matmul trips times as deep, its
+ *   result kept in registers instead of written back trips times;
+ * - N: lhs fixed, rhs and dst along their columns by one tile's N;
+ * - M: rhs fixed, dst along its rows and lhs along its M axis by M.
+ * Then the loop is that one matmul (sim_op.gemm_*), as numpy would call
+ * it. Sums over K run in another order than tile by tile: the same values
+ * to fp32 rounding, the same bits on every run and thread count.
+ */
+static void
+sim_opt_gemm(const struct sim_program *p, struct sim_op *loop)
+{
+	const struct sim_op	*w, *mm, *fill = NULL;
+	const struct sim_view	*v;
+	int64_t			 T = (int64_t)loop->trips, d[3], mnk[3], ld[3];
+	int64_t			 kld[2], pld[2], K;
+	size_t			 k[2];
+	bool			 acc;
+	int			 s, mode = 3;	/* 1 k-major, 2 p-major */
+
+	if (loop->nfns != 0 || T < 2 || T > INT32_MAX || loop->step <= 0 ||
+	    !sim_opt_working(loop, k))
 		return;
-	for (s = 0; s < 2; s++) {
-		loop->contract_ld[s] = mode & 1 ? kld[s] : pld[s];
-		if (loop->contract_ld[s] > INT32_MAX)
-			return;
+	w = &loop->body[k[1] != 0 ? k[1] - 1 : k[0] - 1];
+	if (k[1] != 0)
+		fill = &loop->body[k[0] - 1];
+	mm = sim_opt_gemm_mm(w);
+	if (!sim_opt_gemm_views(p, mm))
+		return;
+	if (w == mm) {
+		mnk[0] = (int64_t)mm->src[0].v.shape[mm->transpose_x ? 1 : 0];
+		mnk[1] = (int64_t)mm->src[1].v.shape[1];
+		mnk[2] = (int64_t)mm->src[1].v.shape[0];
+		ld[0] = mm->src[0].v.off.ax[0];
+		ld[1] = mm->src[1].v.off.ax[0];
+		ld[2] = mm->dst.off.ax[0];
+		acc = mm->accumulate;
+	} else {
+		memcpy(mnk, w->gemm_mnk, sizeof mnk);
+		memcpy(ld, w->gemm_ld, sizeof ld);
+		acc = !w->gemm_overwrite;
 	}
-	loop->contract = at;
+	if (fill != NULL) {
+		/* the fill zeroes just what the matmul accumulates into */
+		if (!sim_opt_zero_fill(loop->body, loop->nbody, k[0] - 1) ||
+		    !acc || !sim_opt_view_same(&fill->dst, &mm->dst) ||
+		    mnk[0] != (int64_t)mm->dst.shape[0] ||
+		    mnk[1] != (int64_t)mm->dst.shape[1])
+			return;
+		acc = false;
+	}
+	for (s = 0; s < 3; s++) {
+		v = s < 2 ? &mm->src[s].v : &mm->dst;
+		d[s] = (int64_t)sim_opt_lin_coef(&v->off,
+		    NKIR__V1__TERM_KIND__TERM_LOOP, loop->var) * loop->step;
+	}
+	if (d[2] == 0 && d[0] > 0 && d[1] > 0) {
+		/* K */
+		if (w != mm || !acc)
+			return;
+		for (s = 0; s < 2; s++) {
+			v = &mm->src[s].v;
+			K = (int64_t)v->shape[s == 0 && !mm->transpose_x ? 1 : 0];
+			if (K > INT32_MAX / T)
+				return;
+			kld[s] = v->off.ax[0];
+			pld[s] = d[s];
+			if (s == 0 && !mm->transpose_x) {
+				/* [M, K]: along a row, unit stride */
+				if (d[s] != K || v->off.ax[0] < K * T)
+					return;
+				mode &= 1;
+				continue;
+			}
+			if (d[s] != K * v->off.ax[0])
+				mode &= ~1;
+			if (v->off.ax[0] != d[s] * T ||
+			    d[s] < (int64_t)v->shape[1])
+				mode &= ~2;
+		}
+		if (mode == 0)
+			return;
+		for (s = 0; s < 2; s++)
+			ld[s] = mode & 1 ? kld[s] : pld[s];
+		mnk[2] *= T;
+	} else if (d[0] == 0 && d[1] == mnk[1] && d[2] == mnk[1]) {
+		/* N */
+		if (mnk[1] > INT32_MAX / T || ld[1] < mnk[1] * T ||
+		    ld[2] < mnk[1] * T)
+			return;
+		mnk[1] *= T;
+	} else if (d[1] == 0 && d[2] == mnk[0] * ld[2] &&
+	    d[0] == (mm->transpose_x ? mnk[0] : mnk[0] * ld[0])) {
+		/* M */
+		if (mnk[0] > INT32_MAX / T ||
+		    (mm->transpose_x && ld[0] < mnk[0] * T))
+			return;
+		mnk[0] *= T;
+	} else
+		return;
+	if (ld[0] > INT32_MAX || ld[1] > INT32_MAX)
+		return;
+	loop->gemm_at = (size_t)(w - loop->body) + 1;
+	memcpy(loop->gemm_mnk, mnk, sizeof mnk);
+	memcpy(loop->gemm_ld, ld, sizeof ld);
+	loop->gemm_overwrite = !acc;
 }
 
 struct sim_opt_matmul_arg {
@@ -959,19 +1163,22 @@ sim_opt_matmul_cb(struct sim_op *op, const struct sim_opt_at *at, void *arg)
 	return (false);
 }
 
-/* Mark the loops of ops[0 .. n-1] that are one matmul, inner loops
- * first. */
+/* The matmul rules of ops[0 .. n-1], inner bodies first: PSUM tiles
+ * passed to HBM (sim_opt_psum_hbm), then loops that are one matmul
+ * (sim_opt_gemm). */
 static void
-sim_opt_contracts(const struct sim_program *p, struct sim_op *ops, size_t n)
+sim_opt_gemms(const struct sim_program *p, struct sim_op *ops, size_t n)
 {
 	size_t	i;
 
 	for (i = 0; i < n; i++) {
-		sim_opt_contracts(p, ops[i].body, ops[i].nbody);
-		sim_opt_contracts(p, ops[i].else_body, ops[i].nelse);
-		if (ops[i].kind == NKIR__V1__OP_KIND__OP_LOOP)
-			sim_opt_contract(p, &ops[i]);
+		sim_opt_gemms(p, ops[i].body, ops[i].nbody);
+		sim_opt_gemms(p, ops[i].else_body, ops[i].nelse);
 	}
+	sim_opt_psum_hbm(p, ops, n);
+	for (i = 0; i < n; i++)
+		if (ops[i].kind == NKIR__V1__OP_KIND__OP_LOOP)
+			sim_opt_gemm(p, &ops[i]);
 }
 
 static void
@@ -1010,7 +1217,7 @@ sim_opt_forward(struct sim_program *p)
 	(void)sim_opt_walk(p->body, p->nbody, &at, sim_opt_matmul_cb,
 	    &(struct sim_opt_matmul_arg){ p, map });
 	free(map);
-	sim_opt_contracts(p, p->body, p->nbody);
 	sim_opt_forward_body(p, p->body, p->nbody);
+	sim_opt_gemms(p, p->body, p->nbody);
 	return (0);
 }

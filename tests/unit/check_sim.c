@@ -618,9 +618,9 @@ kb_matmul_case(bool transpose_x)
 	 * Then the loop is one matmul K deep (sim_opt_contract), k-major:
 	 * lhsT and rhs at their own row pitch; lhs [M, K] along its rows.
 	 */
-	ck_assert_uint_eq(loop->contract, 3);
-	ck_assert_int_eq(loop->contract_ld[0], transpose_x ? M : K);
-	ck_assert_int_eq(loop->contract_ld[1], N);
+	ck_assert_uint_eq(loop->gemm_at, 3);
+	ck_assert_int_eq(loop->gemm_ld[0], transpose_x ? M : K);
+	ck_assert_int_eq(loop->gemm_ld[1], N);
 	kb_matmul_run(b, p, M, K, N, transpose_x, 3);
 }
 
@@ -635,6 +635,25 @@ CHECK_TEST(core, test_sim_matmul_plain)
 	kb_matmul_case(false);
 }
 END_TEST
+
+/* The tensors of a matmul kernel: lhsT [K, M], rhs [K, N], the output
+ * [M, N], and a PSUM tile and its SBUF copy [TM, TN]. */
+struct kb_mm {
+	uint32_t lhs, rhs, out, ps, res;
+};
+
+/* Start kernel `name` with the tensors of *t. */
+static void
+kb_matmul_io(struct kb *b, const char *name, uint64_t M, uint64_t K,
+    uint64_t N, uint64_t TM, uint64_t TN, struct kb_mm *t)
+{
+	kb_init(b, name);
+	t->lhs = kb_param(b, "lhsT", F32, 2, SH(K, M));
+	t->rhs = kb_param(b, "rhs", F32, 2, SH(K, N));
+	t->out = kb_out(b, "out", F32, 2, SH(M, N));
+	t->ps = kb_tile(b, "ps", PSUM, F32, 2, SH(TM, TN));
+	t->res = kb_tile(b, "res", SBUF, F32, 2, SH(TM, TN));
+}
 
 /* An uninitialized tile array t [n, KT, F] and a loop (variable var)
  * filling t[k] with rows k * KT .. k * KT + KT - 1 of src [n * KT, F]. */
@@ -662,28 +681,24 @@ kb_matmul_arrays(bool reversed)
 {
 	enum { M = 64, K = 384, N = 96, KT = 128, NK = K / KT };
 	struct kb kb, *b = &kb;
-	uint32_t lhs, rhs, out, at, bt, ps, res;
-	struct sim_program *p;
 	const struct sim_op *ld0, *ld1, *mmloop;
+	struct sim_program *p;
 	Nkir__V1__Affine *k;
+	struct kb_mm t;
+	uint32_t at, bt;
 
-	kb_init(b, "matmul_arrays");
-	lhs = kb_param(b, "lhsT", F32, 2, SH(K, M));
-	rhs = kb_param(b, "rhs", F32, 2, SH(K, N));
-	out = kb_out(b, "out", F32, 2, SH(M, N));
+	kb_matmul_io(b, "matmul_arrays", M, K, N, M, N, &t);
 	at = kb_tile(b, "at", SBUF, F32, 3, SH(NK, KT, M));
 	bt = kb_tile(b, "bt", SBUF, F32, 3, SH(NK, KT, N));
-	ps = kb_tile(b, "ps", PSUM, F32, 2, SH(M, N));
-	res = kb_tile(b, "res", SBUF, F32, 2, SH(M, N));
-	kb_load_array(b, at, lhs, 0);
-	kb_load_array(b, bt, rhs, 1);
-	kb_alloc_op(b, ps, NKIR__V1__FILL__FILL_ZERO, 0);
+	kb_load_array(b, at, t.lhs, 0);
+	kb_load_array(b, bt, t.rhs, 1);
+	kb_alloc_op(b, t.ps, NKIR__V1__FILL__FILL_ZERO, 0);
 	kb_loop(b, 2, 0, NK, 1);
 	k = reversed ? kb_aff(b, NK - 1, 1, L, 2, (int64_t)-1) :
 	    kb_aff(b, 0, 1, L, 2, (int64_t)1);
-	p = kb_matmul_finish(b, ps, kb_acc(b, at, 2, SH(KT, M), k, AX(0, 0),
+	p = kb_matmul_finish(b, t.ps, kb_acc(b, at, 2, SH(KT, M), k, AX(0, 0),
 	    AX(0, 1)), kb_acc(b, bt, 2, SH(KT, N), k, AX(0, 0), AX(0, 1)),
-	    true, res, out);
+	    true, t.res, t.out);
 	ck_assert_uint_eq(p->nbody, 8);
 	ld0 = &p->body[1].body[0];
 	ld1 = &p->body[3].body[0];
@@ -693,20 +708,88 @@ kb_matmul_arrays(bool reversed)
 		 * loads stay, and the loop stays a loop */
 		ck_assert(!ld0->skip && !ld1->skip);
 		ck_assert_uint_eq(mmloop->body[0].src[0].v.tensor, at);
-		ck_assert_uint_eq(mmloop->contract, 0);
+		ck_assert_uint_eq(mmloop->gemm_at, 0);
 	} else {
 		/* the matmul reads lhsT and rhs in place, the arrays are
 		 * neither filled nor loaded, and the loop is one matmul */
 		ck_assert(ld0->skip && ld1->skip);
 		ck_assert(p->body[0].skip && p->body[2].skip);
-		ck_assert_uint_eq(mmloop->body[0].src[0].v.tensor, lhs);
-		ck_assert_uint_eq(mmloop->body[0].src[1].v.tensor, rhs);
-		ck_assert_uint_eq(mmloop->contract, 1);
-		ck_assert_int_eq(mmloop->contract_ld[0], M);
-		ck_assert_int_eq(mmloop->contract_ld[1], N);
+		ck_assert_uint_eq(mmloop->body[0].src[0].v.tensor, t.lhs);
+		ck_assert_uint_eq(mmloop->body[0].src[1].v.tensor, t.rhs);
+		ck_assert_uint_eq(mmloop->gemm_at, 1);
+		ck_assert_int_eq(mmloop->gemm_ld[0], M);
+		ck_assert_int_eq(mmloop->gemm_ld[1], N);
 	}
 	kb_matmul_run(b, p, M, K, N, true, 5);
 }
+
+/*
+ * mm_tiled's shape: for m, for n: a zeroed PSUM tile, a loop over k of
+ * loads and an accumulating matmul, then a copy and a store of the tile.
+ * The PSUM tile passes to the output (sim_opt_psum_hbm) and every loop
+ * is one matmul (sim_opt_gemm): k along K, n along N, m along M, the
+ * whole nest one [M, K] x [K, N] product overwriting the output.
+ */
+CHECK_TEST(core, test_sim_matmul_nest)
+{
+	enum { M = 256, K = 256, N = 192, TM = 128, TK = 128, TN = 96 };
+	struct kb kb, *b = &kb;
+	const struct sim_op *lm, *ln, *lk;
+	struct sim_program *p;
+	Nkir__V1__Op *op;
+	struct kb_mm t;
+	uint32_t tl, tr;
+
+	kb_matmul_io(b, "matmul_nest", M, K, N, TM, TN, &t);
+	tl = kb_tile(b, "lt", SBUF, F32, 2, SH(TK, TM));
+	tr = kb_tile(b, "rt", SBUF, F32, 2, SH(TK, TN));
+	kb_loop(b, 0, 0, M / TM, 1);
+	kb_loop(b, 1, 0, N / TN, 1);
+	kb_alloc_op(b, t.ps, NKIR__V1__FILL__FILL_ZERO, 0);
+	kb_loop(b, 2, 0, K / TK, 1);
+	kb_op1(b, OPK(LOAD), kb_full2(b, tl), kb_acc(b, t.lhs, 2, SH(TK, TM),
+	    kb_aff(b, 0, 2, L, 2, (int64_t)TK, X, 0, (int64_t)1),
+	    kb_aff(b, 0, 2, L, 0, (int64_t)TM, X, 1, (int64_t)1)));
+	kb_op1(b, OPK(LOAD), kb_full2(b, tr), kb_acc(b, t.rhs, 2, SH(TK, TN),
+	    kb_aff(b, 0, 2, L, 2, (int64_t)TK, X, 0, (int64_t)1),
+	    kb_aff(b, 0, 2, L, 1, (int64_t)TN, X, 1, (int64_t)1)));
+	op = kb_op1(b, OPK(MATMUL), kb_full2(b, t.ps), kb_full2(b, tl));
+	kb_src(b, op, kb_full2(b, tr));
+	op->accumulate = true;
+	op->transpose_x = true;
+	kb_end(b);
+	kb_op1(b, OPK(COPY), kb_full2(b, t.res), kb_full2(b, t.ps));
+	kb_op1(b, OPK(STORE), kb_acc(b, t.out, 2, SH(TM, TN),
+	    kb_aff(b, 0, 2, L, 0, (int64_t)TM, X, 0, (int64_t)1),
+	    kb_aff(b, 0, 2, L, 1, (int64_t)TN, X, 1, (int64_t)1)),
+	    kb_full2(b, t.res));
+	kb_end(b);
+	kb_end(b);
+	p = kb_program(b);
+	lm = &p->body[0];
+	ln = &lm->body[0];
+	lk = &ln->body[1];
+	/* the fill and the matmul write the output; copy and store idle */
+	ck_assert_uint_eq(ln->body[0].dst.tensor, t.out);
+	ck_assert_uint_eq(lk->body[2].dst.tensor, t.out);
+	ck_assert(ln->body[2].skip && ln->body[3].skip);
+	ck_assert_uint_eq(lk->gemm_at, 3);
+	ck_assert(!lk->gemm_overwrite);
+	ck_assert_int_eq(lk->gemm_mnk[2], K);
+	ck_assert_uint_eq(ln->gemm_at, 2);
+	ck_assert(ln->gemm_overwrite);
+	ck_assert_int_eq(ln->gemm_mnk[1], N);
+	ck_assert_uint_eq(lm->gemm_at, 1);
+	ck_assert(lm->gemm_overwrite);
+	ck_assert_int_eq(lm->gemm_mnk[0], M);
+	ck_assert_int_eq(lm->gemm_mnk[1], N);
+	ck_assert_int_eq(lm->gemm_mnk[2], K);
+	ck_assert_int_eq(lm->gemm_ld[0], M);
+	ck_assert_int_eq(lm->gemm_ld[1], N);
+	ck_assert_int_eq(lm->gemm_ld[2], N);
+	kb_matmul_run(b, p, M, K, N, true, 9);
+}
+END_TEST
 
 CHECK_TEST(core, test_sim_matmul_tile_arrays)
 {
