@@ -961,17 +961,97 @@ sim_opt_gemm_mm(const struct sim_op *op)
 	return (op);
 }
 
+/* sim_opt_walk: op is an OP_ALLOC of tensor *arg. */
+static bool
+sim_opt_fills_cb(struct sim_op *op, const struct sim_opt_at *at, void *arg)
+{
+	return (op->kind == NKIR__V1__OP_KIND__OP_ALLOC &&
+	    op->dst.tensor == *(const uint32_t *)arg);
+}
+
+/*
+ * ops[c] (in the body *at holds, inside the loops at->loop[]) adds a
+ * tile t whole to slice R of a tile r and writes R (`res[i, j] += acc`),
+ * r's only other write a fill of +0.0 of all of it that runs before, in
+ * a body around this one, and R is injective over the loops between: R
+ * is zero when the add reads it, and the add is a copy of t. Then the
+ * store of R at ops[s] (the next op naming r) passes t on as a copy
+ * would; returns s, or n if this is not so.
+ */
+static size_t
+sim_opt_add_copy(struct sim_program *p, struct sim_op *ops, size_t n,
+    size_t c, const struct sim_view *tv, const struct sim_opt_at *at)
+{
+	const struct sim_op	*add = &ops[c];
+	const struct sim_view	*R = &add->dst;
+	struct sim_opt_at	 fa;
+	struct sim_op		*rf;
+	sim_i128		 st[SIM_MAX_RANK + SIM_DEPTH_MAX];
+	sim_i128		 ext[SIM_MAX_RANK + SIM_DEPTH_MAX];
+	uint64_t		 rd = 0, wr = 0;
+	uint32_t		 r = R->tensor;
+	size_t			 s;
+	int			 j, d, k = 0;
+
+	if (add->kind != NKIR__V1__OP_KIND__OP_TENSOR_TENSOR ||
+	    add->alu != NKIR__V1__ALU_OP__ALU_ADD || add->nsrc != 2 ||
+	    add->masked || add->src[0].scalar || add->src[1].scalar ||
+	    !sim_opt_plain_tile(p, r) || r == tv->tensor ||
+	    !((sim_opt_view_same(&add->src[0].v, R) &&
+	    sim_opt_view_same(&add->src[1].v, tv)) ||
+	    (sim_opt_view_same(&add->src[1].v, R) &&
+	    sim_opt_view_same(&add->src[0].v, tv))) ||
+	    memcmp(R->shape, tv->shape, sizeof R->shape) != 0 ||
+	    sim_opt_lin_slots(p, &R->off))
+		return (n);
+	for (s = c + 1; s < n && !sim_opt_mentions(&ops[s], r); s++)
+		;
+	sim_opt_count(p->body, p->nbody, r, &rd, &wr);
+	fa.depth = 0;
+	rf = sim_opt_walk(p->body, p->nbody, &fa, sim_opt_fills_cb, &r);
+	if (s == n || ops[s].kind != NKIR__V1__OP_KIND__OP_STORE ||
+	    ops[s].src[0].scalar || !sim_opt_view_same(&ops[s].src[0].v, R) ||
+	    rd != 2 || wr != 2 || rf == NULL || fa.depth > at->depth ||
+	    rf->masked || rf->value != 0.0f || signbit(rf->value) ||
+	    !sim_opt_overwrites(p, rf))
+		return (n);
+	/* the fill's body holds the add's, the fill first */
+	for (d = 0; d < fa.depth; d++)
+		if (fa.loop[d] != at->loop[d])
+			return (n);
+	if (fa.i[d] >= (d == at->depth ? c : at->i[d]))
+		return (n);
+	for (j = 0; j < R->rank; j++)
+		if (R->shape[j] > 1) {
+			st[k] = R->off.ax[j];
+			ext[k++] = (sim_i128)R->shape[j] - 1;
+		}
+	for (; d < at->depth; d++)
+		if (at->loop[d]->trips > 1) {
+			st[k] = sim_opt_lin_coef(&R->off,
+			    NKIR__V1__TERM_KIND__TERM_LOOP, at->loop[d]->var) *
+			    at->loop[d]->step;
+			ext[k++] = (sim_i128)at->loop[d]->trips - 1;
+		}
+	if (!sim_opt_axes_injective(st, ext, k))
+		return (n);
+	rf->skip = true;	/* read by nothing once the add is gone */
+	return (s);
+}
+
 /*
  * In a body: a zeroed fp32 tile t (ops[a], a fill of +0.0 of all of it)
  * that a matmul accumulates into (the next op naming t: the matmul, or a
- * loop of it), then a copy passes whole to a store of an fp32 HBM block
- * (the copy writing the block's rows: sim_opt_forward_stores), nothing
+ * loop of it), then passed whole to a store of an fp32 HBM block: by a
+ * copy writing the block's rows (sim_opt_forward_stores), or by an add to
+ * a zeroed slice that the store then writes (sim_opt_add_copy); nothing
  * else reading t or naming that HBM tensor in between. The fill and the
- * matmul write the HBM block instead; the copy and the store do nothing.
- * Every tiled matmul ends so (PSUM, tensor_copy, store).
+ * matmul write the HBM block instead; the copy (or add) and the store do
+ * nothing. Every tiled matmul ends so (PSUM, tensor_copy, store).
  */
 static void
-sim_opt_psum_hbm(const struct sim_program *p, struct sim_op *ops, size_t n)
+sim_opt_psum_hbm(struct sim_program *p, struct sim_op *ops, size_t n,
+    const struct sim_opt_at *at)
 {
 	struct sim_op		*fill, *w, *mm, *cp, *st;
 	const struct sim_view	*h;
@@ -999,28 +1079,34 @@ sim_opt_psum_hbm(const struct sim_program *p, struct sim_op *ops, size_t n)
 			mm = &w->body[k[0] - 1];
 		}
 		cp = &ops[c];
-		g = sim_opt_group_of(ops, n, c);
 		if (!sim_opt_gemm_views(p, mm) || !mm->accumulate ||
-		    !sim_opt_view_same(&mm->dst, &fill->dst) ||
-		    cp->kind != NKIR__V1__OP_KIND__OP_COPY ||
-		    cp->src[0].scalar ||
-		    !sim_opt_view_same(&cp->src[0].v, &fill->dst) ||
-		    cp->fwd_dst == 0 || g == n)
-			continue;
-		st = &ops[g + cp->fwd_dst - 1];
-		h = &st->dst;
-		if (st->kind != NKIR__V1__OP_KIND__OP_STORE || !st->fwd ||
-		    h->rank != 2 || h->nmask || !sim_opt_plain_hbm(p, h) ||
-		    memcmp(h->shape, fill->dst.shape, sizeof h->shape) != 0 ||
-		    h->off.ax[0] < (int64_t)h->shape[1])
+		    !sim_opt_view_same(&mm->dst, &fill->dst))
 			continue;
 		rd = wr = 0;
 		sim_opt_count(p->body, p->nbody, t, &rd, &wr);
 		if (rd != 2 || wr != 2)
 			continue;
+		if (cp->kind == NKIR__V1__OP_KIND__OP_COPY) {
+			g = sim_opt_group_of(ops, n, c);
+			if (cp->src[0].scalar || cp->fwd_dst == 0 || g == n ||
+			    !sim_opt_view_same(&cp->src[0].v, &fill->dst))
+				continue;
+			st = &ops[g + cp->fwd_dst - 1];
+			if (st->kind != NKIR__V1__OP_KIND__OP_STORE || !st->fwd)
+				continue;
+		} else {
+			if ((j = sim_opt_add_copy(p, ops, n, c, &fill->dst,
+			    at)) == n)
+				continue;
+			st = &ops[j];
+		}
+		h = &st->dst;
+		if (h->rank != 2 || h->nmask || !sim_opt_plain_hbm(p, h) ||
+		    memcmp(h->shape, fill->dst.shape, sizeof h->shape) != 0 ||
+		    h->off.ax[0] < (int64_t)h->shape[1])
+			continue;
 		for (j = a + 1; j < (size_t)(st - ops); j++)
-			if (&ops[j] != st && sim_opt_mentions(&ops[j],
-			    h->tensor))
+			if (sim_opt_mentions(&ops[j], h->tensor))
 				break;
 		if (j < (size_t)(st - ops))
 			continue;
@@ -1036,7 +1122,8 @@ sim_opt_psum_hbm(const struct sim_program *p, struct sim_op *ops, size_t n)
 /*
  * A loop that is one matmul: every iteration runs one (the body's other
  * ops do nothing), or a loop that is one, alone or after a fill of +0.0
- * of just its dst; and the loop walks one axis of the product:
+ * of just its dst; and the loop runs once, or walks one axis of the
+ * product:
  * - K: dst fixed, sources along their contraction axis, iteration i
  *   reading rows i*K .. i*K + K-1 of a longer one (k-major: the loop
  *   steps K rows; p-major: row p of iteration i is row p*trips + i), the
@@ -1059,7 +1146,7 @@ sim_opt_gemm(const struct sim_program *p, struct sim_op *loop)
 	bool			 acc;
 	int			 s, mode = 3;	/* 1 k-major, 2 p-major */
 
-	if (loop->nfns != 0 || T < 2 || T > INT32_MAX || loop->step <= 0 ||
+	if (loop->nfns != 0 || T < 1 || T > INT32_MAX || loop->step <= 0 ||
 	    !sim_opt_working(loop, k))
 		return;
 	w = &loop->body[k[1] != 0 ? k[1] - 1 : k[0] - 1];
@@ -1095,7 +1182,9 @@ sim_opt_gemm(const struct sim_program *p, struct sim_op *loop)
 		d[s] = (int64_t)sim_opt_lin_coef(&v->off,
 		    NKIR__V1__TERM_KIND__TERM_LOOP, loop->var) * loop->step;
 	}
-	if (d[2] == 0 && d[0] > 0 && d[1] > 0) {
+	if (T == 1)
+		;	/* one iteration: the matmul inside as it is */
+	else if (d[2] == 0 && d[0] > 0 && d[1] > 0) {
 		/* K */
 		if (w != mm || !acc)
 			return;
@@ -1167,15 +1256,21 @@ sim_opt_matmul_cb(struct sim_op *op, const struct sim_opt_at *at, void *arg)
  * passed to HBM (sim_opt_psum_hbm), then loops that are one matmul
  * (sim_opt_gemm). */
 static void
-sim_opt_gemms(const struct sim_program *p, struct sim_op *ops, size_t n)
+sim_opt_gemms(struct sim_program *p, struct sim_op *ops, size_t n,
+    struct sim_opt_at *at)
 {
 	size_t	i;
 
 	for (i = 0; i < n; i++) {
-		sim_opt_gemms(p, ops[i].body, ops[i].nbody);
-		sim_opt_gemms(p, ops[i].else_body, ops[i].nelse);
+		at->i[at->depth] = i;
+		if (ops[i].kind == NKIR__V1__OP_KIND__OP_LOOP &&
+		    at->depth < SIM_DEPTH_MAX) {
+			at->loop[at->depth++] = &ops[i];
+			sim_opt_gemms(p, ops[i].body, ops[i].nbody, at);
+			at->depth--;
+		}
 	}
-	sim_opt_psum_hbm(p, ops, n);
+	sim_opt_psum_hbm(p, ops, n, at);
 	for (i = 0; i < n; i++)
 		if (ops[i].kind == NKIR__V1__OP_KIND__OP_LOOP)
 			sim_opt_gemm(p, &ops[i]);
@@ -1218,6 +1313,7 @@ sim_opt_forward(struct sim_program *p)
 	    &(struct sim_opt_matmul_arg){ p, map });
 	free(map);
 	sim_opt_forward_body(p, p->body, p->nbody);
-	sim_opt_gemms(p, p->body, p->nbody);
+	at.depth = 0;
+	sim_opt_gemms(p, p->body, p->nbody, &at);
 	return (0);
 }

@@ -729,21 +729,31 @@ kb_matmul_arrays(bool reversed)
  * The PSUM tile passes to the output (sim_opt_psum_hbm) and every loop
  * is one matmul (sim_opt_gemm): k along K, n along N, m along M, the
  * whole nest one [M, K] x [K, N] product overwriting the output.
+ * Through SBUF (mm_blocked's shape), the tile is added to slice n of a
+ * zeroed tile array res[N / TN, TM, TN] that the store writes out: the
+ * add is a copy, and the same holds. With `shared`, every n adds to
+ * res[0]: the slices are not written once each, so nothing folds.
  */
-CHECK_TEST(core, test_sim_matmul_nest)
+static void
+kb_matmul_nest(bool sbuf, bool shared)
 {
 	enum { M = 256, K = 256, N = 192, TM = 128, TK = 128, TN = 96 };
 	struct kb kb, *b = &kb;
 	const struct sim_op *lm, *ln, *lk;
+	Nkir__V1__Access *slice;
 	struct sim_program *p;
 	Nkir__V1__Op *op;
 	struct kb_mm t;
-	uint32_t tl, tr;
+	uint32_t tl, tr, ra = 0;
 
 	kb_matmul_io(b, "matmul_nest", M, K, N, TM, TN, &t);
 	tl = kb_tile(b, "lt", SBUF, F32, 2, SH(TK, TM));
 	tr = kb_tile(b, "rt", SBUF, F32, 2, SH(TK, TN));
+	if (sbuf)
+		ra = kb_tile(b, "res", SBUF, F32, 3, SH(N / TN, TM, TN));
 	kb_loop(b, 0, 0, M / TM, 1);
+	if (sbuf)
+		kb_alloc_op(b, ra, NKIR__V1__FILL__FILL_ZERO, 0);
 	kb_loop(b, 1, 0, N / TN, 1);
 	kb_alloc_op(b, t.ps, NKIR__V1__FILL__FILL_ZERO, 0);
 	kb_loop(b, 2, 0, K / TK, 1);
@@ -758,28 +768,46 @@ CHECK_TEST(core, test_sim_matmul_nest)
 	op->accumulate = true;
 	op->transpose_x = true;
 	kb_end(b);
-	kb_op1(b, OPK(COPY), kb_full2(b, t.res), kb_full2(b, t.ps));
+	if (sbuf) {
+		slice = kb_acc(b, ra, 2, SH(TM, TN), shared ? kb_aff(b, 0, 0) :
+		    kb_aff(b, 0, 1, L, 1, (int64_t)1), AX(0, 0), AX(0, 1));
+		op = kb_op1(b, OPK(TENSOR_TENSOR), slice, slice);
+		kb_src(b, op, kb_full2(b, t.ps));
+		op->alu = NKIR__V1__ALU_OP__ALU_ADD;
+	} else {
+		slice = kb_full2(b, t.res);
+		kb_op1(b, OPK(COPY), slice, kb_full2(b, t.ps));
+	}
 	kb_op1(b, OPK(STORE), kb_acc(b, t.out, 2, SH(TM, TN),
 	    kb_aff(b, 0, 2, L, 0, (int64_t)TM, X, 0, (int64_t)1),
-	    kb_aff(b, 0, 2, L, 1, (int64_t)TN, X, 1, (int64_t)1)),
-	    kb_full2(b, t.res));
+	    kb_aff(b, 0, 2, L, 1, (int64_t)TN, X, 1, (int64_t)1)), slice);
 	kb_end(b);
 	kb_end(b);
 	p = kb_program(b);
 	lm = &p->body[0];
-	ln = &lm->body[0];
+	ln = &lm->body[sbuf ? 1 : 0];
 	lk = &ln->body[1];
-	/* the fill and the matmul write the output; copy and store idle */
+	if (shared) {
+		ck_assert_uint_eq(ln->body[0].dst.tensor, t.ps);
+		ck_assert(!ln->body[2].skip && !ln->body[3].skip);
+		ck_assert_uint_eq(ln->gemm_at, 0);
+		ck_assert_uint_eq(lm->gemm_at, 0);
+		sim_program_free(p);
+		kb_release(b);
+		return;
+	}
+	/* the fill and the matmul write the output; the rest is idle */
 	ck_assert_uint_eq(ln->body[0].dst.tensor, t.out);
 	ck_assert_uint_eq(lk->body[2].dst.tensor, t.out);
 	ck_assert(ln->body[2].skip && ln->body[3].skip);
+	ck_assert(!sbuf || lm->body[0].skip);
 	ck_assert_uint_eq(lk->gemm_at, 3);
 	ck_assert(!lk->gemm_overwrite);
 	ck_assert_int_eq(lk->gemm_mnk[2], K);
 	ck_assert_uint_eq(ln->gemm_at, 2);
 	ck_assert(ln->gemm_overwrite);
 	ck_assert_int_eq(ln->gemm_mnk[1], N);
-	ck_assert_uint_eq(lm->gemm_at, 1);
+	ck_assert_uint_eq(lm->gemm_at, sbuf ? 2 : 1);
 	ck_assert(lm->gemm_overwrite);
 	ck_assert_int_eq(lm->gemm_mnk[0], M);
 	ck_assert_int_eq(lm->gemm_mnk[1], N);
@@ -788,6 +816,13 @@ CHECK_TEST(core, test_sim_matmul_nest)
 	ck_assert_int_eq(lm->gemm_ld[1], N);
 	ck_assert_int_eq(lm->gemm_ld[2], N);
 	kb_matmul_run(b, p, M, K, N, true, 9);
+}
+
+CHECK_TEST(core, test_sim_matmul_nest)
+{
+	kb_matmul_nest(false, false);
+	kb_matmul_nest(true, false);
+	kb_matmul_nest(true, true);
 }
 END_TEST
 
