@@ -1274,19 +1274,19 @@ GAPS = {
         "the programs run on both threads, which helps only when the machine has a CPU to "
         "spare (docs/performance.md, 'Each byte once').",
     "executor_ratio_matmul_tiled":
-        "128 separate 128x128x512 sgemm calls split over the two threads, against numpy's "
-        "single 1024^3 call on its own OpenBLAS threads; per thread the executor runs at half "
-        "of OpenBLAS's rate: beside the sgemms, PSUM is copied out and stored, and (hoisted, "
-        "blocked) each nl.load copies its tile into SBUF; a load only a matmul reads is "
-        "forwarded into it (docs/performance.md, 'What stands in the way of <= 1.0').",
+        "the kernel's loops fold into one 1024^3 sgemm (sim_opt_gemm), as numpy calls it, split "
+        "in two column halves over the two threads on Debian's OpenBLAS 0.3.21, against numpy's "
+        "one call on its own OpenBLAS 0.3.31 threads: parity within this machine's noise "
+        "(0.91-1.34 for the same code in A/B rounds; docs/performance.md, 'Matmul as one "
+        "sgemm').",
     "executor_ratio_transpose2d":
         "one 2 MiB blocked copy, memory-bound like numpy's; through the daemon the job "
         "thread's wakeup on a shared CPU adds to it (0.5-1.05 across runs; docs/performance.md, "
         "'What stands in the way of <= 1.0').",
     "executor_ratio_matmul_hoisted":
-        "as matmul_tiled: 128 small sgemm calls against numpy's one.",
+        "as matmul_tiled: one sgemm of the whole product against numpy's one.",
     "executor_ratio_matmul_blocked":
-        "as matmul_tiled: 128 small sgemm calls against numpy's one.",
+        "as matmul_tiled: one sgemm of the whole product against numpy's one.",
     "rss_idle_mib":
         "nkid's own memory is ~3.5 MiB (RssAnon); the rest of its RSS is pages of shared "
         "libraries it maps (libgrpc ~4.7 MiB, libcrypto ~3.3 MiB, OpenBLAS, libstdc++, libc, "
