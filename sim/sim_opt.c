@@ -976,11 +976,13 @@ sim_opt_fills_cb(struct sim_op *op, const struct sim_opt_at *at, void *arg)
  * a body around this one, and R is injective over the loops between: R
  * is zero when the add reads it, and the add is a copy of t. Then the
  * store of R at ops[s] (the next op naming r) passes t on as a copy
- * would; returns s, or n if this is not so.
+ * would; returns s (*fill: r's fill, which nothing needs once the add
+ * and the store are gone), or n if this is not so.
  */
 static size_t
 sim_opt_add_copy(struct sim_program *p, struct sim_op *ops, size_t n,
-    size_t c, const struct sim_view *tv, const struct sim_opt_at *at)
+    size_t c, const struct sim_view *tv, const struct sim_opt_at *at,
+    struct sim_op **fill)
 {
 	const struct sim_op	*add = &ops[c];
 	const struct sim_view	*R = &add->dst;
@@ -1035,7 +1037,7 @@ sim_opt_add_copy(struct sim_program *p, struct sim_op *ops, size_t n,
 		}
 	if (!sim_opt_axes_injective(st, ext, k))
 		return (n);
-	rf->skip = true;	/* read by nothing once the add is gone */
+	*fill = rf;
 	return (s);
 }
 
@@ -1053,7 +1055,7 @@ static void
 sim_opt_psum_hbm(struct sim_program *p, struct sim_op *ops, size_t n,
     const struct sim_opt_at *at)
 {
-	struct sim_op		*fill, *w, *mm, *cp, *st;
+	struct sim_op		*fill, *w, *mm, *cp, *st, *rf;
 	const struct sim_view	*h;
 	uint64_t		 rd, wr;
 	size_t			 a, m, c, g, j, k[2];
@@ -1061,6 +1063,7 @@ sim_opt_psum_hbm(struct sim_program *p, struct sim_op *ops, size_t n,
 
 	for (a = 0; a < n; a++) {
 		fill = &ops[a];
+		rf = NULL;
 		t = fill->dst.tensor;
 		if (!sim_opt_zero_fill(ops, n, a) || !sim_opt_plain_tile(p, t) ||
 		    !sim_opt_overwrites(p, fill))
@@ -1096,7 +1099,7 @@ sim_opt_psum_hbm(struct sim_program *p, struct sim_op *ops, size_t n,
 				continue;
 		} else {
 			if ((j = sim_opt_add_copy(p, ops, n, c, &fill->dst,
-			    at)) == n)
+			    at, &rf)) == n)
 				continue;
 			st = &ops[j];
 		}
@@ -1116,6 +1119,8 @@ sim_opt_psum_hbm(struct sim_program *p, struct sim_op *ops, size_t n,
 		cp->fwd_dst = 0;
 		st->skip = true;
 		st->fwd = false;
+		if (rf != NULL)
+			rf->skip = true;	/* read by nothing now */
 	}
 }
 

@@ -732,10 +732,12 @@ kb_matmul_arrays(bool reversed)
  * Through SBUF (mm_blocked's shape), the tile is added to slice n of a
  * zeroed tile array res[N / TN, TM, TN] that the store writes out: the
  * add is a copy, and the same holds. With `shared`, every n adds to
- * res[0]: the slices are not written once each, so nothing folds.
+ * res[0]: the slices are not written once each, so nothing folds. With
+ * `bf16` the output is bf16 (not a tensor BLAS writes): nothing folds
+ * either, and res keeps its fill.
  */
 static void
-kb_matmul_nest(bool sbuf, bool shared)
+kb_matmul_nest(bool sbuf, bool shared, bool bf16)
 {
 	enum { M = 256, K = 256, N = 192, TM = 128, TK = 128, TN = 96 };
 	struct kb kb, *b = &kb;
@@ -747,6 +749,8 @@ kb_matmul_nest(bool sbuf, bool shared)
 	uint32_t tl, tr, ra = 0;
 
 	kb_matmul_io(b, "matmul_nest", M, K, N, TM, TN, &t);
+	if (bf16)
+		b->k.tensors[t.out]->dtype = BF16;
 	tl = kb_tile(b, "lt", SBUF, F32, 2, SH(TK, TM));
 	tr = kb_tile(b, "rt", SBUF, F32, 2, SH(TK, TN));
 	if (sbuf)
@@ -787,9 +791,10 @@ kb_matmul_nest(bool sbuf, bool shared)
 	lm = &p->body[0];
 	ln = &lm->body[sbuf ? 1 : 0];
 	lk = &ln->body[1];
-	if (shared) {
+	if (shared || bf16) {
 		ck_assert_uint_eq(ln->body[0].dst.tensor, t.ps);
 		ck_assert(!ln->body[2].skip && !ln->body[3].skip);
+		ck_assert(!lm->body[0].skip);
 		ck_assert_uint_eq(ln->gemm_at, 0);
 		ck_assert_uint_eq(lm->gemm_at, 0);
 		sim_program_free(p);
@@ -820,9 +825,10 @@ kb_matmul_nest(bool sbuf, bool shared)
 
 CHECK_TEST(core, test_sim_matmul_nest)
 {
-	kb_matmul_nest(false, false);
-	kb_matmul_nest(true, false);
-	kb_matmul_nest(true, true);
+	kb_matmul_nest(false, false, false);
+	kb_matmul_nest(true, false, false);
+	kb_matmul_nest(true, true, false);
+	kb_matmul_nest(true, false, true);
 }
 END_TEST
 
