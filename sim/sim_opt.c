@@ -1,4 +1,4 @@
-/* sim_opt.c: the planner's analyses that make a program run faster without changing what it computes: fused groups, dead fills, copy elision. */
+/* sim_opt.c: the planner's analyses that make a program run faster without changing what it computes: fused groups, dead fills, copy elision, loads forwarded in place, loops of matmuls run as one. */
 /* Floor 1: reads and marks a planned program; calls nothing else in sim/. */
 #include <math.h>
 #include <stdlib.h>
