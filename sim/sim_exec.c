@@ -1798,18 +1798,27 @@ sim_exec_matmul(struct sim_run *r, const struct sim_op *op)
 	return (0);
 }
 
+/* A loop that is one matmul runs its columns in blocks of about this many
+ * multiply-adds (10-20 ms here), the run's cancel flag checked between. */
+#define SIM_EXEC_GEMM_BLOCK	(1ull << 30)
+
 /*
  * Loop op that is one matmul (sim_opt_gemm): that matmul, as large as the
  * loops make it, at the leading dimensions the planner found, with every
- * loop of the nest at its first iteration. 1 when a view is not one BLAS
- * takes in place at run time: run the loop.
+ * loop of the nest at its first iteration; in blocks of columns, so that
+ * a cancel or a deadline stops it as it stopped the loop's small matmuls
+ * (each column is the same dot products whichever block holds it). 1 when
+ * a view is not one BLAS takes in place at run time: run the loop.
  */
 static int
 sim_exec_gemm_loop(struct sim_run *r, const struct sim_op *op)
 {
+	const volatile int	*cancel = r->opts ? r->opts->cancel : NULL;
 	const struct sim_op	*mm = op;
-	struct sim_exec_gemm	 g;
-	int			 ld;
+	struct sim_exec_gemm	 g, blk;
+	uint64_t		 mk, cols, lo, hi;
+	uint64_t		 N = (uint64_t)op->gemm_mnk[1];
+	int			 ld, rc;
 
 	while (mm->kind == NKIR__V1__OP_KIND__OP_LOOP) {
 		r->lv[mm->var] = mm->start;
@@ -1827,9 +1836,24 @@ sim_exec_gemm_loop(struct sim_run *r, const struct sim_op *op)
 	    (g.C = sim_exec_blas_view(r, &mm->dst, &ld)) == NULL ||
 	    sim_blas_open() != NULL)
 		return (1);
-	return (sim_exec_gemm(r, mm, &g, (int)op->gemm_mnk[1],
-	    (uint64_t)op->gemm_mnk[0] * (uint64_t)op->gemm_mnk[1] *
-	    (uint64_t)op->gemm_mnk[2] / 8));
+	mk = (uint64_t)g.M * (uint64_t)g.K;
+	cols = mk >= SIM_EXEC_GEMM_BLOCK ? 1 : SIM_EXEC_GEMM_BLOCK / mk;
+	cols = (cols + SIM_EXEC_GEMM_GRAIN - 1) &
+	    ~(uint64_t)(SIM_EXEC_GEMM_GRAIN - 1);
+	for (lo = 0; lo < N; lo = hi) {
+		if (cancel != NULL && *cancel) {
+			sim_diag_set(r->diag, "run cancelled");
+			return (SIM_ECANCELED);
+		}
+		hi = N - lo > cols ? lo + cols : N;
+		blk = g;
+		blk.B = g.B + lo;
+		blk.C = g.C + lo;
+		if ((rc = sim_exec_gemm(r, mm, &blk, (int)(hi - lo),
+		    mk * (hi - lo) / 8)) != 0)
+			return (rc);
+	}
+	return (0);
 }
 
 /* ------------------------------------------------------------ bn */

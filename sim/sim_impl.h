@@ -458,8 +458,7 @@ int	 sim_opt_program(struct sim_program *p);
  * store and the group's arithmetic are touched by nothing else; let
  * matmuls read in place the HBM that loads only they read would copy (a
  * tile, or a tile array filled by a loop); mark the loops that are one
- * matmul (sim_op.gemm_at). Returns 0 or
- * SIM_ENOMEM. */
+ * matmul (sim_op.gemm_at). Returns 0 or SIM_ENOMEM. */
 int	 sim_opt_forward(struct sim_program *p);
 
 /* sim_par.c */

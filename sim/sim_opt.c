@@ -681,7 +681,8 @@ sim_opt_walk(struct sim_op *ops, size_t n, struct sim_opt_at *at,
 			if (at->depth == SIM_DEPTH_MAX)
 				continue;
 			at->loop[at->depth++] = &ops[i];
-			o = sim_opt_walk(ops[i].body, ops[i].nbody, at, fn, arg);
+			o = sim_opt_walk(ops[i].body, ops[i].nbody, at, fn,
+			    arg);
 			if (o != NULL)
 				return (o);
 			at->depth--;
@@ -845,7 +846,8 @@ sim_opt_forward_matmul(struct sim_program *p, struct sim_op *mm,
 		    false))
 			continue;
 		la.depth = 0;
-		ld = sim_opt_walk(p->body, p->nbody, &la, sim_opt_writes_cb, &t);
+		ld = sim_opt_walk(p->body, p->nbody, &la, sim_opt_writes_cb,
+		    &t);
 		if (ld == NULL)
 			continue;
 		hv = &ld->src[0].v;
@@ -1065,8 +1067,8 @@ sim_opt_psum_hbm(struct sim_program *p, struct sim_op *ops, size_t n,
 		fill = &ops[a];
 		rf = NULL;
 		t = fill->dst.tensor;
-		if (!sim_opt_zero_fill(ops, n, a) || !sim_opt_plain_tile(p, t) ||
-		    !sim_opt_overwrites(p, fill))
+		if (!sim_opt_zero_fill(ops, n, a) ||
+		    !sim_opt_plain_tile(p, t) || !sim_opt_overwrites(p, fill))
 			continue;
 		for (m = a + 1; m < n && !sim_opt_mentions(&ops[m], t); m++)
 			;
@@ -1149,7 +1151,8 @@ sim_opt_gemm(const struct sim_program *p, struct sim_op *loop)
 	int64_t			 kld[2], pld[2], K;
 	size_t			 k[2];
 	bool			 acc;
-	int			 s, mode = 3;	/* 1 k-major, 2 p-major */
+	int			 s, a;
+	int			 mode = 3;	/* 1 k-major, 2 p-major */
 
 	if (loop->nfns != 0 || T < 1 || T > INT32_MAX || loop->step <= 0 ||
 	    !sim_opt_working(loop, k))
@@ -1195,13 +1198,14 @@ sim_opt_gemm(const struct sim_program *p, struct sim_op *loop)
 			return;
 		for (s = 0; s < 2; s++) {
 			v = &mm->src[s].v;
-			K = (int64_t)v->shape[s == 0 && !mm->transpose_x ? 1 : 0];
+			a = s == 0 && !mm->transpose_x;	/* [M, K] */
+			K = (int64_t)v->shape[a];
 			if (K > INT32_MAX / T)
 				return;
 			kld[s] = v->off.ax[0];
 			pld[s] = d[s];
-			if (s == 0 && !mm->transpose_x) {
-				/* [M, K]: along a row, unit stride */
+			if (a) {
+				/* along a row, unit stride */
 				if (d[s] != K || v->off.ax[0] < K * T)
 					return;
 				mode &= 1;
