@@ -1,8 +1,9 @@
-/* sim_blas.c: OpenBLAS, loaded on first use, single-threaded under the executor's pool, with the kernels of the CPU it runs on. */
+/* sim_blas.c: OpenBLAS, loaded on first use, single-threaded under the executor's pool but for the largest products, with the kernels of the CPU it runs on. */
 /* Floor 0: calls nothing else in sim/. */
 #include <cblas.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -12,7 +13,17 @@
 
 static pthread_once_t	  sim_blas_once = PTHREAD_ONCE_INIT;
 static __typeof__(cblas_sgemm) *sim_blas_sgemm_fn;
+static void		(*sim_blas_threads_fn)(int);
 static char		  sim_blas_err[256];
+
+/*
+ * OpenBLAS's thread count is one number for the whole process (0.3.21 has
+ * no per-call count): a threaded call holds this for writing while it
+ * sets the count, calls and sets it back to 1; every other call holds it
+ * for reading, so that none of them runs while the count is not 1.
+ */
+static pthread_rwlock_t	  sim_blas_lock;
+static atomic_ulong	  sim_blas_threaded;	/* calls on OpenBLAS's threads */
 
 /*
  * Before main, while the process has one thread: OpenBLAS picks its
@@ -39,21 +50,32 @@ sim_blas_environ(void)
 			setenv("OPENBLAS_CORETYPE", "Haswell", 0);
 	}
 	setenv("OPENBLAS_NUM_THREADS", "1", 0);
+	/* OpenBLAS's own threads spin 2^28 cycles (~0.1 s) after each
+	 * threaded call before they sleep, taking a CPU from the pool and
+	 * the daemon: 2^10, then sleep (waking one costs tens of us, a
+	 * threaded call is milliseconds). */
+	setenv("OPENBLAS_THREAD_TIMEOUT", "10", 0);
 }
 
 static void
 sim_blas_load(void)
 {
-	void	(*threads)(int);
-	void	*h;
+	pthread_rwlockattr_t	 attr;
+	void			*h;
 
+	/* a threaded call is not kept waiting by a stream of small ones */
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr,
+	    PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&sim_blas_lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
 	if ((h = dlopen(SIM_BLAS_LIB, RTLD_NOW | RTLD_LOCAL)) == NULL) {
 		snprintf(sim_blas_err, sizeof(sim_blas_err), "%s", dlerror());
 		return;
 	}
-	*(void **)&threads = dlsym(h, "openblas_set_num_threads");
-	if (threads != NULL)
-		threads(1);
+	*(void **)&sim_blas_threads_fn = dlsym(h, "openblas_set_num_threads");
+	if (sim_blas_threads_fn != NULL)
+		sim_blas_threads_fn(1);
 	*(void **)&sim_blas_sgemm_fn = dlsym(h, "cblas_sgemm");
 	if (sim_blas_sgemm_fn == NULL)
 		snprintf(sim_blas_err, sizeof(sim_blas_err), "%s has no "
@@ -67,10 +89,36 @@ sim_blas_open(void)
 	return (sim_blas_sgemm_fn != NULL ? NULL : sim_blas_err);
 }
 
+/*
+ * OpenBLAS splits a threaded product by rows and columns of C, each
+ * element the same dot product over K in the same blocks as on one
+ * thread: the bits do not depend on threads.
+ */
 void
-sim_blas_sgemm(bool trans_a, int M, int N, int K, const float *A, int lda,
-    const float *B, int ldb, float beta, float *C, int ldc)
+sim_blas_sgemm(unsigned threads, bool trans_a, int M, int N, int K,
+    const float *A, int lda, const float *B, int ldb, float beta, float *C,
+    int ldc)
 {
+	if (threads > SIM_POOL_MAX)
+		threads = SIM_POOL_MAX;
+	if (threads > 1 && sim_blas_threads_fn != NULL) {
+		pthread_rwlock_wrlock(&sim_blas_lock);
+		sim_blas_threads_fn((int)threads);
+		atomic_fetch_add_explicit(&sim_blas_threaded, 1,
+		    memory_order_relaxed);
+	} else {
+		threads = 1;
+		pthread_rwlock_rdlock(&sim_blas_lock);
+	}
 	sim_blas_sgemm_fn(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
 	    CblasNoTrans, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+	if (threads > 1)
+		sim_blas_threads_fn(1);
+	pthread_rwlock_unlock(&sim_blas_lock);
+}
+
+unsigned long
+sim_blas_threaded_calls(void)
+{
+	return (atomic_load_explicit(&sim_blas_threaded, memory_order_relaxed));
 }

@@ -1721,7 +1721,7 @@ sim_exec_gemm_part(struct sim_run *r, const struct sim_op *op, size_t k,
 {
 	const struct sim_exec_gemm	*g = ctx;
 
-	sim_blas_sgemm(g->trans, g->M, (int)(hi - lo), g->K, g->A, g->lda,
+	sim_blas_sgemm(1, g->trans, g->M, (int)(hi - lo), g->K, g->A, g->lda,
 	    g->B + lo, g->ldb, g->beta, g->C + lo, g->ldc);
 	return (0);
 }
@@ -1730,21 +1730,36 @@ sim_exec_gemm_part(struct sim_run *r, const struct sim_op *op, size_t k,
  * kernels block N in 4s, 8s or 16s. */
 #define SIM_EXEC_GEMM_GRAIN	64
 
-/* g's N columns, in one part per thread when op's rows split and the
- * work (element operations) is worth it: each call packs its operands
- * again. */
+/* A product of at least this many multiply-adds (~5 ms on one thread
+ * here) that may use the run's threads is one call on OpenBLAS's own. */
+#define SIM_EXEC_GEMM_THREADED	(1ull << 28)
+
+/*
+ * g's N columns, on the run's threads when op's rows split and the work
+ * (element operations) is worth it. The largest products are one call on
+ * OpenBLAS's threads, which share the operands they pack (two halves on
+ * the pool each pack all of A again, and took 1.2-1.5x as long); smaller
+ * ones are split into a part per pool thread, whose workers are awake.
+ */
 static int
 sim_exec_gemm(struct sim_run *r, const struct sim_op *op,
     struct sim_exec_gemm *g, int N, uint64_t work)
 {
-	int	grain;
+	uint64_t	madds = (uint64_t)g->M * (uint64_t)g->K * (uint64_t)N;
+	int		grain;
 
 	grain = ((N + (int)r->threads - 1) / (int)r->threads +
 	    SIM_EXEC_GEMM_GRAIN - 1) & ~(SIM_EXEC_GEMM_GRAIN - 1);
-	if (op->par_split && N >= 2 * grain)
-		return (sim_exec_split(r, op, 1, (uint64_t)N, (uint64_t)grain,
-		    work, sim_exec_gemm_part, g));
-	return (sim_exec_gemm_part(r, op, 1, 0, (uint64_t)N, g));
+	if (op->par_split && madds >= SIM_EXEC_GEMM_THREADED &&
+	    sim_exec_parts(r, 2, work, SIM_EXEC_SPLIT_MIN) > 1) {
+		sim_blas_sgemm(r->threads, g->trans, g->M, N, g->K, g->A,
+		    g->lda, g->B, g->ldb, g->beta, g->C, g->ldc);
+		return (0);
+	}
+	if (!op->par_split || N < 2 * grain)
+		return (sim_exec_gemm_part(r, op, 1, 0, (uint64_t)N, g));
+	return (sim_exec_split(r, op, 1, (uint64_t)N, (uint64_t)grain, work,
+	    sim_exec_gemm_part, g));
 }
 
 static int

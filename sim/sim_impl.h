@@ -393,9 +393,14 @@ void	 sim_pool_run(unsigned threads, unsigned n,
  * why it cannot be used (static). */
 const char *sim_blas_open(void);
 /* C = A @ B + beta * C, row-major, A transposed if trans_a (A is then
- * [K, M]); after sim_blas_open succeeded. */
-void	 sim_blas_sgemm(bool trans_a, int M, int N, int K, const float *A,
-	    int lda, const float *B, int ldb, float beta, float *C, int ldc);
+ * [K, M]), on OpenBLAS's own threads if threads > 1 (one such call at a
+ * time in the process, none beside other calls); after sim_blas_open
+ * succeeded. */
+void	 sim_blas_sgemm(unsigned threads, bool trans_a, int M, int N, int K,
+	    const float *A, int lda, const float *B, int ldb, float beta,
+	    float *C, int ldc);
+/* Calls so far that ran on OpenBLAS's threads. */
+unsigned long sim_blas_threaded_calls(void);
 
 /* sim_vmath.c */
 /* Vector widths of sim_vmath_act_isa. */

@@ -508,9 +508,54 @@ CHECK_TEST(core, test_sim_spmd_grid)
 }
 END_TEST
 
+/* Run p with `threads` threads; its outputs in o. */
+static void
+kb_run_threads(struct sim_program *p, struct sim_tensor *in, size_t nin,
+    struct sim_tensor *o, size_t nout, unsigned threads)
+{
+	struct sim_run_opts opts;
+	struct sim_diag d;
+	int rc;
+
+	memset(&opts, 0, sizeof(opts));
+	opts.threads = threads;
+	rc = sim_run(p, in, nin, o, nout, &opts, &d);
+	ck_assert_msg(rc == 0, "threads %u: %s", threads, d.msg);
+}
+
+static void
+kb_cmp_release(struct sim_tensor *on, const struct sim_tensor *o1,
+    size_t nout, unsigned threads)
+{
+	for (size_t i = 0; i < nout; i++) {
+		ck_assert_uint_eq(on[i].nbytes, o1[i].nbytes);
+		ck_assert_msg(memcmp(on[i].data, o1[i].data, o1[i].nbytes) ==
+		    0, "output %zu differs with %u threads", i, threads);
+	}
+	sim_tensors_release(on, nout);
+}
+
+/* Outputs of runs with 4, 1, 2 and 4 threads are the same bytes (the
+ * first on a fresh program: nothing left by an earlier run); o1 keeps the
+ * single-threaded run's. */
+static void
+kb_same_bits(struct sim_program *p, struct sim_tensor *in, size_t nin,
+    struct sim_tensor *o1, size_t nout)
+{
+	struct sim_tensor on[4];
+
+	kb_run_threads(p, in, nin, on, nout, 4);
+	kb_run_threads(p, in, nin, o1, nout, 1);
+	kb_cmp_release(on, o1, nout, 4);
+	for (unsigned threads = 2; threads <= 4; threads += 2) {
+		kb_run_threads(p, in, nin, on, nout, threads);
+		kb_cmp_release(on, o1, nout, threads);
+	}
+}
+
 /* Run p on random lhs ([M, K], or [K, M] with transpose_x) and rhs
- * [K, N] from seed, check its one output against their product in double
- * precision, and free p and b. */
+ * [K, N] from seed, on 1 to 4 threads (the same bits), check its one
+ * output against their product in double precision, and free p and b. */
 static void
 kb_matmul_run(struct kb *b, struct sim_program *p, int M, int K, int N,
     bool transpose_x, unsigned seed)
@@ -518,15 +563,12 @@ kb_matmul_run(struct kb *b, struct sim_program *p, int M, int K, int N,
 	float *x = kb_randf((size_t)M * K, seed);
 	float *y = kb_randf((size_t)K * N, seed + 1);
 	struct sim_tensor in[2], o[1];
-	struct sim_diag d;
 	const float *got;
-	int rc;
 
 	in[0] = transpose_x ? kb_host(F32, 2, SH(K, M), x) :
 	    kb_host(F32, 2, SH(M, K), x);
 	in[1] = kb_host(F32, 2, SH(K, N), y);
-	rc = sim_run(p, in, 2, o, 1, NULL, &d);
-	ck_assert_msg(rc == 0, "%s", d.msg);
+	kb_same_bits(p, in, 2, o, 1);
 	got = o[0].data;
 	for (int m = 0; m < M; m++)
 		for (int n = 0; n < N; n++) {
@@ -737,9 +779,9 @@ kb_matmul_arrays(bool reversed)
  * either, and res keeps its fill.
  */
 static void
-kb_matmul_nest(bool sbuf, bool shared, bool bf16)
+kb_matmul_nest(bool sbuf, bool shared, bool bf16, int M, int K, int N)
 {
-	enum { M = 256, K = 256, N = 192, TM = 128, TK = 128, TN = 96 };
+	enum { TM = 128, TK = 128, TN = 96 };
 	struct kb kb, *b = &kb;
 	const struct sim_op *lm, *ln, *lk;
 	Nkir__V1__Access *slice;
@@ -825,10 +867,22 @@ kb_matmul_nest(bool sbuf, bool shared, bool bf16)
 
 CHECK_TEST(core, test_sim_matmul_nest)
 {
-	kb_matmul_nest(false, false, false);
-	kb_matmul_nest(true, false, false);
-	kb_matmul_nest(true, true, false);
-	kb_matmul_nest(true, false, true);
+	kb_matmul_nest(false, false, false, 256, 256, 192);
+	kb_matmul_nest(true, false, false, 256, 256, 192);
+	kb_matmul_nest(true, true, false, 256, 256, 192);
+	kb_matmul_nest(true, false, true, 256, 256, 192);
+}
+END_TEST
+
+/* A nest that is one product of 2^28 multiply-adds or more runs as one
+ * call on OpenBLAS's threads when the run has more than one (the same
+ * bits as on one thread, checked by kb_matmul_run). */
+CHECK_TEST(par, test_sim_matmul_threaded)
+{
+	unsigned long before = sim_blas_threaded_calls();
+
+	kb_matmul_nest(false, false, false, 1024, 512, 576);
+	ck_assert_uint_eq(sim_blas_threaded_calls() - before, 3);
 }
 END_TEST
 
@@ -2323,51 +2377,6 @@ CHECK_TEST(recovery, test_sim_recovery_masked_oob_at_runtime)
 END_TEST
 
 /* ------------------------------------------------------------ side by side */
-
-/* Run p with `threads` threads; its outputs in o. */
-static void
-kb_run_threads(struct sim_program *p, struct sim_tensor *in, size_t nin,
-    struct sim_tensor *o, size_t nout, unsigned threads)
-{
-	struct sim_run_opts opts;
-	struct sim_diag d;
-	int rc;
-
-	memset(&opts, 0, sizeof(opts));
-	opts.threads = threads;
-	rc = sim_run(p, in, nin, o, nout, &opts, &d);
-	ck_assert_msg(rc == 0, "threads %u: %s", threads, d.msg);
-}
-
-static void
-kb_cmp_release(struct sim_tensor *on, const struct sim_tensor *o1,
-    size_t nout, unsigned threads)
-{
-	for (size_t i = 0; i < nout; i++) {
-		ck_assert_uint_eq(on[i].nbytes, o1[i].nbytes);
-		ck_assert_msg(memcmp(on[i].data, o1[i].data, o1[i].nbytes) ==
-		    0, "output %zu differs with %u threads", i, threads);
-	}
-	sim_tensors_release(on, nout);
-}
-
-/* Outputs of runs with 4, 1, 2 and 4 threads are the same bytes (the
- * first on a fresh program: nothing left by an earlier run); o1 keeps the
- * single-threaded run's. */
-static void
-kb_same_bits(struct sim_program *p, struct sim_tensor *in, size_t nin,
-    struct sim_tensor *o1, size_t nout)
-{
-	struct sim_tensor on[4];
-
-	kb_run_threads(p, in, nin, on, nout, 4);
-	kb_run_threads(p, in, nin, o1, nout, 1);
-	kb_cmp_release(on, o1, nout, 4);
-	for (unsigned threads = 2; threads <= 4; threads += 2) {
-		kb_run_threads(p, in, nin, on, nout, threads);
-		kb_cmp_release(on, o1, nout, threads);
-	}
-}
 
 /* Tiled adds large enough to spread: programs of the grid and loop
  * iterations run side by side, proven independent, same bits. */
