@@ -23,8 +23,9 @@ PKGS     := grpc libuv libprotobuf-c sqlite3 libcjson libsystemd libcrypto openb
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # gRPC's pkg-config names every abseil library; the core needs two.
 # OpenBLAS is not linked: sim/sim_blas.c loads it on first use, after
-# naming the kernels it is to pick.
-PKG_LIBS   = -lgrpc -lgpr $(shell pkg-config --libs $(filter-out grpc openblas,$(PKGS)) 2>/dev/null) -ldl
+# naming the kernels it is to pick; nor is libmicrohttpd (and GnuTLS with
+# it): daemon/metrics_http.c loads it when metrics are served.
+PKG_LIBS   = -lgrpc -lgpr $(shell pkg-config --libs $(filter-out grpc openblas libmicrohttpd,$(PKGS)) 2>/dev/null) -ldl
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
 OPT      ?= -O2

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -42,6 +43,75 @@ struct metrics_http {
 	char			*unix_path;	/* made by nkid: unlinked */
 	char			 lastmsg[256];	/* libmicrohttpd's last word */
 };
+
+/*
+ * libmicrohttpd, loaded when nkid first serves its metrics: it links
+ * GnuTLS, whose constructor initializes itself and p11-kit in every
+ * process that maps it (~2.3 MiB of an idle nkid's 20, and the files it
+ * reads at start), for a feature that is off by default and never uses
+ * TLS.
+ */
+#define METRICS_HTTP_MHD_LIB	"libmicrohttpd.so.12"
+
+static struct {
+	__typeof__(MHD_start_daemon)		*start_daemon;
+	__typeof__(MHD_stop_daemon)		*stop_daemon;
+	__typeof__(MHD_run)			*run;
+	__typeof__(MHD_get_timeout)		*get_timeout;
+	__typeof__(MHD_get_daemon_info)		*get_daemon_info;
+	__typeof__(MHD_create_response_from_buffer)
+						*create_response_from_buffer;
+	__typeof__(MHD_add_response_header)	*add_response_header;
+	__typeof__(MHD_queue_response)		*queue_response;
+	__typeof__(MHD_destroy_response)	*destroy_response;
+} mhd;
+
+static const struct {
+	const char	*name;
+	void		**fn;
+} metrics_http_mhd_syms[] = {
+	{ "MHD_start_daemon", (void **)&mhd.start_daemon },
+	{ "MHD_stop_daemon", (void **)&mhd.stop_daemon },
+	{ "MHD_run", (void **)&mhd.run },
+	{ "MHD_get_timeout", (void **)&mhd.get_timeout },
+	{ "MHD_get_daemon_info", (void **)&mhd.get_daemon_info },
+	{ "MHD_create_response_from_buffer",
+	    (void **)&mhd.create_response_from_buffer },
+	{ "MHD_add_response_header", (void **)&mhd.add_response_header },
+	{ "MHD_queue_response", (void **)&mhd.queue_response },
+	{ "MHD_destroy_response", (void **)&mhd.destroy_response },
+};
+
+/* Load libmicrohttpd once (on the loop thread); 0, or -1 with why in
+ * err. It stays loaded: a reload may serve metrics again. */
+static int
+metrics_http_mhd_load(char *err, size_t errlen)
+{
+	static void	*h;
+	size_t		 i;
+
+	if (h != NULL)
+		return (0);
+	if ((h = dlopen(METRICS_HTTP_MHD_LIB, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+		snprintf(err, errlen, "metrics.listen needs libmicrohttpd "
+		    "(Debian: libmicrohttpd12): %s", dlerror());
+		return (-1);
+	}
+	for (i = 0; i < sizeof(metrics_http_mhd_syms) /
+	    sizeof(metrics_http_mhd_syms[0]); i++) {
+		*metrics_http_mhd_syms[i].fn = dlsym(h,
+		    metrics_http_mhd_syms[i].name);
+		if (*metrics_http_mhd_syms[i].fn == NULL) {
+			snprintf(err, errlen, "%s has no %s: metrics need "
+			    "libmicrohttpd 0.9.71 or later",
+			    METRICS_HTTP_MHD_LIB, metrics_http_mhd_syms[i].name);
+			dlclose(h);
+			h = NULL;
+			return (-1);
+		}
+	}
+	return (0);
+}
 
 static const char metrics_http_not_found[] =
     "not found: nkid serves its metrics at /metrics\n";
@@ -336,28 +406,28 @@ metrics_http_request_cb(void *arg, struct MHD_Connection *conn,
 		text = metrics_http_not_found;
 	} else {
 		body = metrics_render(mh->d, &len);
-		r = MHD_create_response_from_buffer(len, body,
+		r = mhd.create_response_from_buffer(len, body,
 		    MHD_RESPMEM_MUST_FREE);
 		if (r == NULL) {
 			free(body);
 			return (MHD_NO);
 		}
-		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+		mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
 		    METRICS_CONTENT_TYPE);
-		ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
-		MHD_destroy_response(r);
+		ret = mhd.queue_response(conn, MHD_HTTP_OK, r);
+		mhd.destroy_response(r);
 		return (ret);
 	}
-	r = MHD_create_response_from_buffer(strlen(text), (void *)text,
+	r = mhd.create_response_from_buffer(strlen(text), (void *)text,
 	    MHD_RESPMEM_PERSISTENT);
 	if (r == NULL)
 		return (MHD_NO);
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+	mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
 	    "text/plain; charset=utf-8");
 	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
-	ret = MHD_queue_response(conn, code, r);
-	MHD_destroy_response(r);
+		mhd.add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	ret = mhd.queue_response(conn, code, r);
+	mhd.destroy_response(r);
 	return (ret);
 }
 
@@ -369,8 +439,8 @@ metrics_http_run(struct metrics_http *mh)
 {
 	MHD_UNSIGNED_LONG_LONG	ms;
 
-	MHD_run(mh->mhd);
-	if (MHD_get_timeout(mh->mhd, &ms) == MHD_YES)
+	mhd.run(mh->mhd);
+	if (mhd.get_timeout(mh->mhd, &ms) == MHD_YES)
 		uv_timer_start(&mh->timer, metrics_http_timer_cb, ms, 0);
 	else
 		uv_timer_stop(&mh->timer);
@@ -407,6 +477,11 @@ metrics_http_open(struct metrics_http **out, struct daemon *d, int fd,
 	*out = NULL;
 	if (fd == -1 && (spec == NULL || *spec == '\0'))
 		return (0);
+	if (metrics_http_mhd_load(err, errlen) == -1) {
+		if (fd != -1)
+			close(fd);
+		return (-1);
+	}
 	mh = xcalloc(1, sizeof *mh);
 	mh->d = d;
 	if (fd != -1) {
@@ -428,7 +503,7 @@ metrics_http_open(struct metrics_http **out, struct daemon *d, int fd,
 	} else if ((fd = metrics_http_listen_tcp(spec, err, errlen)) == -1)
 		goto fail;
 	mh->where = metrics_http_describe(fd);
-	mh->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0,
+	mh->mhd = mhd.start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0,
 	    NULL, NULL, metrics_http_request_cb, mh,
 	    MHD_OPTION_EXTERNAL_LOGGER, metrics_http_log_cb, mh,
 	    MHD_OPTION_LISTEN_SOCKET, fd,
@@ -442,7 +517,7 @@ metrics_http_open(struct metrics_http **out, struct daemon *d, int fd,
 		close(fd);
 		goto fail;
 	}
-	info = MHD_get_daemon_info(mh->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	info = mhd.get_daemon_info(mh->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 	if ((error = uv_poll_init(d->loop, &mh->poll, info->epoll_fd)) != 0)
 		fatal("cannot poll the metrics server: %s", uv_strerror(error));
 	uv_timer_init(d->loop, &mh->timer);
@@ -483,7 +558,7 @@ metrics_http_close(struct metrics_http *mh)
 	/* libuv lets go of MHD's epoll descriptor before MHD closes it. */
 	uv_close((uv_handle_t *)&mh->poll, metrics_http_close_cb);
 	uv_close((uv_handle_t *)&mh->timer, metrics_http_close_cb);
-	MHD_stop_daemon(mh->mhd);
+	mhd.stop_daemon(mh->mhd);
 	mh->mhd = NULL;
 	if (mh->unix_path != NULL)
 		unlink(mh->unix_path);

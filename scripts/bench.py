@@ -1289,8 +1289,9 @@ GAPS = {
         "as matmul_tiled: one sgemm of the whole product against numpy's one.",
     "rss_idle_mib":
         "nkid's own memory is ~3.5 MiB (RssAnon); the rest of its RSS is pages of shared "
-        "libraries it maps (libgrpc ~4.7 MiB, libcrypto ~3.3 MiB, OpenBLAS, libstdc++, libc, "
-        "SQLite), shared with every other process using them (docs/performance.md).",
+        "libraries it maps (libgrpc ~5 MiB, libcrypto ~3.3 MiB, libstdc++, libc, SQLite; "
+        "OpenBLAS and libmicrohttpd with GnuTLS only once used), shared with every other "
+        "process using them (docs/performance.md, 'Idle memory').",
     "executor_ratio_softmax":
         "seven passes over each [128, 512] tile (L2-resident), exp vectorized (SLEEF); "
         "the 32 tiles run side by side.",
