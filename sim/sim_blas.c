@@ -23,7 +23,7 @@ static char		  sim_blas_err[256];
  * for reading, so that none of them runs while the count is not 1.
  */
 static pthread_rwlock_t	  sim_blas_lock;
-static atomic_ulong	  sim_blas_threaded;	/* calls on OpenBLAS's threads */
+static atomic_ulong	  sim_blas_threaded;	/* calls on its threads */
 
 /*
  * Before main, while the process has one thread: OpenBLAS picks its
