@@ -60,6 +60,9 @@ start_nkid
 [ "$(listeners "$NKID_PID")" = "unix $SOCK" ] ||
 	fail "default nkid listens on more than its socket: $(listeners "$NKID_PID")"
 grep -q "metrics: serving" "$LOG" && fail "default nkid serves metrics"
+# nor maps libmicrohttpd (and GnuTLS with it): loaded when metrics are on
+grep -E 'libmicrohttpd|libgnutls' "/proc/$NKID_PID/maps" >"$T/maps.txt" &&
+	fail "nkid without metrics maps $(awk '{ print $6 }' "$T/maps.txt" | sort -u)"
 stop_nkid || fail "nkid did not stop"
 
 # --- metrics.listen is checked by nkid -n.
@@ -85,6 +88,7 @@ URL=http://127.0.0.1:$PORT/metrics
 printf '{ "metrics": { "listen": "127.0.0.1:%s" } }\n' "$PORT" >"$T/m.json"
 start_nkid -c "$T/m.json"
 grep -q "metrics: serving GET /metrics on '127.0.0.1:$PORT'" "$LOG" || fail "no metrics log line"
+grep -q libmicrohttpd "/proc/$NKID_PID/maps" || fail "serving metrics without libmicrohttpd mapped?"
 "$NKICTL" ping -n 25 >/dev/null || fail "ping failed"
 "$NKICTL" run "$T/va.nkir" -i x="$T/x.npy" -i y="$T/x.npy" -o "$T/o" >/dev/null ||
 	fail "run failed"
