@@ -119,3 +119,28 @@ def test_deadline_exceeded_names_nkid_timeout(nkid_socket, monkeypatch):
         lock.wait()
     monkeypatch.setenv("NKID_TIMEOUT", "30")
     np.testing.assert_array_equal(ew.add_tiled(a, a), a + a)
+
+
+_GRPC_PROBE = ("import os, sys; import nkid.client as c; "
+               "print(repr(os.environ.get('GRPC_EXPERIMENTS'))); "
+               "print(c.Client(sys.argv[1]).ping(b'ee') == b'ee')")
+
+
+@pytest.mark.parametrize("env,want", [
+    (None, "'-event_engine_client'"),   # the calling thread polls the socket
+    ("", "''"),                         # an empty value keeps grpcio's defaults
+    ("-event_engine_listener", "'-event_engine_listener'"),   # the user's own
+])
+def test_grpc_experiments_default(nkid_socket, env, want):
+    """Importing the client turns grpcio's EventEngine client off unless the
+    process set GRPC_EXPERIMENTS itself; calls work either way."""
+    import subprocess
+    import sys
+    e = dict(os.environ)
+    e.pop("GRPC_EXPERIMENTS", None)
+    if env is not None:
+        e["GRPC_EXPERIMENTS"] = env
+    out = subprocess.run([sys.executable, "-c", _GRPC_PROBE, nkid_socket], env=e,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [want, "True"]

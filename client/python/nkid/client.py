@@ -13,9 +13,20 @@ A call past it raises ``NkidError`` with code ``DEADLINE_EXCEEDED``.
 """
 
 import os
+import sys
 import threading
 
-import grpc
+# grpcio 1.85's client sockets go through its EventEngine, whose threads
+# read the reply and hand it to the calling thread: two thread wakeups a
+# call, ~45% of a unary call to nkid on a 2-CPU machine (docs/performance.md,
+# "Python call path"). Unless the process chose its own gRPC experiments
+# (an empty GRPC_EXPERIMENTS keeps grpcio's defaults), the calling thread
+# polls the socket itself. It takes effect only if gRPC has not started in
+# this process yet, and applies to its every channel.
+if "grpc" not in sys.modules:
+    os.environ.setdefault("GRPC_EXPERIMENTS", "-event_engine_client")
+
+import grpc  # noqa: E402
 import numpy as np
 
 from ._proto import nkid_pb2 as pb
