@@ -11,6 +11,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics_hist.h"
 #include "daemon/sched.h"
+#include "daemon/wake.h"
 #include "daemon/xmalloc.h"
 
 TAILQ_HEAD(sched_queue, sched_job);
@@ -64,7 +65,7 @@ struct sched_core {
 
 struct sched {
 	uv_loop_t		*loop;
-	uv_async_t		 async;
+	struct wake		 wake;		/* the loop, for events */
 	pthread_mutex_t		 mu;
 	int			 quit;
 	struct sched_queue	 events;	/* done or grant, under mu */
@@ -203,7 +204,7 @@ sched_event_push(struct sched *s, struct sched_job *job, int grant)
 	job->event = 1;
 	job->event_grant = grant;
 	TAILQ_INSERT_TAIL(&s->events, job, entry);
-	uv_async_send(&s->async);
+	wake_send(&s->wake);
 }
 
 /* Under mu: job ends without running. */
@@ -324,9 +325,9 @@ sched_worker_main(void *arg)
 }
 
 static void
-sched_async_cb(uv_async_t *async)
+sched_wake_cb(void *arg)
 {
-	struct sched		*s = async->data;
+	struct sched		*s = arg;
 	struct sched_job	*job;
 	int			 grant;
 
@@ -354,7 +355,7 @@ sched_async_cb(uv_async_t *async)
 void
 sched_events_deliver(struct sched *s)
 {
-	sched_async_cb(&s->async);
+	sched_wake_cb(s);
 }
 
 /* ------------------------------------------------------------ life */
@@ -374,10 +375,9 @@ sched_new(struct sched **out, uv_loop_t *loop, unsigned ncores)
 	TAILQ_INIT(&s->events);
 	TAILQ_INIT(&s->records);
 	pthread_mutex_init(&s->mu, NULL);
-	if ((error = uv_async_init(loop, &s->async, sched_async_cb)) != 0)
-		fatal("cannot create the scheduler's async handle: %s",
+	if ((error = wake_init(&s->wake, loop, sched_wake_cb, s)) != 0)
+		fatal("cannot create the scheduler's wakeup: %s",
 		    uv_strerror(error));
-	s->async.data = s;
 	s->cores = xcalloc(ncores, sizeof *s->cores);
 	for (i = 0; i < ncores; i++) {
 		s->cores[i].s = s;
@@ -395,9 +395,9 @@ sched_new(struct sched **out, uv_loop_t *loop, unsigned ncores)
 }
 
 static void
-sched_close_cb(uv_handle_t *h)
+sched_closed(void *arg)
 {
-	struct sched		*s = h->data;
+	struct sched		*s = arg;
 	struct sched_record	*r;
 	unsigned		 i;
 
@@ -441,8 +441,8 @@ sched_free(struct sched *s)
 	for (i = 0; i < s->ncores; i++)
 		pthread_join(s->cores[i].thread, NULL);
 	/* Deliver what finished since the last wakeup. */
-	sched_async_cb(&s->async);
-	uv_close((uv_handle_t *)&s->async, sched_close_cb);
+	sched_wake_cb(s);
+	wake_close(&s->wake, sched_closed);
 }
 
 /* ------------------------------------------------------------ jobs */

@@ -27,6 +27,7 @@
 #include "daemon/server.h"
 #include "daemon/server_accept.h"
 #include "daemon/server_listen.h"
+#include "daemon/wake.h"
 #include "daemon/xmalloc.h"
 
 /* Requests kept posted per method, and for unknown methods. */
@@ -89,7 +90,7 @@ struct server {
 	int			 cq_thread_started;
 	_Atomic uint64_t	 seq;
 
-	uv_async_t		 async;
+	struct wake		 wake;		/* the loop, for events */
 	pthread_mutex_t		 mu;
 	struct server_event	*events;	/* under mu */
 	size_t			 nevents;
@@ -130,7 +131,7 @@ server_event_push(struct server *s, struct server_tag *tag, int ok)
 	e->ok = ok;
 	e->stamp = atomic_fetch_add(&s->seq, 1) + 1;
 	pthread_mutex_unlock(&s->mu);
-	uv_async_send(&s->async);
+	wake_send(&s->wake);
 }
 
 static void *
@@ -174,9 +175,9 @@ server_events_drain(struct server *s)
 }
 
 static void
-server_async_cb(uv_async_t *a)
+server_wake_cb(void *arg)
 {
-	server_events_drain(a->data);
+	server_events_drain(arg);
 }
 
 /* ------------------------------------------------------------ calls */
@@ -724,9 +725,8 @@ server_open(struct daemon *d, char *err, size_t errlen)
 	s->creds = grpc_insecure_server_credentials_create();
 	grpc_server_start(s->srv);
 
-	if ((error = uv_async_init(d->loop, &s->async, server_async_cb)) != 0)
-		fatal("cannot create async handle: %s", uv_strerror(error));
-	s->async.data = s;
+	if ((error = wake_init(&s->wake, d->loop, server_wake_cb, s)) != 0)
+		fatal("cannot create the loop's wakeup: %s", uv_strerror(error));
 	if ((error = pthread_create(&s->cq_thread, NULL, server_cq_main, s)) !=
 	    0)
 		fatal("cannot start the completion queue thread: %s",
@@ -791,7 +791,7 @@ server_finish(struct server *s)
 	log_debug("gRPC server shut down");
 
 	s->closing_handles = 3;
-	uv_close((uv_handle_t *)&s->async, server_handle_closed_cb);
+	wake_close(&s->wake, server_closed_cb);
 	uv_close((uv_handle_t *)&s->grace_timer, server_handle_closed_cb);
 	server_accept_close(s->acc, server_closed_cb, s);
 	s->acc = NULL;
