@@ -88,6 +88,8 @@ static const grpc_status_code dispatch_cache_export_statuses[] = {
 	[-CACHE_ENOENT] = GRPC_STATUS_NOT_FOUND,
 	[-CACHE_EINVAL] = GRPC_STATUS_INVALID_ARGUMENT,
 	[-CACHE_ENOSPC] = GRPC_STATUS_RESOURCE_EXHAUSTED,
+	/* the bundle is built in the cache's tmp/ */
+	[-CACHE_EREADONLY] = GRPC_STATUS_FAILED_PRECONDITION,
 };
 
 grpc_status_code

@@ -11,7 +11,9 @@
 
 #include "daemon/config.h"
 #include "daemon/daemon.h"
+#include "cache/cache.h"
 #include "daemon/dispatch.h"
+#include "daemon/dispatch_error.h"
 #include "daemon/job.h"
 #include "tests/unit/fake_call.h"
 #include "tests/unit/nkir_fixture.h"
@@ -190,6 +192,21 @@ CHECK_TEST(core, test_dispatch_cache_pin_reply)
 	fake_daemon_close(&d);
 	check_dir_remove(dir);
 	fake_daemon_open(&d, &loop, NULL, NULL);	/* for teardown */
+}
+END_TEST
+
+/* A read-only cache refuses an export (built in its tmp/) as it refuses
+ * an import: the daemon's state, not a fault. */
+CHECK_TEST(errors, test_dispatch_cache_bundle_statuses)
+{
+	ck_assert_int_eq(dispatch_status_cache_export(CACHE_EREADONLY),
+	    GRPC_STATUS_FAILED_PRECONDITION);
+	ck_assert_int_eq(dispatch_status_cache_import(CACHE_EREADONLY),
+	    GRPC_STATUS_FAILED_PRECONDITION);
+	ck_assert_int_eq(dispatch_status_cache_export(CACHE_ENOSPC),
+	    GRPC_STATUS_RESOURCE_EXHAUSTED);
+	ck_assert_int_eq(dispatch_status_cache_export(CACHE_EIO),
+	    GRPC_STATUS_INTERNAL);
 }
 END_TEST
 
