@@ -27,6 +27,8 @@
 
 /* Largest config file accepted: a config is a page of text. */
 #define CONFIG_MAX_FILE	(1024 * 1024)
+/* A key's dotted path in messages; an array element's adds "[N]". */
+#define CONFIG_PATH_LEN	512
 
 enum config_type {
 	CFG_STRING,	/* any string */
@@ -446,7 +448,7 @@ static int
 config_value_set(struct config_ctx *ctx, const struct config_key *k,
     struct config *cfg, const char *path, const cJSON *v)
 {
-	char		 ipath[512], *end;
+	char		 ipath[CONFIG_PATH_LEN + 24], *end;
 	const cJSON	*item;
 	uint32_t	*ids, **idp;
 	size_t		 n, i;
@@ -557,7 +559,7 @@ config_walk(struct config_ctx *ctx, struct config *cfg, const cJSON *obj,
 {
 	const struct config_key	*k;
 	const cJSON		*v, *w;
-	char			 path[512];
+	char			 path[CONFIG_PATH_LEN];
 	int			 error;
 
 	cJSON_ArrayForEach(v, obj) {
