@@ -1230,7 +1230,9 @@ GAPS = {
         "outputs: what is left over a Ping is the Run's larger messages (8 KiB in, 4 KiB "
         "out) through gRPC's Python serializers and ~20-60 us of Python that runs slower "
         "between two gRPC calls than alone (cold caches); a short job already runs on the "
-        "loop without a thread hop. See docs/performance.md, 'Python call path'.",
+        "loop without a thread hop. The Ping it is divided by is ~40% faster since grpcio's "
+        "EventEngine client is off (both calls ~200 us less), so the same ~100 us is a larger "
+        "ratio. See docs/performance.md, 'Python call path' and 'The transport floor'.",
     "cache_hit_ratio_vs_ccache":
         "nkictl's hit is a process start like ccache's (~2 ms here, mostly the loader and "
         "glibc's CPUID probing under the hypervisor), gRPC's start (~0.3 ms init, ~0.5 ms "
@@ -1253,9 +1255,8 @@ GAPS = {
         "docs/performance.md, 'Lookup at scale').",
     "lookup_rpc_p99_ratio_vs_cache_100k":
         "the Lookup RPC's p99 is a Python unary call's (lookup_rpc_p99_ratio_vs_ping_100k): "
-        "about a millisecond here even on an idle machine (a Ping's p99 0.87 ms in run 8 of "
-        "docs/performance.md), six times the library's; see docs/performance.md, 'Lookup at "
-        "scale'.",
+        "0.7-1 ms here even on an idle machine (a Ping's p99 from C, nkictl ping, is 0.3-0.7 "
+        "ms), four to six times the library's; see docs/performance.md, 'Lookup at scale'.",
     "clients_64_throughput_ratio_vs_1":
         "with 64 Python clients on 2 CPUs the clients' own CPU time competes with the core's "
         "worker; see the client curve.",
@@ -1274,11 +1275,10 @@ GAPS = {
         "the programs run on both threads, which helps only when the machine has a CPU to "
         "spare (docs/performance.md, 'Each byte once').",
     "executor_ratio_matmul_tiled":
-        "the kernel's loops fold into one 1024^3 sgemm (sim_opt_gemm), as numpy calls it, split "
-        "in two column halves over the two threads on Debian's OpenBLAS 0.3.21, against numpy's "
-        "one call on its own OpenBLAS 0.3.31 threads: parity within this machine's noise "
-        "(0.91-1.34 for the same code in A/B rounds; docs/performance.md, 'Matmul as one "
-        "sgemm').",
+        "the kernel's loops fold into one 1024^3 sgemm (sim_opt_gemm), as numpy calls it, on "
+        "Debian's OpenBLAS 0.3.21 and its own two threads, against numpy's one call on its "
+        "OpenBLAS 0.3.31 threads: parity within this machine's noise (0.90-1.36 for the same "
+        "code in A/B rounds; docs/performance.md, 'Matmul as one sgemm').",
     "executor_ratio_transpose2d":
         "one 2 MiB blocked copy, memory-bound like numpy's; through the daemon the job "
         "thread's wakeup on a shared CPU adds to it (0.5-1.05 across runs; docs/performance.md, "
