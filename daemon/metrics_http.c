@@ -93,8 +93,8 @@ metrics_http_mhd_load(char *err, size_t errlen)
 	if (h != NULL)
 		return (0);
 	if ((h = dlopen(METRICS_HTTP_MHD_LIB, RTLD_NOW | RTLD_LOCAL)) == NULL) {
-		snprintf(err, errlen, "metrics.listen needs libmicrohttpd "
-		    "(Debian: libmicrohttpd12): %s", dlerror());
+		snprintf(err, errlen, "cannot serve metrics without "
+		    "libmicrohttpd (Debian: libmicrohttpd12): %s", dlerror());
 		return (-1);
 	}
 	for (i = 0; i < sizeof(metrics_http_mhd_syms) /
