@@ -1265,8 +1265,10 @@ GAPS = {
         "gRPC) spends most of its time creating gRPC's threads and channel, not in nkid's "
         "lookup (a memory-tier hit is a few microseconds). See docs/performance.md.",
     "device_busy_fraction":
-        "the eight clients and nkid share the machine's two CPUs with the executor: between "
-        "jobs the core waits for a client to convert its next request. See docs/performance.md.",
+        "the eight clients and nkid share the machine's two CPUs with the executor: the gap "
+        "between two jobs is 7 us at p50, but ~20 gaps of 1-14 ms with nothing queued (every "
+        "client off the CPU at once, and clients exiting at the end) make most of the idle "
+        "time. See docs/performance.md, 'Device busy fraction'.",
     "executor_ratio_vs_numpy_max":
         "see the executor_ratio_* rows and docs/performance.md, 'Executor performance'.",
     "executor_ratio_tensor_add":
