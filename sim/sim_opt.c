@@ -128,19 +128,28 @@ sim_opt_axes_injective(sim_i128 *st, sim_i128 *ext, int n)
 	return (true);
 }
 
+/* Append the axes of v that move (more than one index) to st[] and ext[]
+ * at *n: each one's step and last index. */
+static void
+sim_opt_view_axes(const struct sim_view *v, sim_i128 *st, sim_i128 *ext,
+    int *n)
+{
+	int	a;
+
+	for (a = 0; a < v->rank; a++)
+		if (v->shape[a] > 1) {
+			st[*n] = v->off.ax[a];
+			ext[(*n)++] = (sim_i128)v->shape[a] - 1;
+		}
+}
+
 bool
 sim_opt_view_injective(const struct sim_view *v)
 {
 	sim_i128	st[SIM_MAX_RANK], ext[SIM_MAX_RANK];
 	int		n = 0;
-	int		a;
 
-	for (a = 0; a < v->rank; a++) {
-		if (v->shape[a] == 1)
-			continue;
-		st[n] = v->off.ax[a];
-		ext[n++] = (sim_i128)v->shape[a] - 1;
-	}
+	sim_opt_view_axes(v, st, ext, &n);
 	return (sim_opt_axes_injective(st, ext, n));
 }
 
@@ -744,15 +753,11 @@ sim_opt_array_maps(const struct sim_program *p, const struct sim_op *ld,
 	    dst->off.c != v->off.c || sim_opt_lin_slots(p, &dst->off) ||
 	    sim_opt_lin_slots(p, &v->off))
 		return (false);
-	for (j = 0; j < dst->rank; j++) {
+	for (j = 0; j < dst->rank; j++)
 		if (dst->shape[j] != v->shape[j] ||
 		    dst->off.ax[j] != v->off.ax[j])
 			return (false);
-		if (dst->shape[j] > 1) {
-			st[n] = dst->off.ax[j];
-			ext[n++] = (sim_i128)dst->shape[j] - 1;
-		}
-	}
+	sim_opt_view_axes(dst, st, ext, &n);
 	for (j = c; j < la->depth; j++) {
 		L = la->loop[j];
 		cu = sim_opt_lin_coef(&dst->off, NKIR__V1__TERM_KIND__TERM_LOOP,
@@ -921,14 +926,19 @@ sim_opt_working(const struct sim_op *loop, size_t w[2])
 	return (k > 0);
 }
 
-/* A fill of +0.0, unmasked, of its own (in no fused group). */
+/* op is an unmasked fill of +0.0. */
+static bool
+sim_opt_fills_zero(const struct sim_op *op)
+{
+	return (op->kind == NKIR__V1__OP_KIND__OP_ALLOC && !op->masked &&
+	    op->value == 0.0f && !signbit(op->value));
+}
+
+/* ops[i] is an unmasked fill of +0.0 of its own (in no fused group). */
 static bool
 sim_opt_zero_fill(const struct sim_op *ops, size_t n, size_t i)
 {
-	const struct sim_op	*op = &ops[i];
-
-	return (op->kind == NKIR__V1__OP_KIND__OP_ALLOC && !op->masked &&
-	    op->value == 0.0f && !signbit(op->value) &&
+	return (sim_opt_fills_zero(&ops[i]) &&
 	    sim_opt_group_of(ops, n, i) == n);
 }
 
@@ -995,7 +1005,7 @@ sim_opt_add_copy(struct sim_program *p, struct sim_op *ops, size_t n,
 	uint64_t		 rd = 0, wr = 0;
 	uint32_t		 r = R->tensor;
 	size_t			 s;
-	int			 j, d, k = 0;
+	int			 d, k = 0;
 
 	if (add->kind != NKIR__V1__OP_KIND__OP_TENSOR_TENSOR ||
 	    add->alu != NKIR__V1__ALU_OP__ALU_ADD || add->nsrc != 2 ||
@@ -1016,8 +1026,7 @@ sim_opt_add_copy(struct sim_program *p, struct sim_op *ops, size_t n,
 	if (s == n || ops[s].kind != NKIR__V1__OP_KIND__OP_STORE ||
 	    ops[s].src[0].scalar || !sim_opt_view_same(&ops[s].src[0].v, R) ||
 	    rd != 2 || wr != 2 || rf == NULL || fa.depth > at->depth ||
-	    rf->masked || rf->value != 0.0f || signbit(rf->value) ||
-	    !sim_opt_overwrites(p, rf))
+	    !sim_opt_fills_zero(rf) || !sim_opt_overwrites(p, rf))
 		return (n);
 	/* the fill's body holds the add's, the fill first */
 	for (d = 0; d < fa.depth; d++)
@@ -1025,11 +1034,7 @@ sim_opt_add_copy(struct sim_program *p, struct sim_op *ops, size_t n,
 			return (n);
 	if (fa.i[d] >= (d == at->depth ? c : at->i[d]))
 		return (n);
-	for (j = 0; j < R->rank; j++)
-		if (R->shape[j] > 1) {
-			st[k] = R->off.ax[j];
-			ext[k++] = (sim_i128)R->shape[j] - 1;
-		}
+	sim_opt_view_axes(R, st, ext, &k);
 	for (; d < at->depth; d++)
 		if (at->loop[d]->trips > 1) {
 			st[k] = sim_opt_lin_coef(&R->off,
