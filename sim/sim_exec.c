@@ -1748,14 +1748,14 @@ sim_exec_gemm(struct sim_run *r, const struct sim_op *op,
 	uint64_t	madds = (uint64_t)g->M * (uint64_t)g->K * (uint64_t)N;
 	int		grain;
 
-	grain = ((N + (int)r->threads - 1) / (int)r->threads +
-	    SIM_EXEC_GEMM_GRAIN - 1) & ~(SIM_EXEC_GEMM_GRAIN - 1);
 	if (op->par_split && madds >= SIM_EXEC_GEMM_THREADED &&
 	    sim_exec_parts(r, 2, work, SIM_EXEC_SPLIT_MIN) > 1) {
 		sim_blas_sgemm(r->threads, g->trans, g->M, N, g->K, g->A,
 		    g->lda, g->B, g->ldb, g->beta, g->C, g->ldc);
 		return (0);
 	}
+	grain = ((N + (int)r->threads - 1) / (int)r->threads +
+	    SIM_EXEC_GEMM_GRAIN - 1) & ~(SIM_EXEC_GEMM_GRAIN - 1);
 	if (!op->par_split || N < 2 * grain)
 		return (sim_exec_gemm_part(r, op, 1, 0, (uint64_t)N, g));
 	return (sim_exec_split(r, op, 1, (uint64_t)N, (uint64_t)grain, work,
