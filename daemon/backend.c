@@ -1,4 +1,4 @@
-/* backend.c: the table of backends and opening the configured one. */
+/* backend.c: the table of backends, opening the configured one, and the backend layer: the only callers of a backend's ops. */
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,4 +176,124 @@ backend_target(const struct backend *b, const char *target)
 	if (b->ops->default_target == NULL)
 		return ("");
 	return (b->ops->default_target(b->state));
+}
+
+const char *
+backend_name(const struct backend *b)
+{
+	return (b->ops->name);
+}
+
+const char *
+backend_format(const struct backend *b)
+{
+	return (b->ops->format);
+}
+
+const char *
+backend_compiler_version(const struct backend *b)
+{
+	return (b->ops->compiler_version(b->state));
+}
+
+void
+backend_versions(const struct backend *b,
+    void (*add)(void *, const char *, const char *), void *arg)
+{
+	b->ops->versions(b->state, add, arg);
+}
+
+int
+backend_runs_on_host(const struct backend *b)
+{
+	return (b->ops->on_host);
+}
+
+int
+backend_can(const struct backend *b, enum backend_cap cap)
+{
+	switch (cap) {
+	case BACKEND_CAN_BENCHMARK:
+		return (b->ops->benchmark != NULL);
+	case BACKEND_CAN_PROFILE:
+		return (b->ops->profile != NULL);
+	case BACKEND_CAN_MODEL:
+		return (b->ops->model != NULL);
+	}
+	return (0);
+}
+
+int
+backend_compile(struct backend *b, const void *ir, size_t len,
+    const char *target, const char *options, void **image,
+    size_t *image_len, char *diag)
+{
+	if (b->ops->compile_opts != NULL)
+		return (b->ops->compile_opts(b->state, ir, len, target,
+		    options, image, image_len, diag));
+	return (b->ops->compile(b->state, ir, len, image, image_len, diag));
+}
+
+int
+backend_load(struct backend *b, const void *image, size_t len,
+    struct backend_program **out, char *diag)
+{
+	return (b->ops->load(b->state, image, len, out, diag));
+}
+
+void
+backend_unload(struct backend *b, struct backend_program *p)
+{
+	b->ops->unload(b->state, p);
+}
+
+size_t
+backend_footprint(struct backend *b, const struct backend_program *p)
+{
+	if (b->ops->footprint == NULL)
+		return (0);
+	return (b->ops->footprint(b->state, p));
+}
+
+int
+backend_execute(struct backend *b, const struct backend_program *p,
+    unsigned core, const struct backend_exec *x, char *diag)
+{
+	return (b->ops->execute(b->state, p, core, x, diag));
+}
+
+int
+backend_simulate(struct backend *b, const struct backend_program *p,
+    const struct backend_exec *x, char *diag)
+{
+	return (b->ops->simulate(b->state, p, x, diag));
+}
+
+int
+backend_benchmark(struct backend *b, const struct backend_program *p,
+    unsigned core, const struct backend_exec *x, unsigned warmup,
+    unsigned iters, double *samples_us, char *diag)
+{
+	assert(b->ops->benchmark != NULL);
+	return (b->ops->benchmark(b->state, p, core, x, warmup, iters,
+	    samples_us, diag));
+}
+
+int
+backend_profile(struct backend *b, const struct backend_program *p,
+    unsigned core, const struct backend_exec *x, unsigned num_execs,
+    unsigned profile_nth, struct backend_trace **traces, size_t *ntraces,
+    char *diag)
+{
+	assert(b->ops->profile != NULL);
+	return (b->ops->profile(b->state, p, core, x, num_execs, profile_nth,
+	    traces, ntraces, diag));
+}
+
+int
+backend_model(struct backend *b, const struct backend_program *p,
+    double *us, char *target, char *diag)
+{
+	assert(b->ops->model != NULL);
+	return (b->ops->model(b->state, p, us, target, diag));
 }

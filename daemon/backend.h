@@ -64,6 +64,9 @@ struct backend_trace;
 struct backend_ops {
 	const char	*name;			/* "cpu" */
 	const char	*format;		/* kernel format: "nkir/1" */
+	/* Executes on the host CPU: a short execution may run on nkid's
+	 * loop thread (docs/scheduling.md); a device call never does. */
+	int		 on_host;
 
 	int	(*open)(const struct config *cfg, void **state, char *err,
 		    size_t errlen);
@@ -186,6 +189,56 @@ struct backend {
 };
 
 #define BACKEND_DIAG_LEN	1024
+
+/*
+ * The backend layer: the only callers of a backend's ops. Each takes the
+ * open backend b and passes the op's arguments through; see struct
+ * backend_ops for what each does and where it runs.
+ */
+const char *backend_name(const struct backend *b);
+const char *backend_format(const struct backend *b);
+const char *backend_compiler_version(const struct backend *b);
+void	backend_versions(const struct backend *b,
+	    void (*add)(void *, const char *, const char *), void *arg);
+/* Nonzero if b executes on the host CPU (struct backend_ops on_host). */
+int	backend_runs_on_host(const struct backend *b);
+
+/* What a backend may lack (backend_can). */
+enum backend_cap {
+	BACKEND_CAN_BENCHMARK,
+	BACKEND_CAN_PROFILE,
+	BACKEND_CAN_MODEL,
+};
+/* Nonzero if b has the operation cap names. */
+int	backend_can(const struct backend *b, enum backend_cap cap);
+
+/*
+ * Compile ir for target ("": the backend's default) with the extra
+ * compiler options (words split as a shell would, never run by one): the
+ * one compile of every backend. A backend that takes neither target nor
+ * options compiles for its only target.
+ */
+int	backend_compile(struct backend *b, const void *ir, size_t len,
+	    const char *target, const char *options, void **image,
+	    size_t *image_len, char *diag);
+int	backend_load(struct backend *b, const void *image, size_t len,
+	    struct backend_program **out, char *diag);
+void	backend_unload(struct backend *b, struct backend_program *p);
+size_t	backend_footprint(struct backend *b, const struct backend_program *p);
+int	backend_execute(struct backend *b, const struct backend_program *p,
+	    unsigned core, const struct backend_exec *x, char *diag);
+int	backend_simulate(struct backend *b, const struct backend_program *p,
+	    const struct backend_exec *x, char *diag);
+/* As the op; b must be able to (backend_can). */
+int	backend_benchmark(struct backend *b, const struct backend_program *p,
+	    unsigned core, const struct backend_exec *x, unsigned warmup,
+	    unsigned iters, double *samples_us, char *diag);
+int	backend_profile(struct backend *b, const struct backend_program *p,
+	    unsigned core, const struct backend_exec *x, unsigned num_execs,
+	    unsigned profile_nth, struct backend_trace **traces,
+	    size_t *ntraces, char *diag);
+int	backend_model(struct backend *b, const struct backend_program *p,
+	    double *us, char *target, char *diag);
 
 /* Open the backend named by cfg->backend. On failure returns
  * BACKEND_EOPEN with a message in err and *out stays NULL. The caller

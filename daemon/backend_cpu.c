@@ -436,6 +436,7 @@ fail:
 const struct backend_ops backend_cpu_ops = {
 	.name = "cpu",
 	.format = SIM_FORMAT,
+	.on_host = 1,
 	.open = backend_cpu_open,
 	.close = backend_cpu_close,
 	.probe = backend_cpu_probe,

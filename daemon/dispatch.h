@@ -17,7 +17,6 @@
 #define DISPATCH_METHOD_NAME(n)	.name = n, .path = DISPATCH_SERVICE n
 
 struct daemon;
-struct job_kind;
 struct rpc_call;
 struct sched_job;
 
@@ -43,9 +42,6 @@ struct rpc_method {
 	 * answered when the handler returns is watched for the client going
 	 * away (rpc_call.cancelled) from then on. */
 	void				(*handler)(struct rpc_call *c);
-	/* A kernel RPC's kind, for its handler job_rpc (daemon/job.h);
-	 * NULL for the others. */
-	const struct job_kind		*job;
 };
 
 /* Who is calling: the credentials read with SO_PEERCRED at accept. */

@@ -1,4 +1,4 @@
-/* job.c: the handler and pipeline of every kernel RPC: decode the request, validate, resolve the kernel, queue on a core or the thread pool, execute, reply; and the inputs and outputs a job holds on the way. */
+/* job.c: the pipeline of every kernel RPC: validate a request's fields, resolve the kernel, queue on a core or the thread pool, execute, reply; and the inputs a job holds on the way (its outputs: job_output.c). */
 #include <assert.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -12,7 +12,6 @@
 #include "daemon/kcache.h"
 #include "daemon/kernel.h"
 #include "daemon/log.h"
-#include "daemon/outpool.h"
 #include "daemon/sched_call.h"
 #include "daemon/shm.h"
 #include "daemon/tensor.h"
@@ -28,39 +27,6 @@
  * collision only sends a job to the worker). Loop thread only. */
 #define JOB_HERE_SLOTS		256
 
-/*
- * The fields of struct job_args, each read from the kernel request's field
- * of the same name and type: a table, so that every kernel RPC is decoded
- * alike (job_args_decode).
- */
-static const struct job_args_field {
-	const char	*name;
-	ProtobufCType	 type;		/* a message (pointer), int32 or enum */
-	ProtobufCLabel	 label;
-	const void	*descriptor;	/* of a message or enum field */
-	size_t		 offset;	/* in struct job_args */
-	size_t		 count;		/* repeated: its count's offset */
-} job_args_fields[] = {
-	{ "ref", PROTOBUF_C_TYPE_MESSAGE, PROTOBUF_C_LABEL_NONE,
-	    &nkid__v1__kernel_ref__descriptor, offsetof(struct job_args, ref),
-	    0 },
-	{ "inputs", PROTOBUF_C_TYPE_MESSAGE, PROTOBUF_C_LABEL_REPEATED,
-	    &nkid__v1__tensor__descriptor, offsetof(struct job_args, inputs),
-	    offsetof(struct job_args, ninputs) },
-	{ "output_shm", PROTOBUF_C_TYPE_MESSAGE, PROTOBUF_C_LABEL_NONE,
-	    &nkid__v1__shm_region__descriptor,
-	    offsetof(struct job_args, output_shm), 0 },
-	{ "core", PROTOBUF_C_TYPE_INT32, PROTOBUF_C_LABEL_NONE, NULL,
-	    offsetof(struct job_args, core), 0 },
-	{ "job_class", PROTOBUF_C_TYPE_ENUM, PROTOBUF_C_LABEL_NONE,
-	    &nkid__v1__job_class__descriptor,
-	    offsetof(struct job_args, job_class), 0 },
-};
-#define JOB_ARGS_NFIELDS (sizeof job_args_fields / sizeof job_args_fields[0])
-
-/* An int32 or enum field lands in an int of struct job_args. */
-_Static_assert(sizeof(int) == sizeof(int32_t), "int is not 32 bits");
-
 struct job_here_slot {
 	char		key[KCACHE_KEY_LEN + 1];
 	uint64_t	exec_ns;
@@ -69,9 +35,6 @@ struct job_here_slot {
 static struct job_here_slot	job_here_slots[JOB_HERE_SLOTS];
 
 static void	job_free(struct job *);
-static void	job_outputs_map(struct job *);
-static void	job_outputs_place(struct job *);
-static void	job_outputs_pool(struct job *, const struct backend_program *);
 
 static void
 job_release_cb(void *arg)
@@ -139,11 +102,8 @@ job_inputs_take(struct job *j, const struct job_args *a)
 	j->inputs = st;
 	j->ninputs = a->ninputs;
 	j->shm = shm;
-	j->out_region = ri;
-	if (ri >= 0) {
-		j->out_offset = a->output_shm->offset;
-		j->out_size = a->output_shm->size;
-	}
+	job_output_init(&j->out, shm, ri, ri >= 0 ? a->output_shm->offset : 0,
+	    ri >= 0 ? a->output_shm->size : 0);
 	return (0);
 }
 
@@ -174,22 +134,8 @@ job_kernel_bind(struct job *j, struct kcache_entry *e, int cache_hit)
 		return (-1);
 	}
 	j->noutputs = p->noutputs;
-	j->outputs = xcalloc(j->noutputs, sizeof *j->outputs);
-	if (j->out_region >= 0) {
-		j->out_offsets = xcalloc(j->noutputs + 1, sizeof(uint64_t));
-		j->out_sizes = xcalloc(j->noutputs + 1, sizeof(uint64_t));
-		/* end - offset cannot wrap: end >= offset. */
-		if (tensor_outputs_layout(p, j->out_offset, j->out_offsets,
-		    j->out_sizes, &total) != 0 ||
-		    total - j->out_offset > j->out_size) {
-			free(j->out_offsets);
-			free(j->out_sizes);
-			j->out_offsets = j->out_sizes = NULL;	/* inline */
-		} else
-			job_outputs_map(j);
-	}
-	if (j->kind->in_place && j->out_bufs == NULL)
-		job_outputs_pool(j, p);
+	j->outputs = xcalloc(j->noutputs + 1, sizeof *j->outputs);
+	job_output_plan(&j->out, p, j->kind->in_place);
 	return (0);
 }
 
@@ -207,12 +153,13 @@ job_exec(struct job *j, unsigned core)
 	x.outputs = j->outputs;
 	x.noutputs = j->noutputs;
 	if (j->kind->in_place)
-		x.out_bufs = j->out_bufs;
+		x.out_bufs = j->out.bufs;
 	x.cancel = &j->c->cancelled;
-	j->error = j->kind->ops->exec(j, core, &x);
-	j->outputs_filled = j->error == 0;
+	j->error = j->kind->exec(j, core, &x);
 	j->exec_ns = uv_hrtime() - t0;
-	job_outputs_place(j);
+	if (job_output_done(&j->out, j->outputs, j->error == 0, j->diag,
+	    sizeof j->diag) != 0)
+		j->error = BACKEND_EARG;
 }
 
 /* The slot of a NEFF key (hex SHA-256: any of its digits is uniform). */
@@ -238,7 +185,7 @@ job_here_ok(const struct job *j)
 	const char		*key = kcache_entry_key(j->e);
 	struct job_here_slot	*sl;
 
-	if (!j->kind->in_place || strcmp(j->b->ops->name, "cpu") != 0 ||
+	if (!j->kind->in_place || !backend_runs_on_host(j->b) ||
 	    strlen(key) != KCACHE_KEY_LEN)
 		return (0);
 	sl = job_here_slot(key);
@@ -354,57 +301,41 @@ job_resolved_cb(void *arg, const struct kcache_result *r)
 		sched_events_deliver(c->d->sched);
 }
 
-void
-job_args_decode(const ProtobufCMessage *req, struct job_args *a)
+struct job *
+job_new(struct rpc_call *c, const struct job_kind *k)
 {
-	const struct job_args_field	*af;
-	const ProtobufCFieldDescriptor	*f;
-	size_t				 i;
+	struct job	*j;
 
-	memset(a, 0, sizeof *a);
-	for (i = 0; i < JOB_ARGS_NFIELDS; i++) {
-		af = &job_args_fields[i];
-		f = protobuf_c_message_descriptor_get_field_by_name(
-		    req->descriptor, af->name);
-		if (f == NULL)
-			continue;	/* not in this request: zero */
-		assert(f->type == af->type && f->label == af->label &&
-		    f->descriptor == af->descriptor);
-		memcpy((char *)a + af->offset, (const char *)req + f->offset,
-		    f->type == PROTOBUF_C_TYPE_MESSAGE ? sizeof(void *) :
-		    sizeof(int32_t));
-		if (f->label == PROTOBUF_C_LABEL_REPEATED)
-			memcpy((char *)a + af->count, (const char *)req +
-			    f->quantifier_offset, sizeof(size_t));
-	}
-}
-
-void
-job_rpc(struct rpc_call *c)
-{
-	const struct job_kind	*k = c->m->job;
-	struct kcache_request	 rq;
-	struct job_args		 a;
-	struct job		*j;
-	grpc_status_code	 code;
-	char			 msg[512];
-
-	assert(k != NULL && k->ops->size >= sizeof *j &&
-	    k->ops->exec != NULL && k->reply != NULL);
-	job_args_decode(c->req, &a);
-	j = xcalloc(1, k->ops->size);
+	assert(k->size >= sizeof *j && k->exec != NULL && k->reply != NULL);
+	j = xcalloc(1, k->size);
 	j->kind = k;
 	j->c = c;
 	j->b = c->d->backend;
-	j->core = a.core;
-	j->job_class = k->job_class >= 0 ? k->job_class : a.job_class;
-	j->out_region = -1;
-	if ((k->ops->init != NULL && k->ops->init(j) != 0) ||
-	    job_placement_check(j) != 0 || job_inputs_take(j, &a) != 0) {
+	job_output_init(&j->out, NULL, -1, 0, 0);
+	return (j);
+}
+
+void
+job_discard(struct job *j)
+{
+	job_free(j);
+}
+
+void
+job_start(struct job *j, const struct job_args *a)
+{
+	struct rpc_call		*c = j->c;
+	struct kcache_request	 rq;
+	grpc_status_code	 code;
+	char			 msg[512];
+
+	j->core = a->core;
+	j->job_class = a->job_class;
+	if (job_placement_check(j) != 0 || job_inputs_take(j, a) != 0) {
 		job_free(j);
 		return;
 	}
-	if (kernel_request_init(c->d, c->m->name, a.ref, &rq, &code, msg,
+	if (kernel_request_init(c->d, c->m->name, a->ref, &rq, &code, msg,
 	    sizeof msg) != 0) {
 		rpc_fail(c, code, "%s", msg);
 		job_free(j);
@@ -415,135 +346,21 @@ job_rpc(struct rpc_call *c)
 	kcache_resolve(c->d->kcache, &rq, job_resolved_cb, j);
 }
 
-/*
- * Outputs that travel inline: give the large ones warm buffers from the
- * pool (daemon/outpool.c), returned by job_free after the reply is sent.
- */
-static void
-job_outputs_pool(struct job *j, const struct backend_program *p)
+void
+job_fail_unsupported(struct rpc_call *c, const char *verb,
+    const Nkid__V1__KernelRef *ref)
 {
-	const struct sim_sig	*sg;
-	size_t		 i, n;
-	int		 any = 0, k;
-
-	j->out_bufs = xcalloc(j->noutputs + 1, sizeof *j->out_bufs);
-	j->out_pooled = xcalloc(j->noutputs + 1, sizeof *j->out_pooled);
-	for (i = 0; i < j->noutputs; i++) {
-		sg = p->output(p, i);
-		n = sim_dtype_size(sg->dtype);
-		for (k = 0; k < sg->rank; k++)
-			n *= sg->shape[k];	/* checked: tensor_outputs_size */
-		if (n < OUTPOOL_MIN || (j->out_bufs[i] = outpool_get(n)) == NULL)
-			continue;
-		j->out_pooled[i] = n;
-		any = 1;
-	}
-	if (!any) {
-		free(j->out_bufs);
-		free(j->out_pooled);
-		j->out_bufs = NULL;
-		j->out_pooled = NULL;
-	}
-}
-
-/*
- * Map each output's place in output_shm read-write, so that the executor
- * writes it there (no copy afterwards). Any failure leaves j->out_bufs
- * NULL: the outputs are then copied in by job_outputs_place.
- */
-static void
-job_outputs_map(struct job *j)
-{
-	char	err[512];
-	size_t	i;
-
-	j->out_bufs = xcalloc(j->noutputs + 1, sizeof *j->out_bufs);
-	for (i = 0; i < j->noutputs; i++) {
-		if (j->out_sizes[i] == 0)
-			continue;
-		if (shm_set_map_rw(j->shm, j->out_region, j->out_offsets[i],
-		    j->out_sizes[i], &j->out_bufs[i], err, sizeof err) != 0) {
-			log_debug("job %llu: %s; outputs are copied in",
-			    (unsigned long long)j->sj.id, err);
-			free(j->out_bufs);
-			j->out_bufs = NULL;
-			return;
-		}
-	}
-}
-
-static void
-job_outputs_place(struct job *j)
-{
-	const char	*bad;
-	char		 err[512];
-	size_t		 i;
-	int		 mapped, in_place;
-
-	if (j->shm == NULL)
-		return;
-	/* Outputs the executor wrote into the client's region (mapped by
-	 * job_outputs_map; pooled buffers are nkid's own) are the client's
-	 * memory: never freed here. */
-	mapped = j->out_bufs != NULL && j->out_pooled == NULL;
-	in_place = mapped && j->outputs_filled;
-	for (i = 0; in_place && i < j->noutputs; i++)
-		if (j->out_sizes[i] != 0 && j->outputs[i].data != j->out_bufs[i])
-			in_place = 0;	/* not passed to the executor: copy */
-	for (i = 0; in_place && i < j->noutputs; i++)
-		if (j->outputs[i].data == j->out_bufs[i])
-			j->outputs[i].data = NULL;
-	if (j->error == 0 && (bad = shm_set_damaged(j->shm)) != NULL) {
-		j->error = BACKEND_EARG;
-		snprintf(j->diag, sizeof j->diag, "shared-memory region '%s' "
-		    "shrank while nkid read it (truncated by the client during "
-		    "the job?)", bad);
-		return;
-	}
-	if (j->error != 0 || !j->outputs_filled)
-		return;
-	if (in_place) {
-		j->outputs_filled = 0;
-		j->outputs_in_shm = 1;
-		return;
-	}
-	if (j->out_offsets == NULL)
-		return;
-	for (i = 0; i < j->noutputs; i++)
-		if (j->outputs[i].nbytes != j->out_sizes[i])
-			return;
-	for (i = 0; i < j->noutputs; i++) {
-		if (shm_set_write(j->shm, j->out_region, j->out_offsets[i],
-		    j->outputs[i].data, j->outputs[i].nbytes, err,
-		    sizeof err) != 0) {
-			log_warn("job %llu: %s; its outputs go inline",
-			    (unsigned long long)j->sj.id, err);
-			return;
-		}
-	}
-	/* Only data goes: dtype, shape and size stay for the reply. */
-	sim_tensors_release(j->outputs, j->noutputs);
-	for (i = 0; i < j->noutputs; i++)
-		j->outputs[i].nbytes = j->out_sizes[i];
-	j->outputs_filled = 0;
-	j->outputs_in_shm = 1;
-}
-
-int
-job_fail_unsupported(struct job *j, const Nkid__V1__KernelRef *ref)
-{
-	rpc_fail(j->c, GRPC_STATUS_UNIMPLEMENTED, "cannot %s '%s': the %s "
-	    "backend does not %s", j->kind->verb, kernel_ref_name(ref),
-	    j->b->ops->name, j->kind->verb);
-	return (-1);
+	rpc_fail(c, GRPC_STATUS_UNIMPLEMENTED, "cannot %s '%s': the %s "
+	    "backend does not %s", verb, kernel_ref_name(ref),
+	    backend_name(c->d->backend), verb);
 }
 
 Nkid__V1__Tensor **
 job_outputs_messages(struct job *j)
 {
 	return (tensor_outputs_messages(kcache_entry_program(j->e),
-	    j->outputs, j->noutputs, j->outputs_in_shm ?
-	    shm_set_name(j->shm, j->out_region) : NULL, j->out_offsets));
+	    j->outputs, j->noutputs, j->out.in_shm ?
+	    shm_set_name(j->shm, j->out.region) : NULL, j->out.offsets));
 }
 
 void
@@ -562,29 +379,14 @@ job_neff_get(const struct job *j, ProtobufCBinaryData *neff)
 static void
 job_free(struct job *j)
 {
-	size_t	i;
-
 	if (j == NULL)
 		return;
-	/* Outputs in the client's region are not ours to free. */
-	for (i = 0; j->out_bufs != NULL && j->outputs != NULL &&
-	    i < j->noutputs; i++)
-		if (j->outputs[i].data == j->out_bufs[i])
-			j->outputs[i].data = NULL;
-	if (j->outputs != NULL && j->outputs_filled)
-		sim_tensors_release(j->outputs, j->noutputs);
-	for (i = 0; j->out_pooled != NULL && i < j->noutputs; i++)
-		if (j->out_pooled[i] != 0)
-			outpool_put(j->out_bufs[i], j->out_pooled[i]);
-	free(j->out_pooled);
-	free(j->out_bufs);
+	job_output_release(&j->out, j->outputs);
 	free(j->outputs);
 	free(j->inputs);
 	shm_set_free(j->shm);
-	free(j->out_offsets);
-	free(j->out_sizes);
-	if (j->kind->ops->release != NULL)
-		j->kind->ops->release(j);
+	if (j->kind->release != NULL)
+		j->kind->release(j);
 	if (j->e != NULL)
 		kcache_entry_unref(j->c->d->kcache, j->e);
 	if (j->c->job == j)

@@ -9,6 +9,7 @@
 
 #include "daemon/backend.h"
 #include "daemon/dispatch.h"
+#include "daemon/job_output.h"
 #include "daemon/sched.h"
 #include "nkid.pb-c.h"
 
@@ -24,18 +25,18 @@ enum job_where {
 };
 
 /*
- * How a kind's jobs hold their state and execute: the state extends
- * struct job (which comes first) to size bytes. A module that measures
- * (job_latency.c, job_traces.c) exports its ops whole.
+ * What one kernel RPC's jobs are, declared next to its handler and reply
+ * (rpc_run.c, ...): a const table the pipeline follows.
  */
-struct job_ops {
-	size_t		 size;		/* of the kind's state, >= struct job */
-	/*
-	 * On the loop thread, before anything is checked or held: take the
-	 * kind's fields from j->c->req. On a bad request answer the call
-	 * and return -1. May be NULL.
-	 */
-	int		(*init)(struct job *j);
+struct job_kind {
+	const char	*verb;		/* "run": messages and the history */
+	enum job_where	 where;
+	int		 shapes_only;	/* inputs may have no values */
+	int		 in_place;	/* one execution: its outputs are
+					 * written where they go (output_shm,
+					 * else warm buffers if inline) */
+	size_t		 size;		/* of the kind's state, which extends
+					 * struct job (first) */
 	/*
 	 * On a worker thread: the backend call for one job on core (0 on
 	 * the pool), with x filled by the pipeline. Returns 0 or a
@@ -43,40 +44,14 @@ struct job_ops {
 	 */
 	int		(*exec)(struct job *j, unsigned core,
 			    struct backend_exec *x);
+	/* On the loop thread after a successful execution: rpc_reply. */
+	void		(*reply)(struct job *j);
 	/* Free the kind's own state (not j). May be NULL. */
 	void		(*release)(struct job *j);
 };
 
-/*
- * What one kernel RPC is, declared next to its reply (rpc_run.c, ...): a
- * const table the pipeline follows, named by its method (JOB_METHOD).
- */
-struct job_kind {
-	const char	*verb;		/* "run": messages and the history */
-	enum job_where	 where;
-	int		 job_class;	/* -1: the request's; else the wire's
-					 * JobClass every job of the kind has */
-	int		 shapes_only;	/* inputs may have no values */
-	int		 in_place;	/* one execution: its outputs are
-					 * written where they go (output_shm,
-					 * else warm buffers if inline) */
-	const struct job_ops *ops;
-	/* On the loop thread after a successful execution: rpc_reply. */
-	void		(*reply)(struct job *j);
-};
-
-/*
- * The struct rpc_method (daemon/dispatch.h) of kernel RPC name whose kind
- * is k: unary, with the tensor receive cap, handled by job_rpc.
- */
-#define JOB_METHOD(name, k) {						\
-	DISPATCH_METHOD_NAME(name), .kind = RPC_UNARY,			\
-	.cap = CONFIG_CAP_TENSOR, .handler = job_rpc, .job = &(k),	\
-}
-
-/* What the pipeline takes from a kernel request, read by the fields'
- * names (job_args_decode); borrowed from the request, which lives as long
- * as the call. */
+/* What the pipeline takes from a kernel request, filled by its handler;
+ * borrowed from the request, which lives as long as the call. */
 struct job_args {
 	const Nkid__V1__KernelRef	 *ref;
 	Nkid__V1__Tensor *const		 *inputs;
@@ -97,53 +72,44 @@ struct job {
 	int			 cache_hit;
 	int			 core;		/* requested; -1: any */
 	int			 job_class;
-	struct sim_tensor		*inputs;
+	struct sim_tensor	*inputs;
 	size_t			 ninputs;
-	struct sim_tensor		*outputs;
+	struct sim_tensor	*outputs;
 	size_t			 noutputs;
 	int			 error;		/* BACKEND_E* */
-	int			 outputs_filled;
 	char			 diag[BACKEND_DIAG_LEN];
 	uint64_t		 exec_ns;
 	/* Shared memory (daemon/shm.h): the regions of the inputs and of
 	 * output_shm, unmapped and closed by job_free. */
 	struct shm_set		*shm;
-	int			 out_region;	/* index in shm; -1: none */
-	uint64_t		 out_offset;	/* output_shm's range */
-	uint64_t		 out_size;
-	uint64_t		*out_offsets;	/* set if the outputs fit */
-	uint64_t		*out_sizes;
-	int			 outputs_in_shm; /* written there */
-	void			**out_bufs;	/* where the outputs go */
-	size_t			*out_pooled;	/* set: out_bufs from outpool */
+	struct job_output	 out;		/* where the outputs go */
 };
 
 /*
- * Fill a from kernel request req (RunRequest, SimulateRequest, ...): each
- * field of struct job_args from the request's field of the same name
- * (ninputs: inputs' count); a field the request lacks takes its zero value.
- * A field of that name but another type or label is a bug (assert).
+ * A new job of kind k for kernel call c, its state (k->size bytes) zeroed
+ * but for what job.c owns. The handler fills its kind's state, then calls
+ * job_start, or job_discard if it answered the call itself.
  */
-void	job_args_decode(const ProtobufCMessage *req, struct job_args *a);
+struct job	*job_new(struct rpc_call *c, const struct job_kind *k);
+/*
+ * Run job j with the request's fields a: validate (the core and class,
+ * every input, output_shm), resolve the kernel through the cache
+ * (compile on a miss), queue it on a core (or the thread pool), execute
+ * it and reply (the kind's reply), then free it. Every failure on the way
+ * answers the call with its status and words (daemon/dispatch_error.c).
+ * Returns at once; the call is answered later or before this returns.
+ */
+void	job_start(struct job *j, const struct job_args *a);
+/* Free job j that was never started (its call answered already). */
+void	job_discard(struct job *j);
 
 /*
- * The handler of every kernel RPC (JOB_METHOD): start call c's job of
- * kind c->m->job with its request decoded (job_args_decode): validate
- * (the ops' init, the core and class, every input, output_shm), resolve
- * the kernel through the cache (compile on a miss), queue it on a core
- * (or the thread pool), execute it and reply (the kind's reply), then free
- * it. Every failure on the way answers the call with its status and words
- * (daemon/dispatch_error.c). Returns at once; the call is answered later
- * or before this returns.
+ * For a handler when the backend lacks the function its kind needs:
+ * answer call c UNIMPLEMENTED, "cannot VERB 'KERNEL': the B backend does
+ * not VERB" (ref's kernel).
  */
-void	job_rpc(struct rpc_call *c);
-
-/*
- * For a kind's init when the backend lacks the function the kind needs:
- * answer j's call UNIMPLEMENTED, "cannot VERB 'KERNEL': the B backend
- * does not VERB" (the kind's verb, ref's kernel). Returns -1, init's.
- */
-int	job_fail_unsupported(struct job *j, const Nkid__V1__KernelRef *ref);
+void	job_fail_unsupported(struct rpc_call *c, const char *verb,
+	    const Nkid__V1__KernelRef *ref);
 
 /*
  * For a reply: the reply's output messages, inline or naming output_shm.

@@ -60,14 +60,15 @@ job_latency_percentiles(const double *samples, size_t n,
 	free(sorted);
 }
 
-static int
-job_latency_init(struct job *j)
+int
+job_latency_init(struct job *j, const Nkid__V1__BenchmarkRequest *req)
 {
-	struct job_latency		*l = (struct job_latency *)j;
-	const Nkid__V1__BenchmarkRequest *req = (const void *)j->c->req;
+	struct job_latency	*l = (struct job_latency *)j;
 
-	if (j->b->ops->benchmark == NULL)
-		return (job_fail_unsupported(j, req->ref));
+	if (!backend_can(j->b, BACKEND_CAN_BENCHMARK)) {
+		job_fail_unsupported(j->c, j->kind->verb, req->ref);
+		return (-1);
+	}
 	if (req->iters < 1 || req->iters > JOB_LATENCY_MAX ||
 	    req->warmup > JOB_LATENCY_MAX) {
 		rpc_fail(j->c, GRPC_STATUS_INVALID_ARGUMENT, "cannot benchmark "
@@ -82,7 +83,7 @@ job_latency_init(struct job *j)
 	return (0);
 }
 
-static int
+int
 job_latency_exec(struct job *j, unsigned core, struct backend_exec *x)
 {
 	struct job_latency		*l = (struct job_latency *)j;
@@ -90,10 +91,10 @@ job_latency_exec(struct job *j, unsigned core, struct backend_exec *x)
 	const struct backend_program	*p = kcache_entry_program(j->e);
 	int				 error;
 
-	error = b->ops->benchmark(b->state, p, core, x, l->warmup, l->iters,
+	error = backend_benchmark(b, p, core, x, l->warmup, l->iters,
 	    l->samples_us, j->diag);
-	if (error == 0 && b->ops->model != NULL)
-		l->modeled = b->ops->model(b->state, p, &l->model_us,
+	if (error == 0 && backend_can(b, BACKEND_CAN_MODEL))
+		l->modeled = backend_model(b, p, &l->model_us,
 		    l->model_target, l->model_diag) == 0 ? 1 : -1;
 	return (error);
 }
@@ -148,7 +149,7 @@ job_latency_reply_fill(struct job *j, Nkid__V1__BenchmarkReply *r)
 	r->n_samples_us = l->iters;
 }
 
-static void
+void
 job_latency_release(struct job *j)
 {
 	struct job_latency	*l = (struct job_latency *)j;
@@ -157,10 +158,3 @@ job_latency_release(struct job *j)
 	free(l->model_samples);
 	l->samples_us = l->model_samples = NULL;
 }
-
-const struct job_ops job_latency_ops = {
-	.size = sizeof(struct job_latency),
-	.init = job_latency_init,
-	.exec = job_latency_exec,
-	.release = job_latency_release,
-};

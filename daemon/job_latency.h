@@ -12,7 +12,7 @@
 #define JOB_LATENCY_NPS		8	/* percentiles 0 1 10 25 50 90 99 100 */
 
 /* One benchmark: its job, its figures filled on the worker, the reply's
- * storage; the state of job_latency_ops. */
+ * storage: the state of a Benchmark's jobs. */
 struct job_latency {
 	struct job		 j;
 	double			*samples_us;	/* iters, from the backend */
@@ -33,18 +33,22 @@ struct job_latency {
 #define JOB_LATENCY_MAX		1000000u
 
 /*
- * The ops of a Benchmark's jobs, whose state is struct job_latency:
- *  - init: check job j's Benchmark request for its backend (it benchmarks;
- *    iters 1 to JOB_LATENCY_MAX, warmup 0 to JOB_LATENCY_MAX) and make room
- *    for its samples. On a bad request answers the call (UNIMPLEMENTED,
- *    INVALID_ARGUMENT, naming the kernel) and returns -1.
- *  - exec, on the worker: time warmup + iters executions of j's kernel on
- *    core (x as for execute) into the samples and, when that worked, run
- *    the backend's model of it if it has one. Returns the benchmark's 0 or
- *    BACKEND_E* (j->diag set).
- *  - release: free what the figures hold (not j).
+ * Check Benchmark request req for job j (a struct job_latency) and its
+ * backend (it benchmarks; iters 1 to JOB_LATENCY_MAX, warmup 0 to
+ * JOB_LATENCY_MAX) and make room for its samples. On a bad request
+ * answers the call (UNIMPLEMENTED, INVALID_ARGUMENT, naming the kernel)
+ * and returns -1.
  */
-extern const struct job_ops job_latency_ops;
+int	job_latency_init(struct job *j, const Nkid__V1__BenchmarkRequest *req);
+/*
+ * The kind's exec, on the worker: time warmup + iters executions of j's
+ * kernel on core (x as for execute) into the samples and, when that
+ * worked, run the backend's model of it if it has one. Returns the
+ * benchmark's 0 or BACKEND_E* (j->diag set).
+ */
+int	job_latency_exec(struct job *j, unsigned core, struct backend_exec *x);
+/* The kind's release: free what the figures hold (not j). */
+void	job_latency_release(struct job *j);
 
 /*
  * Fill r's latency fields for job j: samples, percentiles, cpu_* beside

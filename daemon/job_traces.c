@@ -8,14 +8,15 @@
 #include "daemon/job_traces.h"
 #include "daemon/xmalloc.h"
 
-static int
-job_traces_init(struct job *j)
+int
+job_traces_init(struct job *j, const Nkid__V1__ProfileRequest *req)
 {
-	struct job_traces		*tr = (struct job_traces *)j;
-	const Nkid__V1__ProfileRequest	*req = (const void *)j->c->req;
+	struct job_traces	*tr = (struct job_traces *)j;
 
-	if (j->b->ops->profile == NULL)
-		return (job_fail_unsupported(j, req->ref));
+	if (!backend_can(j->b, BACKEND_CAN_PROFILE)) {
+		job_fail_unsupported(j->c, j->kind->verb, req->ref);
+		return (-1);
+	}
 	tr->num_execs = req->num_execs ? req->num_execs : 1;
 	tr->profile_nth = req->profile_nth ? req->profile_nth : 1;
 	if (tr->num_execs > JOB_TRACES_MAX || tr->profile_nth > JOB_TRACES_MAX) {
@@ -28,13 +29,12 @@ job_traces_init(struct job *j)
 	return (0);
 }
 
-static int
+int
 job_traces_exec(struct job *j, unsigned core, struct backend_exec *x)
 {
 	struct job_traces	*tr = (struct job_traces *)j;
 
-	return (j->b->ops->profile(j->b->state, kcache_entry_program(j->e),
-	    core, x, tr->num_execs, tr->profile_nth, &tr->t, &tr->n, j->diag));
+	return (backend_profile(j->b, kcache_entry_program(j->e), core, x, tr->num_execs, tr->profile_nth, &tr->t, &tr->n, j->diag));
 }
 
 void
@@ -58,7 +58,7 @@ job_traces_reply_fill(struct job *j, Nkid__V1__ProfileReply *r)
 	r->traces = tr->tp;
 }
 
-static void
+void
 job_traces_release(struct job *j)
 {
 	struct job_traces	*tr = (struct job_traces *)j;
@@ -71,10 +71,3 @@ job_traces_release(struct job *j)
 	tr->tp = NULL;
 	tr->n = 0;
 }
-
-const struct job_ops job_traces_ops = {
-	.size = sizeof(struct job_traces),
-	.init = job_traces_init,
-	.exec = job_traces_exec,
-	.release = job_traces_release,
-};

@@ -12,7 +12,7 @@
 #define JOB_TRACES_MAX	1000u
 
 /* One profile: its job, the traces from the backend and the reply's
- * storage; the state of job_traces_ops. */
+ * storage: the state of a Profile's jobs. */
 struct job_traces {
 	struct job		  j;
 	unsigned		  num_execs;
@@ -24,16 +24,17 @@ struct job_traces {
 };
 
 /*
- * The ops of a Profile's jobs, whose state is struct job_traces:
- *  - init: check job j's Profile request for its backend (it profiles;
- *    num_execs and profile_nth 1 to JOB_TRACES_MAX, 0 meaning 1). On a bad
- *    request answers the call (UNIMPLEMENTED, INVALID_ARGUMENT, naming the
- *    kernel) and returns -1.
- *  - exec, on the worker: the profiled executions of j's kernel on core (x
- *    as for execute). Returns 0 or BACKEND_E* (j->diag set).
- *  - release: free the traces (not j).
+ * Check Profile request req for job j (a struct job_traces) and its
+ * backend (it profiles; num_execs and profile_nth 1 to JOB_TRACES_MAX, 0
+ * meaning 1). On a bad request answers the call (UNIMPLEMENTED,
+ * INVALID_ARGUMENT, naming the kernel) and returns -1.
  */
-extern const struct job_ops job_traces_ops;
+int	job_traces_init(struct job *j, const Nkid__V1__ProfileRequest *req);
+/* The kind's exec, on the worker: the profiled executions of j's kernel
+ * on core (x as for execute). Returns 0 or BACKEND_E* (j->diag set). */
+int	job_traces_exec(struct job *j, unsigned core, struct backend_exec *x);
+/* The kind's release: free the traces (not j). */
+void	job_traces_release(struct job *j);
 
 /* Fill r's traces from job j; valid until j is released. */
 void	job_traces_reply_fill(struct job *j, Nkid__V1__ProfileReply *r);

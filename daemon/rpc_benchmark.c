@@ -24,11 +24,37 @@ rpc_benchmark_reply(struct job *j)
 static const struct job_kind rpc_benchmark_kind = {
 	.verb = "benchmark",
 	.where = JOB_ON_CORE,
-	.job_class = NKID__V1__JOB_CLASS__JOB_CLASS_BATCH,
 	.shapes_only = 1,	/* nki.benchmark: the backend fills them */
-	.ops = &job_latency_ops,
+	.size = sizeof(struct job_latency),
+	.exec = job_latency_exec,
 	.reply = rpc_benchmark_reply,
+	.release = job_latency_release,
 };
 
-const struct rpc_method rpc_benchmark_method =
-    JOB_METHOD("Benchmark", rpc_benchmark_kind);
+static void
+rpc_benchmark(struct rpc_call *c)
+{
+	const Nkid__V1__BenchmarkRequest *req = (const void *)c->req;
+	struct job_args			 a = {
+		.ref = req->ref,
+		.inputs = req->inputs,
+		.ninputs = req->n_inputs,
+		.core = req->core,
+		.job_class = NKID__V1__JOB_CLASS__JOB_CLASS_BATCH,
+	};
+	struct job			*j;
+
+	j = job_new(c, &rpc_benchmark_kind);
+	if (job_latency_init(j, req) != 0) {
+		job_discard(j);
+		return;
+	}
+	job_start(j, &a);
+}
+
+const struct rpc_method rpc_benchmark_method = {
+	DISPATCH_METHOD_NAME("Benchmark"),
+	.kind = RPC_UNARY,
+	.cap = CONFIG_CAP_TENSOR,
+	.handler = rpc_benchmark,
+};

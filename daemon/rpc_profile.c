@@ -24,10 +24,37 @@ rpc_profile_reply(struct job *j)
 static const struct job_kind rpc_profile_kind = {
 	.verb = "profile",
 	.where = JOB_ON_CORE,
-	.job_class = NKID__V1__JOB_CLASS__JOB_CLASS_BATCH,
-	.ops = &job_traces_ops,
+	.size = sizeof(struct job_traces),
+	.exec = job_traces_exec,
 	.reply = rpc_profile_reply,
+	.release = job_traces_release,
 };
 
-const struct rpc_method rpc_profile_method =
-    JOB_METHOD("Profile", rpc_profile_kind);
+static void
+rpc_profile(struct rpc_call *c)
+{
+	const Nkid__V1__ProfileRequest	*req = (const void *)c->req;
+	struct job_args			 a = {
+		.ref = req->ref,
+		.inputs = req->inputs,
+		.ninputs = req->n_inputs,
+		.output_shm = req->output_shm,
+		.core = req->core,
+		.job_class = NKID__V1__JOB_CLASS__JOB_CLASS_BATCH,
+	};
+	struct job			*j;
+
+	j = job_new(c, &rpc_profile_kind);
+	if (job_traces_init(j, req) != 0) {
+		job_discard(j);
+		return;
+	}
+	job_start(j, &a);
+}
+
+const struct rpc_method rpc_profile_method = {
+	DISPATCH_METHOD_NAME("Profile"),
+	.kind = RPC_UNARY,
+	.cap = CONFIG_CAP_TENSOR,
+	.handler = rpc_profile,
+};

@@ -1,6 +1,7 @@
 /* rpc_run.c: Run, compile if needed, wait for a core, execute once, return the outputs. */
 #include "nkid.pb-c.h"
 
+#include "daemon/backend.h"
 #include "daemon/dispatch.h"
 #include "daemon/job.h"
 #include "daemon/kcache.h"
@@ -9,8 +10,8 @@
 static int
 rpc_run_exec(struct job *j, unsigned core, struct backend_exec *x)
 {
-	return (j->b->ops->execute(j->b->state, kcache_entry_program(j->e),
-	    core, x, j->diag));
+	return (backend_execute(j->b, kcache_entry_program(j->e), core, x,
+	    j->diag));
 }
 
 static void
@@ -33,18 +34,34 @@ rpc_run_reply(struct job *j)
 	tensor_messages_free(r.outputs, j->noutputs);
 }
 
-static const struct job_ops rpc_run_ops = {
-	.size = sizeof(struct job),
-	.exec = rpc_run_exec,
-};
-
 static const struct job_kind rpc_run_kind = {
 	.verb = "run",
 	.where = JOB_ON_CORE,
-	.job_class = -1,
 	.in_place = 1,
-	.ops = &rpc_run_ops,
+	.size = sizeof(struct job),
+	.exec = rpc_run_exec,
 	.reply = rpc_run_reply,
 };
 
-const struct rpc_method rpc_run_method = JOB_METHOD("Run", rpc_run_kind);
+static void
+rpc_run(struct rpc_call *c)
+{
+	const Nkid__V1__RunRequest	*req = (const void *)c->req;
+	struct job_args			 a = {
+		.ref = req->ref,
+		.inputs = req->inputs,
+		.ninputs = req->n_inputs,
+		.output_shm = req->output_shm,
+		.core = req->core,
+		.job_class = req->job_class,
+	};
+
+	job_start(job_new(c, &rpc_run_kind), &a);
+}
+
+const struct rpc_method rpc_run_method = {
+	DISPATCH_METHOD_NAME("Run"),
+	.kind = RPC_UNARY,
+	.cap = CONFIG_CAP_TENSOR,
+	.handler = rpc_run,
+};

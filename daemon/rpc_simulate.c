@@ -1,6 +1,7 @@
 /* rpc_simulate.c: Simulate, execute on the cpu simulator with device_print output captured. */
 #include "nkid.pb-c.h"
 
+#include "daemon/backend.h"
 #include "daemon/dispatch.h"
 #include "daemon/job.h"
 #include "daemon/kcache.h"
@@ -20,8 +21,7 @@ rpc_simulate_exec(struct job *j, unsigned core, struct backend_exec *x)
 	textbuf_init(&s->print, 16 << 20, "\n[device_print output truncated]\n");
 	x->print_cb = textbuf_append_cb;
 	x->print_arg = &s->print;
-	return (j->b->ops->simulate(j->b->state, kcache_entry_program(j->e),
-	    x, j->diag));
+	return (backend_simulate(j->b, kcache_entry_program(j->e), x, j->diag));
 }
 
 static void
@@ -45,18 +45,32 @@ rpc_simulate_release(struct job *j)
 	textbuf_release(&((struct rpc_simulate *)j)->print);
 }
 
-static const struct job_ops rpc_simulate_ops = {
-	.size = sizeof(struct rpc_simulate),
-	.exec = rpc_simulate_exec,
-	.release = rpc_simulate_release,
-};
-
 static const struct job_kind rpc_simulate_kind = {
 	.verb = "simulate",
 	.where = JOB_ON_POOL,
-	.ops = &rpc_simulate_ops,
+	.size = sizeof(struct rpc_simulate),
+	.exec = rpc_simulate_exec,
 	.reply = rpc_simulate_reply,
+	.release = rpc_simulate_release,
 };
 
-const struct rpc_method rpc_simulate_method =
-    JOB_METHOD("Simulate", rpc_simulate_kind);
+static void
+rpc_simulate(struct rpc_call *c)
+{
+	const Nkid__V1__SimulateRequest	*req = (const void *)c->req;
+	struct job_args			 a = {
+		.ref = req->ref,
+		.inputs = req->inputs,
+		.ninputs = req->n_inputs,
+		.output_shm = req->output_shm,
+	};
+
+	job_start(job_new(c, &rpc_simulate_kind), &a);
+}
+
+const struct rpc_method rpc_simulate_method = {
+	DISPATCH_METHOD_NAME("Simulate"),
+	.kind = RPC_UNARY,
+	.cap = CONFIG_CAP_TENSOR,
+	.handler = rpc_simulate,
+};
