@@ -40,8 +40,7 @@ daemon_init(struct daemon *d, uv_loop_t *loop, struct config *cfg, char *err,
 	d->kcache = kcache_open(loop, d->backend, &d->cfg);
 	/* Waiting for another host's compile never outlasts a compile. */
 	if (kcache_remote_open(&d->remote, loop, &d->cfg,
-	    d->backend->ops->name,
-	    d->backend->ops->compiler_version(d->backend->state),
+	    backend_name(d->backend), backend_compiler_version(d->backend),
 	    d->cfg.neuron_compile_timeout_ms, &d->stopping, err,
 	    errlen) != 0) {
 		kcache_close(d->kcache);

@@ -57,11 +57,11 @@ kernel_request_init(struct daemon *d, const char *method,
 		    "kernel nor a neff key", method);
 		return (-1);
 	}
-	if (strcmp(k->format, b->ops->format) != 0) {
+	if (strcmp(k->format, backend_format(b)) != 0) {
 		*code = GRPC_STATUS_INVALID_ARGUMENT;
 		snprintf(msg, len, "kernel '%s': format '%s' is not supported "
 		    "by backend '%s' (it takes '%s')", kernel_ref_name(ref),
-		    k->format, b->ops->name, b->ops->format);
+		    k->format, backend_name(b), backend_format(b));
 		return (-1);
 	}
 	if (k->ir.len == 0) {

@@ -95,7 +95,7 @@ metrics_render_build(FILE *f, struct daemon *d)
 	metrics_family(f, "nkid_backend_info", "gauge",
 	    "Always 1; the label names the backend driving the cores.");
 	fputs("nkid_backend_info{backend=\"", f);
-	metrics_label_value(f, d->backend->ops->name);
+	metrics_label_value(f, backend_name(d->backend));
 	fputs("\"} 1\n", f);
 	metrics_family(f, "nkid_start_time_seconds", "gauge",
 	    "When nkid started, in seconds since the epoch.");

@@ -75,12 +75,12 @@ rpc_lookup(struct rpc_call *c)
 		    "ir_digest of 64 lower-case hex digits (SHA-256 of the IR)");
 		return;
 	}
-	if (strcmp(req->format, d->backend->ops->format) != 0 ||
+	if (strcmp(req->format, backend_format(d->backend)) != 0 ||
 	    !backend_name_valid(req->target) ||
 	    !backend_name_valid(req->options)) {
 		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "Lookup needs the "
 		    "format of backend '%s' ('%s') and UTF-8 target and "
-		    "options", d->backend->ops->name, d->backend->ops->format);
+		    "options", backend_name(d->backend), backend_format(d->backend));
 		return;
 	}
 	l = xcalloc(1, sizeof *l);

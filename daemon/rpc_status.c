@@ -51,7 +51,7 @@ rpc_status(struct rpc_call *c)
 	r.version = (char *)NKID_VERSION;
 	r.pid = (uint32_t)getpid();
 	r.uptime_s = daemon_uptime(d);
-	r.backend = (char *)d->backend->ops->name;
+	r.backend = (char *)backend_name(d->backend);
 	r.socket = d->cfg.socket;
 	r.config_path = d->cfg.path != NULL ? d->cfg.path : (char *)"";
 	r.state_dir = d->cfg.state_dir;
@@ -102,8 +102,7 @@ rpc_status(struct rpc_call *c)
 	jobs.rejected = sc.rejected + d->jobs_rejected;
 	r.jobs = &jobs;
 
-	d->backend->ops->versions(d->backend->state, rpc_status_version_add,
-	    &r);
+	backend_versions(d->backend, rpc_status_version_add, &r);
 
 	rpc_reply(c, &r.base);
 
