@@ -96,6 +96,10 @@ struct config {
 	uint32_t	 remote_ttl_days;
 	char		*remote_hmac_key_file;
 	uint32_t	 remote_lock_ms;
+	/* The fast path (docs/protocol.md, "Fast path"); 0 clients: off. */
+	uint32_t	 fastpath_max_clients_per_uid;
+	uint64_t	 fastpath_max_frame_bytes;
+	uint32_t	 fastpath_max_inflight;
 };
 
 /* Where remote.url points, parsed (config_remote_url_parse). */

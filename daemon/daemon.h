@@ -15,6 +15,7 @@
 struct backend;
 struct kcache;
 struct metrics_http;
+struct fastpath;
 struct kcache_remote;
 struct sched;
 struct server;
@@ -37,6 +38,7 @@ struct daemon {
 	struct kcache_remote		*remote;	/* NULL: off */
 	struct server			*server;	/* NULL in unit tests */
 	struct metrics_http		*metrics;	/* NULL: no listener */
+	struct fastpath			*fastpath;	/* NULL: off, tests */
 
 	uint64_t			 connections;
 	uint64_t			 refused;

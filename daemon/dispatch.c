@@ -41,6 +41,7 @@ static const struct rpc_method *const dispatch_methods[] = {
 	&rpc_cache_verify_method,
 	&rpc_cancel_method,
 	&rpc_compile_method,
+	&rpc_fast_path_method,
 	&rpc_jobs_method,
 	&rpc_lease_method,
 	&rpc_lookup_method,

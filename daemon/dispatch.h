@@ -234,6 +234,7 @@ const char	*rpc_status_name(grpc_status_code code);
 extern const struct rpc_method rpc_ping_method;
 extern const struct rpc_method rpc_status_method;
 extern const struct rpc_method rpc_compile_method;
+extern const struct rpc_method rpc_fast_path_method;
 extern const struct rpc_method rpc_run_method;
 extern const struct rpc_method rpc_simulate_method;
 extern const struct rpc_method rpc_lease_method;

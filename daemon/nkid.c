@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 
 #include "daemon/config.h"
 #include "daemon/daemon.h"
+#include "daemon/fastpath.h"
 #include "daemon/kcache.h"
 #include "daemon/log.h"
 #include "daemon/metrics_http.h"
@@ -35,6 +38,7 @@ struct nkid_main {
 	uv_timer_t	 watchdog;
 	int		 watchdog_on;
 	int		 stopped;
+	int		 stops;		/* the server and the fast path */
 };
 
 static const struct option nkid_longopts[] = {
@@ -102,13 +106,18 @@ nkid_handles_close(struct nkid_main *nm)
 		uv_close((uv_handle_t *)&nm->watchdog, NULL);
 }
 
-/* The server has shut gRPC down: stop the workers, let the loop end. */
+/* The server has shut gRPC down and the fast path's calls are over: stop
+ * the workers, let the loop end. */
 static void
 nkid_stopped_cb(void *arg)
 {
 	struct nkid_main	*nm = arg;
 
+	if (--nm->stops > 0)
+		return;
 	nm->stopped = 1;
+	fastpath_free(nm->d.fastpath);
+	nm->d.fastpath = NULL;
 	metrics_http_close(nm->d.metrics);
 	nm->d.metrics = NULL;
 	sched_free(nm->d.sched);
@@ -126,6 +135,9 @@ nkid_stop(struct nkid_main *nm, const char *why)
 	nm->d.stopping = 1;
 	log_info("%s: stopping", why);
 	sd_notify(0, "STOPPING=1");
+	nm->stops = 1 + (nm->d.fastpath != NULL);
+	if (nm->d.fastpath != NULL)
+		fastpath_stop(nm->d.fastpath, nkid_stopped_cb, nm);
 	server_stop(nm->d.server, nkid_stopped_cb, nm);
 }
 
@@ -211,7 +223,7 @@ main(int argc, char **argv)
 	struct config_override	 ov = { NULL, NULL };
 	struct config		 cfg;
 	uv_loop_t		 loop;
-	char			 err[1024];
+	char			 err[1024], dir[PATH_MAX];
 	uint64_t		 usec = 0;
 	int			 ch, check = 0, error, metrics_fd;
 
@@ -305,6 +317,9 @@ main(int argc, char **argv)
 		grpc_shutdown();
 		return (1);
 	}
+	/* Rendezvous sockets go beside the socket, where clients look. */
+	snprintf(dir, sizeof dir, "%s", server_socket_path(nm.d.server));
+	nm.d.fastpath = fastpath_new(&nm.d, dirname(dir));
 	nkid_signal_start(&nm, &nm.sigterm, SIGTERM);
 	nkid_signal_start(&nm, &nm.sigint, SIGINT);
 	nkid_signal_start(&nm, &nm.sighup, SIGHUP);

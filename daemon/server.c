@@ -864,3 +864,9 @@ server_free(struct server *s)
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 }
+
+const char *
+server_socket_path(const struct server *s)
+{
+	return (s->listen.path);
+}

@@ -26,5 +26,7 @@ int	server_open(struct daemon *d, char *err, size_t errlen);
 void	server_stop(struct server *s, void (*done)(void *), void *arg);
 /* Free s after its done callback ran; releases the socket lock. */
 void	server_free(struct server *s);
+/* The path of the listening socket (borrowed from s). */
+const char *server_socket_path(const struct server *s);
 
 #endif /* NKID_SERVER_H */

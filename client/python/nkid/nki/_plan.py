@@ -8,8 +8,9 @@ arguments are the kernel's inputs, their wire names and dtypes, the KernelRef
 naming the NEFF key, and how to read the outputs.  The next call with
 arguments of the same kind (:func:`arg_key`: shape and dtype of each numpy
 array, type and value of each static) runs :meth:`Plan.run`: it builds the
-RunRequest from the plan with only the tensor bytes new, sends it through
-:meth:`nkid.client.Client.call` and reads the outputs; no signature binding,
+RunRequest from the plan with only the tensor bytes new, sends it over the
+fast path (:mod:`nkid._fastpath`; gRPC when there is none) and reads the
+outputs; no signature binding,
 no tracer, no per-tensor dtype work.
 
 What the trace reads besides its arguments is checked on every call
@@ -24,6 +25,7 @@ whole way, sending the IR.
 import numpy as np
 
 from .._proto import nkid_pb2 as pb
+from .. import _fastpath
 from .. import _shm
 from ..client import Prepared, get_client, from_wire
 from ..errors import NkidError
@@ -215,7 +217,7 @@ def run(plan, arrays):
     """Call nkid with the plan's request; the reply, or MISS when nkid no
     longer has the NEFF key (the plan is dropped)."""
     try:
-        return plan.client.call("Run", plan.request(arrays))
+        return _fastpath.call(plan.client, "Run", plan.request(arrays))
     except NkidError as e:
         if e.code not in ("NOT_FOUND", "FAILED_PRECONDITION"):
             raise
