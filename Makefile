@@ -43,6 +43,7 @@ MODEL_SRC  := $(filter-out model/nkimodel.c,$(wildcard model/*.c))
 CACHE_SRC  := $(wildcard cache/*.c)
 DAEMON_SRC := $(wildcard daemon/*.c)
 CTL_SRC    := $(wildcard client/nkictl/*.c)
+CLIENT_SRC := $(wildcard client/libnkid/*.c)
 WIRE_SRC   := $(wildcard proto/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -52,10 +53,13 @@ MODEL_OBJ  := $(call obj,$(MODEL_SRC))
 CACHE_OBJ  := $(call obj,$(CACHE_SRC))
 DAEMON_OBJ := $(call obj,$(DAEMON_SRC))
 CTL_OBJ    := $(call obj,$(CTL_SRC))
+CLIENT_OBJ := $(call obj,$(CLIENT_SRC))
 WIRE_OBJ   := $(call obj,$(WIRE_SRC))
 DAEMON_LIB_OBJ := $(filter-out $(BUILD)/obj/daemon/nkid.o,$(DAEMON_OBJ))
 CTL_LIB_OBJ    := $(filter-out $(BUILD)/obj/client/nkictl/nkictl.o,$(CTL_OBJ))
 
+# libnkidclient: the C client library (client/libnkid: the fast path).
+CLIENT_LIB := $(BUILD)/lib/libnkidclient.a
 LIBS := $(BUILD)/lib/libnkimodel.a $(BUILD)/lib/libnkisim.a $(BUILD)/lib/libnkicache.a \
 	$(BUILD)/lib/libnkiproto.a
 
@@ -110,6 +114,7 @@ $(BUILD)/lib/libnkiproto.a: $(PROTO_OBJ) $(WIRE_OBJ)
 $(BUILD)/lib/libnkisim.a: $(SIM_OBJ)
 $(BUILD)/lib/libnkimodel.a: $(MODEL_OBJ)
 $(BUILD)/lib/libnkicache.a: $(CACHE_OBJ)
+$(BUILD)/lib/libnkidclient.a: $(CLIENT_OBJ)
 $(BUILD)/lib/%.a:
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -136,9 +141,9 @@ CTL_LDLIBS = -Wl,-Bstatic $(shell pkg-config --static --libs grpc libprotobuf-c 
 	-lsqlite3 -lncursesw -ltinfo -lstdc++ \
 	-Wl,-Bdynamic $(shell pkg-config --libs libcjson smartcols 2>/dev/null) \
 	-lz -lpthread -lm -ldl
-$(BUILD)/bin/nkictl: $(CTL_OBJ) $(LIBS)
+$(BUILD)/bin/nkictl: $(CTL_OBJ) $(CLIENT_LIB) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(CTL_LDFLAGS) -o $@ $(CTL_OBJ) $(LIBS) $(CTL_LDLIBS) 2>&1 | \
+	$(CC) $(CFLAGS) $(LDFLAGS) $(CTL_LDFLAGS) -o $@ $(CTL_OBJ) $(CLIENT_LIB) $(LIBS) $(CTL_LDLIBS) 2>&1 | \
 		{ grep -v -e 'getaddrinfo' -e 'in statically linked' || true; }
 	@test -x $@
 
@@ -172,9 +177,9 @@ $(BUILD)/tests/check_sim%: tests/unit/check_sim%.c $(UNIT_MAIN) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(UNIT_MAIN) $(LIBS) $(LDLIBS) $(CHECK_LIBS)
 
-$(BUILD)/tests/check_ctl_%: tests/unit/check_ctl_%.c $(UNIT_MAIN) $(CTL_LIB_OBJ) $(LIBS)
+$(BUILD)/tests/check_ctl_%: tests/unit/check_ctl_%.c $(UNIT_MAIN) $(CTL_LIB_OBJ) $(CLIENT_LIB) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(UNIT_MAIN) $(CTL_LIB_OBJ) $(LIBS) $(LDLIBS) \
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(UNIT_MAIN) $(CTL_LIB_OBJ) $(CLIENT_LIB) $(LIBS) $(LDLIBS) \
 		$(shell pkg-config --libs $(CTL_PKGS) 2>/dev/null) $(CHECK_LIBS)
 
 $(BUILD)/tests/check_%: tests/unit/check_%.c $(UNIT_MAIN) $(DAEMON_LIB_OBJ) $(LIBS)
@@ -244,10 +249,11 @@ demo: all
 	@scripts/demo.sh
 
 BENCH_BIN := $(BUILD)/bench/echo_server $(BUILD)/bench/echo_client \
+	$(BUILD)/bench/fast_client $(BUILD)/bench/ipc_floor \
 	$(BUILD)/bench/cache_fill $(BUILD)/bench/cache_lookup
-$(BUILD)/bench/%: bench/%.c $(LIBS)
+$(BUILD)/bench/%: bench/%.c $(CLIENT_LIB) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CLIENT_LIB) $(LIBS) $(LDLIBS)
 
 bench: all $(BENCH_BIN)
 	$(PY) scripts/bench.py

@@ -6,6 +6,7 @@
 #include "daemon/backend.h"
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
+#include "daemon/fastpath.h"
 #include "daemon/kcache.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -289,6 +290,28 @@ metrics_render_conns(FILE *f, struct daemon *d)
 	    "Accepted client connections open now.", d->active_connections);
 }
 
+/* The fast path (docs/protocol.md, "Fast path"); zeros when it is off. */
+static void
+metrics_render_fastpath(FILE *f, struct daemon *d)
+{
+	struct fastpath_stats	st;
+
+	fastpath_stats_get(d->fastpath, &st);
+	metrics_scalar(f, "nkid_fastpath_clients", "gauge",
+	    "Fast-path connections open now.", st.clients);
+	metrics_scalar(f, "nkid_fastpath_connections_total", "counter",
+	    "Fast-path connections accepted.", st.connected);
+	metrics_scalar(f, "nkid_fastpath_calls_total", "counter",
+	    "Calls that came over the fast path (also counted per method in "
+	    "nkid_rpc_calls_total).", st.calls);
+	metrics_scalar(f, "nkid_fastpath_refused_total", "counter",
+	    "Connections to a fast-path rendezvous from a process it was not "
+	    "offered to.", st.refused);
+	metrics_scalar(f, "nkid_fastpath_bad_frames_total", "counter",
+	    "Fast-path frames answered with an error or cut off as "
+	    "malformed.", st.bad_frames);
+}
+
 char *
 metrics_render(struct daemon *d, size_t *len)
 {
@@ -304,6 +327,7 @@ metrics_render(struct daemon *d, size_t *len)
 	metrics_render_jobs(f, d);
 	metrics_render_cache(f, d);
 	metrics_render_conns(f, d);
+	metrics_render_fastpath(f, d);
 	if (ferror(f) || fclose(f) != 0)
 		fatal("out of memory rendering the metrics");
 	*len = n;

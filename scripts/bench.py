@@ -330,6 +330,66 @@ def bench_python_run(tmp, n=2000):
         stop(proc)
 
 
+def bench_serving(tmp, n=5000, rounds=3):
+    """The serving path (docs/performance.md, "The fast path"): the IPC
+    floor (two C processes, 64-byte round trip over a Unix socket), a warm
+    nki.jit call of a tiny kernel from Python and the same Run from C, both
+    over the fast path; interleaved rounds, medians of their p50s."""
+    import numpy as np
+    from nkid import _fastpath
+    from nkid.client import get_client
+    from nkid.nki import _plan
+    sys.path.insert(0, os.path.join(TOP, "bench"))
+    from bench_kernels import tiny_add
+    proc, sock = start_nkid(tmp, "serving")
+    try:
+        x = np.ones((128, 8), np.float32)
+        for _ in range(100):
+            tiny_add(x, x)
+        client = get_client(sock)
+        fp = _fastpath.get(client)
+        if fp is None:
+            raise RuntimeError("no fast path to nkid at %s" % sock)
+        plan = next(p for t in _plan._tables.values() for p in t.values()
+                    if p.client is client)
+        run = os.path.join(tmp, "tiny_run.bin")
+        with open(run, "wb") as f:
+            f.write(plan.request([x, x]).data)
+        floor, py50, py99, c50 = [], [], [], []
+        for _ in range(rounds):
+            out = subprocess.check_output([os.path.join(BENCH, "ipc_floor"), "20000"],
+                                          text=True)
+            floor.append(parse_p50(out))
+            ts = []
+            for _ in range(n):
+                t0 = time.perf_counter()
+                tiny_add(x, x)
+                ts.append((time.perf_counter() - t0) * 1e6)
+            ts.sort()
+            py50.append(ts[len(ts) // 2])
+            py99.append(ts[int(len(ts) * 0.99)])
+            out = subprocess.check_output([os.path.join(BENCH, "fast_client"), sock, "Run",
+                                           str(n), run], text=True)
+            c50.append(parse_p50(out))
+        f50, p50_, p99_, cc = p50(floor), p50(py50), p50(py99), p50(c50)
+        record("ipc_floor_us", round(f50, 1), None, None, "",
+               "build/bench/ipc_floor 20000 (64-byte round trip, two processes, p50 us, "
+               "median of %d)" % rounds)
+        record("python_warm_call_us", round(p50_, 1), None, None, "",
+               "tiny_add(128x8) through nki.jit, warm, fast path (p50 us of %d, median of %d)"
+               % (n, rounds))
+        record("python_warm_call_p99_us", round(p99_, 1), None, None, "<= 300",
+               "the same calls' p99 (us)")
+        record("python_warm_call_ratio_vs_ipc_floor", round(p50_, 1), round(f50, 1),
+               round(p50_ / f50, 3), "<= 8", "python_warm_call_us / ipc_floor_us")
+        record("c_warm_call_ratio_vs_ipc_floor", round(cc, 1), round(f50, 1),
+               round(cc / f50, 3), "<= 3",
+               "build/bench/fast_client SOCK Run %d (the same Run, C, fast path) / "
+               "ipc_floor_us" % n)
+    finally:
+        stop(proc)
+
+
 def timed_runs(cmd, n, env=None):
     ts = []
     for _ in range(n):
@@ -1431,7 +1491,7 @@ def bench_model(tmp):
            % s["instructions"])
 
 
-BENCHES = ("ping", "executor", "advanced", "python_run", "tensor_bw", "cache_hit",
+BENCHES = ("ping", "executor", "advanced", "python_run", "serving", "tensor_bw", "cache_hit",
            "single_flight", "fairness", "cache_100k", "model", "remote", "curve_clients",
            "curve_cache", "curve_tensor")
 

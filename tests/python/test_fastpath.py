@@ -51,7 +51,7 @@ class Daemon:
         if config is not None:
             path = os.path.join(tmp, "nkid.json")
             with open(path, "w") as f:
-                json.dump(config, f)
+                f.write(json.dumps(config).replace("@TMP@", tmp))
             self.args += ["-c", path]
         self.proc = None
         self.start()
@@ -283,3 +283,35 @@ def test_off_means_grpc(daemon):
     a = np.random.rand(128, 8).astype(np.float32)
     for _ in range(3):
         np.testing.assert_allclose(plus_one(a), a + 1)
+
+
+def test_nkictl_pings_over_the_fast_path(daemon):
+    out = subprocess.run([NKICTL, "-s", daemon.sock, "--json", "ping", "--fast", "-n", "200",
+                          "-b", "64"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)
+    assert r["path"] == "fast" and r["count"] == 200 and r["bytes"] == 64
+
+
+@pytest.mark.parametrize("daemon", [{"metrics": {"listen": "@TMP@/metrics.sock"}}],
+                         indirect=True)
+def test_metrics_count_the_fast_path(daemon):
+    a = np.random.rand(128, 8).astype(np.float32)
+    for _ in range(5):
+        plus_one(a)
+    s, _ = connect(Client(daemon.sock))
+    s.send(b"\x01")                                     # cut off: a bad frame
+    m = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    m.connect(os.path.join(daemon.tmp, "metrics.sock"))
+    m.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+    text = b""
+    while True:
+        b = m.recv(65536)
+        if not b:
+            break
+        text += b
+    values = dict(line.split(" ", 1) for line in text.decode().splitlines()
+                  if line.startswith("nkid_fastpath_"))
+    assert int(values["nkid_fastpath_calls_total"]) >= 3
+    assert int(values["nkid_fastpath_connections_total"]) >= 2
+    assert int(values["nkid_fastpath_bad_frames_total"]) == 1
