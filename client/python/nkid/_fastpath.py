@@ -46,6 +46,7 @@ METHODS = {
 RETRY_S = 1.0
 
 _STATUS = {sc.value[0]: sc.name for sc in grpc.StatusCode}
+_UNAVAILABLE = grpc.StatusCode.UNAVAILABLE.value[0]
 
 
 class Lost(Exception):
@@ -146,6 +147,11 @@ class FastPath:
                     raise error_for(bytes(view[_REP.size:_REP.size + mlen]).decode(
                         "utf-8", "replace"), _STATUS.get(status, "UNKNOWN"))
                 # A reply to a call given up on: skip it.
+            if status == _UNAVAILABLE:
+                # nkid is stopping: the call goes over gRPC, which waits
+                # for the next nkid (every fast-path method is idempotent).
+                self.close()
+                raise Lost(True)
             if status != 0:
                 msg = bytes(view[_REP.size:_REP.size + mlen]).decode("utf-8", "replace")
                 raise error_for(msg, _STATUS.get(status, "UNKNOWN"))
