@@ -123,10 +123,14 @@ static void
 lease_sent_cb(struct rpc_call *c, int ok)
 {
 	struct lease	*l = c->job;
+	size_t		 i;
 
 	if (!ok) {
 		lease_end(l, GRPC_STATUS_CANCELLED, "lease %llu: the client "
 		    "went away", (unsigned long long)l->sj.id);
+		/* Nobody will read the replies queued: drop them. */
+		for (i = 0; i < l->nout; i++)
+			free(l->out[i].message);
 		l->nout = 0;
 	}
 	lease_flush(l);
