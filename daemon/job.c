@@ -331,14 +331,12 @@ job_start(struct job *j, const struct job_args *a)
 
 	j->core = a->core;
 	j->job_class = a->job_class;
-	if (job_placement_check(j) != 0 || job_inputs_take(j, a) != 0) {
-		job_free(j);
-		return;
-	}
 	if (kernel_request_init(c->d, c->m->name, a->ref, &rq, &code, msg,
-	    sizeof msg) != 0) {
+	    sizeof msg) != 0)
 		rpc_fail(c, code, "%s", msg);
-		job_free(j);
+	if (c->replied || job_placement_check(j) != 0 ||
+	    job_inputs_take(j, a) != 0) {
+		job_free(j);		/* the call says what was wrong */
 		return;
 	}
 	c->job = j;

@@ -20,12 +20,13 @@ import struct
 import threading
 import time
 
-import grpc
-
+# nkid.client first: it chooses gRPC's experiments before grpc is imported.
+from .client import call_timeout
 from ._proto import nkid_pb2 as pb
 from . import _env
-from .client import call_timeout
 from .errors import NkidError, error_for
+
+import grpc  # noqa: E402
 
 __all__ = ["call", "get", "FastPath", "METHODS", "RETRY_S"]
 
