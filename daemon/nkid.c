@@ -126,6 +126,9 @@ nkid_stop(struct nkid_main *nm, const char *why)
 	nm->d.stopping = 1;
 	log_info("%s: stopping", why);
 	sd_notify(0, "STOPPING=1");
+	/* Queued jobs are answered now, UNAVAILABLE and retryable, for the
+	 * next nkid; the running ones get shutdown_grace_ms. */
+	sched_drain(nm->d.sched);
 	server_stop(nm->d.server, nkid_stopped_cb, nm);
 }
 
