@@ -171,7 +171,8 @@ def drive(args):
     for i in range(args.clients):
         p = subprocess.Popen([sys.executable, __file__, "client", "--stop", stop,
                               "--ready", os.path.join(d, "ready.%d" % i),
-                              "--out", os.path.join(d, "client.%d.json" % i)], env=env)
+                              "--out", os.path.join(d, "client.%d.json" % i)], env=env,
+                             stderr=open(os.path.join(d, "client.%d.log" % i), "wb"))
         procs.append(p)
     end = time.monotonic() + 60
     while any(not os.path.exists(os.path.join(d, "ready.%d" % i)) for i in range(args.clients)):

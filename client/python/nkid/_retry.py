@@ -114,16 +114,6 @@ def nkid_expected(socket, served):
     return served or os.path.exists(socket) or os.path.exists(socket + ".lock")
 
 
-def socket_id(socket):
-    """(device, inode) of the socket file, or None: a new one means a
-    new nkid made its own socket, and the channel is made again."""
-    try:
-        st = os.stat(socket)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino)
-
-
 class Backoff:
     """The waits of one call: 1 ms doubling to 50 ms, until the end of the
     reconnect window or the call's deadline (``deadline``: a

@@ -152,16 +152,17 @@ class Client:
 
     def _connect(self):
         """A new channel (and stubs) on the socket as it is now."""
-        self._sock_id = _retry.socket_id(self.socket)
         self._channel = grpc.insecure_channel(self._target, options=[
             ("grpc.max_send_message_length", MAX_MESSAGE),
             ("grpc.max_receive_message_length", MAX_MESSAGE),
             ("grpc.enable_http_proxy", 0),
             # After nkid went away, try the socket again soon (gRPC's
-            # default waits 1 s, growing to 120 s).
+            # default waits 1 s, growing to 120 s); a channel of its own
+            # (gRPC shares one connection per address among a process's
+            # channels), so that a new one made for a new socket connects.
             ("grpc.initial_reconnect_backoff_ms", 10),
-            ("grpc.min_reconnect_backoff_ms", 10),
             ("grpc.max_reconnect_backoff_ms", 100),
+            ("grpc.use_local_subchannel_pool", 1),
         ])
         self._stub = pb_grpc.NkidStub(self._channel)
         # Run also takes Prepared requests.
@@ -170,14 +171,14 @@ class Client:
             response_deserializer=pb.RunReply.FromString)
 
     def _reconnect(self, stub):
-        """A fresh channel when nkid made a new socket since this one was
-        made (a restart without systemd's socket); the old channel goes
-        when its last call does."""
-        sid = _retry.socket_id(self.socket)
-        if sid is None or sid == self._sock_id:
-            return
+        """A fresh channel, unless another thread made one since stub's: a
+        channel whose connection failed waits out gRPC's backoff, polled
+        only while a call runs, and may keep failing calls with its last
+        error after nkid is back (a restart without systemd's socket makes
+        a new socket, often with the old one's inode number).  The old
+        channel goes when its last call does."""
         with self._chan_lock:
-            if self._stub is stub and sid != self._sock_id:
+            if self._stub is stub:
                 self._connect()
 
     def close(self):
@@ -228,7 +229,8 @@ class Client:
                 w = backoff.next()
                 if w is not None:
                     time.sleep(w)
-                    self._reconnect(stub)
+                    if why == "unreached" and os.path.exists(self.socket):
+                        self._reconnect(stub)
                     continue
             waited = backoff.waited() if backoff is not None else 0.0
             if code is None or (code == grpc.StatusCode.UNAVAILABLE and (
