@@ -48,6 +48,11 @@ _UNREACHED = ("failed to connect", "connection refused", "no such file or direct
 # gRPC's own words for a call cut with its connection (nkid's CANCELLED
 # statuses always say what was cancelled and why).
 _CUT = ("", "cancelled", "cancelled on the server side", "socket closed")
+# gRPC's words for an UNAVAILABLE call cut with its connection; any other
+# UNAVAILABLE is nkid's own answer, final unless marked.
+_BROKEN = ("stream removed", "socket closed", "connection reset", "goaway",
+           "cancelling all calls", "recvmsg", "sendmsg", "transport closed",
+           "endpoint closing", "server shutdown")
 
 _FIRST_WAIT = 0.001
 _MAX_WAIT = 0.050
@@ -85,6 +90,12 @@ def idempotent(method, request=None):
     return True
 
 
+def unreached(details):
+    """Whether gRPC's words say the call never left (no connection)."""
+    low = (details or "").lower()
+    return any(w in low for w in _UNREACHED)
+
+
 def classify(method, request, code_name, details, trailing):
     """Why a failed call may be sent again: ``"unreached"`` (it never left:
     wait for nkid), ``"retryable"`` (nkid marked it: it never started),
@@ -99,11 +110,18 @@ def classify(method, request, code_name, details, trailing):
         return None
     if _marked(trailing):
         return "retryable"
-    if any(w in low for w in _UNREACHED):
+    if unreached(low):
         return "unreached"
-    if idempotent(method, request):
+    if broken(low) and idempotent(method, request):
         return "idempotent"
     return None
+
+
+def broken(details):
+    """Whether gRPC's words say the call's connection broke after it was
+    sent."""
+    low = (details or "").lower()
+    return any(w in low for w in _BROKEN)
 
 
 def nkid_expected(socket, served):

@@ -232,7 +232,13 @@ class Client:
                     if why == "unreached" and os.path.exists(self.socket):
                         self._reconnect(stub)
                     continue
-            waited = backoff.waited() if backoff is not None else 0.0
+            waited = backoff.waited() if backoff is not None and backoff.tries else 0.0
+            if code == grpc.StatusCode.UNAVAILABLE and why is None and \
+                    _retry.broken(details) and not _retry.unreached(details):
+                raise NkidConnectionError(
+                    "%s: the connection to nkid at %s broke after the call was sent (%s);"
+                    " it may have run, and %s is not sent again after that"
+                    % (method, self.socket, details, method), "UNAVAILABLE") from None
             if code is None or (code == grpc.StatusCode.UNAVAILABLE and (
                     not os.path.exists(self.socket) or "connect" in (details or "").lower())):
                 raise self._unreachable(details, waited) from None
