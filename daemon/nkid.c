@@ -63,7 +63,8 @@ nkid_usage(FILE *f)
 	    "      --version       print the version and exit\n"
 	    "  -h, --help          print this help and exit\n"
 	    "\n"
-	    "Signals: SIGTERM/SIGINT stop (calls in flight get shutdown_grace_ms),\n"
+	    "Signals: SIGTERM/SIGINT stop (queued jobs and new calls are answered\n"
+	    "UNAVAILABLE, retryable; running calls get shutdown_grace_ms),\n"
 	    "SIGHUP reloads the config. See docs/config.md.\n",
 	    CONFIG_DEFAULT_PATH);
 }
