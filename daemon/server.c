@@ -850,8 +850,9 @@ server_stop_check(struct server *s)
 	if (!s->stopping || s->finishing)
 		return;
 	if (!s->grpc_down) {
-		/* Until the last call nkid works on has been answered. */
-		if (s->nlive - s->nrefused > 0)
+		/* Until the last call has been answered, refusals included (a
+		 * refusal cut by the shutdown would lose its mark). */
+		if (s->nlive > 0)
 			return;
 		log_debug("no call in flight: shutting gRPC down");
 		server_grpc_down(s);
