@@ -67,7 +67,8 @@ nkid_usage(FILE *f)
 	    "      --version       print the version and exit\n"
 	    "  -h, --help          print this help and exit\n"
 	    "\n"
-	    "Signals: SIGTERM/SIGINT stop (calls in flight get shutdown_grace_ms),\n"
+	    "Signals: SIGTERM/SIGINT stop (queued jobs and new calls are answered\n"
+	    "UNAVAILABLE, retryable; running calls get shutdown_grace_ms),\n"
 	    "SIGHUP reloads the config. See docs/config.md.\n",
 	    CONFIG_DEFAULT_PATH);
 }
@@ -135,6 +136,9 @@ nkid_stop(struct nkid_main *nm, const char *why)
 	nm->d.stopping = 1;
 	log_info("%s: stopping", why);
 	sd_notify(0, "STOPPING=1");
+	/* Queued jobs are answered now, UNAVAILABLE and retryable, for the
+	 * next nkid; the running ones get shutdown_grace_ms. */
+	sched_drain(nm->d.sched);
 	nm->stops = 1 + (nm->d.fastpath != NULL);
 	if (nm->d.fastpath != NULL)
 		fastpath_stop(nm->d.fastpath, nkid_stopped_cb, nm);

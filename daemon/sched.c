@@ -414,20 +414,17 @@ sched_closed(void *arg)
 }
 
 void
-sched_free(struct sched *s)
+sched_drain(struct sched *s)
 {
 	struct sched_core	*c;
 	struct sched_job	*job;
 	unsigned		 i;
 	int			 k;
 
-	if (s == NULL)
-		return;
 	pthread_mutex_lock(&s->mu);
 	s->quit = 1;
 	for (i = 0; i < s->ncores; i++) {
 		c = &s->cores[i];
-		assert(c->holder == NULL || c->holder->work != NULL);
 		for (k = 0; k < SCHED_NCLASSES; k++) {
 			while (TAILQ_FIRST(&c->ring[k]) != NULL) {
 				job = TAILQ_FIRST(&TAILQ_FIRST(&c->ring[k])->jobs);
@@ -438,6 +435,21 @@ sched_free(struct sched *s)
 		pthread_cond_signal(&c->cond);
 	}
 	pthread_mutex_unlock(&s->mu);
+}
+
+void
+sched_free(struct sched *s)
+{
+	unsigned	i;
+
+	if (s == NULL)
+		return;
+	pthread_mutex_lock(&s->mu);
+	for (i = 0; i < s->ncores; i++)
+		assert(s->cores[i].holder == NULL ||
+		    s->cores[i].holder->work != NULL);
+	pthread_mutex_unlock(&s->mu);
+	sched_drain(s);
 	for (i = 0; i < s->ncores; i++)
 		pthread_join(s->cores[i].thread, NULL);
 	/* Deliver what finished since the last wakeup. */

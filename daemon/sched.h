@@ -154,6 +154,13 @@ void	sched_limits_config(const struct config *cfg, struct sched_limits *l);
  * the caller frees *out with sched_free. */
 int	sched_new(struct sched **out, uv_loop_t *loop, unsigned ncores);
 /*
+ * Refuse new jobs (SCHED_ESTOPPED) and drop the queued ones (done with
+ * SCHED_STOPPED, through the loop); the running ones go on to their end and
+ * each worker ends after its job. Returns at once; sched_free later joins.
+ * Idempotent.
+ */
+void	sched_drain(struct sched *s);
+/*
  * Refuse new jobs, drop the queued ones (done with SCHED_STOPPED), let the
  * running ones finish, join the workers and close the loop handle; frees
  * s once the loop has run the close callback. No lease may be held.

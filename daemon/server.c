@@ -67,6 +67,7 @@ struct server_call {
 	int			 refused_fd;	/* -1, or the refused conn's fd */
 	int			 close_cancelled; /* output of RECV_CLOSE */
 	int			 close_started;
+	int			 stop_refused;	/* answered: nkid is stopping */
 	int			 pending;	/* batches in flight */
 	grpc_byte_buffer	*send_bb;
 	grpc_slice		 status_slice;
@@ -98,11 +99,13 @@ struct server {
 
 	struct server_calls	 live;
 	size_t			 nlive;
+	size_t			 nrefused;	/* live, stop_refused */
 	size_t			 nposted;
 
 	uv_timer_t		 grace_timer;
 	struct server_tag	 shutdown_tag;
-	int			 stopping;
+	int			 stopping;	/* refusing new calls */
+	int			 grpc_down;	/* gRPC shutdown started */
 	int			 shutdown_notified;
 	int			 finishing;
 	int			 closing_handles;
@@ -112,6 +115,8 @@ struct server {
 
 static void	server_call_maybe_free(struct server_call *sc);
 static void	server_stop_check(struct server *s);
+static void	server_shutdown_cb(struct server *, struct server_tag *, int,
+		    uint64_t);
 
 /* ------------------------------------------------------------ bridge */
 
@@ -282,6 +287,8 @@ server_call_maybe_free(struct server_call *sc)
 		return;
 	TAILQ_REMOVE(&s->live, sc, entry);
 	s->nlive--;
+	if (sc->stop_refused)
+		s->nrefused--;
 	server_call_free(sc);
 	server_stop_check(s);
 }
@@ -415,10 +422,20 @@ server_req_cb(struct server *s, struct server_tag *t, int ok, uint64_t stamp)
 		server_stop_check(s);
 		return;
 	}
-	if (!s->stopping)
+	if (!s->grpc_down)
 		server_request_post(s, sc->method);
 	TAILQ_INSERT_TAIL(&s->live, sc, entry);
 	s->nlive++;
+	if (s->stopping) {
+		/* Nothing starts now: the client sends it to the next nkid. */
+		sc->stop_refused = 1;
+		s->nrefused++;
+		sc->rc.m = NULL;
+		rpc_fail(&sc->rc, GRPC_STATUS_UNAVAILABLE, "nkid is stopping: "
+		    "the call was not started (send it again to the next "
+		    "nkid)");
+		return;
+	}
 
 	if ((who = server_call_identify(s, sc, stamp, &refusal)) < 0) {
 		sc->rc.m = NULL;
@@ -460,6 +477,9 @@ server_req_cb(struct server *s, struct server_tag *t, int ok, uint64_t stamp)
 	}
 }
 
+/* The trailing metadata of a call nkid did not start (SERVER_RETRYABLE_KEY). */
+static grpc_metadata	server_retryable_md;
+
 /* The status (and the one reply of a unary or client-streaming call). */
 static void
 server_send_final(struct server_call *sc, const uint8_t *reply, size_t len)
@@ -484,6 +504,13 @@ server_send_final(struct server_call *sc, const uint8_t *reply, size_t len)
 	}
 	op->op = GRPC_OP_SEND_STATUS_FROM_SERVER;
 	op->data.send_status_from_server.status = c->status;
+	/* Stopping, nkid answers UNAVAILABLE only for work it did not start:
+	 * marked for clients to send again (docs/protocol.md, "Restarts"). */
+	if (c->status == GRPC_STATUS_UNAVAILABLE && sc->s->stopping) {
+		op->data.send_status_from_server.trailing_metadata_count = 1;
+		op->data.send_status_from_server.trailing_metadata =
+		    &server_retryable_md;
+	}
 	if (c->message != NULL) {
 		sc->status_slice = grpc_slice_from_copied_string(c->message);
 		sc->has_status_slice = 1;
@@ -674,6 +701,9 @@ server_open(struct daemon *d, char *err, size_t errlen)
 	size_t			 i;
 	int			 j, error;
 
+	server_retryable_md.key = grpc_slice_from_static_string(
+	    SERVER_RETRYABLE_KEY);
+	server_retryable_md.value = grpc_slice_from_static_string("1");
 	s = xcalloc(1, sizeof *s);
 	s->d = d;
 	TAILQ_INIT(&s->live);
@@ -797,11 +827,38 @@ server_finish(struct server *s)
 	s->acc = NULL;
 }
 
+/*
+ * gRPC down: the GOAWAY, then every call and connection cut. Idle
+ * connections go too: a client that polls its socket only during a call
+ * (grpcio without its EventEngine) would never read the GOAWAY, and gRPC's
+ * shutdown waits for every connection to close.
+ */
+static void
+server_grpc_down(struct server *s)
+{
+	if (s->grpc_down)
+		return;
+	s->grpc_down = 1;
+	s->shutdown_tag.cb = server_shutdown_cb;
+	grpc_server_shutdown_and_notify(s->srv, s->cq, &s->shutdown_tag);
+	grpc_server_cancel_all_calls(s->srv);
+}
+
 static void
 server_stop_check(struct server *s)
 {
-	if (!s->stopping || s->finishing || !s->shutdown_notified ||
-	    s->nlive > 0 || s->nposted > 0)
+	if (!s->stopping || s->finishing)
+		return;
+	if (!s->grpc_down) {
+		/* Until the last call has been answered, refusals included (a
+		 * refusal cut by the shutdown would lose its mark). */
+		if (s->nlive > 0)
+			return;
+		log_debug("no call in flight: shutting gRPC down");
+		server_grpc_down(s);
+		return;
+	}
+	if (!s->shutdown_notified || s->nlive > 0 || s->nposted > 0)
 		return;
 	server_finish(s);
 }
@@ -820,10 +877,13 @@ server_grace_cb(uv_timer_t *t)
 	struct server		*s = t->data;
 	struct server_call	*sc;
 
-	if (s->nlive > 0)
-		log_info("grace period over: cancelling %zu call%s", s->nlive,
-		    s->nlive == 1 ? "" : "s");
-	grpc_server_cancel_all_calls(s->srv);
+	if (s->grpc_down)
+		return;
+	if (s->nlive > s->nrefused)
+		log_info("grace period over: cancelling %zu call%s",
+		    s->nlive - s->nrefused, s->nlive - s->nrefused == 1 ? "" :
+		    "s");
+	server_grpc_down(s);
 	/* Work that has not seen its call's cancellation yet. */
 	TAILQ_FOREACH(sc, &s->live, entry) {
 		if (!sc->rc.replied)
@@ -843,8 +903,6 @@ server_stop(struct server *s, void (*done)(void *), void *arg)
 	server_listen_stop(&s->listen);
 	log_info("stopping: %zu call%s in flight, grace %u ms", s->nlive,
 	    s->nlive == 1 ? "" : "s", s->d->cfg.shutdown_grace_ms);
-	s->shutdown_tag.cb = server_shutdown_cb;
-	grpc_server_shutdown_and_notify(s->srv, s->cq, &s->shutdown_tag);
 	uv_timer_start(&s->grace_timer, server_grace_cb,
 	    s->d->cfg.shutdown_grace_ms, 0);
 	server_stop_check(s);

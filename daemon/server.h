@@ -8,6 +8,14 @@ struct daemon;
 struct server;
 
 /*
+ * The trailing metadata key, value "1", of an UNAVAILABLE status sent while
+ * nkid stops: the call's work never started (a queued job dropped, a job
+ * refused, a call of a closed connection) and the client may send it again
+ * to the next nkid, whatever the method (docs/protocol.md, "Restarts").
+ */
+#define SERVER_RETRYABLE_KEY	"nkid-retryable"
+
+/*
  * Take the lock beside the socket's path (refusing, with the holder's pid
  * in err, if another nkid holds it): the path of the socket systemd
  * passed, if any (d->cfg.socket then becomes that path), else

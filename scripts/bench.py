@@ -1491,9 +1491,32 @@ def bench_model(tmp):
            % s["instructions"])
 
 
+def bench_restart(tmp, clients=16, restarts=5):
+    """16 Python processes call a tiny kernel in a loop while nkid restarts
+    5 times with its own socket and 5 times under socket activation
+    (tests/func/restart_drive.py): calls that failed, and the longest
+    call meanwhile (what a client waited)."""
+    d = os.path.join(tmp, "restart")
+    os.makedirs(d, exist_ok=True)
+    out = os.path.join(d, "result.json")
+    modes = "plain,activate" if shutil.which("systemd-socket-activate") else "plain"
+    cmd = [PY, os.path.join(TOP, "tests", "func", "restart_drive.py"), "drive", "--nkid", NKID,
+           "--dir", d, "--clients", str(clients), "--restarts", str(restarts),
+           "--modes", modes, "--json", out]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, timeout=300)
+    with open(out) as f:
+        r = json.load(f)
+    how = ("tests/func/restart_drive.py drive --clients %d --restarts %d --modes %s "
+           "(%d calls)" % (clients, restarts, modes, r["calls"]))
+    record("restart_failed_calls", r["failed_calls"], None, None, "= 0", how)
+    record("restart_max_stall_ms", r["max_stall_ms"], None, None, "",
+           how + "; per mode: " + ", ".join("%s %s ms" % (m, v["max_stall_ms"])
+                                            for m, v in sorted(r["modes"].items())))
+
+
 BENCHES = ("ping", "executor", "advanced", "python_run", "serving", "tensor_bw", "cache_hit",
            "single_flight", "fairness", "cache_100k", "model", "remote", "curve_clients",
-           "curve_cache", "curve_tensor")
+           "curve_cache", "curve_tensor", "restart")
 
 
 def main():

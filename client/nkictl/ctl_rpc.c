@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <grpc/byte_buffer.h>
@@ -22,12 +24,89 @@
 #include "ctl_rpc.h"
 
 #define CTL_RPC_SERVICE	"/nkid.v1.Nkid/"
+/* The trailing metadata of a call nkid did not start (daemon/server.h). */
+#define CTL_RPC_RETRYABLE_KEY	"nkid-retryable"
+/* Waits for nkid: 1 ms doubling to 50 ms. */
+#define CTL_RPC_WAIT_FIRST	0.001
+#define CTL_RPC_WAIT_MAX	0.050
+
+/* Methods that may run twice (docs/protocol.md, "Restarts"), sorted. */
+static const char *const ctl_rpc_idempotent[] = {
+	"Benchmark", "CacheExport", "CacheList", "CacheStat", "CacheVerify",
+	"Compile", "Jobs", "Lookup", "Ping", "Profile", "Run", "Simulate",
+	"Status", "Warmup",
+};
 
 struct ctl_rpc {
 	char			 path[CTL_RPC_PATH_MAX + 1];
 	grpc_channel		*channel;
+	grpc_channel_args	 chargs;
+	grpc_arg		 args[4];
 	grpc_completion_queue	*cq;
 };
+
+static double
+ctl_rpc_now(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
+}
+
+static void
+ctl_rpc_sleep(double s)
+{
+	struct timespec	ts;
+
+	ts.tv_sec = (time_t)s;
+	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+int
+ctl_rpc_reconnect_timeout(double *out)
+{
+	const char	*v = getenv(CTL_RPC_RECONNECT_ENV);
+	char		*end;
+	double		 d;
+
+	*out = CTL_RPC_RECONNECT_DEFAULT;
+	if (v == NULL || *v == '\0')
+		return (0);
+	errno = 0;
+	d = strtod(v, &end);
+	if (errno != 0 || *end != '\0' || !(d >= 0) || d > 1e9)
+		return (-1);
+	*out = d;
+	return (0);
+}
+
+/* Whether a nkid may come back at path: its socket or its lock file
+ * (left by every nkid that ran there) exists. */
+static int
+ctl_rpc_expected(const char *path)
+{
+	char	lock[CTL_RPC_PATH_MAX + 8];
+
+	snprintf(lock, sizeof lock, "%s.lock", path);
+	return (access(path, F_OK) == 0 || access(lock, F_OK) == 0);
+}
+
+static int
+ctl_rpc_method_cmp(const void *a, const void *b)
+{
+	return (strcmp(a, *(const char *const *)b));
+}
+
+int
+ctl_rpc_idempotent_method(const char *method)
+{
+	return (bsearch(method, ctl_rpc_idempotent, sizeof ctl_rpc_idempotent /
+	    sizeof ctl_rpc_idempotent[0], sizeof ctl_rpc_idempotent[0],
+	    ctl_rpc_method_cmp) != NULL);
+}
 
 static int
 ctl_rpc_fail_connect(struct ctl_rpc_status *st, int err, const char *msg)
@@ -76,12 +155,11 @@ int
 ctl_rpc_open(const char *socket_path, struct ctl_rpc **out,
     struct ctl_rpc_status *st)
 {
-	grpc_arg			 args[4];
-	grpc_channel_args		 chargs;
 	grpc_channel_credentials	*creds;
 	char				 target[CTL_RPC_PATH_MAX + 8];
 	struct stat			 sb;
 	struct ctl_rpc			*r;
+	double				 cap, end, wait = CTL_RPC_WAIT_FIRST;
 	int				 fd;
 
 	assert(socket_path != NULL && out != NULL && st != NULL);
@@ -94,47 +172,62 @@ ctl_rpc_open(const char *socket_path, struct ctl_rpc **out,
 	if (strlen(socket_path) > CTL_RPC_PATH_MAX)
 		return (ctl_rpc_fail_connect(st, ENAMETOOLONG,
 		    "socket path longer than 107 bytes"));
-	if (stat(socket_path, &sb) < 0)
-		return (ctl_rpc_fail_connect(st, errno, NULL));
-	if (!S_ISSOCK(sb.st_mode))
-		return (ctl_rpc_fail_connect(st, ENOTSOCK, "not a socket"));
-	if (access(socket_path, W_OK) < 0)
-		return (ctl_rpc_fail_connect(st, errno, NULL));
+	if (ctl_rpc_reconnect_timeout(&cap) != 0)
+		return (ctl_rpc_fail_connect(st, EINVAL, CTL_RPC_RECONNECT_ENV
+		    " must be a number of seconds (0: do not wait)"));
+	end = ctl_rpc_now() + cap;
+	for (;;) {
+		/* nkid restarting: wait for it (ENOENT, ECONNREFUSED). */
+		if (stat(socket_path, &sb) < 0)
+			fd = -errno;
+		else if (!S_ISSOCK(sb.st_mode))
+			return (ctl_rpc_fail_connect(st, ENOTSOCK,
+			    "not a socket"));
+		else if (access(socket_path, W_OK) < 0)
+			return (ctl_rpc_fail_connect(st, errno, NULL));
+		else if ((fd = ctl_rpc_connect(socket_path)) >= 0)
+			break;
+		if ((fd != -ENOENT && fd != -ECONNREFUSED) ||
+		    !ctl_rpc_expected(socket_path) || ctl_rpc_now() >= end)
+			return (ctl_rpc_fail_connect(st, -fd, NULL));
+		ctl_rpc_sleep(wait);
+		wait = wait * 2 > CTL_RPC_WAIT_MAX ? CTL_RPC_WAIT_MAX :
+		    wait * 2;
+	}
 
 	r = calloc(1, sizeof *r);
-	if (r == NULL)
+	if (r == NULL) {
+		close(fd);
 		return (ctl_rpc_fail_connect(st, ENOMEM, NULL));
+	}
 	snprintf(r->path, sizeof r->path, "%s", socket_path);
 	snprintf(target, sizeof target, "unix:%s", socket_path);
 
 	/* Receive and send caps set explicitly (the client default is
 	 * 4 MiB): tensors and NEFFs travel inline. No retries: a retried call
 	 * buffers its request, and nkictl reports failures instead. */
-	args[0].type = GRPC_ARG_INTEGER;
-	args[0].key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
-	args[0].value.integer = INT_MAX;
-	args[1].type = GRPC_ARG_INTEGER;
-	args[1].key = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
-	args[1].value.integer = INT_MAX;
-	args[2].type = GRPC_ARG_INTEGER;
-	args[2].key = GRPC_ARG_ENABLE_RETRIES;
-	args[2].value.integer = 0;
-	args[3].type = GRPC_ARG_INTEGER;
-	args[3].key = GRPC_ARG_ENABLE_HTTP_PROXY;
-	args[3].value.integer = 0;
-	chargs.num_args = sizeof args / sizeof args[0];
-	chargs.args = args;
+	r->args[0].type = GRPC_ARG_INTEGER;
+	r->args[0].key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
+	r->args[0].value.integer = INT_MAX;
+	r->args[1].type = GRPC_ARG_INTEGER;
+	r->args[1].key = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
+	r->args[1].value.integer = INT_MAX;
+	r->args[2].type = GRPC_ARG_INTEGER;
+	r->args[2].key = GRPC_ARG_ENABLE_RETRIES;
+	r->args[2].value.integer = 0;
+	r->args[3].type = GRPC_ARG_INTEGER;
+	r->args[3].key = GRPC_ARG_ENABLE_HTTP_PROXY;
+	r->args[3].value.integer = 0;
+	r->chargs.num_args = sizeof r->args / sizeof r->args[0];
+	r->chargs.args = r->args;
 
-	/* Connected here, the channel is made on the socket: no resolver,
+	/* Connected above, the channel is made on the socket: no resolver,
 	 * subchannel or connector (threads and hops nkictl, one call and
 	 * gone, has no use for), and a refusal is known at once. */
-	if ((fd = ctl_rpc_connect(socket_path)) < 0) {
-		free(r);
-		return (ctl_rpc_fail_connect(st, -fd, NULL));
-	}
 	grpc_init();
 	creds = grpc_insecure_credentials_create();
-	r->channel = grpc_channel_create_from_fd(target, fd, creds, &chargs);
+	r->channel = grpc_channel_create_from_fd(target, fd, creds,
+	    &r->chargs);
 	grpc_channel_credentials_release(creds);
 	r->cq = grpc_completion_queue_create_for_next(NULL);
 	if (r->channel == NULL || r->cq == NULL) {
@@ -232,10 +325,27 @@ ctl_rpc_call_new(struct ctl_rpc *r, const char *method, double timeout_s)
 	return (call);
 }
 
-int
-ctl_rpc_call(struct ctl_rpc *r, const char *method, const ProtobufCMessage *req,
-    const ProtobufCMessageDescriptor *reply_desc, double timeout_s,
-    ProtobufCMessage **reply, struct ctl_rpc_status *st)
+/* Whether md holds the mark of a call nkid did not start. */
+static int
+ctl_rpc_marked(const grpc_metadata_array *md)
+{
+	size_t	i;
+
+	for (i = 0; i < md->count; i++) {
+		if (grpc_slice_str_cmp(md->metadata[i].key,
+		    CTL_RPC_RETRYABLE_KEY) == 0 &&
+		    grpc_slice_str_cmp(md->metadata[i].value, "1") == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/* One try of ctl_rpc_call; *marked: nkid marked the failure retryable. */
+static int
+ctl_rpc_call_once(struct ctl_rpc *r, const char *method,
+    const ProtobufCMessage *req, const ProtobufCMessageDescriptor *reply_desc,
+    double timeout_s, ProtobufCMessage **reply, struct ctl_rpc_status *st,
+    int *marked)
 {
 	grpc_metadata_array	 md_initial, md_trailing;
 	grpc_byte_buffer	*send_bb = NULL, *recv_bb = NULL;
@@ -290,6 +400,8 @@ ctl_rpc_call(struct ctl_rpc *r, const char *method, const ProtobufCMessage *req,
 	if (code != GRPC_STATUS_OK) {
 		char *d = grpc_slice_to_c_string(details);
 
+		*marked = ctl_rpc_marked(&md_trailing);
+
 		snprintf(st->msg, sizeof st->msg, "%s",
 		    *d ? d : error_string ? error_string : "no message");
 		gpr_free(d);
@@ -330,6 +442,84 @@ out:
 	grpc_byte_buffer_destroy(send_bb);
 	grpc_call_unref(call);
 	return (rc);
+}
+
+/* A new connection for r, waiting (until end) for a nkid that restarts. */
+static int
+ctl_rpc_reconnect(struct ctl_rpc *r, double end, struct ctl_rpc_status *st)
+{
+	grpc_channel_credentials	*creds;
+	char				 target[CTL_RPC_PATH_MAX + 8];
+	double				 wait = CTL_RPC_WAIT_FIRST;
+	int				 fd;
+
+	for (;;) {
+		if ((fd = ctl_rpc_connect(r->path)) >= 0)
+			break;
+		if ((fd != -ENOENT && fd != -ECONNREFUSED) ||
+		    ctl_rpc_now() >= end)
+			return (ctl_rpc_fail_connect(st, -fd, NULL));
+		ctl_rpc_sleep(wait);
+		wait = wait * 2 > CTL_RPC_WAIT_MAX ? CTL_RPC_WAIT_MAX :
+		    wait * 2;
+	}
+	snprintf(target, sizeof target, "unix:%s", r->path);
+	grpc_channel_destroy(r->channel);
+	creds = grpc_insecure_credentials_create();
+	r->channel = grpc_channel_create_from_fd(target, fd, creds,
+	    &r->chargs);
+	grpc_channel_credentials_release(creds);
+	return (r->channel != NULL ? 0 : ctl_rpc_fail_connect(st, EPROTO,
+	    "cannot create a gRPC channel"));
+}
+
+/* Whether a failed call is sent again: marked by nkid (never started),
+ * or cut with its connection and idempotent (it may have run). */
+static int
+ctl_rpc_retry(const char *method, const struct ctl_rpc_status *st, int marked)
+{
+	if (st->code == GRPC_STATUS_UNAVAILABLE && marked)
+		return (1);
+	if (!ctl_rpc_idempotent_method(method))
+		return (0);
+	if (st->code == GRPC_STATUS_UNAVAILABLE)
+		return (1);
+	/* gRPC's own word for a call cut; nkid's say what and why. */
+	return (st->code == GRPC_STATUS_CANCELLED &&
+	    (strcasecmp(st->msg, "cancelled") == 0 ||
+	    strcmp(st->msg, "no message") == 0));
+}
+
+int
+ctl_rpc_call(struct ctl_rpc *r, const char *method, const ProtobufCMessage *req,
+    const ProtobufCMessageDescriptor *reply_desc, double timeout_s,
+    ProtobufCMessage **reply, struct ctl_rpc_status *st)
+{
+	double	start = ctl_rpc_now(), end, cap, left = timeout_s;
+	double	wait = CTL_RPC_WAIT_FIRST;
+	int	marked;
+
+	if (ctl_rpc_reconnect_timeout(&cap) != 0)
+		cap = CTL_RPC_RECONNECT_DEFAULT;
+	end = start + cap;
+	if (timeout_s > 0 && start + timeout_s < end)
+		end = start + timeout_s;
+	for (;;) {
+		marked = 0;
+		if (ctl_rpc_call_once(r, method, req, reply_desc, left, reply,
+		    st, &marked) == 0)
+			return (0);
+		if (!ctl_rpc_retry(method, st, marked) || ctl_rpc_now() >= end)
+			return (-1);
+		ctl_rpc_sleep(wait);
+		wait = wait * 2 > CTL_RPC_WAIT_MAX ? CTL_RPC_WAIT_MAX :
+		    wait * 2;
+		if (ctl_rpc_reconnect(r, end, st) != 0)
+			return (-1);
+		if (timeout_s > 0 && (left = start + timeout_s -
+		    ctl_rpc_now()) < 0.001)
+			left = 0.001;
+	}
 }
 
 void

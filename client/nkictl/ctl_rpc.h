@@ -6,6 +6,10 @@
 
 /* Largest socket path (sun_path without its NUL). */
 #define CTL_RPC_PATH_MAX	107
+/* The longest wait for nkid to come back, in seconds, unless the
+ * environment variable says otherwise (docs/protocol.md, "Restarts"). */
+#define CTL_RPC_RECONNECT_ENV		"NKID_RECONNECT_TIMEOUT"
+#define CTL_RPC_RECONNECT_DEFAULT	30.0
 
 struct ctl_rpc;
 struct ctl_rpc_stream;
@@ -21,7 +25,10 @@ struct ctl_rpc_status {
 
 /*
  * Check the socket path (exists, is a socket, writable: without touching
- * nkid) and create the channel; initializes gRPC on first use. On success
+ * nkid), connect and create the channel; initializes gRPC on first use.
+ * A socket that is missing or refuses is waited for (1 ms doubling to
+ * 50 ms, at most NKID_RECONNECT_TIMEOUT seconds) when a nkid ran there
+ * (the socket or its lock file exists): nkid restarting. On success
  * *out is the client, freed with ctl_rpc_close. On failure returns -1
  * with st->connect_errno and st->msg set (e.g. "No such file or
  * directory").
@@ -33,7 +40,11 @@ void	 ctl_rpc_close(struct ctl_rpc *r);
 
 /*
  * Call method ("Status": the service's method name) with req and wait for
- * the reply, at most timeout_s seconds. On success returns 0 and *reply
+ * the reply, at most timeout_s seconds. A call nkid answered UNAVAILABLE
+ * marked retryable (it stopped before starting it), or that failed with its
+ * connection and is idempotent (ctl_rpc_idempotent_method), is sent again
+ * on a new connection, waiting for nkid to come back within timeout_s and
+ * NKID_RECONNECT_TIMEOUT. On success returns 0 and *reply
  * is a message of reply_desc, freed by the caller with
  * protobuf_c_message_free_unpacked(*reply, NULL). On failure returns -1
  * and fills st: a gRPC status (code, message), or connect_errno if the
@@ -80,6 +91,13 @@ int	 ctl_rpc_stream_finish_within(struct ctl_rpc_stream *cs, double wait_s,
 void	 ctl_rpc_stream_cancel(struct ctl_rpc_stream *cs);
 /* Cancel if not finished, wait for what is in flight, free. NULL: no-op. */
 void	 ctl_rpc_stream_free(struct ctl_rpc_stream *cs);
+
+/* Whether method ("Run") may be sent again after it may have run: its
+ * effect is the same once or twice (docs/protocol.md, "Restarts"). */
+int	 ctl_rpc_idempotent_method(const char *method);
+/* NKID_RECONNECT_TIMEOUT into *out (its default when unset); -1 (and the
+ * default) when it is not a number of seconds >= 0. */
+int	 ctl_rpc_reconnect_timeout(double *out);
 
 /*
  * Connect to the socket path and close again: 0 if something accepts

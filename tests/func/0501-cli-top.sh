@@ -101,6 +101,6 @@ assert f["interval_s"] > 0 and f["cores"][0]["busy_percent"] is not None, f
 assert f["cache"]["hit_rate"] > 0 and "interactive" in f["queues"], f
 PYEOF
 stop_nkid
-rc=0; "$NKICTL" top -b -n 1 >"$T/out" 2>&1 || rc=$?
+rc=0; NKID_RECONNECT_TIMEOUT=0 "$NKICTL" top -b -n 1 >"$T/out" 2>&1 || rc=$?
 [ $rc -eq 3 ] && grep -q "cannot connect to nkid" "$T/out" || fail "top -b without nkid: rc $rc"
 echo ok

@@ -65,6 +65,7 @@ def test_unreachable_daemon_stale_socket(tmp_path, monkeypatch):
     s.bind(path)
     s.close()                                    # the file stays, nobody listens
     monkeypatch.setenv("NKID_SOCKET", path)
+    monkeypatch.setenv("NKID_RECONNECT_TIMEOUT", "0")  # no wait for a restart
     with pytest.raises(nkid.NkidConnectionError) as e:
         Client().ping()
     assert "the socket exists but nothing accepted the connection" in str(e.value)

@@ -381,6 +381,51 @@ CHECK_TEST(errors, test_sched_close_drops_queued)
 }
 END_TEST
 
+static volatile int	release_blocker;
+
+/* Work that runs until release_blocker is set. */
+static void
+tjob_block_cb(struct sched_job *sj, unsigned core)
+{
+	tjob_work_cb(sj, core);
+	while (!__atomic_load_n(&release_blocker, __ATOMIC_ACQUIRE))
+		usleep(1000);
+}
+
+CHECK_TEST(errors, test_sched_drain_answers_queued_keeps_running)
+{
+	struct tjob	running, q1, q2, late;
+
+	release_blocker = 0;
+	tjob_init(&running, "run", 10, SCHED_CLASS_INTERACTIVE);
+	running.sj.work = tjob_block_cb;
+	submit(&running, 0);
+	LOOP_UNTIL(__atomic_load_n(&running.ran, __ATOMIC_ACQUIRE));
+	tjob_init(&q1, "q1", 20, SCHED_CLASS_INTERACTIVE);
+	tjob_init(&q2, "q2", 30, SCHED_CLASS_BATCH);
+	submit(&q1, 0); submit(&q2, 0);
+	/* nkid stopping: the queued jobs are answered now, never run. */
+	sched_drain(s);
+	LOOP_UNTIL(ndone == 2);
+	ck_assert_int_eq(q1.outcome, SCHED_STOPPED);
+	ck_assert_int_eq(q2.outcome, SCHED_STOPPED);
+	ck_assert_int_eq(q1.ran + q2.ran, 0);
+	ck_assert_int_eq(running.done, 0);
+	/* A job submitted later is refused, in words. */
+	tjob_init(&late, "late", 40, SCHED_CLASS_INTERACTIVE);
+	ck_assert_int_eq(job_submit(&late.sj, -1, &lim_default),
+	    SCHED_ESTOPPED);
+	ck_assert_str_eq(msg, "nkid is stopping");
+	/* The running one goes on to its end. */
+	__atomic_store_n(&release_blocker, 1, __ATOMIC_RELEASE);
+	LOOP_UNTIL(ndone == 3);
+	ck_assert_int_eq(running.outcome, SCHED_RAN);
+	ck_assert_str_eq(order, "run ");
+	/* Again: nothing more to do (sched_free drains once more). */
+	sched_drain(s);
+}
+END_TEST
+
 CHECK_TEST(core, test_sched_here_runs_on_the_spot)
 {
 	struct sched_job	lease;

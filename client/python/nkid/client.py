@@ -15,6 +15,7 @@ A call past it raises ``NkidError`` with code ``DEADLINE_EXCEEDED``.
 import os
 import sys
 import threading
+import time
 
 # grpcio 1.85 hands a client's socket to its EventEngine, whose own threads
 # read it; with that off, the thread waiting for the reply polls the socket
@@ -33,6 +34,7 @@ from ._proto import nkid_pb2 as pb
 from ._proto import nkid_pb2_grpc as pb_grpc
 from .errors import NkidError, NkidConnectionError, error_for
 from . import _env
+from . import _retry
 from . import _shm  # noqa: F401  (sweeps stale regions of dead processes at import)
 from .tracer import dtypes as _dt
 
@@ -133,15 +135,34 @@ def _serialize(request):
 
 
 class Client:
-    """A connection to nkid on ``socket`` (default: :func:`socket_path`)."""
+    """A connection to nkid on ``socket`` (default: :func:`socket_path`).
+
+    A call that cannot reach nkid, or that nkid answers UNAVAILABLE marked
+    retryable while it stops, waits for nkid to come back and is sent again
+    (nkid/_retry.py: within the call's deadline and NKID_RECONNECT_TIMEOUT,
+    default 30 s; a call that may have run only if its method is
+    idempotent)."""
 
     def __init__(self, socket=None):
         self.socket = socket or socket_path()
-        target = "unix:" + os.path.abspath(self.socket)
-        self._channel = grpc.insecure_channel(target, options=[
+        self._target = "unix:" + os.path.abspath(self.socket)
+        self._chan_lock = threading.Lock()
+        self._served = False
+        self._connect()
+
+    def _connect(self):
+        """A new channel (and stubs) on the socket as it is now."""
+        self._channel = grpc.insecure_channel(self._target, options=[
             ("grpc.max_send_message_length", MAX_MESSAGE),
             ("grpc.max_receive_message_length", MAX_MESSAGE),
             ("grpc.enable_http_proxy", 0),
+            # After nkid went away, try the socket again soon (gRPC's
+            # default waits 1 s, growing to 120 s); a channel of its own
+            # (gRPC shares one connection per address among a process's
+            # channels), so that a new one made for a new socket connects.
+            ("grpc.initial_reconnect_backoff_ms", 10),
+            ("grpc.max_reconnect_backoff_ms", 100),
+            ("grpc.use_local_subchannel_pool", 1),
         ])
         self._stub = pb_grpc.NkidStub(self._channel)
         # Run also takes Prepared requests.
@@ -149,34 +170,78 @@ class Client:
             "/nkid.v1.Nkid/Run", request_serializer=_serialize,
             response_deserializer=pb.RunReply.FromString)
 
+    def _reconnect(self, stub):
+        """A fresh channel, unless another thread made one since stub's: a
+        channel whose connection failed waits out gRPC's backoff, polled
+        only while a call runs, and may keep failing calls with its last
+        error after nkid is back (a restart without systemd's socket makes
+        a new socket, often with the old one's inode number).  The old
+        channel goes when its last call does."""
+        with self._chan_lock:
+            if self._stub is stub:
+                self._connect()
+
     def close(self):
         self._channel.close()
 
-    def _unreachable(self, detail):
+    def _unreachable(self, detail, waited=0.0):
         exists = os.path.exists(self.socket)
         why = ("the socket exists but nothing accepted the connection" if exists
                else "the socket does not exist")
+        after = (" after waiting %.1f s for it (%s)" % (waited, _retry.RECONNECT_ENV)
+                 if waited > 0 else "")
         return NkidConnectionError(
-            "cannot connect to nkid at %s (%s: %s). Is nkid running? Check"
+            "cannot connect to nkid at %s (%s: %s)%s. Is nkid running? Check"
             " `systemctl status nkid`, or start it with `nkid -s %s`; set NKID_SOCKET"
-            " to use another socket." % (self.socket, why, detail, self.socket),
+            " to use another socket." % (self.socket, why, detail, after, self.socket),
             "UNAVAILABLE")
 
     def call(self, method, request, timeout=None):
         """Call an RPC by name with a deadline of timeout seconds (None:
-        :func:`call_timeout`); gRPC failures become NkidError."""
+        :func:`call_timeout`); gRPC failures become NkidError.  Waits for
+        nkid and sends again as nkid/_retry.py says."""
         if timeout is None:
             timeout = call_timeout()
-        if not os.path.exists(self.socket):
-            raise self._unreachable("No such file or directory")
-        try:
-            return getattr(self._stub, method)(request, timeout=timeout)
-        except grpc.RpcError as e:
-            code = e.code() if hasattr(e, "code") else None
-            details = e.details() if hasattr(e, "details") else str(e)
-            if code == grpc.StatusCode.UNAVAILABLE and (
-                    not os.path.exists(self.socket) or "connect" in (details or "").lower()):
-                raise self._unreachable(details) from None
+        t0 = time.monotonic()
+        deadline = None if timeout is None else t0 + timeout
+        backoff = None
+        while True:
+            stub = self._stub
+            if not os.path.exists(self.socket):
+                why, code, details = "unreached", None, "No such file or directory"
+            else:
+                left = timeout if backoff is None or deadline is None else \
+                    max(deadline - time.monotonic(), 0.001)
+                try:
+                    reply = getattr(stub, method)(request, timeout=left)
+                    self._served = True
+                    return reply
+                except grpc.RpcError as e:
+                    code = e.code() if hasattr(e, "code") else None
+                    details = e.details() if hasattr(e, "details") else str(e)
+                    trailing = e.trailing_metadata() if hasattr(e, "trailing_metadata") else None
+                    why = _retry.classify(method, request, code.name if code else None,
+                                          details, trailing)
+            if why is not None and (why != "unreached" or
+                                    _retry.nkid_expected(self.socket, self._served)):
+                if backoff is None:
+                    backoff = _retry.Backoff(deadline)
+                w = backoff.next()
+                if w is not None:
+                    time.sleep(w)
+                    if why == "unreached" and os.path.exists(self.socket):
+                        self._reconnect(stub)
+                    continue
+            waited = backoff.waited() if backoff is not None and backoff.tries else 0.0
+            if code == grpc.StatusCode.UNAVAILABLE and why is None and \
+                    _retry.broken(details) and not _retry.unreached(details):
+                raise NkidConnectionError(
+                    "%s: the connection to nkid at %s broke after the call was sent (%s);"
+                    " it may have run, and %s is not sent again after that"
+                    % (method, self.socket, details, method), "UNAVAILABLE") from None
+            if code is None or (code == grpc.StatusCode.UNAVAILABLE and (
+                    not os.path.exists(self.socket) or "connect" in (details or "").lower())):
+                raise self._unreachable(details, waited) from None
             if code == grpc.StatusCode.DEADLINE_EXCEEDED and timeout is not None:
                 details = ("%s: no answer from nkid within %g s (%s); set %s to wait longer"
                            % (method, timeout, details or "Deadline Exceeded", TIMEOUT_ENV))
