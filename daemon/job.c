@@ -321,21 +321,32 @@ job_discard(struct job *j)
 	job_free(j);
 }
 
+/* Validate: the KernelRef, turned into the cache's request rq. */
+static int
+job_kernel_request(struct job *j, const Nkid__V1__KernelRef *ref,
+    struct kcache_request *rq)
+{
+	grpc_status_code	code;
+	char			msg[512];
+
+	if (kernel_request_init(j->c->d, j->c->m->name, ref, rq, &code, msg,
+	    sizeof msg) != 0) {
+		rpc_fail(j->c, code, "%s", msg);
+		return (-1);
+	}
+	return (0);
+}
+
 void
 job_start(struct job *j, const struct job_args *a)
 {
 	struct rpc_call		*c = j->c;
 	struct kcache_request	 rq;
-	grpc_status_code	 code;
-	char			 msg[512];
 
 	j->core = a->core;
 	j->job_class = a->job_class;
-	if (kernel_request_init(c->d, c->m->name, a->ref, &rq, &code, msg,
-	    sizeof msg) != 0)
-		rpc_fail(c, code, "%s", msg);
-	if (c->replied || job_placement_check(j) != 0 ||
-	    job_inputs_take(j, a) != 0) {
+	if (job_placement_check(j) != 0 || job_inputs_take(j, a) != 0 ||
+	    job_kernel_request(j, a->ref, &rq) != 0) {
 		job_free(j);		/* the call says what was wrong */
 		return;
 	}
