@@ -156,16 +156,13 @@ kcache_disk_open(struct kcache *kc, const struct config *cfg)
 	 * The reopen timer re-arms for as long as the cache cannot be
 	 * opened: it must not keep the loop running once the server has
 	 * stopped (kcache_disk_quiesce ends it when nkid releases the
-	 * cache). Nor does a touch batch (due within KCACHE_TOUCH_MS): a
-	 * stopping nkid would wait for it, and kcache_disk_quiesce writes the
-	 * last one on the way out.
+	 * cache). A touch batch is due within KCACHE_TOUCH_MS and keeps it.
 	 */
 	uv_timer_init(kc->loop, &kc->reopen);
 	kc->reopen.data = kc;
 	uv_unref((uv_handle_t *)&kc->reopen);
 	uv_timer_init(kc->loop, &kc->touch_timer);
 	kc->touch_timer.data = kc;
-	uv_unref((uv_handle_t *)&kc->touch_timer);
 	if (cfg->cache_dir == NULL) {
 		log_warn("no cache_dir; running without a persistent cache");
 		return;

@@ -107,6 +107,13 @@ nkid_handles_close(struct nkid_main *nm)
 		uv_close((uv_handle_t *)&nm->watchdog, NULL);
 }
 
+static void
+nkid_timer_unref_cb(uv_handle_t *h, void *arg)
+{
+	if (h->type == UV_TIMER && uv_is_active(h))
+		uv_unref(h);
+}
+
 /* The server has shut gRPC down and the fast path's calls are over: stop
  * the workers, let the loop end. */
 static void
@@ -119,6 +126,13 @@ nkid_stopped_cb(void *arg)
 	nm->stopped = 1;
 	fastpath_free(nm->d.fastpath);
 	nm->d.fastpath = NULL;
+	/*
+	 * No call is left: a timer still armed (the cache's batch of memory
+	 * hits, due within a second) must not hold the exit; what it would do
+	 * is done on the way out (kcache_close). Work still on the thread pool
+	 * (a compile whose call went away) keeps the loop until it ends.
+	 */
+	uv_walk(nm->d.loop, nkid_timer_unref_cb, NULL);
 	metrics_http_close(nm->d.metrics);
 	nm->d.metrics = NULL;
 	sched_free(nm->d.sched);

@@ -36,6 +36,19 @@ rm -f "$SOCK"
 NKID_PID=$!
 "$NKICTL" -s "$SOCK" --timeout 20 ping -n 1 >"$T/ping.out" 2>&1 ||
 	fail "nkictl did not wait for nkid: $(cat "$T/ping.out")"
+# nkictl calling in a loop while nkid restarts twice: no call fails.
+"$NKICTL" -s "$SOCK" ping -n 20000 >"$T/pings.out" 2>&1 &
+PINGS=$!
+sleep 0.3
+for i in 1 2; do
+	stop_nkid || fail "nkid exited non-zero on SIGTERM"
+	"$NKID" -s "$SOCK" --state-dir "$T/state" >>"$LOG" 2>&1 &
+	NKID_PID=$!
+	sleep 0.3
+done
+wait $PINGS || fail "nkictl ping failed across restarts: $(tail -n 3 "$T/pings.out")"
+echo "nkictl: $(tail -n 1 "$T/pings.out")"
+
 # Without a nkid ever there (no socket, no lock), it fails at once.
 t0=$(date +%s)
 rc=0; "$NKICTL" -s "$T/never.sock" ping -n 1 >"$T/out" 2>&1 || rc=$?

@@ -179,3 +179,46 @@ def test_calls_wait_out_a_restart():
             proc.send_signal(signal.SIGTERM)
             proc.wait()
         assert len(counts) == 16 and min(counts) > 0
+
+
+def test_new_socket_gets_a_new_channel():
+    """nkid killed (its socket left, refusing) and started again at the same
+    path: the asyncio client reaches the new nkid as soon as it is up."""
+    if not os.path.exists(NKID):
+        pytest.skip("%s does not exist" % NKID)
+    import grpc
+    with tempfile.TemporaryDirectory(prefix="nkid-aio-") as d:
+        sock = os.path.join(d, "nkid.sock")
+        log = open(os.path.join(d, "nkid.log"), "ab")
+        argv = [NKID, "-s", sock, "--state-dir", os.path.join(d, "st")]
+
+        def start():
+            p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+            end = time.monotonic() + 15
+            while not os.path.exists(sock):
+                assert p.poll() is None and time.monotonic() < end
+                time.sleep(0.01)
+            return p
+        procs = [start()]
+        try:
+            async def main():
+                async with nkid.aio.Client(sock) as c:
+                    old = (await c.status()).pid
+                    procs[0].kill()
+                    procs[0].wait()
+                    for _ in range(20):             # the channel sees refusals
+                        with pytest.raises(grpc.aio.AioRpcError):
+                            await c._stub.Ping(pb.PingRequest(), timeout=0.5)
+                        await asyncio.sleep(0.01)
+                    procs.append(start())
+                    t0 = time.monotonic()
+                    pid = (await c.status()).pid
+                    return old, pid, time.monotonic() - t0
+            old, pid, took = asyncio.run(main())
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+                    p.wait()
+        assert pid not in (0, old)
+        assert took < 1.5, "%.2f s to reach the new nkid" % took

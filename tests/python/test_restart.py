@@ -280,3 +280,24 @@ def test_idempotency_table_matches_the_proto():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
+
+
+def test_new_socket_gets_a_new_channel(daemon):
+    """nkid killed (its socket left behind, refusing) and a new one started
+    at the same path (no systemd): a client whose channel saw the refusals
+    is served by the new nkid as soon as it is up, not after gRPC's
+    reconnect backoff (which the blocking API advances only during a
+    call)."""
+    daemon.start()
+    c = Client(daemon.sock)
+    old = c.status().pid
+    daemon.kill()
+    for _ in range(20):                         # the channel sees refusals
+        with pytest.raises(grpc.RpcError):
+            c._stub.Ping(pb.PingRequest(), timeout=0.5)
+        time.sleep(0.01)
+    daemon.start()
+    t0 = time.monotonic()
+    assert c.status().pid not in (0, old)
+    took = time.monotonic() - t0
+    assert took < 1.5, "%.2f s to reach the new nkid" % took

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -622,6 +623,8 @@ CHECK_TEST(errors, test_ctl_cannot_connect_exits_3)
 {
 	char			 sock[600], file[600];
 	struct sockaddr_un	 sa = { .sun_family = AF_UNIX };
+	struct timespec		 ts0, ts1;
+	double			 waited;
 	FILE			*f;
 	int			 fd;
 
@@ -656,9 +659,29 @@ CHECK_TEST(errors, test_ctl_cannot_connect_exits_3)
 	memcpy(sa.sun_path, sock, strlen(sock) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM, 0);
 	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	/* (a socket that exists is a nkid that may come back: waited for
+	 * NKID_RECONNECT_TIMEOUT seconds, here none) */
+	setenv("NKID_RECONNECT_TIMEOUT", "0", 1);
 	ck_assert_int_eq(run_ctl("-s", sock, "--timeout", "5", "status",
 	    NULL), CTL_EXIT_CONNECT);
 	ck_assert_ptr_nonnull(strstr(err_buf, "Connection refused"));
+	/* waited for as long as it says, then the same answer */
+	setenv("NKID_RECONNECT_TIMEOUT", "0.3", 1);
+	clock_gettime(CLOCK_MONOTONIC, &ts0);
+	ck_assert_int_eq(run_ctl("-s", sock, "status", NULL),
+	    CTL_EXIT_CONNECT);
+	clock_gettime(CLOCK_MONOTONIC, &ts1);
+	waited = (double)(ts1.tv_sec - ts0.tv_sec) +
+	    (double)(ts1.tv_nsec - ts0.tv_nsec) / 1e9;
+	ck_assert_msg(waited >= 0.3 && waited < 3, "waited %.3f s", waited);
+	ck_assert_ptr_nonnull(strstr(err_buf, "Connection refused"));
+	/* a value that is not a number of seconds is named */
+	setenv("NKID_RECONNECT_TIMEOUT", "soon", 1);
+	ck_assert_int_eq(run_ctl("-s", sock, "status", NULL),
+	    CTL_EXIT_CONNECT);
+	ck_assert_ptr_nonnull(strstr(err_buf, "NKID_RECONNECT_TIMEOUT must be "
+	    "a number of seconds"));
+	unsetenv("NKID_RECONNECT_TIMEOUT");
 	close(fd);
 
 	/* a path too long for a Unix socket */
