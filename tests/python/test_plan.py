@@ -15,6 +15,7 @@ import pytest
 
 from nkid import nki
 from nkid import client as nclient
+from nkid import _fastpath
 from nkid.client import Client, Prepared
 from nkid.errors import NkidError
 from nkid.nki import _numpy_kernel as nk
@@ -72,14 +73,21 @@ def add_scaled(x, y, s=1.0):
 
 @pytest.fixture
 def calls(monkeypatch):
-    """The requests Client.call sends, in order: (method, request)."""
+    """The requests sent over gRPC (Client.call) or the fast path
+    (nkid._fastpath.call), in order: (method, request)."""
     sent = []
     real = Client.call
+    real_fast = _fastpath.call
 
     def call(self, method, request, timeout=None):
         sent.append((method, request))
         return real(self, method, request, timeout)
+
+    def fast(client, method, request, timeout=None):
+        sent.append((method, request))
+        return real_fast(client, method, request, timeout)
     monkeypatch.setattr(Client, "call", call)
+    monkeypatch.setattr(_fastpath, "call", fast)
     return sent
 
 
@@ -200,7 +208,16 @@ def test_threshold_is_read_per_call(nkid_socket, monkeypatch):
     assert k.last_reply.outputs[0].HasField("shm")
 
 
-def test_a_lost_neff_key_falls_back_to_the_ir(nkid_socket, monkeypatch):
+@pytest.fixture
+def grpc_only(monkeypatch):
+    """Warm calls over gRPC (Client.call), where these tests inject
+    failures, instead of the fast path."""
+    monkeypatch.setattr(_fastpath, "call",
+                        lambda client, method, request, timeout=None:
+                        client.call(method, request, timeout))
+
+
+def test_a_lost_neff_key_falls_back_to_the_ir(nkid_socket, monkeypatch, grpc_only):
     x = np.ones((128, 8), np.float32)
     k = nki.baremetal(add_scaled)
     k(x, x)
@@ -220,7 +237,7 @@ def test_a_lost_neff_key_falls_back_to_the_ir(nkid_socket, monkeypatch):
     np.testing.assert_array_equal(k(x, x), x + x)   # planned again
 
 
-def test_other_failures_are_not_retried(nkid_socket, monkeypatch):
+def test_other_failures_are_not_retried(nkid_socket, monkeypatch, grpc_only):
     x = np.ones((128, 8), np.float32)
     k = nki.baremetal(add_scaled)
     k(x, x)
