@@ -473,6 +473,30 @@ ctl_rpc_reconnect(struct ctl_rpc *r, double end, struct ctl_rpc_status *st)
 	    "cannot create a gRPC channel"));
 }
 
+/* gRPC's words for a call cut with its connection, or never sent; any
+ * other UNAVAILABLE is nkid's own answer (a busy device), final. */
+static const char *const ctl_rpc_cut_words[] = {
+	"stream removed", "socket closed", "connection reset", "goaway",
+	"cancelling all calls", "recvmsg", "sendmsg", "broken pipe",
+	"failed to connect", "connection refused", "transport closed",
+	"endpoint closing", "server shutdown",
+};
+
+static int
+ctl_rpc_cut(const struct ctl_rpc_status *st)
+{
+	size_t	i;
+
+	if (st->connect_errno != 0)
+		return (1);
+	for (i = 0; i < sizeof ctl_rpc_cut_words /
+	    sizeof ctl_rpc_cut_words[0]; i++) {
+		if (strcasestr(st->msg, ctl_rpc_cut_words[i]) != NULL)
+			return (1);
+	}
+	return (0);
+}
+
 /* Whether a failed call is sent again: marked by nkid (never started),
  * or cut with its connection and idempotent (it may have run). */
 static int
@@ -483,7 +507,7 @@ ctl_rpc_retry(const char *method, const struct ctl_rpc_status *st, int marked)
 	if (!ctl_rpc_idempotent_method(method))
 		return (0);
 	if (st->code == GRPC_STATUS_UNAVAILABLE)
-		return (1);
+		return (ctl_rpc_cut(st));
 	/* gRPC's own word for a call cut; nkid's say what and why. */
 	return (st->code == GRPC_STATUS_CANCELLED &&
 	    (strcasecmp(st->msg, "cancelled") == 0 ||

@@ -7,6 +7,8 @@
 trace_mm
 # Half the blobs in files: both store paths are exercised.
 export NKID_CACHE_INLINE_MAX=700
+# The compiles in flight die with nkid: they do not wait for the next one.
+export NKID_RECONNECT_TIMEOUT=0
 round=0
 while [ $round -lt 3 ]; do
 	start_nkid

@@ -74,9 +74,10 @@ wait_for() {
 	done
 }
 
-# A takes both locks and compiles (slowly).
-hctl 1 compile "$T/k1.nkk" >/dev/null 2>&1 &
-hctl 1 compile "$T/k2.nkk" >/dev/null 2>&1 &
+# A takes both locks and compiles (slowly); its clients die with it, they
+# do not wait for another A.
+( export NKID_RECONNECT_TIMEOUT=0; hctl 1 compile "$T/k1.nkk" >/dev/null 2>&1 ) &
+( export NKID_RECONNECT_TIMEOUT=0; hctl 1 compile "$T/k2.nkk" >/dev/null 2>&1 ) &
 wait_for '[ "$(rcli keys "nkid:lock:*" | wc -w)" = 2 ] && [ "$(wc -l <"$T/slow.pids" 2>/dev/null)" = 2 ]'
 [ "$(hstat 1 'd["cache"]["remote"]["locks_taken"]')" = 2 ] || fail "A holds no locks: $(cat "$T/st.json")"
 
