@@ -29,7 +29,7 @@ from . import dtypes as _dt
 from .branch import rewrite
 from .builder import KernelBuilder
 from .merge import write_back
-from .tensor import NkiTensor, new_param
+from .tensor import NkiTensor, new_hbm, new_param, store
 
 __all__ = ["trace", "TracedKernel", "is_array_arg", "arg_signature", "ir_digest"]
 
@@ -193,7 +193,6 @@ def _returned_in_hbm(ret):
     a kernel's tiles as arrays, e.g. nisa.dma_transpose's result)."""
     def one(t):
         if isinstance(t, NkiTensor) and t._space in (ir.SPACE_SBUF, ir.SPACE_PSUM):
-            from .tensor import new_hbm, store
             out = new_hbm(t.shape, t.dtype, ir.SPACE_SHARED_HBM, t.name)
             store(out, t)
             return out
