@@ -56,7 +56,9 @@ WIRE_OBJ   := $(call obj,$(WIRE_SRC))
 DAEMON_LIB_OBJ := $(filter-out $(BUILD)/obj/daemon/nkid.o,$(DAEMON_OBJ))
 CTL_LIB_OBJ    := $(filter-out $(BUILD)/obj/client/nkictl/nkictl.o,$(CTL_OBJ))
 
-LIBS := $(BUILD)/lib/libnkimodel.a $(BUILD)/lib/libnkisim.a $(BUILD)/lib/libnkicache.a \
+# In link order: a library before those it calls (libnkicache's CacheVerify
+# reads a cpu image's signature through libnkisim).
+LIBS := $(BUILD)/lib/libnkimodel.a $(BUILD)/lib/libnkicache.a $(BUILD)/lib/libnkisim.a \
 	$(BUILD)/lib/libnkiproto.a
 
 # Each unit suite links the main() they share (tests/unit/check_main.c).
