@@ -66,6 +66,16 @@ void	cache_blob_unref(struct cache *c, const char *digest);
 int	cache_row_put(struct cache *c, const struct cache_entry *e,
 	    const char *digest, int is_inline, char ***gone, size_t *ngone);
 int	cache_exec(struct cache *c, const char *sql);
+/* Evict least recently used entries (not except, nor a held one) until
+ * need more bytes fit; locked, in a transaction. Returns 0 or
+ * CACHE_EFULL; the digests to unlink after commit go to *gone. */
+int	cache_evict(struct cache *c, uint64_t need, const char *except,
+	    char ***gone, size_t *ngone);
+/* The totals as kept by the running process, into the meta table. */
+int	cache_totals_save(struct cache *c);
+/* Remove every blob file and fan-out directory (cache_gc.c; after a
+ * migration emptied the index). */
+void	cache_blobs_purge(struct cache *c);
 /* Map a SQLite result to a cache_err. */
 int	cache_sqlite_err(int rc);
 
