@@ -40,12 +40,16 @@ def _jax_platform():
     return get_backend().platform
 
 
+def _unknown_mode(mode):
+    """The error of nki.jit (and a kernel's call) for a mode it does not know."""
+    return ValueError("Unsupported mode '%s' passed to nki.jit" % (mode,))
+
+
 def compute_mode(mode, args, kwargs):
     """The kernel class for a call in ``mode`` with these arguments."""
     if mode != "auto":
         cls = _native_mode_map.get(mode)
         if cls is None:
-            from . import _unknown_mode
             raise _unknown_mode(mode)
         return cls
     for a in list(args) + list(kwargs.values()):
