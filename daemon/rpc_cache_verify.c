@@ -17,25 +17,41 @@
 #define RPC_CACHE_VERIFY_MAX	100000
 
 /* One CacheVerify: the entries to check (cache_verify.c checks them off
- * the loop). */
+ * the loop) and, made off the loop too, the results of the reply. */
 struct rpc_cache_verify {
-	struct rpc_call			*c;	/* read: c->cancelled */
-	struct cache_verify		 v;
-	int				 flags;	/* CACHE_VERIFY_* */
-	int				 error;	/* of cache_verify_run */
+	struct rpc_call			 *c;	/* read: c->cancelled */
+	struct cache_verify		  v;
+	int				  flags;	/* CACHE_VERIFY_* */
+	int				  error;	/* of cache_verify_run */
+	Nkid__V1__CacheVerifyResult	**results;	/* v.n of them */
 };
 
 static void
 rpc_cache_verify_work_cb(struct cache *disk, void *arg)
 {
 	struct rpc_cache_verify	*x = arg;
+	size_t			 i;
 
 	x->error = cache_verify_run(disk, &x->v, x->flags, &x->c->cancelled);
+	if (x->error != 0)
+		return;
+	x->results = xcalloc(x->v.n + 1, sizeof *x->results);
+	for (i = 0; i < x->v.n; i++)
+		if ((x->results[i] = wire_cache_verify_result_new(
+		    &x->v.items[i])) == NULL)
+			fatal("out of memory copying the result of '%s'",
+			    x->v.items[i].key);
 }
 
 static void
 rpc_cache_verify_free(struct rpc_cache_verify *x)
 {
+	size_t	i;
+
+	for (i = 0; x->results != NULL && i < x->v.n; i++)
+		nkid__v1__cache_verify_result__free_unpacked(x->results[i],
+		    NULL);
+	free(x->results);
 	cache_verify_release(&x->v);
 	free(x);
 }
@@ -46,7 +62,6 @@ rpc_cache_verify_done_cb(void *arg)
 	struct rpc_cache_verify		 *x = arg;
 	struct rpc_call			 *c = x->c;
 	Nkid__V1__CacheVerifyReply r = NKID__V1__CACHE_VERIFY_REPLY__INIT;
-	size_t				  i;
 
 	if (x->error != 0) {
 		rpc_fail(c, GRPC_STATUS_INTERNAL, "cannot list the cache: %s",
@@ -60,17 +75,8 @@ rpc_cache_verify_done_cb(void *arg)
 		return;
 	}
 	r.n_results = x->v.n;
-	r.results = xcalloc(x->v.n + 1, sizeof *r.results);
-	for (i = 0; i < x->v.n; i++)
-		if ((r.results[i] = wire_cache_verify_result_new(
-		    &x->v.items[i])) == NULL)
-			fatal("out of memory copying the result of '%s'",
-			    x->v.items[i].key);
+	r.results = x->results;
 	rpc_reply(c, &r.base);
-	for (i = 0; i < x->v.n; i++)
-		nkid__v1__cache_verify_result__free_unpacked(r.results[i],
-		    NULL);
-	free(r.results);
 	rpc_cache_verify_free(x);
 }
 
