@@ -60,7 +60,9 @@ CTL_LIB_OBJ    := $(filter-out $(BUILD)/obj/client/nkictl/nkictl.o,$(CTL_OBJ))
 
 # libnkidclient: the C client library (client/libnkid: the fast path).
 CLIENT_LIB := $(BUILD)/lib/libnkidclient.a
-LIBS := $(BUILD)/lib/libnkimodel.a $(BUILD)/lib/libnkisim.a $(BUILD)/lib/libnkicache.a \
+# In link order: a library before those it calls (libnkicache's CacheVerify
+# reads a cpu image's signature through libnkisim).
+LIBS := $(BUILD)/lib/libnkimodel.a $(BUILD)/lib/libnkicache.a $(BUILD)/lib/libnkisim.a \
 	$(BUILD)/lib/libnkiproto.a
 
 # Each unit suite links the main() they share (tests/unit/check_main.c).
@@ -173,9 +175,13 @@ $(PYPKG)/_proto/%_pb2.py: proto/%.proto | deps
 
 # check_sim* test the executor alone; check_ctl_* nkictl's modules; the
 # others the daemon's.
-$(BUILD)/tests/check_sim%: tests/unit/check_sim%.c $(UNIT_MAIN) $(LIBS)
+# The kernel builder the check_sim* suites share (tests/unit/sim_kb.h).
+SIM_KB := $(BUILD)/obj/tests/unit/sim_kb.o
+SIM_CHECKS := $(filter $(BUILD)/tests/check_sim%,$(UNIT_BIN))
+$(SIM_CHECKS): $(BUILD)/tests/%: tests/unit/%.c $(UNIT_MAIN) $(SIM_KB) $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(UNIT_MAIN) $(LIBS) $(LDLIBS) $(CHECK_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(UNIT_MAIN) $(SIM_KB) $(LIBS) $(LDLIBS) \
+		$(CHECK_LIBS)
 
 $(BUILD)/tests/check_ctl_%: tests/unit/check_ctl_%.c $(UNIT_MAIN) $(CTL_LIB_OBJ) $(CLIENT_LIB) $(LIBS)
 	@mkdir -p $(dir $@)

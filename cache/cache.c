@@ -1,4 +1,4 @@
-/* cache.c: the SQLite index of the NEFF cache: open and recovery, schema, get, put, eviction, pins, specializations. */
+/* cache.c: the SQLite index of the NEFF cache: open and recovery, schema, get, put, eviction, pins, specializations, walks of the blob files (garbage collection: cache_gc.c). */
 #include <sys/stat.h>
 #include <sys/time.h>
 
@@ -38,8 +38,6 @@ cache_strerror(int err)
 		return ("unknown error");
 	return (cache_errs[-err]);
 }
-
-static void	cache_blobs_purge(struct cache *);
 
 /* Schema migrations: entry i takes user_version i to i + 1. */
 static const char *const cache_migrations[CACHE_SCHEMA_VERSION] = {
@@ -228,7 +226,7 @@ cache_meta_put_str(struct cache *c, const char *name, const char *v)
 }
 
 /* The totals as kept by the running process, into the meta table. */
-static int
+int
 cache_totals_save(struct cache *c)
 {
 	if (cache_meta_put_u64(c, "entries", CACHE_ST(c, entries)) != 0 ||
@@ -1042,7 +1040,7 @@ cache_gone_add(char ***gone, size_t *n, const char *digest)
 
 /* Evict least recently used entries until need more bytes fit; locked,
  * in a transaction. Returns 0 or CACHE_EFULL. */
-static int
+int
 cache_evict(struct cache *c, uint64_t need, const char *except,
     char ***gone, size_t *ngone)
 {
@@ -1413,9 +1411,9 @@ cache_list(struct cache *c, const char *prefix, unsigned limit,
 	return (rc == SQLITE_DONE ? 0 : cache_sqlite_err(rc));
 }
 
-/* ------------------------------------------------------------ gc */
+/* ------------------------------------------------------------ blob files */
 
-static int
+int
 cache_gc_dir(struct cache *c, const char *path, double min_age_s,
     int check_refs, unsigned *count)
 {
@@ -1462,7 +1460,7 @@ cache_gc_dir(struct cache *c, const char *path, double min_age_s,
  * cache_gc_dir on each fan-out directory of blobs/ (blobs/xx); with purge,
  * the directory is removed after (rmdir: only if that emptied it).
  */
-static void
+void
 cache_gc_blobs(struct cache *c, double min_age_s, int check_refs, int purge,
     unsigned *count)
 {
@@ -1486,59 +1484,10 @@ cache_gc_blobs(struct cache *c, double min_age_s, int check_refs, int purge,
 
 /* Every blob file and fan-out directory (after a migration emptied the
  * index: no row names any of them). */
-static void
+void
 cache_blobs_purge(struct cache *c)
 {
 	unsigned	n = 0;
 
 	cache_gc_blobs(c, 0, 0, 1, &n);
-}
-
-int
-cache_gc(struct cache *c, double min_age_s, int drop_failed,
-    struct cache_gc_result *r)
-{
-	char		  path[PATH_MAX];
-	char		**gone = NULL;
-	size_t		  ngone = 0, i;
-	uint64_t	  ev0;
-	int		  rc = 0, n;
-
-	memset(r, 0, sizeof *r);
-	if (c->readonly)
-		return (CACHE_EREADONLY);
-	pthread_mutex_lock(&c->mu);
-	snprintf(path, sizeof path, "%s/tmp", c->dir);
-	cache_gc_dir(c, path, min_age_s, 0, &r->temps);
-	snprintf(path, sizeof path, "%s/quarantine", c->dir);
-	cache_gc_dir(c, path, 0, 0, &r->quarantined);
-	cache_gc_blobs(c, min_age_s, 1, 0, &r->orphans);
-	if (cache_exec(c, "BEGIN IMMEDIATE") != SQLITE_OK) {
-		rc = CACHE_EDB;
-		goto out;
-	}
-	if (drop_failed) {
-		if (cache_exec(c, "DELETE FROM neff WHERE status = 'failed'") ==
-		    SQLITE_OK && (n = sqlite3_changes(c->db)) > 0) {
-			r->failed = (unsigned)n;
-			CACHE_ST_ADD(c, entries, -(uint64_t)n);
-		}
-	}
-	ev0 = CACHE_ST(c, evictions);
-	rc = cache_evict(c, 0, NULL, &gone, &ngone);
-	r->evicted = (unsigned)(CACHE_ST(c, evictions) - ev0);
-	if (cache_totals_save(c) != 0 || cache_exec(c, "COMMIT") !=
-	    SQLITE_OK) {
-		cache_exec(c, "ROLLBACK");
-		rc = CACHE_EDB;
-	}
-	for (i = 0; i < ngone; i++) {
-		if (rc != CACHE_EDB)
-			cache_blob_unref(c, gone[i]);
-		free(gone[i]);
-	}
-	free(gone);
-out:
-	pthread_mutex_unlock(&c->mu);
-	return (rc == CACHE_EFULL ? 0 : rc);
 }

@@ -275,6 +275,70 @@ void	cache_key_compute(const struct cache_key_input *in, char *key);
 /* Nonzero if s is CACHE_KEY_LEN lower-case hex digits. */
 int	cache_key_valid(const char *s);
 
+/*
+ * CacheVerify (cache_verify.c), for nkid's RPC and nkictl's offline
+ * `cache verify` alike: each entry read back and checked against its
+ * digest. An item's state and message are what both report (the
+ * state's words on the wire: wire_cache_verify_result_new).
+ */
+enum cache_verify_state {
+	CACHE_VERIFY_UNCHECKED = 0,	/* cache_verify_run checks it */
+	CACHE_VERIFY_OK,
+	CACHE_VERIFY_FAILED,		/* a cached compile failure */
+	CACHE_VERIFY_STALE,		/* another backend's or compiler's */
+	CACHE_VERIFY_MISSING,
+	CACHE_VERIFY_CORRUPT,		/* quarantined unless read-only */
+	CACHE_VERIFY_ERROR		/* the cache failed: message says */
+};
+
+/* A parameter of a compiled kernel, as its cpu image declares it. */
+struct cache_verify_param {
+	char		*name;
+	const char	*dtype;		/* static: sim_dtype_name's */
+	size_t		 rank;
+	uint64_t	*shape;
+};
+
+struct cache_verify_item {
+	char				 key[CACHE_KEY_LEN + 1];
+	char				*kernel;	/* "" if not known */
+	enum cache_verify_state		 state;
+	char				*message;	/* "" if none */
+	struct cache_verify_param	*params;	/* with signatures */
+	size_t				 nparams;
+};
+
+/* The entries of one CacheVerify; zero it to start. */
+struct cache_verify {
+	struct cache_verify_item	*items;
+	size_t				 n;
+};
+
+#define CACHE_VERIFY_ALL	0x1	/* list every entry first, of any
+					 * compiler version */
+#define CACHE_VERIFY_SIGNATURES	0x2	/* the parameters of ok cpu images */
+
+/* Append an unchecked item for key (at most CACHE_KEY_LEN characters;
+ * "" for a kernel known to be absent); kernel may be NULL. Returns the
+ * item, valid until the next add. */
+struct cache_verify_item *cache_verify_add(struct cache_verify *v,
+	    const char *key, const char *kernel);
+/* Decide an item without reading the cache: state s and the message
+ * (fmt NULL: none). */
+void	cache_verify_set(struct cache_verify_item *it,
+	    enum cache_verify_state s, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+/*
+ * Check every unchecked item of v in c (with CACHE_VERIFY_ALL, after
+ * appending every entry of c); stops early when *cancel (NULL: never)
+ * becomes non-zero. Reads blobs and may quarantine: call it off any
+ * event loop. Returns 0, or cache_list's error with CACHE_VERIFY_ALL.
+ */
+int	cache_verify_run(struct cache *c, struct cache_verify *v, int flags,
+	    const volatile int *cancel);
+/* Free what v holds (v itself is the caller's) and empty it. */
+void	cache_verify_release(struct cache_verify *v);
+
 /* Fault injection for tests: the next n blob writes fail with ENOSPC. */
 void	cache_fault_enospc(struct cache *c, unsigned n);
 

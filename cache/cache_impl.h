@@ -66,6 +66,25 @@ void	cache_blob_unref(struct cache *c, const char *digest);
 int	cache_row_put(struct cache *c, const struct cache_entry *e,
 	    const char *digest, int is_inline, char ***gone, size_t *ngone);
 int	cache_exec(struct cache *c, const char *sql);
+/* Evict least recently used entries (not except, nor a held one) until
+ * need more bytes fit; locked, in a transaction. Returns 0 or
+ * CACHE_EFULL; the digests to unlink after commit go to *gone. */
+int	cache_evict(struct cache *c, uint64_t need, const char *except,
+	    char ***gone, size_t *ngone);
+/* The totals as kept by the running process, into the meta table. */
+int	cache_totals_save(struct cache *c);
+/* Unlink the regular files of directory path older than min_age_s (with
+ * check_refs, only those no row names), counted in *count. 0 or
+ * CACHE_EIO, CACHE_EDB. */
+int	cache_gc_dir(struct cache *c, const char *path, double min_age_s,
+	    int check_refs, unsigned *count);
+/* cache_gc_dir on each fan-out directory of blobs/; with purge, each
+ * directory is removed after (only if that emptied it). */
+void	cache_gc_blobs(struct cache *c, double min_age_s, int check_refs,
+	    int purge, unsigned *count);
+/* Remove every blob file and fan-out directory (after a migration
+ * emptied the index). */
+void	cache_blobs_purge(struct cache *c);
 /* Map a SQLite result to a cache_err. */
 int	cache_sqlite_err(int rc);
 

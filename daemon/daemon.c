@@ -15,7 +15,8 @@ int
 daemon_init(struct daemon *d, uv_loop_t *loop, struct config *cfg, char *err,
     size_t errlen)
 {
-	char	berr[512];
+	struct kcache_tier	tier;
+	char			berr[512];
 
 	assert(d != NULL && loop != NULL && cfg != NULL);
 	memset(d, 0, sizeof *d);
@@ -50,7 +51,8 @@ daemon_init(struct daemon *d, uv_loop_t *loop, struct config *cfg, char *err,
 		config_release(&d->cfg);
 		return (-1);
 	}
-	kcache_attach_remote(d->kcache, d->remote);
+	kcache_remote_tier(d->remote, &tier);
+	kcache_tier_attach(d->kcache, &tier);
 	sched_new(&d->sched, loop, d->backend->ncores);
 	return (0);
 }

@@ -1,4 +1,4 @@
-/* kcache.c: loaded kernels in memory over the persistent cache; single-flight lookups and compiles on the thread pool. */
+/* kcache.c: loaded kernels in memory over the persistent cache; single-flight lookups and compiles on the thread pool, each flight a state machine (enum kcache_stage) that may ask a cache tier between the disk and the compiler. */
 #include <sys/queue.h>
 
 #include <assert.h>
@@ -12,7 +12,6 @@
 #include "daemon/errstr.h"
 #include "daemon/kcache.h"
 #include "daemon/kcache_impl.h"
-#include "daemon/kcache_remote.h"
 #include "daemon/log.h"
 #include "daemon/xmalloc.h"
 
@@ -36,12 +35,11 @@ kcache_strerror(int err)
 	return (ERRSTR(kcache_errs, err));
 }
 
-static void	kcache_flight_compile_queue(struct kcache *kc,
+static void	kcache_flight_compile_start(struct kcache *kc,
 		    struct kcache_flight *f);
 static void	kcache_flight_miss(struct kcache *, struct kcache_flight *);
 static int	kcache_flight_accept_cb(void *, struct cache_entry *);
-static void	kcache_flight_remote_cb(void *, int, int,
-		    struct kcache_remote_lock *);
+static void	kcache_flight_tier_cb(void *, enum kcache_tier_outcome, void *);
 
 struct kcache *
 kcache_open(uv_loop_t *loop, struct backend *b, const struct config *cfg)
@@ -97,10 +95,13 @@ kcache_close(struct kcache *kc)
 }
 
 void
-kcache_attach_remote(struct kcache *kc, struct kcache_remote *r)
+kcache_tier_attach(struct kcache *kc, const struct kcache_tier *t)
 {
 	assert(LIST_EMPTY(&kc->flights));
-	kc->remote = r;
+	if (t != NULL)
+		kc->tier = *t;
+	else
+		memset(&kc->tier, 0, sizeof kc->tier);
 }
 
 static void
@@ -311,9 +312,9 @@ kcache_async(struct kcache *kc, void (*work)(struct cache *disk, void *arg),
 
 /* ------------------------------------------------------------ flights */
 
-/* Off the loop: the disk cache. */
+/* Stage DISK, off the loop: the disk cache. */
 static void
-kcache_flight_lookup_cb(uv_work_t *w)
+kcache_flight_disk_work_cb(uv_work_t *w)
 {
 	struct kcache_flight	*f = w->data;
 	struct backend		*b = f->kc->backend;
@@ -362,9 +363,9 @@ kcache_flight_lookup_cb(uv_work_t *w)
 	f->hit = 1;
 }
 
-/* Off the loop: compile, load, store. */
+/* Stage COMPILE, off the loop: compile, load, store. */
 static void
-kcache_flight_compile_cb(uv_work_t *w)
+kcache_flight_compile_work_cb(uv_work_t *w)
 {
 	struct kcache_flight	*f = w->data;
 	struct backend		*b = f->kc->backend;
@@ -416,9 +417,9 @@ kcache_flight_compile_cb(uv_work_t *w)
 		return;
 	if (f->disk != NULL)
 		f->store_rc = cache_put(f->disk, &ce);
-	/* The fleet's copy is signed here, off the loop. */
-	if (kcache_remote_writable(f->kc->remote))
-		kcache_remote_encode(f->kc->remote, &ce, &f->push,
+	/* The tier's copy is made here, off the loop. */
+	if (f->kc->tier.ops != NULL)
+		f->kc->tier.ops->encode(f->kc->tier.state, &ce, &f->push,
 		    &f->push_len);
 }
 
@@ -430,6 +431,7 @@ kcache_flight_finish(struct kcache *kc, struct kcache_flight *f)
 	struct kcache_entry	*e = NULL;
 	struct kcache_result	 r;
 
+	f->stage = KCACHE_STAGE_DONE;
 	LIST_REMOVE(f, link);
 	memset(&r, 0, sizeof r);
 	r.key = f->key;
@@ -494,7 +496,7 @@ kcache_flight_finish(struct kcache *kc, struct kcache_flight *f)
 		kcache_entry_unref(kc, e);
 		kcache_mem_evict(kc);
 	}
-	assert(f->lk == NULL);
+	assert(f->claim == NULL);
 	free(f->push);
 	free(f->image);
 	free(f->name);
@@ -502,57 +504,69 @@ kcache_flight_finish(struct kcache *kc, struct kcache_flight *f)
 	free(f);
 }
 
+/* Stage COMPILE ended, on the loop: count it, start the next queued
+ * compile, hand the result to the tier (the reply does not wait), answer. */
 static void
-kcache_flight_after_cb(uv_work_t *w, int status)
+kcache_flight_compile_cb(uv_work_t *w, int status)
 {
 	struct kcache_flight	*f = w->data;
 	struct kcache		*kc = f->kc;
 	struct kcache_flight	*next;
 
-	if (f->stage == 1) {
-		kc->compiling--;
-		if ((next = TAILQ_FIRST(&kc->pending)) != NULL) {
-			TAILQ_REMOVE(&kc->pending, next, pending);
-			kcache_flight_compile_queue(kc, next);
-		}
-		if (status != 0 && f->error == 0) {
-			f->error = BACKEND_ECANCELED;
-			snprintf(f->diag, sizeof f->diag, "%s",
-			    uv_strerror(status));
-		}
-		if (f->error != 0 || f->prog == NULL)
-			kc->st.failures++;
-		else
-			kc->st.compiles++;
-		/* The fleet gets it (and its lock back) on the side: the
-		 * reply does not wait. */
-		if (kc->remote != NULL && (f->lk != NULL || f->push != NULL))
-			kcache_remote_publish(kc->remote, f->key, f->lk,
-			    f->push, f->push_len, f->error != 0);
-		f->lk = NULL;
-		f->push = NULL;
-		kcache_flight_finish(kc, f);
-		return;
+	assert(f->stage == KCACHE_STAGE_COMPILE);
+	kc->compiling--;
+	if ((next = TAILQ_FIRST(&kc->pending)) != NULL) {
+		TAILQ_REMOVE(&kc->pending, next, pending);
+		kcache_flight_compile_start(kc, next);
 	}
+	if (status != 0 && f->error == 0) {
+		f->error = BACKEND_ECANCELED;
+		snprintf(f->diag, sizeof f->diag, "%s", uv_strerror(status));
+	}
+	if (f->error != 0 || f->prog == NULL)
+		kc->st.failures++;
+	else
+		kc->st.compiles++;
+	if (kc->tier.ops != NULL && (f->claim != NULL || f->push != NULL))
+		kc->tier.ops->publish(kc->tier.state, f->key, f->claim,
+		    f->push, f->push_len, f->error != 0);
+	f->claim = NULL;
+	f->push = NULL;
+	kcache_flight_finish(kc, f);
+}
+
+/* Stage DISK ended, on the loop (or passed through without a disk): a hit
+ * is served; a miss asks the tier before compiling. */
+static void
+kcache_flight_disk_done(struct kcache *kc, struct kcache_flight *f)
+{
+	assert(f->stage == KCACHE_STAGE_DISK);
 	if (f->hit) {
 		kc->st.hits++;
 		kcache_flight_finish(kc, f);
 		return;
 	}
 	kc->st.misses++;
-	/* A local miss asks the fleet before compiling. */
-	if (kc->remote != NULL && !f->failed_cached && !f->remote_asked) {
-		f->remote_asked = 1;
-		if (kcache_remote_resolve(kc->remote, f->key, f->format ==
-		    NULL ? KCACHE_REMOTE_PULL_ONLY : 0, kcache_flight_accept_cb,
-		    kcache_flight_remote_cb, f) == 0)
+	if (kc->tier.ops != NULL && !f->failed_cached) {
+		f->stage = KCACHE_STAGE_TIER;
+		if (kc->tier.ops->resolve(kc->tier.state, f->key, f->format ==
+		    NULL ? KCACHE_TIER_KEY_ONLY : 0, kcache_flight_accept_cb,
+		    kcache_flight_tier_cb, f) == 0)
 			return;
 	}
 	kcache_flight_miss(kc, f);
 }
 
+static void
+kcache_flight_disk_cb(uv_work_t *w, int status)
+{
+	struct kcache_flight	*f = w->data;
+
+	kcache_flight_disk_done(f->kc, f);
+}
+
 /* A miss everywhere: a cached failure or a bare key ends here, else the
- * kernel is compiled. */
+ * kernel is compiled (QUEUED while every compile worker is busy). */
 static void
 kcache_flight_miss(struct kcache *kc, struct kcache_flight *f)
 {
@@ -562,17 +576,17 @@ kcache_flight_miss(struct kcache *kc, struct kcache_flight *f)
 		kcache_flight_finish(kc, f);
 		return;
 	}
-	f->stage = 1;
+	f->stage = KCACHE_STAGE_QUEUED;
 	if (kc->compiling >= kc->workers)
 		TAILQ_INSERT_TAIL(&kc->pending, f, pending);
 	else
-		kcache_flight_compile_queue(kc, f);
+		kcache_flight_compile_start(kc, f);
 }
 
 /*
- * Off the loop: an entry the remote tier verified for f's key. Stored
- * here, then loaded like a disk hit; a cached failure answers like a
- * local one (unless retry_failed).
+ * Stage TIER, off the loop: an entry the tier verified for f's key.
+ * Stored here, then loaded like a disk hit; a cached failure answers like
+ * a local one (unless retry_failed).
  */
 static int
 kcache_flight_accept_cb(void *arg, struct cache_entry *ce)
@@ -614,38 +628,44 @@ kcache_flight_accept_cb(void *arg, struct cache_entry *ce)
 	return (0);
 }
 
-/* On the loop: the remote step ended. */
+/* Stage TIER ended, on the loop. */
 static void
-kcache_flight_remote_cb(void *arg, int outcome, int err,
-    struct kcache_remote_lock *lk)
+kcache_flight_tier_cb(void *arg, enum kcache_tier_outcome outcome,
+    void *claim)
 {
 	struct kcache_flight	*f = arg;
 	struct kcache		*kc = f->kc;
 
-	f->lk = lk;
+	assert(f->stage == KCACHE_STAGE_TIER);
+	f->claim = claim;
 	switch (outcome) {
-	case KCACHE_REMOTE_TAKEN:
+	case KCACHE_TIER_TAKEN:
 		if (f->failed_cached)
 			kc->st.failures++;
 		kcache_flight_finish(kc, f);
 		return;
-	case KCACHE_REMOTE_STOP:
+	case KCACHE_TIER_STOP:
 		f->error = BACKEND_ECANCELED;
 		snprintf(f->diag, sizeof f->diag, "nkid is stopping");
 		kcache_flight_finish(kc, f);
 		return;
+	case KCACHE_TIER_COMPILE:
+		break;
 	}
 	kcache_flight_miss(kc, f);
 }
 
+/* Stage COMPILE starts: a worker is free. */
 static void
-kcache_flight_compile_queue(struct kcache *kc, struct kcache_flight *f)
+kcache_flight_compile_start(struct kcache *kc, struct kcache_flight *f)
 {
 	int	error;
 
+	assert(f->stage == KCACHE_STAGE_QUEUED);
+	f->stage = KCACHE_STAGE_COMPILE;
 	kc->compiling++;
-	if ((error = uv_queue_work(kc->loop, &f->work, kcache_flight_compile_cb,
-	    kcache_flight_after_cb)) != 0)
+	if ((error = uv_queue_work(kc->loop, &f->work,
+	    kcache_flight_compile_work_cb, kcache_flight_compile_cb)) != 0)
 		fatal("cannot queue a compile: %s", uv_strerror(error));
 }
 
@@ -725,13 +745,14 @@ kcache_resolve(struct kcache *kc, const struct kcache_request *rq,
 	TAILQ_INIT(&f->waiters);
 	TAILQ_INSERT_TAIL(&f->waiters, wt, link);
 	LIST_INSERT_HEAD(&kc->flights, f, link);
+	f->stage = KCACHE_STAGE_DISK;
 	if (kc->disk == NULL) {
-		/* Nothing to look up: straight to the compile stage. */
-		kcache_flight_after_cb(&f->work, 0);
+		/* Nothing to look up: a miss, at once. */
+		kcache_flight_disk_done(kc, f);
 		return;
 	}
-	if ((error = uv_queue_work(kc->loop, &f->work, kcache_flight_lookup_cb,
-	    kcache_flight_after_cb)) != 0)
+	if ((error = uv_queue_work(kc->loop, &f->work,
+	    kcache_flight_disk_work_cb, kcache_flight_disk_cb)) != 0)
 		fatal("cannot queue a cache lookup: %s", uv_strerror(error));
 	return;
 

@@ -46,12 +46,59 @@ void	kcache_config_apply(struct kcache *kc, const struct config *cfg);
 /* The persistent cache, or NULL when running without one. */
 struct cache *kcache_disk(struct kcache *kc);
 /*
- * Put the remote tier r (daemon/kcache_remote.h; NULL: none) between the
- * disk and the compiler: a local miss pulls from it, a fresh compile is
- * pushed to it. Before any resolve; r outlives kc's flights.
+ * A cache tier between the disk and the compiler (the store a fleet
+ * shares: daemon/kcache_remote.h makes one). A flight that misses on disk
+ * asks it before compiling; a fresh compile is encoded for it off the loop
+ * and handed to it. The kernel cache knows no more of a tier than this.
  */
-struct kcache_remote;
-void	kcache_attach_remote(struct kcache *kc, struct kcache_remote *r);
+enum kcache_tier_outcome {
+	KCACHE_TIER_TAKEN,	/* accept took an entry: serve it */
+	KCACHE_TIER_COMPILE,	/* compile here (claim: the tier's, if any) */
+	KCACHE_TIER_STOP,	/* nkid is stopping: give up */
+};
+
+/* kcache_tier_ops.resolve flags. */
+#define KCACHE_TIER_KEY_ONLY	0x1	/* no IR: no claim, no wait */
+
+/*
+ * Off the loop: take e, verified by the tier for the key asked (the
+ * callee may steal its strings and data). 0 if taken, -1 if not.
+ */
+typedef int (*kcache_tier_accept_cb)(void *arg, struct cache_entry *e);
+/*
+ * On the loop: the tier's answer. claim, when not NULL, is what the tier
+ * holds for the flight that compiles (the fleet lock): given back with
+ * publish.
+ */
+typedef void (*kcache_tier_done_cb)(void *arg,
+	    enum kcache_tier_outcome outcome, void *claim);
+
+struct kcache_tier_ops {
+	/* On the loop, after a disk miss of key: 0 and done(arg, ...)
+	 * runs once, later (accept first, off the loop, for an entry it
+	 * found); non-zero: the tier is skipped, done never runs. */
+	int	(*resolve)(void *state, const char *key, int flags,
+		    kcache_tier_accept_cb accept, kcache_tier_done_cb done,
+		    void *arg);
+	/* Off the loop: e (just compiled, or a deterministic failure) as
+	 * the value to publish, malloc'd; *out NULL: nothing to publish. */
+	void	(*encode)(void *state, const struct cache_entry *e,
+		    void **out, size_t *outlen);
+	/* On the loop, after the compile of key: value (taken over; NULL:
+	 * none; failed: a compile failure) and claim (NULL: none) back to
+	 * the tier. Never calls back. */
+	void	(*publish)(void *state, const char *key, void *claim,
+		    void *value, size_t len, int failed);
+};
+
+struct kcache_tier {
+	const struct kcache_tier_ops	*ops;	/* NULL: no tier */
+	void				*state;
+};
+
+/* Put tier t (copied; NULL or t->ops NULL: none) between the disk and the
+ * compiler. Before any resolve; its state outlives kc's flights. */
+void	kcache_tier_attach(struct kcache *kc, const struct kcache_tier *t);
 
 /* What the compile path needs; borrowed until the callback runs. */
 struct kcache_request {

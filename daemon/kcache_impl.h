@@ -37,6 +37,22 @@ struct kcache_waiter {
 };
 TAILQ_HEAD(kcache_waiters, kcache_waiter);
 
+/*
+ * The stages of a flight, in order; a flight moves forward only, and
+ * each stage ends in its own callback on the loop (kcache.c):
+ * DISK (kcache_flight_disk_cb) -> TIER (kcache_flight_tier_cb) ->
+ * QUEUED -> COMPILE (kcache_flight_compile_cb) -> DONE. A hit or a cached
+ * failure ends early; a stage with nothing to do (no disk, no tier) is
+ * passed through.
+ */
+enum kcache_stage {
+	KCACHE_STAGE_DISK,	/* the disk read and verified, off the loop */
+	KCACHE_STAGE_TIER,	/* asking the tier (kcache_tier) */
+	KCACHE_STAGE_QUEUED,	/* waiting for a compile worker */
+	KCACHE_STAGE_COMPILE,	/* compile, load, store, off the loop */
+	KCACHE_STAGE_DONE,	/* answering the waiters */
+};
+
 /* One NEFF key being looked up on disk, then maybe compiled. */
 struct kcache_flight {
 	uv_work_t		 work;
@@ -53,7 +69,8 @@ struct kcache_flight {
 	const char		*options;
 	int			 retry_failed;
 
-	int			 stage;		/* 0 lookup, 1 compile */
+	enum kcache_stage	 stage;
+	/* What the stages found. */
 	int			 hit;
 	int			 failed_cached;
 	int			 store_rc;
@@ -65,10 +82,9 @@ struct kcache_flight {
 	double			 ms;
 	char			*log;
 	char			 diag[BACKEND_DIAG_LEN];
-	/* The remote tier: asked once; the fleet lock held while this
-	 * compiles; the value to push once compiled. */
-	int			 remote_asked;
-	struct kcache_remote_lock *lk;
+	/* The tier's claim while this compiles (the fleet lock); the value
+	 * to publish once compiled. */
+	void			*claim;
 	void			*push;
 	size_t			 push_len;
 	struct kcache_waiters	 waiters;
@@ -82,7 +98,7 @@ struct kcache {
 	uv_loop_t		*loop;
 	struct backend		*backend;
 	struct cache		*disk;		/* NULL: memory only */
-	struct kcache_remote	*remote;	/* NULL: no remote tier */
+	struct kcache_tier	 tier;		/* ops NULL: none */
 	struct kcache_list	 lru;
 	uint64_t		 mem_bytes;
 	uint64_t		 mem_max;

@@ -1,4 +1,4 @@
-/* kcache_remote.c: the remote tier's client of Redis: hiredis on the loop, connections, timeouts, the circuit breaker, opening and closing, pushes. */
+/* kcache_remote.c: the remote tier's client of Redis: hiredis on the loop, connections, timeouts, the circuit breaker, opening and closing, pushes; what the fleet must hear of the connection (down, a message on the channel) it tells through r->ev, never by name. */
 #include <sys/queue.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -80,7 +80,7 @@ kcache_remote_fail(struct kcache_remote *r, const char *fmt, ...)
 	log_warn("remote tier '%s': %u failures in a row (last: %s); not "
 	    "asking it for %llu ms", r->url_text, r->failures, r->last_error,
 	    (unsigned long long)ms);
-	kcache_remote_waits_end(r, KCACHE_REMOTE_COMPILE, KCACHE_REMOTE_EDOWN);
+	r->ev.down(r);
 }
 
 static void
@@ -239,7 +239,7 @@ kcache_remote_drop(struct kcache_remote *r, int err, const char *why)
 		redisAsyncFree(sub);
 	r->dropping = 0;
 	uv_timer_stop(&r->cmd_timer);
-	kcache_remote_waits_end(r, KCACHE_REMOTE_COMPILE, KCACHE_REMOTE_EDOWN);
+	r->ev.down(r);
 	if (!uv_is_active((uv_handle_t *)&r->retry_timer))
 		kcache_remote_retry_arm(r);
 }
@@ -325,7 +325,7 @@ kcache_remote_channel_cb(redisAsyncContext *ac, void *reply, void *privdata)
 	    strcmp(rp->element[0]->str, "message") != 0 ||
 	    rp->element[2]->type != REDIS_REPLY_STRING)
 		return;
-	kcache_remote_wake(r, rp->element[2]->str);
+	r->ev.message(r, rp->element[2]->str);
 }
 
 /* AUTH (and SELECT) on a new connection, through hiredis's buffer. */
@@ -600,10 +600,11 @@ kcache_remote_free(struct kcache_remote *r)
 }
 
 int
-kcache_remote_open(struct kcache_remote **out, uv_loop_t *loop,
+kcache_remote_conn_open(struct kcache_remote **out, uv_loop_t *loop,
     const struct config *cfg, const char *backend,
     const char *compiler_version, uint32_t wait_ms,
-    const volatile int *stopping, char *err, size_t errlen)
+    const volatile int *stopping, const struct kcache_remote_events *ev,
+    char *err, size_t errlen)
 {
 	struct kcache_remote	*r;
 	unsigned char		 rnd[8];
@@ -611,12 +612,13 @@ kcache_remote_open(struct kcache_remote **out, uv_loop_t *loop,
 	size_t			 n;
 	int			 rc;
 
-	assert(out != NULL && loop != NULL && cfg != NULL);
+	assert(out != NULL && loop != NULL && cfg != NULL && ev != NULL);
 	*out = NULL;
 	if (strcmp(cfg->remote_mode, "off") == 0)
 		return (0);
 	r = xcalloc(1, sizeof *r);
 	r->loop = loop;
+	r->ev = *ev;
 	if (config_remote_url_parse(cfg->remote_url, &r->url, why,
 	    sizeof why) != 0) {
 		snprintf(err, errlen, "remote tier: %s", why);
@@ -755,7 +757,7 @@ kcache_remote_stats_get(const struct kcache_remote *r,
 
 /* ------------------------------------------------------------ pushes */
 
-static void
+void
 kcache_remote_set(struct kcache_remote *r, const char *key, const void *value,
     size_t len, int failed, kcache_remote_reply_cb cb, void *arg, int *err)
 {
@@ -778,45 +780,6 @@ kcache_remote_set(struct kcache_remote *r, const char *key, const void *value,
 	argvlen[3] = 2;
 	argvlen[4] = strlen(ms);
 	*err = kcache_remote_command(r, cb, arg, 5, argv, argvlen);
-}
-
-static void
-kcache_remote_publish_cb(struct kcache_remote *r, redisReply *rp, int err,
-    void *arg)
-{
-	if (err != 0)
-		return;
-	r->st.pushes++;
-	r->st.pushed_bytes += (uintptr_t)arg;
-}
-
-void
-kcache_remote_publish(struct kcache_remote *r, const char *key,
-    struct kcache_remote_lock *lk, void *value, size_t len, int failed)
-{
-	const char	*argv[3];
-	size_t		 argvlen[3];
-	int		 err = KCACHE_REMOTE_EDOWN;
-
-	assert(r != NULL && key != NULL);
-	if (value != NULL && r->writable && kcache_remote_usable(r))
-		kcache_remote_set(r, key, value, len, failed,
-		    kcache_remote_publish_cb,
-		    (void *)(uintptr_t)len, &err);
-	else if (value != NULL && r->writable)
-		r->st.skipped++;
-	/* hiredis has copied the value into its buffer. */
-	free(value);
-	if (lk != NULL)
-		kcache_remote_lock_release(lk);
-	if (err != 0 && lk == NULL)
-		return;
-	argv[0] = "PUBLISH";
-	argv[1] = r->channel;
-	argv[2] = key;
-	kcache_remote_lens(argv, argvlen, 3);
-	(void)kcache_remote_command(r, kcache_remote_ignore_cb, NULL, 3, argv,
-	    argvlen);
 }
 
 static void

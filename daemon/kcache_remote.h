@@ -12,6 +12,7 @@
 struct config;
 struct kcache_remote;
 struct kcache_remote_lock;
+struct kcache_tier;
 
 /* Error codes: 0 or one of these; kcache_remote_strerror names them. */
 enum kcache_remote_err {
@@ -106,6 +107,13 @@ void	kcache_remote_encode(const struct kcache_remote *r,
 	    const struct cache_entry *e, void **out, size_t *outlen);
 void	kcache_remote_stats_get(const struct kcache_remote *r,
 	    struct kcache_remote_stats *st);
+/*
+ * r as the kernel cache's tier (daemon/kcache.h) into t: a local miss is
+ * resolved here (kcache_remote_resolve, the fleet lock as the claim), a
+ * compile encoded with the fleet key when r is writable and published
+ * (kcache_remote_publish). r NULL: t has no ops (no tier).
+ */
+void	kcache_remote_tier(struct kcache_remote *r, struct kcache_tier *t);
 
 /* How a resolve ended (kcache_remote_done_cb). */
 enum kcache_remote_outcome {

@@ -1,7 +1,8 @@
-/* kcache_remote_fleet.c: compile once per fleet: the pull after a local miss, the fleet lock (SET NX PX, renewed, token-checked release), waiting for another host's compile, verification off the loop. */
+/* kcache_remote_fleet.c: compile once per fleet: the pull after a local miss, the fleet lock (SET NX PX, renewed, token-checked release), waiting for another host's compile, verification off the loop, and publishing a compile (push, tell the waiters, release the lock). */
 #include <sys/queue.h>
 
 #include <assert.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -495,4 +496,45 @@ kcache_remote_wake(struct kcache_remote *r, const char *key)
 	}
 	if (n > 0)
 		kcache_remote_tick_kick(r);
+}
+
+/* ------------------------------------------------------------ publish */
+
+static void
+kcache_remote_publish_cb(struct kcache_remote *r, redisReply *rp, int err,
+    void *arg)
+{
+	if (err != 0)
+		return;
+	r->st.pushes++;
+	r->st.pushed_bytes += (uintptr_t)arg;
+}
+
+void
+kcache_remote_publish(struct kcache_remote *r, const char *key,
+    struct kcache_remote_lock *lk, void *value, size_t len, int failed)
+{
+	const char	*argv[3];
+	size_t		 argvlen[3];
+	int		 err = KCACHE_REMOTE_EDOWN;
+
+	assert(r != NULL && key != NULL);
+	if (value != NULL && r->writable && kcache_remote_usable(r))
+		kcache_remote_set(r, key, value, len, failed,
+		    kcache_remote_publish_cb,
+		    (void *)(uintptr_t)len, &err);
+	else if (value != NULL && r->writable)
+		r->st.skipped++;
+	/* hiredis has copied the value into its buffer. */
+	free(value);
+	if (lk != NULL)
+		kcache_remote_lock_release(lk);
+	if (err != 0 && lk == NULL)
+		return;
+	argv[0] = "PUBLISH";
+	argv[1] = r->channel;
+	argv[2] = key;
+	kcache_remote_lens(argv, argvlen, 3);
+	(void)kcache_remote_command(r, kcache_remote_ignore_cb, NULL, 3, argv,
+	    argvlen);
 }

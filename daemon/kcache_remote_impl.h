@@ -50,6 +50,17 @@ enum kcache_remote_state {
 
 struct kcache_remote;
 
+/*
+ * What the connection (kcache_remote.c) tells the layer above it (the
+ * fleet: kcache_remote_fleet.c), which kcache_remote_tier.c wires at open:
+ * down, the store failed or the circuit opened (waits end now); message,
+ * a host ended its compile of key (a message on the channel).
+ */
+struct kcache_remote_events {
+	void	(*down)(struct kcache_remote *r);
+	void	(*message)(struct kcache_remote *r, const char *key);
+};
+
 /* The answer to one command (kcache_remote_command). */
 typedef void (*kcache_remote_reply_cb)(struct kcache_remote *r,
 	    redisReply *rp, int err, void *arg);
@@ -112,6 +123,7 @@ struct kcache_remote_pushing {
 
 struct kcache_remote {
 	uv_loop_t			*loop;
+	struct kcache_remote_events	 ev;
 	struct config_remote_url	 url;
 	char				*url_text;
 	char				*user;
@@ -160,6 +172,22 @@ struct kcache_remote {
 };
 
 /* ------------------------------------------------ kcache_remote.c */
+
+/*
+ * Open the connection side of the tier as kcache_remote_open describes,
+ * telling ev what the fleet must hear (kcache_remote_tier.c passes the
+ * fleet's). *out NULL when remote.mode is "off".
+ */
+int	kcache_remote_conn_open(struct kcache_remote **out, uv_loop_t *loop,
+	    const struct config *cfg, const char *backend,
+	    const char *compiler_version, uint32_t wait_ms,
+	    const volatile int *stopping, const struct kcache_remote_events *ev,
+	    char *err, size_t errlen);
+/* SET the entry value (len bytes) for key with the TTL of an entry (or of
+ * a failure); cb as kcache_remote_command's, *err its return. */
+void	kcache_remote_set(struct kcache_remote *r, const char *key,
+	    const void *value, size_t len, int failed, kcache_remote_reply_cb cb,
+	    void *arg, int *err);
 
 /* Nonzero if a call to the store may be made now: connected (or making
  * the first connection), the circuit closed. */

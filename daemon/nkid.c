@@ -358,7 +358,7 @@ main(int argc, char **argv)
 
 	uv_run(&loop, UV_RUN_DEFAULT);
 
-	server_free(nm.d.server);
+	server_close(nm.d.server);
 	daemon_release(&nm.d);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	if ((error = uv_loop_close(&loop)) != 0)

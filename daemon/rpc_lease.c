@@ -16,20 +16,20 @@
 #include "daemon/xmalloc.h"
 
 /* Replies waiting for the one send in flight: QUEUED, GRANTED, an end. */
-#define LEASE_OUTBOX	4
+#define RPC_LEASE_OUTBOX	4
 
-struct lease_out {
+struct rpc_lease_out {
 	int	 state;
 	char	*message;
 };
 
-struct lease {
+struct rpc_lease {
 	struct sched_job	 sj;
 	struct rpc_call		*c;
 	uv_timer_t		 timer;
 	double			 max_s;
 	char			 holder[128];
-	struct lease_out	 out[LEASE_OUTBOX];
+	struct rpc_lease_out	 out[RPC_LEASE_OUTBOX];
 	size_t			 nout;
 	int			 granted;
 	int			 ended;		/* the core is not ours */
@@ -38,12 +38,12 @@ struct lease {
 	char			*message;
 };
 
-static void	lease_flush(struct lease *l);
+static void	rpc_lease_flush(struct rpc_lease *l);
 
 static void
-lease_free_cb(uv_handle_t *h)
+rpc_lease_free_cb(uv_handle_t *h)
 {
-	struct lease	*l = h->data;
+	struct rpc_lease	*l = h->data;
 	size_t		 i;
 
 	for (i = 0; i < l->nout; i++)
@@ -54,28 +54,28 @@ lease_free_cb(uv_handle_t *h)
 
 /* c->job_release: the call is gone; so is the lease. */
 static void
-lease_release_cb(void *arg)
+rpc_lease_release_cb(void *arg)
 {
-	struct lease	*l = arg;
+	struct rpc_lease	*l = arg;
 
 	if (!l->ended) {
 		sched_lease_end(l->c->d->sched, &l->sj);
 		l->ended = 1;
 	}
 	uv_timer_stop(&l->timer);
-	uv_close((uv_handle_t *)&l->timer, lease_free_cb);
+	uv_close((uv_handle_t *)&l->timer, rpc_lease_free_cb);
 }
 
-static void	lease_send(struct lease *l, int state, const char *fmt, ...)
-		    __attribute__((format(printf, 3, 4)));
+static void	rpc_lease_send(struct rpc_lease *l, int state,
+		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static void
-lease_send(struct lease *l, int state, const char *fmt, ...)
+rpc_lease_send(struct rpc_lease *l, int state, const char *fmt, ...)
 {
 	va_list	ap;
 	char	*m = NULL;
 
-	if (l->finishing || l->nout == LEASE_OUTBOX)
+	if (l->finishing || l->nout == RPC_LEASE_OUTBOX)
 		return;
 	va_start(ap, fmt);
 	if (vasprintf(&m, fmt, ap) < 0)
@@ -84,16 +84,16 @@ lease_send(struct lease *l, int state, const char *fmt, ...)
 	l->out[l->nout].state = state;
 	l->out[l->nout].message = m;
 	l->nout++;
-	lease_flush(l);
+	rpc_lease_flush(l);
 }
 
 /* Give the core back (if ours) and end the call once the replies queued
  * before have gone. */
-static void	lease_end(struct lease *l, grpc_status_code code,
+static void	rpc_lease_end(struct rpc_lease *l, grpc_status_code code,
 		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static void
-lease_end(struct lease *l, grpc_status_code code, const char *fmt, ...)
+rpc_lease_end(struct rpc_lease *l, grpc_status_code code, const char *fmt, ...)
 {
 	va_list	ap;
 
@@ -116,28 +116,28 @@ lease_end(struct lease *l, grpc_status_code code, const char *fmt, ...)
 			fatal("out of memory");
 		va_end(ap);
 	}
-	lease_flush(l);
+	rpc_lease_flush(l);
 }
 
 static void
-lease_sent_cb(struct rpc_call *c, int ok)
+rpc_lease_sent_cb(struct rpc_call *c, int ok)
 {
-	struct lease	*l = c->job;
-	size_t		 i;
+	struct rpc_lease	*l = c->job;
+	size_t			 i;
 
 	if (!ok) {
-		lease_end(l, GRPC_STATUS_CANCELLED, "lease %llu: the client "
-		    "went away", (unsigned long long)l->sj.id);
+		rpc_lease_end(l, GRPC_STATUS_CANCELLED, "lease %llu: the "
+		    "client went away", (unsigned long long)l->sj.id);
 		/* Nobody will read the replies queued: drop them. */
 		for (i = 0; i < l->nout; i++)
 			free(l->out[i].message);
 		l->nout = 0;
 	}
-	lease_flush(l);
+	rpc_lease_flush(l);
 }
 
 static void
-lease_flush(struct lease *l)
+rpc_lease_flush(struct rpc_lease *l)
 {
 	struct rpc_call		*c = l->c;
 	Nkid__V1__LeaseReply	 r = NKID__V1__LEASE_REPLY__INIT;
@@ -153,7 +153,7 @@ lease_flush(struct lease *l)
 		r.visible_cores = r.state == NKID__V1__LEASE_REPLY__STATE__GRANTED ?
 		    visible : (char *)"";
 		r.message = l->out[0].message;
-		rpc_stream_send(c, &r.base, lease_sent_cb);
+		rpc_stream_send(c, &r.base, rpc_lease_sent_cb);
 		free(l->out[0].message);
 		memmove(&l->out[0], &l->out[1], (l->nout - 1) *
 		    sizeof l->out[0]);
@@ -166,44 +166,44 @@ lease_flush(struct lease *l)
 }
 
 static void
-lease_timer_cb(uv_timer_t *t)
+rpc_lease_timer_cb(uv_timer_t *t)
 {
-	struct lease	*l = t->data;
+	struct rpc_lease	*l = t->data;
 
-	lease_send(l, NKID__V1__LEASE_REPLY__STATE__EXPIRED, "lease of core "
-	    "%u expired after %g s (max_seconds); the core is reclaimed",
+	rpc_lease_send(l, NKID__V1__LEASE_REPLY__STATE__EXPIRED, "lease of "
+	    "core %u expired after %g s (max_seconds); the core is reclaimed",
 	    l->sj.core, l->max_s);
-	lease_end(l, GRPC_STATUS_OK, NULL);
+	rpc_lease_end(l, GRPC_STATUS_OK, NULL);
 }
 
 static void
-lease_grant_cb(struct sched_job *sj)
+rpc_lease_grant_cb(struct sched_job *sj)
 {
-	struct lease	*l = sj->owner;
+	struct rpc_lease	*l = sj->owner;
 	double		 ms = l->max_s * 1000.0;
 
 	l->granted = 1;
 	log_debug("lease %llu of core %u granted to pid %u uid %u",
 	    (unsigned long long)sj->id, sj->core, sj->pid, sj->uid);
-	lease_send(l, NKID__V1__LEASE_REPLY__STATE__GRANTED, "core %u is "
+	rpc_lease_send(l, NKID__V1__LEASE_REPLY__STATE__GRANTED, "core %u is "
 	    "yours for at most %g s", sj->core, l->max_s);
-	uv_timer_start(&l->timer, lease_timer_cb, ms < 1 ? 1 :
+	uv_timer_start(&l->timer, rpc_lease_timer_cb, ms < 1 ? 1 :
 	    (uint64_t)ms, 0);
 }
 
 /* Never granted: its deadline passed, or nkid stops. */
 static void
-lease_done_cb(struct sched_job *sj, int outcome)
+rpc_lease_done_cb(struct sched_job *sj, int outcome)
 {
-	struct lease	*l = sj->owner;
+	struct rpc_lease	*l = sj->owner;
 
 	l->ended = 1;
 	if (outcome == SCHED_EXPIRED)
-		lease_end(l, GRPC_STATUS_DEADLINE_EXCEEDED, "lease %llu: the "
-		    "deadline passed before core %u was free",
+		rpc_lease_end(l, GRPC_STATUS_DEADLINE_EXCEEDED, "lease %llu: "
+		    "the deadline passed before core %u was free",
 		    (unsigned long long)sj->id, sj->core);
 	else
-		lease_end(l, outcome == SCHED_STOPPED ?
+		rpc_lease_end(l, outcome == SCHED_STOPPED ?
 		    GRPC_STATUS_UNAVAILABLE : GRPC_STATUS_CANCELLED,
 		    "lease %llu ended before it was granted: %s",
 		    (unsigned long long)sj->id, outcome == SCHED_STOPPED ?
@@ -212,18 +212,18 @@ lease_done_cb(struct sched_job *sj, int outcome)
 
 /* Cancel (nkictl cancel) or the client gone. */
 static void
-lease_cancel_cb(struct sched_job *sj, int outcome)
+rpc_lease_cancel_cb(struct sched_job *sj, int outcome)
 {
-	struct lease	*l = sj->owner;
+	struct rpc_lease	*l = sj->owner;
 
 	if (outcome == SCHED_CANCELLED) {
-		lease_send(l, NKID__V1__LEASE_REPLY__STATE__RELEASED, "lease "
-		    "%llu of core %u was cancelled (nkictl cancel)",
+		rpc_lease_send(l, NKID__V1__LEASE_REPLY__STATE__RELEASED,
+		    "lease %llu of core %u was cancelled (nkictl cancel)",
 		    (unsigned long long)sj->id, sj->core);
-		lease_end(l, GRPC_STATUS_CANCELLED, "lease %llu was cancelled",
-		    (unsigned long long)sj->id);
+		rpc_lease_end(l, GRPC_STATUS_CANCELLED, "lease %llu was "
+		    "cancelled", (unsigned long long)sj->id);
 	} else
-		lease_end(l, outcome == SCHED_EXPIRED ?
+		rpc_lease_end(l, outcome == SCHED_EXPIRED ?
 		    GRPC_STATUS_DEADLINE_EXCEEDED : GRPC_STATUS_CANCELLED,
 		    "lease %llu: the client went away",
 		    (unsigned long long)sj->id);
@@ -231,33 +231,33 @@ lease_cancel_cb(struct sched_job *sj, int outcome)
 
 /* Later messages: ignored; the end of the stream releases the lease. */
 static void
-lease_next_cb(struct rpc_call *c, ProtobufCMessage *msg)
+rpc_lease_next_cb(struct rpc_call *c, ProtobufCMessage *msg)
 {
-	struct lease	*l = c->job;
+	struct rpc_lease	*l = c->job;
 
 	if (msg != NULL) {
 		protobuf_c_message_free_unpacked(msg, NULL);
-		rpc_stream_recv(c, lease_next_cb);
+		rpc_stream_recv(c, rpc_lease_next_cb);
 		return;
 	}
 	if (c->cancelled) {
-		lease_end(l, GRPC_STATUS_CANCELLED, "lease %llu: the client "
-		    "went away", (unsigned long long)l->sj.id);
+		rpc_lease_end(l, GRPC_STATUS_CANCELLED, "lease %llu: the "
+		    "client went away", (unsigned long long)l->sj.id);
 		return;
 	}
-	lease_send(l, NKID__V1__LEASE_REPLY__STATE__RELEASED, "core %u "
+	rpc_lease_send(l, NKID__V1__LEASE_REPLY__STATE__RELEASED, "core %u "
 	    "released", l->sj.core);
-	lease_end(l, GRPC_STATUS_OK, NULL);
+	rpc_lease_end(l, GRPC_STATUS_OK, NULL);
 }
 
 static void
-lease_first_cb(struct rpc_call *c, ProtobufCMessage *msg)
+rpc_lease_first_cb(struct rpc_call *c, ProtobufCMessage *msg)
 {
 	struct daemon			*d = c->d;
 	const Nkid__V1__LeaseRequest	*req = (const void *)msg;
 	unsigned			 ncores = sched_core_count(d->sched);
 	unsigned			 ahead;
-	struct lease			*l;
+	struct rpc_lease			*l;
 
 	if (msg == NULL) {
 		rpc_finish(c, c->cancelled ? GRPC_STATUS_CANCELLED :
@@ -289,10 +289,10 @@ lease_first_cb(struct rpc_call *c, ProtobufCMessage *msg)
 	uv_timer_init(d->loop, &l->timer);
 	l->timer.data = l;
 	c->job = l;
-	c->job_release = lease_release_cb;
-	l->sj.grant = lease_grant_cb;
-	l->sj.done = lease_done_cb;
-	l->sj.cancel_cb = lease_cancel_cb;
+	c->job_release = rpc_lease_release_cb;
+	l->sj.grant = rpc_lease_grant_cb;
+	l->sj.done = rpc_lease_done_cb;
+	l->sj.cancel_cb = rpc_lease_cancel_cb;
 	l->sj.owner = l;
 	if (sched_call_submit(c, &l->sj, "lease", l->holder, req->core,
 	    NKID__V1__JOB_CLASS__JOB_CLASS_INTERACTIVE, "lease") != 0) {
@@ -301,10 +301,11 @@ lease_first_cb(struct rpc_call *c, ProtobufCMessage *msg)
 	}
 	ahead = sched_core_load(d->sched, l->sj.core);
 	if (!l->granted && !l->finishing)
-		lease_send(l, NKID__V1__LEASE_REPLY__STATE__QUEUED, "lease %llu "
-		    "waits for core %u (%u ahead, this one included)",
-		    (unsigned long long)l->sj.id, l->sj.core, ahead);
-	rpc_stream_recv(c, lease_next_cb);
+		rpc_lease_send(l, NKID__V1__LEASE_REPLY__STATE__QUEUED,
+		    "lease %llu waits for core %u (%u ahead, this one "
+		    "included)", (unsigned long long)l->sj.id, l->sj.core,
+		    ahead);
+	rpc_stream_recv(c, rpc_lease_next_cb);
 out:
 	protobuf_c_message_free_unpacked(msg, NULL);
 }
@@ -312,7 +313,7 @@ out:
 static void
 rpc_lease(struct rpc_call *c)
 {
-	rpc_stream_recv(c, lease_first_cb);
+	rpc_stream_recv(c, rpc_lease_first_cb);
 }
 
 const struct rpc_method rpc_lease_method = {

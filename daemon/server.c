@@ -909,7 +909,7 @@ server_stop(struct server *s, void (*done)(void *), void *arg)
 }
 
 void
-server_free(struct server *s)
+server_close(struct server *s)
 {
 	if (s == NULL)
 		return;

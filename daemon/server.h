@@ -32,8 +32,9 @@ int	server_open(struct daemon *d, char *err, size_t errlen);
  * that is over. Safe to call twice (the second call does nothing).
  */
 void	server_stop(struct server *s, void (*done)(void *), void *arg);
-/* Free s after its done callback ran; releases the socket lock. */
-void	server_free(struct server *s);
+/* Close s after its done callback ran: the socket, its lock and the
+ * device locks (devlock), then free it. NULL is fine. */
+void	server_close(struct server *s);
 /* The path of the listening socket (borrowed from s). */
 const char *server_socket_path(const struct server *s);
 

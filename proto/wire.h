@@ -1,10 +1,11 @@
-/* wire.h: facts of the nkid.v1 wire that nkid and nkictl share: the names of gRPC status codes and the CacheEntry message of a cache entry. */
+/* wire.h: facts of the nkid.v1 wire that nkid and nkictl share: the names of gRPC status codes, the CacheEntry message of a cache entry and the CacheVerifyResult of a checked one. */
 #ifndef NKID_WIRE_H
 #define NKID_WIRE_H
 
 #include "nkid.pb-c.h"
 
 struct cache_entry;
+struct cache_verify_item;
 
 /* The name of a gRPC status code ("INVALID_ARGUMENT"), "UNKNOWN" when out
  * of range; a static string. */
@@ -23,5 +24,13 @@ void		 wire_cache_entry_fill(Nkid__V1__CacheEntry *m,
  * nkid__v1__cache_entry__free_unpacked(m, NULL). NULL when out of memory.
  */
 Nkid__V1__CacheEntry *wire_cache_entry_new(const struct cache_entry *e);
+
+/*
+ * The CacheVerifyResult of a checked item (cache_verify_run), owning its
+ * strings, freed with nkid__v1__cache_verify_result__free_unpacked(m,
+ * NULL). NULL when out of memory.
+ */
+Nkid__V1__CacheVerifyResult *wire_cache_verify_result_new(
+		    const struct cache_verify_item *it);
 
 #endif /* NKID_WIRE_H */

@@ -10,16 +10,24 @@
  *   1  sim_print.c (shapes and device_print's text),
  *      sim_opt.c (fusion, dead fills, copy elision in a planned program),
  *      sim_par.c (which parts of a program may run side by side)
- *   2  sim_plan.c (validate NKIR, build a struct sim_program), with
+ *   2  sim_plan.c (validate NKIR, build a struct sim_program) and
+ *      sim_plan_view.c (its strided views, operands, spaces), with
  *      sim_isa_plan.c beside it (the planners of the nki.isa kinds
  *      40-79, which sim_plan.c's table names; they use its helpers) and
  *      sim_lang_plan.c (the nki.language kinds 80-119, index functions,
  *      constants, ifs)
- *   3  sim_exec.c (run a program: sim_run), with sim_isa_exec.c and
- *      sim_lang_exec.c beside it (the nki.isa and nki.language kinds,
- *      which sim_exec.c dispatches to; they use its helpers)
+ *   1  sim_exec_row.c (the row math: ALU operators, activation
+ *      functions and reduce folds over one row; no views, no run state)
+ *   3  sim_exec.c (run a program: sim_run, the dispatch of op kinds),
+ *      with the executors beside it: sim_exec_view.c (offsets, row
+ *      iterators, rows read and written, views gathered), sim_exec_par.c
+ *      (parts side by side), sim_exec_ew.c (element-wise, fused groups),
+ *      sim_exec_reduce.c (reductions, bn), sim_exec_matmul.c (BLAS),
+ *      sim_isa_exec.c and sim_lang_exec.c (the nki.isa and nki.language
+ *      kinds; they use the interpreter's helpers)
  *   4  sim.c (the front door: NKIR and images in, programs out)
- * sim_exec.c runs what sim_plan.c built but calls none of its functions.
+ * The interpreter (sim_exec*.c) runs what sim_plan.c built but calls none
+ * of its functions.
  */
 #ifndef NKID_SIM_IMPL_H
 #define NKID_SIM_IMPL_H
@@ -573,6 +581,15 @@ int	 sim_plan_src_sbuf2(struct sim_build *b, const struct Nkir__V1__Op *o,
 int	 sim_plan_elementwise(struct sim_build *b,
 	    const struct Nkir__V1__Op *o, struct sim_op *op, int nsrc,
 	    const char *const *args);
+/* sim_plan_view.c: NKIR Space names (SPACE_*), as NKI writes them. */
+extern const char *const sim_plan_spaces[];
+/* Is NKIR space `space` on chip (sbuf, psum)? */
+bool	 sim_plan_is_chip(int space);
+/* True if an unmasked store through acc writes every element of tensor
+ * ti (the tiling of the tutorials; the tensor then needs no launch fill
+ * if never read). */
+bool	 sim_plan_covers(struct sim_build *b,
+	    const struct Nkir__V1__Access *acc, const struct sim_tinfo *ti);
 
 /*
  * Validate kernel k and build its program. On success *out is the
@@ -651,6 +668,9 @@ int64_t	 sim_exec_lin_row(const struct sim_run *r, const struct sim_lin *l,
  * entries allowed): it->off[k] is view k's offset at the row's start. */
 void	 sim_exec_rows_begin(struct sim_rows *it, const struct sim_run *r,
 	    int rank, const uint64_t *shape, const struct sim_view **v, int nv);
+/* Iterate only the rows whose axis-0 index is in [lo, hi) (rank >= 2;
+ * a rank-1 space is one row and stays whole). */
+void	 sim_exec_rows_range(struct sim_rows *it, uint64_t lo, uint64_t hi);
 /* Step to the next row; false after the last. */
 bool	 sim_exec_rows_next(struct sim_rows *it);
 /* Set r's diag to the message and op's " (file:line)"; returns code. */
@@ -707,6 +727,71 @@ int	 sim_exec_body(struct sim_run *r, const struct sim_op *ops, size_t n);
 /* o[i] = act(a[i * sa] * op->scale + b[i * sb]) (op->act). */
 void	 sim_exec_act_row(const struct sim_op *op, float *o, const float *a,
 	    int64_t sa, const float *b, int64_t sb, size_t n);
+/* c plus one for each of the n elements active in act (all if NULL),
+ * added one by one in fp32 (sim_exec_row.c). */
+float	 sim_exec_count(float c, const uint8_t *act, size_t n);
+
+/* The interpreter's files (sim_exec*.c) among themselves. */
+/*
+ * Work (element operations, sim_op.par_work) below which an op's rows are
+ * not split, per part, and below which a loop's iterations or the grid's
+ * programs are not spread over the pool. Handing out parts costs a few
+ * microseconds; but a worker that took a part and is then preempted holds
+ * the caller for the rest of its time slice (milliseconds on a loaded
+ * machine), so only work of a millisecond or more is worth the risk
+ * (docs/performance.md, "Thresholds").
+ */
+#ifndef SIM_EXEC_SPLIT_MIN
+#define SIM_EXEC_SPLIT_MIN	(512u << 10)
+#endif
+#ifndef SIM_EXEC_REGION_MIN
+#define SIM_EXEC_REGION_MIN	(1u << 20)
+#endif
+/* Parts per thread of a spread loop or grid or a split op, so that a
+ * thread the machine runs slower (or not at all: a shared machine) takes
+ * fewer and the others take the rest. */
+#define SIM_EXEC_CHUNKS		4
+/* malloc for a tensor or a run block (large ones on huge pages); freed
+ * with free(). */
+void	*sim_exec_tensor_alloc(size_t n);
+/* Set r's program ids, accumulators and random stream for SPMD program
+ * prog (sim_exec.c). */
+void	 sim_exec_program_ids(struct sim_run *r, uint64_t prog);
+/* The executors of sim_exec_ew.c, sim_exec_reduce.c and
+ * sim_exec_matmul.c, called by sim_exec.c's dispatch: each runs op
+ * (sim_exec_fused: the k ops of a fused group) in run r; 0 or an error
+ * with r's diag set. sim_exec_gemm_loop returns 1 when the loop must run
+ * as a loop after all. */
+int	 sim_exec_elementwise(struct sim_run *r, const struct sim_op *op);
+int	 sim_exec_fused(struct sim_run *r, const struct sim_op *ops, size_t k);
+int	 sim_exec_reduce(struct sim_run *r, const struct sim_op *op);
+int	 sim_exec_bn(struct sim_run *r, const struct sim_op *op);
+int	 sim_exec_matmul(struct sim_run *r, const struct sim_op *op);
+int	 sim_exec_gemm_loop(struct sim_run *r, const struct sim_op *op);
+/* sim_exec_par.c: point r's scratch, rows and active flags into run block
+ * mem (scratch: and r->mem). */
+void	 sim_exec_run_rows(struct sim_run *r, char *mem, bool scratch);
+/* Give r's pool slots' memory back to its program (or free it). */
+void	 sim_exec_slots_release(struct sim_run *r);
+/* Into how many parts to split `units` units of `work` element operations
+ * (at least min of work each): 1 when not worth it or not allowed. */
+unsigned sim_exec_parts(const struct sim_run *r, uint64_t units,
+	    uint64_t work, uint64_t min);
+/* Run fn(w, op, k, lo, hi, ctx) over [0, n) in parts side by side when
+ * op's work is worth it (each part a multiple of grain units but the
+ * last), else whole on the caller's thread; parts must write disjoint
+ * elements. 0 or the first failure in sequential order. */
+int	 sim_exec_split(struct sim_run *r, const struct sim_op *op, size_t k,
+	    uint64_t n, uint64_t grain, uint64_t work,
+	    int (*fn)(struct sim_run *, const struct sim_op *, size_t,
+	    uint64_t, uint64_t, void *), void *ctx);
+/* Spread n iterations of work `work` each over the pool? */
+bool	 sim_exec_spread(const struct sim_run *r, uint64_t n, uint64_t work);
+/* Run the n iterations of loop (NULL: the n programs of the grid) in
+ * chunks side by side, with rg's tiles private to each chunk; 0 or the
+ * first failure in sequential order. */
+int	 sim_exec_region(struct sim_run *r, const struct sim_op *loop,
+	    const struct sim_par_region *rg, uint64_t n);
 
 /* sim_isa_plan.c: the planners of the nki.isa kinds, named by
  * sim_plan.c's table: each validates op o (its dst already planned when
@@ -806,8 +891,6 @@ int	 sim_lang_plan_data(struct sim_build *b,
 /* sim_lang_exec.c */
 /* Run op, one of the nki.language kinds 80-119. */
 int	 sim_lang_exec_op(struct sim_run *r, const struct sim_op *op);
-/* Activation function act (80-119) of t. */
-float	 sim_lang_exec_act(int act, float t);
 /* The next draw of the program's random stream: uniform in [0, 1). */
 float	 sim_lang_exec_uniform(struct sim_run *r);
 /* Refresh the index functions fns[0 .. n-1] (indices into p->fns). */

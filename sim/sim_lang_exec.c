@@ -1,4 +1,4 @@
-/* sim_lang_exec.c: the interpreter of the nki.language op kinds 80-119: the random stream (rand, random_seed; nisa.dropout draws from it), gather_flattened, all_reduce over programs run side by side, if, index functions, the extra activation functions. */
+/* sim_lang_exec.c: the interpreter of the nki.language op kinds 80-119: the random stream (rand, random_seed; nisa.dropout draws from it), gather_flattened, all_reduce over programs run side by side, if, index functions (its activation functions are row math: sim_exec_row.c). */
 /* Floor 3, beside sim_exec.c: uses its row machinery (sim_impl.h). */
 #include <math.h>
 #include <pthread.h>
@@ -30,36 +30,6 @@ struct sim_lang_prog {
 	bool			 started;
 	int			 rc;
 };
-
-/* ------------------------------------------------------------ activation */
-
-float
-sim_lang_exec_act(int act, float t)
-{
-	float	s;
-
-	switch (act) {
-	case NKIR__V1__ACT_FUNC__ACT_TAN:
-		return (tanf(t));
-	case NKIR__V1__ACT_FUNC__ACT_ARCTAN:
-		return (atanf(t));
-	case NKIR__V1__ACT_FUNC__ACT_GELU_DX:
-		/* d/dx x * Phi(x) = Phi(x) + x * phi(x) */
-		return (0.5f * (1.0f + erff(t * 0.70710678118654752f)) +
-		    t * 0.39894228040143268f * expf(-0.5f * t * t));
-	case NKIR__V1__ACT_FUNC__ACT_GELU_SIGMOID:
-		return (t / (1.0f + expf(-1.702f * t)));
-	case NKIR__V1__ACT_FUNC__ACT_SILU_DX:
-		s = 1.0f / (1.0f + expf(-t));
-		return (s * (1.0f + t * (1.0f - s)));
-	case NKIR__V1__ACT_FUNC__ACT_ERF_DX:
-		return (1.12837916709551257f * expf(-t * t));
-	case NKIR__V1__ACT_FUNC__ACT_MISH:
-		return (t * tanhf(t > 20.0f ? t : log1pf(expf(t))));
-	default:
-		return (t);
-	}
-}
 
 /* ------------------------------------------------------------ fns */
 

@@ -8,7 +8,6 @@
 #include <cjson/cJSON.h>
 
 #include "proto/wire.h"
-#include "sim/sim.h"
 #include "ctl_cache.h"
 
 /* How many entries an ambiguous prefix names in its message. */
@@ -448,147 +447,28 @@ ctl_cache_sig_json(Nkid__V1__Tensor *const *params, size_t n)
 
 /* ------------------------------------------------------------ verify */
 
-/* A new result of the offline reply r for key. */
-static Nkid__V1__CacheVerifyResult *
-ctl_cache_checked_add(Nkid__V1__CacheVerifyReply *r, const char *key)
-{
-	Nkid__V1__CacheVerifyResult	*x;
-
-	if ((x = calloc(1, sizeof *x)) == NULL)
-		abort();
-	nkid__v1__cache_verify_result__init(x);
-	if ((x->key = strdup(key)) == NULL)
-		abort();
-	r->results = reallocarray(r->results, r->n_results + 1,
-	    sizeof *r->results);
-	if (r->results == NULL)
-		abort();
-	r->results[r->n_results++] = x;
-	return (x);
-}
-
-static char *
-ctl_cache_xstrdup(const char *s)
-{
-	char	*d = strdup(s != NULL ? s : "");
-
-	if (d == NULL)
-		abort();
-	return (d);
-}
-
-/* The parameters of a cpu image into x (none if it is not one). */
-static void
-ctl_cache_checked_sig(Nkid__V1__CacheVerifyResult *x, const void *img,
-    size_t len)
-{
-	const struct sim_sig		*s;
-	Nkid__V1__Tensor	*t;
-	struct sim_program		*p;
-	struct sim_diag		 diag;
-	size_t			 i, j;
-
-	if (sim_program_load(img, len, &p, &diag) != SIM_OK)
-		return;
-	x->n_params = sim_program_nparams(p);
-	if ((x->params = calloc(x->n_params + 1, sizeof *x->params)) == NULL)
-		abort();
-	for (i = 0; i < x->n_params; i++) {
-		s = sim_program_param(p, i);
-		if ((t = calloc(1, sizeof *t)) == NULL)
-			abort();
-		nkid__v1__tensor__init(t);
-		if ((t->shape = calloc(s->rank + 1, sizeof *t->shape)) == NULL)
-			abort();
-		t->name = ctl_cache_xstrdup(s->name);
-		t->dtype = ctl_cache_xstrdup(sim_dtype_name(s->dtype));
-		t->n_shape = (size_t)s->rank;
-		for (j = 0; j < t->n_shape; j++)
-			t->shape[j] = s->shape[j];
-		x->params[i] = t;
-	}
-	sim_program_free(p);
-}
-
-/* Check x's entry in c as nkid's CacheVerify does. */
-static void
-ctl_cache_checked_one(struct cache *c, Nkid__V1__CacheVerifyResult *x,
-    int any, int signatures)
-{
-	struct cache_entry	 e;
-	const char		*state, *msg = "";
-	int			 r;
-
-	r = cache_get(c, x->key, CACHE_GET_DATA | (any ? CACHE_GET_ANY : 0),
-	    &e);
-	switch (r) {
-	case 0:
-		state = "ok";
-		if (signatures)
-			ctl_cache_checked_sig(x, e.data, e.len);
-		break;
-	case CACHE_EFAILED:
-		state = "failed";
-		break;
-	case CACHE_ESTALE:
-		state = "stale";
-		msg = "compiled by another backend or compiler version";
-		break;
-	case CACHE_ENOENT:
-		state = "missing";
-		break;
-	case CACHE_ECORRUPT:
-		state = "corrupt";
-		msg = "its blob does not match its digest";
-		break;
-	default:
-		state = "error";
-		msg = cache_strerror(r);
-		break;
-	}
-	x->state = ctl_cache_xstrdup(state);
-	x->message = ctl_cache_xstrdup(msg);
-	if (r == 0 || r == CACHE_EFAILED || r == CACHE_ESTALE) {
-		if (*x->kernel == '\0') {
-			free(x->kernel);
-			x->kernel = ctl_cache_xstrdup(e.kernel);
-		}
-		cache_entry_release(&e);
-	}
-}
-
-static int
-ctl_cache_checked_list_cb(void *arg, const struct cache_entry *e)
-{
-	Nkid__V1__CacheVerifyResult	*x;
-
-	x = ctl_cache_checked_add(arg, e->key);
-	x->kernel = ctl_cache_xstrdup(e->kernel);
-	return (0);
-}
-
-/* The results of req into r, in the cache directory c. */
+/* The results of req into r, checked in the cache directory c as nkid's
+ * CacheVerify checks them (cache_verify_run). */
 static int
 ctl_cache_checked_offline(struct ctl_ctx *ctx, struct cache *c,
     const Nkid__V1__CacheVerifyRequest *req, Nkid__V1__CacheVerifyReply *r)
 {
 	const Nkid__V1__LookupRequest	*k;
 	struct cache_key_input		 in;
+	struct cache_verify		 v = { NULL, 0 };
 	char				 key[CACHE_KEY_LEN + 1];
 	size_t				 i;
-	int				 all, rc;
+	int				 flags = 0, rc;
 
-	all = req->n_keys == 0 && req->n_kernels == 0;
 	if (req->n_kernels > 0 && *cache_backend(c) == '\0')
 		return (ctl_fail(ctx, "FAILED_PRECONDITION", "the cache does "
 		    "not name its compiler (nkid never ran on it)"));
-	if (all && (rc = cache_list(c, NULL, 0, ctl_cache_checked_list_cb,
-	    r)) != 0)
-		return (ctl_fail(ctx, CTL_CODE_LOCAL, "%s",
-		    cache_strerror(rc)));
+	if (req->n_keys == 0 && req->n_kernels == 0)
+		flags |= CACHE_VERIFY_ALL;
+	if (req->signatures)
+		flags |= CACHE_VERIFY_SIGNATURES;
 	for (i = 0; i < req->n_keys; i++)
-		ctl_cache_checked_add(r, req->keys[i])->kernel =
-		    ctl_cache_xstrdup("");
+		cache_verify_add(&v, req->keys[i], NULL);
 	for (i = 0; i < req->n_kernels; i++) {
 		k = req->kernels[i];
 		memset(&in, 0, sizeof in);
@@ -599,10 +479,20 @@ ctl_cache_checked_offline(struct ctl_ctx *ctx, struct cache *c,
 		in.backend = cache_backend(c);
 		in.compiler_version = cache_compiler_version(c);
 		cache_key_compute(&in, key);
-		ctl_cache_checked_add(r, key)->kernel = ctl_cache_xstrdup("");
+		cache_verify_add(&v, key, NULL);
 	}
-	for (i = 0; i < r->n_results; i++)
-		ctl_cache_checked_one(c, r->results[i], all, req->signatures);
+	if ((rc = cache_verify_run(c, &v, flags, NULL)) != 0) {
+		cache_verify_release(&v);
+		return (ctl_fail(ctx, CTL_CODE_LOCAL, "%s",
+		    cache_strerror(rc)));
+	}
+	if ((r->results = calloc(v.n + 1, sizeof *r->results)) == NULL)
+		abort();
+	for (i = 0; i < v.n; i++)
+		if ((r->results[r->n_results++] =
+		    wire_cache_verify_result_new(&v.items[i])) == NULL)
+			abort();
+	cache_verify_release(&v);
 	return (CTL_EXIT_OK);
 }
 

@@ -6,10 +6,8 @@
 # naming the first; on SIGTERM nkid leaves the socket to its owner.
 . "$(dirname "$0")/lib.sh"
 
-command -v systemd-socket-activate >/dev/null || {
-	echo "skip: systemd-socket-activate (package systemd) is missing"
-	exit 0
-}
+command -v systemd-socket-activate >/dev/null ||
+	skip "systemd-socket-activate (package systemd) is missing"
 
 # The configured socket would be /run/nkid/nkid.sock; nothing may go there.
 before=$(ls -l /run/nkid 2>&1 || true)

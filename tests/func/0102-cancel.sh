@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 
 command -v setpriv >/dev/null || fail "setpriv (util-linux) is missing"
-[ "$(id -u)" -eq 0 ] || { echo "skip: needs root to switch uid"; exit 0; }
+[ "$(id -u)" -eq 0 ] || skip "needs root to switch uid"
 chmod 0755 "$T"
 
 cat >"$T/spin.py" <<'PYEOF'

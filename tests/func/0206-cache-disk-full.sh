@@ -4,9 +4,9 @@
 # tmpfs (root only; skipped otherwise).
 . "$(dirname "$0")/lib.sh"
 
-if [ "$(id -u)" != 0 ]; then echo "skip: needs root for tmpfs"; exit 0; fi
+[ "$(id -u)" -eq 0 ] || skip "needs root for tmpfs"
 mkdir -p "$T/state/cache"
-mount -t tmpfs -o size=1m tmpfs "$T/state/cache" || { echo "skip: cannot mount tmpfs"; exit 0; }
+mount -t tmpfs -o size=1m tmpfs "$T/state/cache" || skip "cannot mount tmpfs"
 trap 'umount "$T/state/cache" 2>/dev/null; cleanup' EXIT
 
 trace_mm

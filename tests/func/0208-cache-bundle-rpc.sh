@@ -143,8 +143,9 @@ rc=0; "$NKICTL" cache import "$T/missing.nkb" >"$T/out" 2>&1 || rc=$?
 [ $rc -eq 1 ] && grep -q "cannot read bundle" "$T/out" || fail "missing file: rc $rc"
 
 # A uid that may connect: exports, may not import.
+uid_part=ran
 if [ "$(id -u)" -ne 0 ]; then
-	echo "skip: the uid checks need root to switch uid" >&2
+	uid_part=skipped
 else
 	rc=0; setpriv --reuid 65534 --regid 65534 --clear-groups \
 		"$NKICTL" -s "$SOCK" cache import "$T/all.nkb" >"$T/out" 2>&1 || rc=$?
@@ -203,4 +204,5 @@ stop_nkid || fail "nkid B exited non-zero"
 mkdir -p "$T/off/cache"
 "$NKICTL" cache import "$T/all.nkb" --offline --cache-dir "$T/off/cache" | grep -q "imported 6" ||
 	fail "offline import"
+[ "$uid_part" = ran ] || skip "the uid checks need root to switch uid (the rest passed)"
 echo ok

@@ -142,7 +142,10 @@ grep -q "^hit rate  *100.0% (1 hits, 0 misses)$" "$T/s2" || fail "after a hit: $
 grep -q "^counting since .*(zeroed " "$T/s2" || fail "no since: $(cat "$T/s2")"
 $C --json status >"$T/st.json"
 [ "$(json_get "$T/st.json" "d['cache']['compiles']")" = 18 ] || fail "status was zeroed"
-if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+command -v setpriv >/dev/null || fail "setpriv (util-linux) is missing"
+uid_part=skipped
+if [ "$(id -u)" -eq 0 ]; then
+	uid_part=ran
 	rc=0; setpriv --reuid 65534 --regid 65534 --clear-groups $C cache stat --zero >"$T/p" 2>&1 ||
 		rc=$?
 	[ $rc -eq 1 ] && grep -q "PERMISSION_DENIED: cannot zero the cache counters" "$T/p" ||
@@ -151,4 +154,5 @@ fi
 rc=0; $C cache stat --zero --state-dir "$T/state" >/dev/null 2>&1 || rc=$?
 [ $rc -eq 2 ] || fail "--zero offline: rc $rc"
 stop_nkid || fail "nkid exited non-zero"
+[ "$uid_part" = ran ] || skip "--zero by another uid needs root (the rest passed)"
 echo ok

@@ -15,7 +15,8 @@ import pytest
 from nkid import nki
 from nkid.nki import compile as nkc
 from nkid.nki import _jax, _torch_xla, _numpy_kernel
-from nkid.nki._framework import JAXKernel, PyTorchXLAKernel
+from nkid.nki._jax import JAXKernel
+from nkid.nki._torch_xla import PyTorchXLAKernel
 import nkid.nki.language as nl
 
 jax = pytest.importorskip("jax")

@@ -22,7 +22,8 @@ from nkid.nki import compile as nkc
 from nkid.nki import _numpy_kernel as nk
 from nkid.nki._numpy_kernel import (BaremetalKernel, SimulateKernel, BenchmarkKernel,
                                     ProfileKernel, NCLatency)
-from nkid.nki._framework import JAXKernel, PyTorchXLAKernel
+from nkid.nki._jax import JAXKernel
+from nkid.nki._torch_xla import PyTorchXLAKernel
 import nkid.nki.language as nl
 import nkid.nki.typing as nt
 from nkid.client import to_wire, from_wire

@@ -10,6 +10,7 @@ import functools
 
 from . import language, isa, typing, compiler  # noqa: F401
 from .compile import GenericKernel, simulate_kernel, compute_mode, _native_mode_map  # noqa: F401
+from .compile import _unknown_mode
 from ._numpy_kernel import (BaremetalKernel, BenchmarkKernel, ProfileKernel, SimulateKernel,
                             TraceKernel)
 from ..errors import NKIError
@@ -62,10 +63,6 @@ def trace(func=None, **kwargs):
 _baremetal_kernel = BaremetalKernel(None)
 _benchmark_kernel = BenchmarkKernel(None)
 _profile_kernel = ProfileKernel(None)
-
-
-def _unknown_mode(mode):
-    return ValueError("Unsupported mode '%s' passed to nki.jit" % (mode,))
 
 
 def _jit_dispatch(func, mode, kwargs):

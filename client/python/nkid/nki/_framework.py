@@ -17,7 +17,7 @@ from ._numpy_kernel import TraceKernel
 from ..tracer import dtypes as _dt
 from .typing import TensorPlaceholder
 
-__all__ = ["FrameworkKernel", "JAXKernel", "PyTorchXLAKernel"]
+__all__ = ["FrameworkKernel"]
 
 
 class FrameworkKernel(TraceKernel):
@@ -57,6 +57,3 @@ class FrameworkKernel(TraceKernel):
         (a kernel that writes its arguments and returns None)."""
         return {i: pos for i, pos in enumerate(traced.inplace)}
 
-
-from ._jax import JAXKernel  # noqa: E402
-from ._torch_xla import PyTorchXLAKernel  # noqa: E402

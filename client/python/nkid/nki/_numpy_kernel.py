@@ -31,6 +31,7 @@ from ..client import get_client, to_wire, from_wire, kernel_ref
 from ..errors import NkidError, front_door, shallow
 from ..tracer import deps as _deps
 from ..tracer import dtypes as _dt
+from ..tracer import array_args, signature_of
 
 __all__ = ["TraceKernel", "NumpyKernel", "BaremetalKernel", "SimulateKernel",
            "BenchmarkKernel", "ProfileKernel", "BenchmarkResult", "NCLatency",
@@ -61,34 +62,6 @@ def normalize_grid(grid):
             raise ValueError("launch grid dimensions must be >= 1, got %r" % (grid,))
         out.append(n)
     return tuple(out)
-
-
-_signatures = {}
-
-
-def signature_of(func):
-    """inspect.signature(func), computed once per function (it costs more
-    than the rest of a warm call's Python side)."""
-    sig = _signatures.get(func)
-    if sig is None:
-        sig = _signatures[func] = inspect.signature(func)
-    return sig
-
-
-def array_args(func, args, kwargs):
-    """The array arguments of a call, in the order the tracer makes params."""
-    sig = signature_of(func)
-    bound = sig.bind(*args, **kwargs)
-    out = []
-    for name, v in bound.arguments.items():
-        kind = sig.parameters[name].kind
-        if kind == inspect.Parameter.VAR_POSITIONAL:
-            out.extend(x for x in v if _tracer.is_array_arg(x))
-        elif kind == inspect.Parameter.VAR_KEYWORD:
-            out.extend(x for x in v.values() if _tracer.is_array_arg(x))
-        elif _tracer.is_array_arg(v):
-            out.append(v)
-    return out
 
 
 #: The host dtypes of kernel arguments, in NKI's order (those the tracer

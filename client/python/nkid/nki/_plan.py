@@ -30,6 +30,7 @@ from .. import _shm
 from ..client import Prepared, get_client, from_wire
 from ..errors import NkidError
 from ..tracer import deps as _deps
+from ..tracer import array_args
 from ..tracer import dtypes as _dt
 
 __all__ = ["arg_key", "record", "lookup", "MISS", "Plan"]
@@ -243,7 +244,6 @@ def record(kernel, plans, traced, fingerprint, args, kwargs, reply):
     akey = arg_key(args, kwargs)
     if akey is None:
         return
-    from ._numpy_kernel import array_args
     arrays = array_args(kernel.func, args, kwargs)
     slots = _slots(arrays, args, kwargs)
     if slots is None or len(arrays) != len(traced.params) or \

@@ -12,11 +12,10 @@ import functools
 from ..errors import front_door
 from ._numpy_kernel import (TraceKernel, BaremetalKernel, BenchmarkKernel, SimulateKernel,
                             ProfileKernel, normalize_grid)
-from ._framework import JAXKernel, PyTorchXLAKernel
-from ._jax import is_jax_tensor as _is_jax_tensor
+from ._jax import JAXKernel, is_jax_tensor as _is_jax_tensor
 from ..tracer.branch import rewrite as _rewrite
 from ..tracer.builder import current as _current_trace
-from ._torch_xla import is_torch_tensor as _is_torch_tensor
+from ._torch_xla import PyTorchXLAKernel, is_torch_tensor as _is_torch_tensor
 
 __all__ = ["compute_mode", "GenericKernel", "simulate_kernel", "_native_mode_map"]
 
@@ -41,12 +40,16 @@ def _jax_platform():
     return get_backend().platform
 
 
+def _unknown_mode(mode):
+    """The error of nki.jit (and a kernel's call) for a mode it does not know."""
+    return ValueError("Unsupported mode '%s' passed to nki.jit" % (mode,))
+
+
 def compute_mode(mode, args, kwargs):
     """The kernel class for a call in ``mode`` with these arguments."""
     if mode != "auto":
         cls = _native_mode_map.get(mode)
         if cls is None:
-            from . import _unknown_mode
             raise _unknown_mode(mode)
         return cls
     for a in list(args) + list(kwargs.values()):

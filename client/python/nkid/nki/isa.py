@@ -20,9 +20,10 @@ from ..errors import NKIError
 from ..tracer import dtypes as _dt
 from ..tracer import tensor as _t
 from ..tracer import dynamic as _dyn
-from ..tracer.affine import IndexExpr, Predicate
+from ..tracer.affine import Aff, IndexExpr, Predicate
 from ..tracer.builder import require as _require, current as _current, loc_suffix as _loc, Op
 from . import language as nl
+from ._operands import _dtype, _free, _pvec, _tile, dropout
 
 
 # ---------------------------------------------------------------- enums
@@ -212,44 +213,7 @@ def _act(op):
         raise NKIError("unsupported activation function %r%s" % (op, _loc())) from None
 
 
-def _dtype(dtype, default):
-    return _dt.normalize(dtype) if dtype is not None else default
-
-
 # ---------------------------------------------------------------- helpers
-
-def _tile(x, arg, what):
-    """``x`` as a tile operand (an NkiTensor; an nl.arange expression
-    becomes an iota tile)."""
-    if isinstance(x, IndexExpr) and x.shape:
-        return _t.iota_tile(x, _dt.int32)
-    if not isinstance(x, _t.NkiTensor):
-        raise NKIError("'%s' of '%s' must be a tile, got %r%s" % (arg, what, x, _loc()))
-    return x
-
-
-def _free(shape):
-    n = 1
-    for s in shape[1:]:
-        n *= s
-    return n
-
-
-def _pvec(x, data, arg, what):
-    """A scalar or a [P, 1] tile (one element per partition of ``data``):
-    the value or the tile."""
-    if _t.is_scalar(x):
-        return float(x)
-    if isinstance(x, IndexExpr) and x.is_const() and not x.shape:
-        return float(x.aff.c)
-    if not isinstance(x, _t.NkiTensor):
-        raise NKIError("'%s' of '%s' must be a scalar or a tile of shape (%d, 1), got %r%s"
-                       % (arg, what, data.shape[0], x, _loc()))
-    if x.shape[0] != data.shape[0] or _free(x.shape) != 1:
-        raise NKIError("'%s' of '%s' must be a scalar or a tile of shape (%d, 1), got a tile"
-                       " of shape %s%s" % (arg, what, data.shape[0], list(x.shape), _loc()))
-    return x
-
 
 def _same_elems(x, data, arg, what):
     """``x`` has ``data``'s partitions and elements per partition."""
@@ -633,23 +597,6 @@ def tensor_copy_predicated(*, src, dst, predicate, reverse_pred=False, mask=None
           {"reverse0": bool(reverse_pred)}, partial=True)
 
 
-def dropout(data, prob, *, mask=None, dtype=None, **kwargs):
-    """Replace each element of ``data`` by 0 with probability ``prob`` (a
-    scalar or a [P, 1] tile) on the vector engine; kept elements keep their
-    value.  The random stream is the run's (docs/nkir.md)."""
-    b = _require("nisa.dropout")
-    data = _tile(data, "data", "dropout")
-    prob = _pvec(prob, data, "prob", "dropout")
-    if isinstance(prob, float) and not 0.0 <= prob <= 1.0:
-        raise NKIError("prob of 'dropout' must be between 0.0 and 1.0, got %g%s"
-                       % (prob, _loc()))
-    oshape = _t.op_shape(data.shape)
-    ma = _t.mask_affs(mask, oshape)
-    srcs = [_t._operand(b, data, oshape, ma), _t._operand(b, prob, oshape, ma)]
-    return _t._result(b, _ir.OP_ISA_DROPOUT, data.shape, _dtype(dtype, data.dtype), srcs,
-                      {"engine": _ir.ENGINE_VECTOR}, ma)
-
-
 def iota(expr, dtype, *, mask=None, **kwargs):
     """A new tile holding the values of an index expression (nl.arange/mgrid
     arithmetic)."""
@@ -667,7 +614,6 @@ def affine_select(pred, on_true_tile, on_false_value, *, mask=None, dtype=None, 
                        % (on_false_value, _loc()))
     oshape = _t.op_shape(on_true_tile.shape)
     if isinstance(pred, (bool, np.bool_)):
-        from ..tracer.affine import Aff
         expr = Aff(0 if pred else -1)
     elif isinstance(pred, Predicate):
         affs = _t.mask_affs(pred, oshape)

@@ -13,6 +13,7 @@ symbolic loop variable, into one NKIR loop.  ``static_range`` and a Python
 
 import os
 
+import ml_dtypes
 import numpy as np
 
 from .._proto import nkir_pb2 as _ir
@@ -23,10 +24,13 @@ from ..tracer.affine import (IndexExpr, Predicate, arange as _arange, mgrid,
                              loop_var as _loop_var, program_var as _program_var,
                              as_index as _as_index, range_args as _range_args)
 from ..tracer import alloc as _alloc
+from ..tracer.affine import Aff
 from ..tracer import dynamic as _dyn
 from ..tracer import indirect as _indirect
-from ..tracer.builder import require as _require, current as _current, loc_suffix as _loc
+from ..tracer.builder import require as _require, current as _current, loc_suffix as _loc, Op
 from ..tracer.tensor import NkiTensor, ParDim, sbuf, psum, hbm, shared_hbm, private_hbm
+from ._operands import dropout as _isa_dropout
+from .compiler import is_directive
 
 # nkid.nki.language.constants, which NKI's reference kernels import (nkid.nki._internal)
 __path__ = [os.path.join(os.path.dirname(__file__), "_internal", "language")]
@@ -187,7 +191,6 @@ class _Range:
             raise ValueError("nl.%s step must not be zero" % self._label)
         d = kwargs.get("directives")
         if d is not None:
-            from .compiler import is_directive
             if not is_directive(d):
                 raise TypeError("nl.%s directives must be nki.compiler directives"
                                 " (no_reorder(), multi_buffer(), allocation_scope()), got %r"
@@ -337,7 +340,6 @@ def load_transpose2d(src, *, mask=None, dtype=None, **kwargs):
                              + _loc())
     if len(src.shape) != 2:
         raise NKIError("load_transpose2d needs a 2-D tensor" + _loc())
-    from ..tracer.affine import Aff
     tv = src._view((src.shape[1], src.shape[0]), {0: Aff.axis(1), 1: Aff.axis(0)})
     return _t.load(tv, dtype=dtype, mask=mask)
 
@@ -362,7 +364,6 @@ def broadcast_to(src, shape, **kwargs):
 def device_print(prefix, x, *, mask=None, **kwargs):
     """Print ``prefix`` and the values of ``x`` when the kernel runs (simulation)."""
     b = _require("nl.device_print")
-    from ..tracer.builder import Op
     if not isinstance(x, NkiTensor):
         raise NKIError("nl.device_print expects a tensor or tile" + _loc())
     ma = _t.mask_affs(mask, x.shape)
@@ -549,7 +550,6 @@ def random_seed(seed, *, mask=None, **kwargs):
     32-bit integer or a tile whose first element is used.  The same seed
     gives the same sequence."""
     b = _require("nl.random_seed")
-    from ..tracer.builder import Op
     if isinstance(seed, NkiTensor):
         ma = _t.mask_affs(mask, _t.op_shape(seed.shape))
         src = _t._operand(b, seed, None, ma)
@@ -568,8 +568,7 @@ def dropout(x, rate, *, dtype=None, mask=None, **kwargs):
     same instruction as ``nisa.dropout``, drawing from the program's random
     stream (nl.random_seed)."""
     _require("nl.dropout")
-    from . import isa
-    return isa.dropout(x, prob=rate, dtype=dtype, mask=mask)
+    return _isa_dropout(x, prob=rate, dtype=dtype, mask=mask)
 
 
 # ---------------------------------------------------------------- gather, atomics
@@ -642,7 +641,6 @@ class bfp16:
 def finfo(dtype):
     """Machine limits of a float dtype (``numpy.finfo``; ml_dtypes' for
     bfloat16 and fp8)."""
-    import ml_dtypes
     dt = _dt.normalize(dtype)
     return ml_dtypes.finfo(_dt.host_dtype(dt))
 
@@ -676,7 +674,6 @@ def loop_reduce(x, op, loop_indices, *, dtype=None, mask=None, **kwargs):
     accumulator that starts at op's identity before the outermost of those
     loops and holds the reduction after it."""
     b = _require("nl.loop_reduce")
-    from ..tracer.builder import Op
     alu = _alu_of(op, "nl.loop_reduce")
     if not isinstance(x, NkiTensor):
         raise NKIError("nl.loop_reduce expects a tile, got %r%s" % (x, _loc()))

@@ -29,9 +29,10 @@ from . import dtypes as _dt
 from .branch import rewrite
 from .builder import KernelBuilder
 from .merge import write_back
-from .tensor import NkiTensor, new_param
+from .tensor import NkiTensor, new_hbm, new_param, store
 
-__all__ = ["trace", "TracedKernel", "is_array_arg", "arg_signature", "ir_digest"]
+__all__ = ["trace", "TracedKernel", "is_array_arg", "array_args", "signature_of",
+           "arg_signature", "ir_digest"]
 
 FORMAT = "nkir/1"
 
@@ -43,6 +44,34 @@ def is_array_arg(x):
     if isinstance(x, (int, float, complex, str, bytes, bool, tuple, list, dict, type(None))):
         return False
     return hasattr(x, "shape") and hasattr(x, "dtype") and not np.isscalar(x)
+
+
+_signatures = {}
+
+
+def signature_of(func):
+    """inspect.signature(func), computed once per function (it costs more
+    than the rest of a warm call's Python side)."""
+    sig = _signatures.get(func)
+    if sig is None:
+        sig = _signatures[func] = inspect.signature(func)
+    return sig
+
+
+def array_args(func, args, kwargs):
+    """The array arguments of a call, in the order the tracer makes params."""
+    sig = signature_of(func)
+    bound = sig.bind(*args, **kwargs)
+    out = []
+    for name, v in bound.arguments.items():
+        kind = sig.parameters[name].kind
+        if kind == inspect.Parameter.VAR_POSITIONAL:
+            out.extend(x for x in v if is_array_arg(x))
+        elif kind == inspect.Parameter.VAR_KEYWORD:
+            out.extend(x for x in v.values() if is_array_arg(x))
+        elif is_array_arg(v):
+            out.append(v)
+    return out
 
 
 def arg_signature(x):
@@ -193,7 +222,6 @@ def _returned_in_hbm(ret):
     a kernel's tiles as arrays, e.g. nisa.dma_transpose's result)."""
     def one(t):
         if isinstance(t, NkiTensor) and t._space in (ir.SPACE_SBUF, ir.SPACE_PSUM):
-            from .tensor import new_hbm, store
             out = new_hbm(t.shape, t.dtype, ir.SPACE_SHARED_HBM, t.name)
             store(out, t)
             return out

@@ -23,6 +23,7 @@ import operator
 from functools import partialmethod
 
 from ..errors import NKISyntaxError
+from .active import current
 from .loc import loc_suffix
 
 __all__ = ["Aff", "IndexExpr", "Predicate", "MGrid", "broadcast_shapes",
@@ -263,7 +264,6 @@ class IndexExpr:
         if self.shape or any(isinstance(k, int) or k[0] == "f" for k in self.aff.t):
             raise _not_affine("%s of an nl.arange/nl.mgrid index (only a loop"
                               " variable or program id expression may be divided)" % what)
-        from .builder import current
         b = current()
         if b is None:
             raise _not_affine("%s of a loop index outside a kernel trace" % what)

@@ -33,7 +33,7 @@ import os
 from .._proto import nkir_pb2 as ir
 from ..errors import NKIError
 from .affine import Aff
-from .builder import loc_suffix
+from .loc import loc_suffix
 
 __all__ = ["OnBuffer", "AllocBuffer", "Placement", "place", "check_kernel",
            "sbuf_usable", "PSUM_BANKS", "PSUM_BANK_BYTES"]

@@ -3,37 +3,21 @@
 A :class:`KernelBuilder` collects tensors and ops while a kernel function
 runs with symbolic arguments; :meth:`KernelBuilder.finish` turns them into a
 ``nkir.v1.Kernel`` message (proto/nkir.proto).  The active builder is
-thread-local: tracing is re-entrant per thread and independent across
-threads.
+thread-local (active.py): tracing is re-entrant per thread and independent
+across threads.
 """
-
-import threading
 
 from .._proto import nkir_pb2 as ir
 from ..errors import NKIError
+from . import active as _active
+from .active import current, require        # re-exported: tensor.py, nki/
 from .affine import Aff
+from .alloc import check_kernel
 from .dtypes import to_ir
 from .loc import caller_loc, loc_suffix     # re-exported: tensor.py, nki/
 
 __all__ = ["KernelBuilder", "current", "require", "caller_loc", "loc_suffix",
            "Access", "Op"]
-
-_state = threading.local()
-
-
-def current():
-    """The builder of the trace running on this thread, or None."""
-    stack = getattr(_state, "stack", None)
-    return stack[-1] if stack else None
-
-
-def require(what):
-    b = current()
-    if b is None:
-        raise NKIError("%s can only be used inside a NKI kernel while it is traced"
-                       " (call the kernel, or nki.baremetal / nki.simulate_kernel)" % what)
-    return b
-
 
 class Access:
     """A view: tensor id, per-dimension Aff over the view's axes, the
@@ -114,14 +98,11 @@ class KernelBuilder:
 
     # -- activation
     def __enter__(self):
-        stack = getattr(_state, "stack", None)
-        if stack is None:
-            stack = _state.stack = []
-        stack.append(self)
+        _active.push(self)
         return self
 
     def __exit__(self, *exc):
-        _state.stack.pop()
+        _active.pop()
         return False
 
     # -- locations
@@ -268,7 +249,6 @@ class KernelBuilder:
     # -- serialization
     def finish(self):
         """The traced kernel as a nkir.v1.Kernel message."""
-        from .alloc import check_kernel
         check_kernel(self)
         k = ir.Kernel(name=self.name, files=self.files, grid=list(self.grid),
                       num_loop_vars=self.num_loop_vars, target=self.target)

@@ -19,6 +19,8 @@ from ..errors import NKIError, NKISyntaxError
 from . import dtypes as _dt
 from . import dynamic as _dyn
 from .builder import Op, require, loc_suffix
+from .emit import fill
+from .nkitensor import NkiTensor, _guess_name, is_scalar, new_tile
 
 __all__ = ["load", "store", "assign", "atomic_rmw"]
 
@@ -66,7 +68,6 @@ def _dma(b, dst, src, mask, rmw=False):
 
 def load(src, dtype=None, mask=None):
     """``nl.load(data[idx_tile, ...])``: a new SBUF tile gathered from HBM."""
-    from .tensor import new_tile, _guess_name
     b = require("nl.load")
     _check(src)
     loc = b.loc_here()
@@ -107,7 +108,6 @@ def assign(view, value, mask=None):
 
 def _tile(b, value, like):
     """value as a tile (a scalar filled into one of like's shape)."""
-    from .tensor import NkiTensor, is_scalar, new_tile, fill
     if isinstance(value, NkiTensor):
         return value
     if is_scalar(value):

@@ -13,11 +13,16 @@ after the reshape: using both, with either written, is refused, as is a
 merging reshape inside a loop or branch.  Under an SPMD grid every program
 copies in and back; the programs run as if one after the other (HBM
 tensors persist across them), so the copy still stands for the view.
+
+NkiTensor.reshape reaches merged_view through nkitensor.emitters, which
+this module fills when imported.
 """
 
 from .._proto import nkir_pb2 as ir
 from . import dynamic as _dyn
 from .builder import Op, require
+from .index import _reshape_map
+from .nkitensor import NkiTensor, emitters, new_hbm
 
 __all__ = ["merged_view", "write_back"]
 
@@ -34,12 +39,11 @@ def _copy(b, dst, src, loc):
 def merged_view(v, shape, err):
     """The reshape of HBM view ``v`` to ``shape`` (which merges dimensions)
     as a new HBM tensor; raises ``err`` when that cannot stand for it."""
-    from . import tensor as _t
     b = require("reshape")
-    if v._space not in _HBM or type(v) is not _t.NkiTensor:
+    if v._space not in _HBM or type(v) is not NkiTensor:
         raise err
     try:
-        _t._reshape_map(shape, v.shape)         # back: must be a split
+        _reshape_map(shape, v.shape)         # back: must be a split
     except NotImplementedError:
         raise err from None
     if len(b._bodies) > 1:
@@ -48,7 +52,7 @@ def merged_view(v, shape, err):
             " outside loops and branches: reshape before the loop" % err.args[0]) from None
     loc = b.loc_here()
     info = b.tensors[v._tid]
-    t = _t.new_hbm(shape, v.dtype, v._space, v.name)
+    t = new_hbm(shape, v.dtype, v._space, v.name)
     start = len(b.body)
     ops = []
     if info.kind == ir.TENSOR_PARAM or info.written or info.fill != ir.FILL_UNINIT:
@@ -100,3 +104,6 @@ def write_back(b):
                 " a copy: use only the reshaped view after it (%s)" % (name, where))
         if w_new:
             _copy(b, v, t.reshape(v.shape), loc)
+
+
+emitters.merged_view = merged_view
