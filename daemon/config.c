@@ -161,6 +161,8 @@ static const struct config_key config_keys[] = {
 	  0, "", 0, NULL, CFG_F_RESTART },
 	{ "remote.lock_ms", CFG_U32, F(remote_lock_ms), 0, 100, 3600000, NULL,
 	  10000, NULL, CFG_F_RESTART },
+	{ "remote.lock_wait_ms", CFG_U32, F(remote_lock_wait_ms), 0, 100,
+	  86400000, NULL, 60000, NULL, CFG_F_RESTART },
 	{ "remote.max_entry_bytes", CFG_BYTES, F(remote_max_entry_bytes), 0,
 	  1 * KiB, 512 * MiB, NULL, 64 * MiB, NULL, CFG_F_RESTART },
 	{ "remote.mode", CFG_CHOICE, F(remote_mode), 0, 0, 0, "off", 0,
