@@ -135,6 +135,8 @@ static const struct config_key config_keys[] = {
 	{ "log_level", CFG_LEVEL, F(log_level), 0, 0, 0, "info", 0, NULL, 0 },
 	{ "metrics.listen", CFG_LISTEN, F(metrics_listen), 0, 0, 0, "", 0,
 	  NULL, CFG_F_RESTART },
+	{ "metrics.max_connections", CFG_U32, F(metrics_max_connections), 0,
+	  1, 4096, NULL, 16, NULL, CFG_F_RESTART },
 	{ "neuron.compile_timeout_ms", CFG_U32, F(neuron_compile_timeout_ms),
 	  0, 100, 86400000, NULL, 1800000, NULL, CFG_F_RESTART },
 	{ "neuron.compiler", CFG_STRING, F(neuron_compiler), 0, 0, 0,

@@ -86,6 +86,7 @@ struct config {
 	/* Where GET /metrics is served: "" (off unless systemd passes a
 	 * socket named "metrics"), HOST:PORT or a unix socket path. */
 	char		*metrics_listen;
+	uint32_t	 metrics_max_connections;	/* scrapers at once */
 	/* The remote tier (docs/cache.md, "The remote tier"). */
 	char		*remote_url;		/* "": none */
 	char		*remote_user;		/* "": default user */
