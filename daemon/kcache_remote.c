@@ -780,6 +780,7 @@ kcache_remote_stats_get(const struct kcache_remote *r,
     struct kcache_remote_stats *st)
 {
 	*st = r->st;
+	st->breaker_open = uv_now(r->loop) < r->open_until;
 	if (r->ac != NULL && r->state == KCACHE_REMOTE_UP &&
 	    uv_now(r->loop) >= r->open_until)
 		st->state = "up";

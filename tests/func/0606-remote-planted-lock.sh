@@ -21,6 +21,13 @@ for i in 0 1 2 3 4; do
 	eval "key$i=\$(json_get \"\$T/c$i.json\" 'd[\"neff_key\"]')"
 done
 fleet_config "$T/fleet.json" '"lock_wait_ms": 1500'
+# ... and GET /metrics on a unix socket, for the remote tier's series.
+"$PY" - "$T/fleet.json" "$T/metrics.sock" <<'P'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["metrics"] = {"listen": sys.argv[2]}
+json.dump(c, open(sys.argv[1], "w"))
+P
 rcli set "nkid:lock:$key0" planted >/dev/null
 rcli hset "nkid:lock:$key1" a b >/dev/null
 rcli set "nkid:lock:$key2" planted px 3600000 >/dev/null
@@ -52,6 +59,18 @@ grep -q "entry '$key3' rejected: it is not a string" "$T/h1.log" ||
     fail "wrong types counted as errors of the store: $(cat "$T/st.json")"
 [ "$(hstat 1 'd["cache"]["remote"]["state"]')" = up ] || fail "tier not up: $(cat "$T/st.json")"
 [ "$(hstat 1 'd["cache"]["compiles"]')" = 4 ] || fail "compiles: $(cat "$T/st.json")"
+# The remote series in /metrics (docs/metrics.md).
+curl -sf --max-time 5 --unix-socket "$T/metrics.sock" http://nkid/metrics >"$T/m.txt" ||
+    fail "GET /metrics failed"
+for want in 'nkid_remote_fleet_locks_total{outcome="ignored"} 3' \
+    'nkid_remote_rejected_total 1' 'nkid_remote_errors_total 0' \
+    'nkid_remote_state{state="up"} 1' 'nkid_remote_breaker_open 0' \
+    'nkid_remote_misses_total 3'; do
+	grep -qxF "$want" "$T/m.txt" || fail "no '$want' in /metrics: $(grep nkid_remote "$T/m.txt")"
+done
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$T/m.txt" || fail "promtool refused the metrics"
+fi
 # Pushed despite the planted locks (the hash at the entry's key stays).
 for k in $key0 $key1 $key2; do
 	wait_entry "$k"
