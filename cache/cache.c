@@ -1098,6 +1098,7 @@ cache_row_put(struct cache *c, const struct cache_entry *e,
     const char *digest, int is_inline, char ***gone, size_t *ngone)
 {
 	sqlite3_stmt	*st;
+	char		*kernel, *log;
 	uint64_t	 old = 0, size = e->failed ? 0 : e->len;
 	int		 exists = 0, pinned = e->pinned, rc;
 	double		 created = e->created > 0 ? e->created : cache_now();
@@ -1117,9 +1118,15 @@ cache_row_put(struct cache *c, const struct cache_entry *e,
 	}
 	if ((rc = cache_evict(c, size, e->key, gone, ngone)) != 0)
 		return (rc);
+	/* What is stored is listed and sent in replies: valid UTF-8, the log
+	 * cut at a character boundary. */
+	kernel = cache_text_clean(e->kernel ? e->kernel : "", CACHE_LOG_MAX);
+	log = cache_text_clean(e->log ? e->log : "", CACHE_LOG_MAX);
+	if (kernel == NULL || log == NULL)
+		abort();		/* as cache_strdup */
 	st = cache_stmt(c, CST_PUT);
 	sqlite3_bind_text(st, 1, e->key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, e->kernel ? e->kernel : "", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, kernel, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, e->format ? e->format : "", -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 4, e->target ? e->target : "", -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 5, e->backend ? e->backend : c->backend, -1,
@@ -1136,12 +1143,7 @@ cache_row_put(struct cache *c, const struct cache_entry *e,
 	sqlite3_bind_int(st, 13, pinned ? 1 : 0);
 	sqlite3_bind_text(st, 14, e->failed ? "failed" : "ok", -1,
 	    SQLITE_STATIC);
-	if (e->log != NULL && strlen(e->log) > CACHE_LOG_MAX)
-		sqlite3_bind_text(st, 15, e->log, CACHE_LOG_MAX,
-		    SQLITE_STATIC);
-	else
-		sqlite3_bind_text(st, 15, e->log ? e->log : "", -1,
-		    SQLITE_STATIC);
+	sqlite3_bind_text(st, 15, log, -1, SQLITE_STATIC);
 	if (is_inline && !e->failed)
 		sqlite3_bind_blob(st, 16, e->len > 0 ? e->data : "",
 		    (int)e->len, SQLITE_STATIC);
@@ -1149,6 +1151,8 @@ cache_row_put(struct cache *c, const struct cache_entry *e,
 		sqlite3_bind_null(st, 16);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
+	free(kernel);
+	free(log);
 	if (rc != SQLITE_DONE)
 		return (cache_sqlite_err(rc));
 	CACHE_ST_ADD(c, entries, 1);

@@ -275,6 +275,17 @@ void	cache_key_compute(const struct cache_key_input *in, char *key);
 /* Nonzero if s is CACHE_KEY_LEN lower-case hex digits. */
 int	cache_key_valid(const char *s);
 
+/* Nonzero if the n bytes at s are well-formed UTF-8 without a NUL (no
+ * overlong forms, surrogates or code points past U+10FFFF). */
+int	cache_text_valid(const char *s, size_t n);
+/*
+ * A copy of the string s that is valid UTF-8: each byte that is not part
+ * of a well-formed sequence becomes the four characters "\xNN"; cut at a
+ * character boundary to at most max bytes. The caller frees it; NULL
+ * when out of memory.
+ */
+char	*cache_text_clean(const char *s, size_t max);
+
 /* Fault injection for tests: the next n blob writes fail with ENOSPC. */
 void	cache_fault_enospc(struct cache *c, unsigned n);
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <check.h>
+#include <openssl/sha.h>
 #include <sqlite3.h>
 
 #include "cache/cache.h"
@@ -252,6 +253,56 @@ CHECK_TEST(core, test_cache_failure_cached_with_log)
 }
 END_TEST
 
+/* Text stored is valid UTF-8: a log that is not is stored with its bad
+ * bytes escaped, and a long one cut at a character boundary. */
+CHECK_TEST(core, test_cache_text_stored_utf8)
+{
+	struct cache		*c = open_cache(0, 0);
+	struct cache_entry	 e = { 0 }, g;
+	char			*log, *s;
+	size_t			 i;
+
+	mk_key(6, e.key);
+	e.failed = 1;
+	e.kernel = "k\xff";
+	e.log = "file '\xff\xfe.py' \xc0\x80 ok \xe2\x82\xac";
+	ck_assert_int_eq(cache_put(c, &e), 0);
+	ck_assert_int_eq(cache_get(c, e.key, CACHE_GET_DATA, &g),
+	    CACHE_EFAILED);
+	ck_assert_str_eq(g.log,
+	    "file '\\xff\\xfe.py' \\xc0\\x80 ok \xe2\x82\xac");
+	ck_assert_str_eq(g.kernel, "k\\xff");
+	cache_entry_release(&g);
+
+	/* 64 KiB of three-byte characters: cut on a boundary. */
+	log = malloc(CACHE_LOG_MAX + 8);
+	for (i = 0; i + 3 <= CACHE_LOG_MAX + 4; i += 3)
+		memcpy(log + i, "\xe2\x82\xac", 3);
+	log[i] = '\0';
+	mk_key(7, e.key);
+	e.kernel = "k";
+	e.log = log;
+	ck_assert_int_eq(cache_put(c, &e), 0);
+	ck_assert_int_eq(cache_get(c, e.key, CACHE_GET_DATA, &g),
+	    CACHE_EFAILED);
+	ck_assert_uint_le(strlen(g.log), CACHE_LOG_MAX);
+	ck_assert(cache_text_valid(g.log, strlen(g.log)));
+	cache_entry_release(&g);
+	free(log);
+	cache_close(c);
+
+	ck_assert(cache_text_valid("abc \xe2\x82\xac", 7));
+	ck_assert(!cache_text_valid("\xc0\x80", 2));		/* overlong */
+	ck_assert(!cache_text_valid("\xed\xa0\x80", 3));	/* surrogate */
+	ck_assert(!cache_text_valid("\xf4\x90\x80\x80", 4));	/* > U+10FFFF */
+	ck_assert(!cache_text_valid("\xe2\x82", 2));		/* cut */
+	ck_assert(!cache_text_valid("a\0b", 3));
+	s = cache_text_clean("\xe2\x82\xac\xe2\x82\xac", 5);
+	ck_assert_str_eq(s, "\xe2\x82\xac");
+	free(s);
+}
+END_TEST
+
 /* ------------------------------------------------------------ limits */
 
 CHECK_TEST(limits, test_cache_budget_lru_pinned_held)
@@ -353,6 +404,59 @@ CHECK_TEST(limits, test_cache_bundle_roundtrip_and_hostile)
 END_TEST
 
 /* ------------------------------------------------------------ errors */
+/* A bundle whose kernel name is not UTF-8 (docs/cache.md: fields are
+ * UTF-8) is refused, even with a trailer that matches. */
+CHECK_TEST(errors, test_cache_bundle_non_utf8_refused)
+{
+	struct cache		*c = open_cache(0, 100), *d;
+	struct cache_entry	 e = { 0 };
+	struct cache_opts	 o;
+	char			 path[300], other[300], err[512], *p;
+	unsigned		 n, imp = 0, skip = 0;
+	unsigned char		*buf;
+	FILE			*f;
+	long			 size;
+
+	mk_key(9, e.key);
+	e.kernel = "QQQQ";
+	e.format = "nkir/1";
+	e.data = "blob";
+	e.len = 4;
+	ck_assert_int_eq(cache_put(c, &e), 0);
+	snprintf(path, sizeof path, "%s/u.nkb", check_dir);
+	f = fopen(path, "w");
+	ck_assert_int_eq(cache_bundle_export(c, NULL, 0, 0, write_file_cb, f,
+	    &n, err, sizeof err), 0);
+	fclose(f);
+	cache_close(c);
+	f = fopen(path, "r+");
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	rewind(f);
+	buf = malloc(size);
+	ck_assert_int_eq(fread(buf, 1, size, f), size);
+	p = memmem(buf, size, "QQQQ", 4);
+	ck_assert_ptr_nonnull(p);
+	memcpy(p, "\xff\xfe\xff\xfe", 4);
+	/* The trailer: "NKIDEND1" and the SHA-256 of what precedes it. */
+	SHA256(buf, size - 40, buf + size - 32);
+	rewind(f);
+	ck_assert_int_eq(fwrite(buf, 1, size, f), size);
+	fclose(f);
+	free(buf);
+
+	snprintf(other, sizeof other, "%s/utf8", check_dir);
+	mkdir(other, 0700);
+	opts_cpu(&o, other);
+	ck_assert_int_eq(cache_open(&d, &o, err, sizeof err), 0);
+	ck_assert_int_eq(cache_bundle_import(d, path, &imp, &skip, err,
+	    sizeof err), CACHE_EBUNDLE);
+	ck_assert_msg(strstr(err, "not valid UTF-8") != NULL, "%s", err);
+	ck_assert_uint_eq(imp, 0);
+	cache_close(d);
+}
+END_TEST
+
 
 CHECK_TEST(errors, test_cache_disk_full_then_resumes)
 {
