@@ -5,6 +5,7 @@
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <math.h>
 #include <pwd.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -700,6 +702,34 @@ fail:
 }
 
 int
+config_file_open(const char *path)
+{
+	struct stat	sb;
+	int		fd, fl, saved;
+
+	/* O_NONBLOCK: opening a FIFO for reading must not wait for a
+	 * writer (SIGHUP would stop the loop); then only a regular file. */
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)) ==
+	    -1)
+		return (-1);
+	if (fstat(fd, &sb) == -1)
+		goto fail;
+	if (!S_ISREG(sb.st_mode)) {
+		errno = EINVAL;
+		goto fail;
+	}
+	if ((fl = fcntl(fd, F_GETFL)) == -1 ||
+	    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1)
+		goto fail;
+	return (fd);
+fail:
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return (-1);
+}
+
+int
 config_load(struct config *cfg, const char *path,
     const struct config_override *ov, char *err, size_t errlen)
 {
@@ -707,7 +737,7 @@ config_load(struct config *cfg, const char *path,
 	FILE			*f;
 	char			*buf;
 	size_t			 len;
-	int			 error;
+	int			 error, fd;
 
 	assert(cfg != NULL);
 	if (path == NULL) {
@@ -716,9 +746,14 @@ config_load(struct config *cfg, const char *path,
 		return (0);
 	}
 	memset(cfg, 0, sizeof *cfg);
-	if ((f = fopen(path, "re")) == NULL)
+	if ((fd = config_file_open(path)) == -1)
+		return (config_fail(&ctx, CONFIG_EOPEN, "cannot open: %s",
+		    errno == EINVAL ? "not a regular file" : strerror(errno)));
+	if ((f = fdopen(fd, "r")) == NULL) {
+		close(fd);
 		return (config_fail(&ctx, CONFIG_EOPEN, "cannot open: %s",
 		    strerror(errno)));
+	}
 	buf = xmalloc(CONFIG_MAX_FILE + 1);
 	len = fread(buf, 1, CONFIG_MAX_FILE + 1, f);
 	if (ferror(f)) {

@@ -116,6 +116,13 @@ struct config_override {
 };
 
 /*
+ * Open path for reading if it is a regular file, without waiting on a
+ * FIFO (O_NONBLOCK while it is checked) or taking a terminal: the fd
+ * (close-on-exec, blocking), or -1 with errno set (EINVAL: not a regular
+ * file). For every file nkid opens by a path its config names.
+ */
+int	 config_file_open(const char *path);
+/*
  * Fill *cfg with the built-in defaults, then, if path is not NULL, the
  * values of the JSON file at path, then the overrides (ov may be NULL).
  * On failure returns a negative config_err, writes a message naming the

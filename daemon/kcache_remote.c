@@ -516,10 +516,15 @@ kcache_remote_secret_read(const char *what, const char *path, char **out,
 	struct stat	 sb;
 	char		*buf;
 	size_t		 n;
+	int		 fd;
 
-	if ((f = fopen(path, "re")) == NULL) {
+	if ((fd = config_file_open(path)) == -1 ||
+	    (f = fdopen(fd, "r")) == NULL) {
 		snprintf(err, errlen, "remote tier: cannot read %s '%s': %s",
-		    what, path, strerror(errno));
+		    what, path, errno == EINVAL ? "not a regular file" :
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
 		return (KCACHE_REMOTE_ECONFIG);
 	}
 	if (fstat(fileno(f), &sb) == 0 && (sb.st_mode & S_IROTH))
