@@ -256,20 +256,38 @@ cache_meta_get(struct cache *c, const char *name, char *buf, size_t len)
 	return (rc);
 }
 
-/* Remove what a crash left in tmp/. */
+/* Remove what a crash left in tmp/: its files (and links, never what
+ * they point to), tmp/ itself never followed if it is a link. */
 static void
 cache_tmp_clean(struct cache *c)
 {
 	char		 path[PATH_MAX];
 	struct dirent	*de;
+	struct stat	 sb;
 	DIR		*dp;
 	unsigned	 n = 0;
+	int		 fd;
 
 	snprintf(path, sizeof path, "%s/tmp", c->dir);
-	if ((dp = opendir(path)) == NULL)
+	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		if (errno != ENOENT)
+			cache_logf(c, CACHE_LOG_WARN, "cache: temp files not "
+			    "removed: cannot open '%s': %s", path,
+			    errno == ELOOP || errno == ENOTDIR ?
+			    "not a directory (a symbolic link?)" :
+			    strerror(errno));
 		return;
+	}
+	if ((dp = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
 	while ((de = readdir(dp)) != NULL) {
 		if (de->d_name[0] == '.')
+			continue;
+		if (fstatat(dirfd(dp), de->d_name, &sb,
+		    AT_SYMLINK_NOFOLLOW) == -1 || S_ISDIR(sb.st_mode))
 			continue;
 		if (unlinkat(dirfd(dp), de->d_name, 0) == 0)
 			n++;
@@ -352,8 +370,8 @@ cache_db_open(struct cache *c, char *err, size_t errlen)
 	const char	*v;
 	int		 flags, rc, i;
 
-	flags = SQLITE_OPEN_NOMUTEX | (c->readonly ? SQLITE_OPEN_READONLY :
-	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+	flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW | (c->readonly ?
+	    SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
 	if ((rc = sqlite3_open_v2(c->dbpath, &c->db, flags, NULL)) !=
 	    SQLITE_OK) {
 		snprintf(err, errlen, "%s", c->db != NULL ?
@@ -440,14 +458,23 @@ cache_db_set_aside(struct cache *c, const char *why)
 	CACHE_ST_ADD(c, corrupt, 1);
 }
 
+/* dir/sub, made if missing; one that exists must be a directory, not a
+ * symbolic link (files under it are opened by name). */
 static int
 cache_mkdir(const char *dir, const char *sub)
 {
-	char	path[PATH_MAX];
+	char		path[PATH_MAX];
+	struct stat	sb;
 
 	snprintf(path, sizeof path, "%s/%s", dir, sub);
 	if (mkdir(path, 0750) == -1 && errno != EEXIST)
 		return (-1);
+	if (lstat(path, &sb) == -1)
+		return (-1);
+	if (!S_ISDIR(sb.st_mode)) {
+		errno = ENOTDIR;
+		return (-1);
+	}
 	return (0);
 }
 
@@ -489,7 +516,8 @@ cache_open(struct cache **out, const struct cache_opts *o, char *err,
 	    cache_mkdir(o->dir, "tmp") == -1 ||
 	    cache_mkdir(o->dir, "quarantine") == -1)) {
 		snprintf(err, errlen, "cannot open cache '%s': %s", o->dir,
-		    strerror(errno));
+		    errno == ENOTDIR ? "blobs/, tmp/ or quarantine/ is not a "
+		    "directory (a symbolic link?)" : strerror(errno));
 		cache_close(c);
 		return (errno == ENOSPC ? CACHE_ENOSPC : CACHE_EIO);
 	}
@@ -763,8 +791,8 @@ cache_blob_write(struct cache *c, const char *digest, const void *p,
 	snprintf(dir, sizeof dir, "%s/blobs/%.2s", c->dir, digest);
 	cache_blob_path(c, digest, dst, sizeof dst);
 
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640)) ==
-	    -1)
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0640)) == -1)
 		return (cache_errno_err(errno));
 	while (off < len) {
 		if ((n = write(fd, b + off, len - off)) == -1) {
@@ -849,7 +877,7 @@ cache_blob_read(struct cache *c, const char *digest, uint64_t size,
 	int		 fd, rc = CACHE_EIO;
 
 	cache_blob_path(c, digest, path, sizeof path);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
 		return (errno == ENOENT ? CACHE_ENOENT : CACHE_EIO);
 	if (fstat(fd, &sb) == -1 || (uint64_t)sb.st_size != size) {
 		close(fd);

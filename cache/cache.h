@@ -275,6 +275,17 @@ void	cache_key_compute(const struct cache_key_input *in, char *key);
 /* Nonzero if s is CACHE_KEY_LEN lower-case hex digits. */
 int	cache_key_valid(const char *s);
 
+/*
+ * Check that path (what names it: "cache_dir") and every directory above
+ * it, as named and where its links lead, belong to nkid: directories owned
+ * by the effective uid or root, writable by no other user (a sticky
+ * directory above path, such as /tmp, is fine; group-writable only by our
+ * own group). 0, or CACHE_EIO / CACHE_EINVAL with err naming the
+ * directory, its owner and what to do.
+ */
+int	cache_dir_secure(const char *what, const char *path, char *err,
+	    size_t errlen);
+
 /* Nonzero if the n bytes at s are well-formed UTF-8 without a NUL (no
  * overlong forms, surrogates or code points past U+10FFFF). */
 int	cache_text_valid(const char *s, size_t n);
