@@ -29,6 +29,7 @@ static const char *cache_errs[] = {
 	"entry of another backend or compiler version",
 	"compile failure cached",
 	"cache opened read-only",
+	"over the pin quota of its uid",
 };
 
 const char *
@@ -84,6 +85,9 @@ static const char *const cache_migrations[CACHE_SCHEMA_VERSION] = {
 	"DROP TABLE spec;"
 	"DELETE FROM neff;"
 	"UPDATE meta SET value = '0' WHERE name IN ('entries', 'bytes');",
+	/* 3: who pinned an entry (a uid; -1: nobody's quota). */
+	"ALTER TABLE neff ADD COLUMN pinned_by INTEGER NOT NULL DEFAULT -1;"
+	"CREATE INDEX neff_pinned_by ON neff (pinned_by) WHERE pinned = 1;",
 };
 
 static const char *const cache_sql[CST_COUNT] = {
@@ -96,16 +100,19 @@ static const char *const cache_sql[CST_COUNT] = {
 	    " last_used = max(last_used, ?2) WHERE key = ?1",
 	[CST_PUT] = "INSERT OR REPLACE INTO neff (key, kernel, format, target,"
 	    " backend, compiler_version, options, size, digest, inline,"
-	    " created, last_used, hits, compile_ms, pinned, status, log, data)"
+	    " created, last_used, hits, compile_ms, pinned, status, log, data,"
+	    " pinned_by)"
 	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, 0,"
-	    " ?12, ?13, ?14, ?15, ?16)",
+	    " ?12, ?13, ?14, ?15, ?16, ?17)",
 	[CST_DEL] = "DELETE FROM neff WHERE key = ?1",
-	[CST_PIN] = "UPDATE neff SET pinned = ?2 WHERE key = ?1",
+	[CST_PIN] = "UPDATE neff SET pinned = ?2, pinned_by = ?3 WHERE key = ?1",
+	[CST_PINNED_BY] = "SELECT coalesce(sum(size), 0) FROM neff"
+	    " WHERE pinned = 1 AND pinned_by = ?1",
 	[CST_LRU] = "SELECT key, size, digest, inline FROM neff WHERE pinned = 0"
 	    " AND key <> ?1 ORDER BY last_used LIMIT 64",
 	[CST_REFS] = "SELECT count(*) FROM neff WHERE digest = ?1 AND"
 	    " inline = 0",
-	[CST_SIZE] = "SELECT size, pinned, created, hits FROM neff"
+	[CST_SIZE] = "SELECT size, pinned, created, hits, pinned_by FROM neff"
 	    " WHERE key = ?1",
 	[CST_META_PUT] = "INSERT OR REPLACE INTO meta VALUES (?1, ?2)",
 };
@@ -1129,6 +1136,7 @@ cache_row_put(struct cache *c, const struct cache_entry *e,
 	char		*kernel, *log;
 	uint64_t	 old = 0, size = e->failed ? 0 : e->len;
 	int		 exists = 0, pinned = e->pinned, rc;
+	sqlite3_int64	 pinned_by = CACHE_PIN_ANYONE;
 	double		 created = e->created > 0 ? e->created : cache_now();
 
 	st = cache_stmt(c, CST_SIZE);
@@ -1137,6 +1145,8 @@ cache_row_put(struct cache *c, const struct cache_entry *e,
 		exists = 1;
 		old = (uint64_t)sqlite3_column_int64(st, 0);
 		pinned |= sqlite3_column_int(st, 1);
+		if (sqlite3_column_int(st, 1))
+			pinned_by = sqlite3_column_int64(st, 4);
 	}
 	sqlite3_reset(st);
 	if (exists) {
@@ -1177,6 +1187,7 @@ cache_row_put(struct cache *c, const struct cache_entry *e,
 		    (int)e->len, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(st, 16);
+	sqlite3_bind_int64(st, 17, pinned_by);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	free(kernel);
@@ -1390,18 +1401,58 @@ out:
 int
 cache_pin(struct cache *c, const char *key, int pinned)
 {
-	sqlite3_stmt	*st;
-	int		 rc;
+	return (cache_pin_by(c, key, pinned, CACHE_PIN_ANYONE, UINT64_MAX,
+	    NULL));
+}
 
-	if ((rc = cache_key_change(c, key, CST_PIN, &st)) != 0)
+int
+cache_pin_by(struct cache *c, const char *key, int pinned, int64_t uid,
+    uint64_t quota, uint64_t *used)
+{
+	sqlite3_stmt	*st;
+	uint64_t	 size, mine = 0;
+	int		 rc, was;
+
+	if (used != NULL)
+		*used = 0;
+	if ((rc = cache_key_change(c, key, CST_SIZE, &st)) != 0)
 		return (rc);
+	/* Under c->mu from here: the sum and the update are one step. */
+	if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
+		sqlite3_reset(st);
+		rc = rc == SQLITE_DONE ? CACHE_ENOENT : cache_sqlite_err(rc);
+		goto out;
+	}
+	size = (uint64_t)sqlite3_column_int64(st, 0);
+	was = sqlite3_column_int(st, 1);
+	sqlite3_reset(st);
+	rc = 0;
+	if (pinned && was)
+		goto out;		/* kept as it is, not counted again */
+	if (pinned && uid != CACHE_PIN_ANYONE) {
+		st = cache_stmt(c, CST_PINNED_BY);
+		sqlite3_bind_int64(st, 1, uid);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			mine = (uint64_t)sqlite3_column_int64(st, 0);
+		sqlite3_reset(st);
+		if (used != NULL)
+			*used = mine + size;
+		if (mine + size > quota || mine + size < mine) {
+			rc = CACHE_EQUOTA;
+			goto out;
+		}
+	}
+	st = cache_stmt(c, CST_PIN);
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 2, pinned ? 1 : 0);
+	sqlite3_bind_int64(st, 3, pinned ? uid : CACHE_PIN_ANYONE);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE)
 		rc = cache_sqlite_err(rc);
 	else
 		rc = sqlite3_changes(c->db) > 0 ? 0 : CACHE_ENOENT;
+out:
 	pthread_mutex_unlock(&c->mu);
 	return (rc);
 }

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #define CACHE_KEY_LEN		64	/* hex SHA-256 */
-#define CACHE_SCHEMA_VERSION	2
+#define CACHE_SCHEMA_VERSION	3
 /* Blobs up to this size live in the index row, larger ones in files
  * (measured: docs/cache.md, "Inline threshold"). */
 #define CACHE_INLINE_MAX	(32 * 1024)
@@ -29,6 +29,7 @@ enum cache_err {
 	CACHE_ESTALE = -9,	/* entry of another backend or compiler version */
 	CACHE_EFAILED = -10,	/* a cached compile failure */
 	CACHE_EREADONLY = -11,	/* opened read-only */
+	CACHE_EQUOTA = -12,	/* over the pinning uid's quota */
 };
 
 enum cache_log_level { CACHE_LOG_ERROR, CACHE_LOG_WARN, CACHE_LOG_INFO,
@@ -177,6 +178,18 @@ double	cache_time_now(void);
 int	cache_remove(struct cache *c, const char *key);
 /* Pin (pinned != 0) or unpin key. */
 int	cache_pin(struct cache *c, const char *key, int pinned);
+/* Who pinned an entry when nobody in particular did (offline, a bundle). */
+#define CACHE_PIN_ANYONE	(-1)
+/*
+ * Pin (or unpin) key on behalf of uid (CACHE_PIN_ANYONE: nobody's quota),
+ * if the bytes of the entries uid has pinned, this one included, stay
+ * within quota (UINT64_MAX: no limit); else CACHE_EQUOTA and nothing
+ * changes. An entry pinned already stays as it is and is not counted
+ * again. *used (may be NULL) gets uid's pinned bytes with this entry.
+ * Returns 0, CACHE_ENOENT, CACHE_EQUOTA, or another cache_err.
+ */
+int	cache_pin_by(struct cache *c, const char *key, int pinned, int64_t uid,
+	    uint64_t quota, uint64_t *used);
 /*
  * Call cb for each entry whose key starts with prefix (NULL: all), most
  * recently used first, at most limit (0: no limit); without data. cb

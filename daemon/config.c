@@ -98,6 +98,8 @@ static const struct config_key config_keys[] = {
 	  1 * MiB, 64 * 1024 * GiB, NULL, 16 * GiB, NULL, 0 },
 	{ "cache.max_memory_bytes", CFG_BYTES, F(cache_memory_bytes), 0,
 	  1 * MiB, 1024 * GiB, NULL, 128 * MiB, NULL, 0 },
+	{ "cache.max_pinned_bytes_per_uid", CFG_BYTES, F(cache_pin_quota), 0,
+	  0, 64 * 1024 * GiB, NULL, 0, NULL, 0 },
 	{ "cache_dir", CFG_PATH, F(cache_dir), 0, 0, 0, "/var/cache/nkid", 0,
 	  NULL, CFG_F_RESTART },
 	{ "cpu.cores", CFG_U32, F(cpu_cores), 0, 1, 256, NULL, 1, NULL,

@@ -81,6 +81,8 @@ struct config {
 	uint64_t	 cache_memory_bytes;
 	uint64_t	 cache_max_bytes;	/* on disk */
 	uint64_t	 cache_max_bundle_bytes; /* one CacheImport */
+	/* pinned bytes per uid but admins; 0: cache_max_bytes / 4 */
+	uint64_t	 cache_pin_quota;
 	uint32_t	 cache_compile_workers;
 
 	/* Where GET /metrics is served: "" (off unless systemd passes a

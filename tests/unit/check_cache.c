@@ -701,9 +701,13 @@ CHECK_TEST(recovery, test_cache_schema_1_rows_dropped)
 	ck_assert_int_eq(put(c, 2, 50), 0);
 	ck_assert_uint_eq(count_blobs(&dirs), 1);
 	cache_close(c);
-	/* Make it a version 1 cache: its spec table and version. */
+	/* Make it a version 1 cache: its spec table and version, without
+	 * what version 3 added. */
 	snprintf(p, sizeof p, "%s/index.db", check_dir);
 	ck_assert_int_eq(sqlite3_open(p, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "DROP INDEX neff_pinned_by;"
+	    "ALTER TABLE neff DROP COLUMN pinned_by;", NULL, NULL, NULL),
+	    SQLITE_OK);
 	ck_assert_int_eq(sqlite3_exec(db, "CREATE TABLE spec (spec_key TEXT"
 	    " PRIMARY KEY NOT NULL, neff_key TEXT NOT NULL, kernel TEXT, "
 	    "signature TEXT, created REAL, last_used REAL);"
@@ -732,6 +736,73 @@ CHECK_TEST(recovery, test_cache_schema_1_rows_dropped)
 	ck_assert_int_eq(sqlite3_column_int(q, 0), CACHE_SCHEMA_VERSION);
 	sqlite3_finalize(q);
 	sqlite3_close(db);
+}
+END_TEST
+
+/* Version 2 (no pinned_by) becomes 3: rows kept, a pinned one counted
+ * against nobody's quota. */
+CHECK_TEST(recovery, test_cache_schema_2_gains_pinned_by)
+{
+	struct cache	*c = open_cache(0, 100);
+	sqlite3		*db;
+	char		 p[300], key[CACHE_KEY_LEN + 1];
+	uint64_t	 used;
+
+	ck_assert_int_eq(put(c, 1, 50), 0);
+	mk_key(1, key);
+	ck_assert_int_eq(cache_pin(c, key, 1), 0);
+	cache_close(c);
+	snprintf(p, sizeof p, "%s/index.db", check_dir);
+	ck_assert_int_eq(sqlite3_open(p, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "DROP INDEX neff_pinned_by;"
+	    "ALTER TABLE neff DROP COLUMN pinned_by;"
+	    "PRAGMA user_version = 2", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	c = open_cache(0, 100);
+	ck_assert_int_eq(get(c, 1, 0), 0);
+	ck_assert_int_eq(put(c, 2, 60), 0);
+	mk_key(2, key);
+	ck_assert_int_eq(cache_pin_by(c, key, 1, 1000, 60, &used), 0);
+	ck_assert_uint_eq(used, 60);
+	cache_close(c);
+}
+END_TEST
+
+/* Pins count against the pinning uid's quota: over it, nothing changes;
+ * pinned again, not counted twice; unpinned, freed; another uid and
+ * CACHE_PIN_ANYONE are not limited by it. */
+CHECK_TEST(limits, test_cache_pin_quota_per_uid)
+{
+	struct cache	*c = open_cache(0, 100);
+	char		 k[5][CACHE_KEY_LEN + 1];
+	uint64_t	 used;
+	unsigned	 i;
+
+	for (i = 0; i < 5; i++) {
+		ck_assert_int_eq(put(c, 10 + i, 400), 0);
+		mk_key(10 + i, k[i]);
+	}
+	ck_assert_int_eq(cache_pin_by(c, k[0], 1, 1000, 1000, &used), 0);
+	ck_assert_uint_eq(used, 400);
+	ck_assert_int_eq(cache_pin_by(c, k[1], 1, 1000, 1000, &used), 0);
+	ck_assert_uint_eq(used, 800);
+	ck_assert_int_eq(cache_pin_by(c, k[2], 1, 1000, 1000, &used),
+	    CACHE_EQUOTA);
+	ck_assert_uint_eq(used, 1200);
+	ck_assert_int_eq(cache_pin_by(c, k[1], 1, 1000, 1000, &used), 0);
+	ck_assert_int_eq(cache_pin_by(c, k[2], 1, 1001, 1000, &used), 0);
+	ck_assert_int_eq(cache_pin_by(c, k[3], 1, CACHE_PIN_ANYONE, 0, NULL),
+	    0);
+	ck_assert_int_eq(cache_pin_by(c, k[0], 0, 1000, 1000, NULL), 0);
+	ck_assert_int_eq(cache_pin_by(c, k[4], 1, 1000, 1000, &used), 0);
+	ck_assert_uint_eq(used, 800);
+	/* Replaced by a store: still pinned, still uid 1000's. */
+	ck_assert_int_eq(put(c, 14, 400), 0);
+	ck_assert_int_eq(cache_pin_by(c, k[0], 1, 1000, 1000, &used),
+	    CACHE_EQUOTA);
+	ck_assert_int_eq(cache_pin_by(c, "nope", 1, 1000, 1000, NULL),
+	    CACHE_EINVAL);
+	cache_close(c);
 }
 END_TEST
 
