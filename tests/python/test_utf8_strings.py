@@ -39,3 +39,37 @@ def test_non_utf8_file_name_then_cache_list(nkid_socket):
     with pytest.raises(NkidError):
         cl.compile(hostile_ref())
     cl.call("CacheList", pb.CacheListRequest(limit=1000))
+
+
+def test_nul_in_a_string_field_refused(nkid_socket):
+    """dtype "float32\\0" was read as float32 (protobuf-c's C strings end
+    at the NUL): any string field with a NUL is refused, naming it."""
+    import numpy as np
+    x = np.ones((4,), np.float32)
+    t = pb.Tensor(name="x", dtype="float32\x00junk", shape=[4], data=x.tobytes())
+    cl = Client(nkid_socket)
+    with pytest.raises(NkidError) as e:
+        cl.call("Simulate", pb.SimulateRequest(ref=hostile_ref(), inputs=[t]))
+    assert e.value.code == "INVALID_ARGUMENT"
+    assert "'Tensor.dtype' holds a NUL byte" in str(e.value)
+
+
+def test_non_utf8_string_field_refused(nkid_socket):
+    """A string field that is not UTF-8, at any depth, is refused on the
+    wire with its name (the bytes written by hand: Python's protobuf
+    writes only UTF-8)."""
+    import grpc
+    from nkid.client import Client as C
+    req = pb.CompileRequest(ref=pb.KernelRef(
+        kernel=pb.Kernel(name="ok", format="nkir/1", ir=b"x"), options="QQQQ"))
+    raw = req.SerializeToString().replace(b"QQQQ", b"\xc3\x28\xa0\xa1")
+    ch = grpc.insecure_channel("unix:" + nkid_socket)
+    try:
+        call = ch.unary_unary("/nkid.v1.Nkid/Compile")
+        with pytest.raises(grpc.RpcError) as e:
+            call(raw, timeout=10)
+        assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "'KernelRef.options' is not valid UTF-8" in e.value.details()
+    finally:
+        ch.close()
+    assert C(nkid_socket).ping(b"still") == b"still"
