@@ -135,6 +135,8 @@ kcache_remote_cmd_timer_cb(uv_timer_t *t)
 		kcache_remote_cmd_timer_set(r);
 		return;
 	}
+	log_debug("remote tier '%s': a command of %llu ms unanswered",
+	    r->url_text, (unsigned long long)c->budget);
 	kcache_remote_fail(r, "no answer within %u ms (remote.timeout_ms)",
 	    r->timeout_ms);
 	kcache_remote_drop(r, KCACHE_REMOTE_ETIMEDOUT, "timeout");
