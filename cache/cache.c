@@ -105,7 +105,8 @@ static const char *const cache_sql[CST_COUNT] = {
 	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, 0,"
 	    " ?12, ?13, ?14, ?15, ?16, ?17)",
 	[CST_DEL] = "DELETE FROM neff WHERE key = ?1",
-	[CST_PIN] = "UPDATE neff SET pinned = ?2, pinned_by = ?3 WHERE key = ?1",
+	[CST_PIN] = "UPDATE neff SET pinned = ?2, pinned_by = ?3"
+	    " WHERE key = ?1",
 	[CST_PINNED_BY] = "SELECT coalesce(sum(size), 0) FROM neff"
 	    " WHERE pinned = 1 AND pinned_by = ?1",
 	[CST_LRU] = "SELECT key, size, digest, inline FROM neff WHERE pinned = 0"

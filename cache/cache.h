@@ -188,8 +188,8 @@ int	cache_pin(struct cache *c, const char *key, int pinned);
  * again. *used (may be NULL) gets uid's pinned bytes with this entry.
  * Returns 0, CACHE_ENOENT, CACHE_EQUOTA, or another cache_err.
  */
-int	cache_pin_by(struct cache *c, const char *key, int pinned, int64_t uid,
-	    uint64_t quota, uint64_t *used);
+int	cache_pin_by(struct cache *c, const char *key, int pinned,
+	    int64_t uid, uint64_t quota, uint64_t *used);
 /*
  * Call cb for each entry whose key starts with prefix (NULL: all), most
  * recently used first, at most limit (0: no limit); without data. cb

@@ -99,7 +99,7 @@ struct config {
 	uint32_t	 remote_ttl_days;
 	char		*remote_hmac_key_file;
 	uint32_t	 remote_lock_ms;
-	uint32_t	 remote_lock_wait_ms;	/* for another host's lock */
+	uint32_t	 remote_lock_wait_ms;	/* another host's lock */
 };
 
 /* Where remote.url points, parsed (config_remote_url_parse). */

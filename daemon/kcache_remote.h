@@ -52,7 +52,7 @@ struct kcache_remote_stats {
 	uint64_t	 pulled_bytes;
 	uint64_t	 pushed_bytes;
 	const char	*last_error;	/* "" if none */
-	int		 breaker_open;	/* not asked until the circuit closes */
+	int		 breaker_open;	/* the circuit is open */
 };
 
 /* ------------------------------------------------ entries (any thread) */

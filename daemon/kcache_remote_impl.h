@@ -96,8 +96,8 @@ struct kcache_remote_op {
 	uint64_t			 wait_end;	/* uv_now, ms */
 	uint64_t			 next_poll;
 	long long			 strlen;
-	int				 lock_set;	/* SET NX: 1 ok, 0 nil */
-	char				 lock_type[16];	/* TYPE of the lock */
+	int				 lock_set;	/* 1 ok, 0 nil */
+	char				 lock_type[16]; /* its TYPE */
 	char				 token[128];	/* asked for */
 	void				*value;
 	size_t				 len;
@@ -157,7 +157,7 @@ struct kcache_remote {
 	struct kcache_remote_locks			 locks;
 	unsigned			 work;		/* verifies queued */
 	unsigned			 failures;	/* in a row */
-	int				 answered;	/* ever, since open */
+	int				 answered;	/* ever */
 	int				 ignored_logged;
 	unsigned			 trips;
 	uint64_t			 open_until;	/* uv_now, ms */

@@ -308,7 +308,8 @@ static const struct metrics_field metrics_remote_fields[] = {
 static void
 metrics_render_remote(FILE *f, struct daemon *d)
 {
-	static const char		*states[] = { "up", "connecting", "down" };
+	static const char		*states[] = { "up", "connecting",
+					    "down" };
 	const struct metrics_field	*mf;
 	struct kcache_remote_stats	 rs;
 	size_t				 i;

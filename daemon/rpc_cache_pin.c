@@ -12,13 +12,13 @@
 
 /* One CachePin: per key its result, and what the quota said. */
 struct rpc_cache_pin {
-	struct rpc_call				*c;
-	const Nkid__V1__CachePinRequest		*req;
-	int64_t					 uid;	/* -1: admin */
-	uint64_t				 quota;
-	int					*rc;
-	size_t					 over;	/* first key over */
-	uint64_t				 used;	/* with it */
+	struct rpc_call			*c;
+	const Nkid__V1__CachePinRequest	*req;
+	int64_t				 uid;	/* -1: admin */
+	uint64_t			 quota;
+	int				*rc;
+	size_t				 over;	/* first key over */
+	uint64_t			 used;	/* with it */
 };
 
 static void
@@ -47,9 +47,9 @@ rpc_cache_pin_work_cb(struct cache *disk, void *arg)
 static void
 rpc_cache_pin_done_cb(void *arg)
 {
-	struct rpc_cache_pin		*p = arg;
-	Nkid__V1__CachePinReply		 r = NKID__V1__CACHE_PIN_REPLY__INIT;
-	size_t				 i, done = 0;
+	struct rpc_cache_pin	*p = arg;
+	Nkid__V1__CachePinReply	 r = NKID__V1__CACHE_PIN_REPLY__INIT;
+	size_t			 i, done = 0;
 
 	if (p->over < p->req->n_keys) {
 		for (i = 0; i < p->over; i++)

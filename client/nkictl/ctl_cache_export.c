@@ -365,9 +365,9 @@ ctl_cache_export_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	    CTL_EXIT_OK)
 		goto out;
 	if (strcmp(path, "-") == 0)
-		fprintf(ctx->err, "exported %u entr%s to standard output (%s)\n",
-		    count, count == 1 ? "y" : "ies", ctl_fmt_bytes(o.bytes,
-		    size, sizeof size));
+		fprintf(ctx->err, "exported %u entr%s to standard output "
+		    "(%s)\n", count, count == 1 ? "y" : "ies",
+		    ctl_fmt_bytes(o.bytes, size, sizeof size));
 	else if (ctx->json) {
 		j = cJSON_CreateObject();
 		cJSON_AddStringToObject(j, "bundle", path);

@@ -292,9 +292,9 @@ CHECK_TEST(core, test_cache_text_stored_utf8)
 	cache_close(c);
 
 	ck_assert(cache_text_valid("abc \xe2\x82\xac", 7));
-	ck_assert(!cache_text_valid("\xc0\x80", 2));		/* overlong */
+	ck_assert(!cache_text_valid("\xc0\x80", 2));	/* overlong */
 	ck_assert(!cache_text_valid("\xed\xa0\x80", 3));	/* surrogate */
-	ck_assert(!cache_text_valid("\xf4\x90\x80\x80", 4));	/* > U+10FFFF */
+	ck_assert(!cache_text_valid("\xf4\x90\x80\x80", 4)); /* > 10FFFF */
 	ck_assert(!cache_text_valid("\xe2\x82", 2));		/* cut */
 	ck_assert(!cache_text_valid("a\0b", 3));
 	s = cache_text_clean("\xe2\x82\xac\xe2\x82\xac", 5);
