@@ -29,6 +29,7 @@ static const char *cache_errs[] = {
 	"entry of another backend or compiler version",
 	"compile failure cached",
 	"cache opened read-only",
+	"over the pin quota of its uid",
 };
 
 const char *
@@ -82,6 +83,9 @@ static const char *const cache_migrations[CACHE_SCHEMA_VERSION] = {
 	"DROP TABLE spec;"
 	"DELETE FROM neff;"
 	"UPDATE meta SET value = '0' WHERE name IN ('entries', 'bytes');",
+	/* 3: who pinned an entry (a uid; -1: nobody's quota). */
+	"ALTER TABLE neff ADD COLUMN pinned_by INTEGER NOT NULL DEFAULT -1;"
+	"CREATE INDEX neff_pinned_by ON neff (pinned_by) WHERE pinned = 1;",
 };
 
 static const char *const cache_sql[CST_COUNT] = {
@@ -94,16 +98,20 @@ static const char *const cache_sql[CST_COUNT] = {
 	    " last_used = max(last_used, ?2) WHERE key = ?1",
 	[CST_PUT] = "INSERT OR REPLACE INTO neff (key, kernel, format, target,"
 	    " backend, compiler_version, options, size, digest, inline,"
-	    " created, last_used, hits, compile_ms, pinned, status, log, data)"
+	    " created, last_used, hits, compile_ms, pinned, status, log, data,"
+	    " pinned_by)"
 	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, 0,"
-	    " ?12, ?13, ?14, ?15, ?16)",
+	    " ?12, ?13, ?14, ?15, ?16, ?17)",
 	[CST_DEL] = "DELETE FROM neff WHERE key = ?1",
-	[CST_PIN] = "UPDATE neff SET pinned = ?2 WHERE key = ?1",
+	[CST_PIN] = "UPDATE neff SET pinned = ?2, pinned_by = ?3"
+	    " WHERE key = ?1",
+	[CST_PINNED_BY] = "SELECT coalesce(sum(size), 0) FROM neff"
+	    " WHERE pinned = 1 AND pinned_by = ?1",
 	[CST_LRU] = "SELECT key, size, digest, inline FROM neff WHERE pinned = 0"
 	    " AND key <> ?1 ORDER BY last_used LIMIT 64",
 	[CST_REFS] = "SELECT count(*) FROM neff WHERE digest = ?1 AND"
 	    " inline = 0",
-	[CST_SIZE] = "SELECT size, pinned, created, hits FROM neff"
+	[CST_SIZE] = "SELECT size, pinned, created, hits, pinned_by FROM neff"
 	    " WHERE key = ?1",
 	[CST_META_PUT] = "INSERT OR REPLACE INTO meta VALUES (?1, ?2)",
 };
@@ -254,20 +262,38 @@ cache_meta_get(struct cache *c, const char *name, char *buf, size_t len)
 	return (rc);
 }
 
-/* Remove what a crash left in tmp/. */
+/* Remove what a crash left in tmp/: its files (and links, never what
+ * they point to), tmp/ itself never followed if it is a link. */
 static void
 cache_tmp_clean(struct cache *c)
 {
 	char		 path[PATH_MAX];
 	struct dirent	*de;
+	struct stat	 sb;
 	DIR		*dp;
 	unsigned	 n = 0;
+	int		 fd;
 
 	snprintf(path, sizeof path, "%s/tmp", c->dir);
-	if ((dp = opendir(path)) == NULL)
+	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		if (errno != ENOENT)
+			cache_logf(c, CACHE_LOG_WARN, "cache: temp files not "
+			    "removed: cannot open '%s': %s", path,
+			    errno == ELOOP || errno == ENOTDIR ?
+			    "not a directory (a symbolic link?)" :
+			    strerror(errno));
 		return;
+	}
+	if ((dp = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
 	while ((de = readdir(dp)) != NULL) {
 		if (de->d_name[0] == '.')
+			continue;
+		if (fstatat(dirfd(dp), de->d_name, &sb,
+		    AT_SYMLINK_NOFOLLOW) == -1 || S_ISDIR(sb.st_mode))
 			continue;
 		if (unlinkat(dirfd(dp), de->d_name, 0) == 0)
 			n++;
@@ -350,8 +376,8 @@ cache_db_open(struct cache *c, char *err, size_t errlen)
 	const char	*v;
 	int		 flags, rc, i;
 
-	flags = SQLITE_OPEN_NOMUTEX | (c->readonly ? SQLITE_OPEN_READONLY :
-	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+	flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW | (c->readonly ?
+	    SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
 	if ((rc = sqlite3_open_v2(c->dbpath, &c->db, flags, NULL)) !=
 	    SQLITE_OK) {
 		snprintf(err, errlen, "%s", c->db != NULL ?
@@ -438,14 +464,23 @@ cache_db_set_aside(struct cache *c, const char *why)
 	CACHE_ST_ADD(c, corrupt, 1);
 }
 
+/* dir/sub, made if missing; one that exists must be a directory, not a
+ * symbolic link (files under it are opened by name). */
 static int
 cache_mkdir(const char *dir, const char *sub)
 {
-	char	path[PATH_MAX];
+	char		path[PATH_MAX];
+	struct stat	sb;
 
 	snprintf(path, sizeof path, "%s/%s", dir, sub);
 	if (mkdir(path, 0750) == -1 && errno != EEXIST)
 		return (-1);
+	if (lstat(path, &sb) == -1)
+		return (-1);
+	if (!S_ISDIR(sb.st_mode)) {
+		errno = ENOTDIR;
+		return (-1);
+	}
 	return (0);
 }
 
@@ -487,7 +522,8 @@ cache_open(struct cache **out, const struct cache_opts *o, char *err,
 	    cache_mkdir(o->dir, "tmp") == -1 ||
 	    cache_mkdir(o->dir, "quarantine") == -1)) {
 		snprintf(err, errlen, "cannot open cache '%s': %s", o->dir,
-		    strerror(errno));
+		    errno == ENOTDIR ? "blobs/, tmp/ or quarantine/ is not a "
+		    "directory (a symbolic link?)" : strerror(errno));
 		cache_close(c);
 		return (errno == ENOSPC ? CACHE_ENOSPC : CACHE_EIO);
 	}
@@ -761,8 +797,8 @@ cache_blob_write(struct cache *c, const char *digest, const void *p,
 	snprintf(dir, sizeof dir, "%s/blobs/%.2s", c->dir, digest);
 	cache_blob_path(c, digest, dst, sizeof dst);
 
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640)) ==
-	    -1)
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0640)) == -1)
 		return (cache_errno_err(errno));
 	while (off < len) {
 		if ((n = write(fd, b + off, len - off)) == -1) {
@@ -847,7 +883,7 @@ cache_blob_read(struct cache *c, const char *digest, uint64_t size,
 	int		 fd, rc = CACHE_EIO;
 
 	cache_blob_path(c, digest, path, sizeof path);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
 		return (errno == ENOENT ? CACHE_ENOENT : CACHE_EIO);
 	if (fstat(fd, &sb) == -1 || (uint64_t)sb.st_size != size) {
 		close(fd);
@@ -1096,8 +1132,10 @@ cache_row_put(struct cache *c, const struct cache_entry *e,
     const char *digest, int is_inline, char ***gone, size_t *ngone)
 {
 	sqlite3_stmt	*st;
+	char		*kernel, *log;
 	uint64_t	 old = 0, size = e->failed ? 0 : e->len;
 	int		 exists = 0, pinned = e->pinned, rc;
+	sqlite3_int64	 pinned_by = CACHE_PIN_ANYONE;
 	double		 created = e->created > 0 ? e->created : cache_now();
 
 	st = cache_stmt(c, CST_SIZE);
@@ -1106,6 +1144,8 @@ cache_row_put(struct cache *c, const struct cache_entry *e,
 		exists = 1;
 		old = (uint64_t)sqlite3_column_int64(st, 0);
 		pinned |= sqlite3_column_int(st, 1);
+		if (sqlite3_column_int(st, 1))
+			pinned_by = sqlite3_column_int64(st, 4);
 	}
 	sqlite3_reset(st);
 	if (exists) {
@@ -1115,9 +1155,15 @@ cache_row_put(struct cache *c, const struct cache_entry *e,
 	}
 	if ((rc = cache_evict(c, size, e->key, gone, ngone)) != 0)
 		return (rc);
+	/* What is stored is listed and sent in replies: valid UTF-8, the log
+	 * cut at a character boundary. */
+	kernel = cache_text_clean(e->kernel ? e->kernel : "", CACHE_LOG_MAX);
+	log = cache_text_clean(e->log ? e->log : "", CACHE_LOG_MAX);
+	if (kernel == NULL || log == NULL)
+		abort();		/* as cache_strdup */
 	st = cache_stmt(c, CST_PUT);
 	sqlite3_bind_text(st, 1, e->key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, e->kernel ? e->kernel : "", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, kernel, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, e->format ? e->format : "", -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 4, e->target ? e->target : "", -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 5, e->backend ? e->backend : c->backend, -1,
@@ -1134,19 +1180,17 @@ cache_row_put(struct cache *c, const struct cache_entry *e,
 	sqlite3_bind_int(st, 13, pinned ? 1 : 0);
 	sqlite3_bind_text(st, 14, e->failed ? "failed" : "ok", -1,
 	    SQLITE_STATIC);
-	if (e->log != NULL && strlen(e->log) > CACHE_LOG_MAX)
-		sqlite3_bind_text(st, 15, e->log, CACHE_LOG_MAX,
-		    SQLITE_STATIC);
-	else
-		sqlite3_bind_text(st, 15, e->log ? e->log : "", -1,
-		    SQLITE_STATIC);
+	sqlite3_bind_text(st, 15, log, -1, SQLITE_STATIC);
 	if (is_inline && !e->failed)
 		sqlite3_bind_blob(st, 16, e->len > 0 ? e->data : "",
 		    (int)e->len, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(st, 16);
+	sqlite3_bind_int64(st, 17, pinned_by);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
+	free(kernel);
+	free(log);
 	if (rc != SQLITE_DONE)
 		return (cache_sqlite_err(rc));
 	CACHE_ST_ADD(c, entries, 1);
@@ -1356,18 +1400,58 @@ out:
 int
 cache_pin(struct cache *c, const char *key, int pinned)
 {
-	sqlite3_stmt	*st;
-	int		 rc;
+	return (cache_pin_by(c, key, pinned, CACHE_PIN_ANYONE, UINT64_MAX,
+	    NULL));
+}
 
-	if ((rc = cache_key_change(c, key, CST_PIN, &st)) != 0)
+int
+cache_pin_by(struct cache *c, const char *key, int pinned, int64_t uid,
+    uint64_t quota, uint64_t *used)
+{
+	sqlite3_stmt	*st;
+	uint64_t	 size, mine = 0;
+	int		 rc, was;
+
+	if (used != NULL)
+		*used = 0;
+	if ((rc = cache_key_change(c, key, CST_SIZE, &st)) != 0)
 		return (rc);
+	/* Under c->mu from here: the sum and the update are one step. */
+	if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
+		sqlite3_reset(st);
+		rc = rc == SQLITE_DONE ? CACHE_ENOENT : cache_sqlite_err(rc);
+		goto out;
+	}
+	size = (uint64_t)sqlite3_column_int64(st, 0);
+	was = sqlite3_column_int(st, 1);
+	sqlite3_reset(st);
+	rc = 0;
+	if (pinned && was)
+		goto out;		/* kept as it is, not counted again */
+	if (pinned && uid != CACHE_PIN_ANYONE) {
+		st = cache_stmt(c, CST_PINNED_BY);
+		sqlite3_bind_int64(st, 1, uid);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			mine = (uint64_t)sqlite3_column_int64(st, 0);
+		sqlite3_reset(st);
+		if (used != NULL)
+			*used = mine + size;
+		if (mine + size > quota || mine + size < mine) {
+			rc = CACHE_EQUOTA;
+			goto out;
+		}
+	}
+	st = cache_stmt(c, CST_PIN);
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 2, pinned ? 1 : 0);
+	sqlite3_bind_int64(st, 3, pinned ? uid : CACHE_PIN_ANYONE);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE)
 		rc = cache_sqlite_err(rc);
 	else
 		rc = sqlite3_changes(c->db) > 0 ? 0 : CACHE_ENOENT;
+out:
 	pthread_mutex_unlock(&c->mu);
 	return (rc);
 }

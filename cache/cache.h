@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #define CACHE_KEY_LEN		64	/* hex SHA-256 */
-#define CACHE_SCHEMA_VERSION	2
+#define CACHE_SCHEMA_VERSION	3
 /* Blobs up to this size live in the index row, larger ones in files
  * (measured: docs/cache.md, "Inline threshold"). */
 #define CACHE_INLINE_MAX	(32 * 1024)
@@ -29,6 +29,7 @@ enum cache_err {
 	CACHE_ESTALE = -9,	/* entry of another backend or compiler version */
 	CACHE_EFAILED = -10,	/* a cached compile failure */
 	CACHE_EREADONLY = -11,	/* opened read-only */
+	CACHE_EQUOTA = -12,	/* over the pinning uid's quota */
 };
 
 enum cache_log_level { CACHE_LOG_ERROR, CACHE_LOG_WARN, CACHE_LOG_INFO,
@@ -177,6 +178,18 @@ double	cache_time_now(void);
 int	cache_remove(struct cache *c, const char *key);
 /* Pin (pinned != 0) or unpin key. */
 int	cache_pin(struct cache *c, const char *key, int pinned);
+/* Who pinned an entry when nobody in particular did (offline, a bundle). */
+#define CACHE_PIN_ANYONE	(-1)
+/*
+ * Pin (or unpin) key on behalf of uid (CACHE_PIN_ANYONE: nobody's quota),
+ * if the bytes of the entries uid has pinned, this one included, stay
+ * within quota (UINT64_MAX: no limit); else CACHE_EQUOTA and nothing
+ * changes. An entry pinned already stays as it is and is not counted
+ * again. *used (may be NULL) gets uid's pinned bytes with this entry.
+ * Returns 0, CACHE_ENOENT, CACHE_EQUOTA, or another cache_err.
+ */
+int	cache_pin_by(struct cache *c, const char *key, int pinned,
+	    int64_t uid, uint64_t quota, uint64_t *used);
 /*
  * Call cb for each entry whose key starts with prefix (NULL: all), most
  * recently used first, at most limit (0: no limit); without data. cb
@@ -338,6 +351,28 @@ int	cache_verify_run(struct cache *c, struct cache_verify *v, int flags,
 	    const volatile int *cancel);
 /* Free what v holds (v itself is the caller's) and empty it. */
 void	cache_verify_release(struct cache_verify *v);
+
+/*
+ * Check that path (what names it: "cache_dir") and every directory above
+ * it, as named and where its links lead, belong to nkid: directories owned
+ * by the effective uid or root, writable by no other user (a sticky
+ * directory above path, such as /tmp, is fine; group-writable only by our
+ * own group). 0, or CACHE_EIO / CACHE_EINVAL with err naming the
+ * directory, its owner and what to do.
+ */
+int	cache_dir_secure(const char *what, const char *path, char *err,
+	    size_t errlen);
+
+/* Nonzero if the n bytes at s are well-formed UTF-8 without a NUL (no
+ * overlong forms, surrogates or code points past U+10FFFF). */
+int	cache_text_valid(const char *s, size_t n);
+/*
+ * A copy of the string s that is valid UTF-8: each byte that is not part
+ * of a well-formed sequence becomes the four characters "\xNN"; cut at a
+ * character boundary to at most max bytes. The caller frees it; NULL
+ * when out of memory.
+ */
+char	*cache_text_clean(const char *s, size_t max);
 
 /* Fault injection for tests: the next n blob writes fail with ENOSPC. */
 void	cache_fault_enospc(struct cache *c, unsigned n);

@@ -390,6 +390,11 @@ bundle_entry_read(struct bundle_in *in, struct bundle_entry *be)
 			    "characters", i);
 			goto fail;
 		}
+		if (!cache_text_valid(be->f[i], flen)) {
+			rc = bundle_fail(in, "metadata field %d is not valid "
+			    "UTF-8", i);
+			goto fail;
+		}
 		p += flen;
 	}
 	if (p != end) {

@@ -5,6 +5,7 @@
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <math.h>
 #include <pwd.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -96,6 +98,8 @@ static const struct config_key config_keys[] = {
 	  1 * MiB, 64 * 1024 * GiB, NULL, 16 * GiB, NULL, 0 },
 	{ "cache.max_memory_bytes", CFG_BYTES, F(cache_memory_bytes), 0,
 	  1 * MiB, 1024 * GiB, NULL, 128 * MiB, NULL, 0 },
+	{ "cache.max_pinned_bytes_per_uid", CFG_BYTES, F(cache_pin_quota), 0,
+	  0, 64 * 1024 * GiB, NULL, 0, NULL, 0 },
 	{ "cache_dir", CFG_PATH, F(cache_dir), 0, 0, 0, "/var/cache/nkid", 0,
 	  NULL, CFG_F_RESTART },
 	{ "cpu.cores", CFG_U32, F(cpu_cores), 0, 1, 256, NULL, 1, NULL,
@@ -142,6 +146,8 @@ static const struct config_key config_keys[] = {
 	{ "log_level", CFG_LEVEL, F(log_level), 0, 0, 0, "info", 0, NULL, 0 },
 	{ "metrics.listen", CFG_LISTEN, F(metrics_listen), 0, 0, 0, "", 0,
 	  NULL, CFG_F_RESTART },
+	{ "metrics.max_connections", CFG_U32, F(metrics_max_connections), 0,
+	  1, 4096, NULL, 16, NULL, CFG_F_RESTART },
 	{ "neuron.compile_timeout_ms", CFG_U32, F(neuron_compile_timeout_ms),
 	  0, 100, 86400000, NULL, 1800000, NULL, CFG_F_RESTART },
 	{ "neuron.compiler", CFG_STRING, F(neuron_compiler), 0, 0, 0,
@@ -168,6 +174,8 @@ static const struct config_key config_keys[] = {
 	  0, "", 0, NULL, CFG_F_RESTART },
 	{ "remote.lock_ms", CFG_U32, F(remote_lock_ms), 0, 100, 3600000, NULL,
 	  10000, NULL, CFG_F_RESTART },
+	{ "remote.lock_wait_ms", CFG_U32, F(remote_lock_wait_ms), 0, 100,
+	  86400000, NULL, 60000, NULL, CFG_F_RESTART },
 	{ "remote.max_entry_bytes", CFG_BYTES, F(remote_max_entry_bytes), 0,
 	  1 * KiB, 512 * MiB, NULL, 64 * MiB, NULL, CFG_F_RESTART },
 	{ "remote.mode", CFG_CHOICE, F(remote_mode), 0, 0, 0, "off", 0,
@@ -703,6 +711,34 @@ fail:
 }
 
 int
+config_file_open(const char *path)
+{
+	struct stat	sb;
+	int		fd, fl, saved;
+
+	/* O_NONBLOCK: opening a FIFO for reading must not wait for a
+	 * writer (SIGHUP would stop the loop); then only a regular file. */
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)) ==
+	    -1)
+		return (-1);
+	if (fstat(fd, &sb) == -1)
+		goto fail;
+	if (!S_ISREG(sb.st_mode)) {
+		errno = EINVAL;
+		goto fail;
+	}
+	if ((fl = fcntl(fd, F_GETFL)) == -1 ||
+	    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1)
+		goto fail;
+	return (fd);
+fail:
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return (-1);
+}
+
+int
 config_load(struct config *cfg, const char *path,
     const struct config_override *ov, char *err, size_t errlen)
 {
@@ -710,7 +746,7 @@ config_load(struct config *cfg, const char *path,
 	FILE			*f;
 	char			*buf;
 	size_t			 len;
-	int			 error;
+	int			 error, fd;
 
 	assert(cfg != NULL);
 	if (path == NULL) {
@@ -719,9 +755,14 @@ config_load(struct config *cfg, const char *path,
 		return (0);
 	}
 	memset(cfg, 0, sizeof *cfg);
-	if ((f = fopen(path, "re")) == NULL)
+	if ((fd = config_file_open(path)) == -1)
+		return (config_fail(&ctx, CONFIG_EOPEN, "cannot open: %s",
+		    errno == EINVAL ? "not a regular file" : strerror(errno)));
+	if ((f = fdopen(fd, "r")) == NULL) {
+		close(fd);
 		return (config_fail(&ctx, CONFIG_EOPEN, "cannot open: %s",
 		    strerror(errno)));
+	}
 	buf = xmalloc(CONFIG_MAX_FILE + 1);
 	len = fread(buf, 1, CONFIG_MAX_FILE + 1, f);
 	if (ferror(f)) {

@@ -81,11 +81,14 @@ struct config {
 	uint64_t	 cache_memory_bytes;
 	uint64_t	 cache_max_bytes;	/* on disk */
 	uint64_t	 cache_max_bundle_bytes; /* one CacheImport */
+	/* pinned bytes per uid but admins; 0: cache_max_bytes / 4 */
+	uint64_t	 cache_pin_quota;
 	uint32_t	 cache_compile_workers;
 
 	/* Where GET /metrics is served: "" (off unless systemd passes a
 	 * socket named "metrics"), HOST:PORT or a unix socket path. */
 	char		*metrics_listen;
+	uint32_t	 metrics_max_connections;	/* scrapers at once */
 	/* The remote tier (docs/cache.md, "The remote tier"). */
 	char		*remote_url;		/* "": none */
 	char		*remote_user;		/* "": default user */
@@ -100,6 +103,7 @@ struct config {
 	uint32_t	 fastpath_max_clients_per_uid;
 	uint64_t	 fastpath_max_frame_bytes;
 	uint32_t	 fastpath_max_inflight;
+	uint32_t	 remote_lock_wait_ms;	/* another host's lock */
 };
 
 /* Where remote.url points, parsed (config_remote_url_parse). */
@@ -117,6 +121,13 @@ struct config_override {
 	const char	*state_dir;
 };
 
+/*
+ * Open path for reading if it is a regular file, without waiting on a
+ * FIFO (O_NONBLOCK while it is checked) or taking a terminal: the fd
+ * (close-on-exec, blocking), or -1 with errno set (EINVAL: not a regular
+ * file). For every file nkid opens by a path its config names.
+ */
+int	 config_file_open(const char *path);
 /*
  * Fill *cfg with the built-in defaults, then, if path is not NULL, the
  * values of the JSON file at path, then the overrides (ov may be NULL).

@@ -280,6 +280,7 @@ dispatch_stream_received(struct rpc_call *c, enum rpc_recv_result what,
 	ProtobufCMessage		*msg = NULL;
 	rpc_recv_cb			 cb = c->recv_cb;
 	uint64_t			 cap;
+	char				 why[256];
 
 	assert(c->recv_armed);
 	c->recv_armed = 0;
@@ -309,6 +310,14 @@ dispatch_stream_received(struct rpc_call *c, enum rpc_recv_result what,
 			    (unsigned long long)c->stream_in + 1, len, rq->name);
 			return;
 		}
+		if (dispatch_strings_check(rq, data, len, why,
+		    sizeof why) != 0) {
+			protobuf_c_message_free_unpacked(msg, NULL);
+			rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "%s message "
+			    "%llu: %s", m->name,
+			    (unsigned long long)c->stream_in + 1, why);
+			return;
+		}
 		c->stream_in++;
 	}
 	cb(c, msg);
@@ -320,6 +329,7 @@ dispatch_call_start(struct rpc_call *c, const uint8_t *data, size_t len)
 	const struct rpc_method		*m = c->m;
 	const ProtobufCMessageDescriptor *rq;
 	uint64_t			 cap;
+	char				 why[256];
 
 	assert(c->d != NULL && c->tr != NULL && m != NULL &&
 	    m->handler != NULL);
@@ -341,6 +351,12 @@ dispatch_call_start(struct rpc_call *c, const uint8_t *data, size_t len)
 			rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT,
 			    "malformed %s request: %zu bytes are not a valid "
 			    "'%s' message", m->name, len, rq->name);
+			return;
+		}
+		if (dispatch_strings_check(rq, data, len, why,
+		    sizeof why) != 0) {
+			rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "%s request: "
+			    "%s", m->name, why);
 			return;
 		}
 	}

@@ -31,6 +31,7 @@ static const char *kcache_remote_errs[] = {
 	"connection lost or error reply", "credentials refused",
 	"the remote tier is read-only", "cannot read a file of the config",
 	"larger than remote.max_entry_bytes",
+	"a value of another type than the remote tier writes",
 };
 
 const char *
@@ -86,8 +87,13 @@ kcache_remote_fail(struct kcache_remote *r, const char *fmt, ...)
 static void
 kcache_remote_ok(struct kcache_remote *r)
 {
-	if (r->trips > 0 || r->failures > 0)
+	/* "again" only for a store that answered before it failed. */
+	if ((r->trips > 0 || r->failures > 0) && r->answered)
 		log_info("remote tier '%s' answers again", r->url_text);
+	else if (r->trips > 0 || r->failures > 0)
+		log_info("remote tier '%s' answers (after %u failures)",
+		    r->url_text, r->failures);
+	r->answered = 1;
 	r->failures = 0;
 	r->trips = 0;
 	r->open_until = 0;
@@ -109,6 +115,10 @@ kcache_remote_cmd_timer_set(struct kcache_remote *r)
 		uv_timer_stop(&r->cmd_timer);
 		return;
 	}
+	/* Its time counts from when the answers ahead of it are in: a
+	 * large value ahead of it is not its delay. */
+	if (c->deadline < now + c->budget)
+		c->deadline = now + c->budget;
 	uv_timer_start(&r->cmd_timer, kcache_remote_cmd_timer_cb,
 	    c->deadline > now ? c->deadline - now : 0, 0);
 }
@@ -125,6 +135,8 @@ kcache_remote_cmd_timer_cb(uv_timer_t *t)
 		kcache_remote_cmd_timer_set(r);
 		return;
 	}
+	log_debug("remote tier '%s': a command of %llu ms unanswered",
+	    r->url_text, (unsigned long long)c->budget);
 	kcache_remote_fail(r, "no answer within %u ms (remote.timeout_ms)",
 	    r->timeout_ms);
 	kcache_remote_drop(r, KCACHE_REMOTE_ETIMEDOUT, "timeout");
@@ -141,7 +153,12 @@ kcache_remote_cmd_reply_cb(redisAsyncContext *ac, void *reply, void *privdata)
 	TAILQ_REMOVE(&r->cmds, c, link);
 	if (rp == NULL)
 		err = r->dropping != 0 ? r->dropping : KCACHE_REMOTE_EIO;
-	else if (rp->type == REDIS_REPLY_ERROR) {
+	else if (rp->type == REDIS_REPLY_ERROR && rp->str != NULL &&
+	    strncmp(rp->str, "WRONGTYPE", 9) == 0) {
+		/* The store answered: what someone put at a key is wrong. */
+		err = KCACHE_REMOTE_EWRONGTYPE;
+		kcache_remote_ok(r);
+	} else if (rp->type == REDIS_REPLY_ERROR) {
 		err = KCACHE_REMOTE_EIO;
 		kcache_remote_fail(r, "error reply: %.200s", rp->str);
 	} else
@@ -160,6 +177,15 @@ int
 kcache_remote_command(struct kcache_remote *r, kcache_remote_reply_cb cb,
     void *arg, int argc, const char **argv, const size_t *argvlen)
 {
+	return (kcache_remote_command_sized(r, cb, arg, argc, argv, argvlen,
+	    0));
+}
+
+int
+kcache_remote_command_sized(struct kcache_remote *r,
+    kcache_remote_reply_cb cb, void *arg, int argc, const char **argv,
+    const size_t *argvlen, uint64_t bytes)
+{
 	struct kcache_remote_cmd	*c;
 
 	if (r->ac == NULL || r->closing)
@@ -168,7 +194,9 @@ kcache_remote_command(struct kcache_remote *r, kcache_remote_reply_cb cb,
 	c->r = r;
 	c->cb = cb;
 	c->arg = arg;
-	c->deadline = uv_now(r->loop) + r->timeout_ms;
+	c->budget = r->timeout_ms + (bytes * KCACHE_REMOTE_MS_PER_MIB +
+	    (1 << 20) - 1) / (1 << 20);
+	c->deadline = uv_now(r->loop) + c->budget;
 	if (redisAsyncCommandArgv(r->ac, kcache_remote_cmd_reply_cb, c, argc,
 	    argv, argvlen) != REDIS_OK) {
 		free(c);
@@ -299,6 +327,12 @@ kcache_remote_ping_cb(struct kcache_remote *r, redisReply *rp, int err,
 {
 	if (err != 0 || r->ac == NULL)
 		return;
+	if (rp->type != REDIS_REPLY_STATUS) {
+		kcache_remote_fail(r, "PING answered with a reply of type %d",
+		    rp->type);
+		kcache_remote_drop(r, KCACHE_REMOTE_EIO, "odd PING reply");
+		return;
+	}
 	if (r->state != KCACHE_REMOTE_UP)
 		log_info("remote tier '%s' connected (%s)", r->url_text,
 		    r->writable ? "read-write" : "read");
@@ -484,10 +518,15 @@ kcache_remote_secret_read(const char *what, const char *path, char **out,
 	struct stat	 sb;
 	char		*buf;
 	size_t		 n;
+	int		 fd;
 
-	if ((f = fopen(path, "re")) == NULL) {
+	if ((fd = config_file_open(path)) == -1 ||
+	    (f = fdopen(fd, "r")) == NULL) {
 		snprintf(err, errlen, "remote tier: cannot read %s '%s': %s",
-		    what, path, strerror(errno));
+		    what, path, errno == EINVAL ? "not a regular file" :
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
 		return (KCACHE_REMOTE_ECONFIG);
 	}
 	if (fstat(fileno(f), &sb) == 0 && (sb.st_mode & S_IROTH))
@@ -639,7 +678,10 @@ kcache_remote_conn_open(struct kcache_remote **out, uv_loop_t *loop,
 		r->poll_ms = 20;
 	if (r->poll_ms > 1000)
 		r->poll_ms = 1000;
-	r->wait_ms = wait_ms;
+	/* Another host's lock is waited for remote.lock_wait_ms at most,
+	 * and never longer than a compile here would take. */
+	r->wait_ms = cfg->remote_lock_wait_ms < wait_ms ?
+	    cfg->remote_lock_wait_ms : wait_ms;
 	r->backend = xstrdup(backend);
 	r->compiler = xstrdup(compiler_version);
 	r->stopping = stopping;
@@ -688,9 +730,10 @@ kcache_remote_conn_open(struct kcache_remote **out, uv_loop_t *loop,
 	uv_unref((uv_handle_t *)&r->tick);
 	r->handles = 3;
 	kcache_remote_connect(r);
-	log_info("remote tier '%s': %s, timeout %u ms, fleet lock %u ms, "
-	    "entries kept %u days", r->url_text, r->st.mode, r->timeout_ms,
-	    r->lock_ms, cfg->remote_ttl_days);
+	log_info("remote tier '%s': %s, timeout %u ms, fleet lock %u ms "
+	    "(waited for %u ms at most), entries kept %u days", r->url_text,
+	    r->st.mode, r->timeout_ms, r->lock_ms, r->wait_ms,
+	    cfg->remote_ttl_days);
 	*out = r;
 	return (0);
 fail:
@@ -746,6 +789,7 @@ kcache_remote_stats_get(const struct kcache_remote *r,
     struct kcache_remote_stats *st)
 {
 	*st = r->st;
+	st->breaker_open = uv_now(r->loop) < r->open_until;
 	if (r->ac != NULL && r->state == KCACHE_REMOTE_UP &&
 	    uv_now(r->loop) >= r->open_until)
 		st->state = "up";
@@ -779,7 +823,7 @@ kcache_remote_set(struct kcache_remote *r, const char *key, const void *value,
 	argvlen[2] = len;
 	argvlen[3] = 2;
 	argvlen[4] = strlen(ms);
-	*err = kcache_remote_command(r, cb, arg, 5, argv, argvlen);
+	*err = kcache_remote_command_sized(r, cb, arg, 5, argv, argvlen, len);
 }
 
 static void
@@ -788,6 +832,8 @@ kcache_remote_pushed_cb(struct kcache_remote *r, redisReply *rp, int err,
 {
 	struct kcache_remote_pushing	*p = arg;
 
+	if (err == 0 && rp->type != REDIS_REPLY_STATUS)
+		err = KCACHE_REMOTE_EIO;
 	if (err == 0) {
 		r->st.pushes++;
 		r->st.pushed_bytes += p->len;

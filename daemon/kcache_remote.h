@@ -27,6 +27,8 @@ enum kcache_remote_err {
 	KCACHE_REMOTE_EREADONLY = -7,	/* remote.mode is "read" */
 	KCACHE_REMOTE_ECONFIG = -8,	/* a file the config names */
 	KCACHE_REMOTE_ETOOBIG = -9,	/* over remote.max_entry_bytes */
+	/* a key of another type than the tier writes there (WRONGTYPE) */
+	KCACHE_REMOTE_EWRONGTYPE = -10,
 };
 
 /* Static text naming an error ("not in the remote tier", ...). */
@@ -44,10 +46,14 @@ struct kcache_remote_stats {
 	uint64_t	 errors;
 	uint64_t	 locks_taken;
 	uint64_t	 locks_waited;
+	/* locks not the fleet's (no TTL, too long a TTL, another type):
+	 * ignored, the kernel compiled here */
+	uint64_t	 locks_ignored;
 	uint64_t	 skipped;
 	uint64_t	 pulled_bytes;
 	uint64_t	 pushed_bytes;
 	const char	*last_error;	/* "" if none */
+	int		 breaker_open;	/* the circuit is open */
 };
 
 /* ------------------------------------------------ entries (any thread) */

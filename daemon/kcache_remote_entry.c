@@ -142,7 +142,8 @@ kcache_remote_reject(char *why, size_t whylen, const char *fmt, ...)
 	return (KCACHE_REMOTE_EREJECT);
 }
 
-/* Text a field may hold: no NUL, no control characters but \t \n \r. */
+/* Text a field may hold: UTF-8, no NUL, no control characters but \t \n
+ * \r. */
 static int
 kcache_remote_text_ok(const unsigned char *p, size_t n)
 {
@@ -152,7 +153,8 @@ kcache_remote_text_ok(const unsigned char *p, size_t n)
 		if ((p[i] < 0x20 && p[i] != '\t' && p[i] != '\n' &&
 		    p[i] != '\r') || p[i] == 0x7f)
 			return (0);
-	return (1);
+	/* Every string nkid stores or returns is UTF-8. */
+	return (cache_text_valid((const char *)p, n));
 }
 
 static char *

@@ -185,6 +185,18 @@ kcache_remote_op_verify_after_cb(uv_work_t *w, int status)
 		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE, 0);
 }
 
+/* The value at op's key is not an entry at all: rejected, compiled here. */
+static void
+kcache_remote_op_reject(struct kcache_remote_op *op, const char *why)
+{
+	struct kcache_remote	*r = op->r;
+
+	r->st.rejected++;
+	log_warn("remote tier '%s': entry '%s' rejected: %s; never served, "
+	    "compiled here instead", r->url_text, op->key, why);
+	kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE, KCACHE_REMOTE_EREJECT);
+}
+
 static void
 kcache_remote_op_missing(struct kcache_remote_op *op)
 {
@@ -204,41 +216,24 @@ kcache_remote_op_missing(struct kcache_remote_op *op)
 }
 
 static void
-kcache_remote_op_strlen_cb(struct kcache_remote *r, redisReply *rp, int err,
-    void *arg)
-{
-	struct kcache_remote_op	*op = arg;
-
-	op->strlen = err == 0 && rp->type == REDIS_REPLY_INTEGER ?
-	    rp->integer : -1;
-}
-
-static void
-kcache_remote_op_get_cb(struct kcache_remote *r, redisReply *rp, int err,
-    void *arg)
+kcache_remote_op_getrange_cb(struct kcache_remote *r, redisReply *rp,
+    int err, void *arg)
 {
 	struct kcache_remote_op	*op = arg;
 
 	op->busy = 0;
+	if (err == KCACHE_REMOTE_EWRONGTYPE) {
+		kcache_remote_op_reject(op, "it is not a string");
+		return;
+	}
 	if (err == 0 && rp->type != REDIS_REPLY_STRING)
 		err = KCACHE_REMOTE_EIO;
-	if (err != 0 || op->strlen < 0) {
-		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE, err != 0 ? err :
-		    KCACHE_REMOTE_EIO);
+	if (err != 0) {
+		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE, err);
 		return;
 	}
-	if (op->strlen == 0) {
+	if (rp->len == 0) {		/* gone since its STRLEN */
 		kcache_remote_op_missing(op);
-		return;
-	}
-	if ((uint64_t)op->strlen > r->max_bytes) {
-		r->st.rejected++;
-		log_warn("remote tier '%s': entry '%s' rejected: %lld bytes, "
-		    "more than remote.max_entry_bytes (%llu); compiled here "
-		    "instead", r->url_text, op->key, op->strlen,
-		    (unsigned long long)r->max_bytes);
-		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE,
-		    KCACHE_REMOTE_ETOOBIG);
 		return;
 	}
 	/* Take hiredis's buffer rather than copy it: it is malloc'd, and
@@ -255,22 +250,72 @@ kcache_remote_op_get_cb(struct kcache_remote *r, redisReply *rp, int err,
 		fatal("cannot queue a remote entry's verification");
 }
 
-/* STRLEN and GETRANGE in one round trip: the size first, never more
- * than remote.max_entry_bytes read. Returns 0, or an error (nothing
- * sent). */
-static int
-kcache_remote_op_get(struct kcache_remote_op *op)
+static void
+kcache_remote_op_strlen_cb(struct kcache_remote *r, redisReply *rp, int err,
+    void *arg)
 {
-	struct kcache_remote	*r = op->r;
+	struct kcache_remote_op	*op = arg;
 	const char		*argv[4];
 	size_t			 argvlen[4];
 	char			 name[CACHE_KEY_LEN + 32];
 	char			 end[32];
+
+	op->busy = 0;
+	if (err == KCACHE_REMOTE_EWRONGTYPE) {
+		kcache_remote_op_reject(op, "it is not a string");
+		return;
+	}
+	if (err == 0 && rp->type != REDIS_REPLY_INTEGER)
+		err = KCACHE_REMOTE_EIO;
+	if (err != 0) {
+		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE, err);
+		return;
+	}
+	op->strlen = rp->integer;
+	if (op->strlen <= 0) {
+		kcache_remote_op_missing(op);
+		return;
+	}
+	if ((uint64_t)op->strlen > r->max_bytes) {
+		r->st.rejected++;
+		log_warn("remote tier '%s': entry '%s' rejected: %lld bytes, "
+		    "more than remote.max_entry_bytes (%llu), not read; "
+		    "compiled here instead", r->url_text, op->key, op->strlen,
+		    (unsigned long long)r->max_bytes);
+		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE,
+		    KCACHE_REMOTE_ETOOBIG);
+		return;
+	}
+	/* Read what STRLEN announced, no more (a value that grew since is
+	 * cut, and fails its framing check). */
+	snprintf(name, sizeof name, KCACHE_REMOTE_NEFF "%s", op->key);
+	snprintf(end, sizeof end, "%lld", op->strlen - 1);
+	argv[0] = "GETRANGE";
+	argv[1] = name;
+	argv[2] = "0";
+	argv[3] = end;
+	kcache_remote_lens(argv, argvlen, 4);
+	if ((err = kcache_remote_command_sized(r, kcache_remote_op_getrange_cb,
+	    op, 4, argv, argvlen, (uint64_t)op->strlen)) != 0) {
+		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE, err);
+		return;
+	}
+	op->busy = 1;
+}
+
+/* STRLEN, then GETRANGE of that many bytes if it is within
+ * remote.max_entry_bytes: a larger value is never read. Returns 0, or an
+ * error (nothing sent). */
+static int
+kcache_remote_op_get(struct kcache_remote_op *op)
+{
+	struct kcache_remote	*r = op->r;
+	const char		*argv[2];
+	size_t			 argvlen[2];
+	char			 name[CACHE_KEY_LEN + 32];
 	int			 err;
 
 	snprintf(name, sizeof name, KCACHE_REMOTE_NEFF "%s", op->key);
-	snprintf(end, sizeof end, "%llu",
-	    (unsigned long long)r->max_bytes - 1);
 	argv[0] = "STRLEN";
 	argv[1] = name;
 	kcache_remote_lens(argv, argvlen, 2);
@@ -278,13 +323,6 @@ kcache_remote_op_get(struct kcache_remote_op *op)
 	if ((err = kcache_remote_command(r, kcache_remote_op_strlen_cb, op, 2,
 	    argv, argvlen)) != 0)
 		return (err);
-	argv[0] = "GETRANGE";
-	argv[2] = "0";
-	argv[3] = end;
-	kcache_remote_lens(argv, argvlen, 4);
-	/* Cannot fail right after STRLEN went: same connection, same turn. */
-	(void)kcache_remote_command(r, kcache_remote_op_get_cb, op, 4, argv,
-	    argvlen);
 	op->busy = 1;
 	return (0);
 }
@@ -316,8 +354,8 @@ kcache_remote_op_wait(struct kcache_remote_op *op)
 	}
 	if (now >= op->wait_end) {
 		log_info("remote tier '%s': waited %u ms for another host's "
-		    "compile of '%s'; compiling it here", r->url_text,
-		    r->wait_ms, op->key);
+		    "compile of '%s' (remote.lock_wait_ms); compiling it here",
+		    r->url_text, r->wait_ms, op->key);
 		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE,
 		    KCACHE_REMOTE_ENOENT);
 		return;
@@ -331,27 +369,32 @@ kcache_remote_op_wait(struct kcache_remote_op *op)
 	kcache_remote_tick_start(r);
 }
 
+/* A lock no host of the fleet set: ignore it (counted, logged once) and
+ * compile here without a lock; the push that follows serves the fleet. */
 static void
-kcache_remote_op_lock_cb(struct kcache_remote *r, redisReply *rp, int err,
-    void *arg)
+kcache_remote_op_lock_ignore(struct kcache_remote_op *op, const char *why)
 {
-	struct kcache_remote_op			*op = arg;
+	struct kcache_remote	*r = op->r;
+
+	r->st.locks_ignored++;
+	if (!r->ignored_logged) {
+		r->ignored_logged = 1;
+		log_warn("remote tier '%s': the fleet lock of '%s' is not "
+		    "one a host of the fleet set (%s): ignored, compiled "
+		    "here (logged once; counted in locks_ignored)",
+		    r->url_text, op->key, why);
+	} else
+		log_debug("remote tier '%s': the fleet lock of '%s' ignored "
+		    "(%s)", r->url_text, op->key, why);
+	kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE, KCACHE_REMOTE_ENOENT);
+}
+
+static void
+kcache_remote_op_lock_taken(struct kcache_remote_op *op)
+{
+	struct kcache_remote		*r = op->r;
 	struct kcache_remote_lock	*lk;
 
-	op->busy = 0;
-	if (err != 0) {
-		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE, err);
-		return;
-	}
-	if (rp->type == REDIS_REPLY_NIL) {
-		kcache_remote_op_wait(op);
-		return;
-	}
-	if (rp->type != REDIS_REPLY_STATUS) {
-		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE,
-		    KCACHE_REMOTE_EIO);
-		return;
-	}
 	lk = xcalloc(1, sizeof *lk);
 	lk->r = r;
 	memcpy(lk->key, op->key, sizeof lk->key);
@@ -366,8 +409,84 @@ kcache_remote_op_lock_cb(struct kcache_remote *r, redisReply *rp, int err,
 	kcache_remote_op_next(op, kcache_remote_op_get);
 }
 
-/* SET the lock NX PX lock_ms with a token of ours. Returns 0, or an
- * error (nothing sent). */
+/* The answer to SET NX PX: OK (ours), nil (held), anything else odd. */
+static void
+kcache_remote_op_set_cb(struct kcache_remote *r, redisReply *rp, int err,
+    void *arg)
+{
+	struct kcache_remote_op	*op = arg;
+
+	if (err != 0)
+		op->lock_set = -1;
+	else if (rp->type == REDIS_REPLY_STATUS)
+		op->lock_set = 1;
+	else if (rp->type == REDIS_REPLY_NIL)
+		op->lock_set = 0;
+	else
+		op->lock_set = -1;
+}
+
+/* The answer to TYPE: a status ("string", "hash", "none", ...). */
+static void
+kcache_remote_op_type_cb(struct kcache_remote *r, redisReply *rp, int err,
+    void *arg)
+{
+	struct kcache_remote_op	*op = arg;
+
+	op->lock_type[0] = '\0';
+	if (err == 0 && rp->type == REDIS_REPLY_STATUS && rp->str != NULL)
+		snprintf(op->lock_type, sizeof op->lock_type, "%s", rp->str);
+}
+
+/* The answer to PTTL, last of the three: decide. */
+static void
+kcache_remote_op_lock_cb(struct kcache_remote *r, redisReply *rp, int err,
+    void *arg)
+{
+	struct kcache_remote_op	*op = arg;
+	char			 why[96];
+
+	op->busy = 0;
+	if (err == 0 && (rp->type != REDIS_REPLY_INTEGER ||
+	    op->lock_set < 0 || op->lock_type[0] == '\0'))
+		err = KCACHE_REMOTE_EIO;
+	if (err != 0) {
+		kcache_remote_op_end(op, KCACHE_REMOTE_COMPILE, err);
+		return;
+	}
+	if (op->lock_set == 1) {
+		kcache_remote_op_lock_taken(op);
+		return;
+	}
+	/* Held. By a host of the fleet only if it is a string whose time
+	 * to live is set and no longer than a lock of ours. */
+	if (strcmp(op->lock_type, "none") == 0 || rp->integer == -2) {
+		/* Released between SET and TYPE: try again at the poll. */
+		kcache_remote_op_wait(op);
+		return;
+	}
+	if (strcmp(op->lock_type, "string") != 0) {
+		snprintf(why, sizeof why, "a %.16s, not a string",
+		    op->lock_type);
+		kcache_remote_op_lock_ignore(op, why);
+		return;
+	}
+	if (rp->integer < 0) {
+		kcache_remote_op_lock_ignore(op, "it never expires");
+		return;
+	}
+	if ((unsigned long long)rp->integer > r->lock_ms) {
+		snprintf(why, sizeof why, "it expires in %lld ms, more than "
+		    "remote.lock_ms %u", rp->integer, r->lock_ms);
+		kcache_remote_op_lock_ignore(op, why);
+		return;
+	}
+	kcache_remote_op_wait(op);
+}
+
+/* SET the lock NX PX lock_ms with a token of ours, and in the same round
+ * trip its TYPE and PTTL (whose lock it is, if not ours). Returns 0, or
+ * an error (nothing sent). */
 static int
 kcache_remote_op_lock(struct kcache_remote_op *op)
 {
@@ -389,9 +508,20 @@ kcache_remote_op_lock(struct kcache_remote_op *op)
 	argv[4] = "PX";
 	argv[5] = ms;
 	kcache_remote_lens(argv, argvlen, 6);
-	if ((err = kcache_remote_command(r, kcache_remote_op_lock_cb, op, 6,
+	op->lock_set = -1;
+	op->lock_type[0] = '\0';
+	if ((err = kcache_remote_command(r, kcache_remote_op_set_cb, op, 6,
 	    argv, argvlen)) != 0)
 		return (err);
+	/* Cannot fail right after SET went: same connection, same turn. */
+	argv[0] = "TYPE";
+	kcache_remote_lens(argv, argvlen, 2);
+	(void)kcache_remote_command(r, kcache_remote_op_type_cb, op, 2, argv,
+	    argvlen);
+	argv[0] = "PTTL";
+	kcache_remote_lens(argv, argvlen, 2);
+	(void)kcache_remote_command(r, kcache_remote_op_lock_cb, op, 2, argv,
+	    argvlen);
 	op->busy = 1;
 	return (0);
 }
@@ -504,7 +634,7 @@ static void
 kcache_remote_publish_cb(struct kcache_remote *r, redisReply *rp, int err,
     void *arg)
 {
-	if (err != 0)
+	if (err != 0 || rp->type != REDIS_REPLY_STATUS)
 		return;
 	r->st.pushes++;
 	r->st.pushed_bytes += (uintptr_t)arg;

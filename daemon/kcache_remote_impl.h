@@ -29,6 +29,9 @@
 #define KCACHE_REMOTE_RETRY_MS	200
 /* A cached compile failure lives a day in the store (or ttl_days). */
 #define KCACHE_REMOTE_FAILED_TTL_MS	(86400ULL * 1000)
+/* What a value's transfer may add to remote.timeout_ms: a command that
+ * moves N MiB gets N times this many ms more (a floor of 20 MiB/s). */
+#define KCACHE_REMOTE_MS_PER_MIB	50
 /* Longest secret read from a file. */
 #define KCACHE_REMOTE_SECRET_MAX	4096
 /* Shortest fleet key. */
@@ -71,6 +74,7 @@ struct kcache_remote_cmd {
 	kcache_remote_reply_cb	 cb;
 	void			*arg;
 	uint64_t		 deadline;	/* uv_now, ms */
+	uint64_t		 budget;	/* ms, from when it leads */
 	TAILQ_ENTRY(kcache_remote_cmd)	 link;
 };
 TAILQ_HEAD(kcache_remote_cmds, kcache_remote_cmd);
@@ -103,6 +107,8 @@ struct kcache_remote_op {
 	uint64_t			 wait_end;	/* uv_now, ms */
 	uint64_t			 next_poll;
 	long long			 strlen;
+	int				 lock_set;	/* 1 ok, 0 nil */
+	char				 lock_type[16]; /* its TYPE */
 	char				 token[128];	/* asked for */
 	void				*value;
 	size_t				 len;
@@ -163,6 +169,8 @@ struct kcache_remote {
 	struct kcache_remote_locks			 locks;
 	unsigned			 work;		/* verifies queued */
 	unsigned			 failures;	/* in a row */
+	int				 answered;	/* ever */
+	int				 ignored_logged;
 	unsigned			 trips;
 	uint64_t			 open_until;	/* uv_now, ms */
 	uint32_t			 retry_ms;
@@ -201,6 +209,16 @@ int	kcache_remote_usable(struct kcache_remote *r);
 int	kcache_remote_command(struct kcache_remote *r,
 	    kcache_remote_reply_cb cb, void *arg, int argc, const char **argv,
 	    const size_t *argvlen);
+/*
+ * kcache_remote_command for a command that moves about bytes (a value
+ * sent or read): its answer may take remote.timeout_ms plus
+ * KCACHE_REMOTE_MS_PER_MIB per MiB, counted from when the commands ahead
+ * of it have been answered. A WRONGTYPE error reply is not a failure of
+ * the store: cb gets KCACHE_REMOTE_EWRONGTYPE, the breaker counts nothing.
+ */
+int	kcache_remote_command_sized(struct kcache_remote *r,
+	    kcache_remote_reply_cb cb, void *arg, int argc, const char **argv,
+	    const size_t *argvlen, uint64_t bytes);
 /* argvlen[i] = strlen(argv[i]) for the n arguments. */
 void	kcache_remote_lens(const char **argv, size_t *argvlen, int n);
 /* A command callback for answers that matter only as success or not. */

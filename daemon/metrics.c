@@ -2,12 +2,14 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "daemon/backend.h"
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/fastpath.h"
 #include "daemon/kcache.h"
+#include "daemon/kcache_remote.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/metrics_hist.h"
@@ -278,6 +280,69 @@ metrics_render_cache(FILE *f, struct daemon *d)
 	}
 }
 
+#define RS(field)	offsetof(struct kcache_remote_stats, field)
+
+/* The remote tier's counters (docs/metrics.md), uint64_t fields. */
+static const struct metrics_field metrics_remote_fields[] = {
+	{ "nkid_remote_hits_total", "counter",
+	  "Entries pulled from the remote tier, verified and used.", RS(hits) },
+	{ "nkid_remote_misses_total", "counter",
+	  "Local misses the remote tier did not have either.", RS(misses) },
+	{ "nkid_remote_pushes_total", "counter",
+	  "Entries pushed to the remote tier.", RS(pushes) },
+	{ "nkid_remote_rejected_total", "counter",
+	  "Remote values that failed verification (never served).",
+	  RS(rejected) },
+	{ "nkid_remote_errors_total", "counter",
+	  "Failed calls to the remote tier (timeouts, lost connections, "
+	  "error replies).", RS(errors) },
+	{ "nkid_remote_skipped_total", "counter",
+	  "Requests that skipped the remote tier: down or circuit open.",
+	  RS(skipped) },
+	{ "nkid_remote_pulled_bytes_total", "counter",
+	  "Bytes of the entries pulled and used.", RS(pulled_bytes) },
+	{ "nkid_remote_pushed_bytes_total", "counter",
+	  "Bytes of the entries pushed.", RS(pushed_bytes) },
+};
+
+/* Nothing when the tier is off (remote.mode). */
+static void
+metrics_render_remote(FILE *f, struct daemon *d)
+{
+	static const char		*states[] = { "up", "connecting",
+					    "down" };
+	const struct metrics_field	*mf;
+	struct kcache_remote_stats	 rs;
+	size_t				 i;
+
+	if (d->remote == NULL)
+		return;
+	kcache_remote_stats_get(d->remote, &rs);
+	metrics_family(f, "nkid_remote_state", "gauge",
+	    "1 for the remote tier's state now: up, connecting or down.");
+	for (i = 0; i < sizeof states / sizeof states[0]; i++)
+		fprintf(f, "nkid_remote_state{state=\"%s\"} %d\n", states[i],
+		    strcmp(rs.state, states[i]) == 0);
+	metrics_scalar(f, "nkid_remote_breaker_open", "gauge",
+	    "1 while the circuit breaker keeps requests off the remote tier.",
+	    rs.breaker_open != 0);
+	for (i = 0; i < sizeof metrics_remote_fields /
+	    sizeof metrics_remote_fields[0]; i++) {
+		mf = &metrics_remote_fields[i];
+		metrics_scalar(f, mf->name, mf->type, mf->help,
+		    *(const uint64_t *)((const char *)&rs + mf->off));
+	}
+	metrics_family(f, "nkid_remote_fleet_locks_total", "counter",
+	    "Fleet locks: taken to compile here, waited for (another host's), "
+	    "ignored (not a lock of the fleet: no TTL, another type).");
+	fprintf(f, "nkid_remote_fleet_locks_total{outcome=\"taken\"} %llu\n"
+	    "nkid_remote_fleet_locks_total{outcome=\"waited\"} %llu\n"
+	    "nkid_remote_fleet_locks_total{outcome=\"ignored\"} %llu\n",
+	    (unsigned long long)rs.locks_taken,
+	    (unsigned long long)rs.locks_waited,
+	    (unsigned long long)rs.locks_ignored);
+}
+
 static void
 metrics_render_conns(FILE *f, struct daemon *d)
 {
@@ -326,6 +391,7 @@ metrics_render(struct daemon *d, size_t *len)
 	metrics_render_cores(f, d);
 	metrics_render_jobs(f, d);
 	metrics_render_cache(f, d);
+	metrics_render_remote(f, d);
 	metrics_render_conns(f, d);
 	metrics_render_fastpath(f, d);
 	if (ferror(f) || fclose(f) != 0)

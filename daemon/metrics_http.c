@@ -27,11 +27,9 @@
 #include "daemon/metrics_http.h"
 #include "daemon/xmalloc.h"
 
-/* Scrapers at once: Prometheus keeps one connection per target. */
-#define METRICS_HTTP_MAX_CONNS	16
 /* An idle or stalled connection is closed after this many seconds. */
 #define METRICS_HTTP_TIMEOUT_S	15
-#define METRICS_HTTP_BACKLOG	16
+#define METRICS_HTTP_BACKLOG	64
 
 struct metrics_http {
 	struct daemon		*d;
@@ -433,13 +431,36 @@ metrics_http_request_cb(void *arg, struct MHD_Connection *conn,
 
 static void metrics_http_timer_cb(uv_timer_t *t);
 
-/* Let MHD do what is ready, then arm the timer for its next timeout. */
+/* Connections libmicrohttpd holds now. */
+static unsigned
+metrics_http_conns(struct metrics_http *mh)
+{
+	const union MHD_DaemonInfo	*info;
+
+	info = mhd.get_daemon_info(mh->mhd,
+	    MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+	return (info != NULL ? info->num_connections : 0);
+}
+
+/*
+ * Let MHD do what is ready, then arm the timer for its next timeout.
+ * At its connection limit MHD takes the listening socket out of its epoll
+ * set, and puts it back only at the start of a later run: when a run
+ * closed connections, run once more, or the scrapers waiting in the
+ * backlog would never be accepted (nothing else wakes the loop for MHD).
+ */
 static void
 metrics_http_run(struct metrics_http *mh)
 {
 	MHD_UNSIGNED_LONG_LONG	ms;
+	unsigned		before, i;
 
-	mhd.run(mh->mhd);
+	for (i = 0; i < 4; i++) {
+		before = metrics_http_conns(mh);
+		mhd.run(mh->mhd);
+		if (metrics_http_conns(mh) >= before)
+			break;
+	}
 	if (mhd.get_timeout(mh->mhd, &ms) == MHD_YES)
 		uv_timer_start(&mh->timer, metrics_http_timer_cb, ms, 0);
 	else
@@ -507,7 +528,8 @@ metrics_http_open(struct metrics_http **out, struct daemon *d, int fd,
 	    NULL, NULL, metrics_http_request_cb, mh,
 	    MHD_OPTION_EXTERNAL_LOGGER, metrics_http_log_cb, mh,
 	    MHD_OPTION_LISTEN_SOCKET, fd,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_HTTP_MAX_CONNS,
+	    MHD_OPTION_CONNECTION_LIMIT,
+	    (unsigned)d->cfg.metrics_max_connections,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)METRICS_HTTP_TIMEOUT_S,
 	    MHD_OPTION_END);
 	if (mh->mhd == NULL) {

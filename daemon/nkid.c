@@ -15,6 +15,7 @@
 #include <systemd/sd-daemon.h>
 #include <uv.h>
 
+#include "cache/cache.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "daemon/fastpath.h"
@@ -315,6 +316,11 @@ main(int argc, char **argv)
 	if (nkid_mkdirs(cfg.cache_dir, 0750) == -1)
 		fatal("cannot create cache_dir '%s': %s (try --state-dir DIR)",
 		    cfg.cache_dir, strerror(errno));
+	/* What nkid keeps there no other user may replace. */
+	if (cache_dir_secure("state_dir", cfg.state_dir, err,
+	    sizeof err) != 0 || cache_dir_secure("cache_dir", cfg.cache_dir,
+	    err, sizeof err) != 0)
+		fatal("%s", err);
 	/* Before any thread: it rewrites LISTEN_FDS for the server. */
 	if (metrics_http_systemd_take(&metrics_fd, err, sizeof err) != 0)
 		fatal("%s", err);

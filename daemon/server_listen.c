@@ -96,7 +96,8 @@ server_listen_lock(struct server_listen *l, char *err, size_t errlen)
 	long	pid;
 
 	l->lock_path = xasprintf("%s.lock", l->path);
-	l->lock_fd = open(l->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	l->lock_fd = open(l->lock_path, O_RDWR | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, 0644);
 	if (l->lock_fd == -1) {
 		snprintf(err, errlen, "cannot open lock '%s': %s", l->lock_path,
 		    strerror(errno));

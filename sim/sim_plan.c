@@ -104,6 +104,41 @@ sim_program_footprint(const struct sim_program *p)
 
 /* ------------------------------------------------------------ errors */
 
+/* Nonzero if s is well-formed UTF-8: file names travel in diagnostics and
+ * replies, which are protobuf strings. */
+static int
+sim_plan_utf8(const char *s)
+{
+	const unsigned char	*p = (const unsigned char *)s;
+	unsigned		 n, i;
+	uint32_t		 cp;
+
+	for (; *p != '\0'; p += n + 1) {
+		n = 0;
+		if (*p < 0x80)
+			continue;
+		if ((*p & 0xe0) == 0xc0)
+			n = 1;
+		else if ((*p & 0xf0) == 0xe0)
+			n = 2;
+		else if ((*p & 0xf8) == 0xf0)
+			n = 3;
+		else
+			return (0);
+		cp = *p & (0x3f >> n);
+		for (i = 1; i <= n; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return (0);
+			cp = (cp << 6) | (p[i] & 0x3f);
+		}
+		if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) ||
+		    (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return (0);
+	}
+	return (1);
+}
+
 static const char *
 sim_plan_file(struct sim_build *b, const Nkir__V1__Loc *loc)
 {
@@ -1209,9 +1244,17 @@ sim_plan_build(const Nkir__V1__Kernel *k, struct sim_program **out,
 	p->files = sim_plan_alloc(&b, k->n_files * sizeof(char *));
 	if (p->files == NULL)
 		goto out;
-	for (i = 0; i < k->n_files; i++)
+	for (i = 0; i < k->n_files; i++) {
+		if (k->files[i] != NULL && !sim_plan_utf8(k->files[i])) {
+			/* No location: it would quote the name. */
+			sim_diag_set(diag, "the name of source file %zu is "
+			    "not valid UTF-8", i);
+			rc = SIM_EPARSE;
+			goto out;
+		}
 		if ((p->files[i] = sim_plan_strdup(&b, k->files[i])) == NULL)
 			goto out;
+	}
 	if (k->n_grid > SIM_GRID_RANK_MAX) {
 		rc = sim_plan_err(&b, NULL, SIM_ELIMIT,
 		    "launch grid of rank %zu (executor limit %d)", k->n_grid,

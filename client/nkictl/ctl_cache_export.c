@@ -1,8 +1,9 @@
-/* ctl_cache_export.c: `nkictl cache export FILE [--pinned | KEY...]`: a self-verifying bundle from nkid (CacheExport) or, with --offline, from a cache directory (docs/cache.md), written to FILE through a temp file that is synced, checked and renamed: never a partial FILE. */
+/* ctl_cache_export.c: `nkictl cache export FILE [--pinned | KEY...]`: a self-verifying bundle from nkid (CacheExport) or, with --offline, from a cache directory (docs/cache.md), written to FILE through a temp file that is synced, checked and renamed: never a partial FILE, and never in place of anything but a regular file (`-`: standard output). */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +155,63 @@ ctl_cache_export_estimate(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
 	return (total);
 }
 
+/*
+ * 0 if path is free to be replaced by the bundle: nothing there, or a
+ * regular file (a symbolic link, a device, a FIFO or a directory is never
+ * replaced). Else prints why and returns CTL_EXIT_FAIL.
+ */
+static int
+ctl_cache_export_target_ok(struct ctl_ctx *ctx, const char *path)
+{
+	struct stat	sb;
+	const char	*what;
+
+	if (lstat(path, &sb) == -1)
+		return (errno == ENOENT ? 0 : (ctl_errorf(ctx, "cache export: "
+		    "cannot check '%s': %s", path, strerror(errno)),
+		    CTL_EXIT_FAIL));
+	if (S_ISREG(sb.st_mode))
+		return (0);
+	what = S_ISLNK(sb.st_mode) ? "a symbolic link" : S_ISCHR(sb.st_mode) ?
+	    "a character device" : S_ISBLK(sb.st_mode) ? "a block device" :
+	    S_ISFIFO(sb.st_mode) ? "a FIFO" : S_ISDIR(sb.st_mode) ?
+	    "a directory" : S_ISSOCK(sb.st_mode) ? "a socket" :
+	    "not a regular file";
+	ctl_errorf(ctx, "cache export: '%s' is %s: a bundle replaces only a "
+	    "regular file (use - for standard output)", path, what);
+	return (CTL_EXIT_FAIL);
+}
+
+/* Copy the checked bundle in fd to standard output. */
+static int
+ctl_cache_export_stdout(struct ctl_ctx *ctx, int fd)
+{
+	char	buf[65536];
+	ssize_t	n, w, off;
+
+	if (lseek(fd, 0, SEEK_SET) == -1)
+		goto fail;
+	fflush(ctx->out);
+	while ((n = read(fd, buf, sizeof buf)) != 0) {
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			goto fail;
+		for (off = 0; off < n; off += w)
+			if ((w = write(STDOUT_FILENO, buf + off, n - off)) ==
+			    -1) {
+				ctl_errorf(ctx, "cache export: cannot write to "
+				    "standard output: %s", strerror(errno));
+				return (CTL_EXIT_FAIL);
+			}
+	}
+	return (CTL_EXIT_OK);
+fail:
+	ctl_errorf(ctx, "cache export: cannot read the bundle back: %s",
+	    strerror(errno));
+	return (CTL_EXIT_FAIL);
+}
+
 /* fsync the directory of path, so that the rename lasts. */
 static void
 ctl_cache_export_sync_dir(const char *path)
@@ -181,7 +239,7 @@ ctl_cache_export_finish(struct ctl_ctx *ctx, struct ctl_cache_export_out *o,
     const char *path, unsigned *count)
 {
 	char	err[1024];
-	int	fd = o->fd;
+	int	fd = o->fd, r;
 
 	o->fd = -1;
 	if (fsync(fd) != 0) {
@@ -193,8 +251,16 @@ ctl_cache_export_finish(struct ctl_ctx *ctx, struct ctl_cache_export_out *o,
 		ctl_errorf(ctx, "cache export: %s", err);
 		return (CTL_EXIT_FAIL);
 	}
+	if (strcmp(path, "-") == 0) {
+		r = ctl_cache_export_stdout(ctx, fd);
+		close(fd);
+		return (r);
+	}
 	if (close(fd) != 0)
 		goto fail;
+	/* Checked again: what may have appeared at path meanwhile. */
+	if ((r = ctl_cache_export_target_ok(ctx, path)) != 0)
+		return (r);
 	if (rename(ctl_cache_export_tmp, path) == -1) {
 		ctl_errorf(ctx, "cache export: cannot rename to '%s': %s", path,
 		    strerror(errno));
@@ -223,7 +289,7 @@ ctl_cache_export_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	struct ctl_cache_where		 w = { 0, NULL };
 	struct ctl_cache_export_out	 o;
 	struct sigaction		 sa, old[3];
-	const char			*path = a->argv[0];
+	const char			*path = a->argv[0], *tmpdir;
 	char				**keys = NULL;
 	cJSON				*j;
 	char				 size[32];
@@ -250,8 +316,17 @@ ctl_cache_export_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 		total = ctl_cache_export_estimate(ctx, &w, keys, nkeys,
 		    pinned);
 	ctl_progress_init(&o.progress, ctx, "export", NULL, total);
-	if (snprintf(ctl_cache_export_tmp, sizeof ctl_cache_export_tmp,
-	    "%s.XXXXXX", path) >= (int)sizeof ctl_cache_export_tmp) {
+	if (strcmp(path, "-") != 0 &&
+	    (rc = ctl_cache_export_target_ok(ctx, path)) != 0)
+		goto out;
+	/* Standard output: built and checked in a temp file first. */
+	tmpdir = getenv("TMPDIR");
+	if (tmpdir == NULL || *tmpdir != '/')
+		tmpdir = "/tmp";
+	if ((strcmp(path, "-") == 0 ? snprintf(ctl_cache_export_tmp,
+	    sizeof ctl_cache_export_tmp, "%s/nkictl-export.XXXXXX", tmpdir) :
+	    snprintf(ctl_cache_export_tmp, sizeof ctl_cache_export_tmp,
+	    "%s.XXXXXX", path)) >= (int)sizeof ctl_cache_export_tmp) {
 		rc = ctl_usage_fail(ctx, "the path '%s' is too long", path);
 		goto out;
 	}
@@ -268,6 +343,11 @@ ctl_cache_export_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 		goto out;
 	}
 	ctl_cache_export_armed = 1;
+	if (strcmp(path, "-") == 0) {
+		/* Nameless from now on: nothing to leave behind. */
+		unlink(ctl_cache_export_tmp);
+		ctl_cache_export_armed = 0;
+	}
 	/* A bundle is an ordinary file: the umask's mode, not mkstemp's. */
 	mask = umask(0);
 	umask(mask);
@@ -284,7 +364,11 @@ ctl_cache_export_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	    (rc = ctl_cache_export_finish(ctx, &o, path, &count)) !=
 	    CTL_EXIT_OK)
 		goto out;
-	if (ctx->json) {
+	if (strcmp(path, "-") == 0)
+		fprintf(ctx->err, "exported %u entr%s to standard output "
+		    "(%s)\n", count, count == 1 ? "y" : "ies",
+		    ctl_fmt_bytes(o.bytes, size, sizeof size));
+	else if (ctx->json) {
 		j = cJSON_CreateObject();
 		cJSON_AddStringToObject(j, "bundle", path);
 		cJSON_AddNumberToObject(j, "entries", count);
@@ -320,8 +404,10 @@ const struct ctl_cmd ctl_cache_export_cmd = {
 	.about =
 	    "KEY is a key or a unique prefix of one. FILE is written\n"
 	    "through a temp file that is synced and checked before it is\n"
-	    "renamed. On a terminal a progress line shows bytes, rate and\n"
-	    "ETA.\n",
+	    "renamed; it replaces only a regular file (never a device,\n"
+	    "FIFO, directory or symbolic link); - writes the checked bundle\n"
+	    "to standard output. On a terminal a progress line shows bytes,\n"
+	    "rate and ETA.\n",
 	.opts = ctl_cache_export_opts,
 	.args = { 1, -1, "FILE (the bundle to write)" },
 	.timeout_s = CTL_TIMEOUT_KERNEL,

@@ -12,6 +12,7 @@ import sc_storage
 import sc_hostile
 import sc_peers
 import sc_lifecycle
+import sc_planted
 from common import Context, run_one  # noqa: F401  (run.py uses them)
 from daemon import TOP
 
@@ -25,6 +26,8 @@ ALL = [
     ("descriptors", sc_lifecycle.descriptors),
     ("compiler", sc_lifecycle.compiler),
     ("remote", sc_lifecycle.remote),
+    ("remote-planted-lock", sc_planted.remote_planted_lock),
+    ("metrics-flood", sc_planted.metrics_flood),
 ]
 
 SOAK_JSON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "soak.json")
@@ -66,6 +69,8 @@ def summarize(ctx, results, total):
         "daemon_crashes": ctx.crashes,
         "storage_faults_tried": f("storage", "tried"),
         "storage_faults_survived": f("storage", "survived"),
+        "remote_planted_lock_worst_s": f("remote-planted-lock", "worst_s", None),
+        "metrics_after_flood": f("metrics-flood", "after_flood", None),
         "soak_seconds": soak.get("seconds", 0),
         "soak_errors": soak.get("errors", None),
         "soak_rss_growth_pct": soak.get("rss_growth_pct", None),
@@ -90,6 +95,7 @@ def write_report(path, s, results):
         ("storage_faults_tried", ""), ("storage_faults_survived", "= tried"),
         ("soak_seconds", ">= 600"), ("soak_errors", "0"), ("soak_rss_growth_pct", "< 10"),
         ("fuzz_targets", ">= 6"),
+        ("remote_planted_lock_worst_s", "< 5"), ("metrics_after_flood", "200"),
     ]
     for k, t in rows:
         L.append("| `%s` | %s | %s |" % (k, s.get(k), t))

@@ -6,7 +6,8 @@
 
 [ "$(id -u)" -eq 0 ] || skip "needs root for tmpfs"
 mkdir -p "$T/state/cache"
-mount -t tmpfs -o size=1m tmpfs "$T/state/cache" || skip "cannot mount tmpfs"
+# mode=0750: a cache directory writable by others is refused (docs/config.md).
+mount -t tmpfs -o size=1m,mode=0750 tmpfs "$T/state/cache" || skip "cannot mount tmpfs"
 trap 'umount "$T/state/cache" 2>/dev/null; cleanup' EXIT
 
 trace_mm
@@ -38,7 +39,7 @@ done
 # Full at start: nkid serves without a cache, tries again with a backoff,
 # and opens it once space returns.
 umount "$T/state/cache"
-mount -t tmpfs -o size=1m tmpfs "$T/state/cache" || fail "cannot remount"
+mount -t tmpfs -o size=1m,mode=0750 tmpfs "$T/state/cache" || fail "cannot remount"
 dd if=/dev/zero of="$T/state/cache/filler" bs=4k 2>/dev/null || true
 start_nkid
 grep -q "running without a persistent cache, trying again" "$LOG" ||

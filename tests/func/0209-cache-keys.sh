@@ -140,7 +140,8 @@ def refused(ir, name, want):
 raw = t.kernel.SerializeToString()
 assert raw.count(b"\x03out") == 1, raw
 refused(raw.replace(b"\x03out", b"\x03ou\xff"), b"k", "name of output tensor 0 is not valid UTF-8")
-refused(t.ir, b"k\xc3\x28", "the kernel's name is not valid UTF-8")
+# Refused on the wire, before the handler (dispatch_strings.c).
+refused(t.ir, b"k\xc3\x28", "field 'Kernel.name' is not valid UTF-8")
 PYEOF
 
 [ "$(id -u)" -eq 0 ] || skip "the cross-uid part needs root (the rest passed)"

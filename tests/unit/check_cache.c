@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <check.h>
+#include <openssl/sha.h>
 #include <sqlite3.h>
 
 #include "cache/cache.h"
@@ -252,6 +253,56 @@ CHECK_TEST(core, test_cache_failure_cached_with_log)
 }
 END_TEST
 
+/* Text stored is valid UTF-8: a log that is not is stored with its bad
+ * bytes escaped, and a long one cut at a character boundary. */
+CHECK_TEST(core, test_cache_text_stored_utf8)
+{
+	struct cache		*c = open_cache(0, 0);
+	struct cache_entry	 e = { 0 }, g;
+	char			*log, *s;
+	size_t			 i;
+
+	mk_key(6, e.key);
+	e.failed = 1;
+	e.kernel = "k\xff";
+	e.log = "file '\xff\xfe.py' \xc0\x80 ok \xe2\x82\xac";
+	ck_assert_int_eq(cache_put(c, &e), 0);
+	ck_assert_int_eq(cache_get(c, e.key, CACHE_GET_DATA, &g),
+	    CACHE_EFAILED);
+	ck_assert_str_eq(g.log,
+	    "file '\\xff\\xfe.py' \\xc0\\x80 ok \xe2\x82\xac");
+	ck_assert_str_eq(g.kernel, "k\\xff");
+	cache_entry_release(&g);
+
+	/* 64 KiB of three-byte characters: cut on a boundary. */
+	log = malloc(CACHE_LOG_MAX + 8);
+	for (i = 0; i + 3 <= CACHE_LOG_MAX + 4; i += 3)
+		memcpy(log + i, "\xe2\x82\xac", 3);
+	log[i] = '\0';
+	mk_key(7, e.key);
+	e.kernel = "k";
+	e.log = log;
+	ck_assert_int_eq(cache_put(c, &e), 0);
+	ck_assert_int_eq(cache_get(c, e.key, CACHE_GET_DATA, &g),
+	    CACHE_EFAILED);
+	ck_assert_uint_le(strlen(g.log), CACHE_LOG_MAX);
+	ck_assert(cache_text_valid(g.log, strlen(g.log)));
+	cache_entry_release(&g);
+	free(log);
+	cache_close(c);
+
+	ck_assert(cache_text_valid("abc \xe2\x82\xac", 7));
+	ck_assert(!cache_text_valid("\xc0\x80", 2));	/* overlong */
+	ck_assert(!cache_text_valid("\xed\xa0\x80", 3));	/* surrogate */
+	ck_assert(!cache_text_valid("\xf4\x90\x80\x80", 4)); /* > 10FFFF */
+	ck_assert(!cache_text_valid("\xe2\x82", 2));		/* cut */
+	ck_assert(!cache_text_valid("a\0b", 3));
+	s = cache_text_clean("\xe2\x82\xac\xe2\x82\xac", 5);
+	ck_assert_str_eq(s, "\xe2\x82\xac");
+	free(s);
+}
+END_TEST
+
 /* ------------------------------------------------------------ limits */
 
 CHECK_TEST(limits, test_cache_budget_lru_pinned_held)
@@ -353,6 +404,59 @@ CHECK_TEST(limits, test_cache_bundle_roundtrip_and_hostile)
 END_TEST
 
 /* ------------------------------------------------------------ errors */
+/* A bundle whose kernel name is not UTF-8 (docs/cache.md: fields are
+ * UTF-8) is refused, even with a trailer that matches. */
+CHECK_TEST(errors, test_cache_bundle_non_utf8_refused)
+{
+	struct cache		*c = open_cache(0, 100), *d;
+	struct cache_entry	 e = { 0 };
+	struct cache_opts	 o;
+	char			 path[300], other[300], err[512], *p;
+	unsigned		 n, imp = 0, skip = 0;
+	unsigned char		*buf;
+	FILE			*f;
+	long			 size;
+
+	mk_key(9, e.key);
+	e.kernel = "QQQQ";
+	e.format = "nkir/1";
+	e.data = "blob";
+	e.len = 4;
+	ck_assert_int_eq(cache_put(c, &e), 0);
+	snprintf(path, sizeof path, "%s/u.nkb", check_dir);
+	f = fopen(path, "w");
+	ck_assert_int_eq(cache_bundle_export(c, NULL, 0, 0, write_file_cb, f,
+	    &n, err, sizeof err), 0);
+	fclose(f);
+	cache_close(c);
+	f = fopen(path, "r+");
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	rewind(f);
+	buf = malloc(size);
+	ck_assert_int_eq(fread(buf, 1, size, f), size);
+	p = memmem(buf, size, "QQQQ", 4);
+	ck_assert_ptr_nonnull(p);
+	memcpy(p, "\xff\xfe\xff\xfe", 4);
+	/* The trailer: "NKIDEND1" and the SHA-256 of what precedes it. */
+	SHA256(buf, size - 40, buf + size - 32);
+	rewind(f);
+	ck_assert_int_eq(fwrite(buf, 1, size, f), size);
+	fclose(f);
+	free(buf);
+
+	snprintf(other, sizeof other, "%s/utf8", check_dir);
+	mkdir(other, 0700);
+	opts_cpu(&o, other);
+	ck_assert_int_eq(cache_open(&d, &o, err, sizeof err), 0);
+	ck_assert_int_eq(cache_bundle_import(d, path, &imp, &skip, err,
+	    sizeof err), CACHE_EBUNDLE);
+	ck_assert_msg(strstr(err, "not valid UTF-8") != NULL, "%s", err);
+	ck_assert_uint_eq(imp, 0);
+	cache_close(d);
+}
+END_TEST
+
 
 CHECK_TEST(errors, test_cache_disk_full_then_resumes)
 {
@@ -597,9 +701,13 @@ CHECK_TEST(recovery, test_cache_schema_1_rows_dropped)
 	ck_assert_int_eq(put(c, 2, 50), 0);
 	ck_assert_uint_eq(count_blobs(&dirs), 1);
 	cache_close(c);
-	/* Make it a version 1 cache: its spec table and version. */
+	/* Make it a version 1 cache: its spec table and version, without
+	 * what version 3 added. */
 	snprintf(p, sizeof p, "%s/index.db", check_dir);
 	ck_assert_int_eq(sqlite3_open(p, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "DROP INDEX neff_pinned_by;"
+	    "ALTER TABLE neff DROP COLUMN pinned_by;", NULL, NULL, NULL),
+	    SQLITE_OK);
 	ck_assert_int_eq(sqlite3_exec(db, "CREATE TABLE spec (spec_key TEXT"
 	    " PRIMARY KEY NOT NULL, neff_key TEXT NOT NULL, kernel TEXT, "
 	    "signature TEXT, created REAL, last_used REAL);"
@@ -628,6 +736,73 @@ CHECK_TEST(recovery, test_cache_schema_1_rows_dropped)
 	ck_assert_int_eq(sqlite3_column_int(q, 0), CACHE_SCHEMA_VERSION);
 	sqlite3_finalize(q);
 	sqlite3_close(db);
+}
+END_TEST
+
+/* Version 2 (no pinned_by) becomes 3: rows kept, a pinned one counted
+ * against nobody's quota. */
+CHECK_TEST(recovery, test_cache_schema_2_gains_pinned_by)
+{
+	struct cache	*c = open_cache(0, 100);
+	sqlite3		*db;
+	char		 p[300], key[CACHE_KEY_LEN + 1];
+	uint64_t	 used;
+
+	ck_assert_int_eq(put(c, 1, 50), 0);
+	mk_key(1, key);
+	ck_assert_int_eq(cache_pin(c, key, 1), 0);
+	cache_close(c);
+	snprintf(p, sizeof p, "%s/index.db", check_dir);
+	ck_assert_int_eq(sqlite3_open(p, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "DROP INDEX neff_pinned_by;"
+	    "ALTER TABLE neff DROP COLUMN pinned_by;"
+	    "PRAGMA user_version = 2", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	c = open_cache(0, 100);
+	ck_assert_int_eq(get(c, 1, 0), 0);
+	ck_assert_int_eq(put(c, 2, 60), 0);
+	mk_key(2, key);
+	ck_assert_int_eq(cache_pin_by(c, key, 1, 1000, 60, &used), 0);
+	ck_assert_uint_eq(used, 60);
+	cache_close(c);
+}
+END_TEST
+
+/* Pins count against the pinning uid's quota: over it, nothing changes;
+ * pinned again, not counted twice; unpinned, freed; another uid and
+ * CACHE_PIN_ANYONE are not limited by it. */
+CHECK_TEST(limits, test_cache_pin_quota_per_uid)
+{
+	struct cache	*c = open_cache(0, 100);
+	char		 k[5][CACHE_KEY_LEN + 1];
+	uint64_t	 used;
+	unsigned	 i;
+
+	for (i = 0; i < 5; i++) {
+		ck_assert_int_eq(put(c, 10 + i, 400), 0);
+		mk_key(10 + i, k[i]);
+	}
+	ck_assert_int_eq(cache_pin_by(c, k[0], 1, 1000, 1000, &used), 0);
+	ck_assert_uint_eq(used, 400);
+	ck_assert_int_eq(cache_pin_by(c, k[1], 1, 1000, 1000, &used), 0);
+	ck_assert_uint_eq(used, 800);
+	ck_assert_int_eq(cache_pin_by(c, k[2], 1, 1000, 1000, &used),
+	    CACHE_EQUOTA);
+	ck_assert_uint_eq(used, 1200);
+	ck_assert_int_eq(cache_pin_by(c, k[1], 1, 1000, 1000, &used), 0);
+	ck_assert_int_eq(cache_pin_by(c, k[2], 1, 1001, 1000, &used), 0);
+	ck_assert_int_eq(cache_pin_by(c, k[3], 1, CACHE_PIN_ANYONE, 0, NULL),
+	    0);
+	ck_assert_int_eq(cache_pin_by(c, k[0], 0, 1000, 1000, NULL), 0);
+	ck_assert_int_eq(cache_pin_by(c, k[4], 1, 1000, 1000, &used), 0);
+	ck_assert_uint_eq(used, 800);
+	/* Replaced by a store: still pinned, still uid 1000's. */
+	ck_assert_int_eq(put(c, 14, 400), 0);
+	ck_assert_int_eq(cache_pin_by(c, k[0], 1, 1000, 1000, &used),
+	    CACHE_EQUOTA);
+	ck_assert_int_eq(cache_pin_by(c, "nope", 1, 1000, 1000, NULL),
+	    CACHE_EINVAL);
+	cache_close(c);
 }
 END_TEST
 

@@ -223,6 +223,34 @@ CHECK_TEST(errors, test_kcache_remote_entry_signed_but_wrong)
 }
 END_TEST
 
+/* A failed entry whose log (or name) is not UTF-8, signed by a holder of
+ * the fleet key: refused, since every string nkid stores is UTF-8. */
+CHECK_TEST(errors, test_kcache_remote_entry_not_utf8)
+{
+	struct cache_entry	 e, d;
+	unsigned char		*v, *p;
+	size_t			 len;
+
+	v = entry_encoded(&e, 0, 1, &len);
+	p = memmem(v, len, "partition", 9);
+	ck_assert_ptr_nonnull(p);
+	memcpy(p, "\xff\xfe", 2);
+	resign(v, len);
+	ck_assert_int_eq(decode(v, len, key, &d), KCACHE_REMOTE_EREJECT);
+	ck_assert_ptr_nonnull(strstr(why, "malformed metadata"));
+	memcpy(p, "pa", 2);
+	p = memmem(v, len, "tensor_add", 10);
+	memcpy(p, "\xc0\x80", 2);	/* an overlong NUL */
+	resign(v, len);
+	ck_assert_int_eq(decode(v, len, key, &d), KCACHE_REMOTE_EREJECT);
+	memcpy(p, "te", 2);
+	resign(v, len);
+	ck_assert_int_eq(decode(v, len, key, &d), 0);
+	cache_entry_release(&d);
+	free(v);
+}
+END_TEST
+
 CHECK_TEST(errors, test_kcache_remote_entry_garbage)
 {
 	static const char	junk[] = "this is not an entry of nkid";

@@ -4,7 +4,10 @@ A process traces each specialization of a kernel once and keeps the trace
 (``TraceKernel.specialize``).  The trace depends on more than the arguments:
 module globals the kernel reads (``SCALE``), closure cells, default
 arguments, the helper functions it calls and the module attributes it reads
-(``helper.FACTOR``).  :func:`fingerprint` returns a hashable value that
+(``helper.FACTOR``), the attributes it reads from a class of the user's
+along its MRO (``K.s``), what a ``functools.partial`` holds (its function,
+arguments and keywords) and the builtins it calls when they were rebound
+(``builtins.abs = ...``).  :func:`fingerprint` returns a hashable value that
 changes whenever any of those changes, so the memo never hands back a trace
 of the kernel as it was; ``None`` when that cannot be established (an
 object whose state cannot be hashed, such as a numpy array global), in which
@@ -14,7 +17,9 @@ Across processes nothing here matters: nkid keys every compiled kernel by
 the digest of the IR that was traced, never by this fingerprint.
 """
 
+import builtins
 import dis
+import functools
 import types
 import weakref
 
@@ -117,6 +122,30 @@ class _Walk:
 
 
 _ABSENT = object()
+#: The builtins as Python started: one still bound to its name is taken by
+#: name; one rebound (builtins.abs = f) is followed like any other value.
+_BUILTINS = dict(builtins.__dict__)
+
+
+def _class(v, names, w, depth):
+    """A class of the user's: the attributes the code reads from it, each
+    where the MRO finds it (so a subclass's assignment that shadows a
+    base's, or a base's change, both count)."""
+    w.out.append(v)
+    if depth >= MAX_DEPTH:
+        raise _Unknown()
+    for n in names:
+        for k in v.__mro__:
+            if k is object:
+                continue
+            x = w.read(k.__dict__, n)
+            if x is _ABSENT:
+                continue
+            w.out.append((k.__qualname__, n))
+            if isinstance(x, (staticmethod, classmethod)):
+                x = x.__func__
+            _value(x, (), w, depth + 1)
+            break
 
 
 def _value(v, names, w, depth):
@@ -158,6 +187,20 @@ def _value(v, names, w, depth):
         for k in sorted(v, key=repr):
             out.append(k)
             _value(v[k], names, w, depth)
+    elif isinstance(v, functools.partial):
+        # Its function, arguments and keywords, by value; the keywords are
+        # a dict that may change in place: walked on every call.
+        out.append(functools.partial)
+        kw = w.attr(v, "keywords")
+        if kw:
+            w.mutable()
+        _value(w.attr(v, "func"), names, w, depth + 1)
+        _value(w.attr(v, "args"), names, w, depth)
+        for k in sorted(kw or {}):
+            out.append(k)
+            _value(kw[k], names, w, depth)
+    elif isinstance(v, type) and not _library(v):
+        _class(v, names, w, depth)
     elif isinstance(v, (type, types.BuiltinFunctionType, types.MethodType)) or _library(v):
         try:
             hash(v)
@@ -204,9 +247,21 @@ def _function(f, w, depth):
             continue
         _value(v, names, w, depth)
     g = f.__globals__
+    b = f.__builtins__ if isinstance(getattr(f, "__builtins__", None), dict) \
+        else builtins.__dict__
     for n in _globals(code):
         v = w.read(g, n)
         if v is not _ABSENT:
+            out.append(n)
+            _value(v, names, w, depth)
+            continue
+        # Not a global: a builtin, if it is one; rebound, by value.
+        v = w.read(b, n)
+        if v is _ABSENT:
+            continue
+        if v is _BUILTINS.get(n, _ABSENT):
+            out.append(("builtin", n))
+        else:
             out.append(n)
             _value(v, names, w, depth)
 
