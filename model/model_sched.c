@@ -1,0 +1,377 @@
+/* model_sched.c: the model's schedule pass: every op of every iteration list-scheduled on its engine or DMA queue, with its dependencies. */
+#include <assert.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nkir.pb-c.h"
+
+#include "model/model.h"
+#include "model/model_impl.h"
+#include "sim/sim.h"
+
+/* ------------------------------------------------------------ schedule */
+
+struct model_dep {
+	double		 t;
+	uint32_t	 id;
+};
+
+static void
+model_dep_max(struct model_dep *d, double t, uint32_t id)
+{
+	if (t > d->t) {
+		d->t = t;
+		d->id = id;
+	}
+}
+
+static struct model_tbuf *
+model_buf_cur(struct model_tensor *x)
+{
+	return (&x->bufs[x->version % (uint64_t)x->nbuf]);
+}
+
+/* RAW: when [lo, hi] of x's current buffer was last written. */
+static void
+model_dep_read(struct model_tensor *x, int64_t lo, int64_t hi,
+    struct model_dep *d)
+{
+	struct model_tbuf	*b = model_buf_cur(x);
+	int			 i;
+
+	for (i = 0; i < b->nw; i++)
+		if (b->w[i].lo <= hi && lo <= b->w[i].hi)
+			model_dep_max(d, b->w[i].ready, b->w[i].id);
+}
+
+/* WAR and WAW for a write of [lo, hi] (after a version change if new). */
+static void
+model_dep_write(struct model_tensor *x, int64_t lo, int64_t hi, int newv,
+    struct model_dep *d)
+{
+	struct model_tbuf	*b;
+	int			 i;
+
+	if (newv && x->space != NKIR__V1__SPACE__SPACE_HBM &&
+	    x->space != NKIR__V1__SPACE__SPACE_SHARED_HBM) {
+		x->version++;
+		b = model_buf_cur(x);
+		model_dep_max(d, b->read_done, b->read_id);
+		for (i = 0; i < b->nw; i++)
+			model_dep_max(d, b->w[i].ready, b->w[i].id);
+		b->nw = 0;
+		b->read_done = 0.0;
+		return;
+	}
+	b = model_buf_cur(x);
+	model_dep_max(d, b->read_done, b->read_id);
+	for (i = 0; i < b->nw; i++)
+		if (b->w[i].lo <= hi && lo <= b->w[i].hi)
+			model_dep_max(d, b->w[i].ready, b->w[i].id);
+}
+
+static void
+model_note_write(struct model_tensor *x, int64_t lo, int64_t hi,
+    double ready, uint32_t id)
+{
+	struct model_tbuf	*b = model_buf_cur(x);
+	int			 i, j;
+
+	/* Records the new write covers are superseded (it waited on them). */
+	for (i = j = 0; i < b->nw; i++)
+		if (!(lo <= b->w[i].lo && b->w[i].hi <= hi))
+			b->w[j++] = b->w[i];
+	b->nw = j;
+	if (b->nw == MODEL_NWREC) {
+		/* Merge the two oldest: conservative. */
+		b->w[0].lo = b->w[0].lo < b->w[1].lo ? b->w[0].lo : b->w[1].lo;
+		b->w[0].hi = b->w[0].hi > b->w[1].hi ? b->w[0].hi : b->w[1].hi;
+		if (b->w[1].ready > b->w[0].ready) {
+			b->w[0].ready = b->w[1].ready;
+			b->w[0].id = b->w[1].id;
+		}
+		memmove(&b->w[1], &b->w[2], (size_t)(MODEL_NWREC - 2) *
+		    sizeof b->w[0]);
+		b->nw--;
+	}
+	b->w[b->nw].lo = lo;
+	b->w[b->nw].hi = hi;
+	b->w[b->nw].ready = ready;
+	b->w[b->nw++].id = id;
+}
+
+static void
+model_note_read(struct model_tensor *x, double done, uint32_t id)
+{
+	struct model_tbuf	*b = model_buf_cur(x);
+
+	if (done > b->read_done) {
+		b->read_done = done;
+		b->read_id = id;
+	}
+}
+
+/* A new instruction id with its critical-path link; UINT32_MAX: none. */
+static uint32_t
+model_inst(struct model_ctx *m, int track, double start, double end,
+    uint32_t pred, int busy)
+{
+	struct model_result	*r = m->r;
+	uint32_t		 id = (uint32_t)r->instructions;
+
+	if (busy)
+		r->busy_ns[track] += end - start;
+	if (m->crit != NULL && r->instructions < MODEL_CRIT_MAX) {
+		m->crit[id].pred = pred;
+		m->crit[id].track = (uint8_t)track;
+		m->crit[id].dur = (float)(end - start);
+	}
+	if (end > m->last_end) {
+		m->last_end = end;
+		m->last_id = id;
+	}
+	r->instructions++;
+	return (r->instructions <= MODEL_CRIT_MAX ? id : UINT32_MAX);
+}
+
+static void
+model_event(struct model_ctx *m, const struct model_op *op, const char *name,
+    int track, double start, double dur, uint64_t bytes)
+{
+	struct model_event	ev;
+
+	if (m->opts == NULL || m->opts->event_cb == NULL)
+		return;
+	ev.op = name;
+	ev.track = track;
+	ev.queue = track >= MODEL_TRACK_DMA0 ? op->dma_q : 0;
+	ev.file = op->file;
+	ev.line = op->line;
+	ev.program = m->program;
+	ev.start_ns = start;
+	ev.dur_ns = dur;
+	ev.bytes = bytes;
+	m->opts->event_cb(m->opts->event_arg, &ev);
+}
+
+/*
+ * Issue an instruction of dur ns on engine track once dep is met and the
+ * engine has finished its previous one: its end; *id its instruction.
+ */
+static double
+model_issue(struct model_ctx *m, const struct model_op *op, const char *name,
+    int track, struct model_dep dep, double dur, uint32_t *id)
+{
+	double	end;
+
+	model_dep_max(&dep, m->track_free[track], m->track_last[track]);
+	end = dep.t + dur;
+	*id = model_inst(m, track, dep.t, end, dep.id, 1);
+	m->track_free[track] = end;
+	m->track_last[track] = *id;
+	model_event(m, op, name, track, dep.t, dur, 0);
+	return (end);
+}
+
+/*
+ * When engine e can move occ ns of bytes for queue class c from t on:
+ * the earliest gap that long between the other queue's transfers (one
+ * queue's own transfers never overlap: it runs them in order). Records
+ * the interval.
+ */
+static double
+model_dma_place(struct model_dmaeng *e, int c, double t, double occ)
+{
+	unsigned	o = !c, i, k;
+
+	if (t < e->last_e[o])
+		for (i = e->pos[o] > MODEL_DMA_IVALS ? e->pos[o] -
+		    MODEL_DMA_IVALS : 0; i < e->pos[o]; i++) {
+			k = i % MODEL_DMA_IVALS;
+			if (t + occ <= e->s[o][k])
+				break;
+			if (e->e[o][k] > t)
+				t = e->e[o][k];
+		}
+	k = e->pos[c]++ % MODEL_DMA_IVALS;
+	e->s[c][k] = t;
+	e->e[c][k] = e->last_e[c] = t + occ;
+	return (t);
+}
+
+/* How much of [a, b) the kept transfers of queue class c overlap. */
+static double
+model_dma_overlap(const struct model_dmaeng *e, int c, double a, double b)
+{
+	double		ov = 0.0, x;
+	unsigned	i, k, n;
+
+	if (e->last_e[c] <= a)
+		return (0.0);
+	n = e->pos[c] > MODEL_DMA_IVALS ? MODEL_DMA_IVALS : e->pos[c];
+	for (i = 0; i < n; i++) {
+		k = (e->pos[c] - 1 - i) % MODEL_DMA_IVALS;
+		if (e->e[c][k] <= a)
+			break;
+		x = (b < e->e[c][k] ? b : e->e[c][k]) -
+		    (a > e->s[c][k] ? a : e->s[c][k]);
+		if (x > 0)
+			ov += x;
+	}
+	return (ov);
+}
+
+static int
+model_exec_op(struct model_ctx *m, struct model_op *op)
+{
+	struct model_result	*r = m->r;
+	struct model_dep	 dep = { 0.0, UINT32_MAX }, pdep;
+	int64_t			 lo[3], hi[3], dlo, dhi;
+	double			 end, ready;
+	uint32_t		 id = UINT32_MAX, p;
+	int			 d, i;
+
+	for (d = 0; d < op->depth; d++)
+		if ((op->inv_mask >> d & 1) && m->iter[d] != 0)
+			return (0);
+	if (r->instructions >= m->max_inst)
+		return (model_fail(m, MODEL_ELIMIT, "the kernel has more than "
+		    "%llu instructions to model", (unsigned long long)
+		    m->max_inst));
+	if ((r->instructions & 4095) == 0 && m->opts != NULL &&
+	    m->opts->cancel != NULL && *m->opts->cancel)
+		return (model_fail(m, MODEL_ECANCELED, "canceled"));
+	model_acc_range(m, op->dst, &dlo, &dhi);
+	if (op->track == ENG_FUSED) {
+		for (i = 0; i < op->nsrc; i++) {
+			model_acc_range(m, op->src[i], &lo[i], &hi[i]);
+			model_dep_read(&m->tensors[op->src[i]->tensor], lo[i],
+			    hi[i], &dep);
+		}
+		model_dep_write(&m->tensors[op->dst->tensor], dlo, dhi,
+		    op->new_version, &dep);
+		model_note_write(&m->tensors[op->dst->tensor], dlo, dhi, dep.t,
+		    dep.id);
+		return (0);
+	}
+	if (op->track == ENG_NONE) {
+		/* No instruction: a buffer declaration at most. */
+		if (op->new_version)
+			model_dep_write(&m->tensors[op->dst->tensor], dlo, dhi,
+			    1, &dep);
+		return (0);
+	}
+	for (i = 0; i < op->nsrc; i++) {
+		model_acc_range(m, op->src[i], &lo[i], &hi[i]);
+		model_dep_read(&m->tensors[op->src[i]->tensor], lo[i], hi[i],
+		    &dep);
+	}
+	/* Implicit instructions (broadcasts, a transpose) feed the op. */
+	pdep = dep;
+	for (i = 0; i < op->npre; i++) {
+		const struct model_pre	*pr = &op->pre[i];
+
+		end = model_issue(m, op, pr->name, pr->track, pdep, pr->dur_ns,
+		    &p);
+		model_dep_max(&dep, end + pr->lat_ns, p);
+		if (op->kind == NKIR__V1__OP_KIND__OP_MATMUL)
+			pdep = dep;	/* the copy waits for the transpose */
+	}
+	if (op->dst_read)
+		model_dep_read(&m->tensors[op->dst->tensor], dlo, dhi, &dep);
+	model_dep_write(&m->tensors[op->dst->tensor], dlo, dhi,
+	    op->new_version, &dep);
+	if (op->track == ENG_DMA) {
+		uint32_t q0 = m->dma_rr, j;
+		double	 bstart = 0.0;
+		int	 bq = MODEL_TRACK_DMA0, c = op->dma_q;
+		struct model_dep best = { -1.0, UINT32_MAX };
+
+		for (j = 0; j < op->pieces; j++) {
+			int	 e = (int)((q0 + j) % MODEL_DMA_QUEUES);
+			int	 q = MODEL_TRACK_DMA0 + e;
+			int	 lastp = j + 1 == op->pieces;
+			double	 t = lastp ? op->last_ns : op->piece_ns;
+			double	 occ = lastp ? op->last_occ : op->piece_occ;
+			uint64_t by = lastp ? op->last_bytes : op->piece_bytes;
+			struct model_dmaeng *de = &m->dmaeng[e];
+			struct model_dep s = dep;
+			double	 mv, fin, qend;
+
+			/* In order on its queue; bytes in the engine's gaps. */
+			model_dep_max(&s, m->dmaq_free[c][e],
+			    m->dmaq_last[c][e]);
+			mv = model_dma_place(de, c, s.t, occ);
+			fin = s.t + t > mv + occ ? s.t + t : mv + occ;
+			/* A pipelining queue is free once the bytes moved. */
+			qend = m->t->dma_lat > 0 ? mv + occ : fin;
+			m->dmaq_free[c][e] = qend;
+			if (qend > m->track_free[q])
+				m->track_free[q] = qend;
+			/*
+			 * busy_ns: time the engine moves bytes or a queue waits
+			 * out its floor; the other queue's moves count once.
+			 */
+			r->busy_ns[q] += qend - s.t - model_dma_overlap(de, !c,
+			    s.t, qend);
+			r->dma_bytes += by;
+			model_event(m, op, op->name, q, s.t, qend - s.t, by);
+			if (fin > best.t) {
+				best.t = fin;
+				best.id = s.id;
+				bstart = s.t;
+				bq = q;
+			}
+		}
+		id = model_inst(m, bq, bstart, best.t, best.id, 0);
+		for (j = 0; j < op->pieces && j < MODEL_DMA_QUEUES; j++)
+			m->dmaq_last[c][(q0 + j) % MODEL_DMA_QUEUES] = id;
+		m->dma_rr = (q0 + op->pieces) % MODEL_DMA_QUEUES;
+		end = ready = best.t;
+	} else {
+		end = model_issue(m, op, op->name, op->track, dep, op->dur_ns,
+		    &id);
+		ready = end + op->lat_ns;
+		r->flops += op->flops;
+	}
+	for (i = 0; i < op->nsrc; i++)
+		model_note_read(&m->tensors[op->src[i]->tensor], end, id);
+	model_note_write(&m->tensors[op->dst->tensor], dlo, dhi, ready, id);
+	return (0);
+}
+
+int
+model_exec_body(struct model_ctx *m, uint32_t first, uint32_t n, int depth)
+{
+	uint32_t	i;
+	uint64_t	it;
+
+	for (i = 0; i < n; i++) {
+		const struct model_node *nd = &m->nodes[first + i];
+
+		if (!nd->loop) {
+			if (model_exec_op(m, &m->ops[nd->op]) != 0)
+				return (m->error);
+			continue;
+		}
+		if (nd->loop == 2) {		/* an if: the side it takes */
+			if (model_exec_body(m, model_holds(m, nd->br) ?
+			    nd->first : nd->efirst, model_holds(m, nd->br) ?
+			    nd->n : nd->en, depth) != 0)
+				return (m->error);
+			continue;
+		}
+		for (it = 0; it < nd->trip; it++) {
+			m->vars[nd->var] = nd->start + (int64_t)it * nd->step;
+			m->iter[depth] = it;
+			if (model_exec_body(m, nd->first, nd->n, depth + 1) != 0)
+				return (m->error);
+		}
+		m->iter[depth] = 0;
+	}
+	return (0);
+}
