@@ -148,24 +148,9 @@ int
 model_image_ir(const void *image, size_t len, const void **ir,
     size_t *ir_len)
 {
-	const unsigned char	*p = image;
-	uint64_t		 hlen = 0, plen = 0;
-	int			 i;
-
-	*ir = NULL;
-	*ir_len = 0;
-	/* docs/nkir.md: "NKIX", version, flags, header length (32),
-	 * payload length at 16, checksum at 24, payload at 32. */
-	if (p == NULL || len < 32 || memcmp(p, "NKIX", 4) != 0)
+	/* sim/ owns the image's layout (docs/nkir.md). */
+	if (sim_image_ir(image, len, ir, ir_len, NULL) != 0)
 		return (MODEL_EPARSE);
-	for (i = 3; i >= 0; i--)
-		hlen = hlen << 8 | p[12 + i];
-	for (i = 7; i >= 0; i--)
-		plen = plen << 8 | p[16 + i];
-	if (hlen < 32 || hlen > len || plen > len - hlen)
-		return (MODEL_EPARSE);
-	*ir = p + hlen;
-	*ir_len = (size_t)plen;
 	return (0);
 }
 

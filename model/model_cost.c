@@ -342,51 +342,15 @@ model_pass(const struct model_ctx *m, int eng, double work, int all16,
 int
 model_engine(const Nkir__V1__Op *o)
 {
-	switch (o->engine) {
-	case NKIR__V1__ENGINE__ENGINE_TENSOR:
-		return (ENG_T);
-	case NKIR__V1__ENGINE__ENGINE_VECTOR:
-		return (ENG_V);
-	case NKIR__V1__ENGINE__ENGINE_SCALAR:
-		return (ENG_S);
-	case NKIR__V1__ENGINE__ENGINE_GPSIMD:
-		return (ENG_G);
-	default:
-		break;
-	}
-	switch (o->kind) {
-	case NKIR__V1__OP_KIND__OP_LOAD:
-	case NKIR__V1__OP_KIND__OP_STORE:
-	case NKIR__V1__OP_KIND__OP_DMA_COPY:
-	case NKIR__V1__OP_KIND__OP_DMA_TRANSPOSE:
-	case NKIR__V1__OP_KIND__OP_ALL_REDUCE:
+	switch (sim_op_engine_id((int)o->kind, (int)o->engine, (int)o->alu)) {
+	case SIM_ENGINE_DMA:
 		return (ENG_DMA);
-	case NKIR__V1__OP_KIND__OP_ACT_ACC:
-		return (ENG_S);
-	case NKIR__V1__OP_KIND__OP_PARTITION_REDUCE:
-	case NKIR__V1__OP_KIND__OP_AFFINE_SELECT:
-	case NKIR__V1__OP_KIND__OP_SEQUENCE_BOUNDS:
-	case NKIR__V1__OP_KIND__OP_LOCAL_GATHER:
-	case NKIR__V1__OP_KIND__OP_RAND:
-	case NKIR__V1__OP_KIND__OP_GATHER_FLAT:
-		/* isa: these run "using GpSimd Engine" */
-		return (ENG_G);
-	case NKIR__V1__OP_KIND__OP_MATMUL:
-	case NKIR__V1__OP_KIND__OP_TRANSPOSE:
+	case SIM_ENGINE_TENSOR:
 		return (ENG_T);
-	case NKIR__V1__OP_KIND__OP_ACTIVATION:
-	case NKIR__V1__OP_KIND__OP_COPY:
+	case SIM_ENGINE_SCALAR:
 		return (ENG_S);
-	case NKIR__V1__OP_KIND__OP_IOTA:
+	case SIM_ENGINE_GPSIMD:
 		return (ENG_G);
-	case NKIR__V1__OP_KIND__OP_TENSOR_TENSOR:
-		/* isa (tensor_tensor): power runs on the GpSimd engine;
-		 * api.shared (ALU table, engine selection): rsqrt on
-		 * GpSIMD/Scalar, tensor_scalar's on GpSIMD. */
-		return (o->alu == NKIR__V1__ALU_OP__ALU_POWER ||
-		    o->alu == NKIR__V1__ALU_OP__ALU_RSQRT ? ENG_G : ENG_V);
-	case NKIR__V1__OP_KIND__OP_PRINT:
-		return (ENG_NONE);
 	default:
 		return (ENG_V);
 	}
@@ -747,7 +711,10 @@ model_cost(struct model_ctx *m, struct model_op *op, const Nkir__V1__Op *o)
 			op->track = ENG_NONE;
 			return (0);
 		}
-		if (op->track == ENG_T || op->track == ENG_S)
+		/* isa memset: "using Vector or GpSimd Engine"; a fill
+		 * that names no engine is costed on VectorE. */
+		if (op->track == ENG_T || op->track == ENG_S ||
+		    o->engine == NKIR__V1__ENGINE__ENGINE_DEFAULT)
 			op->track = ENG_V;
 		op->lat_ns = model_lat(m, op->track);
 		break;

@@ -8,6 +8,7 @@
 
 #include "nkir.pb-c.h"
 #include "model/model.h"
+#include "sim/sim.h"
 #include "tests/unit/check_main.h"
 
 CHECK_SUITE("model", NULL, NULL, NULL);
@@ -228,5 +229,50 @@ CHECK_TEST(errors, test_model_errors)
 	ck_assert_int_eq(model_image_ir(junk, sizeof junk, &p, &pl),
 	    MODEL_EPARSE);
 	free(ir);
+}
+END_TEST
+
+/* The image is sim/'s: model_image_ir reads it through sim_image_ir,
+ * which checks its checksum (the model's own copy did not). */
+CHECK_TEST(errors, test_model_image_ir_is_sims)
+{
+	uint8_t		*ir, *img;
+	const void	*p;
+	size_t		 len, ilen, pl;
+
+	/* The layout of docs/nkir.md: magic, version 1, flags 0, header
+	 * length, then sim_image_seal's payload length and checksum. */
+	ir = kb_build(512, "", &len);
+	ilen = SIM_IMAGE_HEADER + len;
+	img = calloc(1, ilen);
+	img[4] = 1;
+	img[12] = SIM_IMAGE_HEADER;
+	memcpy(img + SIM_IMAGE_HEADER, ir, len);
+	sim_image_seal(img, ilen);
+	ck_assert_int_eq(model_image_ir(img, ilen, &p, &pl), 0);
+	ck_assert_ptr_eq(p, img + SIM_IMAGE_HEADER);
+	ck_assert_uint_eq(pl, ilen - SIM_IMAGE_HEADER);
+	img[ilen - 1] ^= 0x40;
+	ck_assert_int_eq(model_image_ir(img, ilen, &p, &pl), MODEL_EPARSE);
+	free(img);
+	free(ir);
+}
+END_TEST
+
+/* One table says where an op runs: tensor_tensor's power on GpSimd
+ * (isa tensor_tensor), its rsqrt on VectorE like its other operators. */
+CHECK_TEST(core, test_model_engine_table_is_sims)
+{
+	ck_assert_int_eq(sim_op_engine_id(NKIR__V1__OP_KIND__OP_TENSOR_TENSOR,
+	    NKIR__V1__ENGINE__ENGINE_DEFAULT, NKIR__V1__ALU_OP__ALU_POWER),
+	    SIM_ENGINE_GPSIMD);
+	ck_assert_int_eq(sim_op_engine_id(NKIR__V1__OP_KIND__OP_TENSOR_TENSOR,
+	    NKIR__V1__ENGINE__ENGINE_DEFAULT, NKIR__V1__ALU_OP__ALU_RSQRT),
+	    SIM_ENGINE_VECTOR);
+	ck_assert_int_eq(sim_op_engine_id(NKIR__V1__OP_KIND__OP_TENSOR_TENSOR,
+	    NKIR__V1__ENGINE__ENGINE_GPSIMD, NKIR__V1__ALU_OP__ALU_ADD),
+	    SIM_ENGINE_GPSIMD);
+	ck_assert_int_eq(sim_op_engine_id(NKIR__V1__OP_KIND__OP_LOAD,
+	    NKIR__V1__ENGINE__ENGINE_DEFAULT, 0), SIM_ENGINE_DMA);
 }
 END_TEST
