@@ -129,7 +129,8 @@ static const struct model_tgt model_targets[] = {
 	 * partition: Improving but still below peak"). docs/model.md, "DMA
 	 * on trn1".
 	 */
-	{ "trn1", { 2.8, 1.12, 1.4, 1.4 }, 1.0, 1.0, 17.0, 0.379, 0.70, 1300.0,
+	{ "trn1", { 2.8, 1.12, 1.4, 1.4 }, 1.0, 1.0, 1.0, 17.0, 0.379, 0.70,
+	  1300.0,
 	  128.0 * 128.0 * 2.0 * 2.8, 192 * 1024, 0 },
 	/*
 	 * trn2 arch table: Tensor 2.4 GHz, Vector 0.96 (256 elements/cycle,
@@ -140,8 +141,20 @@ static const struct model_tgt model_targets[] = {
 	 * approximately 600 ns"), so a queue holds each transfer for the
 	 * knee of dma intro's trn2 graph (MODEL_DMA_KNEE_PP).
 	 */
-	{ "trn2", { 2.4, 0.96, 1.2, 1.2 }, 2.0, 4.0, 23.0, 1.0, 1.0, 0.0,
+	{ "trn2", { 2.4, 0.96, 1.2, 1.2 }, 2.0, 4.0, 1.0, 23.0, 1.0, 1.0, 0.0,
 	  128.0 * 128.0 * 2.0 * 2.4, 224 * 1024, 1 },
+	/*
+	 * trn3 arch (aws-neuron-sdk@81ce03ae nki/guides/architecture/
+	 * trainium3_arch.rst, "Compute Engine Specifications"): Tensor 2.4
+	 * GHz, 2x128 non-MXFP8 dense input (79 BF16 TFLOPS; fp8 without MX
+	 * at the bf16 rate); Vector 1.2 GHz, 512 BF16/FP16/FP8 elements per
+	 * cycle, 256 for other types; Scalar 1.2 GHz, 256 BF16/FP16/FP8, 128
+	 * other; GpSimd 1.2 GHz; SBUF 32 MiB (256 KiB per partition).
+	 * dma-bandwidth table: TRN3 33 B/ns per DMA engine, 16 engines.
+	 * Descriptors as on trn2 (dge: hardware DGE from trn2 on).
+	 */
+	{ "trn3", { 2.4, 1.2, 1.2, 1.2 }, 2.0, 4.0, 2.0, 33.0, 1.0, 1.0, 0.0,
+	  128.0 * 128.0 * 2.0 * 2.4, 256 * 1024, 0 },
 };
 
 int
@@ -154,6 +167,13 @@ model_image_ir(const void *image, size_t len, const void **ir,
 	return (0);
 }
 
+/* NKI's aliases (nki/api/nki/__init__.py: "trn1|inf2|gen2", "trn2|gen3",
+ * "trn3|gen4"). */
+static const char *const model_aliases[][2] = {
+	{ "inf2", "trn1" }, { "gen2", "trn1" }, { "gen3", "trn2" },
+	{ "gen4", "trn3" },
+};
+
 static const struct model_tgt *
 model_target_find(const char *name)
 {
@@ -161,12 +181,21 @@ model_target_find(const char *name)
 
 	if (name == NULL || *name == '\0')
 		return (&model_targets[0]);
-	if (strcmp(name, "inf2") == 0)
-		name = "trn1";
+	for (i = 0; i < sizeof model_aliases / sizeof model_aliases[0]; i++)
+		if (strcmp(model_aliases[i][0], name) == 0)
+			name = model_aliases[i][1];
 	for (i = 0; i < sizeof model_targets / sizeof model_targets[0]; i++)
 		if (strcmp(model_targets[i].name, name) == 0)
 			return (&model_targets[i]);
 	return (NULL);
+}
+
+const char *
+model_target_canon(const char *name)
+{
+	const struct model_tgt	*t = model_target_find(name);
+
+	return (t != NULL ? t->name : NULL);
 }
 
 static void
@@ -246,8 +275,7 @@ model_run(const void *ir, size_t len, const struct model_opts *opts,
 	    opts->target : k->target;
 	if ((m.t = model_target_find(tname)) == NULL) {
 		model_fail(&m, MODEL_EINVAL, "cannot model '%s' on target "
-		    "'%s': the model knows trn1 (inf2) and trn2", k->name,
-		    tname);
+		    "'%s': NKI names %s", k->name, tname, MODEL_TARGET_NAMES);
 		goto out;
 	}
 	snprintf(r->target, sizeof r->target, "%s", m.t->name);

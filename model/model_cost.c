@@ -331,6 +331,8 @@ model_pass(const struct model_ctx *m, int eng, double work, int all16,
 {
 	if (eng == ENG_V)
 		work /= all16 ? m->t->vec_per16 : m->t->vec_per32;
+	else if (eng == ENG_S && all16)
+		work /= m->t->sca_per16;
 	if (slow)
 		work *= 2.0;
 	if (eng == ENG_G)

@@ -109,6 +109,7 @@ struct model_tgt {
 	double		 ghz[4];	/* tensor, vector, scalar, gpsimd */
 	double		 vec_per32;	/* VectorE elements/partition/cycle */
 	double		 vec_per16;	/* ... all operands 16-bit */
+	double		 sca_per16;	/* ScalarE, all operands 16-bit */
 	double		 dma_bw;	/* peak bytes/ns per DMA engine */
 	double		 dma_eff_lo;	/* share of dma_bw sustained <= 1 KiB/p */
 	double		 dma_eff_hi;	/* ... from 4 KiB per partition */
