@@ -230,3 +230,44 @@ def test_profile_writes_the_modeled_timeline(nkid_socket, tmp_path):
     assert s["critical_path_engine"] in ("dma", "tensor", "vector", "scalar", "gpsimd")
     end = max(e["ts"] + e["dur"] for e in slices)
     assert end == pytest.approx(s["total_time_us"], rel=1e-3)
+
+
+def test_benchmark_target_and_version(nkid_socket, monkeypatch):
+    """platform_target reaches the model (trn2, trn3 through its alias
+    gen4); the result says which target and model version made it."""
+    from nkid import nki
+    import nkid.nki.language as nl
+    import nkid.nki.typing as nt
+    args = (nt.tensor[[256, 128], nl.bfloat16], nt.tensor[[256, 512], nl.bfloat16])
+    monkeypatch.delenv("NKID_BENCHMARK_LATENCY", raising=False)
+    got = {}
+    for target, want in (("", "trn1"), ("trn2", "trn2"), ("gen4", "trn3")):
+        b = nki.benchmark(warmup=0, iters=2, platform_target=target)(pt.mm_tiled)
+        b(*args)
+        r = b.benchmark_result
+        assert r.model_target == want and r.model_version, (target, r.model_target)
+        assert ("by model %s" % r.model_version) in r.note
+        got[want] = r.model_us
+    assert len(set(got.values())) == 3, got      # three NeuronCores, three figures
+
+
+@pytest.mark.parametrize("front", ["benchmark", "profile", "jit"])
+def test_unknown_target_refused(front, tmp_path):
+    """An unknown target is refused before anything runs, naming the
+    targets NKI names (no host CPU time labelled as latency)."""
+    from nkid import nki
+    with pytest.raises(ValueError, match=r"unknown target 'trn7': NKI names trn1 \(inf2, "
+                                         r"gen2\), trn2 \(gen3\), trn3 \(gen4\)"):
+        kw = {"working_directory": str(tmp_path)} if front == "profile" else {}
+        getattr(nki, front)(platform_target="trn7", **kw)(pt.mm_tiled)
+
+
+def test_trace_cli_refuses_unknown_target(tmp_path, capsys):
+    from nkid import trace as ktrace
+    with pytest.raises(SystemExit) as e:
+        ktrace.main(["kernels.perf_tutorials:mm_tiled", "--shape", "256,128",
+                     "--shape", "256,512", "--target", "trn7",
+                     "-o", str(tmp_path / "k.nkir")])
+    assert e.value.code == 2
+    assert "unknown target 'trn7': NKI names trn1" in capsys.readouterr().err
+    assert not (tmp_path / "k.nkir").exists()
