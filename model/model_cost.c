@@ -134,7 +134,7 @@ model_acc_new(struct model_ctx *m, const Nkir__V1__Access *a)
 	const Nkir__V1__Kernel	*k = m->k;
 	const Nkir__V1__Tensor	*t;
 	struct model_acc	*x;
-	int64_t			 gst[9], lst[9], axg[9], axl[9];
+	int64_t			 gst[9], lst[9], axg[9], axl[9], axp[9];
 	uint64_t		 stride, lstride, cnt;
 	uint32_t		 pd, d;
 	size_t			 i, j, nt = 0;
@@ -183,12 +183,15 @@ model_acc_new(struct model_ctx *m, const Nkir__V1__Access *a)
 		x->n *= a->shape[i];
 	memset(axg, 0, sizeof axg);
 	memset(axl, 0, sizeof axl);
+	memset(axp, 0, sizeof axp);
 	for (d = 0; d < t->n_shape; d++) {
 		const Nkir__V1__Affine *e = a->index[d];
 
 		if (e == NULL)
 			continue;
 		x->c += e->constant * gst[d];
+		if (onchip && d == pd)
+			x->pc += e->constant;
 		for (j = 0; j < e->n_terms; j++) {
 			const Nkir__V1__Term *tm = e->terms[j];
 
@@ -200,6 +203,8 @@ model_acc_new(struct model_ctx *m, const Nkir__V1__Access *a)
 					goto bad;
 				axg[tm->index] += tm->coef * gst[d];
 				axl[tm->index] += tm->coef * lst[d];
+				if (onchip && d == pd)
+					axp[tm->index] += tm->coef;
 				if (d == pd && tm->index == 0)
 					part_uses_ax0 = 1;
 				if (d != pd && tm->index > 0 &&
@@ -227,6 +232,7 @@ model_acc_new(struct model_ctx *m, const Nkir__V1__Access *a)
 				x->terms[nt].prog = tm->kind ==
 				    NKIR__V1__TERM_KIND__TERM_PROGRAM ? 1 :
 				    tm->kind == NKIR__V1__TERM_KIND__TERM_FN ? 2 : 0;
+				x->terms[nt].part = onchip && d == pd;
 				x->terms[nt++].coef = tm->coef * gst[d];
 				break;
 			default:
@@ -237,11 +243,16 @@ model_acc_new(struct model_ctx *m, const Nkir__V1__Access *a)
 	x->nterms = nt;
 	for (cnt = 1, i = 0; i < a->n_shape; i++) {
 		int64_t	span = axg[i] * (int64_t)(a->shape[i] - 1);
+		int64_t	pspan = axp[i] * (int64_t)(a->shape[i] - 1);
 
 		if (span < 0)
 			x->amin += span;
 		else
 			x->amax += span;
+		if (pspan < 0)
+			x->pmin += pspan;
+		else
+			x->pmax += pspan;
 		cnt *= a->shape[i];
 	}
 	x->part_bcast = x->parts > 1 && !part_uses_ax0 && onchip;
@@ -280,14 +291,15 @@ model_acc_free(struct model_acc *x)
 }
 
 /*
- * [lo, hi]: the offsets access x touches at the current values (HBM:
- * row-major; on chip: the partition innermost, see model_acc_new).
+ * What access x touches at the current values: its offsets (HBM:
+ * row-major; on chip: the partition innermost, see model_acc_new) and
+ * its partitions (on chip).
  */
 void
 model_acc_range(const struct model_ctx *m, const struct model_acc *x,
-    int64_t *lo, int64_t *hi)
+    struct model_rng *r)
 {
-	uint64_t	base = (uint64_t)x->c;
+	uint64_t	base = (uint64_t)x->c, pbase = (uint64_t)x->pc;
 	size_t		i;
 
 	for (i = 0; i < x->nterms; i++) {
@@ -296,9 +308,13 @@ model_acc_range(const struct model_ctx *m, const struct model_acc *x,
 		    m->prog[x->terms[i].id] : m->vars[x->terms[i].id];
 
 		base += (uint64_t)x->terms[i].coef * (uint64_t)v;
+		if (x->terms[i].part)
+			pbase += (uint64_t)x->terms[i].coef * (uint64_t)v;
 	}
-	*lo = (int64_t)(base + (uint64_t)x->amin);
-	*hi = (int64_t)(base + (uint64_t)x->amax);
+	r->lo = (int64_t)(base + (uint64_t)x->amin);
+	r->hi = (int64_t)(base + (uint64_t)x->amax);
+	r->plo = (int64_t)(pbase + (uint64_t)x->pmin);
+	r->phi = (int64_t)(pbase + (uint64_t)x->pmax);
 }
 
 /* ------------------------------------------------------------ costs */
@@ -405,9 +421,16 @@ model_cost_dma(struct model_ctx *m, struct model_op *op,
 	tmin = t->dma_lat > 0 ? t->dma_lat :
 	    MODEL_DMA_KNEE_PP * MODEL_DMA_PARTS / t->dma_bw;
 	pp_bytes = (double)s->n * (double)es;
-	eff = pp_bytes <= 1024 ? t->dma_eff_lo : pp_bytes >= 4096 ?
-	    t->dma_eff_hi : t->dma_eff_lo + (t->dma_eff_hi - t->dma_eff_lo) *
-	    (pp_bytes - 1024) / 3072;
+	/*
+	 * dma-bandwidth ("Bandwidth vs. Payload Size"): "256 B -- 2 KiB per
+	 * partition: Improving but still below peak", "≥ 2 KiB per
+	 * partition: Approaches peak bandwidth": the low share to 1 KiB,
+	 * the high one from 2 KiB, in proportion between (the line GUESSED).
+	 */
+	eff = pp_bytes <= MODEL_DMA_EFF_LO_PP ? t->dma_eff_lo : pp_bytes >=
+	    MODEL_DMA_EFF_HI_PP ? t->dma_eff_hi : t->dma_eff_lo +
+	    (t->dma_eff_hi - t->dma_eff_lo) * (pp_bytes - MODEL_DMA_EFF_LO_PP) /
+	    (MODEL_DMA_EFF_HI_PP - MODEL_DMA_EFF_LO_PP);
 	bw = t->dma_bw * eff;
 	runs = (double)(h->runs > s->runs ? h->runs : s->runs);
 	op->pieces = (uint32_t)((parts + MODEL_DMA_PARTS - 1) / MODEL_DMA_PARTS);

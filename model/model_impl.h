@@ -70,6 +70,14 @@
  * same engine moves its bytes in between.
  */
 #define MODEL_DMA_KNEE_PP	2500.0
+/*
+ * Bytes per partition up to which a DMA engine sustains the target's low
+ * share of its peak, and from which its high share (dma-bandwidth: "≥ 2
+ * KiB per partition: Approaches peak bandwidth"; dma intro: "at 4096
+ * free bytes, we are able to nearly saturate DMA bandwidth").
+ */
+#define MODEL_DMA_EFF_LO_PP	1024.0
+#define MODEL_DMA_EFF_HI_PP	2048.0
 /* Each DMA buffer (a contiguous run) costs at least this many bytes of engine time. GUESSED. */
 #define MODEL_DMA_BUF_MIN	64.0
 /*
@@ -123,6 +131,7 @@ struct model_term {
 	uint32_t	 id;		/* loop var or grid axis */
 	int		 prog;		/* 1: a grid axis, 2: an index fn */
 	int64_t		 coef;		/* flat-offset coefficient */
+	int		 part;		/* indexes the partition too */
 };
 
 /* An operand: the static part of an access. */
@@ -130,6 +139,8 @@ struct model_acc {
 	uint32_t	 tensor;
 	int64_t		 c;		/* flat offset, constant part */
 	int64_t		 amin, amax;	/* range of the axis part */
+	int64_t		 pc;		/* partition, constant part */
+	int64_t		 pmin, pmax;	/* ... range of its axis part */
 	struct model_term *terms;
 	size_t		 nterms;
 	uint64_t	 parts;		/* shape[0] */
@@ -190,15 +201,28 @@ struct model_node {
 	uint32_t	 en;
 };
 
-struct model_wrec {
+/*
+ * What an access touches now: flat offsets [lo, hi] (model_acc_new) and,
+ * on chip, partitions [plo, phi] (0 for HBM): two accesses overlap only
+ * if both ranges do, so writes to disjoint partitions of a tile are not
+ * ordered.
+ */
+struct model_rng {
 	int64_t		 lo, hi;
+	int64_t		 plo, phi;
+};
+
+struct model_wrec {
+	struct model_rng r;
 	double		 ready;
 	uint32_t	 id;
 };
 
 struct model_tbuf {
-	double		 read_done;
+	double		 read_done;	/* the last read of any region */
 	uint32_t	 read_id;
+	int		 nr;		/* reads by region, as writes */
+	struct model_wrec r[MODEL_NWREC];
 	int		 nw;
 	struct model_wrec w[MODEL_NWREC];
 };
@@ -312,9 +336,9 @@ struct model_acc *model_acc_new(struct model_ctx *m,
 	    const Nkir__V1__Access *a);
 /* Free an access made by model_acc_new (NULL is fine). */
 void	 model_acc_free(struct model_acc *x);
-/* The flat offsets access x touches now: [*lo, *hi]. */
+/* What access x touches now (struct model_rng). */
 void	 model_acc_range(const struct model_ctx *m,
-	    const struct model_acc *x, int64_t *lo, int64_t *hi);
+	    const struct model_acc *x, struct model_rng *r);
 /* The track (ENG_*) op o runs on: sim/'s engine table
  * (sim_op_engine_id), ENG_DMA for a transfer. */
 int	 model_engine(const Nkir__V1__Op *o);

@@ -35,22 +35,30 @@ model_buf_cur(struct model_tensor *x)
 	return (&x->bufs[x->version % (uint64_t)x->nbuf]);
 }
 
-/* RAW: when [lo, hi] of x's current buffer was last written. */
+/* Whether ranges a and b share an element (as far as they tell). */
+static int
+model_rng_meet(const struct model_rng *a, const struct model_rng *b)
+{
+	return (a->lo <= b->hi && b->lo <= a->hi && a->plo <= b->phi &&
+	    b->plo <= a->phi);
+}
+
+/* RAW: when r of x's current buffer was last written. */
 static void
-model_dep_read(struct model_tensor *x, int64_t lo, int64_t hi,
+model_dep_read(struct model_tensor *x, const struct model_rng *r,
     struct model_dep *d)
 {
 	struct model_tbuf	*b = model_buf_cur(x);
 	int			 i;
 
 	for (i = 0; i < b->nw; i++)
-		if (b->w[i].lo <= hi && lo <= b->w[i].hi)
+		if (model_rng_meet(&b->w[i].r, r))
 			model_dep_max(d, b->w[i].ready, b->w[i].id);
 }
 
-/* WAR and WAW for a write of [lo, hi] (after a version change if new). */
+/* WAR and WAW for a write of r (after a version change if new). */
 static void
-model_dep_write(struct model_tensor *x, int64_t lo, int64_t hi, int newv,
+model_dep_write(struct model_tensor *x, const struct model_rng *r, int newv,
     struct model_dep *d)
 {
 	struct model_tbuf	*b;
@@ -63,49 +71,73 @@ model_dep_write(struct model_tensor *x, int64_t lo, int64_t hi, int newv,
 		model_dep_max(d, b->read_done, b->read_id);
 		for (i = 0; i < b->nw; i++)
 			model_dep_max(d, b->w[i].ready, b->w[i].id);
-		b->nw = 0;
+		b->nw = b->nr = 0;
 		b->read_done = 0.0;
 		return;
 	}
 	b = model_buf_cur(x);
-	model_dep_max(d, b->read_done, b->read_id);
+	for (i = 0; i < b->nr; i++)
+		if (model_rng_meet(&b->r[i].r, r))
+			model_dep_max(d, b->r[i].ready, b->r[i].id);
 	for (i = 0; i < b->nw; i++)
-		if (b->w[i].lo <= hi && lo <= b->w[i].hi)
+		if (model_rng_meet(&b->w[i].r, r))
 			model_dep_max(d, b->w[i].ready, b->w[i].id);
 }
 
+/*
+ * Add record (r, t, id) to the ring v of *n: records it covers and that
+ * end no later go; when full, the two oldest merge into their bounding
+ * box with the later time (conservative).
+ */
 static void
-model_note_write(struct model_tensor *x, int64_t lo, int64_t hi,
+model_rec_add(struct model_wrec *v, int *n, const struct model_rng *r,
+    double t, uint32_t id)
+{
+	struct model_rng	*o;
+	int			 i, j;
+
+	for (i = j = 0; i < *n; i++) {
+		o = &v[i].r;
+		if (!(r->lo <= o->lo && o->hi <= r->hi && r->plo <= o->plo &&
+		    o->phi <= r->phi && v[i].ready <= t))
+			v[j++] = v[i];
+	}
+	*n = j;
+	if (*n == MODEL_NWREC) {
+		o = &v[0].r;
+		o->lo = o->lo < v[1].r.lo ? o->lo : v[1].r.lo;
+		o->hi = o->hi > v[1].r.hi ? o->hi : v[1].r.hi;
+		o->plo = o->plo < v[1].r.plo ? o->plo : v[1].r.plo;
+		o->phi = o->phi > v[1].r.phi ? o->phi : v[1].r.phi;
+		if (v[1].ready > v[0].ready) {
+			v[0].ready = v[1].ready;
+			v[0].id = v[1].id;
+		}
+		memmove(&v[1], &v[2], (size_t)(MODEL_NWREC - 2) * sizeof v[0]);
+		(*n)--;
+	}
+	v[*n].r = *r;
+	v[*n].ready = t;
+	v[(*n)++].id = id;
+}
+
+/* A write of r ready at ready: it waited on the writes it covers. */
+static void
+model_note_write(struct model_tensor *x, const struct model_rng *r,
     double ready, uint32_t id)
 {
 	struct model_tbuf	*b = model_buf_cur(x);
-	int			 i, j;
 
-	/* Records the new write covers are superseded (it waited on them). */
-	for (i = j = 0; i < b->nw; i++)
-		if (!(lo <= b->w[i].lo && b->w[i].hi <= hi))
-			b->w[j++] = b->w[i];
-	b->nw = j;
-	if (b->nw == MODEL_NWREC) {
-		/* Merge the two oldest: conservative. */
-		b->w[0].lo = b->w[0].lo < b->w[1].lo ? b->w[0].lo : b->w[1].lo;
-		b->w[0].hi = b->w[0].hi > b->w[1].hi ? b->w[0].hi : b->w[1].hi;
-		if (b->w[1].ready > b->w[0].ready) {
-			b->w[0].ready = b->w[1].ready;
-			b->w[0].id = b->w[1].id;
-		}
-		memmove(&b->w[1], &b->w[2], (size_t)(MODEL_NWREC - 2) *
-		    sizeof b->w[0]);
-		b->nw--;
-	}
-	b->w[b->nw].lo = lo;
-	b->w[b->nw].hi = hi;
-	b->w[b->nw].ready = ready;
-	b->w[b->nw++].id = id;
+	model_rec_add(b->w, &b->nw, r, ready, id);
 }
 
+/*
+ * A read of r done at done: later writes that meet r wait for it (WAR);
+ * a new version of the buffer waits for every read (read_done).
+ */
 static void
-model_note_read(struct model_tensor *x, double done, uint32_t id)
+model_note_read(struct model_tensor *x, const struct model_rng *r,
+    double done, uint32_t id)
 {
 	struct model_tbuf	*b = model_buf_cur(x);
 
@@ -113,6 +145,7 @@ model_note_read(struct model_tensor *x, double done, uint32_t id)
 		b->read_done = done;
 		b->read_id = id;
 	}
+	model_rec_add(b->r, &b->nr, r, done, id);
 }
 
 /* A new instruction id with its critical-path link; UINT32_MAX: none. */
@@ -230,7 +263,7 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 {
 	struct model_result	*r = m->r;
 	struct model_dep	 dep = { 0.0, UINT32_MAX }, pdep;
-	int64_t			 lo[3], hi[3], dlo, dhi;
+	struct model_rng	 sr[3], dr;
 	double			 end, ready;
 	uint32_t		 id = UINT32_MAX, p;
 	int			 d, i;
@@ -245,30 +278,29 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 	if ((r->instructions & 4095) == 0 && m->opts != NULL &&
 	    m->opts->cancel != NULL && *m->opts->cancel)
 		return (model_fail(m, MODEL_ECANCELED, "canceled"));
-	model_acc_range(m, op->dst, &dlo, &dhi);
+	model_acc_range(m, op->dst, &dr);
 	if (op->track == ENG_FUSED) {
 		for (i = 0; i < op->nsrc; i++) {
-			model_acc_range(m, op->src[i], &lo[i], &hi[i]);
-			model_dep_read(&m->tensors[op->src[i]->tensor], lo[i],
-			    hi[i], &dep);
+			model_acc_range(m, op->src[i], &sr[i]);
+			model_dep_read(&m->tensors[op->src[i]->tensor], &sr[i],
+			    &dep);
 		}
-		model_dep_write(&m->tensors[op->dst->tensor], dlo, dhi,
+		model_dep_write(&m->tensors[op->dst->tensor], &dr,
 		    op->new_version, &dep);
-		model_note_write(&m->tensors[op->dst->tensor], dlo, dhi, dep.t,
+		model_note_write(&m->tensors[op->dst->tensor], &dr, dep.t,
 		    dep.id);
 		return (0);
 	}
 	if (op->track == ENG_NONE) {
 		/* No instruction: a buffer declaration at most. */
 		if (op->new_version)
-			model_dep_write(&m->tensors[op->dst->tensor], dlo, dhi,
-			    1, &dep);
+			model_dep_write(&m->tensors[op->dst->tensor], &dr, 1,
+			    &dep);
 		return (0);
 	}
 	for (i = 0; i < op->nsrc; i++) {
-		model_acc_range(m, op->src[i], &lo[i], &hi[i]);
-		model_dep_read(&m->tensors[op->src[i]->tensor], lo[i], hi[i],
-		    &dep);
+		model_acc_range(m, op->src[i], &sr[i]);
+		model_dep_read(&m->tensors[op->src[i]->tensor], &sr[i], &dep);
 	}
 	/* Implicit instructions (broadcasts, a transpose) feed the op. */
 	pdep = dep;
@@ -282,9 +314,9 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 			pdep = dep;	/* the copy waits for the transpose */
 	}
 	if (op->dst_read)
-		model_dep_read(&m->tensors[op->dst->tensor], dlo, dhi, &dep);
-	model_dep_write(&m->tensors[op->dst->tensor], dlo, dhi,
-	    op->new_version, &dep);
+		model_dep_read(&m->tensors[op->dst->tensor], &dr, &dep);
+	model_dep_write(&m->tensors[op->dst->tensor], &dr, op->new_version,
+	    &dep);
 	if (op->track == ENG_DMA) {
 		uint32_t q0 = m->dma_rr, j;
 		double	 bstart = 0.0;
@@ -339,8 +371,9 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 		r->flops += op->flops;
 	}
 	for (i = 0; i < op->nsrc; i++)
-		model_note_read(&m->tensors[op->src[i]->tensor], end, id);
-	model_note_write(&m->tensors[op->dst->tensor], dlo, dhi, ready, id);
+		model_note_read(&m->tensors[op->src[i]->tensor], &sr[i], end,
+		    id);
+	model_note_write(&m->tensors[op->dst->tensor], &dr, ready, id);
 	return (0);
 }
 

@@ -140,11 +140,10 @@ CHECK_TEST(core, test_model_costs)
 	act = 512 / 1.4;
 	ck_assert_double_eq_tol(r.busy_ns[MODEL_TRACK_SCALAR], act, 1e-6);
 	/* DMA: 16 transfers of 8 partitions x 2 KiB, each moving its
-	 * bytes at trn1's share of 17 B/ns for 2 KiB per partition (37.9%
-	 * at 1 KiB to 70% at 4 KiB, in proportion) and landing no sooner
-	 * than 1300 ns after it starts. */
-	dma = fmax(1300.0, 8 * 2048 / (17.0 * (0.379 + (0.70 - 0.379) *
-	    (2048 - 1024) / 3072)));
+	 * bytes at trn1's share of 17 B/ns for 2 KiB per partition (70%
+	 * from 2 KiB: dma-bandwidth) and landing no sooner than 1300 ns
+	 * after it starts. */
+	dma = fmax(1300.0, 8 * 2048 / (17.0 * 0.70));
 	ck_assert_double_eq_tol(r.busy_ns[MODEL_TRACK_DMA0], 2 * dma, 1e-6);
 	ck_assert_uint_eq(r.dma_bytes, 2 * 128 * 512 * 4);
 	/* A chain: load, then the activation (+ its 200-cycle latency),
