@@ -73,6 +73,10 @@ struct model_opts {
 	uint64_t	 max_instructions;
 	/* Checked every few thousand instructions; may be NULL. */
 	const volatile int *cancel;
+	/* Non-zero: the model without its one calibrated constant (trn1's
+	 * DMA share for small transfers, docs/model.md): every rule from the
+	 * documents alone, for the leave-one-family-out figure. */
+	int		 unfitted;
 };
 
 struct model_result {
