@@ -211,28 +211,43 @@ model_issue(struct model_ctx *m, const struct model_op *op, const char *name,
 }
 
 /*
- * When engine e can move occ ns of bytes for queue class c from t on:
- * the earliest gap that long between the other queue's transfers (one
- * queue's own transfers never overlap: it runs them in order). Records
- * the interval.
+ * Engine e moves occ ns of bytes for queue class c from t on, in the gaps
+ * between the other queue's transfers (dma intro: queues are "scheduled
+ * in a round robin fashion", so a transfer's bytes interleave with the
+ * other queue's; one queue's own transfers never overlap: it runs them in
+ * order). Returns when the last byte moved; records [first byte, last
+ * byte] for the other queue.
  */
 static double
 model_dma_place(struct model_dmaeng *e, int c, double t, double occ)
 {
 	unsigned	o = !c, i, k;
+	double		first = -1.0, left = occ;
 
 	if (t < e->last_e[o])
 		for (i = e->pos[o] > MODEL_DMA_IVALS ? e->pos[o] -
-		    MODEL_DMA_IVALS : 0; i < e->pos[o]; i++) {
+		    MODEL_DMA_IVALS : 0; i < e->pos[o] && left > 0; i++) {
 			k = i % MODEL_DMA_IVALS;
-			if (t + occ <= e->s[o][k])
-				break;
-			if (e->e[o][k] > t)
-				t = e->e[o][k];
+			if (e->e[o][k] <= t)
+				continue;
+			if (e->s[o][k] > t) {
+				if (first < 0)
+					first = t;
+				if (t + left <= e->s[o][k]) {
+					t += left;
+					left = 0.0;
+					break;
+				}
+				left -= e->s[o][k] - t;
+			}
+			t = e->e[o][k];
 		}
+	if (first < 0)
+		first = t;
+	t += left;
 	k = e->pos[c]++ % MODEL_DMA_IVALS;
-	e->s[c][k] = t;
-	e->e[c][k] = e->last_e[c] = t + occ;
+	e->s[c][k] = first;
+	e->e[c][k] = e->last_e[c] = t;
 	return (t);
 }
 
@@ -338,9 +353,9 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 			model_dep_max(&s, m->dmaq_free[c][e],
 			    m->dmaq_last[c][e]);
 			mv = model_dma_place(de, c, s.t, occ);
-			fin = s.t + t > mv + occ ? s.t + t : mv + occ;
+			fin = s.t + t > mv ? s.t + t : mv;
 			/* A pipelining queue is free once the bytes moved. */
-			qend = m->t->dma_lat > 0 ? mv + occ : fin;
+			qend = m->t->dma_lat > 0 ? mv : fin;
 			m->dmaq_free[c][e] = qend;
 			if (qend > m->track_free[q])
 				m->track_free[q] = qend;
