@@ -50,6 +50,10 @@ grep -Eq "^model  *[0-9.]+ (us|ms) on trn2 \(model [0-9]+\)$" "$T/b2" || fail "t
 rc=0; "$NKICTL" benchmark "$T/va.nkir" -n 2 --target trn7 >"$T/e" 2>&1 || rc=$?
 [ $rc -eq 2 ] && grep -q "unknown target 'trn7': NKI names trn1 (inf2, gen2), trn2 (gen3), trn3 (gen4)" "$T/e" ||
 	fail "--target trn7: rc $rc: $(cat "$T/e")"
+# nkid itself refuses it for any kernel call (the cpu backend's compile).
+rc=0; "$NKICTL" run "$T/va.nkir" -i "$T/x.npy" -i "$T/x.npy" -o "$T/r7" --target trn7 >"$T/e" 2>&1 || rc=$?
+[ $rc -ne 0 ] && grep -q "unknown target 'trn7': NKI names trn1 (inf2, gen2), trn2 (gen3), trn3 (gen4)" "$T/e" ||
+	fail "run --target trn7: rc $rc: $(cat "$T/e")"
 rc=0; "$NKICTL" profile "$T/va.nkir" -o "$T/p7" --target trn7 >"$T/e" 2>&1 || rc=$?
 [ $rc -eq 2 ] && grep -q "unknown target 'trn7'" "$T/e" && [ ! -e "$T/p7" ] ||
 	fail "profile --target trn7: rc $rc: $(cat "$T/e")"
