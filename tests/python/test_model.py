@@ -230,6 +230,16 @@ def test_profile_writes_the_modeled_timeline(nkid_socket, tmp_path):
     assert s["critical_path_engine"] in ("dma", "tensor", "vector", "scalar", "gpsimd")
     end = max(e["ts"] + e["dur"] for e in slices)
     assert end == pytest.approx(s["total_time_us"], rel=1e-3)
+    # No two slices overlap on a track: ts and dur are whole ns, the end
+    # rounded as the start is (docs/profile.md).
+    last = {}
+    for e in sorted(slices, key=lambda e: (e["tid"], e["ts"])):
+        ts, dur = round(e["ts"] * 1000), round(e["dur"] * 1000)
+        assert abs(e["ts"] * 1000 - ts) < 1e-6 and abs(e["dur"] * 1000 - dur) < 1e-6, e
+        assert ts >= last.get(e["tid"], 0), e
+        last[e["tid"]] = ts + dur
+    assert s["target"] == "trn1" and s["model_version"] and \
+        trace["otherData"]["model_version"] == s["model_version"]
 
 
 def test_benchmark_target_and_version(nkid_socket, monkeypatch):
