@@ -15,9 +15,13 @@
  * "isa" its general/nki/api/nki/isa/__init__.py (the per-instruction
  * "Estimated instruction cost" sections), "perf" its
  * general/nki/nki_perf_guide.rst, "trn2 arch" aws-neuron-sdk@81ce03ae
- * nki/guides/architecture/trainium2_arch.rst, "dma intro" aws-neuron-sdk@
- * 81ce03ae nki/get-started/about/nki-dma-overview.rst. Values marked
- * GUESSED or READ OFF A GRAPH are listed in docs/model.md.
+ * nki/guides/architecture/trainium2_arch.rst, "trn3 arch" its
+ * trainium3_arch.rst, "dma intro" aws-neuron-sdk@81ce03ae
+ * nki/get-started/about/nki-dma-overview.rst, "dma-bandwidth" its
+ * nki/deep-dives/nki-dma-bandwidth-guide.rst, "dge" its
+ * nki/deep-dives/nki-dge.rst. Values marked GUESSED, CALIBRATED or READ
+ * OFF A GRAPH are listed in docs/model.md ("What is guessed"), and every
+ * rule in its table "Costs and their sources".
  */
 
 /* isa: "MIN_II is roughly 64 engine cycles" (Vector/Scalar/GpSimd). */
