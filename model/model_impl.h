@@ -95,6 +95,12 @@
  * 30 ("variable: output"). Which queue a dma_copy takes is ASSUMED.
  */
 #define MODEL_DMA_QCLASSES	2
+/*
+ * dge: "Each TRN2 NeuronCore has two DGE instances" (hardware descriptor
+ * generation, "triggered by the Scalar Engine or Sync Engine sequencer");
+ * the model takes them in turn, one DMA instruction each.
+ */
+#define MODEL_DGE_UNITS		2
 /* Busy intervals kept per DMA engine and queue for placing the other
  * queue's transfers in gaps: a modelling shortcut, not a hardware figure. */
 #define MODEL_DMA_IVALS		16
@@ -126,6 +132,7 @@ struct model_tgt {
 	double		 dma_eff_lo;	/* share of dma_bw sustained <= 1 KiB/p */
 	double		 dma_eff_hi;	/* ... from 4 KiB per partition */
 	double		 dma_lat;	/* ns to land, pipelined; 0: knee */
+	double		 dge_ns;	/* hardware DGE per DMA instruction */
 	double		 peak_flops;	/* bf16 FLOPs per ns */
 	uint64_t	 sbuf_pp;	/* SBUF bytes per partition */
 	int		 fp8_fast;	/* TensorE 4x128 fp8 input */
@@ -277,6 +284,9 @@ struct model_ctx {
 	double			 track_free[MODEL_NTRACKS];
 	uint32_t		 track_last[MODEL_NTRACKS];
 	uint32_t		 dma_rr;
+	/* Hardware DGE instances: when each is free, the next to use. */
+	double			 dge_free[MODEL_DGE_UNITS];
+	uint32_t		 dge_rr;
 	/* Per queue class and engine: when its last transfer ends. */
 	double			 dmaq_free[MODEL_DMA_QCLASSES][MODEL_DMA_QUEUES];
 	uint32_t		 dmaq_last[MODEL_DMA_QCLASSES][MODEL_DMA_QUEUES];

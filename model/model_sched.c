@@ -338,6 +338,23 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 		int	 bq = MODEL_TRACK_DMA0, c = op->dma_q;
 		struct model_dep best = { -1.0, UINT32_MAX };
 
+		/*
+		 * Hardware DGE (trn2, trn3): the instruction's descriptors
+		 * are made on one of the DGE instances, in turn and in
+		 * program order, before its transfers start (model_targets).
+		 * Descriptors need addresses, not data: a DGE works ahead of
+		 * the instruction's dependencies (dge: "descriptor
+		 * generation overlaps with earlier compute instructions").
+		 */
+		if (m->t->dge_ns > 0) {
+			double	*g = &m->dge_free[m->dge_rr++ %
+			    MODEL_DGE_UNITS];
+
+			*g += m->t->dge_ns;
+			if (*g > dep.t)
+				dep.t = *g;
+		}
+
 		for (j = 0; j < op->pieces; j++) {
 			int	 e = (int)((q0 + j) % MODEL_DMA_QUEUES);
 			int	 q = MODEL_TRACK_DMA0 + e;

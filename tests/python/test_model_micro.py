@@ -153,3 +153,18 @@ def test_dma_rows_not_ordered(dtype):
     queues pipeline them. The model ordered them until model 4 (167 us)."""
     s = run(mc.rows_one_by_one, [(P, 256)], dtype)
     assert s["total_time_us"] < 10, s["total_time_us"]
+
+
+@pytest.mark.parametrize("target,bw", [("trn2", 23.0), ("trn3", 33.0)])
+@pytest.mark.parametrize("f", (64, 1024, 4096))
+def test_dma_hardware_dge(f, target, bw):
+    """trn2/trn3: each DMA instruction's descriptors take ~600 ns on one of
+    two hardware DGE instances (dge); the bytes move at the engine's peak
+    (dma intro / dma-bandwidth tables); a transfer lands no sooner than
+    1300 ns after it starts (dma-bandwidth). A load then its store: the
+    store's descriptors are made while the load runs."""
+    s = run(mc.copy_hbm, [(P, f)], "float32", target)
+    occ = 8 * f * 4 / bw
+    load = 600 + max(1300, occ)
+    assert s["total_time_us"] * 1e3 == pytest.approx(load + max(1300, occ), abs=1.0)
+    assert s["dma_queues"]["dma0"]["busy_us"] * 1e3 == pytest.approx(2 * occ, abs=1.0)
