@@ -1443,13 +1443,15 @@ def bench_model(tmp):
         record("model_lofo_%s_max_ratio" % fam, None, None,
                round(max(r[6] for r in pub if r[0] == fam), 3), "",
                "leave one family out: the %s family's max ratio" % fam)
-    s = pt.model(pt.mm_tiled, pt.trn2_tiled_args(), nkimodel, tmp, target="trn2")
-    for what, got in (("tensor", s["engines"]["tensor"]["active_percent"]),
-                      ("dma", s["dma_active_percent"])):
-        record("model_trn2_mm_tiled_%s_active_percent" % what, round(got, 2),
-               pt.TRN2_TILED_ACTIVE[what], None, "",
-               "trn2 kernel-optimization tutorial, tiled fp32 matmul: %s active %%, "
-               "modeled vs its profile" % what)
+    for kname, pub in (("tiled", pt.TRN2_TILED_ACTIVE), ("hoisted", pt.TRN2_HOISTED_ACTIVE)):
+        s = pt.model(getattr(pt, "mm_" + kname), pt.trn2_tiled_args(), nkimodel, tmp,
+                     target="trn2")
+        for what, got in (("tensor", s["engines"]["tensor"]["active_percent"]),
+                          ("dma", s["dma_active_percent"])):
+            record("model_trn2_mm_%s_%s_active_percent" % (kname, what), round(got, 2),
+                   pub[what], None, "",
+                   "trn2 kernel-optimization tutorial, %s fp32 matmul: %s active %%, "
+                   "modeled vs its profile" % (kname, what))
     import nkid.nki.typing as nt
     import nkid.nki.language as nl
     s = pt.model(pt.mm_tiled, (nt.tensor[[16384, 8192], nl.bfloat16],
