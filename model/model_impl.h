@@ -97,8 +97,8 @@
 #define MODEL_DMA_QCLASSES	2
 /*
  * dge: "Each TRN2 NeuronCore has two DGE instances" (hardware descriptor
- * generation, "triggered by the Scalar Engine or Sync Engine sequencer");
- * the model takes them in turn, one DMA instruction each.
+ * generation, "triggered by the Scalar Engine or Sync Engine sequencer"):
+ * one for the loads' trigger engine, one for the stores'.
  */
 #define MODEL_DGE_UNITS		2
 /* Busy intervals kept per DMA engine and queue for placing the other
@@ -284,9 +284,8 @@ struct model_ctx {
 	double			 track_free[MODEL_NTRACKS];
 	uint32_t		 track_last[MODEL_NTRACKS];
 	uint32_t		 dma_rr;
-	/* Hardware DGE instances: when each is free, the next to use. */
+	/* Hardware DGE instances (loads', stores'): when each is free. */
 	double			 dge_free[MODEL_DGE_UNITS];
-	uint32_t		 dge_rr;
 	/* Per queue class and engine: when its last transfer ends. */
 	double			 dmaq_free[MODEL_DMA_QCLASSES][MODEL_DMA_QUEUES];
 	uint32_t		 dmaq_last[MODEL_DMA_QCLASSES][MODEL_DMA_QUEUES];

@@ -340,15 +340,16 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 
 		/*
 		 * Hardware DGE (trn2, trn3): the instruction's descriptors
-		 * are made on one of the DGE instances, in turn and in
-		 * program order, before its transfers start (model_targets).
-		 * Descriptors need addresses, not data: a DGE works ahead of
-		 * the instruction's dependencies (dge: "descriptor
-		 * generation overlaps with earlier compute instructions").
+		 * are made, in program order, on the DGE instance of its
+		 * queue's trigger engine (loads one, stores the other; dma
+		 * intro: a queue "is typically tied to the trigger engine")
+		 * before its transfers start (model_targets). Descriptors
+		 * need addresses, not data: a DGE works ahead of the
+		 * instruction's dependencies (dge: "descriptor generation
+		 * overlaps with earlier compute instructions").
 		 */
 		if (m->t->dge_ns > 0) {
-			double	*g = &m->dge_free[m->dge_rr++ %
-			    MODEL_DGE_UNITS];
+			double	*g = &m->dge_free[c % MODEL_DGE_UNITS];
 
 			*g += m->t->dge_ns;
 			if (*g > dep.t)
