@@ -131,7 +131,7 @@ static const struct model_tgt model_targets[] = {
 	 */
 	{ "trn1", { 2.8, 1.12, 1.4, 1.4 }, 1.0, 1.0, 1.0, 17.0, 0.379, 0.70,
 	  1300.0, 0.0,
-	  128.0 * 128.0 * 2.0 * 2.8, 192 * 1024, 0 },
+	  128.0 * 128.0 * 2.0 * 2.8, 192 * 1024, 0, 1 },
 	/*
 	 * trn2 arch table: Tensor 2.4 GHz, Vector 0.96 (256 elements/cycle,
 	 * 512 for BF16/FP16), Scalar 1.2, GpSimd 1.2; Tensor 4x128 fp8
@@ -148,7 +148,7 @@ static const struct model_tgt model_targets[] = {
 	 * slower than the trn2 matmul tutorial's profile (docs/model.md).
 	 */
 	{ "trn2", { 2.4, 0.96, 1.2, 1.2 }, 2.0, 4.0, 1.0, 23.0, 1.0, 1.0,
-	  1300.0, 600.0, 128.0 * 128.0 * 2.0 * 2.4, 224 * 1024, 1 },
+	  1300.0, 600.0, 128.0 * 128.0 * 2.0 * 2.4, 224 * 1024, 1, 0 },
 	/*
 	 * trn3 arch (aws-neuron-sdk@81ce03ae nki/guides/architecture/
 	 * trainium3_arch.rst, "Compute Engine Specifications"): Tensor 2.4
@@ -160,7 +160,7 @@ static const struct model_tgt model_targets[] = {
 	 * Descriptors as on trn2 (dge: hardware DGE from trn2 on).
 	 */
 	{ "trn3", { 2.4, 1.2, 1.2, 1.2 }, 2.0, 4.0, 2.0, 33.0, 1.0, 1.0,
-	  1300.0, 600.0, 128.0 * 128.0 * 2.0 * 2.4, 256 * 1024, 0 },
+	  1300.0, 600.0, 128.0 * 128.0 * 2.0 * 2.4, 256 * 1024, 0, 0 },
 };
 
 int
@@ -321,6 +321,8 @@ model_run(const void *ir, size_t len, const struct model_opts *opts,
 	}
 	for (g = 0; g < MODEL_NTRACKS; g++)
 		m.track_last[g] = UINT32_MAX;
+	for (g = 0; g < MODEL_NPORTS; g++)
+		m.port_last[g] = UINT32_MAX;
 	for (g = 0; g < MODEL_DMA_QCLASSES * MODEL_DMA_QUEUES; g++)
 		m.dmaq_last[g / MODEL_DMA_QUEUES][g % MODEL_DMA_QUEUES] =
 		    UINT32_MAX;

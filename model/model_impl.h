@@ -101,6 +101,10 @@
  * one for the loads' trigger engine, one for the stores'.
  */
 #define MODEL_DGE_UNITS		2
+/* On-chip RAM ports engines share on trn1 (model_port, model_sched.c). */
+#define MODEL_PORT_SBUF		0	/* VectorE, GpSimd */
+#define MODEL_PORT_PSUM		1	/* VectorE, ScalarE */
+#define MODEL_NPORTS		2
 /* Busy intervals kept per DMA engine and queue for placing the other
  * queue's transfers in gaps: a modelling shortcut, not a hardware figure. */
 #define MODEL_DMA_IVALS		16
@@ -136,6 +140,8 @@ struct model_tgt {
 	double		 peak_flops;	/* bf16 FLOPs per ns */
 	uint64_t	 sbuf_pp;	/* SBUF bytes per partition */
 	int		 fp8_fast;	/* TensorE 4x128 fp8 input */
+	int		 shared_ports;	/* VectorE shares SBUF with GpSimd,
+					 * PSUM with ScalarE */
 };
 
 struct model_term {
@@ -284,6 +290,9 @@ struct model_ctx {
 	double			 track_free[MODEL_NTRACKS];
 	uint32_t		 track_last[MODEL_NTRACKS];
 	uint32_t		 dma_rr;
+	/* RAM ports two engines share (model_port): when free, by whom. */
+	double			 port_free[MODEL_NPORTS];
+	uint32_t		 port_last[MODEL_NPORTS];
 	/* Hardware DGE instances (loads', stores'): when each is free. */
 	double			 dge_free[MODEL_DGE_UNITS];
 	/* Per queue class and engine: when its last transfer ends. */

@@ -273,6 +273,33 @@ model_dma_overlap(const struct model_dmaeng *e, int c, double a, double b)
 	return (ov);
 }
 
+/*
+ * The on-chip RAM port op takes that another engine shares (trn1 only):
+ * arch (NeuronCore-v2), "Vector Engine and GpSimd Engine cannot access
+ * SBUF in parallel", "Vector Engine and Scalar Engine cannot access PSUM
+ * in parallel"; trn2 arch: both "lifted" on NeuronCore-v3. Returns
+ * MODEL_PORT_SBUF, MODEL_PORT_PSUM or -1.
+ */
+static int
+model_port(const struct model_ctx *m, const struct model_op *op)
+{
+	int	i, sb = 0, ps = 0;
+
+	if (!m->t->shared_ports)
+		return (-1);
+	sb = op->dst->space == NKIR__V1__SPACE__SPACE_SBUF;
+	ps = op->dst->space == NKIR__V1__SPACE__SPACE_PSUM;
+	for (i = 0; i < op->nsrc; i++) {
+		sb |= op->src[i]->space == NKIR__V1__SPACE__SPACE_SBUF;
+		ps |= op->src[i]->space == NKIR__V1__SPACE__SPACE_PSUM;
+	}
+	if (op->track == ENG_G || (op->track == ENG_V && sb && !ps))
+		return (MODEL_PORT_SBUF);
+	if ((op->track == ENG_V || op->track == ENG_S) && ps)
+		return (MODEL_PORT_PSUM);
+	return (-1);
+}
+
 static int
 model_exec_op(struct model_ctx *m, struct model_op *op)
 {
@@ -281,7 +308,7 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 	struct model_rng	 sr[3], dr;
 	double			 end, ready;
 	uint32_t		 id = UINT32_MAX, p;
-	int			 d, i;
+	int			 d, i, port;
 
 	for (d = 0; d < op->depth; d++)
 		if ((op->inv_mask >> d & 1) && m->iter[d] != 0)
@@ -398,8 +425,16 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 		m->dma_rr = (q0 + op->pieces) % MODEL_DMA_QUEUES;
 		end = ready = best.t;
 	} else {
+		port = model_port(m, op);
+		if (port >= 0)
+			model_dep_max(&dep, m->port_free[port],
+			    m->port_last[port]);
 		end = model_issue(m, op, op->name, op->track, dep, op->dur_ns,
 		    &id);
+		if (port >= 0) {
+			m->port_free[port] = end;
+			m->port_last[port] = id;
+		}
 		ready = end + op->lat_ns;
 		r->flops += op->flops;
 	}

@@ -168,3 +168,35 @@ def test_dma_hardware_dge(f, target, bw):
     load = 600 + max(1300, occ)
     assert s["total_time_us"] * 1e3 == pytest.approx(load + max(1300, occ), abs=1.0)
     assert s["dma_queues"]["dma0"]["busy_us"] * 1e3 == pytest.approx(2 * occ, abs=1.0)
+
+
+def slices(kernel, shapes, dtype, target, tmp_path):
+    """The modeled trace's instruction slices (nkimodel -o)."""
+    import json
+    import subprocess
+    import nkid.nki.typing as nt
+    import nkid.nki.language as nl
+    from nkid import tracer, trace as ktrace
+    dt = getattr(nl, dtype)
+    t = tracer.trace(kernel.func, tuple(nt.tensor[list(s), dt] for s in shapes), {}, (),
+                     target=target)
+    ktrace.save(t, str(tmp_path / "k.nkir"))
+    subprocess.run([NKIMODEL, "-o", str(tmp_path / "t.json"), str(tmp_path / "k.nkir")],
+                   check=True, capture_output=True)
+    ev = json.load(open(tmp_path / "t.json"))["traceEvents"]
+    return [e for e in ev if e.get("ph") == "X"]
+
+
+@pytest.mark.parametrize("target", ("trn1", "trn2"))
+def test_vector_gpsimd_share_sbuf_on_trn1(target, tmp_path):
+    """arch (NeuronCore-v2): "Vector Engine and GpSimd Engine cannot access
+    SBUF in parallel"; trn2 arch: lifted on NeuronCore-v3. Two independent
+    instructions on the same tile: one after the other on trn1, side by
+    side on trn2."""
+    ev = slices(mc.vector_beside_gpsimd, [(P, 2048)], "float32", target, tmp_path)
+    v = [e for e in ev if e["cat"] == "vector"]
+    g = [e for e in ev if e["cat"] == "gpsimd"]
+    assert len(v) == 1 and len(g) == 1
+    v, g = v[0], g[0]
+    apart = g["ts"] >= v["ts"] + v["dur"] or v["ts"] >= g["ts"] + g["dur"]
+    assert apart == (target == "trn1"), (v, g)

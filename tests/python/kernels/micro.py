@@ -102,3 +102,15 @@ def column_gather(x):
     t = nl.load(x[j, i])
     nl.store(out, value=t)
     return out
+
+
+@nki.jit
+def vector_beside_gpsimd(x):
+    """A VectorE and a GpSimd instruction on the same SBUF tile, independent
+    of each other (tensor_tensor add; tensor_tensor power runs on GpSimd)."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    out2 = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=nisa.tensor_tensor(t, t, op=nl.add))
+    nl.store(out2, value=nisa.tensor_tensor(t, t, op=nl.power))
+    return out, out2
