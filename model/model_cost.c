@@ -175,6 +175,7 @@ model_acc_new(struct model_ctx *m, const Nkir__V1__Access *a)
 			gst[d] = d == pd ? 1 : (int64_t)t->shape[pd] * lst[d];
 	if ((x = calloc(1, sizeof *x)) == NULL)
 		return (model_fail(m, MODEL_ELIMIT, "out of memory"), NULL);
+	x->ir = a;
 	x->tensor = a->tensor;
 	x->dtype = t->dtype;
 	x->space = t->space;
@@ -408,17 +409,38 @@ model_pre_add(struct model_ctx *m, struct model_op *op, int track,
  * knee time (trn2). A DMA that writes HBM goes on the store queue, any
  * other on the load queue.
  */
+void
+model_dma_split(struct model_op *op, uint64_t parts)
+{
+	uint64_t	lastp, fp;
+
+	if (parts == 0)
+		parts = 1;
+	op->pieces = (uint32_t)((parts + MODEL_DMA_PARTS - 1) / MODEL_DMA_PARTS);
+	lastp = parts - (uint64_t)(op->pieces - 1) * MODEL_DMA_PARTS;
+	fp = op->pieces > 1 ? MODEL_DMA_PARTS : parts;
+#define DMA_OCC(p) fmax((double)(p) * op->dma_pp / op->dma_bw, \
+	(double)(p) * op->dma_runs * MODEL_DMA_BUF_MIN / op->dma_bw)
+	op->piece_occ = DMA_OCC(fp);
+	op->last_occ = DMA_OCC(lastp);
+#undef DMA_OCC
+	op->piece_ns = fmax(op->dma_tmin, op->piece_occ);
+	op->last_ns = fmax(op->dma_tmin, op->last_occ);
+	op->piece_bytes = (uint64_t)((double)fp * op->dma_pp);
+	op->last_bytes = (uint64_t)((double)lastp * op->dma_pp);
+	op->dur_ns = op->piece_ns;
+}
+
 static void
 model_cost_dma(struct model_ctx *m, struct model_op *op,
     const struct model_acc *h, const struct model_acc *s)
 {
 	const struct model_tgt *t = m->t;
-	double		 bw, eff, tmin, pp_bytes, runs;
-	uint64_t	 parts = s->parts, lastp;
+	double		 eff, pp_bytes;
 	size_t		 es = model_esize(h->dtype) > model_esize(s->dtype) ?
 			    model_esize(h->dtype) : model_esize(s->dtype);
 
-	tmin = t->dma_lat > 0 ? t->dma_lat :
+	op->dma_tmin = t->dma_lat > 0 ? t->dma_lat :
 	    MODEL_DMA_KNEE_PP * MODEL_DMA_PARTS / t->dma_bw;
 	pp_bytes = (double)s->n * (double)es;
 	/*
@@ -431,25 +453,81 @@ model_cost_dma(struct model_ctx *m, struct model_op *op,
 	    MODEL_DMA_EFF_HI_PP ? t->dma_eff_hi : t->dma_eff_lo +
 	    (t->dma_eff_hi - t->dma_eff_lo) * (pp_bytes - MODEL_DMA_EFF_LO_PP) /
 	    (MODEL_DMA_EFF_HI_PP - MODEL_DMA_EFF_LO_PP);
-	bw = t->dma_bw * eff;
-	runs = (double)(h->runs > s->runs ? h->runs : s->runs);
-	op->pieces = (uint32_t)((parts + MODEL_DMA_PARTS - 1) / MODEL_DMA_PARTS);
-	if (op->pieces == 0)
-		op->pieces = 1;
-	lastp = parts - (uint64_t)(op->pieces - 1) * MODEL_DMA_PARTS;
-#define DMA_OCC(p) fmax((double)(p) * pp_bytes / bw, \
-	(double)(p) * runs * MODEL_DMA_BUF_MIN / bw)
-	op->piece_occ = DMA_OCC(op->pieces > 1 ? MODEL_DMA_PARTS : parts);
-	op->last_occ = DMA_OCC(lastp);
-#undef DMA_OCC
-	op->piece_ns = fmax(tmin, op->piece_occ);
-	op->last_ns = fmax(tmin, op->last_occ);
+	op->dma_bw = t->dma_bw * eff;
+	op->dma_pp = pp_bytes;
+	op->dma_runs = (double)(h->runs > s->runs ? h->runs : s->runs);
+	model_dma_split(op, s->parts);
 	op->dma_q = op->dst->space == NKIR__V1__SPACE__SPACE_HBM ||
 	    op->dst->space == NKIR__V1__SPACE__SPACE_SHARED_HBM;
-	op->piece_bytes = (uint64_t)((double)(op->pieces > 1 ?
-	    MODEL_DMA_PARTS : parts) * pp_bytes);
-	op->last_bytes = (uint64_t)((double)lastp * pp_bytes);
-	op->dur_ns = op->piece_ns;
+	/* Masked partitions move nothing (model_acc_active_parts). */
+	op->dma_side = op->dst->space == NKIR__V1__SPACE__SPACE_SBUF ||
+	    op->dst->space == NKIR__V1__SPACE__SPACE_PSUM ? op->dst :
+	    op->nsrc > 0 && (op->src[0]->space == NKIR__V1__SPACE__SPACE_SBUF ||
+	    op->src[0]->space == NKIR__V1__SPACE__SPACE_PSUM) ? op->src[0] :
+	    NULL;
+	if (op->dma_side != NULL && (op->dma_side->ir == NULL ||
+	    op->dma_side->ir->n_mask == 0))
+		op->dma_side = NULL;
+}
+
+uint64_t
+model_acc_active_parts(const struct model_ctx *m, const struct model_acc *x)
+{
+	int64_t	lo = 0, hi = (int64_t)x->parts - 1, rest, c0, b;
+	size_t	i, j;
+	int	other;
+
+	for (i = 0; x->ir != NULL && i < x->ir->n_mask; i++) {
+		const Nkir__V1__Affine	*a = x->ir->mask[i];
+
+		if (a == NULL)
+			continue;
+		rest = a->constant;
+		c0 = 0;
+		other = 0;
+		for (j = 0; j < a->n_terms; j++) {
+			const Nkir__V1__Term *t = a->terms[j];
+
+			if (t == NULL)
+				continue;
+			switch (t->kind) {
+			case NKIR__V1__TERM_KIND__TERM_AXIS:
+				if (t->index == 0)
+					c0 += t->coef;
+				else if (t->index < x->ir->n_shape &&
+				    x->ir->shape[t->index] > 1)
+					other = 1;
+				break;
+			case NKIR__V1__TERM_KIND__TERM_LOOP:
+				if (t->index < m->k->num_loop_vars)
+					rest += t->coef * m->vars[t->index];
+				break;
+			case NKIR__V1__TERM_KIND__TERM_PROGRAM:
+				if (t->index < MODEL_MAX_GRID)
+					rest += t->coef * m->prog[t->index];
+				break;
+			default:
+				other = 1;	/* a run-time value */
+				break;
+			}
+		}
+		/* active iff c0 * p + rest >= 0 (nkir.proto, Access.mask) */
+		if (other)
+			continue;
+		if (c0 == 0) {
+			if (rest < 0)
+				return (0);
+		} else if (c0 > 0) {
+			b = rest >= 0 ? -(rest / c0) : (-rest + c0 - 1) / c0;
+			if (b > lo)
+				lo = b;
+		} else {
+			b = rest >= 0 ? rest / -c0 : -((-rest + -c0 - 1) / -c0);
+			if (b < hi)
+				hi = b;
+		}
+	}
+	return (hi >= lo ? (uint64_t)(hi - lo + 1) : 0);
 }
 
 /*

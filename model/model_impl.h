@@ -153,6 +153,7 @@ struct model_term {
 
 /* An operand: the static part of an access. */
 struct model_acc {
+	const Nkir__V1__Access *ir;	/* the kernel's (masks) */
 	uint32_t	 tensor;
 	int64_t		 c;		/* flat offset, constant part */
 	int64_t		 amin, amax;	/* range of the axis part */
@@ -197,6 +198,10 @@ struct model_op {
 	double		 piece_ns, last_ns;	/* time on its queue */
 	double		 piece_occ, last_occ;	/* time on its engine */
 	uint64_t	 piece_bytes, last_bytes;
+	/* DMA per partition: bytes, contiguous runs, engine rate, floor;
+	 * the on-chip side whose masks say which partitions move. */
+	double		 dma_pp, dma_runs, dma_bw, dma_tmin;
+	const struct model_acc *dma_side;
 	double		 flops;
 	const char	*file;
 	uint32_t	 line;
@@ -361,6 +366,14 @@ void	 model_acc_free(struct model_acc *x);
 /* What access x touches now (struct model_rng). */
 void	 model_acc_range(const struct model_ctx *m,
 	    const struct model_acc *x, struct model_rng *r);
+/* Split DMA op into its transfers for parts partitions (pieces, their
+ * time on the queue and the engine, bytes) from its per-partition
+ * figures (model_cost). */
+void	 model_dma_split(struct model_op *op, uint64_t parts);
+/* The partitions of on-chip access x its masks leave active now (x->parts
+ * when none bounds them). */
+uint64_t model_acc_active_parts(const struct model_ctx *m,
+	    const struct model_acc *x);
 /* The track (ENG_*) op o runs on: sim/'s engine table
  * (sim_op_engine_id), ENG_DMA for a transfer. */
 int	 model_engine(const Nkir__V1__Op *o);

@@ -360,6 +360,7 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 	model_dep_write(&m->tensors[op->dst->tensor], &dr, op->new_version,
 	    &dep);
 	if (op->track == ENG_DMA) {
+		struct model_op	 masked, *dop = op;
 		uint32_t q0 = m->dma_rr, j;
 		double	 bstart = 0.0;
 		int	 bq = MODEL_TRACK_DMA0, c = op->dma_q;
@@ -375,6 +376,17 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 		 * instruction's dependencies (dge: "descriptor generation
 		 * overlaps with earlier compute instructions").
 		 */
+		/* Only the partitions its masks leave active move. */
+		if (op->dma_side != NULL && op->kind !=
+		    NKIR__V1__OP_KIND__OP_ALL_REDUCE) {
+			uint64_t ap = model_acc_active_parts(m, op->dma_side);
+
+			if (ap < op->dma_side->parts) {
+				masked = *op;
+				model_dma_split(&masked, ap);
+				dop = &masked;
+			}
+		}
 		if (m->t->dge_ns > 0) {
 			double	*g = &m->dge_free[c % MODEL_DGE_UNITS];
 
@@ -383,13 +395,13 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 				dep.t = *g;
 		}
 
-		for (j = 0; j < op->pieces; j++) {
+		for (j = 0; j < dop->pieces; j++) {
 			int	 e = (int)((q0 + j) % MODEL_DMA_QUEUES);
 			int	 q = MODEL_TRACK_DMA0 + e;
-			int	 lastp = j + 1 == op->pieces;
-			double	 t = lastp ? op->last_ns : op->piece_ns;
-			double	 occ = lastp ? op->last_occ : op->piece_occ;
-			uint64_t by = lastp ? op->last_bytes : op->piece_bytes;
+			int	 lastp = j + 1 == dop->pieces;
+			double	 t = lastp ? dop->last_ns : dop->piece_ns;
+			double	 occ = lastp ? dop->last_occ : dop->piece_occ;
+			uint64_t by = lastp ? dop->last_bytes : dop->piece_bytes;
 			struct model_dmaeng *de = &m->dmaeng[e];
 			struct model_dep s = dep;
 			double	 mv, fin, qend;
@@ -420,9 +432,9 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 			}
 		}
 		id = model_inst(m, bq, bstart, best.t, best.id, 0);
-		for (j = 0; j < op->pieces && j < MODEL_DMA_QUEUES; j++)
+		for (j = 0; j < dop->pieces && j < MODEL_DMA_QUEUES; j++)
 			m->dmaq_last[c][(q0 + j) % MODEL_DMA_QUEUES] = id;
-		m->dma_rr = (q0 + op->pieces) % MODEL_DMA_QUEUES;
+		m->dma_rr = (q0 + dop->pieces) % MODEL_DMA_QUEUES;
 		end = ready = best.t;
 	} else {
 		port = model_port(m, op);

@@ -200,3 +200,18 @@ def test_vector_gpsimd_share_sbuf_on_trn1(target, tmp_path):
     v, g = v[0], g[0]
     apart = g["ts"] >= v["ts"] + v["dur"] or v["ts"] >= g["ts"] + g["dur"]
     assert apart == (target == "trn1"), (v, g)
+
+
+@pytest.mark.parametrize("rows", (1, 44, 128))
+def test_dma_masked_partitions(rows):
+    """A load and a store masked to their first `rows` partitions move those
+    rows only: ceil(rows / 8) transfers, rows x F x 4 bytes each way (until
+    model 4 a masked DMA was costed at its full shape)."""
+    import nkid.nki.typing as nt
+    import nkid.nki.language as nl
+    f = 1024
+    s = pt.model(mc.masked_rows, (nt.tensor[[P, f], nl.float32], rows), NKIMODEL,
+                 os.environ.get("TMPDIR", "/tmp"))
+    assert s["dma_bytes"] == 2 * rows * f * 4
+    load = [o for o in s["ops"] if o["op"] == "load"][0]
+    assert load["count"] == (rows + 7) // 8

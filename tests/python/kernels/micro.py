@@ -114,3 +114,13 @@ def vector_beside_gpsimd(x):
     nl.store(out, value=nisa.tensor_tensor(t, t, op=nl.add))
     nl.store(out2, value=nisa.tensor_tensor(t, t, op=nl.power))
     return out, out2
+
+
+@nki.jit
+def masked_rows(x, rows):
+    """DMA: a [P, F] load and store masked to the first `rows` partitions."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ip, jf = nl.mgrid[0:x.shape[0], 0:x.shape[1]]
+    t = nl.load(x[ip, jf], mask=(ip < rows))
+    nl.store(out[ip, jf], value=t, mask=(ip < rows))
+    return out
