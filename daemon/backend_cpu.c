@@ -138,9 +138,10 @@ backend_cpu_compile_opts(void *state, const void *ir, size_t len,
 {
 	Nkir__V1__Kernel	*k;
 	const char		*canon;
+	const void		*pir;
 	char			*old;
 	uint8_t			*buf;
-	size_t			 n;
+	size_t			 n, plen;
 	int			 error;
 
 	*image = NULL;
@@ -153,13 +154,23 @@ backend_cpu_compile_opts(void *state, const void *ir, size_t len,
 		    "names %s", target, MODEL_TARGET_NAMES);
 		return (BACKEND_EINVAL);
 	}
-	if ((k = nkir__v1__kernel__unpack(NULL, len, ir)) == NULL ||
-	    strcmp(k->target, canon) == 0) {
-		if (k != NULL)
-			nkir__v1__kernel__free_unpacked(k, NULL);
-		return (backend_cpu_compile(state, ir, len, image, image_len,
-		    diag));
+	/*
+	 * sim_compile parses the IR with its bounds first; the kernel it
+	 * validated is then read back from the image to take the target.
+	 */
+	if ((error = backend_cpu_compile(state, ir, len, image, image_len,
+	    diag)) != 0)
+		return (error);
+	if (sim_image_ir(*image, *image_len, &pir, &plen, NULL) != 0 ||
+	    (k = nkir__v1__kernel__unpack(NULL, plen, pir)) == NULL)
+		return (0);
+	if (strcmp(k->target, canon) == 0) {
+		nkir__v1__kernel__free_unpacked(k, NULL);
+		return (0);
 	}
+	free(*image);
+	*image = NULL;
+	*image_len = 0;
 	/* Packed with the target, then the unpacked string put back for
 	 * free_unpacked. */
 	old = k->target;
