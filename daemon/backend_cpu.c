@@ -8,6 +8,8 @@
 
 #include <uv.h>
 
+#include "nkir.pb-c.h"
+
 #include "model/model.h"
 #include "sim/sim.h"
 
@@ -121,6 +123,66 @@ backend_cpu_compile(void *state, const void *ir, size_t len, void **image,
 		return (backend_cpu_err(serr));
 	}
 	return (0);
+}
+
+/*
+ * compile for target: a target NKI names (MODEL_TARGET_NAMES) is written
+ * into the image's NKIR, so benchmark and profile model the NeuronCore
+ * the request names, not the one the kernel was traced for; any other
+ * is refused with the list. The cpu backend takes no compiler options.
+ */
+static int
+backend_cpu_compile_opts(void *state, const void *ir, size_t len,
+    const char *target, const char *options, void **image,
+    size_t *image_len, char *diag)
+{
+	Nkir__V1__Kernel	*k;
+	const char		*canon;
+	const void		*pir;
+	char			*old;
+	uint8_t			*buf;
+	size_t			 n, plen;
+	int			 error;
+
+	*image = NULL;
+	*image_len = 0;
+	if (target == NULL || *target == '\0')
+		return (backend_cpu_compile(state, ir, len, image, image_len,
+		    diag));
+	if ((canon = model_target_canon(target)) == NULL) {
+		snprintf(diag, BACKEND_DIAG_LEN, "unknown target '%s': NKI "
+		    "names %s", target, MODEL_TARGET_NAMES);
+		return (BACKEND_EINVAL);
+	}
+	/*
+	 * sim_compile parses the IR with its bounds first; the kernel it
+	 * validated is then read back from the image to take the target.
+	 */
+	if ((error = backend_cpu_compile(state, ir, len, image, image_len,
+	    diag)) != 0)
+		return (error);
+	if (sim_image_ir(*image, *image_len, &pir, &plen, NULL) != 0 ||
+	    (k = nkir__v1__kernel__unpack(NULL, plen, pir)) == NULL)
+		return (0);
+	if (strcmp(k->target, canon) == 0) {
+		nkir__v1__kernel__free_unpacked(k, NULL);
+		return (0);
+	}
+	free(*image);
+	*image = NULL;
+	*image_len = 0;
+	/* Packed with the target, then the unpacked string put back for
+	 * free_unpacked. */
+	old = k->target;
+	k->target = (char *)canon;
+	n = nkir__v1__kernel__get_packed_size(k);
+	buf = xmalloc(n ? n : 1);
+	nkir__v1__kernel__pack(k, buf);
+	k->target = old;
+	nkir__v1__kernel__free_unpacked(k, NULL);
+	error = backend_cpu_compile(state, buf, n, image, image_len, diag);
+	free(buf);
+	return (error);
 }
 
 static const struct sim_sig *
@@ -443,6 +505,7 @@ const struct backend_ops backend_cpu_ops = {
 	.compiler_version = backend_cpu_compiler_version,
 	.versions = backend_cpu_versions,
 	.compile = backend_cpu_compile,
+	.compile_opts = backend_cpu_compile_opts,
 	.load = backend_cpu_load,
 	.unload = backend_cpu_unload,
 	.execute = backend_cpu_execute,

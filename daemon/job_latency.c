@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/model.h"
+
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
@@ -123,9 +125,11 @@ job_latency_reply_fill(struct job *j, Nkid__V1__BenchmarkReply *r)
 	if (l->modeled > 0) {
 		r->model_us = l->model_us;
 		r->model_target = l->model_target;
+		r->model_version = MODEL_VERSION;
 		snprintf(l->note, sizeof l->note, "modeled NeuronCore latency on "
-		    "%s (deterministic: every sample is the same); cpu_latency "
-		    "is the host executor's time", l->model_target);
+		    "%s by model %s (deterministic: every sample is the same); "
+		    "cpu_latency is the host executor's time", l->model_target,
+		    MODEL_VERSION);
 		if (strcmp(policy, "model") == 0) {
 			r->latency_source = "model";
 			l->model_samples = xreallocarray(NULL, l->iters,

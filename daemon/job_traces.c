@@ -2,6 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/model.h"
+
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
 #include "daemon/kernel.h"
@@ -56,6 +58,9 @@ job_traces_reply_fill(struct job *j, Nkid__V1__ProfileReply *r)
 	}
 	r->n_traces = tr->n;
 	r->traces = tr->tp;
+	/* A backend with a model draws its traces from it (backend_cpu). */
+	if (j->b->ops->model != NULL)
+		r->model_version = MODEL_VERSION;
 }
 
 void

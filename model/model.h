@@ -13,6 +13,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * The model's version: it changes whenever a rule or constant changes a
+ * modeled figure, so a figure can say which model made it
+ * (docs/model.md, "Versions").
+ */
+#define MODEL_VERSION		"4"
+
+/* The targets NKI names (aws-neuron-sdk nki/api/nki/__init__.py,
+ * NEURON_PLATFORM_TARGET_OVERRIDE), as the model takes them. */
+#define MODEL_TARGET_NAMES	"trn1 (inf2, gen2), trn2 (gen3), trn3 (gen4)"
+
 /* Error codes: 0 or one of these (negative). */
 enum model_err {
 	MODEL_OK = 0,
@@ -51,8 +62,8 @@ struct model_event {
 };
 
 struct model_opts {
-	/* "trn1", "trn2" ("inf2" is trn1); NULL or "": the kernel's own
-	 * target, else trn1. */
+	/* "trn1", "trn2", "trn3" or an alias (MODEL_TARGET_NAMES); NULL or
+	 * "": the kernel's own target, else trn1. */
 	const char	*target;
 	/* Called for every modeled instruction in program order (not time
 	 * order), the event borrowed for the call. May be NULL. */
@@ -62,6 +73,10 @@ struct model_opts {
 	uint64_t	 max_instructions;
 	/* Checked every few thousand instructions; may be NULL. */
 	const volatile int *cancel;
+	/* Non-zero: the model without its one calibrated constant (trn1's
+	 * DMA share for small transfers, docs/model.md): every rule from the
+	 * documents alone, for the leave-one-family-out figure. */
+	int		 unfitted;
 };
 
 struct model_result {
@@ -113,6 +128,14 @@ int	 model_report(const void *ir, size_t len, const struct model_opts *opts,
  */
 int	 model_image_ir(const void *image, size_t len, const void **ir,
 	    size_t *ir_len);
+
+/*
+ * The model's name of target name ("trn1", "trn2", "trn3"; "inf2" and
+ * "gen2" are trn1, "gen3" trn2, "gen4" trn3), or NULL if NKI names no
+ * such target (then MODEL_TARGET_NAMES lists those it does). NULL or ""
+ * is "trn1", the default target.
+ */
+const char *model_target_canon(const char *name);
 
 /* Short name of a track: "tensor", "vector", "scalar", "gpsimd",
  * "dma0" .. "dma15". */

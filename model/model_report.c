@@ -1,6 +1,7 @@
 /* model_report.c: the modeled timeline as Chrome trace-event JSON and its summary in JSON. */
 #include <assert.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +98,7 @@ model_rep_cb(void *arg, const struct model_event *ev)
 {
 	struct model_rep	*rp = arg;
 	struct model_line	*l = NULL;
+	long long		 ts, end;
 	size_t			 i;
 
 	/* The last line first (a DMA's transfers come in a row), then the
@@ -137,12 +139,21 @@ model_rep_cb(void *arg, const struct model_event *ev)
 		rp->dropped++;
 		return;
 	}
+	/*
+	 * ts and dur in whole ns, the end rounded as the start is: a slice
+	 * ends where it ended, so slices that follow each other on a track
+	 * never overlap in the trace (rounding each alone could).
+	 */
+	ts = llround(ev->start_ns);
+	end = llround(ev->start_ns + ev->dur_ns);
+	if (end < ts)
+		end = ts;
 	model_text_printf(&rp->trace, ",\n{\"name\":\"%s\",\"cat\":\"%s\","
-	    "\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
-	    "\"args\":{\"file\":\"", ev->op, ev->track >= MODEL_TRACK_DMA0 ?
-	    "dma" : model_track_name(ev->track),
-	    ev->track + 1 + (ev->queue ? MODEL_DMA_QUEUES : 0),
-	    ev->start_ns / 1e3, ev->dur_ns / 1e3);
+	    "\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%lld.%03lld,"
+	    "\"dur\":%lld.%03lld,\"args\":{\"file\":\"", ev->op,
+	    ev->track >= MODEL_TRACK_DMA0 ? "dma" : model_track_name(ev->track),
+	    ev->track + 1 + (ev->queue ? MODEL_DMA_QUEUES : 0), ts / 1000,
+	    ts % 1000, (end - ts) / 1000, (end - ts) % 1000);
 	model_text_json(&rp->trace, model_base(ev->file));
 	model_text_printf(&rp->trace, "\",\"line\":%" PRIu32 ",\"program\":%"
 	    PRIu64, ev->line, ev->program);
@@ -195,7 +206,8 @@ model_summary(struct model_buf_text *s, const char *kernel,
 	model_text_printf(s, "{\"kernel\":\"");
 	model_text_json(s, kernel);
 	model_text_printf(s, "\",\"backend\":\"cpu\",\"source\":\"model\","
-	    "\"deterministic\":true,\"target\":\"%s\",\"execution\":%u,"
+	    "\"deterministic\":true,\"target\":\"%s\",\"model_version\":\""
+	    MODEL_VERSION "\",\"execution\":%u,"
 	    "\"total_time_us\":%.3f,\"instructions\":%" PRIu64 ","
 	    "\"op_count\":%" PRIu64 ",\"ops_in_trace\":%" PRIu64 ",",
 	    r->target, execution, r->total_ns / 1e3, r->instructions,
@@ -275,6 +287,7 @@ model_report(const void *ir, size_t len, const struct model_opts *opts,
 	o.event_arg = &rp;
 	model_text_printf(&rp.trace, "{\"displayTimeUnit\":\"ns\","
 	    "\"otherData\":{\"producer\":\"nkid NeuronCore model\","
+	    "\"model_version\":\"" MODEL_VERSION "\","
 	    "\"kernel\":\"");
 	model_text_json(&rp.trace, kernel);
 	model_text_printf(&rp.trace, "\",\"execution\":%u},\n\"traceEvents\":[\n"

@@ -16,7 +16,7 @@
 static void
 nkimodel_usage(void)
 {
-	fprintf(stderr, "usage: nkimodel [-j] [-t target] [-o trace.json] "
+	fprintf(stderr, "usage: nkimodel [-jU] [-t target] [-o trace.json] "
 	    "kernel.nkir\n");
 	exit(2);
 }
@@ -84,9 +84,9 @@ main(int argc, char **argv)
 	size_t			 len, irlen, image_len, plen, tlen, slen;
 	const char		*target = NULL, *out = NULL, *name;
 	char			*trace, *summary, diag[1024];
-	int			 ch, json = 0, err;
+	int			 ch, json = 0, unfitted = 0, err;
 
-	while ((ch = getopt(argc, argv, "jo:t:")) != -1) {
+	while ((ch = getopt(argc, argv, "jo:t:U")) != -1) {
 		switch (ch) {
 		case 'j':
 			json = 1;
@@ -96,6 +96,9 @@ main(int argc, char **argv)
 			break;
 		case 't':
 			target = optarg;
+			break;
+		case 'U':
+			unfitted = 1;
 			break;
 		default:
 			nkimodel_usage();
@@ -134,6 +137,7 @@ main(int argc, char **argv)
 	}
 	memset(&o, 0, sizeof o);
 	o.target = target;
+	o.unfitted = unfitted;
 	err = model_report(pir, plen, &o, name, 1, out != NULL ?
 	    NKIMODEL_EVENTS : 0, &trace, &tlen, &summary, &slen, &r, diag,
 	    sizeof diag);

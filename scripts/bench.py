@@ -1481,6 +1481,37 @@ def bench_model(tmp):
         v2worst = max(v2worst, abs(s["total_time_us"] / 1e3 - pub) / pub)
     record("model_mamba_v2_series_max_rel_err", None, None, round(v2worst, 3), "",
            "mamba_v2 seq_len 512..8192: spilling (published) is not modeled; no target")
+    # Every public figure (tests/python/kernels/perf_tutorials.py,
+    # public_cases; docs/model.md "Validation"), and the leave-one-family-out
+    # figure: each family modeled with nothing fitted to it.
+    pub = pt.public_report(nkimodel, tmp)
+    for fam, name, p, ms, r, lo, rlo in pub:
+        print("    public %-10s %-16s published %8.3f ms modeled %8.3f ms ratio %.2f "
+              "held out %.2f" % (fam, name, p, ms, r, rlo))
+    record("model_public_max_ratio", None, None, round(max(r[4] for r in pub), 3), "",
+           "every published latency (matmul, mamba, layernorm tutorials; %d cases): max of "
+           "max(modeled/published, published/modeled)" % len(pub))
+    record("model_public_cases", len(pub), None, None, "",
+           "published latencies the model is checked against (docs/model.md, 'Validation')")
+    record("model_public_within_1_5x", None, None,
+           round(sum(r[4] <= 1.5 for r in pub) / len(pub), 3), "",
+           "share of the public cases modeled within 1.5x")
+    record("model_lofo_max_ratio", None, None, round(max(r[6] for r in pub), 3), "",
+           "leave one family out: each family modeled with nothing fitted to it (the matmul "
+           "family without the DMA share calibrated on it, nkimodel -U); max ratio")
+    for fam in sorted({r[0] for r in pub}):
+        record("model_lofo_%s_max_ratio" % fam, None, None,
+               round(max(r[6] for r in pub if r[0] == fam), 3), "",
+               "leave one family out: the %s family's max ratio" % fam)
+    for kname, pub in (("tiled", pt.TRN2_TILED_ACTIVE), ("hoisted", pt.TRN2_HOISTED_ACTIVE)):
+        s = pt.model(getattr(pt, "mm_" + kname), pt.trn2_tiled_args(), nkimodel, tmp,
+                     target="trn2")
+        for what, got in (("tensor", s["engines"]["tensor"]["active_percent"]),
+                          ("dma", s["dma_active_percent"])):
+            record("model_trn2_mm_%s_%s_active_percent" % (kname, what), round(got, 2),
+                   pub[what], None, "",
+                   "trn2 kernel-optimization tutorial, %s fp32 matmul: %s active %%, "
+                   "modeled vs its profile" % (kname, what))
     import nkid.nki.typing as nt
     import nkid.nki.language as nl
     s = pt.model(pt.mm_tiled, (nt.tensor[[16384, 8192], nl.bfloat16],

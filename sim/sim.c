@@ -216,16 +216,15 @@ sim_compile(const void *ir, size_t ir_len, void **image, size_t *image_len,
 }
 
 int
-sim_program_load(const void *image, size_t len, struct sim_program **out,
+sim_image_ir(const void *image, size_t len, const void **ir, size_t *ir_len,
     struct sim_diag *diag)
 {
 	const uint8_t		*img = image;
-	Nkir__V1__Kernel	*k;
 	uint64_t		 n;
 	uint32_t		 version;
-	int			 rc;
 
-	*out = NULL;
+	*ir = NULL;
+	*ir_len = 0;
 	if (img == NULL || len < SIM_IMAGE_HEADER ||
 	    memcmp(img, SIM_IMAGE_MAGIC, 4) != 0) {
 		sim_diag_set(diag, "not a cpu executable image (bad magic)");
@@ -248,7 +247,24 @@ sim_program_load(const void *image, size_t len, struct sim_program **out,
 		sim_diag_set(diag, "corrupted image: checksum mismatch");
 		return (SIM_EPARSE);
 	}
-	if ((rc = sim_kernel_unpack(img + SIM_IMAGE_HEADER, n, &k, diag)))
+	*ir = img + SIM_IMAGE_HEADER;
+	*ir_len = (size_t)n;
+	return (0);
+}
+
+int
+sim_program_load(const void *image, size_t len, struct sim_program **out,
+    struct sim_diag *diag)
+{
+	Nkir__V1__Kernel	*k;
+	const void		*ir;
+	size_t			 n;
+	int			 rc;
+
+	*out = NULL;
+	if ((rc = sim_image_ir(image, len, &ir, &n, diag)) != 0)
+		return (rc);
+	if ((rc = sim_kernel_unpack(ir, n, &k, diag)))
 		return (rc);
 	rc = sim_plan_build(k, out, diag);
 	nkir__v1__kernel__free_unpacked(k, NULL);

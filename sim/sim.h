@@ -118,6 +118,22 @@ const char	*sim_strerror(int err);
 /* NKI's name of NKIR op kind ("load", "matmul", ...; "op" if unknown). */
 const char	*sim_op_name(int kind);
 
+/* The engines an instruction runs on (SIM_ENGINE_DMA: a DMA transfer). */
+enum sim_engine {
+	SIM_ENGINE_DMA = 1,
+	SIM_ENGINE_TENSOR,
+	SIM_ENGINE_VECTOR,
+	SIM_ENGINE_SCALAR,
+	SIM_ENGINE_GPSIMD,
+};
+/*
+ * The engine (enum sim_engine) an op of NKIR kind with NKIR engine field
+ * engine and ALU operator alu runs on: the engine it asks for, else where
+ * NKI places it. The one table of it: the executor's profile events and
+ * the performance model (model/) both read it.
+ */
+int		 sim_op_engine_id(int kind, int engine, int alu);
+
 /* numpy's name of a dtype ("float32", "bfloat16", "float8_e4m3fn", ...),
  * or NULL if invalid. */
 const char	*sim_dtype_name(int dtype);
@@ -149,6 +165,16 @@ int		 sim_compile(const void *ir, size_t ir_len, void **image,
  * left as they are (a fuzz target seals random bytes with it).
  */
 void		 sim_image_seal(void *image, size_t len);
+
+/*
+ * The packed NKIR inside an image made by sim_compile: checks its magic,
+ * version, header and checksum, then points *ir into image (*ir_len
+ * bytes). Returns 0, or SIM_EPARSE with the reason in diag (NULL: none).
+ * The one parser of the image's layout (docs/nkir.md): the loader and the
+ * performance model (model/) both read it through this.
+ */
+int		 sim_image_ir(const void *image, size_t len, const void **ir,
+		    size_t *ir_len, struct sim_diag *diag);
 
 /* Load an image made by sim_compile (checks magic, version, integrity).
  * The caller frees *out with sim_program_free. */

@@ -84,7 +84,7 @@ sim_exec_timed(struct sim_run *r, const struct sim_op *op)
 	rc = sim_exec_body_one(r, op);
 	memset(&ev, 0, sizeof ev);
 	ev.op = sim_op_name(op->kind);
-	ev.engine = sim_op_engine(op->kind, op->engine);
+	ev.engine = sim_op_engine(op->kind, op->engine, op->alu);
 	ev.file = op->file;
 	ev.line = op->line;
 	ev.program = r->prog;

@@ -351,10 +351,9 @@ void	 sim_diag_vset_at(struct sim_diag *d, const char *file,
 /* sim_op_name is in sim.h. */
 /* NKI's name of ALU operator alu (NKIR AluOp), "unknown" if none. */
 const char *sim_op_alu_name(int alu);
-/* The engine an op of kind runs on: the NKIR engine it asks for, else
- * where NKI places the kind ("dma", "tensor", "vector", "scalar",
- * "gpsimd"). */
-const char *sim_op_engine(int kind, int engine);
+/* sim_op_engine_id's engine by name ("dma", "tensor", "vector",
+ * "scalar", "gpsimd"). */
+const char *sim_op_engine(int kind, int engine, int alu);
 
 /* sim_dtype.c (and sim.h) */
 /* True for the integer dtypes and bool. */

@@ -8,85 +8,104 @@
 /* Indexed by NKIR OpKind. */
 static const struct {
 	const char	*name;		/* as NKI calls the op */
-	const char	*engine;	/* where NKI places it by default */
+	int		 engine;	/* where NKI places it by default */
 } sim_op_kinds[] = {
-	[NKIR__V1__OP_KIND__OP_ALLOC] =		{ "ndarray", "gpsimd" },
-	[NKIR__V1__OP_KIND__OP_LOAD] =		{ "load", "dma" },
-	[NKIR__V1__OP_KIND__OP_STORE] =		{ "store", "dma" },
-	[NKIR__V1__OP_KIND__OP_COPY] =		{ "tensor_copy", "scalar" },
-	[NKIR__V1__OP_KIND__OP_TENSOR_TENSOR] =	{ "tensor_tensor", "vector" },
-	[NKIR__V1__OP_KIND__OP_ACTIVATION] =	{ "activation", "scalar" },
-	[NKIR__V1__OP_KIND__OP_REDUCE] =	{ "tensor_reduce", "vector" },
-	[NKIR__V1__OP_KIND__OP_MATMUL] =	{ "matmul", "tensor" },
-	[NKIR__V1__OP_KIND__OP_TRANSPOSE] =	{ "transpose", "tensor" },
-	[NKIR__V1__OP_KIND__OP_IOTA] =		{ "iota", "gpsimd" },
-	[NKIR__V1__OP_KIND__OP_SELECT] =	{ "select", "vector" },
-	[NKIR__V1__OP_KIND__OP_PRINT] =		{ "device_print", "gpsimd" },
-	[NKIR__V1__OP_KIND__OP_LOOP] =		{ "loop", "vector" },
-	[NKIR__V1__OP_KIND__OP_BN_STATS] =	{ "bn_stats", "vector" },
-	[NKIR__V1__OP_KIND__OP_BN_AGGR] =	{ "bn_aggr", "vector" },
+	[NKIR__V1__OP_KIND__OP_ALLOC] =
+	    { "ndarray", SIM_ENGINE_GPSIMD },
+	[NKIR__V1__OP_KIND__OP_LOAD] =		{ "load", SIM_ENGINE_DMA },
+	[NKIR__V1__OP_KIND__OP_STORE] =		{ "store", SIM_ENGINE_DMA },
+	[NKIR__V1__OP_KIND__OP_COPY] =
+	    { "tensor_copy", SIM_ENGINE_SCALAR },
+	[NKIR__V1__OP_KIND__OP_TENSOR_TENSOR] =
+	    { "tensor_tensor", SIM_ENGINE_VECTOR },
+	[NKIR__V1__OP_KIND__OP_ACTIVATION] =
+	    { "activation", SIM_ENGINE_SCALAR },
+	[NKIR__V1__OP_KIND__OP_REDUCE] =
+	    { "tensor_reduce", SIM_ENGINE_VECTOR },
+	[NKIR__V1__OP_KIND__OP_MATMUL] =	{ "matmul", SIM_ENGINE_TENSOR },
+	[NKIR__V1__OP_KIND__OP_TRANSPOSE] =
+	    { "transpose", SIM_ENGINE_TENSOR },
+	[NKIR__V1__OP_KIND__OP_IOTA] =		{ "iota", SIM_ENGINE_GPSIMD },
+	[NKIR__V1__OP_KIND__OP_SELECT] =	{ "select", SIM_ENGINE_VECTOR },
+	[NKIR__V1__OP_KIND__OP_PRINT] =
+	    { "device_print", SIM_ENGINE_GPSIMD },
+	[NKIR__V1__OP_KIND__OP_LOOP] =		{ "loop", SIM_ENGINE_VECTOR },
+	[NKIR__V1__OP_KIND__OP_BN_STATS] =
+	    { "bn_stats", SIM_ENGINE_VECTOR },
+	[NKIR__V1__OP_KIND__OP_BN_AGGR] =
+	    { "bn_aggr", SIM_ENGINE_VECTOR },
 	/* nki.isa kinds 40-79 (sim_isa_plan.c, sim_isa_exec.c) */
 	[NKIR__V1__OP_KIND__OP_ACT_ACC] =
-	    { "activation", "scalar" },
+	    { "activation", SIM_ENGINE_SCALAR },
 	[NKIR__V1__OP_KIND__OP_ACC_READ] =
-	    { "reduce_res", "vector" },
+	    { "reduce_res", SIM_ENGINE_VECTOR },
 	[NKIR__V1__OP_KIND__OP_PARTITION_REDUCE] =
-	    { "tensor_partition_reduce", "gpsimd" },
+	    { "tensor_partition_reduce", SIM_ENGINE_GPSIMD },
 	[NKIR__V1__OP_KIND__OP_SCAN] =
-	    { "tensor_tensor_scan", "vector" },
+	    { "tensor_tensor_scan", SIM_ENGINE_VECTOR },
 	[NKIR__V1__OP_KIND__OP_SCALAR_TENSOR_TENSOR] =
-	    { "scalar_tensor_tensor", "vector" },
+	    { "scalar_tensor_tensor", SIM_ENGINE_VECTOR },
 	[NKIR__V1__OP_KIND__OP_TENSOR_SCALAR_ACC] =
-	    { "tensor_scalar_reduce", "vector" },
+	    { "tensor_scalar_reduce", SIM_ENGINE_VECTOR },
 	[NKIR__V1__OP_KIND__OP_COPY_DYNAMIC] =
-	    { "tensor_copy_dynamic", "vector" },
+	    { "tensor_copy_dynamic", SIM_ENGINE_VECTOR },
 	[NKIR__V1__OP_KIND__OP_COPY_PREDICATED] =
-	    { "tensor_copy_predicated", "vector" },
+	    { "tensor_copy_predicated", SIM_ENGINE_VECTOR },
 	[NKIR__V1__OP_KIND__OP_ISA_DROPOUT] =
-	    { "dropout", "vector" },
+	    { "dropout", SIM_ENGINE_VECTOR },
 	[NKIR__V1__OP_KIND__OP_AFFINE_SELECT] =
-	    { "affine_select", "gpsimd" },
+	    { "affine_select", SIM_ENGINE_GPSIMD },
 	[NKIR__V1__OP_KIND__OP_RANGE_SELECT] =
-	    { "range_select", "vector" },
+	    { "range_select", SIM_ENGINE_VECTOR },
 	[NKIR__V1__OP_KIND__OP_SELECT_REDUCE] =
-	    { "select_reduce", "vector" },
+	    { "select_reduce", SIM_ENGINE_VECTOR },
 	[NKIR__V1__OP_KIND__OP_SEQUENCE_BOUNDS] =
-	    { "sequence_bounds", "gpsimd" },
+	    { "sequence_bounds", SIM_ENGINE_GPSIMD },
 	[NKIR__V1__OP_KIND__OP_LOCAL_GATHER] =
-	    { "local_gather", "gpsimd" },
+	    { "local_gather", SIM_ENGINE_GPSIMD },
 	[NKIR__V1__OP_KIND__OP_DMA_COPY] =
-	    { "dma_copy", "dma" },
+	    { "dma_copy", SIM_ENGINE_DMA },
 	[NKIR__V1__OP_KIND__OP_DMA_TRANSPOSE] =
-	    { "dma_transpose", "dma" },
+	    { "dma_transpose", SIM_ENGINE_DMA },
 	[NKIR__V1__OP_KIND__OP_MAX8] =
-	    { "max8", "vector" },
+	    { "max8", SIM_ENGINE_VECTOR },
 	[NKIR__V1__OP_KIND__OP_FIND_INDEX8] =
-	    { "nc_find_index8", "vector" },
+	    { "nc_find_index8", SIM_ENGINE_VECTOR },
 	[NKIR__V1__OP_KIND__OP_MATCH_REPLACE8] =
-	    { "nc_match_replace8", "vector" },
+	    { "nc_match_replace8", SIM_ENGINE_VECTOR },
 	[NKIR__V1__OP_KIND__OP_SHUFFLE] =
-	    { "nc_stream_shuffle", "vector" },
+	    { "nc_stream_shuffle", SIM_ENGINE_VECTOR },
 	/* nki.language kinds 80-119 (sim_lang_plan.c, sim_lang_exec.c) */
 	[NKIR__V1__OP_KIND__OP_RAND] =
-	    { "rand", "gpsimd" },
+	    { "rand", SIM_ENGINE_GPSIMD },
 	[NKIR__V1__OP_KIND__OP_RANDOM_SEED] =
-	    { "random_seed", "gpsimd" },
+	    { "random_seed", SIM_ENGINE_GPSIMD },
 	[NKIR__V1__OP_KIND__OP_GATHER_FLAT] =
-	    { "gather_flattened", "gpsimd" },
+	    { "gather_flattened", SIM_ENGINE_GPSIMD },
+	/* a collective: the tile leaves the core and comes back by DMA */
 	[NKIR__V1__OP_KIND__OP_ALL_REDUCE] =
-	    { "all_reduce", "gpsimd" },
+	    { "all_reduce", SIM_ENGINE_DMA },
 	[NKIR__V1__OP_KIND__OP_IF] =
-	    { "if", "vector" },
+	    { "if", SIM_ENGINE_VECTOR },
 	[NKIR__V1__OP_KIND__OP_BITCAST] =
-	    { "view", "vector" },
+	    { "view", SIM_ENGINE_VECTOR },
+};
+
+/* Indexed by enum sim_engine. */
+static const char *const sim_op_engine_names[] = {
+	[SIM_ENGINE_DMA] = "dma",
+	[SIM_ENGINE_TENSOR] = "tensor",
+	[SIM_ENGINE_VECTOR] = "vector",
+	[SIM_ENGINE_SCALAR] = "scalar",
+	[SIM_ENGINE_GPSIMD] = "gpsimd",
 };
 
 /* Indexed by NKIR Engine; ENGINE_DEFAULT: the kind's. */
-static const char *const sim_op_engines[] = {
-	[NKIR__V1__ENGINE__ENGINE_TENSOR] = "tensor",
-	[NKIR__V1__ENGINE__ENGINE_VECTOR] = "vector",
-	[NKIR__V1__ENGINE__ENGINE_SCALAR] = "scalar",
-	[NKIR__V1__ENGINE__ENGINE_GPSIMD] = "gpsimd",
+static const int sim_op_engines[] = {
+	[NKIR__V1__ENGINE__ENGINE_TENSOR] = SIM_ENGINE_TENSOR,
+	[NKIR__V1__ENGINE__ENGINE_VECTOR] = SIM_ENGINE_VECTOR,
+	[NKIR__V1__ENGINE__ENGINE_SCALAR] = SIM_ENGINE_SCALAR,
+	[NKIR__V1__ENGINE__ENGINE_GPSIMD] = SIM_ENGINE_GPSIMD,
 };
 
 static int
@@ -104,15 +123,29 @@ sim_op_name(int kind)
 	return (sim_op_kinds[kind].name);
 }
 
-const char *
-sim_op_engine(int kind, int engine)
+int
+sim_op_engine_id(int kind, int engine, int alu)
 {
 	if (engine > 0 && engine < (int)SIM_NITEMS(sim_op_engines) &&
-	    sim_op_engines[engine] != NULL)
+	    sim_op_engines[engine] != 0)
 		return (sim_op_engines[engine]);
+	/*
+	 * aws-neuron-sdk@8a38e733 general/nki/api/nki/isa/__init__.py,
+	 * tensor_tensor: "power ... run[s] on the GpSimd Engine"; every
+	 * other operator of it runs on the Vector Engine.
+	 */
+	if (kind == NKIR__V1__OP_KIND__OP_TENSOR_TENSOR &&
+	    alu == NKIR__V1__ALU_OP__ALU_POWER)
+		return (SIM_ENGINE_GPSIMD);
 	if (!sim_op_kind_valid(kind))
-		return ("vector");
+		return (SIM_ENGINE_VECTOR);
 	return (sim_op_kinds[kind].engine);
+}
+
+const char *
+sim_op_engine(int kind, int engine, int alu)
+{
+	return (sim_op_engine_names[sim_op_engine_id(kind, engine, alu)]);
 }
 
 /* NKI's name (nki.language) of each NKIR AluOp. */

@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "nkid.pb-c.h"
+#include "model/model.h"
 #include "ctl.h"
 #include "ctl_kernel_call.h"
 
@@ -145,8 +146,10 @@ ctl_benchmark_print(struct ctl_ctx *ctx, const Nkid__V1__BenchmarkReply *r,
 	ctl_kv(ctx, "latency", "%s", *r->latency_source != '\0' ?
 	    r->latency_source : "-");
 	if (r->model_us > 0)
-		ctl_kv(ctx, "model", "%s on %s", ctl_fmt_us(r->model_us, lat,
-		    sizeof lat), *r->model_target ? r->model_target : "-");
+		ctl_kv(ctx, "model", "%s on %s (model %s)", ctl_fmt_us(
+		    r->model_us, lat, sizeof lat), *r->model_target ?
+		    r->model_target : "-", *r->model_version ?
+		    r->model_version : "-");
 	if (*r->latency_note != '\0')
 		ctl_kv(ctx, "note", "%s", r->latency_note);
 	if (r->n_percentiles > 0) {
@@ -182,7 +185,8 @@ ctl_benchmark_print(struct ctl_ctx *ctx, const Nkid__V1__BenchmarkReply *r,
  * iters. */
 static const char *const ctl_benchmark_keys[] = { "job_id", "core", NULL };
 static const char *const ctl_benchmark_latency_keys[] = {
-	"latency_source", "latency_note", "model_us", "model_target", NULL
+	"latency_source", "latency_note", "model_us", "model_target",
+	"model_version", NULL
 };
 
 /* What the command line asked of the report. */
@@ -236,12 +240,19 @@ ctl_benchmark_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 {
 	Nkid__V1__BenchmarkRequest req = NKID__V1__BENCHMARK_REQUEST__INIT;
 	struct ctl_benchmark_run	 b = { 10, 100, NULL };
+	const char			*target;
 	int				 rc;
 
 	if ((rc = ctl_args_uint(ctx, a, "warmup", 0, CTL_BENCHMARK_MAX,
 	    &b.warmup)) != 0 || (rc = ctl_args_uint(ctx, a, "iters", 1,
 	    CTL_BENCHMARK_MAX, &b.iters)) != 0)
 		return (rc);
+	/* The model takes the targets NKI names; refuse others here. */
+	target = ctl_args_get(a, "target");
+	if (target != NULL && *target != '\0' &&
+	    model_target_canon(target) == NULL)
+		return (ctl_usage_fail(ctx, "unknown target '%s': NKI names %s",
+		    target, MODEL_TARGET_NAMES));
 	b.csv = ctl_args_get(a, "csv");
 	if (b.csv != NULL && *b.csv == '\0')
 		return (ctl_usage_fail(ctx, "empty --csv path"));

@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "nkid.pb-c.h"
+#include "model/model.h"
 #include "ctl.h"
 #include "ctl_kernel_call.h"
 
@@ -90,23 +91,28 @@ ctl_profile_check(struct ctl_ctx *ctx, const char *dir,
 	return (rc);
 }
 
-/* "7.20 us modeled, critical path dma" from a summary, or "". */
+/* "7.20 us (model on trn1), critical path dma" from a summary, or "". */
 static void
 ctl_profile_summary(const ProtobufCBinaryData *js, char *buf, size_t len)
 {
 	cJSON		*o;
-	const cJSON	*t, *c, *s;
-	char		 us[32];
+	const cJSON	*t, *c, *s, *g;
+	char		 us[32], src[48];
 
 	buf[0] = '\0';
 	o = cJSON_ParseWithLength((const char *)js->data, js->len);
 	t = cJSON_GetObjectItemCaseSensitive(o, "total_time_us");
 	c = cJSON_GetObjectItemCaseSensitive(o, "critical_path_engine");
 	s = cJSON_GetObjectItemCaseSensitive(o, "source");
+	g = cJSON_GetObjectItemCaseSensitive(o, "target");
+	snprintf(src, sizeof src, "%s%s%s", cJSON_IsString(s) ?
+	    s->valuestring : "", cJSON_IsString(s) && cJSON_IsString(g) ?
+	    " on " : "", cJSON_IsString(s) && cJSON_IsString(g) ?
+	    g->valuestring : "");
 	if (cJSON_IsNumber(t))
 		snprintf(buf, len, "%s%s%s%s%s%s", ctl_fmt_us(t->valuedouble,
 		    us, sizeof us), cJSON_IsString(s) ? " (" : "",
-		    cJSON_IsString(s) ? s->valuestring : "",
+		    cJSON_IsString(s) ? src : "",
 		    cJSON_IsString(s) ? ")" : "",
 		    cJSON_IsString(c) ? ", critical path " : "",
 		    cJSON_IsString(c) ? c->valuestring : "");
@@ -180,6 +186,7 @@ ctl_profile_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	const Nkid__V1__ProfileReply	*r;
 	struct ctl_kernel_call		 kc;
 	unsigned long long		 execs = 0, nth = 1;
+	const char			*target;
 	cJSON				*o;
 	int				 rc;
 
@@ -188,6 +195,12 @@ ctl_profile_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	    &nth)) != 0 || (rc = ctl_args_uint(ctx, a, "num-execs", 1,
 	    CTL_PROFILE_MAX, &execs)) != 0)
 		return (rc);
+	/* The model takes the targets NKI names; refuse others here. */
+	target = ctl_args_get(a, "target");
+	if (target != NULL && *target != '\0' &&
+	    model_target_canon(target) == NULL)
+		return (ctl_usage_fail(ctx, "unknown target '%s': NKI names %s",
+		    target, MODEL_TARGET_NAMES));
 	if (execs == 0)
 		execs = nth;
 	if ((rc = ctl_kernel_call_init(ctx, a, &kc)) != CTL_EXIT_OK)

@@ -13,6 +13,7 @@ start_nkid
 "$NKICTL" benchmark "$T/va.nkir" -w 2 -n 40 >"$T/b" || fail "benchmark: $(cat "$T/b")"
 grep -q "^executions  *40 timed after 2 warm-up$" "$T/b" || fail "no counts: $(cat "$T/b")"
 grep -q "^latency  *model$" "$T/b" || fail "no latency source: $(cat "$T/b")"
+grep -Eq "^model  *[0-9.]+ (us|ms) on trn1 \(model [0-9]+\)$" "$T/b" || fail "no model line: $(cat "$T/b")"
 for p in p0 p1 p10 p25 p50 p90 p99 p100; do
 	grep -Eq "^ *$p +[0-9.]+ (us|ms) +[0-9.]+ (us|ms)$" "$T/b" || fail "no $p row: $(cat "$T/b")"
 done
@@ -39,6 +40,23 @@ PYEOF
 	"(True, 5, 5, 5, 'model')" ] || fail "benchmark --json: $(cat "$T/b.json")"
 rc=0; "$NKICTL" benchmark "$T/va.nkir" -n 0 >/dev/null 2>&1 || rc=$?
 [ $rc -eq 2 ] || fail "-n 0: rc $rc"
+# --target drives the model (not only the target saved at trace time);
+# a target NKI does not name is refused with the list.
+"$NKICTL" benchmark "$T/va.nkir" -n 2 --target trn2 >"$T/b2" || fail "--target trn2: $(cat "$T/b2")"
+grep -Eq "^model  *[0-9.]+ (us|ms) on trn2 \(model [0-9]+\)$" "$T/b2" || fail "trn2 not modeled: $(cat "$T/b2")"
+"$NKICTL" --json benchmark "$T/va.nkir" -n 2 --target gen4 >"$T/b3.json" || fail "--target gen4"
+[ "$(json_get "$T/b3.json" "(d['model_target'], d['model_version'] != '')")" = "('trn3', True)" ] ||
+	fail "gen4 is not trn3: $(cat "$T/b3.json")"
+rc=0; "$NKICTL" benchmark "$T/va.nkir" -n 2 --target trn7 >"$T/e" 2>&1 || rc=$?
+[ $rc -eq 2 ] && grep -q "unknown target 'trn7': NKI names trn1 (inf2, gen2), trn2 (gen3), trn3 (gen4)" "$T/e" ||
+	fail "--target trn7: rc $rc: $(cat "$T/e")"
+# nkid itself refuses it for any kernel call (the cpu backend's compile).
+rc=0; "$NKICTL" run "$T/va.nkir" -i "$T/x.npy" -i "$T/x.npy" -o "$T/r7" --target trn7 >"$T/e" 2>&1 || rc=$?
+[ $rc -ne 0 ] && grep -q "unknown target 'trn7': NKI names trn1 (inf2, gen2), trn2 (gen3), trn3 (gen4)" "$T/e" ||
+	fail "run --target trn7: rc $rc: $(cat "$T/e")"
+rc=0; "$NKICTL" profile "$T/va.nkir" -o "$T/p7" --target trn7 >"$T/e" 2>&1 || rc=$?
+[ $rc -eq 2 ] && grep -q "unknown target 'trn7'" "$T/e" && [ ! -e "$T/p7" ] ||
+	fail "profile --target trn7: rc $rc: $(cat "$T/e")"
 
 # profile
 "$NKICTL" profile "$T/va.nkir" -i "$T/x.npy" -i "$T/x.npy" -o "$T/p" -n 5 --profile-nth 2 >"$T/pr" ||
@@ -48,7 +66,7 @@ for f in file.neff profile.ntff profile_exec_4.ntff json_reports/profile.json \
 	[ -s "$T/p/$f" ] || fail "profile did not write $f: $(ls -R "$T/p")"
 done
 grep -q "^trace  *$T/p/profile.ntff (execution 2, " "$T/pr" || fail "profile report: $(cat "$T/pr")"
-grep -q "^summary  *$T/p/json_reports/profile.json: [0-9.]* us (model), critical path " "$T/pr" ||
+grep -q "^summary  *$T/p/json_reports/profile.json: [0-9.]* us (model on trn1), critical path " "$T/pr" ||
 	fail "no summary: $(cat "$T/pr")"
 "$PY" - "$T/p" <<'PYEOF' || fail "profile contents"
 import json, sys, numpy as np
@@ -58,7 +76,19 @@ assert "traceEvents" in t, list(t)
 s = json.load(open(d + "/json_reports/profile_exec_4.json"))
 assert s["execution"] == 4 and s["kernel"] == "vector_add", s
 assert (np.load(d + "/out.npy") == 4).all()
+assert s["target"] == "trn1" and s["model_version"], s
+# Slices never overlap on one track: ts and dur are rounded together.
+ends = {}
+for e in sorted((e for e in t["traceEvents"] if e.get("ph") == "X"),
+                key=lambda e: (e["tid"], e["ts"])):
+    ts, dur = round(e["ts"] * 1000), round(e["dur"] * 1000)   # whole ns
+    assert ts >= ends.get(e["tid"], 0), e
+    ends[e["tid"]] = ts + dur
 PYEOF
+"$NKICTL" profile "$T/va.nkir" -i "$T/x.npy" -i "$T/x.npy" -o "$T/p2" --target trn2 >"$T/pr2" ||
+	fail "profile --target trn2: $(cat "$T/pr2")"
+grep -q "^summary  *$T/p2/json_reports/profile.json: [0-9.]* us (model on trn2), " "$T/pr2" ||
+	fail "profile --target trn2 modeled another target: $(cat "$T/pr2")"
 rc=0; "$NKICTL" profile "$T/va.nkir" -i "$T/x.npy" -i "$T/x.npy" -o "$T/p" >"$T/e" 2>&1 || rc=$?
 [ $rc -eq 1 ] && grep -q "'$T/p/file.neff' exists; give --overwrite" "$T/e" || fail "profile over artifacts: rc $rc"
 "$NKICTL" --json profile "$T/va.nkir" -i "$T/x.npy" -i "$T/x.npy" -o "$T/p" --overwrite >"$T/p.json" ||

@@ -230,3 +230,86 @@ def test_profile_writes_the_modeled_timeline(nkid_socket, tmp_path):
     assert s["critical_path_engine"] in ("dma", "tensor", "vector", "scalar", "gpsimd")
     end = max(e["ts"] + e["dur"] for e in slices)
     assert end == pytest.approx(s["total_time_us"], rel=1e-3)
+    # No two slices overlap on a track: ts and dur are whole ns, the end
+    # rounded as the start is (docs/profile.md).
+    last = {}
+    for e in sorted(slices, key=lambda e: (e["tid"], e["ts"])):
+        ts, dur = round(e["ts"] * 1000), round(e["dur"] * 1000)
+        assert abs(e["ts"] * 1000 - ts) < 1e-6 and abs(e["dur"] * 1000 - dur) < 1e-6, e
+        assert ts >= last.get(e["tid"], 0), e
+        last[e["tid"]] = ts + dur
+    assert s["target"] == "trn1" and s["model_version"] and \
+        trace["otherData"]["model_version"] == s["model_version"]
+
+
+def test_benchmark_target_and_version(nkid_socket, monkeypatch):
+    """platform_target reaches the model (trn2, trn3 through its alias
+    gen4); the result says which target and model version made it."""
+    from nkid import nki
+    import nkid.nki.language as nl
+    import nkid.nki.typing as nt
+    args = (nt.tensor[[256, 128], nl.bfloat16], nt.tensor[[256, 512], nl.bfloat16])
+    monkeypatch.delenv("NKID_BENCHMARK_LATENCY", raising=False)
+    got = {}
+    for target, want in (("", "trn1"), ("trn2", "trn2"), ("gen4", "trn3")):
+        b = nki.benchmark(warmup=0, iters=2, platform_target=target)(pt.mm_tiled)
+        b(*args)
+        r = b.benchmark_result
+        assert r.model_target == want and r.model_version, (target, r.model_target)
+        assert ("by model %s" % r.model_version) in r.note
+        got[want] = r.model_us
+    assert got["trn1"] != got["trn2"], got       # the request's target was modeled
+
+
+@pytest.mark.parametrize("front", ["benchmark", "profile", "jit"])
+def test_unknown_target_refused(front, tmp_path):
+    """An unknown target is refused before anything runs, naming the
+    targets NKI names (no host CPU time labelled as latency)."""
+    from nkid import nki
+    with pytest.raises(ValueError, match=r"unknown target 'trn7': NKI names trn1 \(inf2, "
+                                         r"gen2\), trn2 \(gen3\), trn3 \(gen4\)"):
+        kw = {"working_directory": str(tmp_path)} if front == "profile" else {}
+        getattr(nki, front)(platform_target="trn7", **kw)(pt.mm_tiled)
+
+
+def test_trace_cli_refuses_unknown_target(tmp_path, capsys):
+    from nkid import trace as ktrace
+    with pytest.raises(SystemExit) as e:
+        ktrace.main(["kernels.perf_tutorials:mm_tiled", "--shape", "256,128",
+                     "--shape", "256,512", "--target", "trn7",
+                     "-o", str(tmp_path / "k.nkir")])
+    assert e.value.code == 2
+    assert "unknown target 'trn7': NKI names trn1" in capsys.readouterr().err
+    assert not (tmp_path / "k.nkir").exists()
+
+
+@needs_model
+def test_model_public_figures(tmp_path):
+    """Every published latency (perf_tutorials.public_cases): within 2.1x
+    (the long mamba_v2 sequences spill on hardware; the model does not),
+    at least 80% within 1.5x; and each family within 1.5x (but for the
+    spilling mamba_v2 points) when modeled with nothing fitted to it."""
+    rows = pt.public_report(NKIMODEL, str(tmp_path))
+    assert len(rows) == 26
+    assert all(r[4] <= 2.1 for r in rows), [r[:5] for r in rows if r[4] > 2.1]
+    assert sum(r[4] <= 1.5 for r in rows) >= 0.8 * len(rows)
+    spill = {"mamba_v2_7168", "mamba_v2_8192"}
+    held = [r for r in rows if r[1] not in spill]
+    assert all(r[6] <= 1.5 for r in held), [(r[1], r[6]) for r in held if r[6] > 1.5]
+    # The unfitted model keeps the ladder's order too.
+    lo = {r[1]: r[5] for r in rows if r[0] == "matmul"}
+    order = [n for n, _ in pt.MATMUL_PUBLISHED]
+    assert sorted(order, key=lambda n: -lo[n]) == order
+
+
+@needs_model
+def test_model_trn2_tiled_utilization(tmp_path):
+    """trn2's only published figures: the kernel-optimization tutorial's
+    tiled fp32 matmul keeps TensorE 87.28% and the DMA engines 99.93% busy.
+    The model (hardware DGE per DMA instruction, 1300 ns landing) keeps
+    TensorE within 20 points of that (71%); with trn2's old knee it was
+    48.8%, the kernel 1.8x slower than the profile implies."""
+    s = pt.model(pt.mm_tiled, pt.trn2_tiled_args(), NKIMODEL, str(tmp_path), target="trn2")
+    assert s["target"] == "trn2"
+    assert abs(s["engines"]["tensor"]["active_percent"] - pt.TRN2_TILED_ACTIVE["tensor"]) <= 20
+    assert s["dma_active_percent"] >= 70

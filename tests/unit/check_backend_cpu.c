@@ -530,3 +530,39 @@ CHECK_TEST(core, test_backend_cpu_rpc_profile)
 	wire_kernel_release(&w);
 }
 END_TEST
+
+/* compile for a target: one NKI names is written into the image, so the
+ * model costs that NeuronCore; another is refused with the list; bad IR is
+ * still refused by sim/'s bounded parse first. */
+CHECK_TEST(core, test_backend_cpu_compile_target)
+{
+	struct backend		*b = d.backend;
+	struct backend_program	*p = NULL;
+	void			*image = NULL;
+	size_t			 len, image_len;
+	uint8_t			*ir = ir_tensor_add(&len, 0, P);
+	char			 diag[BACKEND_DIAG_LEN] = "", target[16];
+	double			 us;
+
+	ck_assert_ptr_nonnull(b->ops->compile_opts);
+	ck_assert_msg(b->ops->compile_opts(b->state, ir, len, "gen3", "",
+	    &image, &image_len, diag) == 0, "%s", diag);
+	ck_assert_msg(b->ops->load(b->state, image, image_len, &p, diag) == 0,
+	    "%s", diag);
+	ck_assert_int_eq(b->ops->model(b->state, p, &us, target, diag), 0);
+	ck_assert_str_eq(target, "trn2");
+	ck_assert(us > 0);
+	b->ops->unload(b->state, p);
+	free(image);
+	image = NULL;
+	ck_assert_int_eq(b->ops->compile_opts(b->state, ir, len, "trn7", "",
+	    &image, &image_len, diag), BACKEND_EINVAL);
+	ck_assert_ptr_null(image);
+	ck_assert_msg(strstr(diag, "unknown target 'trn7': NKI names trn1 "
+	    "(inf2, gen2), trn2 (gen3), trn3 (gen4)") != NULL, "%s", diag);
+	ck_assert_int_ne(b->ops->compile_opts(b->state, ir, len / 2, "trn2",
+	    "", &image, &image_len, diag), 0);
+	ck_assert_ptr_null(image);
+	free(ir);
+}
+END_TEST

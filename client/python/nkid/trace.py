@@ -30,6 +30,7 @@ import sys
 
 from ._proto import nkid_pb2 as pb
 from ._proto import nkir_pb2 as ir
+from . import targets as _targets
 from .tracer import trace as _trace
 from .nki.typing import TensorPlaceholder
 
@@ -107,6 +108,14 @@ def trace_to_file(kernel, args, path, grid=None, target="", options=""):
     return traced
 
 
+def _target(name):
+    """argparse type: a target NKI names, else the error listing them."""
+    try:
+        return _targets.check(name)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m nkid.trace",
                                 description="Trace a NKI kernel to NKIR and save it.")
@@ -115,7 +124,8 @@ def main(argv=None):
     p.add_argument("--dtype", action=_Ordered, help="dtype of the preceding --shape")
     p.add_argument("--arg", action=_Ordered, help="a static argument (Python literal)")
     p.add_argument("--grid", default=None, help="launch grid g0,g1,...")
-    p.add_argument("--target", default="", help="compile target (trn1, trn2, ...)")
+    p.add_argument("--target", default="", type=_target,
+                   help="compile target: " + _targets.NAMES)
     p.add_argument("--options", default="", help="additional compile options")
     p.add_argument("-o", "--output", default=None, help="output file (default KERNEL.nkir)")
     p.add_argument("--print", action="store_true", help="print the IR as text")

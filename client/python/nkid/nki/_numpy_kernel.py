@@ -25,6 +25,7 @@ import numpy as np
 
 from .._proto import nkid_pb2 as pb
 from .. import _shm
+from .. import targets as _targets
 from . import _plan
 from .. import tracer as _tracer
 from ..client import get_client, to_wire, from_wire, kernel_ref
@@ -160,7 +161,7 @@ class TraceKernel:
         self.func = func
         self.grid = normalize_grid(grid)
         self.kwargs = kwargs
-        self.platform_target = kwargs.get("platform_target") or ""
+        self.platform_target = _targets.check(kwargs.get("platform_target") or "")
         self.additional_compile_opt = kwargs.get("additional_compile_opt") or ""
         #: compile again even if nkid has a failure cached for the kernel
         self.retry_failed = bool(kwargs.get("retry_failed", False))
@@ -514,16 +515,18 @@ class BenchmarkResult:
     :class:`NCLatency`, or None when iters < MIN_LATENCY_ITERS) and the raw
     per-iteration ``samples_us``; on the cpu backend also ``cpu_latency``
     and ``cpu_samples_us`` (the host executor's time), ``model_us`` and
-    ``model_target`` (the NeuronCore model) and ``note``."""
+    ``model_target`` and ``model_version`` (the NeuronCore model,
+    docs/model.md) and ``note``."""
 
     def __init__(self, nc_latency, samples_us=(), cpu_latency=None, cpu_samples_us=(),
-                 model_us=0.0, model_target="", note=""):
+                 model_us=0.0, model_target="", note="", model_version=""):
         self.nc_latency = nc_latency
         self.samples_us = list(samples_us)
         self.cpu_latency = cpu_latency
         self.cpu_samples_us = list(cpu_samples_us)
         self.model_us = model_us
         self.model_target = model_target
+        self.model_version = model_version
         self.note = note
 
     @classmethod
@@ -547,7 +550,7 @@ class BenchmarkResult:
             samples, src = [reply.model_us] * len(samples), "model"
         lat = NCLatency(pct, src, note) if pct and enough else None
         return cls(lat, samples, cpu_lat, reply.cpu_samples_us, reply.model_us,
-                   reply.model_target, note)
+                   reply.model_target, note, reply.model_version)
 
 
 class BenchmarkKernel(NumpyKernel):

@@ -10,6 +10,7 @@ torch tensor selects PyTorchXLAKernel; anything else BaremetalKernel).
 import functools
 
 from ..errors import front_door
+from .. import targets as _targets
 from ._numpy_kernel import (TraceKernel, BaremetalKernel, BenchmarkKernel, SimulateKernel,
                             ProfileKernel, normalize_grid)
 from ._jax import JAXKernel, is_jax_tensor as _is_jax_tensor
@@ -70,6 +71,7 @@ class GenericKernel:
     __test__ = False        # not a pytest test when named test_* (TraceKernel)
 
     def __init__(self, func, mode="auto", grid=(), **kwargs):
+        _targets.check(kwargs.get("platform_target") or "")
         self.func = func
         self.mode = mode
         self.grid = normalize_grid(grid)

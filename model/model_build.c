@@ -1,0 +1,455 @@
+/* model_build.c: the model's build pass: the NKIR body turned into costed ops and loop nodes, loop-invariant ops hoisted, tiles given buffers. */
+#include <assert.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nkir.pb-c.h"
+
+#include "model/model.h"
+#include "model/model_impl.h"
+#include "sim/sim.h"
+
+/* ------------------------------------------------------------ build */
+
+/* An nki.isa op that leaves elements of its destination as they were
+ * (a predicate, a run-time index, 255 in a shuffle mask, add-in). */
+static int
+model_keeps_dst(const Nkir__V1__Op *o)
+{
+	size_t	i;
+
+	switch (o->kind) {
+	case NKIR__V1__OP_KIND__OP_COPY_PREDICATED:
+	case NKIR__V1__OP_KIND__OP_SHUFFLE:
+		return (1);
+	case NKIR__V1__OP_KIND__OP_DMA_COPY:
+	case NKIR__V1__OP_KIND__OP_COPY_DYNAMIC:
+		if (o->alu != NKIR__V1__ALU_OP__ALU_INVALID || o->oob_skip)
+			return (1);
+		for (i = 0; i < o->n_dyn; i++)
+			if (o->dyn[i] != NULL && o->dyn[i]->operand == 0)
+				return (1);
+		return (0);
+	default:
+		return (0);
+	}
+}
+
+/* An op with effects beyond its destination (an engine's accumulator
+ * registers, the random stream): never hoisted out of a loop. */
+static int
+model_stateful(const Nkir__V1__Op *o)
+{
+	switch (o->kind) {
+	case NKIR__V1__OP_KIND__OP_ACC_READ:
+	case NKIR__V1__OP_KIND__OP_ISA_DROPOUT:
+	case NKIR__V1__OP_KIND__OP_TENSOR_SCALAR_ACC:
+		return (1);
+	case NKIR__V1__OP_KIND__OP_ACT_ACC:
+	case NKIR__V1__OP_KIND__OP_RANGE_SELECT:
+	case NKIR__V1__OP_KIND__OP_SELECT_REDUCE:
+		return (o->reduce_cmd != NKIR__V1__REDUCE_CMD__RCMD_IDLE);
+	default:
+		return (0);
+	}
+}
+
+/* Does op o (or any op under it) write tensor tid? skip is excluded. */
+static int
+model_writes(const Nkir__V1__Op *const *body, size_t n, uint32_t tid,
+    const Nkir__V1__Op *skip)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		const Nkir__V1__Op *o = body[i];
+
+		if (o == NULL || o == skip)
+			continue;
+		if (o->kind == NKIR__V1__OP_KIND__OP_LOOP) {
+			if (o->loop != NULL && model_writes((const Nkir__V1__Op
+			    *const *)o->loop->body, o->loop->n_body, tid, skip))
+				return (1);
+			continue;
+		}
+		if (o->kind == NKIR__V1__OP_KIND__OP_IF) {
+			if (o->branch != NULL && (model_writes((const
+			    Nkir__V1__Op *const *)o->branch->then_body,
+			    o->branch->n_then_body, tid, skip) || model_writes(
+			    (const Nkir__V1__Op *const *)o->branch->else_body,
+			    o->branch->n_else_body, tid, skip)))
+				return (1);
+			continue;
+		}
+		if (o->kind == NKIR__V1__OP_KIND__OP_ALLOC &&
+		    o->fill == NKIR__V1__FILL__FILL_UNINIT)
+			continue;
+		if (o->kind == NKIR__V1__OP_KIND__OP_PRINT)
+			continue;
+		if (o->dst != NULL && o->dst->tensor == tid)
+			return (1);
+	}
+	return (0);
+}
+
+/* Whether any of the n affine expressions e uses loop variable var. */
+static int
+model_affines_use_var(Nkir__V1__Affine *const *e, size_t n, uint32_t var)
+{
+	size_t	i, j;
+
+	for (i = 0; i < n; i++)
+		for (j = 0; e[i] != NULL && j < e[i]->n_terms; j++)
+			if (e[i]->terms[j]->kind ==
+			    NKIR__V1__TERM_KIND__TERM_LOOP &&
+			    e[i]->terms[j]->index == var)
+				return (1);
+	return (0);
+}
+
+static int
+model_uses_var(const Nkir__V1__Access *a, uint32_t var)
+{
+	if (a == NULL)
+		return (0);
+	return (model_affines_use_var(a->index, a->n_index, var) ||
+	    model_affines_use_var(a->mask, a->n_mask, var));
+}
+
+/*
+ * Loop-invariant compute instructions run once per entry of the loop
+ * (GUESSED compiler behaviour, see docs/model.md): a Vector/Scalar/
+ * GpSimd/Tensor op whose accesses do not use the loop's variable, whose
+ * sources nothing in the loop writes, and whose destination nothing else
+ * in the loop writes. DMAs are never hoisted.
+ */
+static uint32_t
+model_invariant(const struct model_scope *sc, const Nkir__V1__Op *o,
+    int track)
+{
+	uint32_t	mask = 0;
+	size_t		i;
+	int		d;
+
+	if (track < 0 || o->dst == NULL ||
+	    o->kind == NKIR__V1__OP_KIND__OP_ALLOC ||
+	    (o->kind == NKIR__V1__OP_KIND__OP_MATMUL && o->accumulate) ||
+	    model_stateful(o) || model_keeps_dst(o))
+		return (0);
+	for (d = 0; d < sc->depth; d++) {
+		const Nkir__V1__Loop *l = sc->loop[d];
+		const Nkir__V1__Op *const *body = (const Nkir__V1__Op *const *)
+		    l->body;
+		int	ok = 1;
+
+		if (model_uses_var(o->dst, l->var))
+			continue;
+		for (i = 0; ok && i < o->n_src; i++) {
+			const Nkir__V1__Operand *s = o->src[i];
+
+			if (s == NULL || s->value_case !=
+			    NKIR__V1__OPERAND__VALUE_ACCESS)
+				continue;
+			if (model_uses_var(s->access, l->var) ||
+			    s->access->tensor == o->dst->tensor ||
+			    model_writes(body, l->n_body, s->access->tensor, NULL))
+				ok = 0;
+		}
+		if (ok && !model_writes(body, l->n_body, o->dst->tensor, o))
+			mask |= 1u << d;
+	}
+	return (mask);
+}
+
+
+/*
+ * nisa.activation(op, data, scale=tile) is one ScalarE instruction (arch:
+ * "Pipelined Multiply-Add" before the function, "at no additional
+ * performance cost"), but NKIR's Op.scale is a number, so the tracer
+ * writes a tile scale as a multiply followed by the activation, both on
+ * the call's line. Such a pair is costed as the one instruction: the
+ * multiply passes its inputs' readiness through (ENG_FUSED).
+ */
+static void
+model_fuse(struct model_ctx *m, uint32_t first, uint32_t n)
+{
+	uint32_t	i;
+
+	for (i = 0; i + 1 < n; i++) {
+		const struct model_node	*a = &m->nodes[first + i];
+		const struct model_node	*b = &m->nodes[first + i + 1];
+		struct model_op		*x, *y;
+		int			 j, scalar = 0;
+
+		if (a->loop || b->loop)
+			continue;
+		x = &m->ops[a->op];
+		y = &m->ops[b->op];
+		if (x->kind != NKIR__V1__OP_KIND__OP_TENSOR_TENSOR ||
+		    (y->kind != NKIR__V1__OP_KIND__OP_ACTIVATION &&
+		    y->kind != NKIR__V1__OP_KIND__OP_ACT_ACC) ||
+		    x->line != y->line || x->file != y->file || y->nsrc < 1 ||
+		    y->src[0]->tensor != x->dst->tensor || !x->dst->covers)
+			continue;
+		for (j = 0; j < x->nsrc; j++)
+			scalar += x->src[j]->free_bcast;
+		if (scalar == 1 && x->nsrc == 2)
+			x->track = ENG_FUSED;
+	}
+}
+
+static int
+model_build_op(struct model_ctx *m, const Nkir__V1__Op *o,
+    struct model_scope *sc, uint32_t *opidx)
+{
+	const Nkir__V1__Kernel	*k = m->k;
+	struct model_op		*op;
+	size_t			 i;
+
+	m->ops = model_grow(m->ops, &m->capops, m->nops + 1, sizeof *m->ops);
+	if (m->ops == NULL)
+		return (model_fail(m, MODEL_ELIMIT, "out of memory"));
+	op = &m->ops[m->nops];
+	*opidx = (uint32_t)m->nops++;
+	op->kind = o->kind;
+	op->name = model_op_name(o->kind);
+	op->track = model_engine(o);
+	op->depth = sc->depth;
+	if (o->loc != NULL) {
+		op->line = o->loc->line;
+		if (o->loc->file < k->n_files)
+			op->file = k->files[o->loc->file];
+	}
+	if (o->dst == NULL)
+		return (model_fail(m, MODEL_EPARSE, "an op has no destination "
+		    "(line %u)", op->line));
+	if ((op->dst = model_acc_new(m, o->dst)) == NULL)
+		return (m->error);
+	for (i = 0; i < o->n_src; i++) {
+		const Nkir__V1__Operand *s = o->src[i];
+
+		if (s == NULL || s->value_case != NKIR__V1__OPERAND__VALUE_ACCESS)
+			continue;
+		if (op->nsrc == 3)
+			return (model_fail(m, MODEL_EPARSE, "an op has more "
+			    "than 3 operands (line %u)", op->line));
+		if ((op->src[op->nsrc] = model_acc_new(m, s->access)) == NULL)
+			return (m->error);
+		if (s->access->tensor == o->dst->tensor)
+			op->dst_read = 1;
+		op->nsrc++;
+	}
+	if (o->kind == NKIR__V1__OP_KIND__OP_MATMUL && o->accumulate)
+		op->dst_read = 1;
+	if (model_keeps_dst(o))
+		op->dst_read = 1;
+	if ((o->kind == NKIR__V1__OP_KIND__OP_LOAD ||
+	    o->kind == NKIR__V1__OP_KIND__OP_STORE) && op->nsrc < 1)
+		return (model_fail(m, MODEL_EPARSE, "a %s has no source "
+		    "(line %u)", op->name, op->line));
+	if (model_cost(m, op, o) != 0)
+		return (model_fail(m, MODEL_EPARSE, "a %s is missing an "
+		    "operand (line %u)", op->name, op->line));
+	op->new_version = o->kind == NKIR__V1__OP_KIND__OP_ALLOC ||
+	    (op->dst->covers && !op->dst_read);
+	op->inv_mask = model_invariant(sc, o, op->track);
+	if (op->new_version && sc->depth > 0 && o->dst->tensor < m->ntensors)
+		m->tensors[o->dst->tensor].in_loop = 1;
+	if (o->dst->tensor < m->ntensors)
+		m->tensors[o->dst->tensor].written = 1;
+	return (0);
+}
+
+int
+model_build_body(struct model_ctx *m, Nkir__V1__Op **body, size_t n,
+    struct model_scope *sc, uint32_t *first, uint32_t *count)
+{
+	uint32_t	base;
+	size_t		i;
+
+	m->nodes = model_grow(m->nodes, &m->capnodes, m->nnodes + n,
+	    sizeof *m->nodes);
+	if (m->nodes == NULL)
+		return (model_fail(m, MODEL_ELIMIT, "out of memory"));
+	base = (uint32_t)m->nnodes;
+	m->nnodes += n;
+	*first = base;
+	*count = (uint32_t)n;
+	for (i = 0; i < n; i++) {
+		const Nkir__V1__Op	*o = body[i];
+		struct model_node	 nd;
+
+		memset(&nd, 0, sizeof nd);
+		if (o == NULL)
+			return (model_fail(m, MODEL_EPARSE, "an empty op"));
+		if (o->kind == NKIR__V1__OP_KIND__OP_LOOP) {
+			const Nkir__V1__Loop *l = o->loop;
+			uint32_t f, c;
+
+			if (l == NULL || l->step == 0 ||
+			    l->var >= m->k->num_loop_vars)
+				return (model_fail(m, MODEL_EPARSE, "a malformed "
+				    "loop"));
+			if (sc->depth >= MODEL_MAX_DEPTH)
+				return (model_fail(m, MODEL_ELIMIT, "loops "
+				    "nested more than %d deep", MODEL_MAX_DEPTH));
+			nd.loop = 1;
+			nd.var = l->var;
+			nd.start = l->start;
+			nd.step = l->step;
+			if (l->step > 0 && l->stop > l->start)
+				nd.trip = ((uint64_t)l->stop - (uint64_t)
+				    l->start + (uint64_t)l->step - 1) /
+				    (uint64_t)l->step;
+			else if (l->step < 0 && l->stop < l->start)
+				nd.trip = ((uint64_t)l->start - (uint64_t)
+				    l->stop + (uint64_t)(-l->step) - 1) /
+				    (uint64_t)(-l->step);
+			sc->loop[sc->depth++] = l;
+			if (model_build_body(m, l->body, l->n_body, sc, &f,
+			    &c) != 0)
+				return (m->error);
+			sc->depth--;
+			nd.first = f;
+			nd.n = c;
+		} else if (o->kind == NKIR__V1__OP_KIND__OP_IF) {
+			uint32_t f, c;
+
+			if (o->branch == NULL || sc->depth >= MODEL_MAX_DEPTH)
+				return (model_fail(m, MODEL_EPARSE, "a malformed "
+				    "if"));
+			nd.loop = 2;
+			nd.br = o->branch;
+			if (model_build_body(m, o->branch->then_body,
+			    o->branch->n_then_body, sc, &f, &c) != 0)
+				return (m->error);
+			nd.first = f;
+			nd.n = c;
+			if (model_build_body(m, o->branch->else_body,
+			    o->branch->n_else_body, sc, &f, &c) != 0)
+				return (m->error);
+			nd.efirst = f;
+			nd.en = c;
+		} else if (o->kind == NKIR__V1__OP_KIND__OP_RANDOM_SEED) {
+			/* no data to move or compute: an empty node */
+			nd.loop = 1;
+		} else if (model_build_op(m, o, sc, &nd.op) != 0)
+			return (m->error);
+		m->nodes[base + i] = nd;
+	}
+	model_fuse(m, base, (uint32_t)n);
+	return (0);
+}
+
+/* Give each tile its buffers: one, more for tiles declared in loops while SBUF (PSUM banks) last. */
+int
+model_tensors_init(struct model_ctx *m)
+{
+	const Nkir__V1__Kernel	*k = m->k;
+	size_t			 i;
+
+	m->ntensors = k->n_tensors;
+	if ((m->tensors = calloc(m->ntensors + 1, sizeof *m->tensors)) == NULL)
+		return (model_fail(m, MODEL_ELIMIT, "out of memory"));
+	for (i = 0; i < k->n_tensors; i++) {
+		const Nkir__V1__Tensor	*t = k->tensors[i];
+		struct model_tensor	*x = &m->tensors[i];
+		uint64_t		 size = 1, parts;
+		size_t			 d;
+
+		if (t == NULL || t->n_shape < 1 || t->n_shape > 8)
+			return (model_fail(m, MODEL_EPARSE, "tensor %zu is "
+			    "malformed", i));
+		for (d = 0; d < t->n_shape; d++) {
+			if (t->shape[d] == 0 || size > (1ULL << 40) /
+			    t->shape[d])
+				return (model_fail(m, MODEL_EPARSE, "tensor "
+				    "'%s' is too large", t->name));
+			size *= t->shape[d];
+		}
+		x->space = t->space;
+		x->dtype = t->dtype;
+		x->size = size;
+		x->nbuf = 1;
+		parts = t->shape[model_part_dim(t)];
+		x->pp_bytes = size / (parts ? parts : 1) * model_esize(t->dtype);
+	}
+	return (0);
+}
+
+static int
+model_tiles_cmp(const void *a, const void *b)
+{
+	const struct model_tensor *x = *(struct model_tensor *const *)a;
+	const struct model_tensor *y = *(struct model_tensor *const *)b;
+
+	return (x->pp_bytes < y->pp_bytes ? -1 : x->pp_bytes > y->pp_bytes);
+}
+
+/* PSUM banks a tile of pp bytes per partition takes. */
+static uint64_t
+model_banks(uint64_t pp)
+{
+	return ((pp + MODEL_PSUM_BANK_BYTES - 1) / MODEL_PSUM_BANK_BYTES);
+}
+
+/*
+ * Buffers per tile: one each; then, while SBUF (PSUM banks) last, one
+ * more for tiles written afresh inside a loop, smallest first, up to
+ * MODEL_MAX_NBUF: the compiler's multi-buffering (GUESSED policy).
+ */
+int
+model_tensors_buffers(struct model_ctx *m)
+{
+	struct model_tensor	**v;
+	uint64_t		 sbuf = 0, banks = 0;
+	size_t			 i, n = 0;
+	int			 round;
+
+	if ((v = calloc(m->ntensors + 1, sizeof *v)) == NULL)
+		return (model_fail(m, MODEL_ELIMIT, "out of memory"));
+	for (i = 0; i < m->ntensors; i++) {
+		struct model_tensor *x = &m->tensors[i];
+
+		x->nbuf = 1;
+		if (x->space == NKIR__V1__SPACE__SPACE_SBUF)
+			sbuf += x->pp_bytes;
+		else if (x->space == NKIR__V1__SPACE__SPACE_PSUM)
+			banks += model_banks(x->pp_bytes);
+		else
+			continue;
+		if (x->in_loop)
+			v[n++] = x;
+	}
+	qsort(v, n, sizeof *v, model_tiles_cmp);
+	for (round = 1; round < MODEL_MAX_NBUF; round++)
+		for (i = 0; i < n; i++) {
+			struct model_tensor *x = v[i];
+
+			if (x->nbuf != round)
+				continue;
+			if (x->space == NKIR__V1__SPACE__SPACE_SBUF) {
+				if (sbuf + x->pp_bytes > m->t->sbuf_pp)
+					continue;
+				sbuf += x->pp_bytes;
+			} else {
+				if (banks + model_banks(x->pp_bytes) >
+				    MODEL_PSUM_BANKS)
+					continue;
+				banks += model_banks(x->pp_bytes);
+			}
+			x->nbuf++;
+		}
+	free(v);
+	for (i = 0; i < m->ntensors; i++) {
+		struct model_tensor *x = &m->tensors[i];
+
+		if ((x->bufs = calloc((size_t)x->nbuf, sizeof *x->bufs)) == NULL)
+			return (model_fail(m, MODEL_ELIMIT, "out of memory"));
+	}
+	return (0);
+}

@@ -1,0 +1,126 @@
+"""Microbenchmark kernels for the NeuronCore model (docs/model.md,
+"Microbenchmarks"): each exercises one instruction or one DMA pattern
+between a load and a store, so that tests/python/test_model_micro.py can
+pin the cost NKI's documents imply for it, swept over sizes and dtypes.
+Written for this project."""
+
+from nkid import nki
+import nkid.nki.isa as nisa
+import nkid.nki.language as nl
+
+P = 128
+
+
+def _io(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    return out, nl.load(x)
+
+
+@nki.jit
+def act_exp(x):
+    """ScalarE: one activation over [P, N]."""
+    out, t = _io(x)
+    nl.store(out, value=nisa.activation(op=nl.exp, data=t))
+    return out
+
+
+@nki.jit
+def tt_add(x, y):
+    """VectorE: one tensor_tensor add of two SBUF tiles."""
+    out, a = _io(x)
+    b = nl.load(y)
+    nl.store(out, value=nisa.tensor_tensor(a, b, op=nl.add))
+    return out
+
+
+@nki.jit
+def tt_mul(x, y):
+    """VectorE: one tensor_tensor multiply of two SBUF tiles."""
+    out, a = _io(x)
+    b = nl.load(y)
+    nl.store(out, value=nisa.tensor_tensor(a, b, op=nl.multiply))
+    return out
+
+
+@nki.jit
+def ts_mul(x):
+    """VectorE: one tensor_scalar multiply by a constant."""
+    out, t = _io(x)
+    nl.store(out, value=nisa.tensor_scalar(data=t, op0=nl.multiply, operand0=2.0))
+    return out
+
+
+@nki.jit
+def reduce_add(x):
+    """VectorE: one tensor_reduce add along the free axis."""
+    out = nl.ndarray((x.shape[0], 1), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=nisa.tensor_reduce(op=nl.add, data=t, axis=(1,), keepdims=True))
+    return out
+
+
+@nki.jit
+def matmul_one(a, b):
+    """TensorE: one nc_matmul of a [K, M] stationary and a [K, N] moving tile."""
+    K, M = a.shape
+    _, N = b.shape
+    out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    sa = nl.load(a)
+    sb = nl.load(b)
+    acc = nisa.nc_matmul(sa, sb)
+    nl.store(out, value=nl.copy(acc, dtype=nl.float32))
+    return out
+
+
+@nki.jit
+def copy_hbm(x):
+    """DMA: one [P, F] load and one store, contiguous rows."""
+    out, t = _io(x)
+    nl.store(out, value=t)
+    return out
+
+
+@nki.jit
+def rows_one_by_one(x):
+    """DMA: the rows of a [P, F] tile loaded one partition at a time, then
+    stored at once (writes disjoint only in their partitions)."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    for i in nl.affine_range(x.shape[0]):
+        t[i:i + 1, :] = nl.load(x[i:i + 1, :])
+    nl.store(out, value=t)
+    return out
+
+
+@nki.jit
+def column_gather(x):
+    """DMA: a [P, F] tile read from the transpose of a [F, P] tensor in HBM
+    (every element its own contiguous run)."""
+    F, Pn = x.shape
+    out = nl.ndarray((Pn, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    i, j = nl.mgrid[0:Pn, 0:F]
+    t = nl.load(x[j, i])
+    nl.store(out, value=t)
+    return out
+
+
+@nki.jit
+def vector_beside_gpsimd(x):
+    """A VectorE and a GpSimd instruction on the same SBUF tile, independent
+    of each other (tensor_tensor add; tensor_tensor power runs on GpSimd)."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    out2 = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=nisa.tensor_tensor(t, t, op=nl.add))
+    nl.store(out2, value=nisa.tensor_tensor(t, t, op=nl.power))
+    return out, out2
+
+
+@nki.jit
+def masked_rows(x, rows):
+    """DMA: a [P, F] load and store masked to the first `rows` partitions."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ip, jf = nl.mgrid[0:x.shape[0], 0:x.shape[1]]
+    t = nl.load(x[ip, jf], mask=(ip < rows))
+    nl.store(out[ip, jf], value=t, mask=(ip < rows))
+    return out
