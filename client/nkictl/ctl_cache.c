@@ -1,6 +1,9 @@
 /* ctl_cache.c: what the cache commands share: the cache directory options, the offline cache, listings, KEY... results, entries as JSON. */
+#include <sys/stat.h>
+
 #include <assert.h>
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,14 +13,66 @@
 #include "proto/wire.h"
 #include "sim/sim.h"
 #include "ctl_cache.h"
+#include "ctl_rpc.h"
 
 /* How many entries an ambiguous prefix names in its message. */
 #define CTL_CACHE_AMBIGUOUS_SHOWN	3
+/* How long an offline command waits for nkid to name its cache. */
+#define CTL_CACHE_ASK_S			5.0
 
 const struct ctl_opt ctl_cache_opts_dir[] = {
 	CTL_CACHE_OPTS_DIR,
 	CTL_OPT_END
 };
+
+/* mkdir -p path, each new directory mode 0750. 0, or -1 with errno. */
+static int
+ctl_cache_mkdirs(const char *path)
+{
+	char	buf[4096], *p;
+
+	if (strlen(path) >= sizeof buf) {
+		errno = ENAMETOOLONG;
+		return (-1);
+	}
+	strcpy(buf, path);
+	for (p = buf + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0750) == -1 && errno != EEXIST)
+			return (-1);
+		*p = '/';
+	}
+	if (mkdir(buf, 0750) == -1 && errno != EEXIST)
+		return (-1);
+	return (0);
+}
+
+/*
+ * An offline command pointed at another nkid (-s, $NKID_SOCKET) and given
+ * no directory works on that nkid's cache directory, as its Status names
+ * it: not on the default one, which is another nkid's.
+ */
+static int
+ctl_cache_where_ask(struct ctl_ctx *ctx, char **dir)
+{
+	Nkid__V1__StatusRequest	 req = NKID__V1__STATUS_REQUEST__INIT;
+	Nkid__V1__StatusReply	*r;
+	struct ctl_rpc_status	 st;
+
+	if ((ctx->rpc == NULL && ctl_rpc_open(ctx->socket, &ctx->rpc,
+	    &st) < 0) || ctl_rpc_call(ctx->rpc, "Status", &req.base,
+	    &nkid__v1__status_reply__descriptor, CTL_CACHE_ASK_S,
+	    (ProtobufCMessage **)&r, &st) < 0)
+		return (ctl_usage_fail(ctx, "cannot tell which cache directory "
+		    "the nkid at '%s' uses (%s): give --cache-dir DIR or "
+		    "--state-dir DIR", ctx->socket, st.msg));
+	if ((*dir = strdup(r->cache_dir)) == NULL)
+		abort();
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	return (0);
+}
 
 int
 ctl_cache_where_get(struct ctl_ctx *ctx, const struct ctl_args *a,
@@ -133,18 +188,30 @@ ctl_cache_open(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
     int readonly, struct cache **out)
 {
 	struct cache_opts	o;
-	char			err[1024];
+	char			err[1024], *asked = NULL;
+	int			rc = 0;
 
+	if (w->dir == NULL && strcmp(ctx->socket, CTL_DEFAULT_SOCKET) != 0 &&
+	    (rc = ctl_cache_where_ask(ctx, &asked)) != 0)
+		return (rc);
+	/* A directory named to write into is made, as nkid makes its own. */
+	if (!readonly && w->dir != NULL && ctl_cache_mkdirs(w->dir) != 0) {
+		ctl_errorf(ctx, "%s: cannot create cache directory '%s': %s",
+		    ctx->cmd->name, w->dir, strerror(errno));
+		return (CTL_EXIT_FAIL);
+	}
 	memset(&o, 0, sizeof o);
-	o.dir = w->dir != NULL ? w->dir : CTL_CACHE_DEFAULT_DIR;
+	o.dir = w->dir != NULL ? w->dir : asked != NULL ? asked :
+	    CTL_CACHE_DEFAULT_DIR;
 	o.readonly = readonly;
 	o.log = ctl_cache_log_cb;
 	o.log_arg = ctx;
 	if (cache_open(out, &o, err, sizeof err) != 0) {
 		ctl_errorf(ctx, "%s: %s", ctx->cmd->name, err);
-		return (CTL_EXIT_FAIL);
+		rc = CTL_EXIT_FAIL;
 	}
-	return (0);
+	free(asked);
+	return (rc);
 }
 
 /* k->fn on each of the n keys in the cache directory of w. */

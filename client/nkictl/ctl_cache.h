@@ -55,9 +55,12 @@ int	 ctl_cache_where_get(struct ctl_ctx *ctx, const struct ctl_args *a,
 void	 ctl_cache_where_release(struct ctl_cache_where *w);
 
 /*
- * Open the cache in w->dir (default CTL_CACHE_DEFAULT_DIR) for an offline
- * command; readonly for inspection. Returns 0 with *out, closed with
- * cache_close, or prints the failure and returns CTL_EXIT_FAIL.
+ * Open the cache in w->dir for an offline command; readonly for
+ * inspection. Without w->dir: the cache_dir that the nkid at ctx->socket
+ * names in its Status when that is not the default socket (-s,
+ * $NKID_SOCKET: another nkid's), else CTL_CACHE_DEFAULT_DIR. Returns 0
+ * with *out, closed with cache_close, or prints the failure and returns
+ * CTL_EXIT_FAIL (CTL_EXIT_USAGE: that nkid did not answer).
  */
 int	 ctl_cache_open(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
 	    int readonly, struct cache **out);

@@ -1,4 +1,5 @@
 /* ctl_cache_ls.c: `nkictl cache ls [NAME]`: entries of a kernel (or all), most recently used first, with their signatures, from nkid or from a cache directory. */
+#include <ctype.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +123,7 @@ ctl_cache_ls_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	struct ctl_cache_where		 w = { 0, NULL };
 	unsigned long long		 limit = 0;
 	const char			*name, *prefix;
+	char				 low[CACHE_KEY_LEN + 1];
 	cJSON				*o, *arr;
 	size_t				 i;
 	int				 rc;
@@ -134,11 +136,17 @@ ctl_cache_ls_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	if ((rc = ctl_args_uint(ctx, a, "limit", 1, 1000000, &limit)) != 0 ||
 	    (rc = ctl_cache_where_get(ctx, a, &w)) != 0)
 		goto out;
-	if (prefix != NULL && strspn(prefix, "0123456789abcdef") !=
-	    strlen(prefix)) {
-		rc = ctl_usage_fail(ctx, "bad key prefix '%s': want lower-case "
-		    "hex digits", prefix);
+	if (prefix != NULL && (strlen(prefix) >= sizeof low ||
+	    strspn(prefix, "0123456789abcdefABCDEF") != strlen(prefix))) {
+		rc = ctl_usage_fail(ctx, "bad key prefix '%s': want at most "
+		    "%d hex digits", prefix, CACHE_KEY_LEN);
 		goto out;
+	}
+	if (prefix != NULL) {
+		for (i = 0; prefix[i] != '\0'; i++)
+			low[i] = (char)tolower((unsigned char)prefix[i]);
+		low[i] = '\0';
+		prefix = low;
 	}
 	/* A kernel name is matched here: nkid lists by key prefix. */
 	if ((rc = ctl_cache_listing_get(ctx, &w, prefix != NULL ? prefix : "",
