@@ -14,6 +14,7 @@
 struct ctl_warmup {
 	const struct ctl_manifest	*m;
 	size_t				*idx;	/* sent item -> m's item */
+	int				 retry_failed;	/* --retry-failed */
 	unsigned			 compiled;
 	unsigned			 cached;
 	unsigned			 failed;
@@ -24,6 +25,8 @@ struct ctl_warmup {
 
 static const struct ctl_opt ctl_warmup_opts[] = {
 	{ 'j', "jobs", "N", "kernels per Warmup call (default 16)" },
+	{ 0, "retry-failed", NULL, "compile again the kernels whose failure "
+	    "is cached" },
 	CTL_OPT_END
 };
 
@@ -109,6 +112,7 @@ ctl_warmup_run(struct ctl_ctx *ctx, struct ctl_warmup *w, size_t jobs)
 		}
 		nkid__v1__warmup_item__init(&items[n]);
 		ctl_manifest_ref(m, i, &refs[n]);
+		refs[n].retry_failed = w->retry_failed;
 		items[n].ref = &refs[n];
 		itemp[n] = &items[n];
 		w->idx[n++] = i;
@@ -143,6 +147,7 @@ ctl_warmup_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	}
 	memset(&w, 0, sizeof w);
 	w.m = &m;
+	w.retry_failed = ctl_args_has(a, "retry-failed") > 0;
 	ctl_progress_init(&w.progress, ctx, "warmup", "kernels", m.n);
 	if (ctx->json) {
 		o = cJSON_CreateObject();
@@ -173,7 +178,7 @@ out:
 
 const struct ctl_cmd ctl_warmup_cmd = {
 	.name = "warmup",
-	.usage = "MANIFEST [-j N]",
+	.usage = "MANIFEST [-j N] [--retry-failed]",
 	.help = "compile every kernel of MANIFEST (a JSON list of traced "
 	    "kernel files, see docs/cache.md) into nkid's cache",
 	.about =
