@@ -13,6 +13,7 @@ A call past it raises ``NkidError`` with code ``DEADLINE_EXCEEDED``.
 """
 
 import os
+import stat
 import sys
 import threading
 
@@ -154,8 +155,12 @@ class Client:
 
     def _unreachable(self, detail):
         exists = os.path.exists(self.socket)
-        why = ("the socket exists but nothing accepted the connection" if exists
-               else "the socket does not exist")
+        if exists and not stat.S_ISSOCK(os.stat(self.socket).st_mode):
+            why = "it is not a socket"
+        elif exists:
+            why = "the socket exists but nothing accepted the connection"
+        else:
+            why = "the socket does not exist"
         return NkidConnectionError(
             "cannot connect to nkid at %s (%s: %s). Is nkid running? Check"
             " `systemctl status nkid`, or start it with `nkid -s %s`; set NKID_SOCKET"

@@ -135,9 +135,17 @@ def check_dtypes(func, args, kwargs):
                 got = getattr(x.dtype, "name", str(x.dtype))
                 raise shallow(TypeError(
                     "kernel '%s': parameter '%s' has dtype %s, which NKI does not accept;"
-                    " NKI accepts %s (convert it first, e.g. %s.astype(numpy.float32))"
+                    " NKI accepts %s (convert it first, e.g. %s.astype(numpy.%s))"
                     % (getattr(func, "__name__", "?"), pname, got,
-                       ", ".join(accepted_dtypes()), pname))) from None
+                       ", ".join(accepted_dtypes()), pname,
+                       _NEAREST_DTYPE.get(got, "float32")))) from None
+
+
+# The accepted dtype a conversion suggests for one NKI does not take.
+_NEAREST_DTYPE = {"int64": "int32", "uint64": "uint32", "longlong": "int32",
+                  "ulonglong": "uint32", "float64": "float32",
+                  "longdouble": "float32", "complex64": "float32",
+                  "complex128": "float32"}
 
 
 def dump_config(traced, platform_target="", additional_compile_opt="", grid=()):

@@ -1,0 +1,30 @@
+"""The Python side of issue 31's rough edges: messages that name what is
+wrong and suggest what would work."""
+import numpy as np
+import pytest
+
+import nkid
+from nkid.client import Client, pb
+from kernels import elementwise as ew
+
+
+def test_int64_input_suggests_int32():
+    # item 11: the suggested conversion is the nearest dtype NKI takes.
+    y = np.zeros((128, 512), np.float32)
+    with pytest.raises(TypeError) as e:
+        ew.add_tiled(np.zeros((128, 512), np.int64), y)
+    assert "parameter 'x' has dtype int64" in str(e.value)
+    assert "x.astype(numpy.int32)" in str(e.value)
+    with pytest.raises(TypeError) as e:
+        ew.add_tiled(y, np.zeros((128, 512)))
+    assert "y.astype(numpy.float32)" in str(e.value)
+
+
+def test_regular_file_at_the_socket_path_is_not_a_socket(tmp_path):
+    # item 11: as nkictl says it, not "nothing accepted the connection".
+    path = tmp_path / "nkid.sock"
+    path.write_text("")
+    with pytest.raises(nkid.NkidError) as e:
+        Client(str(path)).call("Ping", pb.PingRequest(), timeout=2)
+    assert "it is not a socket" in str(e.value)
+    assert "nothing accepted" not in str(e.value)
