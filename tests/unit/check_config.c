@@ -135,7 +135,39 @@ CHECK_TEST(errors, test_config_unknown_key_named)
 	struct config	cfg;
 
 	ck_assert_int_eq(load(&cfg, "{\"sokcet\": \"/x\"}"), CONFIG_EKEY);
-	ck_assert_str_eq(err, "config 't.json': unknown key 'sokcet'");
+	ck_assert_str_eq(err, "config 't.json': unknown key 'sokcet' (did "
+	    "you mean 'socket'?)");
+	ck_assert_int_eq(load(&cfg, "{\"cache\": {\"max_byte\": 1}}"),
+	    CONFIG_EKEY);
+	ck_assert_str_eq(err, "config 't.json': unknown key 'cache.max_byte' "
+	    "(did you mean 'cache.max_bytes'?)");
+	/* Nothing close: no guess. */
+	ck_assert_int_eq(load(&cfg, "{\"frobnicate\": 1}"), CONFIG_EKEY);
+	ck_assert_str_eq(err, "config 't.json': unknown key 'frobnicate'");
+}
+END_TEST
+
+CHECK_TEST(core, test_config_byte_suffixes)
+{
+	struct config	cfg;
+
+	ck_assert_int_eq(load(&cfg, "{\"cache\": {\"max_bytes\": "
+	    "\"16GB\"}}"), 0);
+	ck_assert_uint_eq(cfg.cache_max_bytes, 16000000000ULL);
+	config_release(&cfg);
+	ck_assert_int_eq(load(&cfg, "{\"cache\": {\"max_bytes\": "
+	    "\"16 GiB\"}}"), 0);
+	ck_assert_uint_eq(cfg.cache_max_bytes, 16ULL << 30);
+	config_release(&cfg);
+	ck_assert_int_eq(load(&cfg, "{\"cache\": {\"max_bytes\": "
+	    "\"1t\"}}"), 0);
+	ck_assert_uint_eq(cfg.cache_max_bytes, 1ULL << 40);
+	config_release(&cfg);
+	ck_assert_int_eq(load(&cfg, "{\"cache\": {\"max_bytes\": "
+	    "\"16 gigs\"}}"), CONFIG_ETYPE);
+	ck_assert_ptr_nonnull(strstr(err, "(suffixes: B, KiB, MiB, GiB, TiB "
+	    "or K, M, G, T, powers of 1024; KB, MB, GB, TB, powers of 1000; "
+	    "any case)"));
 }
 END_TEST
 
@@ -146,7 +178,8 @@ CHECK_TEST(errors, test_config_unknown_nested_key_named)
 	ck_assert_int_eq(load(&cfg, "{\"limits\": {\"max_message_bytes\": "
 	    "{\"contrl\": 5}}}"), CONFIG_EKEY);
 	ck_assert_str_eq(err, "config 't.json': unknown key "
-	    "'limits.max_message_bytes.contrl'");
+	    "'limits.max_message_bytes.contrl' (did you mean "
+	    "'limits.max_message_bytes.control'?)");
 	ck_assert_int_eq(load(&cfg, "{\"cpu\": {\"core\": 2}}"), CONFIG_EKEY);
 	ck_assert_ptr_nonnull(strstr(err, "unknown key 'cpu.core'"));
 }
