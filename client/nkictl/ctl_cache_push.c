@@ -19,7 +19,7 @@ ctl_cache_push_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	    NKID__V1__CACHE_PUSH_REQUEST__INIT;
 	Nkid__V1__CachePushReply	*r;
 	struct ctl_cache_where		 w = { 0, NULL };
-	char				**keys = NULL;
+	char				**keys = NULL, b[32];
 	cJSON				*o, *m;
 	size_t				 i, n = (size_t)a->argc;
 	int				 rc;
@@ -46,9 +46,9 @@ ctl_cache_push_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 			    cJSON_CreateString(r->missing[i]));
 		rc = ctl_json_print(ctx, o);
 	} else {
-		fprintf(ctx->out, "pushed %u entr%s (%llu bytes), %u failed\n",
+		fprintf(ctx->out, "pushed %u entr%s (%s), %u failed\n",
 		    r->pushed, r->pushed == 1 ? "y" : "ies",
-		    (unsigned long long)r->bytes, r->failed);
+		    ctl_fmt_bytes(r->bytes, b, sizeof b), r->failed);
 		for (i = 0; i < r->n_missing; i++)
 			ctl_errorf(ctx, "cache push: no entry '%s'",
 			    r->missing[i]);

@@ -32,11 +32,14 @@ ctl_cache_remote_print(struct ctl_ctx *ctx, const Nkid__V1__RemoteStat *rs)
 	time_t		 t, now;
 
 	ctl_kv(ctx, "remote", "%s, %s, %s", rs->state, rs->url, rs->mode);
-	ctl_kv(ctx, "", "%llu hits, %llu misses, %llu pushes, %llu rejected",
-	    (unsigned long long)rs->hits, (unsigned long long)rs->misses,
-	    (unsigned long long)rs->pushes, (unsigned long long)rs->rejected);
-	ctl_kv(ctx, "", "%llu errors, %llu skipped, fleet locks %llu taken, "
+	ctl_kv(ctx, "", "%llu hit%s, %llu miss%s, %llu push%s, %llu rejected",
+	    (unsigned long long)rs->hits, rs->hits == 1 ? "" : "s",
+	    (unsigned long long)rs->misses, rs->misses == 1 ? "" : "es",
+	    (unsigned long long)rs->pushes, rs->pushes == 1 ? "" : "es",
+	    (unsigned long long)rs->rejected);
+	ctl_kv(ctx, "", "%llu error%s, %llu skipped, fleet locks %llu taken, "
 	    "%llu waited", (unsigned long long)rs->errors,
+	    rs->errors == 1 ? "" : "s",
 	    (unsigned long long)rs->skipped,
 	    (unsigned long long)rs->locks_taken,
 	    (unsigned long long)rs->locks_waited);

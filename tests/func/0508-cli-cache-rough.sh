@@ -3,7 +3,8 @@
 # prefixes `cache ls` prints, in any case, as `cache ls -k` does (item 3);
 # offline `cache gc` and `cache export --offline` work on the cache of the
 # nkid -s names, not /var/cache/nkid (item 4); offline `cache import
-# --cache-dir NEWDIR` makes the directory (item 12).
+# --cache-dir NEWDIR` makes the directory (item 12); push, compile on a
+# hit and status speak in units (item 13).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/remote-lib.sh"
 
@@ -20,6 +21,12 @@ short=$($C cache ls --no-signature | awk 'NR == 2 { print $1 }')
 [ ${#short} -eq 16 ] || fail "cache ls KEY column: '$short'"
 $C cache push "$short" >"$T/push.out" 2>&1 || fail "cache push of the ls prefix: $(cat "$T/push.out")"
 grep -q "pushed 1 entry" "$T/push.out" || fail "cache push: $(cat "$T/push.out")"
+# item 13: units a person reads
+grep -Eq "pushed 1 entry \([0-9.]+ (B|KiB|MiB)\), 0 failed" "$T/push.out" || fail "cache push bytes: $(cat "$T/push.out")"
+$C compile "$T/va.nkir" >"$T/hit.out" || fail "compile hit"
+grep -Eq "^compile +none \(served from the cache\)$" "$T/hit.out" || fail "compile on a hit: $(cat "$T/hit.out")"
+$C status >"$T/st.out" || fail "status"
+grep -q "(1 hit, 1 miss)" "$T/st.out" || fail "status hit rate: $(cat "$T/st.out")"
 up=$(echo "$short" | tr a-f A-F)
 $C cache push "$up" >"$T/push2.out" 2>&1 || fail "cache push of an upper-case prefix: $(cat "$T/push2.out")"
 $C cache ls -k "$up" --no-signature >"$T/ls.k" 2>&1 || fail "cache ls -k in upper case: $(cat "$T/ls.k")"
