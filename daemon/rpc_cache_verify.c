@@ -128,6 +128,11 @@ rpc_cache_verify_one(struct rpc_cache_verify *x, struct cache *disk,
 		it->state = xstrdup("error");
 		it->message = xstrdup(cache_strerror(r));
 	}
+	/* A cached failure says why: the compiler's first line. */
+	if (r == CACHE_EFAILED)
+		it->message = e.log != NULL && *e.log != '\0' ?
+		    xasprintf("%.*s", (int)strcspn(e.log, "\n"), e.log) :
+		    xstrdup("the compile failed (no log)");
 	if (r == 0 && x->signatures)
 		rpc_cache_verify_signature(it, e.data, e.len);
 	if (r == 0 || r == CACHE_EFAILED || r == CACHE_ESTALE)

@@ -584,6 +584,8 @@ ctl_cache_checked_one(struct cache *c, Nkid__V1__CacheVerifyResult *x,
 {
 	struct cache_entry	 e;
 	const char		*state, *msg = "";
+	char			 line[256];
+	size_t			 n;
 	int			 r;
 
 	r = cache_get(c, x->key, CACHE_GET_DATA | (any ? CACHE_GET_ANY : 0),
@@ -596,6 +598,10 @@ ctl_cache_checked_one(struct cache *c, Nkid__V1__CacheVerifyResult *x,
 		break;
 	case CACHE_EFAILED:
 		state = "failed";
+		/* The compiler's first line, as nkid's CacheVerify gives. */
+		n = e.log != NULL ? strcspn(e.log, "\n") : 0;
+		snprintf(line, sizeof line, "%.*s", (int)n, n > 0 ? e.log : "");
+		msg = n > 0 ? line : "the compile failed (no log)";
 		break;
 	case CACHE_ESTALE:
 		state = "stale";

@@ -2,7 +2,8 @@
 # warmup with mistakes in its manifest (issue 31, item 5): a kernel file
 # that cannot be read is reported by name and the others are compiled
 # (exit 1, the summary counts it failed); a truncated manifest says where
-# it ends (line and column). Item 7: the hint of a cached failure.
+# it ends (line and column). Item 7: the hint of a cached failure. Item
+# 18: cache verify says why a cached failure failed.
 . "$(dirname "$0")/lib.sh"
 
 trace_va 64,64
@@ -42,5 +43,17 @@ rc=0; "$NKICTL" warmup --retry-failed "$T/bad.json" >"$T/wr.out" 2>&1 || rc=$?
 [ $rc -eq 1 ] || fail "warmup --retry-failed of a broken kernel: exit $rc, $(cat "$T/wr.out")"
 after=$("$NKICTL" --json status | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["cache"]["failures"])')
 [ "$after" -eq $((compiles + 1)) ] || fail "warmup --retry-failed did not compile again (failures $compiles -> $after)"
+# item 18: cache verify of a cached failure shows the compiler's first
+# line as its MESSAGE, through nkid and offline, and names the kernel.
+first=$("$NKICTL" --json cache show "$key" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["log"].splitlines()[0])')
+[ -n "$first" ] || fail "the failed entry has no log"
+for where in "" "--state-dir $T/state"; do
+	# shellcheck disable=SC2086
+	"$NKICTL" --json cache verify -k "$key" $where >"$T/v.json" 2>&1 || true
+	[ "$(json_get "$T/v.json" "d['entries'][0]['message']")" = "$first" ] ||
+		fail "verify $where: the message is not the compiler's: $(cat "$T/v.json")"
+	[ "$(json_get "$T/v.json" "d['entries'][0]['kernel']")" = broken ] ||
+		fail "verify $where: the kernel is not named: $(cat "$T/v.json")"
+done
 stop_nkid || fail "nkid exited non-zero"
 echo ok
