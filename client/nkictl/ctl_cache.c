@@ -401,6 +401,16 @@ ctl_cache_keys_free(char **keys, size_t n)
 	free(keys);
 }
 
+const char *
+ctl_cache_target(const Nkid__V1__CacheEntry *e)
+{
+	if (*e->target != '\0')
+		return (e->target);
+	/* The cpu backend models the default target as a trn1 core. */
+	return (strcmp(e->backend, "cpu") == 0 ? "default (trn1)" :
+	    "default");
+}
+
 int
 ctl_cache_abbrev_len(char *const *keys, size_t n)
 {

@@ -99,6 +99,11 @@ int	 ctl_cache_keys_resolve(struct ctl_ctx *ctx,
 	    char ***keys);
 void	 ctl_cache_keys_free(char **keys, size_t n);
 
+/* An entry's target as listings show it: the one it was compiled for, or
+ * "default (trn1)" (what the cpu backend models) or "default". Static or
+ * e's. */
+const char *ctl_cache_target(const Nkid__V1__CacheEntry *e);
+
 /* The shortest prefix length, at least CTL_CACHE_ABBREV, that tells the
  * n keys apart: what listings print. */
 #define CTL_CACHE_ABBREV	16

@@ -76,7 +76,7 @@ ctl_cache_ls_table(struct ctl_ctx *ctx, const struct ctl_cache_ls *ls)
 {
 	static const struct ctl_table_col cols[] = {
 		{ "KEY", 0 }, { "KERNEL", CTL_TABLE_TRUNC },
-		{ "SIGNATURE", CTL_TABLE_TRUNC }, { "SIZE", CTL_TABLE_RIGHT },
+		{ "TARGET", 0 }, { "SIGNATURE", CTL_TABLE_TRUNC }, { "SIZE", CTL_TABLE_RIGHT },
 		{ "HITS", CTL_TABLE_RIGHT }, { "STATUS", 0 },
 		{ "LAST USED", 0 },
 	};
@@ -107,9 +107,9 @@ ctl_cache_ls_table(struct ctl_ctx *ctx, const struct ctl_cache_ls *ls)
 		    (unsigned long long)e->hits);
 		snprintf(status, sizeof status, "%s%s", e->status, e->pinned ?
 		    ", pinned" : "");
-		ctl_table_row(t, key, e->kernel, sig, ctl_fmt_bytes(e->size,
-		    size, sizeof size), hits, status, ctl_fmt_age(e->last_used,
-		    now, used, sizeof used));
+		ctl_table_row(t, key, e->kernel, ctl_cache_target(e), sig,
+		    ctl_fmt_bytes(e->size, size, sizeof size), hits, status,
+		    ctl_fmt_age(e->last_used, now, used, sizeof used));
 	}
 	ctl_table_print(t, ctx->out);
 }

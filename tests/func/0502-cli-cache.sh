@@ -40,7 +40,7 @@ $C cache ls matmul >"$T/ls.mm" || fail "ls matmul"
 grep -q "a_t: float32\[512,256\], b: float32\[512,1024\]" "$T/ls.mm" ||
 	fail "no matmul signature: $(cat "$T/ls.mm")"
 $C cache ls 'vector_*' >"$T/ls.va" || fail "ls vector_*"
-[ "$(grep -c "vector_add  x: float32\[256,1024\], y: float32\[256,1024\]" "$T/ls.va")" = 17 ] ||
+[ "$(grep -c "vector_add  default (trn1)  x: float32\[256,1024\], y: float32\[256,1024\]" "$T/ls.va")" = 17 ] ||
 	fail "ls vector_*: $(cat "$T/ls.va")"
 $C cache ls nope | grep -q "no entries of kernel 'nope'" || fail "ls of no kernel"
 $C --json cache ls 'vector_*' -n 3 >"$T/ls.json" || fail "ls --json"

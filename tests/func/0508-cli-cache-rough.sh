@@ -4,7 +4,8 @@
 # offline `cache gc` and `cache export --offline` work on the cache of the
 # nkid -s names, not /var/cache/nkid (item 4); offline `cache import
 # --cache-dir NEWDIR` makes the directory (item 12); push, compile on a
-# hit and status speak in units (item 13).
+# hit and status speak in units (item 13); cache ls has a TARGET column
+# (item 6).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/remote-lib.sh"
 
@@ -34,6 +35,13 @@ grep -q "^$short" "$T/ls.k" || fail "cache ls -k upper case found nothing: $(cat
 rc=0; $C cache push 0123xyz >"$T/push3.out" 2>&1 || rc=$?
 [ $rc -eq 2 ] || fail "cache push of a non-hex key: exit $rc, $(cat "$T/push3.out")"
 
+# item 6: entries of different targets are told apart
+$C compile --target trn2 "$T/va.nkir" >/dev/null || fail "compile for trn2"
+$C cache ls --no-signature >"$T/ls.t" || fail "cache ls"
+head -1 "$T/ls.t" | grep -q "KERNEL  *TARGET" || fail "no TARGET column: $(cat "$T/ls.t")"
+grep -q "vector_add  *trn2 " "$T/ls.t" && grep -q "vector_add  *default (trn1) " "$T/ls.t" ||
+	fail "cache ls targets: $(cat "$T/ls.t")"
+
 # item 4: offline commands follow -s to that nkid's cache directory
 $C cache gc --json >"$T/gc.json" 2>"$T/gc.err" || fail "cache gc through -s: $(cat "$T/gc.err")"
 $C cache export --offline "$T/b.nkb" >"$T/exp.out" 2>&1 || fail "cache export --offline through -s: $(cat "$T/exp.out")"
@@ -46,6 +54,6 @@ rc=0; "$NKICTL" -s "$T/none.sock" cache gc >"$T/gc2.out" 2>&1 || rc=$?
 # item 12: import into a directory that does not exist yet
 $C cache import --cache-dir "$T/new/cache" "$T/b.nkb" >"$T/imp.out" 2>&1 ||
 	fail "offline import into a new directory: $(cat "$T/imp.out")"
-grep -q "imported 1 entry" "$T/imp.out" || fail "import: $(cat "$T/imp.out")"
+grep -q "imported 2 entries" "$T/imp.out" || fail "import: $(cat "$T/imp.out")"
 stop_nkid || fail "nkid exited non-zero"
 echo ok
