@@ -1,6 +1,7 @@
 #!/bin/sh
 # run and top as a person uses them (issue 31): `run -o DIR` that cannot be
-# written fails before the kernel runs (item 15).
+# written fails before the kernel runs (item 15); `top -b -n 1 -d 1`
+# waits the interval and prints its figures (item 14).
 . "$(dirname "$0")/lib.sh"
 
 trace_va 64,64
@@ -15,5 +16,16 @@ grep -q "cannot write into output directory '/proc/nope'" "$T/r.out" || fail "ru
 "$NKICTL" run "$T/va.nkir" -i "$T/x.npy" -i "$T/x.npy" -o "$T/newout" >"$T/r2.out" 2>&1 ||
 	fail "run -o into a new directory: $(cat "$T/r2.out")"
 [ -n "$(ls "$T/newout")" ] || fail "run -o into a new directory wrote nothing"
+# item 14: top -b -n 1 -d 1 waits its interval and prints its figures
+"$NKICTL" compile "$T/va.nkir" >/dev/null || fail "compile"
+t0=$(date +%s%N)
+"$NKICTL" top -b -n 1 -d 1 >"$T/top.out" 2>&1 || fail "top -b: $(cat "$T/top.out")"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+[ $ms -ge 1000 ] || fail "top -b -n 1 -d 1 returned after $ms ms"
+grep -q "in the last 1.0 s" "$T/top.out" || fail "no interval figures: $(cat "$T/top.out")"
+"$NKICTL" --json top -n 1 -d 0.5 >"$T/top.json" || fail "top --json"
+iv=$(json_get "$T/top.json" "d['interval_s']")
+"$PY" -c "import sys; sys.exit(0 if 0.45 <= float('$iv') <= 1.5 else 1)" ||
+	fail "top --json -n 1: interval_s $iv"
 stop_nkid || fail "nkid exited non-zero"
 echo ok
