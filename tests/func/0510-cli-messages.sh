@@ -2,7 +2,8 @@
 # Messages that name what is wrong (issue 31, item 11): a refused peer of an
 # nkid running on its built-in defaults is not sent to /etc/nkid/nkid.json;
 # a truncated bundle says it is cut short (not "absurd blob size"); export
-# into a missing directory names FILE, not its temp file.
+# into a missing directory names FILE, not its temp file; a socket systemd
+# passes is not logged with a mode nkid did not give it.
 . "$(dirname "$0")/lib.sh"
 command -v setpriv >/dev/null || fail "setpriv (util-linux) is missing"
 
@@ -34,4 +35,17 @@ rc=0; "$NKICTL" cache export "$T/nodir/b.nkb" >"$T/exp.out" 2>&1 || rc=$?
 grep -q "cannot write '$T/nodir/b.nkb': No such file or directory" "$T/exp.out" ||
 	fail "export into a missing directory: $(cat "$T/exp.out")"
 stop_nkid || fail "nkid exited non-zero"
+
+# item 17: a socket systemd passes is logged as systemd's, without a mode
+# and group nkid did not give it.
+if command -v systemd-socket-activate >/dev/null; then
+	: >"$LOG"
+	systemd-socket-activate -l "$T/act.sock" "$NKID" --state-dir "$T/act" >>"$LOG" 2>&1 &
+	NKID_PID=$!
+	i=0; while [ ! -S "$T/act.sock" ] && [ $i -lt 50 ]; do i=$((i+1)); sleep 0.1; done
+	"$NKICTL" -s "$T/act.sock" --timeout 10 ping >/dev/null || fail "the activated nkid does not answer"
+	grep -q "listening on '$T/act.sock' (from systemd)" "$LOG" || fail "no 'from systemd' in the log"
+	! grep -q "(mode 0" "$LOG" || fail "the log gives a passed socket a mode: $(grep listening "$LOG")"
+	stop_nkid || fail "the activated nkid exited non-zero"
+fi
 echo ok
