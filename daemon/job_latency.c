@@ -123,8 +123,9 @@ job_latency_reply_fill(struct job *j, Nkid__V1__BenchmarkReply *r)
 		r->model_us = l->model_us;
 		r->model_target = l->model_target;
 		snprintf(l->note, sizeof l->note, "modeled NeuronCore latency on "
-		    "%s (deterministic: every sample is the same); cpu_latency "
-		    "is the host executor's time", l->model_target);
+		    "%s (deterministic: every sample is the same); the host "
+		    "executor's own time is beside it (nkictl: HOST CPU, "
+		    "Python: cpu_latency)", l->model_target);
 		if (strcmp(policy, "model") == 0) {
 			r->latency_source = "model";
 			l->model_samples = xreallocarray(NULL, l->iters,

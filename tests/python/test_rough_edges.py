@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import nkid
+from nkid import nki
 from nkid.client import Client, pb
 from kernels import elementwise as ew
 
@@ -28,3 +29,19 @@ def test_regular_file_at_the_socket_path_is_not_a_socket(tmp_path):
         Client(str(path)).call("Ping", pb.PingRequest(), timeout=2)
     assert "it is not a socket" in str(e.value)
     assert "nothing accepted" not in str(e.value)
+
+
+def test_benchmark_result_prints_its_figures(nkid_socket, monkeypatch):
+    # item 22: print(bench.benchmark_result) shows the figures, and the note
+    # names the host time the way each client shows it.
+    monkeypatch.delenv("NKID_BENCHMARK_LATENCY", raising=False)
+    x = np.ones((128, 512), np.float32)
+    b = nki.benchmark(warmup=1, iters=3)(ew.add_tiled)
+    b(x, x)
+    r = b.benchmark_result
+    text = str(r)
+    assert "object at 0x" not in text and "object at 0x" not in repr(r)
+    assert text.startswith("nc_latency:  min ") and "\ncpu_latency: min " in text
+    assert "samples:     3" in text
+    assert "nkictl: HOST CPU, Python: cpu_latency" in r.note
+    assert repr(r).startswith("<BenchmarkResult nc_latency p50 ")

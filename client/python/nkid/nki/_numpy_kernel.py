@@ -561,6 +561,23 @@ class BenchmarkResult:
         self.model_target = model_target
         self.note = note
 
+    def __str__(self):
+        lines = ["nc_latency:  %s" % (self.nc_latency if self.nc_latency is not None else
+                                       "none (fewer than %d iterations)" % MIN_LATENCY_ITERS)]
+        if self.cpu_latency is not None:
+            lines.append("cpu_latency: %s" % self.cpu_latency)
+        if self.model_us > 0:
+            lines.append("model:       %.2f us on %s" % (self.model_us, self.model_target))
+        lines.append("samples:     %d" % len(self.samples_us))
+        if self.note:
+            lines.append("note:        %s" % self.note)
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return "<BenchmarkResult nc_latency p50 %s, %d samples>" % (
+            "%.2f us" % self.nc_latency.get_latency_percentile(50)
+            if self.nc_latency is not None else "none", len(self.samples_us))
+
     @classmethod
     def from_reply(cls, reply, iters):
         """From a BenchmarkReply, honouring NKID_BENCHMARK_LATENCY."""
