@@ -1,7 +1,8 @@
 #!/bin/sh
 # run and top as a person uses them (issue 31): `run -o DIR` that cannot be
 # written fails before the kernel runs (item 15); `top -b -n 1 -d 1`
-# waits the interval and prints its figures (item 14).
+# waits the interval and prints its figures (item 14); nkimodel --help
+# (item 20).
 . "$(dirname "$0")/lib.sh"
 
 trace_va 64,64
@@ -27,5 +28,13 @@ grep -q "in the last 1.0 s" "$T/top.out" || fail "no interval figures: $(cat "$T
 iv=$(json_get "$T/top.json" "d['interval_s']")
 "$PY" -c "import sys; sys.exit(0 if 0.45 <= float('$iv') <= 1.5 else 1)" ||
 	fail "top --json -n 1: interval_s $iv"
+# item 20: nkimodel answers --help and -h (exit 0, on stdout) and models
+# the kernel
+"$TOP/build/bin/nkimodel" --help >"$T/m.help" 2>&1 || fail "nkimodel --help: $(cat "$T/m.help")"
+grep -q "^usage: nkimodel" "$T/m.help" && grep -q -- "-t target" "$T/m.help" ||
+	fail "nkimodel --help: $(cat "$T/m.help")"
+"$TOP/build/bin/nkimodel" -h >/dev/null 2>&1 || fail "nkimodel -h"
+"$TOP/build/bin/nkimodel" "$T/va.nkir" | grep -q "us modeled" || fail "nkimodel of the kernel"
+grep -q "nkimodel" "$TOP/README.md" || fail "the README does not name nkimodel"
 stop_nkid || fail "nkid exited non-zero"
 echo ok
