@@ -45,3 +45,13 @@ def test_benchmark_result_prints_its_figures(nkid_socket, monkeypatch):
     assert "samples:     3" in text
     assert "nkictl: HOST CPU, Python: cpu_latency" in r.note
     assert repr(r).startswith("<BenchmarkResult nc_latency p50 ")
+
+
+def test_device_print_floats_and_one_colon(nkid_socket):
+    # item 19: float32 values read as floats (numpy's "1."), and a prefix
+    # that ends in a colon does not get a second one.
+    import cases
+    x = np.arange(8, dtype=np.float32).reshape(2, 4) / 2
+    _, text = cases.printed(nki.simulate_kernel, ew.print_tile, x)
+    assert "tile t: " in text and "::" not in text, text
+    assert "[[0. 0.5 1. 1.5]" in text, text
