@@ -55,3 +55,26 @@ def test_device_print_floats_and_one_colon(nkid_socket):
     _, text = cases.printed(nki.simulate_kernel, ew.print_tile, x)
     assert "tile t: " in text and "::" not in text, text
     assert "[[0. 0.5 1. 1.5]" in text, text
+
+
+def test_simulate_kernel_of_a_list_is_the_documented_type_error(nkid_socket):
+    # item 10: a.tolist() where a tensor goes is TypeError, naming it.
+    a = np.ones((128, 512), np.float32)
+    with pytest.raises(TypeError) as e:
+        nki.simulate_kernel(ew.add_tiled, a.tolist(), a)
+    assert str(e.value).startswith("All input and output tensors to the kernel must be"
+                                   " numpy.ndarray when using this simulate_kernel API")
+    assert "parameter 'x'" in str(e.value)
+
+
+def test_print_shows_an_if_on_a_loop_index():
+    # item 10: --print renders OP_IF as an if with its condition and sides.
+    from nkid.tracer import trace
+    from nkid.tracer.pretty import format_kernel
+    from test_lang_branch import three_ways
+    x = np.zeros((128, 8), np.float32)
+    text = format_kernel(trace(three_ways, (x, 48)).kernel)
+    assert "- = if()" not in text
+    lines = [s.strip() for s in text.splitlines()]
+    assert any(s.startswith("if ") and ">= 0:" in s for s in lines), text
+    assert "else:" in lines, text

@@ -455,6 +455,20 @@ class BaremetalKernel(NumpyKernel):
         return reply.outputs
 
 
+def _param_holding(func, args, kwargs, obj):
+    """The name of func's parameter that obj was passed as, or None."""
+    if obj is None:
+        return None
+    try:
+        bound = signature_of(func).bind(*args, **kwargs)
+    except TypeError:
+        return None
+    for name, v in bound.arguments.items():
+        if v is obj:
+            return name
+    return None
+
+
 class SimulateKernel(NumpyKernel):
     """Run a kernel on nkid's cpu simulator (nki.simulate_kernel)."""
 
@@ -470,7 +484,18 @@ class SimulateKernel(NumpyKernel):
                 raise shallow(TypeError("All input and output tensors to the kernel must be"
                                         " numpy.ndarray when using this simulate_kernel API"
                                         " (got %s)" % type(a).__name__))
-        return super().__call__(*args, **kwargs)
+        try:
+            return super().__call__(*args, **kwargs)
+        except AttributeError as e:
+            # A list or tuple the kernel uses as a tensor (a.tolist()):
+            # the documented TypeError, naming the parameter.
+            name = _param_holding(self.func, args, kwargs, getattr(e, "obj", None))
+            if name is None or not isinstance(e.obj, (list, tuple)):
+                raise
+            raise shallow(TypeError("All input and output tensors to the kernel must be"
+                                    " numpy.ndarray when using this simulate_kernel API"
+                                    " (got %s for parameter '%s'; pass numpy.asarray(%s))"
+                                    % (type(e.obj).__name__, name, name))) from None
 
     def execute(self, traced, inputs):
         # NKI_PRECISE_FP: unset or 0 keeps low-precision tiles in fp32 (NKI
