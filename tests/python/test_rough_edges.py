@@ -1,10 +1,14 @@
 """The Python side of issue 31's rough edges: messages that name what is
 wrong and suggest what would work."""
+import os
+import traceback
+
 import numpy as np
 import pytest
 
 import nkid
 from nkid import nki
+import nkid.nki.language as nl
 from nkid.client import Client, pb
 from kernels import elementwise as ew
 
@@ -78,3 +82,47 @@ def test_print_shows_an_if_on_a_loop_index():
     lines = [s.strip() for s in text.splitlines()]
     assert any(s.startswith("if ") and ">= 0:" in s for s in lines), text
     assert "else:" in lines, text
+
+
+def _ours(frame):
+    pkg = os.path.dirname(os.path.abspath(nkid.__file__)) + os.sep
+    return os.path.abspath(frame.filename).startswith(pkg)
+
+
+def _mismatched(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    left = nl.load(a)
+    right = nl.load(b)
+    both = nl.add(left, right)
+    nl.store(out, value=both)
+    return out
+
+
+def test_tracer_error_keeps_the_users_frames_and_names_the_operands(monkeypatch):
+    # item 9: no tracer frames between the call and the kernel's line, and
+    # the message names the tiles the kernel named.
+    monkeypatch.delenv("NKID_TRACEBACK", raising=False)
+    a = np.ones((128, 512), np.float32)
+    b = np.ones((64, 512), np.float32)
+    with pytest.raises(ValueError) as e:
+        nki.jit(_mismatched)(a, b)
+    assert str(e.value).startswith("operands left [128, 512] and right [64, 512] are not"
+                                   " broadcastable (partition dimension) (test_rough_edges.py:")
+    frames = traceback.extract_tb(e.value.__traceback__)
+    assert sum(_ours(f) for f in frames) <= 1, frames     # the door's raise only
+    assert frames[-1].name == "_mismatched" and "nl.add" in frames[-1].line
+    # NKID_TRACEBACK=full keeps them all.
+    monkeypatch.setenv("NKID_TRACEBACK", "full")
+    with pytest.raises(ValueError) as e:
+        nki.jit(_mismatched)(a, b)
+    assert sum(_ours(f) for f in traceback.extract_tb(e.value.__traceback__)) > 3
+
+
+def test_compile_error_names_the_kernel_file_by_its_name(nkid_socket):
+    # item 9: the daemon's (/abs/path/file.py:LINE) reads (file.py:LINE),
+    # as the tracer's own errors; full_message keeps the path.
+    x = np.zeros((256, 40), np.float32)
+    with pytest.raises(nkid.NkidError) as e:
+        ew.wide_partition(x)
+    assert "(elementwise.py:" in str(e.value) and "/kernels/" not in str(e.value)
+    assert os.path.join("kernels", "elementwise.py:") in e.value.full_message

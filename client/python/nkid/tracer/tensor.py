@@ -601,11 +601,17 @@ def _align_map(src, dst):
     return m
 
 
-def broadcast_tiles(*shapes):
+def broadcast_tiles(*shapes, operands=None):
     """The result shape of an element-wise op: partition dims must match or
     be 1; free dims broadcast numpy-style from the right; a [P] tile acts as
-    [P, 1]."""
+    [P, 1].  operands (the tiles, in order) name them in the error."""
+    if operands is not None:
+        from .words import operands_word
+        named = [(x, s) for x, s in zip(operands, shapes) if s is not None]
+        what = "operands " + operands_word([x for x, _ in named], [s for _, s in named])
     shapes = [tuple(s) for s in shapes if s is not None]
+    if operands is None:
+        what = "operand shapes " + " and ".join(str(list(x)) for x in shapes)
     if not shapes:
         return ()
     rank = max(len(s) for s in shapes)
@@ -613,8 +619,8 @@ def broadcast_tiles(*shapes):
     for s in shapes:
         if s and s[0] != 1:
             if p != 1 and s[0] != p:
-                raise _err("operand shapes %s are not broadcastable (partition dimension)"
-                           % " and ".join(str(list(x)) for x in shapes), ValueError)
+                raise _err("%s are not broadcastable (partition dimension)" % what,
+                           ValueError)
             p = s[0]
     free = [1] * (rank - 1)
     for s in shapes:
@@ -625,8 +631,7 @@ def broadcast_tiles(*shapes):
             if cur == 1:
                 free[off + i] = n
             elif n != 1 and n != cur:
-                raise _err("operand shapes %s are not broadcastable"
-                           % " and ".join(str(list(x)) for x in shapes), ValueError)
+                raise _err("%s are not broadcastable" % what, ValueError)
     return (p,) + tuple(free)
 
 
@@ -708,7 +713,7 @@ def tensor_tensor(x, y, alu, dtype=None, mask=None):
     sx, sy = _shape(x), _shape(y)
     if sx is None and sy is None:
         raise _err("an element-wise NKI operation needs at least one tile operand", TypeError)
-    shape = broadcast_tiles(sx, sy)
+    shape = broadcast_tiles(sx, sy, operands=(x, y))
     oshape = op_shape(shape)
     if dtype is None:
         dx, dy = _dtype_of(x), _dtype_of(y)
@@ -878,7 +883,7 @@ def store(dst, value, mask=None):
 def select(cond, x, y, dtype=None, mask=None):
     """``cond != 0 ? x : y`` element-wise."""
     b = require("nl.where")
-    shape = broadcast_tiles(_shape(cond), _shape(x), _shape(y))
+    shape = broadcast_tiles(_shape(cond), _shape(x), _shape(y), operands=(cond, x, y))
     oshape = op_shape(shape)
     if dtype is None:
         dx, dy = _dtype_of(x), _dtype_of(y)
