@@ -256,8 +256,8 @@ ctl_cache_strings_json(char *const *v, size_t n)
 /* Print what a KEY... command did to the keys. */
 static int
 ctl_cache_keys_print(struct ctl_ctx *ctx, const struct ctl_cache_keys *k,
-    char *const *keys, size_t nkeys, uint32_t done, char *const *missing,
-    size_t n_missing)
+    char *const *keys, size_t nkeys, uint32_t done, uint32_t same,
+    char *const *missing, size_t n_missing)
 {
 	cJSON	*o;
 	size_t	 i;
@@ -266,12 +266,20 @@ ctl_cache_keys_print(struct ctl_ctx *ctx, const struct ctl_cache_keys *k,
 	if (ctx->json) {
 		o = cJSON_CreateObject();
 		cJSON_AddNumberToObject(o, k->what, done);
+		if (k->already != NULL)
+			cJSON_AddNumberToObject(o, "unchanged", same);
 		cJSON_AddItemToObject(o, "keys", ctl_cache_strings_json(keys,
 		    nkeys));
 		cJSON_AddItemToObject(o, "missing",
 		    ctl_cache_strings_json(missing, n_missing));
 		rc = ctl_json_print(ctx, o);
-	} else
+	} else if (same > 0 && same >= done)
+		fprintf(ctx->out, "%u entr%s %s %s already\n", same, same == 1 ?
+		    "y" : "ies", same == 1 ? "was" : "were", k->verb);
+	else if (same > 0)
+		fprintf(ctx->out, "%s %u entr%s (%u %s already)\n", k->verb,
+		    done - same, done - same == 1 ? "y" : "ies", same, k->verb);
+	else
 		fprintf(ctx->out, "%s %u entr%s\n", k->verb, done, done == 1 ?
 		    "y" : "ies");
 	for (i = 0; i < n_missing; i++)
@@ -279,6 +287,29 @@ ctl_cache_keys_print(struct ctl_ctx *ctx, const struct ctl_cache_keys *k,
 	if (rc == 0 && n_missing > 0)
 		rc = CTL_EXIT_FAIL;
 	return (rc);
+}
+
+/* How many of the n keys k->already finds as the command leaves them. */
+static int
+ctl_cache_keys_already(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
+    const struct ctl_cache_keys *k, char **keys, size_t n, uint32_t *same)
+{
+	struct ctl_cache_listing	l;
+	size_t				i;
+	int				rc;
+
+	*same = 0;
+	for (i = 0; i < n; i++) {
+		memset(&l, 0, sizeof l);
+		rc = ctl_cache_listing_get(ctx, w, keys[i], 1, &l);
+		if (rc == 0 && l.r->n_entries == 1 &&
+		    k->already(l.r->entries[0], k->arg))
+			(*same)++;
+		ctl_cache_listing_release(&l);
+		if (rc != 0)
+			return (rc);
+	}
+	return (0);
 }
 
 int
@@ -290,12 +321,15 @@ ctl_cache_keys_run(struct ctl_ctx *ctx, const struct ctl_args *a,
 	ProtobufCMessage	 *reply = NULL;
 	char			**keys = NULL, **off = NULL;
 	char *const		 *missing = NULL;
-	uint32_t		  done = 0;
+	uint32_t		  done = 0, same = 0;
 	size_t			  n = 0, nkeys = (size_t)a->argc;
 	int			  rc;
 
 	if ((rc = ctl_cache_where_get(ctx, a, &w)) != 0 ||
 	    (rc = ctl_cache_keys_resolve(ctx, &w, a->argv, nkeys, &keys)) != 0)
+		goto out;
+	if (k->already != NULL && (rc = ctl_cache_keys_already(ctx, &w, k,
+	    keys, nkeys, &same)) != 0)
 		goto out;
 	if (w.offline) {
 		rc = ctl_cache_keys_apply(ctx, &w, keys, nkeys, k, &done, &off,
@@ -308,8 +342,8 @@ ctl_cache_keys_run(struct ctl_ctx *ctx, const struct ctl_args *a,
 			k->result(reply, &done, &missing, &n);
 	}
 	if (rc == CTL_EXIT_OK)
-		rc = ctl_cache_keys_print(ctx, k, keys, nkeys, done, missing,
-		    n);
+		rc = ctl_cache_keys_print(ctx, k, keys, nkeys, done, same,
+		    missing, n);
 out:
 	free(off);
 	if (reply != NULL)

@@ -161,6 +161,9 @@ struct ctl_cache_keys {
 		    char *const **missing, size_t *n_missing);
 	const char				*what;	/* JSON: "changed" */
 	const char				*verb;	/* text: "pinned" */
+	/* NULL, or: is e already as the command leaves it (counted apart:
+	 * "1 entry was pinned already"; JSON "unchanged")? */
+	int	(*already)(const Nkid__V1__CacheEntry *e, void *arg);
 };
 
 /*

@@ -5,7 +5,7 @@
 # nkid -s names, not /var/cache/nkid (item 4); offline `cache import
 # --cache-dir NEWDIR` makes the directory (item 12); push, compile on a
 # hit and status speak in units (item 13); cache ls has a TARGET column
-# (item 6).
+# (item 6); pinning a pinned entry says so (item 11).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/remote-lib.sh"
 
@@ -41,6 +41,16 @@ $C cache ls --no-signature >"$T/ls.t" || fail "cache ls"
 head -1 "$T/ls.t" | grep -q "KERNEL  *TARGET" || fail "no TARGET column: $(cat "$T/ls.t")"
 grep -q "vector_add  *trn2 " "$T/ls.t" && grep -q "vector_add  *default (trn1) " "$T/ls.t" ||
 	fail "cache ls targets: $(cat "$T/ls.t")"
+
+# item 11: pinning a pinned entry says so
+$C cache pin "$short" >"$T/pin1.out" || fail "pin"
+grep -q "^pinned 1 entry$" "$T/pin1.out" || fail "pin: $(cat "$T/pin1.out")"
+$C cache pin "$short" >"$T/pin2.out" || fail "pin again"
+grep -q "^1 entry was pinned already$" "$T/pin2.out" || fail "pin of a pinned entry: $(cat "$T/pin2.out")"
+$C --json cache pin "$short" >"$T/pin3.json" || fail "pin --json"
+[ "$(json_get "$T/pin3.json" "d['unchanged']")" = 1 ] || fail "pin --json: $(cat "$T/pin3.json")"
+$C cache unpin "$short" >"$T/unpin.out" || fail "unpin"
+grep -q "^unpinned 1 entry$" "$T/unpin.out" || fail "unpin: $(cat "$T/unpin.out")"
 
 # item 4: offline commands follow -s to that nkid's cache directory
 $C cache gc --json >"$T/gc.json" 2>"$T/gc.err" || fail "cache gc through -s: $(cat "$T/gc.err")"
