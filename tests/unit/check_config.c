@@ -1,4 +1,5 @@
 /* check_config.c: the config table: defaults, every kind of bad input, overrides, reload merge. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,5 +319,29 @@ CHECK_TEST(core, test_config_copy_deep)
 	ck_assert_uint_eq(b.allow_uids[1], 6);
 	ck_assert_str_eq(b.socket, "/run/nkid/nkid.sock");
 	config_release(&b);
+}
+END_TEST
+
+CHECK_TEST(errors, test_config_remote_reach_names_the_drop_in)
+{
+	char	why[1024];
+
+	/* Refused: a reason, and no talk of the unit's restrictions. */
+	ck_assert_int_eq(config_remote_url_reach("redis://127.0.0.1:1", 500,
+	    why, sizeof why), -1);
+	ck_assert_str_eq(why, "cannot connect to '127.0.0.1:1': Connection "
+	    "refused");
+	ck_assert_int_eq(config_remote_url_reach("unix:///nonexistent/r.sock",
+	    500, why, sizeof why), -1);
+	ck_assert_str_eq(why, "cannot connect to '/nonexistent/r.sock': No "
+	    "such file or directory");
+	/* What RestrictAddressFamilies= and PrivateNetwork= cause. */
+	ck_assert_ptr_nonnull(strstr(config_remote_reach_hint(EAFNOSUPPORT),
+	    "nkid-remote.conf"));
+	ck_assert_ptr_nonnull(strstr(config_remote_reach_hint(ENETUNREACH),
+	    "nkid-remote.conf"));
+	ck_assert_ptr_nonnull(strstr(config_remote_reach_hint(EPERM),
+	    "nkid-remote.conf"));
+	ck_assert_str_eq(config_remote_reach_hint(ECONNREFUSED), "");
 }
 END_TEST
