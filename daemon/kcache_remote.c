@@ -567,7 +567,8 @@ kcache_remote_check(struct kcache_remote *r, char *err, size_t errlen)
 		    "%s", c != NULL ? c->errstr : "out of memory");
 		kcache_remote_stamp(r);
 		r->st.errors++;
-		r->failures++;	/* logged here: not again by the first retry */
+		/* Logged here: not again by the first retry. */
+		r->failures++;
 		log_warn("remote tier '%s': cannot connect (%s); serving from "
 		    "the local cache, connecting in the background%s",
 		    r->url_text, c != NULL ? c->errstr : "out of memory",

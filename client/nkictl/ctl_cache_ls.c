@@ -76,7 +76,8 @@ ctl_cache_ls_table(struct ctl_ctx *ctx, const struct ctl_cache_ls *ls)
 {
 	static const struct ctl_table_col cols[] = {
 		{ "KEY", 0 }, { "KERNEL", CTL_TABLE_TRUNC },
-		{ "TARGET", 0 }, { "SIGNATURE", CTL_TABLE_TRUNC }, { "SIZE", CTL_TABLE_RIGHT },
+		{ "TARGET", 0 }, { "SIGNATURE", CTL_TABLE_TRUNC },
+		{ "SIZE", CTL_TABLE_RIGHT },
 		{ "HITS", CTL_TABLE_RIGHT }, { "STATUS", 0 },
 		{ "LAST USED", 0 },
 	};

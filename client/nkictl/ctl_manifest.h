@@ -14,16 +14,16 @@
  * and options applied. */
 struct ctl_manifest_item {
 	char			*path;
-	Nkid__V1__KernelRef	*ref;		/* ctl_kernel_read's */
+	Nkid__V1__KernelRef	*ref;		/* ctl_kernel_read's, or NULL */
 	char			*target;	/* NULL: the file's */
 	char			*options;	/* NULL: the file's */
-	char			*err;		/* unreadable (ref NULL): why */
+	char			*err;		/* why not read */
 };
 
 struct ctl_manifest {
 	struct ctl_manifest_item	*items;
 	size_t				 n;
-	size_t				 unreadable;	/* items with err */
+	size_t				 unreadable; /* items with err */
 };
 
 /*

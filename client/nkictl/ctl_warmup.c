@@ -13,8 +13,8 @@
 /* The counts so far; results is the --json array (NULL: text). */
 struct ctl_warmup {
 	const struct ctl_manifest	*m;
-	size_t				*idx;	/* sent item -> m's item */
-	int				 retry_failed;	/* --retry-failed */
+	size_t				*idx;	/* sent -> item */
+	int				 retry_failed;
 	unsigned			 compiled;
 	unsigned			 cached;
 	unsigned			 failed;
@@ -189,7 +189,8 @@ const struct ctl_cmd ctl_warmup_cmd = {
 	    "target and options default to the file's. The same manifest\n"
 	    "is the gate of 'cache verify MANIFEST'. A kernel file that\n"
 	    "cannot be read is reported and the others are compiled. Exit 1\n"
-	    "if a kernel failed to compile or could not be read. On a terminal a progress line shows\n"
+	    "if a kernel failed to compile or could not be read. On a "
+	    "terminal a progress line shows\n"
 	    "kernels done, rate and ETA.\n",
 	.opts = ctl_warmup_opts,
 	.args = { 1, 1, "MANIFEST" },
