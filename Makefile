@@ -291,6 +291,7 @@ install: all $(BUILD)/systemd/nkid.service
 		$(DESTDIR)$(BASHCOMPDIR)
 	install -m 0755 $(BUILD)/bin/nkid $(DESTDIR)$(SBINDIR)/nkid
 	install -m 0755 $(BUILD)/bin/nkictl $(DESTDIR)$(BINDIR)/nkictl
+	install -m 0755 $(BUILD)/bin/nkimodel $(DESTDIR)$(BINDIR)/nkimodel
 	[ -e $(DESTDIR)$(SYSCONFDIR)/nkid/nkid.json ] || \
 		install -m 0644 config/nkid.json $(DESTDIR)$(SYSCONFDIR)/nkid/nkid.json
 	install -m 0644 $(BUILD)/systemd/nkid.service systemd/nkid.socket \
@@ -301,6 +302,7 @@ install: all $(BUILD)/systemd/nkid.service
 	install -m 0644 $(BUILD)/man/nkictl.1 $(DESTDIR)$(MANDIR)/man1/nkictl.1
 	install -m 0644 client/nkictl/nkictl.bash $(DESTDIR)$(BASHCOMPDIR)/nkictl
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 systemd/nkid-remote.conf $(DESTDIR)$(DOCDIR)/
 	if [ -n "$(PYLIBDIR)" ]; then \
 		install -d $(DESTDIR)$(PYLIBDIR) && \
 		cp -r client/python/nkid $(DESTDIR)$(PYLIBDIR)/ && \
@@ -309,7 +311,8 @@ install: all $(BUILD)/systemd/nkid.service
 
 # The config file stays: it is the operator's.
 uninstall:
-	rm -f $(DESTDIR)$(SBINDIR)/nkid $(DESTDIR)$(BINDIR)/nkictl
+	rm -f $(DESTDIR)$(SBINDIR)/nkid $(DESTDIR)$(BINDIR)/nkictl \
+		$(DESTDIR)$(BINDIR)/nkimodel
 	rm -f $(DESTDIR)$(UNITDIR)/nkid.service $(DESTDIR)$(UNITDIR)/nkid.socket \
 		$(DESTDIR)$(UNITDIR)/nkid-metrics.socket
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/nkid.conf $(DESTDIR)$(TMPFILESDIR)/nkid.conf

@@ -425,10 +425,17 @@ bundle_entry_read(struct bundle_in *in, struct bundle_entry *be)
 	}
 	if ((rc = bundle_u64(in, &be->blob_len)) != 0)
 		goto fail;
-	if (be->blob_len > CACHE_BLOB_MAX || be->blob_len > in->size - 40 -
-	    in->off) {
-		rc = bundle_fail(in, "entry '%s': absurd blob size %llu",
-		    be->f[BF_KEY], (unsigned long long)be->blob_len);
+	if (be->blob_len > CACHE_BLOB_MAX) {
+		rc = bundle_fail(in, "entry '%s': blob size %llu is over the "
+		    "limit of %llu bytes", be->f[BF_KEY],
+		    (unsigned long long)be->blob_len,
+		    (unsigned long long)CACHE_BLOB_MAX);
+		goto fail;
+	}
+	if (be->blob_len > in->size - 40 - in->off) {
+		rc = bundle_fail(in, "entry '%s': the bundle ends before its "
+		    "blob of %llu bytes (is it cut short?)", be->f[BF_KEY],
+		    (unsigned long long)be->blob_len);
 		goto fail;
 	}
 	if (strcmp(be->f[BF_STATUS], "failed") == 0 && be->blob_len != 0) {

@@ -126,6 +126,13 @@ cache_verify_one(struct cache *c, struct cache_verify_item *it, int flags)
 		    cache_strerror(r));
 	else if (o->state == CACHE_VERIFY_CORRUPT && !c->readonly)
 		cache_verify_set(it, o->state, "%s: quarantined", o->message);
+	else if (o->state == CACHE_VERIFY_FAILED && e.log != NULL &&
+	    e.log[0] != '\0')
+		/* A cached failure says why: the compiler's first line. */
+		cache_verify_set(it, o->state, "%.*s",
+		    (int)strcspn(e.log, "\n"), e.log);
+	else if (o->state == CACHE_VERIFY_FAILED)
+		cache_verify_set(it, o->state, "the compile failed (no log)");
 	else if (o->message != NULL)
 		cache_verify_set(it, o->state, "%s", o->message);
 	else

@@ -1,4 +1,5 @@
 /* config.c: the typed table of configuration keys, the JSON reader, reload merge. */
+#include <sys/param.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
@@ -10,6 +11,7 @@
 #include <math.h>
 #include <pwd.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,6 +263,46 @@ config_key_find(const char *path)
 	return (NULL);
 }
 
+/* The edit distance of a and b (Levenshtein), capped at 64 bytes each. */
+static size_t
+config_distance(const char *a, const char *b)
+{
+	size_t	la = strlen(a), lb = strlen(b), i, j, prev, cur, d[65];
+
+	if (la > 64 || lb > 64)
+		return (SIZE_MAX);
+	for (j = 0; j <= lb; j++)
+		d[j] = j;
+	for (i = 1; i <= la; i++) {
+		prev = d[0];
+		d[0] = i;
+		for (j = 1; j <= lb; j++) {
+			cur = d[j];
+			d[j] = a[i - 1] == b[j - 1] ? prev :
+			    1 + MIN(prev, MIN(d[j], d[j - 1]));
+			prev = cur;
+		}
+	}
+	return (d[lb]);
+}
+
+/* The key closest to path, if it is close enough to be meant, or NULL. */
+static const char *
+config_key_guess(const char *path)
+{
+	const char	*best = NULL;
+	size_t		 i, dist, bestd = SIZE_MAX;
+
+	for (i = 0; i < CONFIG_NKEYS; i++) {
+		dist = config_distance(path, config_keys[i].path);
+		if (dist < bestd) {
+			bestd = dist;
+			best = config_keys[i].path;
+		}
+	}
+	return (bestd <= 1 + strlen(path) / 5 ? best : NULL);
+}
+
 /* Is path a section, that is a proper prefix of some key at a dot? */
 static int
 config_is_section(const char *path)
@@ -313,6 +355,30 @@ config_number(struct config_ctx *ctx, const char *path, const cJSON *v,
 	return (0);
 }
 
+/* The multiplier of a byte count's suffix ("" and "B": 1), 0 if none. */
+static uint64_t
+config_bytes_suffix(const char *sfx)
+{
+	static const struct {
+		const char	*name;
+		uint64_t	 mult;
+	} sfxs[] = {
+		{ "", 1 }, { "b", 1 },
+		{ "k", KiB }, { "kib", KiB }, { "kb", 1000ULL },
+		{ "m", MiB }, { "mib", MiB }, { "mb", 1000000ULL },
+		{ "g", GiB }, { "gib", GiB }, { "gb", 1000000000ULL },
+		{ "t", 1024 * GiB }, { "tib", 1024 * GiB },
+		{ "tb", 1000000000000ULL },
+	};
+	size_t	i;
+
+	for (i = 0; i < sizeof sfxs / sizeof sfxs[0]; i++) {
+		if (strcasecmp(sfx, sfxs[i].name) == 0)
+			return (sfxs[i].mult);
+	}
+	return (0);
+}
+
 static int
 config_bytes(struct config_ctx *ctx, const char *path, const cJSON *v,
     uint64_t min, uint64_t max, uint64_t *out)
@@ -331,15 +397,7 @@ config_bytes(struct config_ctx *ctx, const char *path, const cJSON *v,
 		goto bad;
 	while (*end == ' ')
 		end++;
-	if (strcasecmp(end, "") == 0 || strcasecmp(end, "b") == 0)
-		mult = 1;
-	else if (strcasecmp(end, "k") == 0 || strcasecmp(end, "kib") == 0)
-		mult = KiB;
-	else if (strcasecmp(end, "m") == 0 || strcasecmp(end, "mib") == 0)
-		mult = MiB;
-	else if (strcasecmp(end, "g") == 0 || strcasecmp(end, "gib") == 0)
-		mult = GiB;
-	else
+	if ((mult = config_bytes_suffix(end)) == 0)
 		goto bad;
 	if (n > UINT64_MAX / mult)
 		goto range;
@@ -350,8 +408,9 @@ config_bytes(struct config_ctx *ctx, const char *path, const cJSON *v,
 	return (0);
 bad:
 	return (config_fail(ctx, CONFIG_ETYPE,
-	    "'%s' must be a byte count such as 1048576 or \"64MiB\", not \"%s\"",
-	    path, s));
+	    "'%s' must be a byte count such as 1048576 or \"64MiB\", not "
+	    "\"%s\" (suffixes: B, KiB, MiB, GiB, TiB or K, M, G, T, powers of "
+	    "1024; KB, MB, GB, TB, powers of 1000; any case)", path, s));
 range:
 	return (config_fail(ctx, CONFIG_ERANGE,
 	    "'%s' must be from %llu to %llu bytes, not \"%s\"", path,
@@ -574,6 +633,7 @@ config_walk(struct config_ctx *ctx, struct config *cfg, const cJSON *obj,
 {
 	const struct config_key	*k;
 	const cJSON		*v, *w;
+	const char		*guess;
 	char			 path[CONFIG_PATH_LEN];
 	int			 error;
 
@@ -596,6 +656,11 @@ config_walk(struct config_ctx *ctx, struct config *cfg, const cJSON *obj,
 				return (error);
 			continue;
 		}
+		if (!config_is_section(path) &&
+		    (guess = config_key_guess(path)) != NULL)
+			return (config_fail(ctx, CONFIG_EKEY,
+			    "unknown key '%s' (did you mean '%s'?)", path,
+			    guess));
 		if (!config_is_section(path))
 			return (config_fail(ctx, CONFIG_EKEY,
 			    "unknown key '%s'", path));
@@ -868,6 +933,24 @@ config_value_format(const struct config *cfg, const struct config_key *k,
 	}
 }
 
+/* A byte count as the config may write it: "16 GiB", or "1000 bytes". */
+static void
+config_bytes_format(uint64_t n, char *buf, size_t len)
+{
+	static const char *const units[] = { "TiB", "GiB", "MiB", "KiB" };
+	uint64_t	mult = 1024 * GiB;
+	size_t		i;
+
+	for (i = 0; i < 4; i++, mult /= 1024) {
+		if (n >= mult && n % mult == 0) {
+			snprintf(buf, len, "%llu %s",
+			    (unsigned long long)(n / mult), units[i]);
+			return;
+		}
+	}
+	snprintf(buf, len, "%llu bytes", (unsigned long long)n);
+}
+
 int
 config_reload_merge(const struct config *cur, struct config *next)
 {
@@ -902,6 +985,12 @@ config_reload_merge(const struct config *cur, struct config *next)
 			}
 			config_release(&tmp);
 			continue;
+		}
+		if (config_key_store(k) == CFG_STORE_U64) {
+			config_bytes_format(*CFIELD(cur, k, uint64_t), a,
+			    sizeof a);
+			config_bytes_format(*CFIELD(next, k, uint64_t), b,
+			    sizeof b);
 		}
 		log_info("config: '%s' changed from %s to %s", k->path, a, b);
 		changed++;

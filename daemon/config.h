@@ -167,6 +167,18 @@ void	 config_dump(const struct config *cfg, void *f);
 int	 config_remote_url_parse(const char *url, struct config_remote_url *u,
 	    char *err, size_t errlen);
 /*
+ * Can this process reach remote.url: resolve it, open a socket and connect
+ * within timeout_ms (nothing is sent). Returns 0, or -1 with why in why:
+ * the errno text and, when the error is one a unit's network restrictions
+ * cause, how to lift them (config_remote_reach_hint). Blocks.
+ */
+int	 config_remote_url_reach(const char *url, unsigned timeout_ms,
+	    char *why, size_t whylen);
+/* "" or, for an errno that nkid.service's network restrictions cause
+ * (EAFNOSUPPORT, EPERM, ENETUNREACH...), static text naming the drop-in
+ * that lifts them, starting with "; ". */
+const char *config_remote_reach_hint(int errnum);
+/*
  * Is s a metrics.listen value: "" (off), an absolute path that fits a unix
  * socket address, or HOST:PORT with PORT from 1 to 65535 (HOST a name or
  * an IPv4 address, [IPv6] in brackets, or empty for every address)?

@@ -1,8 +1,13 @@
-/* config_url.c: the addresses a config names: remote.url parsed, a metrics.listen value checked. */
+/* config_url.c: the addresses a config names: remote.url parsed and probed, a metrics.listen value checked. */
+#include <sys/socket.h>
 #include <sys/un.h>
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,4 +131,116 @@ config_listen_valid(const char *s)
 			return (0);
 	}
 	return (1);
+}
+
+const char *
+config_remote_reach_hint(int errnum)
+{
+	switch (errnum) {
+	case EAFNOSUPPORT:
+	case EPERM:
+	case EACCES:
+	case ENETUNREACH:
+	case EHOSTUNREACH:
+	case ENETDOWN:
+		return ("; under systemd, nkid.service allows unix sockets "
+		    "only (PrivateNetwork=yes, IPAddressDeny=any, "
+		    "RestrictAddressFamilies=AF_UNIX): install the drop-in "
+		    "nkid-remote.conf (docs/operations.md, \"The remote tier "
+		    "under systemd\")");
+	default:
+		return ("");
+	}
+}
+
+/* Connect to ai within ms; 0, or an errno. */
+static int
+config_remote_connect(const struct addrinfo *ai, unsigned ms, int *step)
+{
+	struct pollfd	 pfd;
+	socklen_t	 len;
+	int		 fd, e, rc;
+
+	*step = 0;
+	if ((fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, ai->ai_protocol)) == -1)
+		return (errno);
+	*step = 1;
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+		close(fd);
+		return (0);
+	}
+	if ((e = errno) != EINPROGRESS) {
+		close(fd);
+		return (e);
+	}
+	pfd.fd = fd;
+	pfd.events = POLLOUT;
+	do
+		rc = poll(&pfd, 1, (int)ms);
+	while (rc == -1 && errno == EINTR);
+	e = ETIMEDOUT;
+	len = sizeof e;
+	if (rc == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len) != 0)
+		e = errno;
+	close(fd);
+	return (e);
+}
+
+int
+config_remote_url_reach(const char *url, unsigned timeout_ms, char *why,
+    size_t whylen)
+{
+	struct config_remote_url	 u;
+	struct addrinfo			 hints, *res, *ai;
+	struct sockaddr_un		 sun;
+	struct addrinfo			 uai;
+	char				 port[16], where[300];
+	int				 rc, e = 0, step = 0;
+
+	if (config_remote_url_parse(url, &u, why, whylen) != 0)
+		return (-1);
+	if (u.path[0] != '\0') {
+		memset(&sun, 0, sizeof sun);
+		sun.sun_family = AF_UNIX;
+		memcpy(sun.sun_path, u.path, strlen(u.path) + 1);
+		memset(&uai, 0, sizeof uai);
+		uai.ai_family = AF_UNIX;
+		uai.ai_socktype = SOCK_STREAM;
+		uai.ai_addr = (struct sockaddr *)&sun;
+		uai.ai_addrlen = sizeof sun;
+		if ((e = config_remote_connect(&uai, timeout_ms, &step)) == 0)
+			return (0);
+		snprintf(why, whylen, "cannot connect to '%s': %s", u.path,
+		    strerror(e));
+		return (-1);
+	}
+	memset(&hints, 0, sizeof hints);
+	hints.ai_socktype = SOCK_STREAM;
+	snprintf(port, sizeof port, "%u", u.port);
+	if ((rc = getaddrinfo(u.host, port, &hints, &res)) != 0) {
+		snprintf(why, whylen, "cannot resolve '%s': %s%s", u.host,
+		    rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc),
+		    config_remote_reach_hint(ENETUNREACH));
+		return (-1);
+	}
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		if ((e = config_remote_connect(ai, timeout_ms, &step)) == 0)
+			break;
+	}
+	freeaddrinfo(res);
+	if (e == 0)
+		return (0);
+	if (u.host[strcspn(u.host, ":")] != '\0')
+		snprintf(where, sizeof where, "[%s]:%u", u.host, u.port);
+	else
+		snprintf(where, sizeof where, "%s:%u", u.host, u.port);
+	if (step == 0)
+		snprintf(why, whylen, "cannot open a socket for '%s': %s%s",
+		    where, strerror(e), config_remote_reach_hint(e));
+	else
+		snprintf(why, whylen, "cannot connect to '%s'%s: %s%s", where,
+		    e == ETIMEDOUT ? " within remote.timeout_ms" : "",
+		    strerror(e), config_remote_reach_hint(e));
+	return (-1);
 }

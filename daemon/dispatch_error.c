@@ -123,7 +123,8 @@ dispatch_kcache_error(const struct kcache_result *r, char *msg, size_t len)
 		return (GRPC_STATUS_NOT_FOUND);
 	case KCACHE_EFAILED:
 		snprintf(msg, len, "cannot compile '%s': %s (a failure cached "
-		    "for key %.12s; retry_failed recompiles)", r->name, r->diag,
+		    "for key %.16s; to compile again: --retry-failed in "
+		    "nkictl, retry_failed=True in Python)", r->name, r->diag,
 		    r->key);
 		return (GRPC_STATUS_FAILED_PRECONDITION);
 	case KCACHE_ELOAD:

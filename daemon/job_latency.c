@@ -128,8 +128,8 @@ job_latency_reply_fill(struct job *j, Nkid__V1__BenchmarkReply *r)
 		r->model_version = MODEL_VERSION;
 		snprintf(l->note, sizeof l->note, "modeled NeuronCore latency on "
 		    "%s by model %s (deterministic: every sample is the same); "
-		    "cpu_latency is the host executor's time", l->model_target,
-		    MODEL_VERSION);
+		    "the host executor's own time is beside it (nkictl: HOST "
+		    "CPU, Python: cpu_latency)", l->model_target, MODEL_VERSION);
 		if (strcmp(policy, "model") == 0) {
 			r->latency_source = "model";
 			l->model_samples = xreallocarray(NULL, l->iters,

@@ -1,5 +1,6 @@
 /* kcache_remote.c: the remote tier's client of Redis: hiredis on the loop, connections, timeouts, the circuit breaker, opening and closing, pushes; what the fleet must hear of the connection (down, a message on the channel) it tells through r->ev, never by name. */
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
@@ -53,6 +55,17 @@ kcache_remote_usable(struct kcache_remote *r)
 	    (r->state == KCACHE_REMOTE_UP || r->failures == 0));
 }
 
+/* last_error was just written: when, in wall-clock ms. */
+static void
+kcache_remote_stamp(struct kcache_remote *r)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	r->st.last_error_ms = (uint64_t)ts.tv_sec * 1000 +
+	    (uint64_t)ts.tv_nsec / 1000000;
+}
+
 /* A failure of the store: count it, and open the circuit after
  * KCACHE_REMOTE_FAILURES in a row. */
 static void
@@ -64,6 +77,7 @@ kcache_remote_fail(struct kcache_remote *r, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(r->last_error, sizeof r->last_error, fmt, ap);
 	va_end(ap);
+	kcache_remote_stamp(r);
 	r->st.errors++;
 	if (r->failures++ == 0 && r->trips == 0)
 		log_warn("remote tier '%s': %s; requests are served from the "
@@ -123,6 +137,20 @@ kcache_remote_cmd_timer_set(struct kcache_remote *r)
 	    c->deadline > now ? c->deadline - now : 0, 0);
 }
 
+/* The pending error of a connection still connecting: ETIMEDOUT if none. */
+static int
+kcache_remote_so_error(const redisAsyncContext *ac)
+{
+	socklen_t	len;
+	int		e = 0;
+
+	len = sizeof e;
+	if (ac->c.fd < 0 || getsockopt(ac->c.fd, SOL_SOCKET, SO_ERROR, &e,
+	    &len) != 0 || e == 0)
+		e = ETIMEDOUT;
+	return (e);
+}
+
 static void
 kcache_remote_cmd_timer_cb(uv_timer_t *t)
 {
@@ -137,8 +165,13 @@ kcache_remote_cmd_timer_cb(uv_timer_t *t)
 	}
 	log_debug("remote tier '%s': a command of %llu ms unanswered",
 	    r->url_text, (unsigned long long)c->budget);
-	kcache_remote_fail(r, "no answer within %u ms (remote.timeout_ms)",
-	    r->timeout_ms);
+	if (r->ac != NULL && !(r->ac->c.flags & REDIS_CONNECTED))
+		kcache_remote_fail(r, "cannot connect within %u ms "
+		    "(remote.timeout_ms): %s", r->timeout_ms,
+		    strerror(kcache_remote_so_error(r->ac)));
+	else
+		kcache_remote_fail(r, "no answer within %u ms "
+		    "(remote.timeout_ms)", r->timeout_ms);
 	kcache_remote_drop(r, KCACHE_REMOTE_ETIMEDOUT, "timeout");
 }
 
@@ -561,16 +594,25 @@ kcache_remote_check(struct kcache_remote *r, char *err, size_t errlen)
 	redisContext	*c;
 	redisReply	*rp;
 	struct timeval	 tv;
-	int		 rc = 0;
+	int		 rc = 0, e;
 
 	tv.tv_sec = r->timeout_ms / 1000;
 	tv.tv_usec = (r->timeout_ms % 1000) * 1000;
 	c = r->url.path[0] != '\0' ? redisConnectUnixWithTimeout(r->url.path,
 	    tv) : redisConnectWithTimeout(r->url.host, (int)r->url.port, tv);
+	e = errno;
 	if (c == NULL || c->err != 0) {
+		snprintf(r->last_error, sizeof r->last_error, "cannot connect: "
+		    "%s", c != NULL ? c->errstr : "out of memory");
+		kcache_remote_stamp(r);
+		r->st.errors++;
+		/* Logged here: not again by the first retry. */
+		r->failures++;
 		log_warn("remote tier '%s': cannot connect (%s); serving from "
-		    "the local cache, connecting in the background",
-		    r->url_text, c != NULL ? c->errstr : "out of memory");
+		    "the local cache, connecting in the background%s",
+		    r->url_text, c != NULL ? c->errstr : "out of memory",
+		    c != NULL && c->err == REDIS_ERR_IO ?
+		    config_remote_reach_hint(e) : "");
 		redisFree(c);
 		return (0);
 	}

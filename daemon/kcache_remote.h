@@ -54,6 +54,7 @@ struct kcache_remote_stats {
 	uint64_t	 pushed_bytes;
 	const char	*last_error;	/* "" if none */
 	int		 breaker_open;	/* the circuit is open */
+	uint64_t	 last_error_ms;	/* when (Unix ms), 0 if none */
 };
 
 /* ------------------------------------------------ entries (any thread) */

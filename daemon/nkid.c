@@ -304,6 +304,12 @@ main(int argc, char **argv)
 	if (check) {
 		if (nm.verbose)
 			config_dump(&cfg, stdout);
+		if (strcmp(cfg.remote_mode, "off") != 0 &&
+		    config_remote_url_reach(cfg.remote_url,
+		    cfg.remote_timeout_ms, err, sizeof err) != 0)
+			fprintf(stderr, "nkid: warning: remote tier '%s' "
+			    "cannot be reached from here: %s\n",
+			    cfg.remote_url, err);
 		printf("nkid: config '%s' is valid\n", nm.config_path != NULL ?
 		    nm.config_path : "(built-in defaults)");
 		config_release(&cfg);

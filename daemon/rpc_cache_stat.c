@@ -65,6 +65,7 @@ rpc_cache_stat_fill(struct daemon *d, Nkid__V1__CacheStatReply *r,
 	rs->pulled_bytes = rst.pulled_bytes;
 	rs->pushed_bytes = rst.pushed_bytes;
 	rs->last_error = (char *)rst.last_error;
+	rs->last_error_unix_ms = rst.last_error_ms;
 	r->remote = rs;
 }
 

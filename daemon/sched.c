@@ -758,6 +758,9 @@ sched_record_state(const struct sched_record *r)
 		return ("done");
 	if (!r->started && r->outcome == SCHED_EXPIRED)
 		return ("expired");
+	/* Cancelled once started: it held its core for RUN. */
+	if (r->status == 1 /* CANCELLED */ && r->started)
+		return ("stopped");
 	if (r->status == 1 /* CANCELLED */ || (!r->started &&
 	    r->outcome != SCHED_RAN))
 		return ("cancelled");

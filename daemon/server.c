@@ -776,8 +776,10 @@ server_open(struct daemon *d, char *err, size_t errlen)
 	s->acc = server_accept_open(d, s->listen.fd, s->listen.gid,
 	    server_hand_cb, s);
 	d->server = s;
-	log_info("listening on '%s' (mode %04o, group %u)", d->cfg.socket,
-	    d->cfg.socket_mode, s->listen.gid);
+	/* A socket systemd passed was logged as such: its mode is not ours. */
+	if (s->listen.ours)
+		log_info("listening on '%s' (mode %04o, group %u)",
+		    d->cfg.socket, d->cfg.socket_mode, s->listen.gid);
 	return (0);
 fail:
 	server_listen_close(&s->listen);

@@ -334,8 +334,10 @@ server_accept_one(struct server_accept *a, int fd)
 		if (verdict == ACCESS_EPOLICY)
 			snprintf(why, sizeof why, "uid %u is not allowed to use "
 			    "nkid (access.allow_uids, access.allow_gids or the "
-			    "socket's group %u in %s)", peer.uid, a->sock_gid,
-			    cfg->path != NULL ? cfg->path : CONFIG_DEFAULT_PATH);
+			    "socket's group %u %s%s)", peer.uid, a->sock_gid,
+			    cfg->path != NULL ? "in " : "of the built-in "
+			    "defaults: nkid runs without a config file",
+			    cfg->path != NULL ? cfg->path : "");
 	}
 	if ((nfd = server_accept_fd_rotate(a, fd)) == -1) {
 		server_accept_refuse(a, fd, "no free descriptor number in the "

@@ -21,6 +21,22 @@ nkimodel_usage(void)
 	exit(2);
 }
 
+/* -h, --help: what it does and its options, on stdout. */
+static void
+nkimodel_help(void)
+{
+	printf("usage: nkimodel [-j] [-t target] [-o trace.json] kernel.nkir\n"
+	    "Model a traced kernel (python -m nkid.trace ... -o F.nkir) on a\n"
+	    "NeuronCore without executing it: validate, plan, then cost it\n"
+	    "(docs/model.md).\n"
+	    "  -j            print the summary as JSON\n"
+	    "  -t target     the NeuronCore to model (trn1, inf2, trn2; "
+	    "default the kernel's, else trn1)\n"
+	    "  -o FILE       write the per-engine timeline as a Chrome trace\n"
+	    "  -h, --help    this help\n");
+	exit(0);
+}
+
 /* The whole file at path (malloc'd); exits with a message on failure. */
 static unsigned char *
 nkimodel_read(const char *path, size_t *len)
@@ -86,8 +102,13 @@ main(int argc, char **argv)
 	char			*trace, *summary, diag[1024];
 	int			 ch, json = 0, unfitted = 0, err;
 
-	while ((ch = getopt(argc, argv, "jo:t:U")) != -1) {
+	if (argc > 1 && strcmp(argv[1], "--help") == 0)
+		nkimodel_help();
+	while ((ch = getopt(argc, argv, "hjo:t:U")) != -1) {
 		switch (ch) {
+		case 'h':
+			nkimodel_help();
+			break;
 		case 'j':
 			json = 1;
 			break;

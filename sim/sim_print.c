@@ -50,11 +50,17 @@ sim_print_buf_release(struct sim_print_buf *pb)
 static int
 sim_print_value(struct sim_print_buf *pb, int dtype, float v, bool active)
 {
+	char	buf[64];
+
 	if (!active)
 		return (sim_print_buf_printf(pb, "--"));
 	if (sim_dtype_is_int(dtype))
 		return (sim_print_buf_printf(pb, "%lld", (long long)v));
-	return (sim_print_buf_printf(pb, "%g", (double)v));
+	/* A float reads as one, as numpy prints it: 1. and 0.5, not 1. */
+	snprintf(buf, sizeof buf, "%g", (double)v);
+	if (strpbrk(buf, ".eni") == NULL)
+		return (sim_print_buf_printf(pb, "%s.", buf));
+	return (sim_print_buf_printf(pb, "%s", buf));
 }
 
 static int
@@ -117,10 +123,16 @@ sim_print_format(struct sim_print_buf *pb, const char *prefix,
 {
 	char		head[SIM_TEXT_MAX + 256];
 	uint64_t	stride[SIM_MAX_RANK], nelem = 1;
+	size_t		plen;
 	int		i, rc;
 
 	sim_print_shape(head, sizeof(head), name, rank, shape);
-	rc = sim_print_buf_printf(pb, "%s: %s %s\n", prefix, head,
+	/* "tile t:" is a prefix that has its colon already. */
+	plen = strlen(prefix);
+	while (plen > 0 && prefix[plen - 1] == ' ')
+		plen--;
+	rc = sim_print_buf_printf(pb, "%.*s%s %s %s\n", (int)plen, prefix,
+	    plen > 0 && prefix[plen - 1] == ':' ? "" : ":", head,
 	    sim_dtype_name(dtype));
 	for (i = rank - 1; i >= 0; i--) {
 		stride[i] = nelem;

@@ -1,6 +1,9 @@
 /* ctl_cache.c: what the cache commands share: the cache directory options, the offline cache, listings, KEY... results, entries as JSON. */
+#include <sys/stat.h>
+
 #include <assert.h>
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,14 +12,66 @@
 
 #include "proto/wire.h"
 #include "ctl_cache.h"
+#include "ctl_rpc.h"
 
 /* How many entries an ambiguous prefix names in its message. */
 #define CTL_CACHE_AMBIGUOUS_SHOWN	3
+/* How long an offline command waits for nkid to name its cache. */
+#define CTL_CACHE_ASK_S			5.0
 
 const struct ctl_opt ctl_cache_opts_dir[] = {
 	CTL_CACHE_OPTS_DIR,
 	CTL_OPT_END
 };
+
+/* mkdir -p path, each new directory mode 0750. 0, or -1 with errno. */
+static int
+ctl_cache_mkdirs(const char *path)
+{
+	char	buf[4096], *p;
+
+	if (strlen(path) >= sizeof buf) {
+		errno = ENAMETOOLONG;
+		return (-1);
+	}
+	strcpy(buf, path);
+	for (p = buf + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0750) == -1 && errno != EEXIST)
+			return (-1);
+		*p = '/';
+	}
+	if (mkdir(buf, 0750) == -1 && errno != EEXIST)
+		return (-1);
+	return (0);
+}
+
+/*
+ * An offline command pointed at another nkid (-s, $NKID_SOCKET) and given
+ * no directory works on that nkid's cache directory, as its Status names
+ * it: not on the default one, which is another nkid's.
+ */
+static int
+ctl_cache_where_ask(struct ctl_ctx *ctx, char **dir)
+{
+	Nkid__V1__StatusRequest	 req = NKID__V1__STATUS_REQUEST__INIT;
+	Nkid__V1__StatusReply	*r;
+	struct ctl_rpc_status	 st;
+
+	if ((ctx->rpc == NULL && ctl_rpc_open(ctx->socket, &ctx->rpc,
+	    &st) < 0) || ctl_rpc_call(ctx->rpc, "Status", &req.base,
+	    &nkid__v1__status_reply__descriptor, CTL_CACHE_ASK_S,
+	    (ProtobufCMessage **)&r, &st) < 0)
+		return (ctl_usage_fail(ctx, "cannot tell which cache directory "
+		    "the nkid at '%s' uses (%s): give --cache-dir DIR or "
+		    "--state-dir DIR", ctx->socket, st.msg));
+	if ((*dir = strdup(r->cache_dir)) == NULL)
+		abort();
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	return (0);
+}
 
 int
 ctl_cache_where_get(struct ctl_ctx *ctx, const struct ctl_args *a,
@@ -132,18 +187,30 @@ ctl_cache_open(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
     int readonly, struct cache **out)
 {
 	struct cache_opts	o;
-	char			err[1024];
+	char			err[1024], *asked = NULL;
+	int			rc = 0;
 
+	if (w->dir == NULL && strcmp(ctx->socket, CTL_DEFAULT_SOCKET) != 0 &&
+	    (rc = ctl_cache_where_ask(ctx, &asked)) != 0)
+		return (rc);
+	/* A directory named to write into is made, as nkid makes its own. */
+	if (!readonly && w->dir != NULL && ctl_cache_mkdirs(w->dir) != 0) {
+		ctl_errorf(ctx, "%s: cannot create cache directory '%s': %s",
+		    ctx->cmd->name, w->dir, strerror(errno));
+		return (CTL_EXIT_FAIL);
+	}
 	memset(&o, 0, sizeof o);
-	o.dir = w->dir != NULL ? w->dir : CTL_CACHE_DEFAULT_DIR;
+	o.dir = w->dir != NULL ? w->dir : asked != NULL ? asked :
+	    CTL_CACHE_DEFAULT_DIR;
 	o.readonly = readonly;
 	o.log = ctl_cache_log_cb;
 	o.log_arg = ctx;
 	if (cache_open(out, &o, err, sizeof err) != 0) {
 		ctl_errorf(ctx, "%s: %s", ctx->cmd->name, err);
-		return (CTL_EXIT_FAIL);
+		rc = CTL_EXIT_FAIL;
 	}
-	return (0);
+	free(asked);
+	return (rc);
 }
 
 /* k->fn on each of the n keys in the cache directory of w. */
@@ -188,8 +255,8 @@ ctl_cache_strings_json(char *const *v, size_t n)
 /* Print what a KEY... command did to the keys. */
 static int
 ctl_cache_keys_print(struct ctl_ctx *ctx, const struct ctl_cache_keys *k,
-    char *const *keys, size_t nkeys, uint32_t done, char *const *missing,
-    size_t n_missing)
+    char *const *keys, size_t nkeys, uint32_t done, uint32_t same,
+    char *const *missing, size_t n_missing)
 {
 	cJSON	*o;
 	size_t	 i;
@@ -198,12 +265,20 @@ ctl_cache_keys_print(struct ctl_ctx *ctx, const struct ctl_cache_keys *k,
 	if (ctx->json) {
 		o = cJSON_CreateObject();
 		cJSON_AddNumberToObject(o, k->what, done);
+		if (k->already != NULL)
+			cJSON_AddNumberToObject(o, "unchanged", same);
 		cJSON_AddItemToObject(o, "keys", ctl_cache_strings_json(keys,
 		    nkeys));
 		cJSON_AddItemToObject(o, "missing",
 		    ctl_cache_strings_json(missing, n_missing));
 		rc = ctl_json_print(ctx, o);
-	} else
+	} else if (same > 0 && same >= done)
+		fprintf(ctx->out, "%u entr%s %s %s already\n", same, same == 1 ?
+		    "y" : "ies", same == 1 ? "was" : "were", k->verb);
+	else if (same > 0)
+		fprintf(ctx->out, "%s %u entr%s (%u %s already)\n", k->verb,
+		    done - same, done - same == 1 ? "y" : "ies", same, k->verb);
+	else
 		fprintf(ctx->out, "%s %u entr%s\n", k->verb, done, done == 1 ?
 		    "y" : "ies");
 	for (i = 0; i < n_missing; i++)
@@ -211,6 +286,29 @@ ctl_cache_keys_print(struct ctl_ctx *ctx, const struct ctl_cache_keys *k,
 	if (rc == 0 && n_missing > 0)
 		rc = CTL_EXIT_FAIL;
 	return (rc);
+}
+
+/* How many of the n keys k->already finds as the command leaves them. */
+static int
+ctl_cache_keys_already(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
+    const struct ctl_cache_keys *k, char **keys, size_t n, uint32_t *same)
+{
+	struct ctl_cache_listing	l;
+	size_t				i;
+	int				rc;
+
+	*same = 0;
+	for (i = 0; i < n; i++) {
+		memset(&l, 0, sizeof l);
+		rc = ctl_cache_listing_get(ctx, w, keys[i], 1, &l);
+		if (rc == 0 && l.r->n_entries == 1 &&
+		    k->already(l.r->entries[0], k->arg))
+			(*same)++;
+		ctl_cache_listing_release(&l);
+		if (rc != 0)
+			return (rc);
+	}
+	return (0);
 }
 
 int
@@ -222,12 +320,15 @@ ctl_cache_keys_run(struct ctl_ctx *ctx, const struct ctl_args *a,
 	ProtobufCMessage	 *reply = NULL;
 	char			**keys = NULL, **off = NULL;
 	char *const		 *missing = NULL;
-	uint32_t		  done = 0;
+	uint32_t		  done = 0, same = 0;
 	size_t			  n = 0, nkeys = (size_t)a->argc;
 	int			  rc;
 
 	if ((rc = ctl_cache_where_get(ctx, a, &w)) != 0 ||
 	    (rc = ctl_cache_keys_resolve(ctx, &w, a->argv, nkeys, &keys)) != 0)
+		goto out;
+	if (k->already != NULL && (rc = ctl_cache_keys_already(ctx, &w, k,
+	    keys, nkeys, &same)) != 0)
 		goto out;
 	if (w.offline) {
 		rc = ctl_cache_keys_apply(ctx, &w, keys, nkeys, k, &done, &off,
@@ -240,8 +341,8 @@ ctl_cache_keys_run(struct ctl_ctx *ctx, const struct ctl_args *a,
 			k->result(reply, &done, &missing, &n);
 	}
 	if (rc == CTL_EXIT_OK)
-		rc = ctl_cache_keys_print(ctx, k, keys, nkeys, done, missing,
-		    n);
+		rc = ctl_cache_keys_print(ctx, k, keys, nkeys, done, same,
+		    missing, n);
 out:
 	free(off);
 	if (reply != NULL)
@@ -331,6 +432,16 @@ ctl_cache_keys_free(char **keys, size_t n)
 	for (i = 0; keys != NULL && i < n; i++)
 		free(keys[i]);
 	free(keys);
+}
+
+const char *
+ctl_cache_target(const Nkid__V1__CacheEntry *e)
+{
+	if (*e->target != '\0')
+		return (e->target);
+	/* The cpu backend models the default target as a trn1 core. */
+	return (strcmp(e->backend, "cpu") == 0 ? "default (trn1)" :
+	    "default");
 }
 
 int

@@ -55,9 +55,12 @@ int	 ctl_cache_where_get(struct ctl_ctx *ctx, const struct ctl_args *a,
 void	 ctl_cache_where_release(struct ctl_cache_where *w);
 
 /*
- * Open the cache in w->dir (default CTL_CACHE_DEFAULT_DIR) for an offline
- * command; readonly for inspection. Returns 0 with *out, closed with
- * cache_close, or prints the failure and returns CTL_EXIT_FAIL.
+ * Open the cache in w->dir for an offline command; readonly for
+ * inspection. Without w->dir: the cache_dir that the nkid at ctx->socket
+ * names in its Status when that is not the default socket (-s,
+ * $NKID_SOCKET: another nkid's), else CTL_CACHE_DEFAULT_DIR. Returns 0
+ * with *out, closed with cache_close, or prints the failure and returns
+ * CTL_EXIT_FAIL (CTL_EXIT_USAGE: that nkid did not answer).
  */
 int	 ctl_cache_open(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
 	    int readonly, struct cache **out);
@@ -95,6 +98,11 @@ int	 ctl_cache_keys_resolve(struct ctl_ctx *ctx,
 	    const struct ctl_cache_where *w, char *const *prefixes, size_t n,
 	    char ***keys);
 void	 ctl_cache_keys_free(char **keys, size_t n);
+
+/* An entry's target as listings show it: the one it was compiled for, or
+ * "default (trn1)" (what the cpu backend models) or "default". Static or
+ * e's. */
+const char *ctl_cache_target(const Nkid__V1__CacheEntry *e);
 
 /* The shortest prefix length, at least CTL_CACHE_ABBREV, that tells the
  * n keys apart: what listings print. */
@@ -153,6 +161,9 @@ struct ctl_cache_keys {
 		    char *const **missing, size_t *n_missing);
 	const char				*what;	/* JSON: "changed" */
 	const char				*verb;	/* text: "pinned" */
+	/* NULL, or: is e already as the command leaves it (counted apart:
+	 * "1 entry was pinned already"; JSON "unchanged")? */
+	int	(*already)(const Nkid__V1__CacheEntry *e, void *arg);
 };
 
 /*

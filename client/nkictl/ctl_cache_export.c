@@ -337,8 +337,8 @@ ctl_cache_export_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 		sigaction(sigs[i], &sa, &old[i]);
 	armed = 1;
 	if ((o.fd = mkostemp(ctl_cache_export_tmp, O_CLOEXEC)) == -1) {
-		ctl_errorf(ctx, "cache export: cannot create '%s': %s",
-		    ctl_cache_export_tmp, strerror(errno));
+		ctl_errorf(ctx, "cache export: cannot write '%s': %s", path,
+		    strerror(errno));
 		rc = CTL_EXIT_FAIL;
 		goto out;
 	}

@@ -1,4 +1,5 @@
 /* ctl_cache_ls.c: `nkictl cache ls [NAME]`: entries of a kernel (or all), most recently used first, with their signatures, from nkid or from a cache directory. */
+#include <ctype.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +76,8 @@ ctl_cache_ls_table(struct ctl_ctx *ctx, const struct ctl_cache_ls *ls)
 {
 	static const struct ctl_table_col cols[] = {
 		{ "KEY", 0 }, { "KERNEL", CTL_TABLE_TRUNC },
-		{ "SIGNATURE", CTL_TABLE_TRUNC }, { "SIZE", CTL_TABLE_RIGHT },
+		{ "TARGET", 0 }, { "SIGNATURE", CTL_TABLE_TRUNC },
+		{ "SIZE", CTL_TABLE_RIGHT },
 		{ "HITS", CTL_TABLE_RIGHT }, { "STATUS", 0 },
 		{ "LAST USED", 0 },
 	};
@@ -106,9 +108,9 @@ ctl_cache_ls_table(struct ctl_ctx *ctx, const struct ctl_cache_ls *ls)
 		    (unsigned long long)e->hits);
 		snprintf(status, sizeof status, "%s%s", e->status, e->pinned ?
 		    ", pinned" : "");
-		ctl_table_row(t, key, e->kernel, sig, ctl_fmt_bytes(e->size,
-		    size, sizeof size), hits, status, ctl_fmt_age(e->last_used,
-		    now, used, sizeof used));
+		ctl_table_row(t, key, e->kernel, ctl_cache_target(e), sig,
+		    ctl_fmt_bytes(e->size, size, sizeof size), hits, status,
+		    ctl_fmt_age(e->last_used, now, used, sizeof used));
 	}
 	ctl_table_print(t, ctx->out);
 }
@@ -122,6 +124,7 @@ ctl_cache_ls_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	struct ctl_cache_where		 w = { 0, NULL };
 	unsigned long long		 limit = 0;
 	const char			*name, *prefix;
+	char				 low[CACHE_KEY_LEN + 1];
 	cJSON				*o, *arr;
 	size_t				 i;
 	int				 rc;
@@ -134,11 +137,17 @@ ctl_cache_ls_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	if ((rc = ctl_args_uint(ctx, a, "limit", 1, 1000000, &limit)) != 0 ||
 	    (rc = ctl_cache_where_get(ctx, a, &w)) != 0)
 		goto out;
-	if (prefix != NULL && strspn(prefix, "0123456789abcdef") !=
-	    strlen(prefix)) {
-		rc = ctl_usage_fail(ctx, "bad key prefix '%s': want lower-case "
-		    "hex digits", prefix);
+	if (prefix != NULL && (strlen(prefix) >= sizeof low ||
+	    strspn(prefix, "0123456789abcdefABCDEF") != strlen(prefix))) {
+		rc = ctl_usage_fail(ctx, "bad key prefix '%s': want at most "
+		    "%d hex digits", prefix, CACHE_KEY_LEN);
 		goto out;
+	}
+	if (prefix != NULL) {
+		for (i = 0; prefix[i] != '\0'; i++)
+			low[i] = (char)tolower((unsigned char)prefix[i]);
+		low[i] = '\0';
+		prefix = low;
 	}
 	/* A kernel name is matched here: nkid lists by key prefix. */
 	if ((rc = ctl_cache_listing_get(ctx, &w, prefix != NULL ? prefix : "",

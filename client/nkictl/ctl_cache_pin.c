@@ -29,6 +29,14 @@ ctl_cache_pin_set_cb(ProtobufCMessage *req, char **keys, size_t n)
 	r->n_keys = n;
 }
 
+static int
+ctl_cache_pin_already_cb(const Nkid__V1__CacheEntry *e, void *arg)
+{
+	const int	*unpin = arg;
+
+	return (e->pinned == !*unpin);
+}
+
 /* cache pin and cache unpin. */
 static int
 ctl_cache_pin_exec(struct ctl_ctx *ctx, struct ctl_args *a)
@@ -46,6 +54,7 @@ ctl_cache_pin_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	k.result = ctl_cache_pin_result_cb;
 	k.what = "changed";
 	k.verb = unpin ? "unpinned" : "pinned";
+	k.already = ctl_cache_pin_already_cb;
 	return (ctl_cache_keys_run(ctx, a, &req.base, ctl_cache_pin_set_cb,
 	    &k));
 }

@@ -104,7 +104,7 @@ ctl_cache_pull_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	struct ctl_manifest	 m;
 	struct ctl_cache_pull	 p;
 	cJSON			*o = NULL;
-	char			 err[1024];
+	char			 err[1024], b[32];
 	int			 rc;
 
 	if (ctl_manifest_read(a->argv[0], &m, err, sizeof err) < 0) {
@@ -128,9 +128,9 @@ ctl_cache_pull_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 		rc = ctl_json_print(ctx, o);
 		o = NULL;
 	} else
-		fprintf(ctx->out, "pull: %zu kernels: %u pulled (%llu bytes), "
+		fprintf(ctx->out, "pull: %zu kernels: %u pulled (%s), "
 		    "%u already here, %u missing, %u failed\n", m.n, p.pulled,
-		    (unsigned long long)p.bytes, p.present, p.missing,
+		    ctl_fmt_bytes(p.bytes, b, sizeof b), p.present, p.missing,
 		    p.failed);
 	if (rc == CTL_EXIT_OK && (p.missing > 0 || p.failed > 0))
 		rc = CTL_EXIT_FAIL;

@@ -20,7 +20,7 @@ ctl_cache_show_print(struct ctl_ctx *ctx, const Nkid__V1__CacheEntry *e,
 		    v->n_params, buf, sizeof buf));
 	ctl_kv(ctx, "status", "%s%s", e->status, e->pinned ? ", pinned" : "");
 	ctl_kv(ctx, "format", "%s", e->format);
-	ctl_kv(ctx, "target", "%s", *e->target ? e->target : "-");
+	ctl_kv(ctx, "target", "%s", ctl_cache_target(e));
 	ctl_kv(ctx, "backend", "%s (%s)", e->backend, e->compiler_version);
 	ctl_kv(ctx, "size", "%s (%llu bytes)", ctl_fmt_bytes(e->size, buf,
 	    sizeof buf), (unsigned long long)e->size);

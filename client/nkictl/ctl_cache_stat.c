@@ -35,9 +35,10 @@ ctl_cache_stat_print(struct ctl_ctx *ctx, const Nkid__V1__CacheStatReply *r,
 		ctl_kv(ctx, "counting since", "%s (zeroed %s)", ctl_fmt_time(
 		    r->zeroed_at, b1, sizeof b1), ctl_fmt_age(r->zeroed_at,
 		    ctl_fmt_now(), b2, sizeof b2));
-	ctl_kv(ctx, "hit rate", "%s (%llu hits, %llu misses)",
+	ctl_kv(ctx, "hit rate", "%s (%llu hit%s, %llu miss%s)",
 	    ctl_fmt_percent(r->hits, r->hits + r->misses, b1, sizeof b1),
-	    (unsigned long long)r->hits, (unsigned long long)r->misses);
+	    (unsigned long long)r->hits, r->hits == 1 ? "" : "s",
+	    (unsigned long long)r->misses, r->misses == 1 ? "" : "es");
 	ctl_kv(ctx, "compiles", "%llu (%llu coalesced, %llu failed)",
 	    (unsigned long long)r->compiles, (unsigned long long)r->coalesced,
 	    (unsigned long long)r->failures);

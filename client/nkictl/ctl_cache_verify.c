@@ -150,7 +150,7 @@ ctl_cache_verify_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	Nkid__V1__CacheVerifyRequest req = NKID__V1__CACHE_VERIFY_REQUEST__INIT;
 	struct ctl_cache_checked	  v;
 	struct ctl_cache_where		  w = { 0, NULL };
-	struct ctl_manifest		  m = { NULL, 0 };
+	struct ctl_manifest		  m = { NULL, 0, 0 };
 	char *const			 *prefixes;
 	char				**keys = NULL, err[1024];
 	char				(*digests)[65] = NULL;

@@ -27,8 +27,11 @@ ctl_compile_print(struct ctl_ctx *ctx, const struct ctl_kernel_call *kc,
 
 	ctl_kv(ctx, "cache hit", "%s%s", r->cache_hit ? "yes" : "no",
 	    r->coalesced ? " (joined a compile in flight)" : "");
-	ctl_kv(ctx, "compile", "%s", ctl_fmt_us(r->compile_ms * 1e3, buf,
-	    sizeof buf));
+	if (r->cache_hit && r->compile_ms <= 0)
+		ctl_kv(ctx, "compile", "none (served from the cache)");
+	else
+		ctl_kv(ctx, "compile", "%s", ctl_fmt_us(r->compile_ms * 1e3,
+		    buf, sizeof buf));
 	ctl_kv(ctx, "neff size", "%s", ctl_fmt_bytes(r->neff_size, buf,
 	    sizeof buf));
 	if (kc->neff != NULL)

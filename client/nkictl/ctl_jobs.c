@@ -151,6 +151,17 @@ const struct ctl_cmd ctl_jobs_cmd = {
 	.usage = "[-a|--all]",
 	.help = "list queued and running jobs and leases (--all: and finished "
 	    "ones)",
+	.about =
+	    "Columns: ID (for 'nkictl cancel'), KIND (run, simulate,\n"
+	    "benchmark, profile, lease), KERNEL, PID and UID of the client,\n"
+	    "CORE (any: not chosen yet), CLASS (interactive, batch), STATE,\n"
+	    "QUEUED (when it was asked), WAIT (how long it waited for its\n"
+	    "core, until now while it waits), RUN (how long it ran or held\n"
+	    "the core, until now while it runs) and STATUS (the gRPC status\n"
+	    "it ended with). STATE: queued, running, done, failed,\n"
+	    "cancelled (ended before it started: cancelled or its client\n"
+	    "gone), expired (its deadline passed before it started),\n"
+	    "stopped (cancelled after it started).\n",
 	.opts = ctl_jobs_opts,
 	.exec = ctl_jobs_exec,
 };

@@ -1,4 +1,6 @@
 /* ctl_kernel_call.c: what compile, run and simulate share: their options read, the kernel file and inputs read, the call made, the NEFF and outputs written. */
+#include <sys/stat.h>
+
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +33,13 @@ ctl_kernel_call_opts(struct ctl_ctx *ctx, const struct ctl_args *a,
 		kc->outdir = ".";
 	else if (*kc->outdir == '\0')
 		return (ctl_usage_fail(ctx, "empty output directory"));
+	/* Before the kernel runs: a directory the outputs cannot go to. */
+	if (strcmp(kc->outdir, ".") != 0 && ((mkdir(kc->outdir, 0777) < 0 &&
+	    errno != EEXIST) || access(kc->outdir, W_OK | X_OK) < 0)) {
+		ctl_errorf(ctx, "%s: cannot write into output directory "
+		    "'%s': %s", ctx->cmd->name, kc->outdir, strerror(errno));
+		return (CTL_EXIT_FAIL);
+	}
 	kc->neff = ctl_args_get(a, "neff");
 	if (kc->neff != NULL && *kc->neff == '\0')
 		return (ctl_usage_fail(ctx, "empty --neff path"));

@@ -190,6 +190,8 @@ static const struct ctl_opt ctl_lock_opts[] = {
 	{ 't', "max", "MAX_SECONDS", "end the lease after MAX_SECONDS" },
 	{ 'w', "wait", "WAIT_SECONDS", "give up if no core is granted within "
 	    "WAIT_SECONDS (0: only if one is free now)" },
+	{ 'E', "conflict-exit-code", "N", "exit N when -w gives up (default "
+	    "1, as flock(1))" },
 	CTL_OPT_END
 };
 
@@ -199,7 +201,7 @@ ctl_lock_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	Nkid__V1__LeaseRequest	 req = NKID__V1__LEASE_REQUEST__INIT;
 	struct ctl_rpc_stream	*cs = NULL;
 	struct ctl_rpc_status	 st;
-	unsigned long long	 core = 0;
+	unsigned long long	 core = 0, conflict = CTL_EXIT_FAIL;
 	unsigned		 got = 0;
 	double			 max_s = 0, wait_s = -1, t0, t1 = 0;
 	char			 holder[128], visible[32];
@@ -208,7 +210,9 @@ ctl_lock_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 
 	if ((rc = ctl_args_uint(ctx, a, "core", 0, 4095, &core)) != 0 ||
 	    (rc = ctl_args_seconds(ctx, a, "max", 0, &max_s)) != 0 ||
-	    (rc = ctl_args_seconds(ctx, a, "wait", 1, &wait_s)) != 0)
+	    (rc = ctl_args_seconds(ctx, a, "wait", 1, &wait_s)) != 0 ||
+	    (rc = ctl_args_uint(ctx, a, "conflict-exit-code", 0, 255,
+	    &conflict)) != 0)
 		return (rc);
 	if ((rc = ctl_connect(ctx)) != CTL_EXIT_OK)
 		return (rc);
@@ -224,6 +228,9 @@ ctl_lock_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 	else
 		rc = ctl_lock_acquire(ctx, cs, wait_s, ctl_args_has(a, "core"),
 		    &got, visible, sizeof visible);
+	if (rc == CTL_EXIT_FAIL && strcmp(ctx->err_code,
+	    "DEADLINE_EXCEEDED") == 0)
+		rc = (int)conflict;
 	if (rc != CTL_EXIT_OK)
 		goto out;
 	t1 = ctl_fmt_mono();
@@ -253,11 +260,14 @@ out:
 
 const struct ctl_cmd ctl_lock_cmd = {
 	.name = "lock",
-	.usage = "[-c CORE] [-t MAX_SECONDS] [-w WAIT_SECONDS] -- CMD [ARG...]",
+	.usage = "[-c CORE] [-t MAX_SECONDS] [-w WAIT_SECONDS] [-E N] -- CMD "
+	    "[ARG...]",
 	.help = "run CMD holding a core (NEURON_RT_VISIBLE_CORES set), like "
 	    "flock(1)",
 	.about =
-	    "The exit status is CMD's (128+N if a signal N ended it). With\n"
+	    "The exit status is CMD's (128+N if a signal N ended it) once\n"
+	    "it ran. Before: -E's N (default 1) when -w gives up, 1 when\n"
+	    "the lease fails, 2 usage, 3 nkid cannot be reached. With\n"
 	    "--json one object follows CMD's output: core, visible_cores,\n"
 	    "waited_s, held_s, exit, signal.\n",
 	.opts = ctl_lock_opts,

@@ -32,7 +32,9 @@ ctl_manifest_parse(const char *path, char *err, size_t errlen)
 {
 	cJSON		*root = NULL;
 	char		*text = NULL;
+	const char	*end = NULL, *p;
 	struct stat	 st;
+	unsigned	 line, col;
 	FILE		*f;
 
 	if ((f = fopen(path, "re")) == NULL || fstat(fileno(f), &st) == -1) {
@@ -51,7 +53,20 @@ ctl_manifest_parse(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot read manifest '%s'", path);
 		goto out;
 	}
-	if ((root = cJSON_Parse(text)) == NULL || !cJSON_IsObject(root)) {
+	if ((root = cJSON_ParseWithLengthOpts(text, st.st_size, &end,
+	    0)) == NULL) {
+		for (p = text, line = 1, col = 1; p < end && *p != '\0'; p++) {
+			if (*p == '\n') {
+				line++;
+				col = 1;
+			} else
+				col++;
+		}
+		snprintf(err, errlen, "manifest '%s' is not valid JSON: "
+		    "error at line %u, column %u%s", path, line, col,
+		    strchr(end != NULL ? end : text, '\n') == NULL ?
+		    " (on its last line: is it cut short?)" : "");
+	} else if (!cJSON_IsObject(root)) {
 		snprintf(err, errlen, "manifest '%s' is not a JSON object",
 		    path);
 		cJSON_Delete(root);
@@ -102,10 +117,12 @@ ctl_manifest_item_read(struct ctl_manifest_item *it, const cJSON *k,
 	return (ctl_kernel_read(it->path, &it->ref, err, errlen));
 }
 
-int
-ctl_manifest_read(const char *path, struct ctl_manifest *m, char *err,
-    size_t errlen)
+/* ctl_manifest_read, or with all set ctl_manifest_read_all. */
+static int
+ctl_manifest_load(const char *path, struct ctl_manifest *m, int all,
+    char *err, size_t errlen)
 {
+	struct ctl_manifest_item	*it;
 	cJSON	*root, *ks, *k;
 	char	*gtarget, *goptions, *dircopy, *dir, kerr[1024];
 	int	 rc = -1;
@@ -129,12 +146,20 @@ ctl_manifest_read(const char *path, struct ctl_manifest *m, char *err,
 	if (m->items == NULL)
 		abort();
 	cJSON_ArrayForEach(k, ks) {
-		if (ctl_manifest_item_read(&m->items[m->n++], k, dir, gtarget,
-		    goptions, kerr, sizeof kerr) < 0) {
+		it = &m->items[m->n++];
+		if (ctl_manifest_item_read(it, k, dir, gtarget, goptions, kerr,
+		    sizeof kerr) == 0)
+			continue;
+		if (!all || it->path == NULL) {
 			snprintf(err, errlen, "manifest '%s': kernel %zu: %s",
 			    path, m->n, kerr);
 			goto out;
 		}
+		ctl_kernel_free(it->ref);
+		it->ref = NULL;
+		if ((it->err = strdup(kerr)) == NULL)
+			abort();
+		m->unreadable++;
 	}
 	rc = 0;
 out:
@@ -147,6 +172,20 @@ out:
 	return (rc);
 }
 
+int
+ctl_manifest_read(const char *path, struct ctl_manifest *m, char *err,
+    size_t errlen)
+{
+	return (ctl_manifest_load(path, m, 0, err, errlen));
+}
+
+int
+ctl_manifest_read_all(const char *path, struct ctl_manifest *m, char *err,
+    size_t errlen)
+{
+	return (ctl_manifest_load(path, m, 1, err, errlen));
+}
+
 void
 ctl_manifest_release(struct ctl_manifest *m)
 {
@@ -156,6 +195,7 @@ ctl_manifest_release(struct ctl_manifest *m)
 		free(m->items[i].path);
 		free(m->items[i].target);
 		free(m->items[i].options);
+		free(m->items[i].err);
 		ctl_kernel_free(m->items[i].ref);
 	}
 	free(m->items);

@@ -14,23 +14,34 @@
  * and options applied. */
 struct ctl_manifest_item {
 	char			*path;
-	Nkid__V1__KernelRef	*ref;		/* ctl_kernel_read's */
+	Nkid__V1__KernelRef	*ref;		/* ctl_kernel_read's, or NULL */
 	char			*target;	/* NULL: the file's */
 	char			*options;	/* NULL: the file's */
+	char			*err;		/* why not read */
 };
 
 struct ctl_manifest {
 	struct ctl_manifest_item	*items;
 	size_t				 n;
+	size_t				 unreadable; /* items with err */
 };
 
 /*
  * Read a manifest: {"target": T, "options": O, "kernels": ["file.nkir" |
  * {"path": P, "target": T, "options": O}, ...]} with paths relative to
  * the manifest's directory, and every kernel file it names. Returns 0, or
- * -1 with err saying why (m is then released).
+ * -1 with err saying why (m is then released): a manifest that is not
+ * valid JSON names the line and column where it goes wrong.
  */
 int	 ctl_manifest_read(const char *path, struct ctl_manifest *m,
+	    char *err, size_t errlen);
+/*
+ * ctl_manifest_read, except that a kernel file that cannot be read does
+ * not fail the manifest: its item keeps why in err (ref NULL), counted in
+ * m->unreadable. A manifest that is not valid JSON, or an entry that names
+ * no path, still fails it.
+ */
+int	 ctl_manifest_read_all(const char *path, struct ctl_manifest *m,
 	    char *err, size_t errlen);
 void	 ctl_manifest_release(struct ctl_manifest *m);
 /* The effective KernelRef of item i, borrowing from m. */

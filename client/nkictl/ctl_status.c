@@ -203,10 +203,11 @@ ctl_status_human(struct ctl_ctx *ctx, const ProtobufCMessage *reply)
 		    (unsigned long long)k->entries, ctl_fmt_bytes(k->bytes, b1,
 		    sizeof b1), k->max_bytes > 0 ? ctl_fmt_bytes(k->max_bytes,
 		    b2, sizeof b2) : "no budget");
-		ctl_kv(ctx, "cache hit rate", "%s (%llu hits, %llu misses)",
+		ctl_kv(ctx, "cache hit rate", "%s (%llu hit%s, %llu miss%s)",
 		    ctl_fmt_percent(k->hits, k->hits + k->misses, b3,
 		    sizeof b3), (unsigned long long)k->hits,
-		    (unsigned long long)k->misses);
+		    k->hits == 1 ? "" : "s", (unsigned long long)k->misses,
+		    k->misses == 1 ? "" : "es");
 		ctl_kv(ctx, "compiles", "%llu (%llu coalesced, %llu failed)",
 		    (unsigned long long)k->compiles,
 		    (unsigned long long)k->coalesced,

@@ -721,7 +721,19 @@ ctl_top_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 		curs_set(0);
 	}
 	next = ctl_fmt_mono();
-	for (i = 0; n == 0 || i < n; i++) {
+	/*
+	 * Frames on a pipe are read once: the first already covers an
+	 * interval (a look now, the frame S seconds later), where the
+	 * screen draws at once and fills the interval figures in next.
+	 */
+	if (!tp.curses) {
+		ctl_top_sample_take(&tp, &tp.cur);
+		next += tp.delay;
+		while (tp.cur.rc == CTL_EXIT_OK && !ctl_top_stop &&
+		    ctl_fmt_mono() < next)
+			usleep(20000);
+	}
+	for (i = 0; !ctl_top_stop && (n == 0 || i < n); i++) {
 		ctl_top_step(&tp, f);
 		if (!tp.curses && !ctx->json)
 			ctl_top_print(ctx, f, i > 0);

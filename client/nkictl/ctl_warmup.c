@@ -13,6 +13,8 @@
 /* The counts so far; results is the --json array (NULL: text). */
 struct ctl_warmup {
 	const struct ctl_manifest	*m;
+	size_t				*idx;	/* sent -> item */
+	int				 retry_failed;
 	unsigned			 compiled;
 	unsigned			 cached;
 	unsigned			 failed;
@@ -23,6 +25,8 @@ struct ctl_warmup {
 
 static const struct ctl_opt ctl_warmup_opts[] = {
 	{ 'j', "jobs", "N", "kernels per Warmup call (default 16)" },
+	{ 0, "retry-failed", NULL, "compile again the kernels whose failure "
+	    "is cached" },
 	CTL_OPT_END
 };
 
@@ -44,7 +48,7 @@ ctl_warmup_batch_cb(struct ctl_ctx *ctx, const ProtobufCMessage *reply,
 	w->failed += r->failed;
 	for (j = 0; j < r->n_results; j++) {
 		res = r->results[j];
-		path = w->m->items[first + j].path;
+		path = w->m->items[w->idx[first + j]].path;
 		if (w->results != NULL) {
 			x = cJSON_CreateObject();
 			cJSON_AddStringToObject(x, "path", path);
@@ -62,7 +66,29 @@ ctl_warmup_batch_cb(struct ctl_ctx *ctx, const ProtobufCMessage *reply,
 	ctl_progress_set(&w->progress, w->done);
 }
 
-/* Warm up the kernels of m in batches of jobs. */
+/* A kernel file of the manifest that could not be read: a failure. */
+static void
+ctl_warmup_unreadable(struct ctl_ctx *ctx, struct ctl_warmup *w,
+    const struct ctl_manifest_item *it)
+{
+	cJSON	*x;
+
+	w->failed++;
+	w->done++;
+	if (w->results == NULL) {
+		ctl_fail(ctx, CTL_CODE_LOCAL, "%s", it->err);
+		return;
+	}
+	x = cJSON_CreateObject();
+	cJSON_AddStringToObject(x, "path", it->path);
+	cJSON_AddStringToObject(x, "kernel", "");
+	cJSON_AddStringToObject(x, "neff_key", "");
+	cJSON_AddStringToObject(x, "state", "unreadable");
+	cJSON_AddStringToObject(x, "message", it->err);
+	cJSON_AddItemToArray(w->results, x);
+}
+
+/* Warm up the readable kernels of m in batches of jobs. */
 static int
 ctl_warmup_run(struct ctl_ctx *ctx, struct ctl_warmup *w, size_t jobs)
 {
@@ -70,23 +96,33 @@ ctl_warmup_run(struct ctl_ctx *ctx, struct ctl_warmup *w, size_t jobs)
 	Nkid__V1__WarmupItem		 *items, **itemp;
 	Nkid__V1__KernelRef		 *refs;
 	const struct ctl_manifest	 *m = w->m;
-	size_t				  i;
-	int				  rc;
+	size_t				  i, n = 0;
+	int				  rc = CTL_EXIT_OK;
 
 	items = calloc(m->n, sizeof *items);
 	itemp = calloc(m->n, sizeof *itemp);
 	refs = calloc(m->n, sizeof *refs);
-	if (items == NULL || itemp == NULL || refs == NULL)
+	w->idx = calloc(m->n, sizeof *w->idx);
+	if (items == NULL || itemp == NULL || refs == NULL || w->idx == NULL)
 		abort();
 	for (i = 0; i < m->n; i++) {
-		nkid__v1__warmup_item__init(&items[i]);
-		ctl_manifest_ref(m, i, &refs[i]);
-		items[i].ref = &refs[i];
-		itemp[i] = &items[i];
+		if (m->items[i].ref == NULL) {
+			ctl_warmup_unreadable(ctx, w, &m->items[i]);
+			continue;
+		}
+		nkid__v1__warmup_item__init(&items[n]);
+		ctl_manifest_ref(m, i, &refs[n]);
+		refs[n].retry_failed = w->retry_failed;
+		items[n].ref = &refs[n];
+		itemp[n] = &items[n];
+		w->idx[n++] = i;
 	}
-	rc = ctl_manifest_send(ctx, "Warmup", &req.base,
-	    &nkid__v1__warmup_reply__descriptor, (ProtobufCMessage **)itemp,
-	    m->n, jobs, ctl_warmup_batch_cb, w);
+	if (n > 0)
+		rc = ctl_manifest_send(ctx, "Warmup", &req.base,
+		    &nkid__v1__warmup_reply__descriptor,
+		    (ProtobufCMessage **)itemp, n, jobs, ctl_warmup_batch_cb,
+		    w);
+	free(w->idx);
 	free(items);
 	free(itemp);
 	free(refs);
@@ -105,12 +141,13 @@ ctl_warmup_exec(struct ctl_ctx *ctx, struct ctl_args *a)
 
 	if ((rc = ctl_args_uint(ctx, a, "jobs", 1, 4096, &jobs)) != 0)
 		return (rc);
-	if (ctl_manifest_read(a->argv[0], &m, err, sizeof err) < 0) {
+	if (ctl_manifest_read_all(a->argv[0], &m, err, sizeof err) < 0) {
 		ctl_errorf(ctx, "warmup: %s", err);
 		return (CTL_EXIT_FAIL);
 	}
 	memset(&w, 0, sizeof w);
 	w.m = &m;
+	w.retry_failed = ctl_args_has(a, "retry-failed") > 0;
 	ctl_progress_init(&w.progress, ctx, "warmup", "kernels", m.n);
 	if (ctx->json) {
 		o = cJSON_CreateObject();
@@ -141,7 +178,7 @@ out:
 
 const struct ctl_cmd ctl_warmup_cmd = {
 	.name = "warmup",
-	.usage = "MANIFEST [-j N]",
+	.usage = "MANIFEST [-j N] [--retry-failed]",
 	.help = "compile every kernel of MANIFEST (a JSON list of traced "
 	    "kernel files, see docs/cache.md) into nkid's cache",
 	.about =
@@ -150,8 +187,10 @@ const struct ctl_cmd ctl_warmup_cmd = {
 	    "nkid.trace ... -o F.nkir), relative to the manifest's\n"
 	    "directory, or {\"path\": F, \"target\": T, \"options\": O};\n"
 	    "target and options default to the file's. The same manifest\n"
-	    "is the gate of 'cache verify MANIFEST'. Exit 1 if a kernel\n"
-	    "failed to compile. On a terminal a progress line shows\n"
+	    "is the gate of 'cache verify MANIFEST'. A kernel file that\n"
+	    "cannot be read is reported and the others are compiled. Exit 1\n"
+	    "if a kernel failed to compile or could not be read. On a "
+	    "terminal a progress line shows\n"
 	    "kernels done, rate and ETA.\n",
 	.opts = ctl_warmup_opts,
 	.args = { 1, 1, "MANIFEST" },

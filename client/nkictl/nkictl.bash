@@ -93,7 +93,7 @@ _nkictl()
 		[[ $line == -* ]] || nops=$((nops + 1))
 	done
 	case $cmd in
-	"cache show"|"cache pin"|"cache unpin"|"cache rm")
+	"cache show"|"cache pin"|"cache unpin"|"cache rm"|"cache push")
 		COMPREPLY=($(compgen -W "$(_nkictl_keys "$ctl" "${sock[@]}")" -- "$cur")) ;;
 	"cache export")
 		if [ "$nops" -eq 0 ]; then

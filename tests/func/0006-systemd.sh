@@ -13,7 +13,8 @@ for f in usr/local/sbin/nkid usr/local/bin/nkictl etc/nkid/nkid.json \
 	lib/systemd/system/nkid.service lib/systemd/system/nkid.socket \
 	usr/lib/sysusers.d/nkid.conf usr/lib/tmpfiles.d/nkid.conf \
 	usr/local/share/man/man8/nkid.8 usr/local/share/man/man1/nkictl.1 \
-	usr/local/share/doc/nkid/operations.md; do
+	usr/local/share/doc/nkid/operations.md usr/local/bin/nkimodel \
+	usr/local/share/doc/nkid/nkid-remote.conf; do
 	[ -e "$D/$f" ] || fail "make install did not install /$f"
 done
 grep -q "ExecStart=/usr/local/sbin/nkid" "$D/lib/systemd/system/nkid.service" ||
@@ -33,6 +34,20 @@ out=$(MANPATH="$D/usr/local/share/man" systemd-analyze verify --root="$D" \
 	"$D/lib/systemd/system/nkid.service" "$D/lib/systemd/system/nkid.socket" 2>&1) ||
 	fail "systemd-analyze verify failed: $out"
 [ -z "$out" ] || fail "systemd-analyze verify printed: $out"
+
+# The drop-in that opens the network for a redis:// remote tier
+# (docs/operations.md) verifies, and lifts exactly the three restrictions.
+install -D -m 0644 "$D/usr/local/share/doc/nkid/nkid-remote.conf" \
+	"$D/etc/systemd/system/nkid.service.d/remote.conf"
+out=$(MANPATH="$D/usr/local/share/man" systemd-analyze verify --root="$D" \
+	"$D/lib/systemd/system/nkid.service" 2>&1) ||
+	fail "systemd-analyze verify with the drop-in failed: $out"
+[ -z "$out" ] || fail "systemd-analyze verify with the drop-in printed: $out"
+for l in PrivateNetwork=no IPAddressAllow=any "RestrictAddressFamilies=AF_INET AF_INET6"; do
+	grep -qx "$l" "$D/etc/systemd/system/nkid.service.d/remote.conf" ||
+		fail "the drop-in does not set $l"
+done
+rm -r "$D/etc/systemd/system"
 
 score=$(systemd-analyze security --offline=true --root="$D" \
 	"$D/lib/systemd/system/nkid.service" 2>&1 |

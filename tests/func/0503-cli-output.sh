@@ -24,7 +24,7 @@ grep -Eq "^queued  +[0-9.]+ (us|ms|s)$" "$T/run" && grep -Eq "^executed  +[0-9.]
 grep -q "^Run  *1  *0$" "$T/st" || fail "Run not listed: $(cat "$T/st")"
 grep -q "Warmup" "$T/st" && fail "status lists a method never called: $(cat "$T/st")"
 grep -q "CacheImport" "$T/st" && fail "status lists CacheImport"
-grep -Eq "^cache hit rate  +[0-9.]+% \([0-9]+ hits, [0-9]+ misses\)$" "$T/st" || fail "no hit rate: $(cat "$T/st")"
+grep -Eq "^cache hit rate  +[0-9.]+% \([0-9]+ hits?, [0-9]+ miss(es)?\)$" "$T/st" || fail "no hit rate: $(cat "$T/st")"
 grep -Eq "^cache  +1 entries, [0-9.]+ B of 16.0 GiB$" "$T/st" || fail "cache size: $(cat "$T/st")"
 grep -q "17179869184" "$T/st" && fail "raw bytes in status: $(cat "$T/st")"
 "$NKICTL" --json status >"$T/st.json" || fail "status --json"

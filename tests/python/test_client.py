@@ -37,8 +37,9 @@ def test_invalid_argument_is_verbatim(nkid_socket):
         ew.wide_partition(np.zeros((256, 64), np.float32))
     assert e.value.code == "INVALID_ARGUMENT"
     assert str(e.value) == ("cannot compile 'wide_partition': Size of partition dimension 256"
-                            " exceeds architecture limitation of 128 (%s:%d)"
-                            % (ew.__file__, line))
+                            " exceeds architecture limitation of 128 (elementwise.py:%d)"
+                            % line)
+    assert e.value.full_message.endswith("(%s:%d)" % (ew.__file__, line))
 
 
 def test_client_per_process_and_socket(nkid_socket):

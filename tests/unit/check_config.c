@@ -1,4 +1,5 @@
 /* check_config.c: the config table: defaults, every kind of bad input, overrides, reload merge. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,7 +136,39 @@ CHECK_TEST(errors, test_config_unknown_key_named)
 	struct config	cfg;
 
 	ck_assert_int_eq(load(&cfg, "{\"sokcet\": \"/x\"}"), CONFIG_EKEY);
-	ck_assert_str_eq(err, "config 't.json': unknown key 'sokcet'");
+	ck_assert_str_eq(err, "config 't.json': unknown key 'sokcet' (did "
+	    "you mean 'socket'?)");
+	ck_assert_int_eq(load(&cfg, "{\"cache\": {\"max_byte\": 1}}"),
+	    CONFIG_EKEY);
+	ck_assert_str_eq(err, "config 't.json': unknown key 'cache.max_byte' "
+	    "(did you mean 'cache.max_bytes'?)");
+	/* Nothing close: no guess. */
+	ck_assert_int_eq(load(&cfg, "{\"frobnicate\": 1}"), CONFIG_EKEY);
+	ck_assert_str_eq(err, "config 't.json': unknown key 'frobnicate'");
+}
+END_TEST
+
+CHECK_TEST(core, test_config_byte_suffixes)
+{
+	struct config	cfg;
+
+	ck_assert_int_eq(load(&cfg, "{\"cache\": {\"max_bytes\": "
+	    "\"16GB\"}}"), 0);
+	ck_assert_uint_eq(cfg.cache_max_bytes, 16000000000ULL);
+	config_release(&cfg);
+	ck_assert_int_eq(load(&cfg, "{\"cache\": {\"max_bytes\": "
+	    "\"16 GiB\"}}"), 0);
+	ck_assert_uint_eq(cfg.cache_max_bytes, 16ULL << 30);
+	config_release(&cfg);
+	ck_assert_int_eq(load(&cfg, "{\"cache\": {\"max_bytes\": "
+	    "\"1t\"}}"), 0);
+	ck_assert_uint_eq(cfg.cache_max_bytes, 1ULL << 40);
+	config_release(&cfg);
+	ck_assert_int_eq(load(&cfg, "{\"cache\": {\"max_bytes\": "
+	    "\"16 gigs\"}}"), CONFIG_ETYPE);
+	ck_assert_ptr_nonnull(strstr(err, "(suffixes: B, KiB, MiB, GiB, TiB "
+	    "or K, M, G, T, powers of 1024; KB, MB, GB, TB, powers of 1000; "
+	    "any case)"));
 }
 END_TEST
 
@@ -146,7 +179,8 @@ CHECK_TEST(errors, test_config_unknown_nested_key_named)
 	ck_assert_int_eq(load(&cfg, "{\"limits\": {\"max_message_bytes\": "
 	    "{\"contrl\": 5}}}"), CONFIG_EKEY);
 	ck_assert_str_eq(err, "config 't.json': unknown key "
-	    "'limits.max_message_bytes.contrl'");
+	    "'limits.max_message_bytes.contrl' (did you mean "
+	    "'limits.max_message_bytes.control'?)");
 	ck_assert_int_eq(load(&cfg, "{\"cpu\": {\"core\": 2}}"), CONFIG_EKEY);
 	ck_assert_ptr_nonnull(strstr(err, "unknown key 'cpu.core'"));
 }
@@ -285,5 +319,29 @@ CHECK_TEST(core, test_config_copy_deep)
 	ck_assert_uint_eq(b.allow_uids[1], 6);
 	ck_assert_str_eq(b.socket, "/run/nkid/nkid.sock");
 	config_release(&b);
+}
+END_TEST
+
+CHECK_TEST(errors, test_config_remote_reach_names_the_drop_in)
+{
+	char	why[1024];
+
+	/* Refused: a reason, and no talk of the unit's restrictions. */
+	ck_assert_int_eq(config_remote_url_reach("redis://127.0.0.1:1", 500,
+	    why, sizeof why), -1);
+	ck_assert_str_eq(why, "cannot connect to '127.0.0.1:1': Connection "
+	    "refused");
+	ck_assert_int_eq(config_remote_url_reach("unix:///nonexistent/r.sock",
+	    500, why, sizeof why), -1);
+	ck_assert_str_eq(why, "cannot connect to '/nonexistent/r.sock': No "
+	    "such file or directory");
+	/* What RestrictAddressFamilies= and PrivateNetwork= cause. */
+	ck_assert_ptr_nonnull(strstr(config_remote_reach_hint(EAFNOSUPPORT),
+	    "nkid-remote.conf"));
+	ck_assert_ptr_nonnull(strstr(config_remote_reach_hint(ENETUNREACH),
+	    "nkid-remote.conf"));
+	ck_assert_ptr_nonnull(strstr(config_remote_reach_hint(EPERM),
+	    "nkid-remote.conf"));
+	ck_assert_str_eq(config_remote_reach_hint(ECONNREFUSED), "");
 }
 END_TEST

@@ -349,11 +349,12 @@ CHECK_TEST(core, test_sched_history_bounded)
 	memset(&l, 0, sizeof l);
 	sched_jobs_list(s, 0, list_cb, &l);
 	ck_assert_int_eq(l.n, 2);
-	/* A third finished job pushes the oldest out (history 2). */
+	/* A third finished job pushes the oldest out (history 2); it ran,
+	 * then was cancelled: "stopped" ("cancelled" never started). */
 	sched_job_status_set(s, t[2].sj.id, 1, 2);
 	memset(&l, 0, sizeof l);
 	sched_jobs_list(s, 1, list_cb, &l);
-	ck_assert_str_eq(l.states, "failed cancelled running ");
+	ck_assert_str_eq(l.states, "failed stopped running ");
 	ck_assert_int_eq(sched_job_owner(s, t[0].sj.id, &(uint32_t){0}),
 	    SCHED_ENOENT);
 	ck_assert_int_eq(sched_job_owner(s, t[1].sj.id, &(uint32_t){0}),

@@ -665,7 +665,7 @@ CHECK_TEST(core, test_sim_iota_activation_print)
 	p = kb_program(b);
 	rc = sim_run(p, NULL, 0, &to, 1, &opts, &d);
 	ck_assert_msg(rc == 0, "%s", d.msg);
-	ck_assert_str_eq(text, "t: t[2, 3] float32\n[[0 1 2]\n [10 11 12]]\n");
+	ck_assert_str_eq(text, "t: t[2, 3] float32\n[[0. 1. 2.]\n [10. 11. 12.]]\n");
 	{
 		/* u = relu(2 t + t[:, 1]): row 0 stays <= 15, row 1 above */
 		float want[6];

@@ -13,6 +13,7 @@ A call past it raises ``NkidError`` with code ``DEADLINE_EXCEEDED``.
 """
 
 import os
+import stat
 import sys
 import threading
 import time
@@ -186,8 +187,12 @@ class Client:
 
     def _unreachable(self, detail, waited=0.0):
         exists = os.path.exists(self.socket)
-        why = ("the socket exists but nothing accepted the connection" if exists
-               else "the socket does not exist")
+        if exists and not stat.S_ISSOCK(os.stat(self.socket).st_mode):
+            why = "it is not a socket"
+        elif exists:
+            why = "the socket exists but nothing accepted the connection"
+        else:
+            why = "the socket does not exist"
         after = (" after waiting %.1f s for it (%s)" % (waited, _retry.RECONNECT_ENV)
                  if waited > 0 else "")
         return NkidConnectionError(

@@ -5,6 +5,8 @@ import functools
 import os
 import re
 
+from . import _tb
+
 __all__ = ["NkidError", "NkidConnectionError", "NKISyntaxError", "NKIError", "error_for",
            "front_door", "shallow", "TRACEBACK_ENV"]
 
@@ -15,15 +17,17 @@ TRACEBACK_ENV = "NKID_TRACEBACK"
 class NkidError(RuntimeError):
     """A request to nkid failed.
 
-    ``str(err)`` is the daemon's message verbatim (for an invalid kernel it
-    is worded like NKI's own errors and ends with the kernel's
-    ``(file:line)``).  ``code`` is the gRPC status name, e.g.
-    ``"INVALID_ARGUMENT"``.
+    ``str(err)`` is the daemon's message (for an invalid kernel it is
+    worded like NKI's own errors and ends with the kernel's
+    ``(file.py:line)``, the file named relative to its directory as the
+    tracer's errors name it; ``full_message`` keeps the daemon's absolute
+    path).  ``code`` is the gRPC status name, e.g. ``"INVALID_ARGUMENT"``.
     """
 
     def __init__(self, message, code=None):
         super().__init__(message)
         self.message = message
+        self.full_message = message
         self.code = code
 
 
@@ -41,12 +45,17 @@ def error_for(message, code=None):
     66048 is out of bounds for axis 0 with size 65536") and whose note and
     ``message`` are the daemon's whole message (the tensor, the index and
     the kernel's file:line)."""
+    full = message
+    message = _tb.short_paths(message)
     m = _OOB_RE.search(message or "")
     if not m:
-        return NkidError(message, code)
+        err = NkidError(message, code)
+        err.full_message = full
+        return err
     e = IndexError(m.group(1))
     e.add_note(message)
     e.message = message
+    e.full_message = full
     e.code = code
     return e
 
@@ -81,15 +90,21 @@ def front_door(call):
     message and no traceback of the client's frames (``raise
     err.with_traceback(None) from None``), so that it ends in the user's
     call.  Errors of the user's own kernel (NKIError, from tracing) keep
-    their frames: they point into the kernel.  ``NKID_TRACEBACK=full``
+    their frames, and only theirs: the package's frames between the call
+    and the kernel's line are cut (nkid._tb).  ``NKID_TRACEBACK=full``
     keeps every frame."""
     @functools.wraps(call)
     def door(*args, **kwargs):
         try:
             return call(*args, **kwargs)
         except Exception as err:
-            if not (isinstance(err, NkidError) or getattr(err, "_nkid_shallow", False)) \
-                    or os.environ.get(TRACEBACK_ENV, "") == "full":
+            if os.environ.get(TRACEBACK_ENV, "") == "full":
                 raise
+            if not (isinstance(err, NkidError) or getattr(err, "_nkid_shallow", False)):
+                # The kernel's own error (tracing): its frames, not ours.
+                tb = _tb.user_frames_only(err.__traceback__)
+                if tb is None:
+                    raise
+                raise err.with_traceback(tb) from err.__cause__
             raise err.with_traceback(None) from None
     return door

@@ -109,9 +109,17 @@ def check_dtypes(func, args, kwargs):
                 got = getattr(x.dtype, "name", str(x.dtype))
                 raise shallow(TypeError(
                     "kernel '%s': parameter '%s' has dtype %s, which NKI does not accept;"
-                    " NKI accepts %s (convert it first, e.g. %s.astype(numpy.float32))"
+                    " NKI accepts %s (convert it first, e.g. %s.astype(numpy.%s))"
                     % (getattr(func, "__name__", "?"), pname, got,
-                       ", ".join(accepted_dtypes()), pname))) from None
+                       ", ".join(accepted_dtypes()), pname,
+                       _NEAREST_DTYPE.get(got, "float32")))) from None
+
+
+# The accepted dtype a conversion suggests for one NKI does not take.
+_NEAREST_DTYPE = {"int64": "int32", "uint64": "uint32", "longlong": "int32",
+                  "ulonglong": "uint32", "float64": "float32",
+                  "longdouble": "float32", "complex64": "float32",
+                  "complex128": "float32"}
 
 
 def dump_config(traced, platform_target="", additional_compile_opt="", grid=()):
@@ -421,6 +429,20 @@ class BaremetalKernel(NumpyKernel):
         return reply.outputs
 
 
+def _param_holding(func, args, kwargs, obj):
+    """The name of func's parameter that obj was passed as, or None."""
+    if obj is None:
+        return None
+    try:
+        bound = signature_of(func).bind(*args, **kwargs)
+    except TypeError:
+        return None
+    for name, v in bound.arguments.items():
+        if v is obj:
+            return name
+    return None
+
+
 class SimulateKernel(NumpyKernel):
     """Run a kernel on nkid's cpu simulator (nki.simulate_kernel)."""
 
@@ -436,7 +458,18 @@ class SimulateKernel(NumpyKernel):
                 raise shallow(TypeError("All input and output tensors to the kernel must be"
                                         " numpy.ndarray when using this simulate_kernel API"
                                         " (got %s)" % type(a).__name__))
-        return super().__call__(*args, **kwargs)
+        try:
+            return super().__call__(*args, **kwargs)
+        except AttributeError as e:
+            # A list or tuple the kernel uses as a tensor (a.tolist()):
+            # the documented TypeError, naming the parameter.
+            name = _param_holding(self.func, args, kwargs, getattr(e, "obj", None))
+            if name is None or not isinstance(e.obj, (list, tuple)):
+                raise
+            raise shallow(TypeError("All input and output tensors to the kernel must be"
+                                    " numpy.ndarray when using this simulate_kernel API"
+                                    " (got %s for parameter '%s'; pass numpy.asarray(%s))"
+                                    % (type(e.obj).__name__, name, name))) from None
 
     def execute(self, traced, inputs):
         # NKI_PRECISE_FP: unset or 0 keeps low-precision tiles in fp32 (NKI
@@ -528,6 +561,23 @@ class BenchmarkResult:
         self.model_target = model_target
         self.model_version = model_version
         self.note = note
+
+    def __str__(self):
+        lines = ["nc_latency:  %s" % (self.nc_latency if self.nc_latency is not None else
+                                       "none (fewer than %d iterations)" % MIN_LATENCY_ITERS)]
+        if self.cpu_latency is not None:
+            lines.append("cpu_latency: %s" % self.cpu_latency)
+        if self.model_us > 0:
+            lines.append("model:       %.2f us on %s" % (self.model_us, self.model_target))
+        lines.append("samples:     %d" % len(self.samples_us))
+        if self.note:
+            lines.append("note:        %s" % self.note)
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return "<BenchmarkResult nc_latency p50 %s, %d samples>" % (
+            "%.2f us" % self.nc_latency.get_latency_percentile(50)
+            if self.nc_latency is not None else "none", len(self.samples_us))
 
     @classmethod
     def from_reply(cls, reply, iters):

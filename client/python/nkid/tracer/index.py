@@ -7,6 +7,7 @@ Pure functions of shapes and affine indices: they emit nothing.
 from ..errors import NKIError, NKISyntaxError
 from .affine import Aff, IndexExpr, Predicate, as_index, broadcast_shapes
 from .loc import loc_suffix
+from .words import operands_word
 
 __all__ = ["broadcast_tiles", "mask_affs", "op_shape"]
 
@@ -190,11 +191,16 @@ def _align_map(src, dst):
     return m
 
 
-def broadcast_tiles(*shapes):
+def broadcast_tiles(*shapes, operands=None):
     """The result shape of an element-wise op: partition dims must match or
     be 1; free dims broadcast numpy-style from the right; a [P] tile acts as
-    [P, 1]."""
+    [P, 1].  operands (the tiles, in order) name them in the error."""
+    if operands is not None:
+        named = [(x, s) for x, s in zip(operands, shapes) if s is not None]
+        what = "operands " + operands_word([x for x, _ in named], [s for _, s in named])
     shapes = [tuple(s) for s in shapes if s is not None]
+    if operands is None:
+        what = "operand shapes " + " and ".join(str(list(x)) for x in shapes)
     if not shapes:
         return ()
     rank = max(len(s) for s in shapes)
@@ -202,8 +208,8 @@ def broadcast_tiles(*shapes):
     for s in shapes:
         if s and s[0] != 1:
             if p != 1 and s[0] != p:
-                raise _err("operand shapes %s are not broadcastable (partition dimension)"
-                           % " and ".join(str(list(x)) for x in shapes), ValueError)
+                raise _err("%s are not broadcastable (partition dimension)" % what,
+                           ValueError)
             p = s[0]
     free = [1] * (rank - 1)
     for s in shapes:
@@ -214,8 +220,7 @@ def broadcast_tiles(*shapes):
             if cur == 1:
                 free[off + i] = n
             elif n != 1 and n != cur:
-                raise _err("operand shapes %s are not broadcastable"
-                           % " and ".join(str(list(x)) for x in shapes), ValueError)
+                raise _err("%s are not broadcastable" % what, ValueError)
     return (p,) + tuple(free)
 
 

@@ -8,9 +8,10 @@ __all__ = ["format_kernel"]
 def _aff(a):
     parts = [str(a.constant)] if a.constant or not a.terms else []
     for t in a.terms:
-        name = {ir.TERM_AXIS: "ax", ir.TERM_LOOP: "i", ir.TERM_PROGRAM: "pid"}[t.kind] + str(t.index)
+        name = {ir.TERM_AXIS: "ax", ir.TERM_LOOP: "i", ir.TERM_PROGRAM: "pid",
+                ir.TERM_FN: "fn"}.get(t.kind, "?") + str(t.index)
         parts.append(name if t.coef == 1 else "%d*%s" % (t.coef, name))
-    return "+".join(parts)
+    return "+".join(parts).replace("+-", "-")
 
 
 def _acc(a, tensors):
@@ -32,6 +33,16 @@ def _ops(ops, tensors, depth, out):
                 pad, lp.var, ir.LoopKind.Name(lp.kind)[5:].lower(), lp.start, lp.stop, lp.step,
                 op.loc.line))
             _ops(lp.body, tensors, depth + 1, out)
+            continue
+        if op.kind == ir.OP_IF:
+            br = op.branch
+            out.append("%sif %s:   # line %d" % (
+                pad, " and ".join("%s >= 0" % _aff(c) for c in br.cond) or "True",
+                op.loc.line))
+            _ops(br.then_body, tensors, depth + 1, out)
+            if br.else_body:
+                out.append("%selse:" % pad)
+                _ops(br.else_body, tensors, depth + 1, out)
             continue
         srcs = [(_acc(s.access, tensors) if s.HasField("access") else repr(s.scalar))
                 for s in op.src]

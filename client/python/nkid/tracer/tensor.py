@@ -37,7 +37,7 @@ def tensor_tensor(x, y, alu, dtype=None, mask=None):
     sx, sy = _shape(x), _shape(y)
     if sx is None and sy is None:
         raise _err("an element-wise NKI operation needs at least one tile operand", TypeError)
-    shape = broadcast_tiles(sx, sy)
+    shape = broadcast_tiles(sx, sy, operands=(x, y))
     oshape = op_shape(shape)
     if dtype is None:
         dx, dy = _dtype_of(x), _dtype_of(y)
@@ -199,7 +199,7 @@ def store(dst, value, mask=None):
 def select(cond, x, y, dtype=None, mask=None):
     """``cond != 0 ? x : y`` element-wise."""
     b = require("nl.where")
-    shape = broadcast_tiles(_shape(cond), _shape(x), _shape(y))
+    shape = broadcast_tiles(_shape(cond), _shape(x), _shape(y), operands=(cond, x, y))
     oshape = op_shape(shape)
     if dtype is None:
         dx, dy = _dtype_of(x), _dtype_of(y)
