@@ -9,15 +9,16 @@
  *      sim_vmath.c (vectorized math of rows), sim_blas.c (OpenBLAS)
  *   1  sim_print.c (shapes and device_print's text),
  *      sim_opt.c (fusion, dead fills, copy elision in a planned program),
- *      sim_par.c (which parts of a program may run side by side)
+ *      sim_par.c (which parts of a program may run side by side),
+ *      sim_exec_row.c (the interpreter's row math: ALU operators,
+ *      activation functions and reduce folds over one row; no views, no
+ *      run state)
  *   2  sim_plan.c (validate NKIR, build a struct sim_program) and
  *      sim_plan_view.c (its strided views, operands, spaces), with
  *      sim_isa_plan.c beside it (the planners of the nki.isa kinds
  *      40-79, which sim_plan.c's table names; they use its helpers) and
  *      sim_lang_plan.c (the nki.language kinds 80-119, index functions,
  *      constants, ifs)
- *   1  sim_exec_row.c (the row math: ALU operators, activation
- *      functions and reduce folds over one row; no views, no run state)
  *   3  sim_exec.c (run a program: sim_run, the dispatch of op kinds),
  *      with the executors beside it: sim_exec_view.c (offsets, row
  *      iterators, rows read and written, views gathered), sim_exec_par.c
