@@ -764,7 +764,8 @@ void	 sim_exec_program_ids(struct sim_run *r, uint64_t prog);
  * with r's diag set. sim_exec_gemm_loop returns 1 when the loop must run
  * as a loop after all. */
 int	 sim_exec_elementwise(struct sim_run *r, const struct sim_op *op);
-int	 sim_exec_fused(struct sim_run *r, const struct sim_op *ops, size_t k);
+int	 sim_exec_fused(struct sim_run *r, const struct sim_op *ops,
+	    size_t k);
 int	 sim_exec_reduce(struct sim_run *r, const struct sim_op *op);
 int	 sim_exec_bn(struct sim_run *r, const struct sim_op *op);
 int	 sim_exec_matmul(struct sim_run *r, const struct sim_op *op);
@@ -787,7 +788,8 @@ int	 sim_exec_split(struct sim_run *r, const struct sim_op *op, size_t k,
 	    int (*fn)(struct sim_run *, const struct sim_op *, size_t,
 	    uint64_t, uint64_t, void *), void *ctx);
 /* Spread n iterations of work `work` each over the pool? */
-bool	 sim_exec_spread(const struct sim_run *r, uint64_t n, uint64_t work);
+bool	 sim_exec_spread(const struct sim_run *r, uint64_t n,
+	    uint64_t work);
 /* Run the n iterations of loop (NULL: the n programs of the grid) in
  * chunks side by side, with rg's tiles private to each chunk; 0 or the
  * first failure in sequential order. */

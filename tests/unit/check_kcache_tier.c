@@ -29,7 +29,7 @@ enum store_mode { STORE_COMPILE, STORE_STOP, STORE_DOWN };
 struct store {
 	struct cache		*c;
 	enum store_mode		 mode;
-	int			 claim;		/* its address is the claim */
+	int			 claim;		/* &claim: the claim */
 	unsigned		 resolves;
 	unsigned		 publishes;
 	void			*claim_back;	/* publish's */
