@@ -314,10 +314,10 @@ struct cache_verify_param {
 
 struct cache_verify_item {
 	char				 key[CACHE_KEY_LEN + 1];
-	char				*kernel;	/* "" if not known */
+	char				*kernel;	/* "": unknown */
 	enum cache_verify_state		 state;
-	char				*message;	/* "" if none */
-	struct cache_verify_param	*params;	/* with signatures */
+	char				*message;	/* "": none */
+	struct cache_verify_param	*params;	/* signatures */
 	size_t				 nparams;
 };
 
@@ -329,7 +329,7 @@ struct cache_verify {
 
 #define CACHE_VERIFY_ALL	0x1	/* list every entry first, of any
 					 * compiler version */
-#define CACHE_VERIFY_SIGNATURES	0x2	/* the parameters of ok cpu images */
+#define CACHE_VERIFY_SIGNATURES	0x2	/* parameters of ok cpu images */
 
 /* Append an unchecked item for key (at most CACHE_KEY_LEN characters;
  * "" for a kernel known to be absent); kernel may be NULL. Returns the

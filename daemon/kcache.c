@@ -39,7 +39,8 @@ static void	kcache_flight_compile_start(struct kcache *kc,
 		    struct kcache_flight *f);
 static void	kcache_flight_miss(struct kcache *, struct kcache_flight *);
 static int	kcache_flight_accept_cb(void *, struct cache_entry *);
-static void	kcache_flight_tier_cb(void *, enum kcache_tier_outcome, void *);
+static void	kcache_flight_tier_cb(void *, enum kcache_tier_outcome,
+		    void *);
 
 struct kcache *
 kcache_open(uv_loop_t *loop, struct backend *b, const struct config *cfg)

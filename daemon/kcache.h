@@ -53,7 +53,7 @@ struct cache *kcache_disk(struct kcache *kc);
  */
 enum kcache_tier_outcome {
 	KCACHE_TIER_TAKEN,	/* accept took an entry: serve it */
-	KCACHE_TIER_COMPILE,	/* compile here (claim: the tier's, if any) */
+	KCACHE_TIER_COMPILE,	/* compile here (with the tier's claim) */
 	KCACHE_TIER_STOP,	/* nkid is stopping: give up */
 };
 

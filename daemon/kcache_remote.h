@@ -97,7 +97,8 @@ int	kcache_remote_entry_decode(const void *fkey, size_t fkeylen,
  * (serving never waits for it). backend and compiler_version are those of
  * the entries nkid serves; wait_ms bounds a wait for another host's
  * compile; while *stopping is non-zero, waits end (KCACHE_REMOTE_STOP).
- * Freed with kcache_remote_close once no resolve is pending.
+ * Freed with kcache_remote_close once no resolve is pending. (Defined in
+ * kcache_remote_tier.c, which wires the connection to the fleet.)
  */
 int	kcache_remote_open(struct kcache_remote **out, uv_loop_t *loop,
 	    const struct config *cfg, const char *backend,

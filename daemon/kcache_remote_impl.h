@@ -194,8 +194,8 @@ int	kcache_remote_conn_open(struct kcache_remote **out, uv_loop_t *loop,
 /* SET the entry value (len bytes) for key with the TTL of an entry (or of
  * a failure); cb as kcache_remote_command's, *err its return. */
 void	kcache_remote_set(struct kcache_remote *r, const char *key,
-	    const void *value, size_t len, int failed, kcache_remote_reply_cb cb,
-	    void *arg, int *err);
+	    const void *value, size_t len, int failed,
+	    kcache_remote_reply_cb cb, void *arg, int *err);
 
 /* Nonzero if a call to the store may be made now: connected (or making
  * the first connection), the circuit closed. */

@@ -22,7 +22,7 @@ struct rpc_cache_verify {
 	struct rpc_call			 *c;	/* read: c->cancelled */
 	struct cache_verify		  v;
 	int				  flags;	/* CACHE_VERIFY_* */
-	int				  error;	/* of cache_verify_run */
+	int				  error;	/* cache_verify_run's */
 	Nkid__V1__CacheVerifyResult	**results;	/* v.n of them */
 };
 

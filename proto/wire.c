@@ -73,11 +73,11 @@ static const char *const wire_verify_states[] = {
 Nkid__V1__CacheVerifyResult *
 wire_cache_verify_result_new(const struct cache_verify_item *it)
 {
-	Nkid__V1__CacheVerifyResult	  m = NKID__V1__CACHE_VERIFY_RESULT__INIT;
-	Nkid__V1__CacheVerifyResult	 *copy = NULL;
-	Nkid__V1__Tensor		 *t = NULL, **tp = NULL;
-	uint8_t				 *buf = NULL;
-	size_t				  i, len;
+	Nkid__V1__CacheVerifyResult m = NKID__V1__CACHE_VERIFY_RESULT__INIT;
+	Nkid__V1__CacheVerifyResult	*copy = NULL;
+	Nkid__V1__Tensor		*t = NULL, **tp = NULL;
+	uint8_t				*buf = NULL;
+	size_t				 i, len;
 
 	/* Borrowed pointers, then a round trip through the wire form: the
 	 * copy owns everything. */

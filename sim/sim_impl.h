@@ -9,15 +9,16 @@
  *      sim_vmath.c (vectorized math of rows), sim_blas.c (OpenBLAS)
  *   1  sim_print.c (shapes and device_print's text),
  *      sim_opt.c (fusion, dead fills, copy elision in a planned program),
- *      sim_par.c (which parts of a program may run side by side)
+ *      sim_par.c (which parts of a program may run side by side),
+ *      sim_exec_row.c (the interpreter's row math: ALU operators,
+ *      activation functions and reduce folds over one row; no views, no
+ *      run state)
  *   2  sim_plan.c (validate NKIR, build a struct sim_program) and
  *      sim_plan_view.c (its strided views, operands, spaces), with
  *      sim_isa_plan.c beside it (the planners of the nki.isa kinds
  *      40-79, which sim_plan.c's table names; they use its helpers) and
  *      sim_lang_plan.c (the nki.language kinds 80-119, index functions,
  *      constants, ifs)
- *   1  sim_exec_row.c (the row math: ALU operators, activation
- *      functions and reduce folds over one row; no views, no run state)
  *   3  sim_exec.c (run a program: sim_run, the dispatch of op kinds),
  *      with the executors beside it: sim_exec_view.c (offsets, row
  *      iterators, rows read and written, views gathered), sim_exec_par.c
@@ -762,7 +763,8 @@ void	 sim_exec_program_ids(struct sim_run *r, uint64_t prog);
  * with r's diag set. sim_exec_gemm_loop returns 1 when the loop must run
  * as a loop after all. */
 int	 sim_exec_elementwise(struct sim_run *r, const struct sim_op *op);
-int	 sim_exec_fused(struct sim_run *r, const struct sim_op *ops, size_t k);
+int	 sim_exec_fused(struct sim_run *r, const struct sim_op *ops,
+	    size_t k);
 int	 sim_exec_reduce(struct sim_run *r, const struct sim_op *op);
 int	 sim_exec_bn(struct sim_run *r, const struct sim_op *op);
 int	 sim_exec_matmul(struct sim_run *r, const struct sim_op *op);
@@ -785,7 +787,8 @@ int	 sim_exec_split(struct sim_run *r, const struct sim_op *op, size_t k,
 	    int (*fn)(struct sim_run *, const struct sim_op *, size_t,
 	    uint64_t, uint64_t, void *), void *ctx);
 /* Spread n iterations of work `work` each over the pool? */
-bool	 sim_exec_spread(const struct sim_run *r, uint64_t n, uint64_t work);
+bool	 sim_exec_spread(const struct sim_run *r, uint64_t n,
+	    uint64_t work);
 /* Run the n iterations of loop (NULL: the n programs of the grid) in
  * chunks side by side, with rg's tiles private to each chunk; 0 or the
  * first failure in sequential order. */

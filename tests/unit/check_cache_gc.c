@@ -79,7 +79,8 @@ CHECK_TEST(core, test_cache_gc_removes_leftovers_keeps_entries)
 	struct cache		*c = open_cache(0);
 	struct cache_gc_result	 r;
 	struct cache_entry	 e;
-	char			 live[CACHE_KEY_LEN + 1], bad[CACHE_KEY_LEN + 1];
+	char			 live[CACHE_KEY_LEN + 1];
+	char			 bad[CACHE_KEY_LEN + 1];
 	char			 orphan[512], fresh[512], tmp[512], q[512];
 	char			 name[CACHE_KEY_LEN + 1];
 

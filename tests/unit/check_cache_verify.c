@@ -94,7 +94,8 @@ CHECK_TEST(core, test_cache_verify_every_entry_states)
 {
 	struct cache		*c = open_cache("sim nkir/1", 0);
 	struct cache_verify	 v = { NULL, 0 };
-	char			 ok[CACHE_KEY_LEN + 1], bad[CACHE_KEY_LEN + 1];
+	char			 ok[CACHE_KEY_LEN + 1];
+	char			 bad[CACHE_KEY_LEN + 1];
 	char			 failed[CACHE_KEY_LEN + 1];
 	char			 other[CACHE_KEY_LEN + 1];
 	const struct cache_verify_item	*it;
