@@ -79,6 +79,8 @@ static const struct {
 	    { "if", "vector" },
 	[NKIR__V1__OP_KIND__OP_BITCAST] =
 	    { "view", "vector" },
+	[NKIR__V1__OP_KIND__OP_DYN_LOOP] =	/* sim_op06_plan.c */
+	    { "while_loop", "gpsimd" },
 };
 
 /* Indexed by NKIR Engine; ENGINE_DEFAULT: the kind's. */

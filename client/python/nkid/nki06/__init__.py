@@ -1,0 +1,141 @@
+"""nkid.nki06: NKI 0.6, the standalone ``nki`` package's language, with nkid behind it.
+
+``from nkid import nki06 as nki`` (or ``python -m nkid.run script.py``, or
+``NKID_NKI=1``, which make ``import nki`` this package) gives ``nki.jit``,
+``nki.simulate``, ``nki.language``, ``nki.isa``, ``nki.typing`` and
+``nki.collectives``.  Kernels are traced in this process into the same
+NKIR as the legacy ``nkid.nki`` front door and run by nkid through the
+same client path (Run, Simulate; the same cache, scheduler and fast path).
+
+``@nki.jit`` on numpy arrays runs the kernel (the Run RPC, as
+``neuronxcc.nki.baremetal`` does); with ``NKI_SIMULATOR=1`` in the
+environment, or through ``nki.simulate(kernel)``, it runs on nkid's cpu
+simulator (the Simulate RPC; ``device_print`` output to stdout), where
+``NKI_PRECISE_FP`` defaults to 1 as NKI 0.6's does.  ``kernel[g]`` /
+``kernel[g0, g1]`` launch the kernel on an SPMD grid (an LNC degree is a
+grid of that many programs).
+"""
+
+import functools
+import os
+
+from ..errors import front_door
+from ..nki._numpy_kernel import BaremetalKernel, SimulateKernel, signature_of, _memo, \
+    _memo_lock
+from .. import tracer as _tracer
+from ..tracer import deps as _deps
+from . import _lang
+from . import language, isa, typing, collectives  # noqa: F401
+
+__all__ = ["jit", "simulate", "language", "isa", "typing", "collectives", "Kernel",
+           "SimulatedKernel"]
+
+#: NKI_SIMULATOR=1: every nki.jit kernel runs on the cpu simulator.
+SIMULATOR_ENV = "NKI_SIMULATOR"
+
+
+def _precise_fp():
+    v = os.environ.get("NKI_PRECISE_FP", "").strip()
+    if v not in ("", "0", "1"):
+        raise ValueError("NKI_PRECISE_FP must be 0 or 1, got '%s'" % v)
+    return v != "0"
+
+
+class _Trace06:
+    """What both 0.6 kernel classes share: the 0.6 trace (the language
+    flag set, the mixing check, the memo keyed apart from the legacy
+    door's)."""
+
+    def _fix_kwargs(self):
+        kw = self.kwargs
+        if "platform_target" in kw and kw["platform_target"]:
+            raise ValueError("nki.jit(platform_target=...) is not supported (NKI 0.3+): set"
+                             " NEURON_PLATFORM_TARGET_OVERRIDE instead")
+        t = os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "").strip()
+        self.platform_target = {"gen2": "trn1", "inf2": "trn1", "gen3": "trn2",
+                                "gen4": "trn3"}.get(t, t)
+
+    def specialize(self, args, kwargs, memo=True):
+        self._fix_kwargs()
+        sig = signature_of(self.func).bind(*args, **kwargs)
+        deps = _deps.fingerprint(self.func)
+        key = ("nki06", self.func, self.grid, _tracer._sig_of(sig), self.platform_target,
+               self.additional_compile_opt, deps) if deps is not None else None
+        try:
+            hash(key)
+        except TypeError:
+            key = None
+        if key is not None and memo:
+            t = _memo.get(key)
+            if t is not None:
+                return t
+        _lang.check_kernel(self.func)
+        with _lang.tracing():
+            try:
+                t = _tracer.trace(self.func, args, kwargs, self.grid,
+                                  target=self.platform_target,
+                                  options=self.additional_compile_opt)
+            except Exception:
+                # NKI 0.6 loops are Python loops: a kernel that needs its
+                # loop indices as Python values (a list indexed by one,
+                # min() of one, ...) is traced again with them unrolled
+                with _lang.unrolled():
+                    t = _tracer.trace(self.func, args, kwargs, self.grid,
+                                      target=self.platform_target,
+                                      options=self.additional_compile_opt)
+        if key is not None:
+            with _memo_lock:
+                _memo[key] = t
+        return t
+
+
+class Kernel(_Trace06, BaremetalKernel):
+    """What ``nki.jit`` returns: calling it on numpy arrays traces (once
+    per specialization) and runs the kernel through nkid (Run); with
+    ``NKI_SIMULATOR=1`` it simulates instead."""
+
+    def __init__(self, func=None, grid=(), **kwargs):
+        kwargs.pop("mode", None)            # deprecated and ignored since 0.3
+        super().__init__(func, grid, **kwargs)
+
+    @front_door
+    def __call__(self, *args, **kwargs):
+        if os.environ.get(SIMULATOR_ENV, "").strip() not in ("", "0"):
+            return simulate(self)(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+class SimulatedKernel(_Trace06, SimulateKernel):
+    """What ``nki.simulate(kernel)`` returns: the kernel on nkid's cpu
+    simulator (the Simulate RPC)."""
+
+    def __init__(self, func=None, grid=(), **kwargs):
+        kwargs.pop("mode", None)
+        super().__init__(func, grid, **kwargs)
+
+    def execute(self, traced, inputs):
+        reply = self._call(traced.with_precise_fp(_precise_fp()), "simulate", inputs)
+        self.last_reply = reply
+        if reply.device_print:
+            import sys
+            sys.stdout.write(reply.device_print)
+            sys.stdout.flush()
+        return reply.outputs
+
+
+def jit(fn=None, **kwargs):
+    """Just-in-time compile a NKI kernel: ``@nki.jit`` or
+    ``@nki.jit(**options)``; returns a :class:`Kernel`."""
+    if fn is None:
+        return functools.partial(jit, **kwargs)
+    if isinstance(fn, Kernel):
+        return fn
+    return Kernel(fn, **kwargs)
+
+
+def simulate(kernel):
+    """``kernel`` (a ``nki.jit`` kernel, maybe with a grid, or a plain
+    function) on nkid's cpu simulator."""
+    if isinstance(kernel, (Kernel, SimulatedKernel)):
+        return SimulatedKernel(kernel.func, kernel.grid, **kernel.kwargs)
+    return SimulatedKernel(kernel)
