@@ -32,6 +32,9 @@ from . import language as nl
 
 _tensor.install()
 NkiTensor = _t.NkiTensor
+# 0.6's operator constants in the legacy instruction tables
+_I._ALU.setdefault(nl.bypass, _ir.ALU_BYPASS)
+_I._ALU.setdefault(nl.average, _ir.ALU_MEAN)
 
 
 # ---------------------------------------------------------------- enums (0.6 values)
@@ -1087,11 +1090,51 @@ def quantize_mx(dst, src, dst_scale, name=None):
 
 
 def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, name=None):
-    """Per partition, the indices (plus index_offset) of src's nonzero
-    elements in order, padded with padding_val, and their count last."""
+    """In partitions 0, 16, ..., 112 (the GpSimd cores' first): the indices
+    (plus ``index_offset``) of src's nonzero elements in order, then
+    ``padding_val``, and their count in dst's last element; the other
+    partitions of dst are not written."""
     _req("nonzero_with_count")
-    raise NKIError("nisa.nonzero_with_count (a data-dependent compaction) is not modelled by"
-                   " nkid's executor yet" + _loc())
+    _tile(dst, "dst", "nonzero_with_count")
+    _tile(src, "src", "nonzero_with_count")
+    _space(src, "src", "nonzero_with_count", _SB)
+    _space(dst, "dst", "nonzero_with_count", _SB)
+    if len(src.shape) != 2 or len(dst.shape) != 2:
+        raise NKIError("nonzero_with_count takes 2-D src and dst, got %s and %s%s"
+                       % (list(src.shape), list(dst.shape), _loc()))
+    if src.dtype not in (nl.float32, nl.int32) or dst.dtype != nl.int32:
+        raise NKIError("nonzero_with_count: src must be float32 or int32 and dst int32, got"
+                       " %s and %s%s" % (_dt.name_of(src.dtype), _dt.name_of(dst.dtype),
+                                         _loc()))
+    P, T = src.shape
+    if dst.shape[0] != P or dst.shape[1] != T + 1:
+        raise NKIError("Destination tensor must have exactly 1 more element than the source"
+                       " tensor in the free dimension (src %s, dst %s) of"
+                       " 'nonzero_with_count'%s" % (list(src.shape), list(dst.shape), _loc()))
+    for v, what in ((index_offset, "index_offset"), (padding_val, "padding_val")):
+        if not isinstance(v, (int, np.integer)):
+            raise NKIError("%s of 'nonzero_with_count' must be an int32, got %r%s"
+                           % (what, v, _loc()))
+    G = (P + 15) // 16
+    s = src[0:P:16, :]
+    nz = _t.tensor_tensor(s, 0.0, _ir.ALU_NOT_EQUAL, dtype=nl.float32)        # [G, T]
+    ones = nl.full((G, T), 1.0, nl.float32)
+    rank = _I.tensor_tensor_scan(ones, nz, 0.0, nl.multiply, nl.add, dtype=nl.float32)
+    # hit[g, j, i]: element i is the (j+1)-th nonzero
+    jj = _t.iota_tile(IndexExpr((G, T, T), Aff(1, {1: 1})), nl.float32)
+    hit = _t.tensor_tensor(rank.reshape((G, 1, T)).broadcast_to((G, T, T)), jj,
+                           _ir.ALU_EQUAL, dtype=nl.float32)
+    hit = _t.tensor_tensor(hit, nz.reshape((G, 1, T)).broadcast_to((G, T, T)),
+                           _ir.ALU_MULTIPLY, dtype=nl.float32)
+    ii = _t.iota_tile(IndexExpr((G, T, T), Aff(int(index_offset), {2: 1})), nl.float32)
+    idx = _t.reduce(_t.tensor_tensor(hit, ii, _ir.ALU_MULTIPLY, dtype=nl.float32),
+                    _ir.ALU_ADD, 2, dtype=nl.float32)                          # [G, T]
+    count = rank[:, T - 1:T]
+    j = _t.iota_tile(IndexExpr((G, T), Aff(0, {1: 1})), nl.float32)
+    valid = _t.tensor_tensor(j, count, _ir.ALU_LESS, dtype=nl.float32)
+    res = _t.select(valid, idx, float(padding_val), dtype=nl.int32)
+    _into(dst[0:P:16, 0:T], res, "nonzero_with_count")
+    _into(dst[0:P:16, T:T + 1], _t.copy(count, dtype=nl.int32), "nonzero_with_count")
 
 
 def topk(val_dst, idx_dst, src, n, name=None):
