@@ -146,6 +146,56 @@ def test_matmul_accumulate_auto_and_explicit():
 
 
 @nki.jit
+def matmul_psum_outside(lhsT, rhs):
+    """The PSUM tile declared outside every loop: each (m, n) is its own
+    accumulation group (the zero goes before the k loop, inside n)."""
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    res = nl.ndarray((M, N), nl.float32, buffer=nl.shared_hbm)
+    ps = nl.ndarray((128, 512), nl.float32, buffer=nl.psum)
+    for m in nl.affine_range(M // 128):
+        for n in nl.affine_range(N // 512):
+            for k in nl.affine_range(K // 128):
+                lt = nl.ndarray((128, 128), nl.float32)
+                rt = nl.ndarray((128, 512), nl.float32)
+                nisa.dma_copy(dst=lt, src=lhsT[k * 128:(k + 1) * 128, m * 128:(m + 1) * 128])
+                nisa.dma_copy(dst=rt, src=rhs[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
+                nisa.nc_matmul(ps, lt, rt)
+            sb = nl.ndarray((128, 512), nl.float32)
+            nisa.tensor_copy(dst=sb, src=ps)
+            nisa.dma_copy(dst=res[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], src=sb)
+    return res
+
+
+@nki.jit
+def matmul_two_loop_group(lhsT, rhs):
+    """One accumulation group over two nested loops (the zero moves out of
+    both: nothing else touches the tile in them)."""
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    res = nl.ndarray((M, N), nl.float32, buffer=nl.shared_hbm)
+    ps = nl.ndarray((M, N), nl.float32, buffer=nl.psum)
+    for k in nl.affine_range(K // 256):
+        for j in nl.affine_range(2):
+            lt = nl.ndarray((128, M), nl.float32)
+            rt = nl.ndarray((128, N), nl.float32)
+            nisa.dma_copy(dst=lt, src=lhsT[k * 256 + j * 128:k * 256 + (j + 1) * 128, :])
+            nisa.dma_copy(dst=rt, src=rhs[k * 256 + j * 128:k * 256 + (j + 1) * 128, :])
+            nisa.nc_matmul(ps, lt, rt)
+    sb = nl.ndarray((M, N), nl.float32)
+    nisa.tensor_copy(dst=sb, src=ps)
+    nisa.dma_copy(dst=res, src=sb)
+    return res
+
+
+def test_matmul_accumulation_groups():
+    a, b = rand(512, 256), rand(512, 1024)
+    np.testing.assert_allclose(matmul_psum_outside(a, b), a.T @ b, rtol=1e-4, atol=1e-3)
+    a, b = rand(1024, 128), rand(1024, 256)
+    np.testing.assert_allclose(matmul_two_loop_group(a, b), a.T @ b, rtol=1e-4, atol=1e-3)
+
+
+@nki.jit
 def matmul_language(x, y):
     out = nl.ndarray((x.shape[0], y.shape[1]), nl.float32, buffer=nl.shared_hbm)
     tx, ty = nl.load(x), nl.load(y)

@@ -572,7 +572,12 @@ def _touches(ops, tid):
 
 def _accumulate_auto(b, dst):
     """NKI's accumulate=None: True to add into dst (emitting the zero the
-    group starts from before its loops), False to overwrite."""
+    group starts from before its loops), False to overwrite.
+
+    The zero goes first before the innermost loop opened after dst's tile
+    was declared whose variable dst's view does not use; each time such a
+    loop around it ends without any other op touching the tile, it moves
+    out before that loop too (``_hoist_fills``)."""
     tid = dst._tid
     key = tuple(repr(a) for a in dst._imap)
     st = _mm_state(b)
@@ -582,19 +587,63 @@ def _accumulate_auto(b, dst):
             and not _touches(body[prev[1] + 1:], tid):
         return True
     loops = _loops_after(b, tid)
-    group = []
-    for var, parent in reversed(loops):
-        if _uses_loop(dst, var):
-            break
-        group.append((var, parent))
-    if not group:
+    if not loops or _uses_loop(dst, loops[-1][0]):
         return False
-    var, parent = group[-1]
+    var, parent = loops[-1]
     t = b.tensors[tid]
-    if not (t.pending_alloc is not None and t.pending_alloc[1] is parent):
-        acc = dst._access(_t.op_shape(dst.shape))
-        parent.append(Op(_ir.OP_ALLOC, b.loc_here(), acc, (), {"fill": _ir.FILL_ZERO}))
+    if t.pending_alloc is not None and t.pending_alloc[1] is parent:
+        return True                 # the allocation right before starts at zero
+    acc = dst._access(_t.op_shape(dst.shape))
+    fill = Op(_ir.OP_ALLOC, b.loc_here(), acc, (), {"fill": _ir.FILL_ZERO})
+    parent.append(fill)
+    pend = getattr(b, "_nki06_fills", None)
+    if pend is None:
+        pend = b._nki06_fills = []
+    pend.append({"tid": tid, "view": dst, "fill": fill, "body": parent, "var": var})
     return True
+
+
+def _hoist_fills(b):
+    """A loop just ended (its op is the last of the current body): move the
+    zero fills of accumulation groups it holds out before it, when its
+    variable is not in the group's view, it was entered after the tile was
+    declared, and nothing else in it touches the tile."""
+    pend = getattr(b, "_nki06_fills", None)
+    if not pend:
+        return
+    parent = b.cur_body
+    if not parent or parent[-1].loop is None:
+        return
+    lop = parent[-1]
+    var, body = lop.loop[0], lop.loop[5]
+    keep = []
+    for f in pend:
+        if f["body"] is not body:
+            keep.append(f)              # not this loop's: wait for its own end
+            continue
+        tid = f["tid"]
+        others = [op for op in body if op is not f["fill"]
+                  and not (op.loop is not None and op.loop[5] is _next_loop_body(body, f))]
+        if (("l", var) in set(k for a in f["view"]._imap for k in a.t)
+                or var in b.tensors[tid].scope or _touches(others, tid)):
+            continue                    # the group starts here: done
+        body.remove(f["fill"])
+        parent.insert(len(parent) - 1, f["fill"])
+        f["body"] = parent
+        keep.append(f)
+    b._nki06_fills = keep
+
+
+def _next_loop_body(body, f):
+    """The body of the loop op right after f's fill in body."""
+    try:
+        i = body.index(f["fill"])
+    except ValueError:
+        return None
+    for op in body[i + 1:]:
+        if op.loop is not None:
+            return op.loop[5]
+    return None
 
 
 def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_onezero=False,

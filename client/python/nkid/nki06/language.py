@@ -324,6 +324,16 @@ def num_programs(axes=0):
 
 # ---------------------------------------------------------------- loops
 
+def _traced_loop(rng):
+    """The legacy tracer's loop, then the 0.6 bookkeeping at its end (an
+    accumulation group's zero moved out: isa._hoist_fills)."""
+    b = _current()
+    yield from _L._Range.__iter__(rng)
+    if b is not None:
+        from .isa import _hoist_fills
+        _hoist_fills(b)
+
+
 class affine_range(_L.affine_range):
     """Loop whose iterations are independent: traced once into one NKIR
     loop (``nl.affine_range(start, stop=None, step=1)``), or unrolled when
@@ -332,7 +342,7 @@ class affine_range(_L.affine_range):
     def __iter__(self):
         if _lang.unrolling():
             return iter(range(self.start, self.stop, self.step))
-        return super().__iter__()
+        return _traced_loop(self)
 
 
 class sequential_range(_L.sequential_range):
@@ -346,7 +356,7 @@ class sequential_range(_L.sequential_range):
     def __iter__(self):
         if _lang.unrolling():
             return iter(range(self.start, self.stop, self.step))
-        return super().__iter__()
+        return _traced_loop(self)
 
 
 def dynamic_range(start, stop=None, step=1):
@@ -400,6 +410,8 @@ def fori_loop(lower, upper, body_fun, step=1):
         ret = body_fun(_loop_register(var))
     finally:
         b.end_loop(var)
+    from .isa import _hoist_fills
+    _hoist_fills(b)
     if ret is not None:
         raise NKIError("The fori_loop body function cannot return a value" + _loc())
 
