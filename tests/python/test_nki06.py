@@ -763,3 +763,63 @@ def test_same_kernel_in_both_languages_keyed_apart():
     with pytest.raises(NKIError, match="legacy"):
         legacy.baremetal(k)(x)
     assert isinstance(nki.jit(k), nki.Kernel)
+
+
+# ---------------------------------------------------------------- loops: unrolled or NKIR loops
+
+def _fresh(kernel):
+    """A new nki.jit kernel of a copy of kernel's function (not memoized)."""
+    import types
+    f = kernel.func
+    return nki.jit(types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__,
+                                      f.__closure__))
+
+
+def _kinds(ops, out):
+    for op in ops:
+        out.add(op.kind)
+        _kinds(op.loop.body, out)
+    return out
+
+
+def test_python_loop_semantics_counter():
+    """NKI 0.6 evaluates loops as Python does: a Python counter advances
+    every trip of an affine_range."""
+    @nki.jit
+    def k(x):
+        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+        off = 0
+        for i in nl.affine_range(x.shape[0] // 8):
+            nl.store(out[off:off + 8, :], nl.exp(nl.load(x[i * 8:(i + 1) * 8, :])))
+            off += 8
+        return out
+    x = rand(32, 16)
+    np.testing.assert_allclose(k(x), np.exp(x), rtol=1e-6)
+
+
+def test_large_trip_counts_trace_nkir_loops(monkeypatch):
+    """Past UNROLL_TRIPS loop trips a kernel's loops are traced once each
+    into NKIR loops; the results are the same."""
+    from nkid._proto import nkir_pb2 as ir
+
+    lhsT, rhs = rand(512, 256), rand(512, 1024)
+    small = _fresh(matmul_tiled)
+    kinds = _kinds(small.specialize((lhsT, rhs), {}, memo=False).kernel.body, set())
+    assert ir.OP_LOOP not in kinds and ir.OP_MATMUL in kinds
+    monkeypatch.setattr(nki, "UNROLL_TRIPS", 2)
+    big = _fresh(matmul_tiled)
+    kinds = _kinds(big.specialize((lhsT, rhs), {}, memo=False).kernel.body, set())
+    assert ir.OP_LOOP in kinds
+    np.testing.assert_allclose(big(lhsT, rhs), lhsT.T @ rhs, rtol=1e-4, atol=1e-3)
+    a, b = rand(1024, 128), rand(1024, 256)
+    np.testing.assert_allclose(_fresh(matmul_two_loop_group)(a, b), a.T @ b,
+                               rtol=1e-4, atol=1e-3)
+    a, b = rand(512, 256), rand(512, 1024)
+    np.testing.assert_allclose(_fresh(matmul_psum_outside)(a, b), a.T @ b,
+                               rtol=1e-4, atol=1e-3)
+    x = rand(9, 32)
+    np.testing.assert_allclose(_fresh(fori_static)(x), x[1::2].sum(0, keepdims=True),
+                               rtol=1e-5)
+    lhsT, rhs = rand(384, 128), rand(384, 256)
+    np.testing.assert_allclose(_fresh(matmul_hoisted)(lhsT, rhs), lhsT.T @ rhs,
+                               rtol=1e-4, atol=1e-3)

@@ -71,22 +71,40 @@ class _Trace06:
                 return t
         _lang.check_kernel(self.func)
         with _lang.tracing():
-            try:
-                t = _tracer.trace(self.func, args, kwargs, self.grid,
-                                  target=self.platform_target,
-                                  options=self.additional_compile_opt)
-            except Exception:
-                # NKI 0.6 loops are Python loops: a kernel that needs its
-                # loop indices as Python values (a list indexed by one,
-                # min() of one, ...) is traced again with them unrolled
-                with _lang.unrolled():
-                    t = _tracer.trace(self.func, args, kwargs, self.grid,
-                                      target=self.platform_target,
-                                      options=self.additional_compile_opt)
+            t = self._trace06(args, kwargs)
         if key is not None:
             with _memo_lock:
                 _memo[key] = t
         return t
+
+
+    def _trace06(self, args, kwargs):
+        """NKI 0.6 evaluates its loops as Python does (the language guide:
+        "the compiler unrolls every loop"): the kernel is traced with
+        affine_range / sequential_range / fori_loop unrolled, up to
+        UNROLL_TRIPS trips in all; past that, with each loop traced once
+        into an NKIR loop (the IR does not grow with trip counts), and if
+        that trace needs a loop index as a Python value (a list indexed by
+        it, min() of it, ...), unrolled whatever its size."""
+        def go():
+            return _tracer.trace(self.func, args, kwargs, self.grid,
+                                 target=self.platform_target,
+                                 options=self.additional_compile_opt)
+        try:
+            with _lang.unrolled(UNROLL_TRIPS):
+                return go()
+        except _lang.TooManyTrips:
+            pass
+        try:
+            return go()
+        except Exception:
+            with _lang.unrolled():
+                return go()
+
+
+#: Loop trips a kernel's trace unrolls before it traces its loops as NKIR
+#: loops instead (see _Trace06._trace06).
+UNROLL_TRIPS = 4096
 
 
 class Kernel(_Trace06, BaremetalKernel):

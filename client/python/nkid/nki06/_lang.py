@@ -44,15 +44,32 @@ def unrolling():
     return getattr(_state, "unroll", 0) > 0
 
 
+class TooManyTrips(Exception):
+    """An unrolled trace went past its trip budget (internal)."""
+
+
 @contextlib.contextmanager
-def unrolled():
+def unrolled(budget=None):
     """Trace with affine_range / sequential_range unrolled (Python
-    semantics, as NKI 0.6 documents its loops)."""
+    semantics, as NKI 0.6 documents its loops); with a budget, more loop
+    trips than that in all raise TooManyTrips."""
     _state.unroll = getattr(_state, "unroll", 0) + 1
+    old = getattr(_state, "budget", None)
+    _state.budget = [budget] if budget is not None else None
     try:
         yield
     finally:
         _state.unroll -= 1
+        _state.budget = old
+
+
+def unrolled_trips(n):
+    """Count n more unrolled trips against the budget."""
+    b = getattr(_state, "budget", None)
+    if b is not None:
+        b[0] -= n
+        if b[0] < 0:
+            raise TooManyTrips()
 
 
 def require(what):

@@ -341,7 +341,9 @@ class affine_range(_L.affine_range):
 
     def __iter__(self):
         if _lang.unrolling():
-            return iter(range(self.start, self.stop, self.step))
+            r = range(self.start, self.stop, self.step)
+            _lang.unrolled_trips(len(r))
+            return iter(r)
         return _traced_loop(self)
 
 
@@ -355,7 +357,9 @@ class sequential_range(_L.sequential_range):
 
     def __iter__(self):
         if _lang.unrolling():
-            return iter(range(self.start, self.stop, self.step))
+            r = range(self.start, self.stop, self.step)
+            _lang.unrolled_trips(len(r))
+            return iter(r)
         return _traced_loop(self)
 
 
@@ -400,6 +404,7 @@ def fori_loop(lower, upper, body_fun, step=1):
                        % (lower, upper, _loc()))
     if _lang.unrolling():
         from .isa import VirtualRegister
+        _lang.unrolled_trips(len(range(lo.aff.c, hi.aff.c, st)))
         for i in range(lo.aff.c, hi.aff.c, st):
             if body_fun(VirtualRegister(_aff=_as_index(i).aff, frozen=True)) is not None:
                 raise NKIError("The fori_loop body function cannot return a value" + _loc())
