@@ -823,3 +823,26 @@ def test_large_trip_counts_trace_nkir_loops(monkeypatch):
     lhsT, rhs = rand(384, 128), rand(384, 256)
     np.testing.assert_allclose(_fresh(matmul_hoisted)(lhsT, rhs), lhsT.T @ rhs,
                                rtol=1e-4, atol=1e-3)
+
+
+def test_named_instructions_and_schedule():
+    @nki.jit()
+    def k(t):
+        x = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=x, src=t)
+        a = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
+        b = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
+        c = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
+        ia = nisa.reciprocal(dst=a, data=x, name="recip")
+        ib = nisa.tensor_scalar(dst=b, data=x, op0=nl.add, operand0=1, name="plus1")
+        assert isinstance(ib, nisa.NkiInstruction) and ib.depends_on(ia) is ib
+        nisa.tensor_tensor(dst=c, data1=a, data2=b, op=nl.add)
+        out = nl.ndarray(t.shape, t.dtype, buffer=nl.hbm)
+        nisa.dma_copy(dst=out, src=c)
+        return out
+    x = rand(16, 8) + 4
+    s = k.with_schedule([("plus1", "recip")]).with_schedule([("plus1", ["recip"])])
+    assert s.schedule == [("plus1", ("recip",)), ("plus1", ("recip",))]
+    np.testing.assert_allclose(s(x), 1 / x + x + 1, rtol=1e-5)
+    with pytest.raises(ValueError, match="pairs"):
+        k.with_schedule(["plus1"])

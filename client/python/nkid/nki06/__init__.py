@@ -102,6 +102,28 @@ class _Trace06:
                 return go()
 
 
+    def with_schedule(self, edges):
+        """This kernel with scheduling edges ``[(name, name or [names]),
+        ...]`` between named instructions: nkid runs instructions in
+        program order, so the edges are checked for form and kept
+        (``schedule``) without changing results."""
+        out = []
+        for e in edges:
+            if not isinstance(e, (tuple, list)) or len(e) != 2:
+                raise ValueError("with_schedule takes (instruction name, name or list of names)"
+                                 " pairs, got %r" % (e,))
+            after, before = e
+            before = [before] if isinstance(before, str) else list(before)
+            if not isinstance(after, str) or not all(isinstance(x, str) for x in before):
+                raise ValueError("with_schedule: instruction names are strings, got %r" % (e,))
+            out.append((after, tuple(before)))
+        k = type(self)(self.func, self.grid, **self.kwargs)
+        k.schedule = self.schedule + out
+        return k
+
+    schedule = []
+
+
 #: Loop trips a kernel's trace unrolls before it traces its loops as NKIR
 #: loops instead (see _Trace06._trace06).
 UNROLL_TRIPS = 4096

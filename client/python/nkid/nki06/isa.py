@@ -1225,5 +1225,29 @@ def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id, dma_engine=dma_eng
     dma_copy(dst=dst, src=src)
 
 
+def _returns_instruction(f):
+    """An instruction call returns its NkiInstruction (its name kept)."""
+    import functools
+
+    @functools.wraps(f)
+    def call(*args, **kwargs):
+        f(*args, **kwargs)
+        return NkiInstruction(kwargs.get("name"))
+    return call
+
+
+for _n in ("dma_copy", "tensor_copy", "memset", "tensor_copy_predicated", "nc_matmul",
+           "nc_matmul_mx", "nc_transpose", "dma_transpose", "dma_compute", "tensor_tensor",
+           "tensor_scalar", "tensor_reduce", "tensor_partition_reduce",
+           "tensor_scalar_cumulative", "activation", "activation_reduce", "activate2",
+           "exponential", "reciprocal", "tensor_tensor_scan", "scalar_tensor_tensor",
+           "tensor_scalar_reduce", "iota", "affine_select", "range_select", "select_reduce",
+           "sequence_bounds", "bn_stats", "bn_aggr", "local_gather", "nc_n_gather", "dropout",
+           "max8", "nc_find_index8", "nc_match_replace8", "nc_stream_shuffle", "rng", "rand2",
+           "set_rng_seed", "rand_set_state", "rand_get_state", "quantize_mx",
+           "nonzero_with_count", "topk", "core_barrier", "sendrecv"):
+    globals()[_n] = _returns_instruction(globals()[_n])
+del _n
+
 __all__ = [n for n in dir() if not n.startswith("_")
            and n not in ("np", "nl", "Enum", "IntEnum", "Aff", "IndexExpr", "Op", "Access")]
