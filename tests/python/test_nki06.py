@@ -383,6 +383,16 @@ def maxpool_ap(x, pool):
 @nki.jit
 def views(x):
     P, A, B = x.shape
+    t0 = nl.ndarray((128, 64), nl.float32)
+    u = t0.slice(dim=1, start=8, end=24)
+    assert u.get_pattern() == [[64, 128], [1, 16]] and u.offset == 8
+    v = t0.ap(pattern=[[64, 128], [1, 16]], offset=8)
+    assert v.get_pattern() == u.get_pattern() and v.offset == u.offset
+    assert u.strides == (64, 1) and u.is_contiguous() and t0.is_contiguous()
+    assert not t0.slice(1, 0, 64, 2).is_contiguous()
+    assert not u.is_indirect() and u.permute((0, 1)).shape == (128, 16)
+    w = t0.reshape((128, 8, 8))[:, 0:1, :].squeeze_dim(1)
+    assert w.shape == (128, 8) and w.get_pattern() == [[64, 128], [1, 8]]
     out = nl.ndarray((4, P, A * B), x.dtype, buffer=nl.shared_hbm)
     t = nl.ndarray((P, A, B), x.dtype)
     nisa.dma_copy(dst=t, src=x)

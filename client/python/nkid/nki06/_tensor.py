@@ -480,6 +480,18 @@ def _strides_prop(self):
     return tuple(_strides(self))
 
 
+def _offset_prop(self):
+    """The view's first element in the tensor's row-major storage (an int,
+    or an index expression when it depends on loop variables)."""
+    rs = _row_strides(_base_shape(self))
+    total = Aff(0)
+    for d, o in enumerate(_origin(self)):
+        total = total + o.scale(rs[d])
+    if total.is_const():
+        return total.c
+    return IndexExpr((), total)
+
+
 def install():
     """Put the 0.6 methods on the tracer's NkiTensor (once)."""
     if getattr(NkiTensor, "_nki06", False):
@@ -497,4 +509,6 @@ def install():
             setattr(NkiTensor, name, f)
     if not hasattr(NkiTensor, "strides"):
         NkiTensor.strides = property(_strides_prop)
+    if not hasattr(NkiTensor, "offset"):
+        NkiTensor.offset = property(_offset_prop)
     NkiTensor._nki06 = True
