@@ -856,3 +856,23 @@ def test_named_instructions_and_schedule():
     np.testing.assert_allclose(s(x), 1 / x + x + 1, rtol=1e-5)
     with pytest.raises(ValueError, match="pairs"):
         k.with_schedule(["plus1"])
+
+
+def test_jit_kernel_called_from_a_kernel_runs_inline():
+    @nki.jit
+    def inner(t, out):
+        nisa.activation(dst=t, op=nl.exp, data=t)
+        nisa.dma_copy(dst=out, src=t)
+
+    def helper(t):
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+
+    @nki.jit
+    def outer(a):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        helper(t)
+        inner(t, out)
+        return out
+    x = rand(8, 16)
+    np.testing.assert_allclose(outer(x), np.exp(2 * x), rtol=1e-5)

@@ -24,6 +24,8 @@ from ..nki._numpy_kernel import BaremetalKernel, SimulateKernel, signature_of, _
     _memo_lock
 from .. import tracer as _tracer
 from ..tracer import deps as _deps
+from ..tracer.branch import rewrite as _rewrite
+from ..tracer.builder import current as _current_trace
 from . import _lang
 from . import language, isa, typing, collectives  # noqa: F401
 
@@ -140,6 +142,10 @@ class Kernel(_Trace06, BaremetalKernel):
 
     @front_door
     def __call__(self, *args, **kwargs):
+        if _lang.active() and _current_trace() is not None:
+            # a jit kernel called from a kernel being traced: part of it
+            # (NKI 0.6 asks for undecorated sub-kernels; this runs either)
+            return _rewrite(self.func)(*args, **kwargs)
         if os.environ.get(SIMULATOR_ENV, "").strip() not in ("", "0"):
             return simulate(self)(*args, **kwargs)
         return super().__call__(*args, **kwargs)
