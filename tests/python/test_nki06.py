@@ -575,10 +575,31 @@ def cumulative(x):
     return out
 
 
+@nki.jit
+def cumulative_ops(x):
+    out = nl.ndarray((2,) + x.shape, nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    r = nl.ndarray(x.shape, nl.float32)
+    nisa.tensor_scalar_cumulative(dst=r, src=t, op0=nl.add, op1=nl.subtract, imm0=1.0)
+    nl.store(out[0], r)
+    nisa.tensor_scalar_cumulative(dst=r, src=t, op0=nl.multiply, op1=nl.maximum, imm0=1.0,
+                                  imm1=0.5, reduce_cmd=nisa.reduce_cmd.load_reduce)
+    nl.store(out[1], r)
+    return out
+
+
 def test_sequential_range_and_cumulative():
     x = rand(16, 10)
     np.testing.assert_allclose(sequential_scan(x), np.cumsum(x, 1), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(cumulative(x), np.cumsum(2 * x, 1), rtol=1e-5, atol=1e-5)
+    out = cumulative_ops(x)
+    reg = np.zeros(16, np.float32)
+    mx = np.full(16, 0.5, np.float32)
+    for i in range(10):
+        reg = (x[:, i] + 1) - reg               # op1(op0(src[i], imm0), reg)
+        mx = np.maximum(x[:, i], mx)
+        np.testing.assert_allclose(out[0][:, i], reg, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(out[1][:, i], mx)
 
 
 # ---------------------------------------------------------------- transposes, gathers, misc isa
@@ -690,8 +711,9 @@ def random_bits(x):
     y = nl.ndarray(x.shape, nl.float32)
     nisa.rand2(dst=y, min=-2.0, max=3.0)
     nl.store(out[0], y)
-    nisa.rng(dst=y)
-    nl.store(out[1], y)
+    bits = nl.ndarray(x.shape, nl.uint16)
+    nisa.rng(dst=bits)
+    nl.store(out[1], nl.copy(bits, dtype=nl.float32))
     d = nl.ndarray(x.shape, nl.float32)
     nisa.dropout(dst=d, data=nl.load(x), prob=0.0)
     return out
@@ -700,7 +722,8 @@ def random_bits(x):
 def test_random_ranges():
     out = random_bits(np.ones((64, 128), np.float32))
     assert out[0].min() >= -2 and out[0].max() < 3 and out[0].std() > 1
-    assert out[1].min() >= 0 and out[1].max() < 2 ** 32 and np.all(out[1] == np.floor(out[1]))
+    assert out[1].min() >= 0 and out[1].max() < 2 ** 16 and np.all(out[1] == np.floor(out[1]))
+    assert out[1].max() > 2 ** 15 and len(np.unique(out[1])) > 1000
     again = random_bits(np.ones((64, 128), np.float32))
     np.testing.assert_array_equal(out, again)
 

@@ -149,6 +149,15 @@ def _enum(cls, v, what):
                        % (what, cls.__name__, v, _loc())) from None
 
 
+def _rcmd06(v):
+    """A 0.6 reduce_cmd as the legacy instruction's."""
+    c = _enum(reduce_cmd, v, "reduce_cmd")
+    if c == reduce_cmd.load_reduce:
+        raise NKIError("reduce_cmd=load_reduce (the accumulators loaded from an operand) is"
+                       " taken by tensor_scalar_cumulative and exponential only in nkid" + _loc())
+    return _RCMD[c]
+
+
 def _eng(e):
     return _ENGINE[_enum(engine, e, "engine")]
 
@@ -780,25 +789,44 @@ def tensor_partition_reduce(dst, op, data, name=None):
 
 def tensor_scalar_cumulative(dst, src, op0, op1, imm0, imm1=None,
                              reduce_cmd=reduce_cmd.reset_reduce, name=None):
-    """A running ``op1`` scan along the free axis of ``op0(src, imm0)``,
-    starting from ``imm1`` (or the accumulator) per partition:
-    ``dst[p, i] = op1(dst[p, i-1], op0(src[p, i], imm0))``."""
+    """Per partition, along the free elements: ``reg = op1(op0(src[i],
+    imm0), reg); dst[i] = reg``, reg starting at op1's identity
+    (reset_reduce) or ``imm1`` (load_reduce)."""
     _req("tensor_scalar_cumulative")
     _tile(dst, "dst", "tensor_scalar_cumulative")
     _tile(src, "src", "tensor_scalar_cumulative")
+    for x, arg in ((dst, "dst"), (src, "src")):
+        if x.dtype in (nl.int32, nl.uint32):
+            raise NKIError("'%s' of 'tensor_scalar_cumulative' cannot be %s: INT32/UINT32 are"
+                           " not supported as input/output dtypes%s"
+                           % (arg, _dt.name_of(x.dtype), _loc()))
     cmd = _enum(globals()["reduce_cmd"], reduce_cmd, "reduce_cmd")
-    if cmd not in (globals()["reduce_cmd"].reset_reduce, globals()["reduce_cmd"].reduce):
-        raise NKIError("tensor_scalar_cumulative supports reduce_cmd reset_reduce (start"
-                       " from imm1) only in nkid, got %s%s" % (cmd.name, _loc()))
+    R = globals()["reduce_cmd"]
+    alu1 = _I._alu(op1, "op1")
+    ident = {_ir.ALU_ADD: 0.0, _ir.ALU_SUBTRACT: 0.0, _ir.ALU_MULTIPLY: 1.0,
+             _ir.ALU_MAXIMUM: float("-inf"), _ir.ALU_MINIMUM: float("inf")}
+    if alu1 not in ident:
+        raise NKIError("op1 of 'tensor_scalar_cumulative' must be add, subtract, multiply,"
+                       " maximum or minimum%s" % _loc())
+    if cmd == R.reset_reduce:
+        init = ident[alu1]
+    elif cmd == R.load_reduce:
+        if imm1 is None:
+            raise NKIError("tensor_scalar_cumulative with reduce_cmd=load_reduce needs imm1"
+                           + _loc())
+        init = _scalar_or_tile(imm1)
+    else:
+        raise NKIError("tensor_scalar_cumulative with reduce_cmd=%s continues the Vector"
+                       " Engine's accumulators from an earlier instruction, which nkid does not"
+                       " carry into this instruction; use reset_reduce or load_reduce%s"
+                       % (cmd.name, _loc()))
     s = _view_as(src, dst.shape)
     if len(s.shape) != 2:
         s = s.reshape((s.shape[0], _free(s.shape)))
     x = _I.tensor_scalar(s, op0, _scalar_or_tile(imm0), dtype=nl.float32)
-    init = 0.0 if imm1 is None else _scalar_or_tile(imm1)
-    # scan: t = op1(t, x[i]) as tensor_tensor_scan with data0 = ones * ... :
-    # t_i = (t_{i-1} op0' x0) op1' x1 with op0' bypass-like: (t * 1) op1 x
-    ones = nl.full((s.shape[0], _free(s.shape)), 1.0, nl.float32)
-    res = _I.tensor_tensor_scan(ones, x, init, nl.multiply, op1, dtype=dst.dtype)
+    zeros = nl.zeros(x.shape, nl.float32)
+    # the scan's step op0(data0[i], t) op1 data1[i]: op1(x[i], reg) + 0
+    res = _I.tensor_tensor_scan(x, zeros, init, op1, nl.add, dtype=dst.dtype)
     _into(dst, res, "tensor_scalar_cumulative")
 
 
@@ -812,9 +840,7 @@ def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=N
     _space(data, "data", "activation", _CHIP)
     _check_part(dst, data, "data", "activation")
     _pmax(data, "data", "activation")
-    cmd = _RCMD[_enum(globals()["reduce_cmd"], reduce_cmd, "reduce_cmd")] \
-        if not isinstance(reduce_cmd, IntEnum) or isinstance(reduce_cmd, globals()["reduce_cmd"]) \
-        else reduce_cmd
+    cmd = _rcmd06(reduce_cmd)
     if reduce_res is not None and cmd == _I.reduce_cmd.idle:
         cmd = _I.reduce_cmd.reset_reduce
         if reduce_op is None:
@@ -870,6 +896,11 @@ def exponential(dst, src, max_value=0.0, reduce_res=None, reduce_cmd=reduce_cmd.
     _req("exponential")
     _tile(dst, "dst", "exponential")
     _tile(src, "src", "exponential")
+    cmd = _enum(globals()["reduce_cmd"], reduce_cmd, "reduce_cmd")
+    if cmd != globals()["reduce_cmd"].load_reduce and not (
+            isinstance(reduce_init, (int, float)) and float(reduce_init) == 0.0):
+        raise NKIError("reduce_init of 'exponential' should be unset or set to 0.0 when"
+                       " reduce_cmd is not load_reduce%s" % _loc())
     s = _view_as(src, dst.shape)
     mv = _scalar_or_tile(max_value)
     x = _t.tensor_tensor(s, mv, _ir.ALU_SUBTRACT, dtype=nl.float32)
@@ -987,7 +1018,7 @@ def range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1,
     bound1)`` (i = range_start + free index), else ``on_false_value``."""
     _req("range_select")
     _tile(dst, "dst", "range_select")
-    cmd = _RCMD[_enum(globals()["reduce_cmd"], reduce_cmd, "reduce_cmd")]
+    cmd = _rcmd06(reduce_cmd)
     _into(dst, _I.range_select(on_true_tile=on_true_tile, comp_op0=comp_op0,
                                comp_op1=comp_op1, bound0=bound0, bound1=bound1,
                                reduce_cmd=cmd, reduce_res=reduce_res, reduce_op=reduce_op,
@@ -1001,7 +1032,7 @@ def select_reduce(dst, predicate, on_true, on_false, reduce_res=None,
     """``dst = predicate ? on_true : on_false`` with an optional
     per-partition reduction into ``reduce_res``."""
     _req("select_reduce")
-    cmd = _RCMD[_enum(globals()["reduce_cmd"], reduce_cmd, "reduce_cmd")]
+    cmd = _rcmd06(reduce_cmd)
     if reduce_res is not None and cmd == _I.reduce_cmd.idle:
         cmd = _I.reduce_cmd.reset_reduce
     _I.select_reduce(dst=dst, predicate=predicate, on_true=on_true,
@@ -1087,12 +1118,21 @@ def nc_stream_shuffle(dst, src, shuffle_mask, name=None):
 # ---------------------------------------------------------------- random numbers
 
 def rng(dst, engine=engine.vector, name=None):
-    """Random 32-bit integers (as dst's dtype) from the engine's generator."""
+    """Random bits in an integer dst: each element the low bits of a random
+    32-bit value (the dtype's width), from nkid's counter-based stream."""
     _req("rng")
     _tile(dst, "dst", "rng")
+    if _dt.is_float(dst.dtype) or dst.dtype == nl.bool_:
+        raise NKIError("The output dst tile of 'rng' must be an integer type: int8, int16,"
+                       " int32, uint8, uint16, or uint32, got %s%s"
+                       % (_dt.name_of(dst.dtype), _loc()))
+    bits = 8 * _dt.itemsize(dst.dtype)
     r = nl.rand(dst.shape, nl.float32)
-    r = _t.tensor_tensor(r, 4294967296.0, _ir.ALU_MULTIPLY, dtype=nl.float32)
-    _into(dst, _t.activation(r, _ir.ACT_FLOOR, dtype=dst.dtype), "rng")
+    r = _t.activation(_t.tensor_tensor(r, float(2 ** bits), _ir.ALU_MULTIPLY,
+                                       dtype=nl.float32), _ir.ACT_FLOOR, dtype=nl.float32)
+    if dst.dtype in (nl.int8, nl.int16, nl.int32):
+        r = _t.tensor_tensor(r, float(2 ** (bits - 1)), _ir.ALU_SUBTRACT, dtype=nl.float32)
+    _into(dst, _t.copy(r, dtype=dst.dtype), "rng")
 
 
 def rand2(dst, min, max, name=None):  # noqa: A002
@@ -1101,6 +1141,9 @@ def rand2(dst, min, max, name=None):  # noqa: A002
     _tile(dst, "dst", "rand2")
     r = nl.rand(dst.shape, nl.float32)
     lo, hi = _scalar_or_tile(min), _scalar_or_tile(max)
+    if isinstance(lo, float) and isinstance(hi, float) and not lo < hi:
+        raise NKIError("rand2 needs min < max for a valid range, got %g and %g%s"
+                       % (lo, hi, _loc()))
     span = _t.tensor_tensor(hi, lo, _ir.ALU_SUBTRACT, dtype=nl.float32) \
         if isinstance(hi, NkiTensor) or isinstance(lo, NkiTensor) else hi - lo
     r = _t.tensor_tensor(r, span, _ir.ALU_MULTIPLY, dtype=nl.float32)
