@@ -92,14 +92,19 @@ class _Trace06:
             return _tracer.trace(self.func, args, kwargs, self.grid,
                                  target=self.platform_target,
                                  options=self.additional_compile_opt)
+        unrolled = None
         try:
             with _lang.unrolled(UNROLL_TRIPS):
-                return go()
+                unrolled = go()
+            if _nops(unrolled.kernel.body) <= UNROLL_OPS:
+                return unrolled
         except _lang.TooManyTrips:
             pass
         try:
             return go()
         except Exception:
+            if unrolled is not None:
+                return unrolled
             with _lang.unrolled():
                 return go()
 
@@ -127,8 +132,21 @@ class _Trace06:
 
 
 #: Loop trips a kernel's trace unrolls before it traces its loops as NKIR
-#: loops instead (see _Trace06._trace06).
+#: loops instead (see _Trace06._trace06), and the ops an unrolled trace may
+#: have (the executor takes 65536).
 UNROLL_TRIPS = 4096
+UNROLL_OPS = 16384
+
+
+def _nops(body):
+    n = 0
+    for op in body:
+        n += 1
+        if op.HasField("loop"):
+            n += _nops(op.loop.body)
+        if op.HasField("branch"):
+            n += _nops(op.branch.then_body) + _nops(op.branch.else_body)
+    return n
 
 
 class Kernel(_Trace06, BaremetalKernel):
