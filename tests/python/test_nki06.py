@@ -839,6 +839,10 @@ def test_large_trip_counts_trace_nkir_loops(monkeypatch):
     small = _fresh(matmul_tiled)
     kinds = _kinds(small.specialize((lhsT, rhs), {}, memo=False).kernel.body, set())
     assert ir.OP_LOOP not in kinds and ir.OP_MATMUL in kinds
+    monkeypatch.setattr(nki, "UNROLL_OPS", 10)         # too many ops unrolled
+    kinds = _kinds(_fresh(matmul_tiled).specialize((lhsT, rhs), {}, memo=False).kernel.body,
+                   set())
+    assert ir.OP_LOOP in kinds
     monkeypatch.setattr(nki, "UNROLL_TRIPS", 2)
     big = _fresh(matmul_tiled)
     kinds = _kinds(big.specialize((lhsT, rhs), {}, memo=False).kernel.body, set())
