@@ -254,10 +254,6 @@ def _scalar_or_tile(x):
     return x if isinstance(x, NkiTensor) else float(x)
 
 
-def _dtype_of(dst):
-    return dst.dtype
-
-
 # ---------------------------------------------------------------- registers
 
 class VirtualRegister(_tensor.VirtualRegisterLike):
@@ -269,10 +265,9 @@ class VirtualRegister(_tensor.VirtualRegisterLike):
         self._aff = _aff
         self.frozen = frozen
         if _tile is None and _aff is None:
-            b = _req("register_alloc")
+            _req("register_alloc")
             self._tile = nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf, name="register")
             _t.fill(self._tile, int(state or 0))
-            del b
 
     def _index(self, what):
         if self._aff is not None:
@@ -519,7 +514,7 @@ def dma_compute(dst, srcs, reduce_op, scales=None, unique_indices=True,
                 oob_mode=oob_mode.error, name=None):
     """``dst = reduce_op(srcs[0] * scales[0], srcs[1] * scales[1], ...)``
     element-wise on a DMA engine."""
-    b = _req("dma_compute")
+    _req("dma_compute")
     _tile(dst, "dst", "dma_compute")
     srcs = list(srcs)
     if not srcs:
@@ -541,7 +536,6 @@ def dma_compute(dst, srcs, reduce_op, scales=None, unique_indices=True,
               _t.tensor_tensor(acc, 0.0, _ir.ALU_ADD, dtype=dst.dtype), "dma_compute")
     else:
         _t.store(dst, acc)
-    del b
 
 
 # ---------------------------------------------------------------- tensor engine
@@ -749,9 +743,6 @@ def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=N
                                 None if operand1 is None else _scalar_or_tile(operand1),
                                 reverse1, dtype=dst.dtype, engine=_eng(engine)),
           "tensor_scalar")
-
-
-_AVG = object()
 
 
 def _reduce_alu(op):
@@ -1237,7 +1228,6 @@ def topk(val_dst, idx_dst, src, n, name=None):
     n = int(n)
     if n % 8 or n <= 0:
         raise NKIError("topk: n must be a positive multiple of 8, got %d%s" % (n, _loc()))
-    P = src.shape[0]
     work = _t.copy(src, dtype=nl.float32)
     for r in range(n // 8):
         m = _I.max8(src=work, dtype=nl.float32)
@@ -1247,7 +1237,6 @@ def topk(val_dst, idx_dst, src, n, name=None):
         if r + 1 < n // 8:
             work = _I.nc_match_replace8(data=work, vals=m, imm=float(np.finfo(np.float32).min),
                                         dtype=nl.float32)
-    del P
 
 
 def core_barrier(data, cores, engine=engine.gpsimd, name=None):
