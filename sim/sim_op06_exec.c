@@ -6,7 +6,8 @@
 #include "nkir.pb-c.h"
 #include "sim/sim_impl.h"
 
-/* The condition's value now: its one element, as an integer (NaN: 0). */
+/* The condition's value now: its one element, as an integer (NaN: 0;
+ * beyond the int64 range: its sign's extreme). */
 static int
 sim_op06_cond(struct sim_run *r, const struct sim_op *op, int64_t *out)
 {
@@ -19,11 +20,12 @@ sim_op06_cond(struct sim_run *r, const struct sim_op *op, int64_t *out)
 
 	sim_exec_rows_begin(&it, r, s->v.rank, s->v.shape, vs, 1);
 	x = sim_exec_read(r, s, it.off[0], 1, tmp, &st, NULL);
-	if (!(x[0] == x[0])) {
+	if (!(x[0] == x[0]))
 		*out = 0;
-		return (0);
-	}
-	*out = (int64_t)truncf(x[0]);
+	else if (fabsf(x[0]) < 9.2e18f)
+		*out = (int64_t)truncf(x[0]);
+	else
+		*out = x[0] > 0 ? INT64_MAX : INT64_MIN;
 	return (0);
 }
 
