@@ -20,6 +20,7 @@ sim_op06_plan_dyn_loop(struct sim_build *b, const Nkir__V1__Op *o,
     struct sim_op *op)
 {
 	const struct sim_view	*c;
+	uint64_t		 outer;
 	int			 rc;
 
 	if (o->loop == NULL)
@@ -49,11 +50,17 @@ sim_op06_plan_dyn_loop(struct sim_build *b, const Nkir__V1__Op *o,
 	if (!b->dead && (rc = sim_plan_bounds(b, o, c)))
 		return (rc);
 	b->p->tensors[c->tensor].read = true;
+	/* the program's cost (sim_program_cost) counts the most trips the
+	 * loop may run: a caller that bounds work by it stays safe */
+	outer = b->trips;
+	b->trips = b->trips > UINT64_MAX / SIM_DYN_TRIPS_MAX ? UINT64_MAX :
+	    b->trips * SIM_DYN_TRIPS_MAX;
 	b->guarded++;
 	b->depth++;
 	rc = sim_plan_body(b, o->loop->body, o->loop->n_body, &op->body);
 	b->depth--;
 	b->guarded--;
+	b->trips = outer;
 	if (rc)
 		return (rc);
 	op->nbody = o->loop->n_body;
