@@ -547,6 +547,11 @@ def test_while_loop_runs_count_times_and_not_at_zero():
     for n in (0, 1, 13):
         out = while_count(np.array([[n]], np.int32), np.array([[1.5]], np.float32))
         np.testing.assert_array_equal(out, [[1.5 * n, n]])
+    from nkid._proto import nkir_pb2 as ir
+    from nkid.tracer.pretty import format_kernel
+    k = while_count.specialize((np.ones((1, 1), np.int32), np.ones((1, 1), np.float32)), {})
+    assert ir.OP_DYN_LOOP in _kinds(k.kernel.body, set())
+    assert "while while_cond" in format_kernel(k.kernel)
 
 
 @nki.jit
@@ -813,6 +818,9 @@ def _kinds(ops, out):
         out.add(op.kind)
         _kinds(op.loop.body, out)
     return out
+
+
+_kinds.__doc__ = "The op kinds of a body, loops' bodies included."
 
 
 def test_python_loop_semantics_counter():
