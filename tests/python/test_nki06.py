@@ -911,3 +911,38 @@ def test_jit_kernel_called_from_a_kernel_runs_inline():
         return out
     x = rand(8, 16)
     np.testing.assert_allclose(outer(x), np.exp(2 * x), rtol=1e-5)
+
+
+@nki.jit
+def deprecated_dynamic_loops(x, count):
+    """NKI 0.5's forms, deprecated (not removed) in 0.6: ``for i in
+    nl.dynamic_range(reg)`` and ``while reg:``."""
+    N = x.shape[1]
+    out = nl.ndarray((2, N), nl.float32, buffer=nl.shared_hbm)
+    c = nl.ndarray((1, 1), nl.int32)
+    nisa.dma_copy(dst=c, src=count)
+    ub = nisa.register_alloc()
+    nisa.register_load(ub, c)
+    acc = nl.zeros((2, N), nl.float32)
+    row = nl.ndarray((1, N), nl.float32)
+    for i in nl.dynamic_range(ub):
+        nisa.dma_copy(dst=row, src=x.ap([[N, 1], [1, N]], scalar_offset=i, indirect_dim=0))
+        nisa.tensor_tensor(dst=acc[0:1, :], data1=acc[0:1, :], data2=row, op=nl.add)
+    one = nl.ndarray((1, 1), nl.int32)
+    nisa.memset(dst=one, value=1)
+    reg = nisa.register_alloc()
+    nisa.register_load(reg, c)
+    while reg:
+        nisa.tensor_scalar(dst=acc[1:2, :], data=acc[1:2, :], op0=nl.add, operand0=1.0)
+        nisa.tensor_tensor(dst=c, data1=c, data2=one, op=nl.subtract)
+        nisa.register_load(reg, c)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+
+
+def test_deprecated_dynamic_range_and_while():
+    x = rand(8, 16)
+    for n in (0, 3, 8):
+        out = deprecated_dynamic_loops(x, np.array([[n]], np.int32))
+        np.testing.assert_allclose(out[0], x[:n].sum(0), rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(out[1], n)

@@ -281,8 +281,24 @@ class VirtualRegister(_tensor.VirtualRegisterLike):
         return _t.iota_tile(IndexExpr((1, 1), self._aff.copy()), nl.int32)
 
     def __bool__(self):
-        raise NKIError("a register's value is only known while the kernel runs; use"
-                       " nl.while_loop(register, body) for a loop on it" + _loc())
+        """``while reg:`` (NKI 0.2-0.5's dynamic while, deprecated in 0.6
+        for nl.while_loop): the first test begins an OP_DYN_LOOP on the
+        register and enters the body; the test at the end of the body (the
+        same ``while`` line) ends the loop, so the body is traced once."""
+        from ..tracer.loc import caller_loc
+        b = _req("while on a register")
+        where = caller_loc()
+        open_ = getattr(self, "_while", None)
+        if open_ is not None and open_[0] == where:
+            self._while = None
+            _end_while(b, open_[1])
+            return False
+        if open_ is not None or self._tile is None or self.frozen:
+            raise NKIError("a register's value is only known while the kernel runs: test it"
+                           " only as a loop condition (while reg: / nl.while_loop(reg, body))"
+                           + _loc())
+        self._while = (where, _begin_while(b, self._tile))
+        return True
 
     def __repr__(self):
         return "<VirtualRegister %s>" % ("loop %r" % self._aff if self._aff is not None
@@ -352,6 +368,28 @@ def register_store(dst, src):
 #: Most trips nkid runs of a loop bounded at run time (nl.fori_loop on a
 #: register, nl.while_loop) before failing the run: every request bounded.
 MAX_DYN_TRIPS = 1 << 20
+
+
+def _dyn_range(b, lower, upper, step):
+    """``for i in nl.dynamic_range(lower, upper, step)`` with a register
+    bound: the fori_loop OP_DYN_LOOP, the body being the for's (traced
+    once, ``i`` the read-only counter register)."""
+    lo = lower if isinstance(lower, VirtualRegister) else VirtualRegister(int(lower))
+    hi = upper if isinstance(upper, VirtualRegister) else VirtualRegister(int(upper))
+    counter = VirtualRegister(0)
+    _t.assign(counter._tile, _t.copy(lo._value_tile(), dtype=nl.int32))
+    cond = nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf, name="dyn_cond")
+    _into(cond, _t.tensor_tensor(counter._tile, hi._value_tile(), _ir.ALU_LESS,
+                                 dtype=nl.int32), "dynamic_range")
+    op = _begin_while(b, cond)
+    try:
+        yield VirtualRegister(_tile=counter._tile, frozen=True)
+        _t.assign(counter._tile, _t.tensor_tensor(counter._tile, float(step), _ir.ALU_ADD,
+                                                  dtype=nl.int32))
+        _into(cond, _t.tensor_tensor(counter._tile, hi._value_tile(), _ir.ALU_LESS,
+                                     dtype=nl.int32), "dynamic_range")
+    finally:
+        _end_while(b, op)
 
 
 def _dyn_loop(b, lower, upper, step, body_fun):

@@ -364,18 +364,20 @@ class sequential_range(_L.sequential_range):
 
 
 def dynamic_range(start, stop=None, step=1):
-    """A loop with bounds that may be registers (deprecated in 0.6 for
-    ``nl.fori_loop``): constant bounds trace as ``sequential_range``;
-    register bounds as ``fori_loop``."""
-    _lang.require("nl.dynamic_range")
-    from .isa import VirtualRegister
+    """A device loop (deprecated in 0.6 for ``nl.fori_loop``): constant
+    bounds trace as ``sequential_range``; a register bound makes the for's
+    body one OP_DYN_LOOP, ``i`` its read-only counter register."""
+    b = _lang.require("nl.dynamic_range")
+    from .isa import VirtualRegister, _dyn_range
     if stop is None:
         start, stop = 0, start
+    st = _step(step)
     if isinstance(start, VirtualRegister) or isinstance(stop, VirtualRegister):
-        raise NKIError("nl.dynamic_range with register bounds: write the body as a"
-                       " function and call nl.fori_loop(lower, upper, body) (NKI 0.6)"
-                       + _loc())
-    return sequential_range(start, stop, step)
+        if _no_reorder_depth():
+            raise NKIError("nl.dynamic_range cannot sit inside an nl.no_reorder() block"
+                           + _loc())
+        return _dyn_range(b, start, stop, st)
+    return sequential_range(start, stop, st)
 
 
 def _step(step):
