@@ -403,7 +403,7 @@ def test_isa_enums_and_target(nkid_socket):
         return out
     x = np.ones((4, 8), np.float32)
     np.testing.assert_array_equal(k(x), x)
-    assert seen == {"v": nisa.nc_version.gen2, "reg": True}
+    assert seen == {"v": nisa.nc_version.gen4, "reg": True}      # trn3 by default
     assert nisa.matmul_perf_mode.double_row.value == "double_row"
     assert nisa.NkiInstruction().depends_on() is not None
     assert nl.tile_size.pmax == 128 and nl.tile_size.psum_bank_fmax == 512

@@ -34,6 +34,9 @@ __all__ = ["jit", "simulate", "language", "isa", "typing", "collectives", "Kerne
 
 #: NKI_SIMULATOR=1: every nki.jit kernel runs on the cpu simulator.
 SIMULATOR_ENV = "NKI_SIMULATOR"
+#: The target without NEURON_PLATFORM_TARGET_OVERRIDE: NKI 0.6's simulator
+#: takes trn3 when no Neuron device says otherwise, and nkid has none.
+DEFAULT_TARGET = "trn3"
 
 
 def _precise_fp():
@@ -53,9 +56,12 @@ class _Trace06:
         if "platform_target" in kw and kw["platform_target"]:
             raise ValueError("nki.jit(platform_target=...) is not supported (NKI 0.3+): set"
                              " NEURON_PLATFORM_TARGET_OVERRIDE instead")
-        t = os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "").strip()
-        self.platform_target = {"gen2": "trn1", "inf2": "trn1", "gen3": "trn2",
-                                "gen4": "trn3"}.get(t, t)
+        t = os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "").strip() or DEFAULT_TARGET
+        t = {"gen2": "trn1", "inf2": "trn1", "gen3": "trn2", "gen4": "trn3"}.get(t, t)
+        if t not in ("trn1", "trn2", "trn3"):
+            raise ValueError("NEURON_PLATFORM_TARGET_OVERRIDE must be trn1, inf2, gen2, trn2,"
+                             " gen3, trn3 or gen4, got '%s'" % t)
+        self.platform_target = t
 
     def specialize(self, args, kwargs, memo=True):
         self._fix_kwargs()
