@@ -239,3 +239,22 @@ def test_mixing_06_api_in_a_legacy_kernel():
 def test_outside_a_kernel():
     with pytest.raises(NKIError, match="only be used inside a NKI kernel"):
         nisa.register_alloc(3)
+
+
+def test_newer_core_instructions_need_their_target(monkeypatch):
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        nisa.exponential(dst=t, src=t)
+        nl.store(out, t)
+        return out
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")
+    with pytest.raises(NKIError, match=r"nisa.exponential is available only on NeuronCore-v4"
+                       r" and newer \(trn3\), but the target is NeuronCore-v3 .*" + HERE):
+        k(x(4, 8))
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "gen4")
+    np.testing.assert_allclose(nki.jit(k.func)(x(4, 8)), np.full((4, 8), np.e), rtol=1e-6)
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn9")
+    with pytest.raises(ValueError, match="NEURON_PLATFORM_TARGET_OVERRIDE must be"):
+        nki.jit(k.func)(x(4, 8))

@@ -165,7 +165,26 @@ def _eng(e):
 # ---------------------------------------------------------------- helpers
 
 def _req(name):
-    return _lang.require("nisa.%s" % name)
+    b = _lang.require("nisa.%s" % name)
+    gen = _ARCH.get(name)
+    if gen is not None:
+        _needs(gen, "nisa." + name)
+    return b
+
+
+#: The instructions NKI documents for newer NeuronCores only (their version).
+_ARCH = {"activate2": 4, "exponential": 4, "rand2": 4, "nc_matmul_mx": 4, "quantize_mx": 4,
+         "rand_set_state": 3, "rand_get_state": 3, "core_barrier": 3, "range_select": 3,
+         "sendrecv": 3, "nonzero_with_count": 3}
+
+
+def _needs(gen, what):
+    """Refuse ``what`` on a target older than NeuronCore-v<gen>."""
+    have = int(get_nc_version())
+    if have < gen:
+        raise NKIError("%s is available only on NeuronCore-v%d and newer (trn%d), but the"
+                       " target is NeuronCore-v%d (set NEURON_PLATFORM_TARGET_OVERRIDE)%s"
+                       % (what, gen, gen - 1, have, _loc()))
 
 
 def _tile(x, arg, what):

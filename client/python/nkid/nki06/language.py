@@ -254,6 +254,8 @@ def broadcast_to(x, shape, dtype=None):
 def abs_max(x, y, dtype=None):
     """Element-wise: ``x`` if ``|x| > |y|`` else ``y`` (the signed value)."""
     _lang.require("nl.abs_max")
+    from .isa import _needs
+    _needs(4, "nl.abs_max")
     gt = greater(abs(x, dtype=float32), abs(y, dtype=float32), dtype=float32)
     return where(gt, x, y, dtype=dtype or _promoted(x, y))
 
@@ -261,6 +263,8 @@ def abs_max(x, y, dtype=None):
 def abs_min(x, y, dtype=None):
     """Element-wise: ``x`` if ``|x| < |y|`` else ``y`` (the signed value)."""
     _lang.require("nl.abs_min")
+    from .isa import _needs
+    _needs(4, "nl.abs_min")
     lt = less(abs(x, dtype=float32), abs(y, dtype=float32), dtype=float32)
     return where(lt, x, y, dtype=dtype or _promoted(x, y))
 
