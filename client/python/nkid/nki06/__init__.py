@@ -172,6 +172,10 @@ class Kernel(_Trace06, BaremetalKernel):
             return _rewrite(self.func)(*args, **kwargs)
         if os.environ.get(SIMULATOR_ENV, "").strip() not in ("", "0"):
             return simulate(self)(*args, **kwargs)
+        old = self.platform_target
+        self._fix_kwargs()              # the target of this call (the environment's)
+        if self.platform_target != old:
+            self._plans = None          # warm-call plans are per target
         return super().__call__(*args, **kwargs)
 
 
