@@ -946,3 +946,25 @@ def test_deprecated_dynamic_range_and_while():
         out = deprecated_dynamic_loops(x, np.array([[n]], np.int32))
         np.testing.assert_allclose(out[0], x[:n].sum(0), rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(out[1], n)
+
+
+@nki.jit
+def psum_banks(a, b):
+    """A PSUM tensor of four banks, (P, 4, 512) float32, each bank a
+    matmul's destination."""
+    out = nl.ndarray((128, 2048), nl.float32, buffer=nl.shared_hbm)
+    ta = nl.load(a)
+    ps = nl.ndarray((128, 4, 512), nl.float32, buffer=nl.psum)
+    for i in nl.affine_range(4):
+        tb = nl.load(b[:, i * 512:(i + 1) * 512])
+        nisa.nc_matmul(ps[:, i, :], ta, tb)
+    sb = nl.ndarray((128, 4, 512), nl.float32)
+    nisa.tensor_copy(dst=sb, src=ps)
+    nl.store(out, sb.reshape((128, 2048)))
+    return out
+
+
+def test_psum_tensor_of_several_banks():
+    a, b = rand(128, 128), rand(128, 2048)
+    np.testing.assert_allclose(psum_banks(a, b), a.T @ b, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(_fresh(psum_banks)(a, b), a.T @ b, rtol=1e-4, atol=1e-3)

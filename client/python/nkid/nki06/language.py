@@ -179,10 +179,43 @@ def _flat(make, shape, buffer, *args, **kwargs):
         shape = (int(shape),)
     shape = tuple(int(s) for s in shape)
     buf = _buf(buffer)
+    if len(shape) > 2 and is_psum(buf):
+        t = _psum_banks(make, shape, buf, *args, **kwargs)
+        if t is not None:
+            return t
     if len(shape) > 2 and is_on_chip(buf):
         t = make((shape[0], int(np.prod(shape[1:]))), *args, buffer=buf, **kwargs)
         return t.reshape(shape)
     return make(shape, *args, buffer=buf, **kwargs)
+
+
+def _psum_banks(make, shape, buf, dtype, **kwargs):
+    """A PSUM tensor larger than a bank (2 KiB per partition) whose inner
+    free dimensions fill exactly one bank, ``(P, 4, 512)`` float32: one
+    logical tile per bank (NKIR block dimensions, so each bank keeps the
+    2 KiB limit), viewed with ``shape``. None when it is not such a tensor."""
+    esize = _dt.itemsize(_dt.normalize(dtype))
+    bank = 2048 // esize
+    if int(np.prod(shape[1:])) * esize <= 2048:
+        return None
+    for k in range(len(shape) - 1, 1, -1):
+        if int(np.prod(shape[k:])) == bank:
+            break
+    else:
+        return None
+    nblk = int(np.prod(shape[1:k]))
+    t = make((nblk, _L.par_dim(shape[0]), bank), dtype, buffer=buf, **kwargs)
+    from ..tracer.affine import Aff
+    blk, col = Aff(0), Aff(0)
+    st = 1
+    for j in range(k - 1, 0, -1):
+        blk = blk + Aff.axis(j, st)
+        st *= shape[j]
+    st = 1
+    for j in range(len(shape) - 1, k - 1, -1):
+        col = col + Aff.axis(j, st)
+        st *= shape[j]
+    return NkiTensor(t._tid, shape, t.dtype, [Aff.axis(0), blk, col], t._space, t.name)
 
 
 def ndarray(shape, dtype, buffer=sbuf, name="", address=None):
