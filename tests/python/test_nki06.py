@@ -968,3 +968,20 @@ def test_psum_tensor_of_several_banks():
     a, b = rand(128, 128), rand(128, 2048)
     np.testing.assert_allclose(psum_banks(a, b), a.T @ b, rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(_fresh(psum_banks)(a, b), a.T @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_matmul_transpose_mode():
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((a.shape[1], a.shape[0]), nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        ident = nl.ndarray((a.shape[0], a.shape[0]), nl.float32)
+        nisa.dma_copy(dst=ident, src=nl.shared_identity_matrix(a.shape[0], dtype=nl.float32))
+        ps = nl.ndarray((a.shape[1], a.shape[0]), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(ps, t, ident, is_transpose=True)
+        nl.store(out, nl.copy(ps))
+        return out
+    x = rand(64, 96)
+    x[3, 5] = np.nan
+    out = k(x)
+    np.testing.assert_array_equal(out, x.T)     # NaN stays where it was, nowhere else

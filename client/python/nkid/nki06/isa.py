@@ -718,7 +718,15 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
     _space(moving, "moving", "nc_matmul", _SB)
     _space(dst, "dst", "nc_matmul", (_ir.SPACE_PSUM,))
     if is_transpose:
-        return nc_transpose(dst, moving, engine=engine.tensor)
+        # transpose mode: stationary loaded, the identity as moving; the
+        # bit-accurate result is stationary.T (NaN and Inf kept)
+        if moving.shape[0] != stationary.shape[0]:
+            raise NKIError("nc_matmul with is_transpose=True: moving must be the identity of"
+                           " stationary's partitions (%d), got shape %s%s"
+                           % (stationary.shape[0], list(moving.shape), _loc()))
+        _into(dst, _I.nc_transpose(stationary, dtype=dst.dtype, engine=_I.engine.tensor),
+              "nc_matmul")
+        return
     kw = {}
     pm = perf_mode.value if isinstance(perf_mode, matmul_perf_mode) else perf_mode
     if pm not in (None, "none"):
