@@ -985,3 +985,15 @@ def test_matmul_transpose_mode():
     x[3, 5] = np.nan
     out = k(x)
     np.testing.assert_array_equal(out, x.T)     # NaN stays where it was, nowhere else
+
+
+def test_dma_copy_between_layouts():
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((4, 32, 16), a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((32, 64), a.dtype)
+        nisa.dma_copy(dst=t, src=a)                  # HBM [2048] -> [32, 64]
+        nisa.dma_copy(dst=out, src=t)                # [32, 64] -> HBM [4, 32, 16]
+        return out
+    x = rand(2048)
+    np.testing.assert_array_equal(k(x), x.reshape(4, 32, 16))

@@ -500,18 +500,39 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
     if tuple(src.shape) != tuple(dst.shape) and not isinstance(src, _dyn.DynTensor) \
             and not isinstance(dst, _dyn.DynTensor):
         if src.shape[0] != dst.shape[0] or _free(src.shape) != _free(dst.shape):
-            # same element count, other layout: both as flat rows of dst's shape
-            src = _reflow(src, dst.shape)
+            # the same elements in another layout: the HBM side seen in the
+            # other side's shape (row-major, as a DMA walks them)
+            fine = _refine(src.shape, dst.shape)
+            if fine is not None:        # splits only: the tracer's own reshape
+                src = _tensor._legacy_reshape(src, fine)
+                dst = _tensor._legacy_reshape(dst, fine)
+            elif src._space not in _CHIP:
+                src = src.reshape(tuple(dst.shape))
+            elif dst._space not in _CHIP:
+                dst = dst.reshape(tuple(src.shape))
+            else:
+                raise NKIError("dma_copy between tiles of shapes %s and %s: the partitions and"
+                               " elements per partition must match%s"
+                               % (list(src.shape), list(dst.shape), _loc()))
     _I.dma_copy(dst=dst, src=src, oob_mode=_I.oob_mode(int(oob)), dge_mode=_DGE[dge])
 
 
-def _reflow(src, shape):
-    """``src`` (HBM) seen with ``shape`` (the same row-major elements)."""
-    if src._space in _CHIP:
-        raise NKIError("dma_copy between tiles of shapes %s and %s: the partitions and"
-                       " elements per partition must match%s" % (list(src.shape), list(shape),
-                                                                  _loc()))
-    return src.reshape(tuple(shape))
+def _refine(a, b):
+    """The coarsest shape both row-major shapes a and b split into (so
+    both views reach it by splitting dimensions, which stays affine), or
+    None when their dimension boundaries do not nest."""
+    def bounds(shape):
+        out, p = set(), 1
+        for n in reversed(shape):
+            p *= int(n)
+            out.add(p)
+        return out
+    cuts = sorted(bounds(a) | bounds(b))
+    for lo, hi in zip(cuts, cuts[1:]):
+        if hi % lo:
+            return None
+    fine = [cuts[0]] + [hi // lo for lo, hi in zip(cuts, cuts[1:])]
+    return tuple(reversed(fine))
 
 
 def tensor_copy(dst, src, engine=engine.unknown, name=None, dtype=None):
