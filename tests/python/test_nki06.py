@@ -997,3 +997,22 @@ def test_dma_copy_between_layouts():
         return out
     x = rand(2048)
     np.testing.assert_array_equal(k(x), x.reshape(4, 32, 16))
+
+
+def test_language_positional_dtype():
+    @nki.jit
+    def k(a, b):
+        out = nl.ndarray((3,) + a.shape, nl.float32, buffer=nl.shared_hbm)
+        x, y = nl.load(a, nl.float32), nl.load(b)
+        nl.store(out[0], nl.add(x, y, nl.float32))
+        nl.store(out[1], nl.exp(x, nl.float32))
+        nl.store(out[2], nl.sum(x, 1, nl.float32, True).broadcast_to(a.shape))
+        t = nl.ndarray(a.shape, nl.float32)
+        nisa.tensor_tensor(dst=t, data1=x, data2=y, op=nl.add)       # still an ALU op
+        nisa.activation(dst=t, op=nl.exp, data=x)                    # and an activation
+        return out
+    a, b = rand(4, 8), rand(4, 8)
+    out = k(a, b)
+    np.testing.assert_allclose(out[0], a + b, rtol=1e-6)
+    np.testing.assert_allclose(out[1], np.exp(a), rtol=1e-6)
+    np.testing.assert_allclose(out[2], np.repeat(a.sum(1, keepdims=True), 8, 1), rtol=1e-5)

@@ -49,6 +49,39 @@ from ..nki.language import (  # noqa: E402,F401
 NkiTensor = _t.NkiTensor
 tile = NkiTensor
 
+
+def _positional(f, names):
+    """f with NKI 0.6's signature: the parameters after the legacy
+    function's positional ones (``dtype``, ``keepdims``, ``transpose_x``)
+    may be given positionally too.  Registered in the instruction tables
+    as f is, so ``op=nl.add`` still names the ALU operation."""
+    import functools
+    from ..nki import isa as _I
+
+    fixed = _npos[f]
+
+    @functools.wraps(f)
+    def call(*args, **kwargs):
+        extra = args[fixed:]
+        if len(extra) > len(names):
+            raise TypeError("%s() takes at most %d positional arguments (%d given)"
+                            % (f.__name__, fixed + len(names), len(args)))
+        for n, v in zip(names, extra):
+            if n in kwargs:
+                raise TypeError("%s() got multiple values for argument '%s'"
+                                % (f.__name__, n))
+            kwargs[n] = v
+        return f(*args[:fixed], **kwargs)
+    for table in (_I._ALU, _I._ACT):
+        if f in table:
+            table.setdefault(call, table[f])
+    if hasattr(f, "act"):
+        call.act = f.act
+    return call
+
+
+_npos = {}
+
 #: NKI 0.6's MX scale and packed dtypes: not modelled by nkid's executor
 #: (their names exist so kernels import; using one is a clear error).
 float8_e8m0fnu = "float8_e8m0fnu"
@@ -57,6 +90,30 @@ float8_e4m3fn_x4 = "float8_e4m3fn_x4"
 float4_e2m1fn_x4 = "float4_e2m1fn_x4"
 
 DType = object
+
+for _n in ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "fmod", "mod",
+           "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
+           "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
+           "bitwise_xor", "left_shift", "right_shift"):
+    _npos[globals()[_n]] = 2
+    globals()[_n] = _positional(globals()[_n], ("dtype",))
+for _n in ("exp", "log", "square", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "relu",
+           "gelu", "gelu_apprx_tanh", "silu", "negative", "abs", "sign", "sin", "cos", "erf",
+           "softplus", "ceil", "floor", "trunc", "tan", "arctan", "gelu_dx",
+           "gelu_apprx_sigmoid", "silu_dx", "erf_dx", "mish", "logical_not", "invert", "copy",
+           "transpose", "load", "load_transpose2d"):
+    _npos[globals()[_n]] = 1
+    globals()[_n] = _positional(globals()[_n], ("dtype",))
+for _n in ("sum", "prod", "max", "min", "mean", "var"):
+    _npos[globals()[_n]] = 2
+    globals()[_n] = _positional(globals()[_n], ("dtype", "keepdims"))
+_npos[all] = 2
+all = _positional(all, ("dtype",))  # noqa: A001
+_npos[where] = 3
+where = _positional(where, ("dtype",))
+_npos[matmul] = 2
+matmul = _positional(matmul, ("transpose_x",))
+del _n
 
 
 class MemoryRegion:
