@@ -134,3 +134,25 @@ def test_install_in_process():
     assert "nki" not in sys.modules
     with pytest.raises(ModuleNotFoundError):
         __import__("nki")
+
+
+def test_trace_to_file_of_a_06_kernel(tmp_path):
+    """python -m nkid.trace (trace_to_file) traces a nki06 kernel with the
+    0.6 front door's own trace (the 0.6 API refuses the legacy trace)."""
+    import numpy as np
+    from nkid import nki06 as nki, trace
+    from nkid.nki.typing import tensor
+    nl, nisa = nki.language, nki.isa
+
+    @nki.jit
+    def double(a):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+        nl.store(out, t)
+        return out
+    path = str(tmp_path / "k.nkir")
+    traced = trace.trace_to_file(double, [tensor[[4, 8], np.float32]], path, target="trn2")
+    assert traced.kernel.target == "trn2" and traced.outputs[0][1] == (4, 8)
+    ref = trace.load(path)
+    assert ref.kernel.name == "double" and ref.target == "trn2"

@@ -86,6 +86,19 @@ class _Trace06:
         return t
 
 
+    def trace06_to(self, args, grid, target="", options=""):
+        """The TracedKernel of ``self(*args)`` on ``grid`` for ``target``
+        (default: the environment's), not memoized: ``python -m
+        nkid.trace`` of a 0.6 kernel."""
+        k = type(self)(self.func, grid, **self.kwargs)
+        k._fix_kwargs()
+        if target:
+            k.platform_target = target
+        k.additional_compile_opt = options or k.additional_compile_opt
+        _lang.check_kernel(k.func)
+        with _lang.tracing():
+            return k._trace06(tuple(args), {})
+
     def _trace06(self, args, kwargs):
         """NKI 0.6 evaluates its loops as Python does (the language guide:
         "the compiler unrolls every loop"): the kernel is traced with
