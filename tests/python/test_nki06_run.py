@@ -154,5 +154,5 @@ def test_trace_to_file_of_a_06_kernel(tmp_path):
     path = str(tmp_path / "k.nkir")
     traced = trace.trace_to_file(double, [tensor[[4, 8], np.float32]], path, target="trn2")
     assert traced.kernel.target == "trn2" and traced.outputs[0][1] == (4, 8)
-    ref = trace.load(path)
-    assert ref.kernel.name == "double" and ref.target == "trn2"
+    ref, k = trace.load(path)
+    assert ref.kernel.name == "double" and ref.target == "trn2" and k.target == "trn2"
