@@ -1016,3 +1016,16 @@ def test_language_positional_dtype():
     np.testing.assert_allclose(out[0], a + b, rtol=1e-6)
     np.testing.assert_allclose(out[1], np.exp(a), rtol=1e-6)
     np.testing.assert_allclose(out[2], np.repeat(a.sum(1, keepdims=True), 8, 1), rtol=1e-5)
+
+
+def test_jax_arrays_in_and_out():
+    """nki.jit and nki.simulate on JAX arrays: nkid runs the kernel on host
+    copies and hands the results back as JAX arrays."""
+    jnp = pytest.importorskip("jax.numpy")
+    x = jnp.asarray(rand(4, 8))
+    for call in (add_spmd[1, 1], nki.simulate(add_spmd[1, 1])):
+        out = call(jnp.zeros((128, 256), jnp.float32), jnp.ones((128, 256), jnp.float32))
+        assert type(out).__module__.startswith("jax")
+        np.testing.assert_array_equal(np.asarray(out), 1.0)
+    out = softmax_language(x)
+    np.testing.assert_allclose(np.asarray(out), np_softmax(np.asarray(x)), rtol=1e-5)

@@ -19,6 +19,8 @@ grid of that many programs).
 import functools
 import os
 
+import numpy as np
+
 from ..errors import front_door
 from ..nki._numpy_kernel import BaremetalKernel, SimulateKernel, signature_of, _memo, \
     _memo_lock
@@ -168,6 +170,49 @@ def _nops(body):
     return n
 
 
+def _framework(v):
+    """'torch' or 'jax' for a framework tensor argument, else None."""
+    if isinstance(v, np.ndarray) or not _tracer.is_array_arg(v):
+        return None
+    mod = type(v).__module__.split(".")[0]
+    return {"torch": "torch", "jax": "jax", "jaxlib": "jax"}.get(mod)
+
+
+def _host_call(call, args, kwargs):
+    """``call`` on numpy copies of torch / JAX tensor arguments (nkid runs
+    kernels on host arrays), its results handed back as the framework's
+    tensors; a torch tensor the kernel wrote in place is updated (JAX
+    arrays are immutable)."""
+    kinds = [k for k in map(_framework, list(args) + list(kwargs.values())) if k]
+    if not kinds:
+        return call(*args, **kwargs)
+
+    def host(v):
+        k = _framework(v)
+        if k == "torch":
+            return v.detach().cpu().numpy().copy()
+        if k == "jax":
+            return np.array(v)
+        return v
+    hargs = [host(a) for a in args]
+    hkw = {n: host(v) for n, v in kwargs.items()}
+    res = call(*hargs, **hkw)
+    if kinds[0] == "torch":
+        import torch
+        for a, h in list(zip(args, hargs)) + [(kwargs[n], hkw[n]) for n in kwargs]:
+            if _framework(a) == "torch":
+                a.copy_(torch.from_numpy(h))
+        back = torch.from_numpy
+    else:
+        import jax.numpy as jnp
+        back = jnp.asarray
+    if res is None:
+        return None
+    if isinstance(res, (tuple, list)):
+        return type(res)(back(np.ascontiguousarray(r)) for r in res)
+    return back(np.ascontiguousarray(res))
+
+
 class Kernel(_Trace06, BaremetalKernel):
     """What ``nki.jit`` returns: calling it on numpy arrays traces (once
     per specialization) and runs the kernel through nkid (Run); with
@@ -185,6 +230,8 @@ class Kernel(_Trace06, BaremetalKernel):
             return _rewrite(self.func)(*args, **kwargs)
         if os.environ.get(SIMULATOR_ENV, "").strip() not in ("", "0"):
             return simulate(self)(*args, **kwargs)
+        if any(map(_framework, list(args) + list(kwargs.values()))):
+            return _host_call(self.__call__, args, kwargs)
         old = self.platform_target
         self._fix_kwargs()              # the target of this call (the environment's)
         if self.platform_target != old:
@@ -199,6 +246,12 @@ class SimulatedKernel(_Trace06, SimulateKernel):
     def __init__(self, func=None, grid=(), **kwargs):
         kwargs.pop("mode", None)
         super().__init__(func, grid, **kwargs)
+
+    @front_door
+    def __call__(self, *args, **kwargs):
+        if any(map(_framework, list(args) + list(kwargs.values()))):
+            return _host_call(self.__call__, args, kwargs)
+        return super().__call__(*args, **kwargs)
 
     def execute(self, traced, inputs):
         reply = self._call(traced.with_precise_fp(_precise_fp()), "simulate", inputs)
