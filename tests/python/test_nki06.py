@@ -1029,3 +1029,23 @@ def test_jax_arrays_in_and_out():
         np.testing.assert_array_equal(np.asarray(out), 1.0)
     out = softmax_language(x)
     np.testing.assert_allclose(np.asarray(out), np_softmax(np.asarray(x)), rtol=1e-5)
+
+
+@nki.jit
+def writes_input_and_returns(a, scratch):
+    """Returns an output and also writes its second argument."""
+    out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+    t = nl.load(a)
+    nl.store(scratch, nl.exp(t))
+    nl.store(out, nl.add(t, 1.0))
+    return out
+
+
+def test_written_inputs_copied_back():
+    x = rand(8, 16)
+    for call in (writes_input_and_returns, nki.simulate(writes_input_and_returns)):
+        for _ in range(3):                       # warm calls too
+            s = np.zeros_like(x)
+            out = call(x, s)
+            np.testing.assert_allclose(out, x + 1, rtol=1e-6)
+            np.testing.assert_allclose(s, np.exp(x), rtol=1e-6)

@@ -25,6 +25,7 @@ from ..errors import front_door
 from ..nki._numpy_kernel import BaremetalKernel, SimulateKernel, signature_of, _memo, \
     _memo_lock
 from .. import tracer as _tracer
+from .._proto import nkir_pb2 as _ir
 from ..tracer import deps as _deps
 from ..tracer.branch import rewrite as _rewrite
 from ..tracer.builder import current as _current_trace
@@ -75,17 +76,38 @@ class _Trace06:
             hash(key)
         except TypeError:
             key = None
-        if key is not None and memo:
-            t = _memo.get(key)
-            if t is not None:
-                return t
-        _lang.check_kernel(self.func)
-        with _lang.tracing():
-            t = self._trace06(args, kwargs)
-        if key is not None:
-            with _memo_lock:
-                _memo[key] = t
+        t = _memo.get(key) if key is not None and memo else None
+        if t is None:
+            _lang.check_kernel(self.func)
+            with _lang.tracing():
+                t = self._trace06(args, kwargs)
+            if key is not None:
+                with _memo_lock:
+                    _memo[key] = t
+        t = _with_written_params(t)
+        self._last_traced = t
         return t
+
+    _last_traced = None
+
+    def _results(self, traced, outputs, arrays):
+        """The kernel's return value; the parameters it wrote, when it also
+        returns outputs, copied back into the caller's arrays (NKI 0.6:
+        "input arrays are updated in-place if the kernel modified" them)."""
+        wp = getattr(traced, "written_params", None)
+        if not wp:
+            return super()._results(traced, outputs, arrays)
+        from .. import _shm
+        from ..client import from_wire
+        from ..nki._numpy_kernel import _returned
+        tx = _shm.current()
+        res = [tx.result(t, from_wire) if tx is not None else from_wire(t) for t in outputs]
+        n = len(res) - len(wp)
+        for pos, r in zip(wp, res[n:]):
+            a = arrays[pos]
+            if isinstance(a, np.ndarray):
+                np.copyto(a, r.astype(a.dtype, copy=False))
+        return _returned(traced, res[:n], arrays)
 
 
     def trace06_to(self, args, grid, target="", options=""):
@@ -170,6 +192,42 @@ def _nops(body):
     return n
 
 
+def _written(ops, ids, out):
+    for op in ops:
+        if op.HasField("dst") and op.dst.tensor in ids and op.kind != _ir.OP_ALLOC:
+            out.add(op.dst.tensor)
+        if op.HasField("loop"):
+            _written(op.loop.body, ids, out)
+        if op.HasField("branch"):
+            _written(op.branch.then_body, ids, out)
+            _written(op.branch.else_body, ids, out)
+    return out
+
+
+def _with_written_params(t):
+    """``t``, or (once, kept on it) a copy whose outputs also carry the
+    parameters the kernel writes while returning outputs of its own
+    (``written_params``: their positions)."""
+    if t.ret_kind == "none":
+        return t
+    v = t.__dict__.get("_wp_variant")
+    if v is not None:
+        return v
+    ids = {p.tensor: i for i, p in enumerate(t.kernel.params)}
+    wr = sorted(_written(t.kernel.body, set(ids), set()) - set(t.kernel.outputs))
+    if not wr:
+        t._wp_variant = t
+        return t
+    k = _ir.Kernel()
+    k.CopyFrom(t.kernel)
+    k.outputs.extend(wr)
+    outs = list(t.outputs) + [t.params[ids[w]] for w in wr]
+    v = type(t)(t.name, k, t.params, outs, t.inplace, t.ret_kind)
+    v.written_params = [ids[w] for w in wr]
+    t._wp_variant = v
+    return v
+
+
 def _framework(v):
     """'torch' or 'jax' for a framework tensor argument, else None."""
     if isinstance(v, np.ndarray) or not _tracer.is_array_arg(v):
@@ -236,7 +294,14 @@ class Kernel(_Trace06, BaremetalKernel):
         self._fix_kwargs()              # the target of this call (the environment's)
         if self.platform_target != old:
             self._plans = None          # warm-call plans are per target
-        return super().__call__(*args, **kwargs)
+        out = super().__call__(*args, **kwargs)
+        t = self._last_traced
+        if t is not None and getattr(t, "written_params", None) and self._plans:
+            # the prebuilt request returns outputs only: such a kernel
+            # goes the whole way, which copies the written inputs back
+            from ..nki import _plan
+            self._plans.pop(_plan.arg_key(args, kwargs), None)
+        return out
 
 
 class SimulatedKernel(_Trace06, SimulateKernel):
