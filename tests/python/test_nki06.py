@@ -1049,3 +1049,22 @@ def test_written_inputs_copied_back():
             out = call(x, s)
             np.testing.assert_allclose(out, x + 1, rtol=1e-6)
             np.testing.assert_allclose(s, np.exp(x), rtol=1e-6)
+
+
+def test_matmul_interleaved_groups():
+    """Two accumulation groups into two halves of one PSUM tile, their
+    matmuls interleaved (an unrolled k loop around an n loop)."""
+    @nki.jit
+    def k(lhsT, rhs):
+        K, M = lhsT.shape
+        out = nl.ndarray((M, 512), nl.float32, buffer=nl.shared_hbm)
+        ps = nl.ndarray((M, 512), nl.float32, buffer=nl.psum)
+        for kk in range(K // 128):
+            lt = nl.load(lhsT[kk * 128:(kk + 1) * 128, :])
+            for n in range(2):
+                rt = nl.load(rhs[kk * 128:(kk + 1) * 128, n * 256:(n + 1) * 256])
+                nisa.nc_matmul(ps[:, n * 256:(n + 1) * 256], lt, rt)
+        nl.store(out, nl.copy(ps))
+        return out
+    a, b = rand(384, 64), rand(384, 512)
+    np.testing.assert_allclose(k(a, b), a.T @ b, rtol=1e-4, atol=1e-3)

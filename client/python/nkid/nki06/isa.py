@@ -651,6 +651,13 @@ def _touches(ops, tid):
     return False
 
 
+def _mm_into(op, tid):
+    """op is a matmul writing tensor tid (another region's group) and
+    reading nothing of it."""
+    return (op.kind == _ir.OP_MATMUL and isinstance(op.dst, Access) and op.dst.tensor == tid
+            and not any(isinstance(a, Access) and a.tensor == tid for a in op.src))
+
+
 def _accumulate_auto(b, dst):
     """NKI's accumulate=None: True to add into dst (emitting the zero the
     group starts from before its loops), False to overwrite.
@@ -660,13 +667,17 @@ def _accumulate_auto(b, dst):
     loop around it ends without any other op touching the tile, it moves
     out before that loop too (``_hoist_fills``)."""
     tid = dst._tid
-    key = tuple(repr(a) for a in dst._imap)
-    st = _mm_state(b)
-    prev = st.get(tid)
+    key = (tid, tuple(repr(a) for a in dst._imap))
+    prev = _mm_state(b).get(key)
     body = b.cur_body
-    if prev is not None and prev[0] is body and prev[2] == key \
-            and not _touches(body[prev[1] + 1:], tid):
-        return True
+    if prev is not None and prev[0] is body:
+        # the ops since the group's last matmul (found by identity: the
+        # tracer may have dropped allocations before it since)
+        i = len(body) - 1
+        while i >= 0 and body[i] is not prev[1]:
+            i -= 1
+        if i >= 0 and not _touches([op for op in body[i + 1:] if not _mm_into(op, tid)], tid):
+            return True                 # the group's next matmul (others may interleave)
     loops = _loops_after(b, tid)
     if not loops or _uses_loop(dst, loops[-1][0]):
         return False
@@ -771,7 +782,7 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
         acc = bool(accumulate)
     _t._retarget(b, res, view, accumulate=acc)
     body = b.cur_body
-    _mm_state(b)[dst._tid] = (body, len(body) - 1, tuple(repr(a) for a in view._imap))
+    _mm_state(b)[(dst._tid, tuple(repr(a) for a in view._imap))] = (body, body[-1])
 
 
 def nc_matmul_mx(dst, stationary, moving, stationary_scale, moving_scale, tile_position=None,
