@@ -8,8 +8,8 @@ retargeted to the destination view when shapes allow (no copy), else
 copied into it.  ``nc_matmul``'s ``accumulate=None`` is NKI's auto mode:
 the first write of a PSUM location in an accumulation group overwrites,
 later ones add (a group is a run of matmuls into the same view with no
-other access between, or the trips of the loops opened after the tile was
-declared whose variables its view does not use).
+access between but matmuls into other regions, or the trips of the loops
+opened after the tile was declared whose variables its view does not use).
 
 Registers (``register_alloc`` ...) are [1, 1] int32 SBUF tiles; a loop
 register of ``nl.fori_loop`` with integer bounds is the loop variable.
