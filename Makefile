@@ -169,6 +169,7 @@ $(PYPKG)/_proto/%_pb2.py: proto/%.proto | deps
 
 .venv/.editable-stamp: client/python/pyproject.toml | deps
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e client/python
+	cp client/python/nkid-nki.pth "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
 	@touch $@
 
 # ---------------------------------------------------------------- tests
@@ -306,6 +307,7 @@ install: all $(BUILD)/systemd/nkid.service
 	if [ -n "$(PYLIBDIR)" ]; then \
 		install -d $(DESTDIR)$(PYLIBDIR) && \
 		cp -r client/python/nkid $(DESTDIR)$(PYLIBDIR)/ && \
+		install -m 0644 client/python/nkid-nki.pth $(DESTDIR)$(PYLIBDIR)/ && \
 		find $(DESTDIR)$(PYLIBDIR)/nkid -name __pycache__ -prune -exec rm -rf {} +; \
 	fi
 
@@ -319,7 +321,8 @@ uninstall:
 	rm -f $(DESTDIR)$(MANDIR)/man8/nkid.8 $(DESTDIR)$(MANDIR)/man1/nkictl.1
 	rm -f $(DESTDIR)$(BASHCOMPDIR)/nkictl
 	rm -rf $(DESTDIR)$(DOCDIR)
-	if [ -n "$(PYLIBDIR)" ]; then rm -rf $(DESTDIR)$(PYLIBDIR)/nkid; fi
+	if [ -n "$(PYLIBDIR)" ]; then rm -rf $(DESTDIR)$(PYLIBDIR)/nkid \
+		$(DESTDIR)$(PYLIBDIR)/nkid-nki.pth; fi
 
 clean:
 	rm -rf $(BUILD) $(PYPKG)/_proto/*_pb2*.py .venv/.editable-stamp

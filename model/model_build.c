@@ -334,6 +334,23 @@ model_build_body(struct model_ctx *m, Nkir__V1__Op **body, size_t n,
 				return (m->error);
 			nd.efirst = f;
 			nd.en = c;
+		} else if (o->kind == NKIR__V1__OP_KIND__OP_DYN_LOOP) {
+			/* NKI 0.6's loop on a register: its trips are known
+			 * only when it runs; costed as one (an if that holds) */
+			static const Nkir__V1__Branch once =
+			    NKIR__V1__BRANCH__INIT;
+			uint32_t f, c;
+
+			if (o->loop == NULL || sc->depth >= MODEL_MAX_DEPTH)
+				return (model_fail(m, MODEL_EPARSE, "a malformed "
+				    "dynamic loop"));
+			nd.loop = 2;
+			nd.br = &once;
+			if (model_build_body(m, o->loop->body, o->loop->n_body,
+			    sc, &f, &c) != 0)
+				return (m->error);
+			nd.first = f;
+			nd.n = c;
 		} else if (o->kind == NKIR__V1__OP_KIND__OP_RANDOM_SEED) {
 			/* no data to move or compute: an empty node */
 			nd.loop = 1;

@@ -15,6 +15,15 @@ docs/coverage-names.txt, checked in:
 ``--repo`` is a git checkout (or bare mirror) of aws-neuron/aws-neuron-sdk
 holding the commit; ``--dir`` instead reads the files from a directory
 laid out like the repository.
+
+``--nki06`` lists NKI 0.6's reference instead (the standalone ``nki``
+package: nki/api/{nki,nki.isa,nki.language,nki.collectives}.rst at
+aws-neuron-sdk@81ce03ae, plus ``nki.language.tile_size``, which the
+language page lists as a table rather than an autosummary): the output is
+docs/coverage-names-06.txt, which docs/coverage.md's "NKI 0.6" section
+accounts for (tests/python/test_coverage06.py):
+
+    scripts/nki_api_names.py --nki06 --repo PATH-TO-aws-neuron-sdk > docs/coverage-names-06.txt
 """
 
 import argparse
@@ -24,6 +33,11 @@ import subprocess
 import sys
 
 COMMIT = "8a38e733"
+COMMIT06 = "81ce03ae"
+API06 = "nki/api"
+RST06 = [("nki.rst", "nki"), ("nki.isa.rst", "nki.isa"), ("nki.language.rst", "nki.language"),
+         ("nki.collectives.rst", "nki.collectives")]
+EXTRA06 = ["nki.language.tile_size"]
 API = "general/nki/api"
 RST = [("nki.rst", "nki"), ("nki.isa.rst", "nki.isa"), ("nki.language.rst", "nki.language"),
        ("nki.compiler.rst", "nki.compiler")]
@@ -73,10 +87,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repo", help="aws-neuron-sdk git checkout or mirror")
     ap.add_argument("--dir", help="a directory laid out like the repository instead")
-    ap.add_argument("--commit", default=COMMIT)
+    ap.add_argument("--commit", default=None)
+    ap.add_argument("--nki06", action="store_true",
+                    help="NKI 0.6's reference (the nki package) instead of neuronxcc.nki's")
     args = ap.parse_args()
     if not args.repo and not args.dir:
         ap.error("give --repo or --dir")
+    if args.nki06:
+        args.commit = args.commit or COMMIT06
+        return main06(args)
+    args.commit = args.commit or COMMIT
     seen = set()
     out = ["# NKI's API reference, aws-neuron-sdk@%s (%s/{%s}); written by"
            " scripts/nki_api_names.py" % (args.commit, API, ",".join(r for r, _ in RST)),
@@ -95,6 +115,26 @@ def main():
             if full not in seen and n not in ("psum", "sbuf"):
                 seen.add(full)
                 out.append(full)
+    sys.stdout.write("\n".join(out) + "\n")
+
+
+def main06(args):
+    seen = set()
+    out = ["# NKI 0.6's API reference (the nki package), aws-neuron-sdk@%s (%s/{%s});"
+           " written by scripts/nki_api_names.py --nki06"
+           % (args.commit, API06, ",".join(r for r, _ in RST06)),
+           "# section: the names the rst files list"]
+    for rst, prefix in RST06:
+        for n in autosummary(read(args, "%s/%s" % (API06, rst))):
+            full = "%s.%s" % (prefix, n)
+            if re.fullmatch(r"[A-Za-z_][\w.]*", n) and full not in seen:
+                seen.add(full)
+                out.append(full)
+    out.append("# section: what the language page lists outside its autosummaries")
+    for full in EXTRA06:
+        if full not in seen:
+            seen.add(full)
+            out.append(full)
     sys.stdout.write("\n".join(out) + "\n")
 
 

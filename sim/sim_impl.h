@@ -47,6 +47,7 @@
 #define SIM_IR_MAX		(64u << 20)	/* bytes of NKIR or image */
 #define SIM_OPS_MAX		65536		/* ops, loops included */
 #define SIM_DEPTH_MAX		16		/* loop nesting */
+#define SIM_DYN_TRIPS_MAX	(1ull << 20)	/* trips of an OP_DYN_LOOP */
 #define SIM_LOOPVARS_MAX	4096
 #define SIM_TENSORS_MAX		65536
 #define SIM_FILES_MAX		4096
@@ -258,6 +259,8 @@ struct sim_op {
 	struct sim_lin		*cond;
 	size_t			 nelse;
 	struct sim_op		*else_body;
+	bool			 dyn_loop;	/* an OP_DYN_LOOP planned as
+						 * this OP_IF (sim_op06_*.c) */
 	/* sim_par.c: parallel execution */
 	bool			 par_split;	/* its rows along axis 0 may
 						 * run side by side */
@@ -905,5 +908,15 @@ void	 sim_lang_exec_program(struct sim_run *r);
  * program, each with its own tiles; all_reduce meets there). r is the
  * bound run of sim_run; returns 0 or the first program's error. */
 int	 sim_lang_exec_grid(struct sim_run *r);
+
+/* sim_op06_plan.c, sim_op06_exec.c: NKI 0.6's kinds 120-139 */
+/* Plan OP_DYN_LOOP o (condition src0, one SBUF element; body Op.loop.body)
+ * into op: an OP_IF without conditions, dyn_loop set. */
+int	 sim_op06_plan_dyn_loop(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+/* Run a planned OP_DYN_LOOP: its body while the condition is nonzero
+ * (read before each trip), at most SIM_DYN_TRIPS_MAX trips (then
+ * SIM_ERUNTIME); the run's cancel flag checked each trip. */
+int	 sim_op06_exec_dyn_loop(struct sim_run *r, const struct sim_op *op);
 
 #endif /* NKID_SIM_IMPL_H */

@@ -540,6 +540,8 @@ sim_lang_exec_if(struct sim_run *r, const struct sim_op *op)
 {
 	int	i;
 
+	if (op->dyn_loop)		/* OP_DYN_LOOP: sim_op06_exec.c */
+		return (sim_op06_exec_dyn_loop(r, op));
 	for (i = 0; i < op->ncond; i++)
 		if ((int64_t)sim_exec_lin(r, &op->cond[i]) < 0)
 			return (sim_exec_body(r, op->else_body, op->nelse));

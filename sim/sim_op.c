@@ -89,6 +89,8 @@ static const struct {
 	    { "if", SIM_ENGINE_VECTOR },
 	[NKIR__V1__OP_KIND__OP_BITCAST] =
 	    { "view", SIM_ENGINE_VECTOR },
+	[NKIR__V1__OP_KIND__OP_DYN_LOOP] =	/* sim_op06_plan.c */
+	    { "while_loop", SIM_ENGINE_GPSIMD },
 };
 
 /* Indexed by enum sim_engine. */

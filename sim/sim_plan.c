@@ -726,6 +726,8 @@ static const struct sim_plan_kind {
 	    { SIM_PLAN_NOWHERE, true, sim_lang_plan_if },
 	[NKIR__V1__OP_KIND__OP_BITCAST] =
 	    { SIM_PLAN_TILE, false, sim_lang_plan_bitcast },
+	[NKIR__V1__OP_KIND__OP_DYN_LOOP] =	/* sim_op06_plan.c */
+	    { SIM_PLAN_NOWHERE, true, sim_op06_plan_dyn_loop },
 };
 
 /* dst of op, in where: its view, which is op's iteration space. */

@@ -102,8 +102,11 @@ class _Ordered(argparse.Action):
 def trace_to_file(kernel, args, path, grid=None, target="", options=""):
     """Trace ``kernel(*args)`` (tensors may be nt.tensor placeholders) and save it."""
     func, g = _unwrap(kernel)
-    traced = _trace(func, args, {}, grid if grid is not None else g,
-                    target=target, options=options)
+    if hasattr(kernel, "_trace06"):         # a NKI 0.6 kernel (nkid.nki06): its own trace
+        traced = kernel.trace06_to(args, grid if grid is not None else g, target, options)
+    else:
+        traced = _trace(func, args, {}, grid if grid is not None else g,
+                        target=target, options=options)
     save(traced, path, target, options)
     return traced
 

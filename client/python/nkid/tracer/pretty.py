@@ -34,6 +34,11 @@ def _ops(ops, tensors, depth, out):
                 op.loc.line))
             _ops(lp.body, tensors, depth + 1, out)
             continue
+        if op.kind == ir.OP_DYN_LOOP:       # NKI 0.6: while the register != 0
+            out.append("%swhile %s != 0:   # line %d" % (
+                pad, _acc(op.src[0].access, tensors), op.loc.line))
+            _ops(op.loop.body, tensors, depth + 1, out)
+            continue
         if op.kind == ir.OP_IF:
             br = op.branch
             out.append("%sif %s:   # line %d" % (
