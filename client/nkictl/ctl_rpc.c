@@ -33,8 +33,8 @@
 /* Methods that may run twice (docs/protocol.md, "Restarts"), sorted. */
 static const char *const ctl_rpc_idempotent[] = {
 	"Benchmark", "CacheExport", "CacheList", "CacheStat", "CacheVerify",
-	"Compile", "Jobs", "Lookup", "Ping", "Profile", "Run", "Simulate",
-	"Status", "Warmup",
+	"Compile", "FastPath", "Jobs", "Lookup", "Ping", "Profile", "Run",
+	"Simulate", "Status", "Warmup",
 };
 
 struct ctl_rpc {

@@ -36,7 +36,7 @@ DEFAULT_RECONNECT_TIMEOUT = 30.0
 #: the cache or another call), and CacheStat with ``zero``.
 IDEMPOTENT = frozenset([
     "Benchmark", "CacheExport", "CacheList", "CacheStat", "CacheVerify", "Compile",
-    "Jobs", "Lookup", "Ping", "Profile", "Run", "Simulate", "Status", "Warmup",
+    "FastPath", "Jobs", "Lookup", "Ping", "Profile", "Run", "Simulate", "Status", "Warmup",
 ])
 
 # Words of gRPC's own failures before a call was sent: no connection, or
