@@ -228,10 +228,8 @@ backend_compile(struct backend *b, const void *ir, size_t len,
     const char *target, const char *options, void **image,
     size_t *image_len, char *diag)
 {
-	if (b->ops->compile_opts != NULL)
-		return (b->ops->compile_opts(b->state, ir, len, target,
-		    options, image, image_len, diag));
-	return (b->ops->compile(b->state, ir, len, image, image_len, diag));
+	return (b->ops->compile(b->state, ir, len, target, options, image,
+	    image_len, diag));
 }
 
 int

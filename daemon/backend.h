@@ -79,9 +79,16 @@ struct backend_ops {
 	void	(*versions)(void *state, void (*add)(void *, const char *,
 		    const char *), void *arg);
 
-	/* IR -> image (malloc'd, the caller frees). */
+	/*
+	 * IR -> image (malloc'd, the caller frees), for target ("": the
+	 * backend's default) with the extra compiler options
+	 * (additional_compile_opt: split into words like a shell would,
+	 * never run by one). A backend without options refuses none it
+	 * cannot use silently: see its page.
+	 */
 	int	(*compile)(void *state, const void *ir, size_t len,
-		    void **image, size_t *image_len, char *diag);
+		    const char *target, const char *options, void **image,
+		    size_t *image_len, char *diag);
 	/* image -> program (freed with unload). */
 	int	(*load)(void *state, const void *image, size_t len,
 		    struct backend_program **out, char *diag);
@@ -116,15 +123,6 @@ struct backend_ops {
 		    unsigned num_execs, unsigned profile_nth,
 		    struct backend_trace **traces, size_t *ntraces,
 		    char *diag);
-	/*
-	 * compile for target ("": the backend's default) with the extra
-	 * compiler options (additional_compile_opt: split into words like
-	 * a shell would, never run by one). NULL: the backend takes neither
-	 * and compile is used.
-	 */
-	int	(*compile_opts)(void *state, const void *ir, size_t len,
-		    const char *target, const char *options, void **image,
-		    size_t *image_len, char *diag);
 	/*
 	 * The device's index of nkid core core, for NEURON_RT_VISIBLE_CORES
 	 * in a lease. NULL: the same index.

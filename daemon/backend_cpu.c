@@ -109,7 +109,7 @@ backend_cpu_versions(void *state, void (*add)(void *, const char *,
 }
 
 static int
-backend_cpu_compile(void *state, const void *ir, size_t len, void **image,
+backend_cpu_compile_ir(void *state, const void *ir, size_t len, void **image,
     size_t *image_len, char *diag)
 {
 	struct sim_diag	sd;
@@ -132,7 +132,7 @@ backend_cpu_compile(void *state, const void *ir, size_t len, void **image,
  * is refused with the list. The cpu backend takes no compiler options.
  */
 static int
-backend_cpu_compile_opts(void *state, const void *ir, size_t len,
+backend_cpu_compile(void *state, const void *ir, size_t len,
     const char *target, const char *options, void **image,
     size_t *image_len, char *diag)
 {
@@ -147,7 +147,7 @@ backend_cpu_compile_opts(void *state, const void *ir, size_t len,
 	*image = NULL;
 	*image_len = 0;
 	if (target == NULL || *target == '\0')
-		return (backend_cpu_compile(state, ir, len, image, image_len,
+		return (backend_cpu_compile_ir(state, ir, len, image, image_len,
 		    diag));
 	if ((canon = model_target_canon(target)) == NULL) {
 		snprintf(diag, BACKEND_DIAG_LEN, "unknown target '%s': NKI "
@@ -158,7 +158,7 @@ backend_cpu_compile_opts(void *state, const void *ir, size_t len,
 	 * sim_compile parses the IR with its bounds first; the kernel it
 	 * validated is then read back from the image to take the target.
 	 */
-	if ((error = backend_cpu_compile(state, ir, len, image, image_len,
+	if ((error = backend_cpu_compile_ir(state, ir, len, image, image_len,
 	    diag)) != 0)
 		return (error);
 	if (sim_image_ir(*image, *image_len, &pir, &plen, NULL) != 0 ||
@@ -180,7 +180,7 @@ backend_cpu_compile_opts(void *state, const void *ir, size_t len,
 	nkir__v1__kernel__pack(k, buf);
 	k->target = old;
 	nkir__v1__kernel__free_unpacked(k, NULL);
-	error = backend_cpu_compile(state, buf, n, image, image_len, diag);
+	error = backend_cpu_compile_ir(state, buf, n, image, image_len, diag);
 	free(buf);
 	return (error);
 }
@@ -505,7 +505,6 @@ const struct backend_ops backend_cpu_ops = {
 	.compiler_version = backend_cpu_compiler_version,
 	.versions = backend_cpu_versions,
 	.compile = backend_cpu_compile,
-	.compile_opts = backend_cpu_compile_opts,
 	.load = backend_cpu_load,
 	.unload = backend_cpu_unload,
 	.execute = backend_cpu_execute,

@@ -603,7 +603,7 @@ backend_neuron_versions(void *state, void (*add)(void *, const char *,
 /* ------------------------------------------------------------ compile */
 
 static int
-backend_neuron_compile_opts(void *state, const void *ir, size_t len,
+backend_neuron_compile(void *state, const void *ir, size_t len,
     const char *target, const char *options, void **image, size_t *image_len,
     char *diag)
 {
@@ -680,13 +680,6 @@ out:
 	return (error);
 }
 
-static int
-backend_neuron_compile(void *state, const void *ir, size_t len, void **image,
-    size_t *image_len, char *diag)
-{
-	return (backend_neuron_compile_opts(state, ir, len, "", "", image,
-	    image_len, diag));
-}
 
 static const char *
 backend_neuron_default_target(void *state)
@@ -714,7 +707,6 @@ const struct backend_ops backend_neuron_ops = {
 	.compiler_version = backend_neuron_compiler_version,
 	.versions = backend_neuron_versions,
 	.compile = backend_neuron_compile,
-	.compile_opts = backend_neuron_compile_opts,
 	.load = neuron_run_load,
 	.unload = neuron_run_unload,
 	.execute = neuron_run_execute,

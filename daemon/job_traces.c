@@ -59,7 +59,7 @@ job_traces_reply_fill(struct job *j, Nkid__V1__ProfileReply *r)
 	r->n_traces = tr->n;
 	r->traces = tr->tp;
 	/* A backend with a model draws its traces from it (backend_cpu). */
-	if (j->b->ops->model != NULL)
+	if (backend_can(j->b, BACKEND_CAN_MODEL))
 		r->model_version = MODEL_VERSION;
 }
 

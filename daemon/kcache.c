@@ -71,7 +71,7 @@ kcache_mem_free(struct kcache *kc, struct kcache_entry *e)
 	kc->mem_entries--;
 	kc->mem_bytes -= e->mem;
 	if (kc->backend != NULL)
-		kc->backend->ops->unload(kc->backend->state, e->prog);
+		backend_unload(kc->backend, e->prog);
 	free(e->image);
 	free(e->name);
 	free(e);
@@ -142,11 +142,9 @@ kcache_config_apply(struct kcache *kc, const struct config *cfg)
 static void
 kcache_entry_measure(struct kcache *kc, struct kcache_entry *e)
 {
-	const struct backend_ops	*ops = kc->backend->ops;
-	size_t				 mem = sizeof *e + e->image_len;
+	size_t	mem = sizeof *e + e->image_len;
 
-	if (ops->footprint != NULL)
-		mem += ops->footprint(kc->backend->state, e->prog);
+	mem += backend_footprint(kc->backend, e->prog);
 	kc->mem_bytes -= e->mem;
 	e->mem = mem;
 	kc->mem_bytes += e->mem;
@@ -201,8 +199,8 @@ kcache_key_derive(struct kcache *kc, const char *format,
 	 * so a changed host never gets another's NEFFs. */
 	in.target = backend_target(b, target != NULL ? target : "");
 	in.options = options != NULL ? options : "";
-	in.backend = b->ops->name;
-	in.compiler_version = b->ops->compiler_version(b->state);
+	in.backend = backend_name(b);
+	in.compiler_version = backend_compiler_version(b);
 	cache_key_compute(&in, key);
 }
 
@@ -350,12 +348,12 @@ kcache_flight_disk_work_cb(uv_work_t *w)
 		f->name = xstrdup(ce.kernel);
 	}
 	cache_entry_release(&ce);
-	if (b->ops->load(b->state, f->image, f->image_len, &f->prog,
+	if (backend_load(b, f->image, f->image_len, &f->prog,
 	    f->diag) != 0 || backend_program_names_check(f->prog,
 	    f->diag) != 0) {
 		/* Verified but not loadable: compile it anew. */
 		if (f->prog != NULL)
-			b->ops->unload(b->state, f->prog);
+			backend_unload(b, f->prog);
 		free(f->image);
 		f->image = NULL;
 		f->prog = NULL;
@@ -373,22 +371,18 @@ kcache_flight_compile_work_cb(uv_work_t *w)
 	struct cache_entry	 ce;
 	uint64_t		 t0 = uv_hrtime();
 
-	if (b->ops->compile_opts != NULL)
-		f->error = b->ops->compile_opts(b->state, f->ir, f->ir_len,
-		    f->target, f->options, &f->image, &f->image_len, f->diag);
-	else
-		f->error = b->ops->compile(b->state, f->ir, f->ir_len,
-		    &f->image, &f->image_len, f->diag);
+	f->error = backend_compile(b, f->ir, f->ir_len, f->target, f->options,
+	    &f->image, &f->image_len, f->diag);
 	if (f->error == 0) {
 		f->load_stage = 1;
-		f->error = b->ops->load(b->state, f->image, f->image_len,
+		f->error = backend_load(b, f->image, f->image_len,
 		    &f->prog, f->diag);
 	}
 	/* Names travel in replies (protobuf strings): a kernel whose names
 	 * are not UTF-8 is refused like any invalid kernel, and cached so. */
 	if (f->error == 0 && backend_program_names_check(f->prog,
 	    f->diag) != 0) {
-		b->ops->unload(b->state, f->prog);
+		backend_unload(b, f->prog);
 		f->prog = NULL;
 		free(f->image);
 		f->image = NULL;
@@ -402,8 +396,8 @@ kcache_flight_compile_work_cb(uv_work_t *w)
 	ce.format = (char *)f->format;
 	ce.target = (char *)f->target;
 	ce.options = (char *)f->options;
-	ce.backend = (char *)b->ops->name;
-	ce.compiler_version = (char *)b->ops->compiler_version(b->state);
+	ce.backend = (char *)backend_name(b);
+	ce.compiler_version = (char *)backend_compiler_version(b);
 	ce.compile_ms = f->ms;
 	ce.created = (double)time(NULL);
 	if (f->error == 0) {
@@ -460,7 +454,7 @@ kcache_flight_finish(struct kcache *kc, struct kcache_flight *f)
 		r.compile_ms = f->hit ? 0 : f->ms;
 	} else {
 		if (f->prog != NULL)
-			kc->backend->ops->unload(kc->backend->state, f->prog);
+			backend_unload(kc->backend, f->prog);
 		f->prog = NULL;
 		if (f->failed_cached) {
 			r.error = KCACHE_EFAILED;
@@ -605,11 +599,11 @@ kcache_flight_accept_cb(void *arg, struct cache_entry *ce)
 		ce->log = NULL;
 		return (0);
 	}
-	if (b->ops->load(b->state, ce->data, ce->len, &f->prog,
+	if (backend_load(b, ce->data, ce->len, &f->prog,
 	    f->diag) != 0 || backend_program_names_check(f->prog,
 	    f->diag) != 0) {
 		if (f->prog != NULL)
-			b->ops->unload(b->state, f->prog);
+			backend_unload(b, f->prog);
 		f->prog = NULL;
 		f->diag[0] = '\0';
 		return (-1);

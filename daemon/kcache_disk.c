@@ -141,9 +141,9 @@ kcache_disk_open(struct kcache *kc, const struct config *cfg)
 	memset(&o, 0, sizeof o);
 	o.dir = cfg->cache_dir;
 	o.max_bytes = cfg->cache_max_bytes;
-	o.backend = b != NULL ? b->ops->name : "";
+	o.backend = b != NULL ? backend_name(b) : "";
 	o.compiler_version = b != NULL ?
-	    b->ops->compiler_version(b->state) : "";
+	    backend_compiler_version(b) : "";
 	o.recover = 1;
 	o.defer_check = 1;
 	/* Tests put small blobs in files: the threshold is measured for

@@ -195,7 +195,7 @@ rpc_cache_pull(struct rpc_call *c)
 	for (i = 0; i < req->n_items; i++) {
 		in = req->items[i];
 		if (!cache_key_valid(in->ir_digest) ||
-		    strcmp(in->format, d->backend->ops->format) != 0 ||
+		    strcmp(in->format, backend_format(d->backend)) != 0 ||
 		    !backend_name_valid(in->target) ||
 		    !backend_name_valid(in->options) ||
 		    !backend_name_valid(in->name)) {
@@ -203,7 +203,7 @@ rpc_cache_pull(struct rpc_call *c)
 			    "item %zu: needs an ir_digest of 64 lower-case hex "
 			    "digits, the format of backend '%s' ('%s') and "
 			    "UTF-8 name, target and options", i,
-			    d->backend->ops->name, d->backend->ops->format);
+			    backend_name(d->backend), backend_format(d->backend));
 			return;
 		}
 	}

@@ -98,12 +98,12 @@ rpc_cache_verify_kernel(struct rpc_call *c, struct rpc_cache_verify *x,
 		    "valid target and options", i + 1);
 		return (-1);
 	}
-	if (strcmp(k->format, d->backend->ops->format) != 0) {
+	if (strcmp(k->format, backend_format(d->backend)) != 0) {
 		/* Never compiled here: it cannot be in this cache. */
 		cache_verify_set(cache_verify_add(&x->v, "", NULL),
 		    CACHE_VERIFY_MISSING, "format '%s' is not the %s backend's "
-		    "'%s'", k->format, d->backend->ops->name,
-		    d->backend->ops->format);
+		    "'%s'", k->format, backend_name(d->backend),
+		    backend_format(d->backend));
 		return (0);
 	}
 	kcache_key_derive(d->kcache, k->format, k->ir_digest, k->target,

@@ -144,7 +144,7 @@ prog_load(struct prog *g, int shapes_only)
 
 	memset(g, 0, sizeof *g);
 	g->b = d.backend;
-	ck_assert_msg(g->b->ops->compile(g->b->state, ir, len, &g->image,
+	ck_assert_msg(backend_compile(g->b, ir, len, "", "", &g->image,
 	    &image_len, g->diag) == 0, "%s", g->diag);
 	ck_assert_uint_gt(image_len, 0);
 	ck_assert_msg(g->b->ops->load(g->b->state, g->image, image_len, &g->p,
@@ -214,7 +214,7 @@ CHECK_TEST(limits, test_backend_cpu_partition_limit)
 	uint8_t		*ir = ir_tensor_add(&len, 0, 256);
 	char		 diag[BACKEND_DIAG_LEN] = "";
 
-	ck_assert_int_eq(b->ops->compile(b->state, ir, len, &image, &image_len,
+	ck_assert_int_eq(backend_compile(b, ir, len, "", "", &image, &image_len,
 	    diag), BACKEND_EINVAL);
 	ck_assert_ptr_null(image);
 	ck_assert_msg(strstr(diag, "256") != NULL && strstr(diag, "128") !=
@@ -252,7 +252,7 @@ CHECK_TEST(errors, test_backend_cpu_truncated_image)
 	uint8_t			*ir = ir_tensor_add(&len, 0, P);
 	char			 diag[BACKEND_DIAG_LEN] = "";
 
-	ck_assert_int_eq(b->ops->compile(b->state, ir, len, &image, &image_len,
+	ck_assert_int_eq(backend_compile(b, ir, len, "", "", &image, &image_len,
 	    diag), 0);
 	ck_assert_int_ne(b->ops->load(b->state, image, image_len / 2, &p,
 	    diag), 0);
@@ -260,7 +260,7 @@ CHECK_TEST(errors, test_backend_cpu_truncated_image)
 	/* Truncated IR too. */
 	free(image);
 	image = NULL;
-	ck_assert_int_ne(b->ops->compile(b->state, ir, len / 2, &image,
+	ck_assert_int_ne(backend_compile(b, ir, len / 2, "", "", &image,
 	    &image_len, diag), 0);
 	free(image);
 	free(ir);
@@ -544,8 +544,7 @@ CHECK_TEST(core, test_backend_cpu_compile_target)
 	char			 diag[BACKEND_DIAG_LEN] = "", target[16];
 	double			 us;
 
-	ck_assert_ptr_nonnull(b->ops->compile_opts);
-	ck_assert_msg(b->ops->compile_opts(b->state, ir, len, "gen3", "",
+	ck_assert_msg(backend_compile(b, ir, len, "gen3", "",
 	    &image, &image_len, diag) == 0, "%s", diag);
 	ck_assert_msg(b->ops->load(b->state, image, image_len, &p, diag) == 0,
 	    "%s", diag);
@@ -555,12 +554,12 @@ CHECK_TEST(core, test_backend_cpu_compile_target)
 	b->ops->unload(b->state, p);
 	free(image);
 	image = NULL;
-	ck_assert_int_eq(b->ops->compile_opts(b->state, ir, len, "trn7", "",
+	ck_assert_int_eq(backend_compile(b, ir, len, "trn7", "",
 	    &image, &image_len, diag), BACKEND_EINVAL);
 	ck_assert_ptr_null(image);
 	ck_assert_msg(strstr(diag, "unknown target 'trn7': NKI names trn1 "
 	    "(inf2, gen2), trn2 (gen3), trn3 (gen4)") != NULL, "%s", diag);
-	ck_assert_int_ne(b->ops->compile_opts(b->state, ir, len / 2, "trn2",
+	ck_assert_int_ne(backend_compile(b, ir, len / 2, "trn2",
 	    "", &image, &image_len, diag), 0);
 	ck_assert_ptr_null(image);
 	free(ir);

@@ -275,7 +275,7 @@ static int
 compile_src(struct backend *b, const char *src, void **img, size_t *len,
     char *diag)
 {
-	return (b->ops->compile(b->state, src, strlen(src), img, len, diag));
+	return (backend_compile(b, src, strlen(src), "", "", img, len, diag));
 }
 
 /* Compile penguin_ok on b and load it: the program, to unload when done. */
@@ -593,8 +593,7 @@ CHECK_TEST(core, test_backend_neuron_compile_target_options)
 	struct stat	 st;
 
 	b = open_ok("\"target\": \"trn2\"");
-	ck_assert_ptr_nonnull(b->ops->compile_opts);
-	ck_assert_int_eq(b->ops->compile_opts(b->state, penguin_ok,
+	ck_assert_int_eq(backend_compile(b, penguin_ok,
 	    strlen(penguin_ok), "inf2", "-O1 '--x=a; rm -rf /'", &img, &len,
 	    diag), 0);
 	free(img);
@@ -615,14 +614,14 @@ CHECK_TEST(core, test_backend_neuron_compile_target_options)
 	ck_assert_int_eq(compile_src(b, penguin_ok, &img, &len, diag), 0);
 	free(img);
 	ck_assert_ptr_nonnull(strstr(file_get(argvlog), "--target\ntrn2\n"));
-	ck_assert_int_eq(b->ops->compile_opts(b->state, penguin_ok,
+	ck_assert_int_eq(backend_compile(b, penguin_ok,
 	    strlen(penguin_ok), "", "--bogus-flag", &img, &len, diag),
 	    BACKEND_EINVAL);
 	ck_assert_ptr_nonnull(strstr(diag, "unrecognized arguments"));
-	ck_assert_int_eq(b->ops->compile_opts(b->state, penguin_ok,
+	ck_assert_int_eq(backend_compile(b, penguin_ok,
 	    strlen(penguin_ok), "", "'unterminated", &img, &len, diag),
 	    BACKEND_EINVAL);
-	ck_assert_int_eq(b->ops->compile_opts(b->state, penguin_ok,
+	ck_assert_int_eq(backend_compile(b, penguin_ok,
 	    strlen(penguin_ok), "x/../y", "", &img, &len, diag),
 	    BACKEND_EINVAL);
 	workdir_empty();
