@@ -310,7 +310,7 @@ dispatch_stream_received(struct rpc_call *c, enum rpc_recv_result what,
 			    (unsigned long long)c->stream_in + 1, len, rq->name);
 			return;
 		}
-		if (dispatch_strings_check(rq, data, len, why,
+		if (wire_strings_check(rq, data, len, why,
 		    sizeof why) != 0) {
 			protobuf_c_message_free_unpacked(msg, NULL);
 			rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "%s message "
@@ -353,7 +353,7 @@ dispatch_call_start(struct rpc_call *c, const uint8_t *data, size_t len)
 			    "'%s' message", m->name, len, rq->name);
 			return;
 		}
-		if (dispatch_strings_check(rq, data, len, why,
+		if (wire_strings_check(rq, data, len, why,
 		    sizeof why) != 0) {
 			rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "%s request: "
 			    "%s", m->name, why);

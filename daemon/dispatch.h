@@ -192,14 +192,6 @@ void		 rpc_fail(struct rpc_call *c, grpc_status_code code,
  */
 int		 rpc_admin_check(struct rpc_call *c, const char *action);
 
-/*
- * Check the string fields of the message of type d in data (len bytes,
- * which protobuf-c unpacked already), at every depth: each must be valid
- * UTF-8 without a NUL byte. 0, or -1 with why naming the field
- * ("field 'Tensor.dtype' holds a NUL byte").
- */
-int		 dispatch_strings_check(const ProtobufCMessageDescriptor *d,
-		    const uint8_t *data, size_t len, char *why, size_t whylen);
 /* End c with status code (OK allowed) and, when fmt is not NULL, a
  * message; no reply message. The way a stream ends. */
 void		 rpc_finish(struct rpc_call *c, grpc_status_code code,

@@ -312,13 +312,9 @@ job_new(struct rpc_call *c, const struct job_kind *k)
 	j->c = c;
 	j->b = c->d->backend;
 	job_output_init(&j->out, NULL, -1, 0, 0);
+	c->job = j;
+	c->job_release = job_release_cb;
 	return (j);
-}
-
-void
-job_discard(struct job *j)
-{
-	job_free(j);
 }
 
 /* Validate: the KernelRef, turned into the cache's request rq. */
@@ -345,13 +341,10 @@ job_start(struct job *j, const struct job_args *a)
 
 	j->core = a->core;
 	j->job_class = a->job_class;
+	/* On bad input the call says what was wrong; j goes with it. */
 	if (job_placement_check(j) != 0 || job_inputs_take(j, a) != 0 ||
-	    job_kernel_request(j, a->ref, &rq) != 0) {
-		job_free(j);		/* the call says what was wrong */
+	    job_kernel_request(j, a->ref, &rq) != 0)
 		return;
-	}
-	c->job = j;
-	c->job_release = job_release_cb;
 	kcache_resolve(c->d->kcache, &rq, job_resolved_cb, j);
 }
 

@@ -87,8 +87,10 @@ struct job {
 
 /*
  * A new job of kind k for kernel call c, its state (k->size bytes) zeroed
- * but for what job.c owns. The handler fills its kind's state, then calls
- * job_start, or job_discard if it answered the call itself.
+ * but for what job.c owns. The job belongs to the call from now on: it is
+ * freed once its reply is sent, or with the call (c->job_release) if the
+ * call ends first. The handler fills its kind's state, then calls
+ * job_start, or answers the call itself and returns.
  */
 struct job	*job_new(struct rpc_call *c, const struct job_kind *k);
 /*
@@ -100,8 +102,6 @@ struct job	*job_new(struct rpc_call *c, const struct job_kind *k);
  * Returns at once; the call is answered later or before this returns.
  */
 void	job_start(struct job *j, const struct job_args *a);
-/* Free job j that was never started (its call answered already). */
-void	job_discard(struct job *j);
 
 /*
  * For a handler when the backend lacks the function its kind needs:

@@ -45,11 +45,8 @@ rpc_profile(struct rpc_call *c)
 	struct job			*j;
 
 	j = job_new(c, &rpc_profile_kind);
-	if (job_traces_init(j, req) != 0) {
-		job_discard(j);
-		return;
-	}
-	job_start(j, &a);
+	if (job_traces_init(j, req) == 0)
+		job_start(j, &a);
 }
 
 const struct rpc_method rpc_profile_method = {

@@ -33,4 +33,13 @@ Nkid__V1__CacheEntry *wire_cache_entry_new(const struct cache_entry *e);
 Nkid__V1__CacheVerifyResult *wire_cache_verify_result_new(
 		    const struct cache_verify_item *it);
 
+/*
+ * Check the string fields of the message of type d in data (len bytes,
+ * which protobuf-c unpacked already), at every depth: each must be valid
+ * UTF-8 without a NUL byte. 0, or -1 with why naming the field
+ * ("field 'Tensor.dtype' holds a NUL byte").
+ */
+int		 wire_strings_check(const ProtobufCMessageDescriptor *d,
+		    const uint8_t *data, size_t len, char *why, size_t whylen);
+
 #endif /* NKID_WIRE_H */

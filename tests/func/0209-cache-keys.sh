@@ -140,7 +140,7 @@ def refused(ir, name, want):
 raw = t.kernel.SerializeToString()
 assert raw.count(b"\x03out") == 1, raw
 refused(raw.replace(b"\x03out", b"\x03ou\xff"), b"k", "name of output tensor 0 is not valid UTF-8")
-# Refused on the wire, before the handler (dispatch_strings.c).
+# Refused on the wire, before the handler (proto/wire_strings.c).
 refused(t.ir, b"k\xc3\x28", "field 'Kernel.name' is not valid UTF-8")
 PYEOF
 

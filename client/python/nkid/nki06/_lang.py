@@ -13,9 +13,10 @@ import inspect
 import os
 import threading
 import types
+from enum import IntEnum
 
 from ..errors import NKIError
-from ..tracer.builder import current as _current, loc_suffix as _loc
+from ..tracer.builder import Access, current as _current, loc_suffix as _loc
 
 _state = threading.local()
 
@@ -141,3 +142,93 @@ def check_kernel(func, _seen=None, _depth=0):
                 " front door%s" % (func.__name__, NEW, LEGACY, n, _where(func)))
         if inspect.isfunction(v) and not mod.startswith("nkid."):
             check_kernel(v, _seen, _depth + 1)
+
+
+# ---------------------------------------------------------------- shared with isa
+
+#: What nl's loops need of isa's registers, filled in by isa.py when it is
+#: imported (the package imports it with language): isa's registers are
+#: nl.ndarray tiles, so language cannot import isa.
+registers = types.SimpleNamespace(VirtualRegister=None, dyn_range=None, dyn_loop=None,
+                                  loop_register=None, while_loop=None)
+
+class nc_version(IntEnum):
+    """NeuronCore version."""
+
+    gen2 = 2
+    gen3 = 3
+    gen4 = 4
+
+
+def get_nc_version():
+    """The target's NeuronCore version (gen2 trn1/inf2, gen3 trn2, gen4 trn3)."""
+    b = _current()
+    t = getattr(b, "target", "") or ""
+    return {"trn2": nc_version.gen3, "trn3": nc_version.gen4}.get(t, nc_version.gen2)
+
+
+def needs(gen, what):
+    """Refuse ``what`` on a target older than NeuronCore-v<gen>."""
+    have = int(get_nc_version())
+    if have < gen:
+        raise NKIError("%s is available only on NeuronCore-v%d and newer (trn%d), but the"
+                       " target is NeuronCore-v%d (set NEURON_PLATFORM_TARGET_OVERRIDE)%s"
+                       % (what, gen, gen - 1, have, _loc()))
+
+
+def touches(ops, tid):
+    for op in ops:
+        accs = [op.dst] + list(op.src)
+        if any(isinstance(a, Access) and a.tensor == tid for a in accs):
+            return True
+        if op.loop is not None and touches(op.loop[5], tid):
+            return True
+        body = op.fields.get("_body") if op.fields else None
+        if body is not None and touches(body, tid):
+            return True
+        if op.branch is not None and (touches(op.branch[1], tid) or touches(op.branch[2], tid)):
+            return True
+    return False
+
+
+def hoist_fills(b):
+    """A loop just ended (its op is the last of the current body): move the
+    zero fills of accumulation groups it holds out before it, when its
+    variable is not in the group's view, it was entered after the tile was
+    declared, and nothing else in it touches the tile."""
+    pend = getattr(b, "_nki06_fills", None)
+    if not pend:
+        return
+    parent = b.cur_body
+    if not parent or parent[-1].loop is None:
+        return
+    lop = parent[-1]
+    var, body = lop.loop[0], lop.loop[5]
+    keep = []
+    for f in pend:
+        if f["body"] is not body:
+            keep.append(f)              # not this loop's: wait for its own end
+            continue
+        tid = f["tid"]
+        others = [op for op in body if op is not f["fill"]
+                  and not (op.loop is not None and op.loop[5] is next_loop_body(body, f))]
+        if (("l", var) in set(k for a in f["view"]._imap for k in a.t)
+                or var in b.tensors[tid].scope or touches(others, tid)):
+            continue                    # the group starts here: done
+        body.remove(f["fill"])
+        parent.insert(len(parent) - 1, f["fill"])
+        f["body"] = parent
+        keep.append(f)
+    b._nki06_fills = keep
+
+
+def next_loop_body(body, f):
+    """The body of the loop op right after f's fill in body."""
+    try:
+        i = body.index(f["fill"])
+    except ValueError:
+        return None
+    for op in body[i + 1:]:
+        if op.loop is not None:
+            return op.loop[5]
+    return None

@@ -15,6 +15,7 @@ Registers (``register_alloc`` ...) are [1, 1] int32 SBUF tiles; a loop
 register of ``nl.fori_loop`` with integer bounds is the loop variable.
 """
 
+import functools
 from enum import Enum, IntEnum
 
 import numpy as np
@@ -27,7 +28,11 @@ from ..tracer import tensor as _t
 from ..tracer import dynamic as _dyn
 from ..tracer.affine import Aff, IndexExpr, loop_var as _loop_var
 from ..tracer.builder import Op, loc_suffix as _loc, Access
+from ..tracer.loc import caller_loc
 from . import _lang, _tensor
+from ._lang import (get_nc_version, hoist_fills as _hoist_fills, nc_version,  # noqa: F401
+                    needs as _needs, next_loop_body as _next_loop_body,
+                    touches as _touches)
 from . import language as nl
 
 _tensor.install()
@@ -84,14 +89,6 @@ class matmul_perf_mode(str, Enum):
     double_row = "double_row"
 
 
-class nc_version(IntEnum):
-    """NeuronCore version."""
-
-    gen2 = 2
-    gen3 = 3
-    gen4 = 4
-
-
 class dma_engine(IntEnum):
     """The DMA engine of a transfer."""
 
@@ -112,13 +109,6 @@ class NkiInstruction:
     def depends_on(self, *producers):
         """nkid runs instructions in program order: a no-op."""
         return self
-
-
-def get_nc_version():
-    """The target's NeuronCore version (gen2 trn1/inf2, gen3 trn2, gen4 trn3)."""
-    b = _lang._current()
-    t = getattr(b, "target", "") or ""
-    return {"trn2": nc_version.gen3, "trn3": nc_version.gen4}.get(t, nc_version.gen2)
 
 
 def get_nc_sub_version():
@@ -176,15 +166,6 @@ def _req(name):
 _ARCH = {"activate2": 4, "exponential": 4, "rand2": 4, "nc_matmul_mx": 4, "quantize_mx": 4,
          "rand_set_state": 3, "rand_get_state": 3, "core_barrier": 3, "range_select": 3,
          "sendrecv": 3, "nonzero_with_count": 3}
-
-
-def _needs(gen, what):
-    """Refuse ``what`` on a target older than NeuronCore-v<gen>."""
-    have = int(get_nc_version())
-    if have < gen:
-        raise NKIError("%s is available only on NeuronCore-v%d and newer (trn%d), but the"
-                       " target is NeuronCore-v%d (set NEURON_PLATFORM_TARGET_OVERRIDE)%s"
-                       % (what, gen, gen - 1, have, _loc()))
 
 
 def _tile(x, arg, what):
@@ -304,7 +285,6 @@ class VirtualRegister(_tensor.VirtualRegisterLike):
         for nl.while_loop): the first test begins an OP_DYN_LOOP on the
         register and enters the body; the test at the end of the body (the
         same ``while`` line) ends the loop, so the body is traced once."""
-        from ..tracer.loc import caller_loc
         b = _req("while on a register")
         where = caller_loc()
         open_ = getattr(self, "_while", None)
@@ -636,21 +616,6 @@ def _mm_state(b):
     return s
 
 
-def _touches(ops, tid):
-    for op in ops:
-        accs = [op.dst] + list(op.src)
-        if any(isinstance(a, Access) and a.tensor == tid for a in accs):
-            return True
-        if op.loop is not None and _touches(op.loop[5], tid):
-            return True
-        body = op.fields.get("_body") if op.fields else None
-        if body is not None and _touches(body, tid):
-            return True
-        if op.branch is not None and (_touches(op.branch[1], tid) or _touches(op.branch[2], tid)):
-            return True
-    return False
-
-
 def _mm_into(op, tid):
     """op is a matmul writing tensor tid (another region's group) and
     reading nothing of it."""
@@ -693,49 +658,6 @@ def _accumulate_auto(b, dst):
         pend = b._nki06_fills = []
     pend.append({"tid": tid, "view": dst, "fill": fill, "body": parent, "var": var})
     return True
-
-
-def _hoist_fills(b):
-    """A loop just ended (its op is the last of the current body): move the
-    zero fills of accumulation groups it holds out before it, when its
-    variable is not in the group's view, it was entered after the tile was
-    declared, and nothing else in it touches the tile."""
-    pend = getattr(b, "_nki06_fills", None)
-    if not pend:
-        return
-    parent = b.cur_body
-    if not parent or parent[-1].loop is None:
-        return
-    lop = parent[-1]
-    var, body = lop.loop[0], lop.loop[5]
-    keep = []
-    for f in pend:
-        if f["body"] is not body:
-            keep.append(f)              # not this loop's: wait for its own end
-            continue
-        tid = f["tid"]
-        others = [op for op in body if op is not f["fill"]
-                  and not (op.loop is not None and op.loop[5] is _next_loop_body(body, f))]
-        if (("l", var) in set(k for a in f["view"]._imap for k in a.t)
-                or var in b.tensors[tid].scope or _touches(others, tid)):
-            continue                    # the group starts here: done
-        body.remove(f["fill"])
-        parent.insert(len(parent) - 1, f["fill"])
-        f["body"] = parent
-        keep.append(f)
-    b._nki06_fills = keep
-
-
-def _next_loop_body(body, f):
-    """The body of the loop op right after f's fill in body."""
-    try:
-        i = body.index(f["fill"])
-    except ValueError:
-        return None
-    for op in body[i + 1:]:
-        if op.loop is not None:
-            return op.loop[5]
-    return None
 
 
 def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_onezero=False,
@@ -1356,8 +1278,6 @@ def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id, dma_engine=dma_eng
 
 def _returns_instruction(f):
     """An instruction call returns its NkiInstruction (its name kept)."""
-    import functools
-
     @functools.wraps(f)
     def call(*args, **kwargs):
         f(*args, **kwargs)
@@ -1380,3 +1300,11 @@ del _n
 
 __all__ = [n for n in dir() if not n.startswith("_")
            and n not in ("np", "nl", "Enum", "IntEnum", "Aff", "IndexExpr", "Op", "Access")]
+
+
+# nl's loops reach the registers through _lang (language cannot import isa).
+_lang.registers.VirtualRegister = VirtualRegister
+_lang.registers.dyn_range = _dyn_range
+_lang.registers.dyn_loop = _dyn_loop
+_lang.registers.loop_register = _loop_register
+_lang.registers.while_loop = _while_loop

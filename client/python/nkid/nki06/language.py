@@ -13,15 +13,17 @@ with 0.6's names; and masks are gone (NKI 0.6 has no ``mask=``).
 """
 
 import contextlib
+import functools
 
 import numpy as np
 
 from .._proto import nkir_pb2 as _ir
 from ..errors import NKIError
+from ..nki import isa as _I
 from ..nki import language as _L
 from ..tracer import dtypes as _dt
 from ..tracer import tensor as _t
-from ..tracer.affine import as_index as _as_index
+from ..tracer.affine import Aff, as_index as _as_index
 from ..tracer.builder import loc_suffix as _loc, current as _current
 from . import _lang, _tensor
 
@@ -55,9 +57,6 @@ def _positional(f, names):
     function's positional ones (``dtype``, ``keepdims``, ``transpose_x``)
     may be given positionally too.  Registered in the instruction tables
     as f is, so ``op=nl.add`` still names the ALU operation."""
-    import functools
-    from ..nki import isa as _I
-
     fixed = _npos[f]
 
     @functools.wraps(f)
@@ -262,7 +261,6 @@ def _psum_banks(make, shape, buf, dtype, **kwargs):
         return None
     nblk = int(np.prod(shape[1:k]))
     t = make((nblk, _L.par_dim(shape[0]), bank), dtype, buffer=buf, **kwargs)
-    from ..tracer.affine import Aff
     blk, col = Aff(0), Aff(0)
     st = 1
     for j in range(k - 1, 0, -1):
@@ -327,8 +325,7 @@ def shared_identity_matrix(n, dtype=uint8, dst=None):
     _lang.require("nl.shared_identity_matrix")
     m = _L.shared_identity_matrix(n, dtype=dtype)
     if dst is not None:
-        from . import isa
-        isa.dma_copy(dst=dst, src=m)
+        _I.dma_copy(dst=dst, src=m)
         return dst
     return m
 
@@ -344,8 +341,7 @@ def broadcast_to(x, shape, dtype=None):
 def abs_max(x, y, dtype=None):
     """Element-wise: ``x`` if ``|x| > |y|`` else ``y`` (the signed value)."""
     _lang.require("nl.abs_max")
-    from .isa import _needs
-    _needs(4, "nl.abs_max")
+    _lang.needs(4, "nl.abs_max")
     gt = greater(abs(x, dtype=float32), abs(y, dtype=float32), dtype=float32)
     return where(gt, x, y, dtype=dtype or _promoted(x, y))
 
@@ -353,8 +349,7 @@ def abs_max(x, y, dtype=None):
 def abs_min(x, y, dtype=None):
     """Element-wise: ``x`` if ``|x| < |y|`` else ``y`` (the signed value)."""
     _lang.require("nl.abs_min")
-    from .isa import _needs
-    _needs(4, "nl.abs_min")
+    _lang.needs(4, "nl.abs_min")
     lt = less(abs(x, dtype=float32), abs(y, dtype=float32), dtype=float32)
     return where(lt, x, y, dtype=dtype or _promoted(x, y))
 
@@ -420,12 +415,11 @@ def num_programs(axes=0):
 
 def _traced_loop(rng):
     """The legacy tracer's loop, then the 0.6 bookkeeping at its end (an
-    accumulation group's zero moved out: isa._hoist_fills)."""
+    accumulation group's zero moved out: _lang.hoist_fills)."""
     b = _current()
     yield from _L._Range.__iter__(rng)
     if b is not None:
-        from .isa import _hoist_fills
-        _hoist_fills(b)
+        _lang.hoist_fills(b)
 
 
 class affine_range(_L.affine_range):
@@ -462,15 +456,15 @@ def dynamic_range(start, stop=None, step=1):
     bounds trace as ``sequential_range``; a register bound makes the for's
     body one OP_DYN_LOOP, ``i`` its read-only counter register."""
     b = _lang.require("nl.dynamic_range")
-    from .isa import VirtualRegister, _dyn_range
+    reg = _lang.registers
     if stop is None:
         start, stop = 0, start
     st = _step(step)
-    if isinstance(start, VirtualRegister) or isinstance(stop, VirtualRegister):
+    if isinstance(start, reg.VirtualRegister) or isinstance(stop, reg.VirtualRegister):
         if _no_reorder_depth():
             raise NKIError("nl.dynamic_range cannot sit inside an nl.no_reorder() block"
                            + _loc())
-        return _dyn_range(b, start, stop, st)
+        return reg.dyn_range(b, start, stop, st)
     return sequential_range(start, stop, st)
 
 
@@ -488,31 +482,28 @@ def fori_loop(lower, upper, body_fun, step=1):
     are integers trace one NKIR loop; a register bound runs the loop with
     the bound read when the loop starts (NKIR ``OP_DYN_LOOP``)."""
     b = _lang.require("nl.fori_loop")
-    from .isa import VirtualRegister, _dyn_loop
+    reg = _lang.registers
     st = _step(step)
     if _no_reorder_depth():
         raise NKIError("nl.fori_loop cannot sit inside an nl.no_reorder() block" + _loc())
-    if isinstance(lower, VirtualRegister) or isinstance(upper, VirtualRegister):
-        return _dyn_loop(b, lower, upper, st, body_fun)
+    if isinstance(lower, reg.VirtualRegister) or isinstance(upper, reg.VirtualRegister):
+        return reg.dyn_loop(b, lower, upper, st, body_fun)
     lo, hi = _as_index(lower), _as_index(upper)
     if lo is None or hi is None or lo.shape or hi.shape:
         raise NKIError("nl.fori_loop bounds must be integers or registers, got %r, %r%s"
                        % (lower, upper, _loc()))
     if _lang.unrolling():
-        from .isa import VirtualRegister
         _lang.unrolled_trips(len(range(lo.aff.c, hi.aff.c, st)))
         for i in range(lo.aff.c, hi.aff.c, st):
-            if body_fun(VirtualRegister(_aff=_as_index(i).aff, frozen=True)) is not None:
+            if body_fun(reg.VirtualRegister(_aff=_as_index(i).aff, frozen=True)) is not None:
                 raise NKIError("The fori_loop body function cannot return a value" + _loc())
         return None
     var = b.begin_loop(_ir.LOOP_SEQUENTIAL, lo.aff.c, hi.aff.c, st)
     try:
-        from .isa import _loop_register
-        ret = body_fun(_loop_register(var))
+        ret = body_fun(reg.loop_register(var))
     finally:
         b.end_loop(var)
-    from .isa import _hoist_fills
-    _hoist_fills(b)
+    _lang.hoist_fills(b)
     if ret is not None:
         raise NKIError("The fori_loop body function cannot return a value" + _loc())
 
@@ -521,10 +512,9 @@ def while_loop(init, body_fun):
     """``r = init; while r != 0: r = body_fun(r)`` on a register condition
     (checked before each iteration)."""
     b = _lang.require("nl.while_loop")
-    from .isa import _while_loop
     if _no_reorder_depth():
         raise NKIError("nl.while_loop cannot sit inside an nl.no_reorder() block" + _loc())
-    return _while_loop(b, init, body_fun)
+    return _lang.registers.while_loop(b, init, body_fun)
 
 
 _reorder = {"depth": 0}

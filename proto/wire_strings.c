@@ -1,4 +1,4 @@
-/* dispatch_strings.c: every string field of a request, at any depth, is checked on the wire before a handler sees it: UTF-8 (as proto3 says and protobuf-c does not check), and no NUL byte (protobuf-c's C strings would end there: "float32\0junk" read as "float32"). */
+/* wire_strings.c: every string field of a message, at any depth, checked on the wire before it is unpacked: UTF-8 (as proto3 says and protobuf-c does not check), and no NUL byte (protobuf-c's C strings would end there: "float32\0junk" read as "float32"). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -7,14 +7,14 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "cache/cache.h"
-#include "daemon/dispatch.h"
+#include "proto/wire.h"
 
 /* Deeper than any message of nkid.proto nests. */
-#define DISPATCH_STRINGS_DEPTH	16
+#define WIRE_STRINGS_DEPTH	16
 
 /* A varint at *p (before end) into *v; -1 if it does not end in time. */
 static int
-dispatch_strings_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+wire_strings_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
 	unsigned	shift = 0;
 
@@ -29,26 +29,30 @@ dispatch_strings_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 }
 
 static int
-dispatch_strings_walk(const ProtobufCMessageDescriptor *d, const uint8_t *p,
+wire_strings_walk(const ProtobufCMessageDescriptor *d, const uint8_t *p,
     const uint8_t *end, int depth, char *why, size_t whylen)
 {
 	const ProtobufCFieldDescriptor	*f;
 	uint64_t			 tag, len;
 
-	if (depth > DISPATCH_STRINGS_DEPTH)
+	if (depth > WIRE_STRINGS_DEPTH)
 		return (0);	/* protobuf-c unpacked it: nothing to add */
 	while (p < end) {
-		if (dispatch_strings_varint(&p, end, &tag) != 0)
+		if (wire_strings_varint(&p, end, &tag) != 0)
 			return (-1);
 		switch (tag & 7) {
 		case 0:
-			if (dispatch_strings_varint(&p, end, &len) != 0)
+			if (wire_strings_varint(&p, end, &len) != 0)
 				return (-1);
 			continue;
 		case 1:
+			if (end - p < 8)
+				return (-1);
 			p += 8;
 			continue;
 		case 5:
+			if (end - p < 4)
+				return (-1);
 			p += 4;
 			continue;
 		case 2:
@@ -56,7 +60,7 @@ dispatch_strings_walk(const ProtobufCMessageDescriptor *d, const uint8_t *p,
 		default:
 			return (-1);
 		}
-		if (dispatch_strings_varint(&p, end, &len) != 0 ||
+		if (wire_strings_varint(&p, end, &len) != 0 ||
 		    len > (uint64_t)(end - p))
 			return (-1);
 		f = protobuf_c_message_descriptor_get_field(d,
@@ -73,7 +77,7 @@ dispatch_strings_walk(const ProtobufCMessageDescriptor *d, const uint8_t *p,
 				return (-1);
 			}
 		} else if (f != NULL && f->type == PROTOBUF_C_TYPE_MESSAGE &&
-		    dispatch_strings_walk(f->descriptor, p, p + len, depth + 1,
+		    wire_strings_walk(f->descriptor, p, p + len, depth + 1,
 		    why, whylen) != 0)
 			return (-1);
 		p += len;
@@ -82,11 +86,13 @@ dispatch_strings_walk(const ProtobufCMessageDescriptor *d, const uint8_t *p,
 }
 
 int
-dispatch_strings_check(const ProtobufCMessageDescriptor *d,
+wire_strings_check(const ProtobufCMessageDescriptor *d,
     const uint8_t *data, size_t len, char *why, size_t whylen)
 {
 	why[0] = '\0';
-	if (dispatch_strings_walk(d, data, data + len, 0, why, whylen) != 0 &&
+	if (len == 0)
+		return (0);
+	if (wire_strings_walk(d, data, data + len, 0, why, whylen) != 0 &&
 	    why[0] != '\0')
 		return (-1);
 	return (0);
