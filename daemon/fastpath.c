@@ -248,7 +248,9 @@ fastpath_send(struct rpc_call *c, const uint8_t *reply, size_t len)
 			fastpath_frame_send(conn, fc->id, c->status,
 			    c->message, c->status == GRPC_STATUS_OK ? reply :
 			    NULL, c->status == GRPC_STATUS_OK ? len : 0);
-		if (conn->dead && conn->inflight == 0)
+		/* Gone, or nkid stopping: closed once the last reply left. */
+		if (conn->inflight == 0 && (conn->dead || (fp->stopping &&
+		    TAILQ_EMPTY(&conn->outq))))
 			fastpath_conn_end(conn, NULL);
 	}
 	TAILQ_INSERT_TAIL(&fp->done, fc, entry);

@@ -315,3 +315,41 @@ def test_metrics_count_the_fast_path(daemon):
     assert int(values["nkid_fastpath_calls_total"]) >= 3
     assert int(values["nkid_fastpath_connections_total"]) >= 2
     assert int(values["nkid_fastpath_bad_frames_total"]) == 1
+
+
+@nki.jit
+def slow_sum(a):
+    """40000 x exp(a), accumulated: a few hundred ms on the cpu backend."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    acc = nl.zeros(a.shape, dtype=nl.float32)
+    t = nl.load(a)
+    for _ in nl.sequential_range(40000):
+        acc[...] = nl.add(acc, nl.exp(t))
+    nl.store(out, value=acc)
+    return out
+
+
+@pytest.mark.parametrize("daemon", [{"shutdown_grace_ms": 20000}], indirect=True)
+def test_a_stop_waits_for_a_running_call_not_for_the_grace(daemon):
+    import threading
+    a = np.full((128, 64), 0.5, np.float32)
+    slow_sum(a)
+    slow_sum(a)                          # warm: the next goes over the fast path
+    got = {}
+    fp = _fastpath._paths.get(id(get_client()))
+    assert fp is not None
+    calls = fp._next
+    t = threading.Thread(target=lambda: got.update(r=slow_sum(a)))
+    t.start()
+    time.sleep(0.1)
+    t0 = time.monotonic()
+    daemon.proc.send_signal(signal.SIGTERM)
+    daemon.proc.wait(30)
+    took = time.monotonic() - t0
+    t.join(30)
+    # The running call ends and is answered, then its connection closes:
+    # nkid exits then, not after shutdown_grace_ms (20 s).
+    assert took < 10, "nkid took %.1f s to stop" % took
+    np.testing.assert_allclose(got["r"], np.full_like(a, 40000 * np.exp(0.5)), rtol=1e-3)
+    assert fp._next == calls + 1         # it went over the fast path
+    daemon.start()                       # for the fixture's stop
