@@ -353,3 +353,24 @@ def test_a_stop_waits_for_a_running_call_not_for_the_grace(daemon):
     np.testing.assert_allclose(got["r"], np.full_like(a, 40000 * np.exp(0.5)), rtol=1e-3)
     assert fp._next == calls + 1         # it went over the fast path
     daemon.start()                       # for the fixture's stop
+
+
+@nki.jit
+def spread(a):
+    """[128, 1] -> [128, 320]: a small request, a large reply."""
+    out = nl.ndarray((a.shape[0], 320), dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.add(nl.zeros((a.shape[0], 320), dtype=a.dtype), nl.load(a)))
+    return out
+
+
+def test_a_reply_too_large_for_a_frame_goes_over_grpc(daemon):
+    # 160 KiB of outputs: inline (under the 256 KiB shared-memory
+    # threshold), but over the fast path's 128 KiB frame.
+    a = np.random.rand(128, 1).astype(np.float32)
+    for _ in range(4):
+        np.testing.assert_allclose(spread(a), np.broadcast_to(a, (128, 320)))
+    b = np.random.rand(128, 8).astype(np.float32)
+    for _ in range(2):
+        np.testing.assert_allclose(plus_one(b), b + 1)
+    fp = _fastpath._paths.get(id(get_client()))
+    assert fp is not None and fp._next >= 1     # the small one did

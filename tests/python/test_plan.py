@@ -83,9 +83,9 @@ def calls(monkeypatch):
         sent.append((method, request))
         return real(self, method, request, timeout)
 
-    def fast(client, method, request, timeout=None):
+    def fast(client, method, request, timeout=None, reply_bytes=0):
         sent.append((method, request))
-        return real_fast(client, method, request, timeout)
+        return real_fast(client, method, request, timeout, reply_bytes)
     monkeypatch.setattr(Client, "call", call)
     monkeypatch.setattr(_fastpath, "call", fast)
     return sent
@@ -213,7 +213,7 @@ def grpc_only(monkeypatch):
     """Warm calls over gRPC (Client.call), where these tests inject
     failures, instead of the fast path."""
     monkeypatch.setattr(_fastpath, "call",
-                        lambda client, method, request, timeout=None:
+                        lambda client, method, request, timeout=None, reply_bytes=0:
                         client.call(method, request, timeout))
 
 

@@ -52,9 +52,9 @@ def note(method, request):
 def call(self, method, request, timeout=None):
     note(method, request)
     return orig(self, method, request, timeout)
-def fast(c, method, request, timeout=None):
+def fast(c, method, request, timeout=None, reply_bytes=0):
     note(method, request)
-    return orig_fast(c, method, request, timeout)
+    return orig_fast(c, method, request, timeout, reply_bytes)
 client.Client.call = call
 _fastpath.call = fast
 from kernels import layout

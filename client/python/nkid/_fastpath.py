@@ -48,6 +48,8 @@ RETRY_S = 1.0
 
 _STATUS = {sc.value[0]: sc.name for sc in grpc.StatusCode}
 _UNAVAILABLE = grpc.StatusCode.UNAVAILABLE.value[0]
+#: Bytes of a reply besides its tensors' data (names, shapes, key, times).
+_REPLY_SLACK = 4096
 
 
 class Lost(Exception):
@@ -93,9 +95,12 @@ class FastPath:
         self.broken = True
         self.sock.close()
 
-    def fits(self, nbytes):
-        """Whether a request of nbytes travels in one frame."""
-        return _REQ.size + nbytes <= self.max_frame
+    def fits(self, nbytes, reply_bytes=0):
+        """Whether a request of nbytes, and a reply of reply_bytes of
+        tensors (plus room for the rest of the reply), each travel in one
+        frame."""
+        return (_REQ.size + nbytes <= self.max_frame and
+                _REP.size + reply_bytes + _REPLY_SLACK <= self.max_frame)
 
     def _timeout(self, timeout):
         """SO_RCVTIMEO for a call of timeout seconds (None: none)."""
@@ -201,14 +206,15 @@ def get(client):
         return fp
 
 
-def call(client, method, request, timeout=None):
+def call(client, method, request, timeout=None, reply_bytes=0):
     """Call method with request (a message or a Prepared request) over the
-    process's fast path when it has one and the request fits in a frame,
-    else over gRPC (client.call); the reply message either way."""
+    process's fast path when it has one and the request, and a reply
+    carrying reply_bytes of tensors, fit in a frame; else over gRPC
+    (client.call). The reply message either way."""
     fp = get(client)
     if fp is not None:
         data = request.SerializeToString()
-        if fp.fits(len(data)):
+        if fp.fits(len(data), reply_bytes):
             if timeout is None:
                 timeout = call_timeout()
             try:

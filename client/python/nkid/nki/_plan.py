@@ -218,7 +218,8 @@ def run(plan, arrays):
     """Call nkid with the plan's request; the reply, or MISS when nkid no
     longer has the NEFF key (the plan is dropped)."""
     try:
-        return _fastpath.call(plan.client, "Run", plan.request(arrays))
+        return _fastpath.call(plan.client, "Run", plan.request(arrays),
+                              reply_bytes=plan.out_total)
     except NkidError as e:
         if e.code not in ("NOT_FOUND", "FAILED_PRECONDITION"):
             raise
