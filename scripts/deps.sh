@@ -9,7 +9,7 @@ libprotobuf-c-dev protobuf-compiler libsqlite3-dev libcjson-dev check
 libsubunit-dev libsystemd-dev libssl-dev libopenblas-dev libsleef-dev python3-venv
 valgrind util-linux systemd sccache ccache libmicrohttpd-dev prometheus
 libsmartcols-dev libncurses-dev tmux libhiredis-dev redis-server redis-tools
-clang libclang-rt-dev"
+clang libclang-rt-dev curl iproute2"
 
 missing=""
 for p in $PKGS; do
