@@ -32,6 +32,9 @@
 	    (var) = (tvar))
 #endif
 
+/* A socket path's room (struct sockaddr_un's sun_path). */
+#define FASTPATH_PATH_MAX	sizeof(((struct sockaddr_un *)0)->sun_path)
+
 /* How long a rendezvous socket waits for its client. */
 #define FASTPATH_OFFER_MS	10000
 /* Frames read per wakeup of one connection, so that one client cannot
@@ -57,7 +60,7 @@ struct fastpath_offer {
 	uv_timer_t		 timer;
 	int			 fd;
 	int			 handles;	/* open, to close */
-	char			 path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char			 path[FASTPATH_PATH_MAX];
 	struct rpc_identity	 id;
 	TAILQ_ENTRY(fastpath_offer) entry;
 };
@@ -67,7 +70,7 @@ struct fastpath_conn {
 	struct fastpath		*fp;
 	uv_poll_t		 poll;
 	int			 fd;
-	int			 dead;		/* EOF, error or cut off */
+	int			 dead;		/* gone, or cut off */
 	int			 closing;
 	struct rpc_identity	 id;
 	uint8_t			*buf;		/* max_frame + 1 */
@@ -80,21 +83,22 @@ struct fastpath_conn {
 /* One call from a frame: the rpc_call dispatch sees comes first. */
 struct fastpath_call {
 	struct rpc_call		 rc;
-	struct fastpath_conn	*conn;		/* NULL once answered */
+	struct fastpath_conn	*conn;		/* NULL: answered */
 	uint32_t		 id;
 	TAILQ_ENTRY(fastpath_call) entry;
 };
 
 struct fastpath {
 	struct daemon		*d;
-	char			 dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char			 dir[FASTPATH_PATH_MAX];
 	uint32_t		 max_frame;
 	uint32_t		 max_inflight;
 	uint32_t		 max_per_uid;
 	TAILQ_HEAD(, fastpath_offer) offers;
 	TAILQ_HEAD(, fastpath_conn) conns;
-	struct fastpath_calls	 done;		/* answered, to free */
-	uv_check_t		 reap;		/* frees them after the loop turn */
+	/* Answered calls, freed by reap after the loop turn. */
+	struct fastpath_calls	 done;
+	uv_check_t		 reap;
 	uv_timer_t		 grace;
 	int			 handles;	/* open, to close */
 	int			 stopping;
@@ -505,7 +509,7 @@ fastpath_offer_cb(uv_poll_t *h, int status, int events)
 	}
 	fd = accept4(o->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
-		return;		/* EAGAIN, or the client gave up: wait on */
+		return;		/* EAGAIN, or the client gave up */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) != 0 ||
 	    (uint32_t)cr.pid != o->id.pid || (uint32_t)cr.uid != o->id.uid) {
 		fp->st.refused++;
@@ -535,7 +539,6 @@ fastpath_offer_cb(uv_poll_t *h, int status, int events)
 	if (fastpath_frame_send(conn, 0, GRPC_STATUS_OK, NULL, NULL, 0) == 0)
 		uv_poll_start(&conn->poll, UV_READABLE | UV_DISCONNECT,
 		    fastpath_conn_cb);
-	(void)events;
 }
 
 static unsigned

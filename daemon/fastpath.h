@@ -39,9 +39,10 @@ struct fastpath_stats {
 	uint64_t	clients;	/* connections now */
 	uint64_t	connected;	/* connections ever */
 	uint64_t	calls;		/* frames that started a call */
-	uint64_t	refused;	/* rendezvous from the wrong process */
-	uint64_t	bad_frames;	/* clients cut off or answered an error */
+	uint64_t	refused;	/* rendezvous by another process */
+	uint64_t	bad_frames;	/* cut off, or answered an error */
 };
-void	fastpath_stats_get(const struct fastpath *fp, struct fastpath_stats *st);
+void	fastpath_stats_get(const struct fastpath *fp,
+	    struct fastpath_stats *st);
 
 #endif /* NKID_FASTPATH_H */
