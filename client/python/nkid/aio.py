@@ -34,9 +34,9 @@ import numpy as np  # noqa: E402
 from . import _retry, _shm  # noqa: E402
 from ._proto import nkid_pb2 as pb  # noqa: E402
 from ._proto import nkid_pb2_grpc as pb_grpc  # noqa: E402
-from .client import MAX_MESSAGE, TIMEOUT_ENV, call_timeout, from_wire, kernel_ref, \
+from .client import CHANNEL_OPTIONS, call_timeout, from_wire, kernel_ref, \
     socket_path, to_wire  # noqa: E402
-from .errors import NkidConnectionError, NkidError, error_for  # noqa: E402
+from .errors import NkidError  # noqa: E402
 
 __all__ = ["Client", "get_client", "call"]
 
@@ -58,14 +58,8 @@ class Client:
     def _connect(self):
         if self._channel is not None:
             self._old.append(self._channel)
-        self._channel = grpc.aio.insecure_channel(self._target, options=[
-            ("grpc.max_send_message_length", MAX_MESSAGE),
-            ("grpc.max_receive_message_length", MAX_MESSAGE),
-            ("grpc.enable_http_proxy", 0),
-            ("grpc.initial_reconnect_backoff_ms", 10),
-            ("grpc.max_reconnect_backoff_ms", 100),
-            ("grpc.use_local_subchannel_pool", 1),
-        ])
+        self._channel = grpc.aio.insecure_channel(self._target,
+                                                  options=CHANNEL_OPTIONS)
         self._stub = pb_grpc.NkidStub(self._channel)
         self._inflight[self._channel] = 0
 
@@ -91,6 +85,9 @@ class Client:
 
     def _unreachable(self, detail, waited):
         return _client.Client._unreachable(self, detail, waited)
+
+    def _failure(self, method, code, details, why, timeout, waited):
+        return _client.Client._failure(self, method, code, details, why, timeout, waited)
 
     async def call(self, method, request, timeout=None):
         """Await an RPC by name with a deadline of timeout seconds (None:
@@ -135,19 +132,7 @@ class Client:
                     await self._reap()
                     continue
             waited = backoff.waited() if backoff is not None and backoff.tries else 0.0
-            if code == grpc.StatusCode.UNAVAILABLE and why is None and \
-                    _retry.broken(details) and not _retry.unreached(details):
-                raise NkidConnectionError(
-                    "%s: the connection to nkid at %s broke after the call was sent (%s);"
-                    " it may have run, and %s is not sent again after that"
-                    % (method, self.socket, details, method), "UNAVAILABLE")
-            if code is None or (code == grpc.StatusCode.UNAVAILABLE and (
-                    not os.path.exists(self.socket) or "connect" in (details or "").lower())):
-                raise self._unreachable(details, waited)
-            if code == grpc.StatusCode.DEADLINE_EXCEEDED and timeout is not None:
-                details = ("%s: no answer from nkid within %g s (%s); set %s to wait longer"
-                           % (method, timeout, details or "Deadline Exceeded", TIMEOUT_ENV))
-            raise error_for(details or str(code), code.name)
+            raise self._failure(method, code, details, why, timeout, waited)
 
     # -- the RPCs, as the blocking client has them
     async def ping(self, payload=b""):

@@ -39,7 +39,8 @@ from . import _retry
 from . import _shm  # noqa: F401  (sweeps stale regions of dead processes at import)
 from .tracer import dtypes as _dt
 
-__all__ = ["DEFAULT_SOCKET", "DEFAULT_TIMEOUT", "TIMEOUT_ENV", "socket_path", "call_timeout",
+__all__ = ["DEFAULT_SOCKET", "DEFAULT_TIMEOUT", "TIMEOUT_ENV", "CHANNEL_OPTIONS", "socket_path",
+           "call_timeout",
            "Client", "Prepared", "get_client", "to_wire", "from_wire", "kernel_ref"]
 
 DEFAULT_SOCKET = "/run/nkid/nkid.sock"
@@ -49,6 +50,19 @@ DEFAULT_TIMEOUT = 600.0
 TIMEOUT_ENV = "NKID_TIMEOUT"
 #: Client-side message limits (tensors travel inline): 2 GiB - 1.
 MAX_MESSAGE = 2 ** 31 - 1
+#: The options of every channel to nkid, blocking or asyncio.
+CHANNEL_OPTIONS = [
+    ("grpc.max_send_message_length", MAX_MESSAGE),
+    ("grpc.max_receive_message_length", MAX_MESSAGE),
+    ("grpc.enable_http_proxy", 0),
+    # After nkid went away, try the socket again soon (gRPC's default
+    # waits 1 s, growing to 120 s); a channel of its own (gRPC shares one
+    # connection per address among a process's channels), so that a new
+    # one made for a new socket connects.
+    ("grpc.initial_reconnect_backoff_ms", 10),
+    ("grpc.max_reconnect_backoff_ms", 100),
+    ("grpc.use_local_subchannel_pool", 1),
+]
 
 
 def socket_path():
@@ -153,18 +167,7 @@ class Client:
 
     def _connect(self):
         """A new channel (and stubs) on the socket as it is now."""
-        self._channel = grpc.insecure_channel(self._target, options=[
-            ("grpc.max_send_message_length", MAX_MESSAGE),
-            ("grpc.max_receive_message_length", MAX_MESSAGE),
-            ("grpc.enable_http_proxy", 0),
-            # After nkid went away, try the socket again soon (gRPC's
-            # default waits 1 s, growing to 120 s); a channel of its own
-            # (gRPC shares one connection per address among a process's
-            # channels), so that a new one made for a new socket connects.
-            ("grpc.initial_reconnect_backoff_ms", 10),
-            ("grpc.max_reconnect_backoff_ms", 100),
-            ("grpc.use_local_subchannel_pool", 1),
-        ])
+        self._channel = grpc.insecure_channel(self._target, options=CHANNEL_OPTIONS)
         self._stub = pb_grpc.NkidStub(self._channel)
         # Run also takes Prepared requests.
         self._stub.Run = self._channel.unary_unary(
@@ -238,19 +241,25 @@ class Client:
                         self._reconnect(stub)
                     continue
             waited = backoff.waited() if backoff is not None and backoff.tries else 0.0
-            if code == grpc.StatusCode.UNAVAILABLE and why is None and \
-                    _retry.broken(details) and not _retry.unreached(details):
-                raise NkidConnectionError(
-                    "%s: the connection to nkid at %s broke after the call was sent (%s);"
-                    " it may have run, and %s is not sent again after that"
-                    % (method, self.socket, details, method), "UNAVAILABLE") from None
-            if code is None or (code == grpc.StatusCode.UNAVAILABLE and (
-                    not os.path.exists(self.socket) or "connect" in (details or "").lower())):
-                raise self._unreachable(details, waited) from None
-            if code == grpc.StatusCode.DEADLINE_EXCEEDED and timeout is not None:
-                details = ("%s: no answer from nkid within %g s (%s); set %s to wait longer"
-                           % (method, timeout, details or "Deadline Exceeded", TIMEOUT_ENV))
-            raise error_for(details or str(code), code.name if code else None) from None
+            raise self._failure(method, code, details, why, timeout, waited) from None
+
+    def _failure(self, method, code, details, why, timeout, waited):
+        """The error of a call that ends failed (not sent again): code and
+        details are gRPC's (code None: never reached nkid), why
+        _retry.classify's, waited the seconds spent waiting for nkid."""
+        if code == grpc.StatusCode.UNAVAILABLE and why is None and \
+                _retry.broken(details) and not _retry.unreached(details):
+            return NkidConnectionError(
+                "%s: the connection to nkid at %s broke after the call was sent (%s);"
+                " it may have run, and %s is not sent again after that"
+                % (method, self.socket, details, method), "UNAVAILABLE")
+        if code is None or (code == grpc.StatusCode.UNAVAILABLE and (
+                not os.path.exists(self.socket) or "connect" in (details or "").lower())):
+            return self._unreachable(details, waited)
+        if code == grpc.StatusCode.DEADLINE_EXCEEDED and timeout is not None:
+            details = ("%s: no answer from nkid within %g s (%s); set %s to wait longer"
+                       % (method, timeout, details or "Deadline Exceeded", TIMEOUT_ENV))
+        return error_for(details or str(code), code.name if code else None)
 
     # -- convenience wrappers
     def ping(self, payload=b""):
