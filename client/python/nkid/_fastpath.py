@@ -14,14 +14,14 @@ at most once per :data:`RETRY_S` seconds.  ``NKID_FASTPATH=0`` turns the
 fast path off for the process.
 """
 
-import os
 import socket
 import struct
 import threading
 import time
 
 # nkid.client first: it chooses gRPC's experiments before grpc is imported.
-from .client import call_timeout
+from . import client as _client
+from .client import TIMEOUT_ENV, call_timeout
 from ._proto import nkid_pb2 as pb
 from . import _env
 from .errors import NkidError, error_for
@@ -82,7 +82,7 @@ class FastPath:
             s.close()
             raise
         self.sock = s
-        self.pid = os.getpid()
+        self.pid = _client._pid
         self.max_frame = offer.max_frame_bytes
         self._buf = bytearray(self.max_frame)
         self._view = memoryview(self._buf)
@@ -136,7 +136,7 @@ class FastPath:
                         continue
                     self._cancel(cid)
                     raise NkidError("%s: no answer from nkid within %g s (fast path); set"
-                                    " NKID_TIMEOUT to wait longer" % (method, timeout),
+                                    " %s to wait longer" % (method, timeout, TIMEOUT_ENV),
                                     "DEADLINE_EXCEEDED") from None
                 except OSError:
                     self.close()
@@ -182,15 +182,17 @@ def get(client):
     again, at most once per RETRY_S after a failure)."""
     key = id(client)
     fp = _paths.get(key)
-    if fp is not None and not fp.broken and fp.pid == os.getpid():
+    # client._pid is this process's (a fork hook keeps it): no system
+    # call on the warm path.
+    if fp is not None and not fp.broken and fp.pid == _client._pid:
         return fp
     if _env.get("NKID_FASTPATH", "1") == "0":
         return None
     with _lock:
         fp = _paths.get(key)
-        if fp is not None and not fp.broken and fp.pid == os.getpid():
+        if fp is not None and not fp.broken and fp.pid == _client._pid:
             return fp
-        if fp is not None and fp.pid == os.getpid():
+        if fp is not None and fp.pid == _client._pid:
             fp.close()
         _paths.pop(key, None)
         last = _failed.get(key)
