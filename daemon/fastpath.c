@@ -88,6 +88,18 @@ struct fastpath_call {
 	TAILQ_ENTRY(fastpath_call) entry;
 };
 
+/* The methods a frame may call, by their code (FASTPATH_M_*). */
+static const char *const fastpath_method_names[] = {
+	[FASTPATH_M_PING] = "Ping",
+	[FASTPATH_M_RUN] = "Run",
+	[FASTPATH_M_SIMULATE] = "Simulate",
+	[FASTPATH_M_LOOKUP] = "Lookup",
+	[FASTPATH_M_COMPILE] = "Compile",
+	[FASTPATH_M_STATUS] = "Status",
+};
+#define FASTPATH_NMETHODS \
+	(sizeof fastpath_method_names / sizeof fastpath_method_names[0])
+
 struct fastpath {
 	struct daemon		*d;
 	char			 dir[FASTPATH_PATH_MAX];
@@ -106,19 +118,10 @@ struct fastpath {
 	void			(*stopped)(void *);
 	void			*stopped_arg;
 	struct fastpath_stats	 st;
+	/* fastpath_method_names' methods, found once. */
+	const struct rpc_method	*methods[FASTPATH_NMETHODS];
 };
 
-static const struct {
-	enum fastpath_method	 code;
-	const char		*name;
-} fastpath_methods[] = {
-	{ FASTPATH_M_PING, "Ping" },
-	{ FASTPATH_M_RUN, "Run" },
-	{ FASTPATH_M_SIMULATE, "Simulate" },
-	{ FASTPATH_M_LOOKUP, "Lookup" },
-	{ FASTPATH_M_COMPILE, "Compile" },
-	{ FASTPATH_M_STATUS, "Status" },
-};
 
 static void	fastpath_send(struct rpc_call *, const uint8_t *, size_t);
 static void	fastpath_conn_cb(uv_poll_t *, int, int);
@@ -130,15 +133,9 @@ static const struct rpc_transport fastpath_transport = {
 };
 
 static const struct rpc_method *
-fastpath_method(uint32_t code)
+fastpath_method(const struct fastpath *fp, uint32_t code)
 {
-	size_t	i;
-
-	for (i = 0; i < sizeof fastpath_methods / sizeof fastpath_methods[0];
-	    i++)
-		if (fastpath_methods[i].code == code)
-			return (dispatch_method_find(fastpath_methods[i].name));
-	return (NULL);
+	return (code < FASTPATH_NMETHODS ? fp->methods[code] : NULL);
 }
 
 /* ------------------------------------------------------------ frames */
@@ -313,7 +310,7 @@ fastpath_frame_read(struct fastpath_conn *conn, size_t len)
 		    fp->max_frame);
 		return (0);
 	}
-	if ((m = fastpath_method(h.method)) == NULL) {
+	if ((m = fastpath_method(fp, h.method)) == NULL) {
 		fp->st.bad_frames++;
 		fastpath_frame_fail(conn, h.id, GRPC_STATUS_UNIMPLEMENTED,
 		    "method %u is not on the fast path (1 Ping, 2 Run, 3 "
@@ -633,6 +630,7 @@ struct fastpath *
 fastpath_new(struct daemon *d, const char *dir)
 {
 	struct fastpath	*fp;
+	size_t		 i;
 
 	if (d->cfg.fastpath_max_clients_per_uid == 0)
 		return (NULL);
@@ -642,6 +640,12 @@ fastpath_new(struct daemon *d, const char *dir)
 	fp->max_frame = d->cfg.fastpath_max_frame_bytes;
 	fp->max_inflight = d->cfg.fastpath_max_inflight;
 	fp->max_per_uid = d->cfg.fastpath_max_clients_per_uid;
+	for (i = 0; i < FASTPATH_NMETHODS; i++) {
+		if (fastpath_method_names[i] == NULL)
+			continue;
+		fp->methods[i] = dispatch_method_find(fastpath_method_names[i]);
+		assert(fp->methods[i] != NULL);
+	}
 	TAILQ_INIT(&fp->offers);
 	TAILQ_INIT(&fp->conns);
 	TAILQ_INIT(&fp->done);
