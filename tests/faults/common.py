@@ -4,7 +4,9 @@ status instead of raising."""
 
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import time
 import traceback
 
@@ -23,6 +25,53 @@ CRASH_MARKS = re.compile(r"AddressSanitizer|LeakSanitizer|runtime error:|Segment
 
 class Skip(Exception):
     """The scenario cannot run here (the reason is printed)."""
+
+
+def wait_for(pred, timeout, step=0.01):
+    """Seconds until pred() held, or None."""
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if pred():
+            return time.time() - t0
+        time.sleep(step)
+    return None
+
+
+class PrivateRedis:
+    """A real redis-server on a Unix socket (``sock``) in a temporary
+    directory of its own (``top``), with a fleet key file beside it
+    (``key``), answering when made; ``close()`` stops it (if still up) and
+    removes the directory."""
+
+    def __init__(self, prefix):
+        if not shutil.which("redis-server") or not shutil.which("redis-cli"):
+            raise Skip("no redis-server or redis-cli (make deps installs them)")
+        self.top = tempfile.mkdtemp(prefix=prefix)
+        self.sock = os.path.join(self.top, "redis.sock")
+        self.key = os.path.join(self.top, "fleet.key")
+        with open(self.key, "w") as f:
+            f.write("fleet-key-of-make-faults-0123456789\n")
+        os.chmod(self.key, 0o600)
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", "0", "--unixsocket", self.sock,
+             "--unixsocketperm", "700", "--dir", self.top, "--save", "",
+             "--appendonly", "no", "--logfile", os.path.join(self.top, "redis.log")])
+        wait_for(lambda: b"PONG" in self.cli("ping").stdout, 5, 0.05)
+
+    def cli(self, *args, data=None):
+        """redis-cli; data, if given, is the last argument (read from stdin: -x)."""
+        return subprocess.run(["redis-cli", "-s", self.sock] + (["-x"] if data is not None
+                                                               else []) + list(args),
+                              input=data, capture_output=True)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def close(self):
+        self.kill()
+        shutil.rmtree(self.top, ignore_errors=True)
 
 
 class Result:

@@ -15,7 +15,7 @@ import threading
 import time
 
 import kernels
-from common import Skip, alive, call, run_case
+from common import PrivateRedis, Skip, alive, call, run_case, wait_for
 from daemon import TOP
 from nkid._proto import nkid_pb2 as pb
 
@@ -42,16 +42,6 @@ PY_SPIN = textwrap.dedent("""
 
 def core_state(cl):
     return [c.state for c in cl.status().cores]
-
-
-def wait_for(pred, timeout, step=0.01):
-    """Seconds until pred() held, or None."""
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        if pred():
-            return time.time() - t0
-        time.sleep(step)
-    return None
 
 
 def shm_maps(n):
@@ -337,29 +327,12 @@ def remote(ctx, r):
     """The remote cache tier (Redis) down, slow and lying: a host keeps
     serving right answers, each call bounded by remote.timeout_ms, and
     refuses every entry whose bytes were changed."""
-    import shutil
     with open(os.path.join(TOP, "daemon", "config.c")) as f:
         if '"remote.' not in f.read():
             raise Skip("nkid has no remote cache tier (no 'remote' keys in daemon/config.c)")
-    if not shutil.which("redis-server") or not shutil.which("redis-cli"):
-        raise Skip("no redis-server or redis-cli (make deps installs them)")
-    import tempfile
-    top = tempfile.mkdtemp(prefix="nkid-faults-redis.")
-    rsock = os.path.join(top, "redis.sock")
-    key = os.path.join(top, "fleet.key")
-    with open(key, "w") as f:
-        f.write("fleet-key-of-make-faults-0123456789\n")
-    os.chmod(key, 0o600)
-    redis = subprocess.Popen(["redis-server", "--port", "0", "--unixsocket", rsock,
-                              "--unixsocketperm", "700", "--dir", top, "--save", "",
-                              "--appendonly", "no", "--logfile", os.path.join(top, "redis.log")])
-
-    def rcli(*args, data=None):
-        """redis-cli; data, if given, is the last argument (read from stdin: -x)."""
-        return subprocess.run(["redis-cli", "-s", rsock] + (["-x"] if data is not None else [])
-                              + list(args), input=data, capture_output=True)
+    redis = PrivateRedis("nkid-faults-redis.")
+    rcli, rsock, key = redis.cli, redis.sock, redis.key
     try:
-        wait_for(lambda: b"PONG" in rcli("ping").stdout, 5, 0.05)
         cfg = {"remote": {"url": "unix://" + rsock, "mode": "read-write",
                           "hmac_key_file": key, "timeout_ms": 300, "lock_ms": 2000}}
         cases = [kernels.Case(11.0 + i / 4.0, seed=i) for i in range(4)]
@@ -404,7 +377,6 @@ def remote(ctx, r):
         r.check(stat.get("rejected", 0) >= 1, "no lying entry was counted as rejected: %s" % stat)
         # Down: the server is gone.
         redis.kill()
-        redis.wait()
         worst, stat = host("a host whose Redis is down")
         r.fig("down_errors", stat.get("errors", -1))
         r.fig("down_worst_s", round(worst, 3))
@@ -434,7 +406,4 @@ def remote(ctx, r):
         r.fig("slow_worst_s", round(worst, 3))
         r.check(worst < 3.0, "a call took %.1f s with a Redis that never answers" % worst)
     finally:
-        if redis.poll() is None:
-            redis.kill()
-            redis.wait()
-        shutil.rmtree(top, ignore_errors=True)
+        redis.close()

@@ -3,28 +3,15 @@ can do to the fleet tier and to /metrics (issue 30): locks planted in the
 fleet's Redis by a writer without the fleet key, and connections that
 hold every slot of the metrics endpoint."""
 
-import os
-import shutil
 import socket
-import subprocess
-import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
 
 import kernels
-from common import Skip, alive, call, run_case
+from common import PrivateRedis, alive, call, run_case
 from nkid._proto import nkid_pb2 as pb
-
-
-def _wait_for(pred, timeout, step=0.05):
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return True
-        time.sleep(step)
-    return False
 
 
 def remote_planted_lock(ctx, r):
@@ -32,23 +19,10 @@ def remote_planted_lock(ctx, r):
     TTL, a hash, a TTL of an hour, a hash at an entry's name): a host
     compiles each kernel at once and answers right; a planted lock kept
     alive costs at most remote.lock_wait_ms."""
-    if not shutil.which("redis-server") or not shutil.which("redis-cli"):
-        raise Skip("no redis-server or redis-cli (make deps installs them)")
-    top = tempfile.mkdtemp(prefix="nkid-faults-planted.")
-    rsock = os.path.join(top, "redis.sock")
-    key = os.path.join(top, "fleet.key")
-    with open(key, "w") as f:
-        f.write("fleet-key-of-make-faults-0123456789\n")
-    os.chmod(key, 0o600)
-    redis = subprocess.Popen(["redis-server", "--port", "0", "--unixsocket", rsock,
-                              "--unixsocketperm", "700", "--dir", top, "--save", "",
-                              "--appendonly", "no", "--logfile", os.path.join(top, "redis.log")])
-
-    def rcli(*args):
-        return subprocess.run(["redis-cli", "-s", rsock] + list(args), capture_output=True)
+    redis = PrivateRedis("nkid-faults-planted.")
+    rcli, rsock, key = redis.cli, redis.sock, redis.key
     renew_stop = threading.Event()
     try:
-        _wait_for(lambda: b"PONG" in rcli("ping").stdout, 5)
         cases = [kernels.Case(21.0 + i / 4.0, seed=i) for i in range(5)]
         # The keys, from a host without the tier (same backend and compiler).
         plain = ctx.nkid()
@@ -100,10 +74,7 @@ def remote_planted_lock(ctx, r):
         alive(ctx, r, n, "planted locks")
     finally:
         renew_stop.set()
-        if redis.poll() is None:
-            redis.kill()
-            redis.wait()
-        shutil.rmtree(top, ignore_errors=True)
+        redis.close()
 
 
 def metrics_flood(ctx, r):
