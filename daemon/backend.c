@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/cache.h"
 #include "daemon/backend.h"
 #include "daemon/config.h"
 #include "daemon/errstr.h"
@@ -112,6 +113,25 @@ backend_find(const char *name)
 }
 
 int
+backend_config_check(const struct config *cfg, const char *name, char *err,
+    size_t errlen)
+{
+	char	choices[128];
+	size_t	i, n = 0;
+
+	if (backend_find(cfg->backend) != NULL)
+		return (0);
+	choices[0] = '\0';
+	for (i = 0; i < sizeof backends / sizeof backends[0]; i++)
+		n += snprintf(choices + n, sizeof choices - n, "%s%s",
+		    i > 0 ? " " : "", backends[i]->name);
+	assert(n < sizeof choices);
+	snprintf(err, errlen, "config '%s': 'backend' must be one of: %s; "
+	    "not '%s'", name, choices, cfg->backend);
+	return (BACKEND_EOPEN);
+}
+
+int
 backend_open(const struct config *cfg, struct backend **out, char *err,
     size_t errlen)
 {
@@ -194,6 +214,26 @@ const char *
 backend_compiler_version(const struct backend *b)
 {
 	return (b->ops->compiler_version(b->state));
+}
+
+void
+backend_cache_key(const struct backend *b, const char *format,
+    const char *ir_digest, const char *target, const char *options,
+    char *key)
+{
+	struct cache_key_input	in;
+
+	assert(cache_key_valid(ir_digest));
+	memset(&in, 0, sizeof in);
+	in.format = format;
+	in.ir_digest = ir_digest;
+	/* The effective target: a host-detected default is part of the key,
+	 * so a changed host never gets another's NEFFs. */
+	in.target = backend_target(b, target != NULL ? target : "");
+	in.options = options != NULL ? options : "";
+	in.backend = backend_name(b);
+	in.compiler_version = backend_compiler_version(b);
+	cache_key_compute(&in, key);
 }
 
 void

@@ -196,6 +196,17 @@ struct backend {
 const char *backend_name(const struct backend *b);
 const char *backend_format(const struct backend *b);
 const char *backend_compiler_version(const struct backend *b);
+/*
+ * The NEFF key into key (CACHE_KEY_LEN + 1 bytes) of the kernel whose IR
+ * has the digest ir_digest (hex SHA-256 of the IR bytes: cache_key_valid
+ * must hold) in format, for target (NULL or "": b's default) and options,
+ * made by b and its compiler: the key names what made the image. A key
+ * is only ever derived by nkid: from IR it received, or from a digest for
+ * a lookup, which finds an entry only if nkid compiled IR with that digest.
+ */
+void	backend_cache_key(const struct backend *b, const char *format,
+	    const char *ir_digest, const char *target, const char *options,
+	    char *key);
 void	backend_versions(const struct backend *b,
 	    void (*add)(void *, const char *, const char *), void *arg);
 /* Nonzero if b executes on the host CPU (struct backend_ops on_host). */
@@ -238,6 +249,14 @@ int	backend_profile(struct backend *b, const struct backend_program *p,
 int	backend_model(struct backend *b, const struct backend_program *p,
 	    double *us, char *target, char *diag);
 
+/*
+ * 0 if cfg's backend is one of the backend table's names; else
+ * BACKEND_EOPEN with a message in err naming the config (name: its path)
+ * and the choices. Whoever loads a config (start, nkid -n, reload) checks
+ * it here: the names are the table's, not the config's.
+ */
+int	backend_config_check(const struct config *cfg, const char *name,
+	    char *err, size_t errlen);
 /* Open the backend named by cfg->backend. On failure returns
  * BACKEND_EOPEN with a message in err and *out stays NULL. The caller
  * frees *out with backend_close. */

@@ -88,7 +88,8 @@ static const struct config_key config_keys[] = {
 	  0, UINT32_MAX - 1, NULL, 0, NULL, 0 },
 	{ "access.max_connections_per_uid", CFG_U32, F(max_conn_per_uid), 0,
 	  1, 65536, NULL, 128, NULL, 0 },
-	{ "backend", CFG_CHOICE, F(backend), 0, 0, 0, "cpu", 0, "cpu neuron",
+	/* One of the backend table's names: backend_config_check. */
+	{ "backend", CFG_STRING, F(backend), 0, 0, 0, "cpu", 0, NULL,
 	  CFG_F_RESTART },
 	{ "benchmark.latency", CFG_CHOICE, F(benchmark_latency), 0, 0, 0,
 	  "model", 0, "model cpu", 0 },

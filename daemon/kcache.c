@@ -162,11 +162,11 @@ kcache_mem_find(struct kcache *kc, const char *key)
 	return (NULL);
 }
 
+/* One more user of e; touched: its use was served from memory. */
 static void
-kcache_entry_ref(struct kcache *kc, struct kcache_entry *e)
+kcache_entry_ref(struct kcache *kc, struct kcache_entry *e, int touched)
 {
-	if (e->refs++ == 0 && kc->disk != NULL)
-		cache_hold(kc->disk, e->key);
+	kcache_disk_use(kc, e, e->refs++ == 0, touched);
 }
 
 void
@@ -174,34 +174,13 @@ kcache_entry_unref(struct kcache *kc, struct kcache_entry *e)
 {
 	assert(e->refs > 0);
 	if (--e->refs == 0) {
-		if (kc->disk != NULL)
-			cache_unhold(kc->disk, e->key);
+		kcache_disk_unuse(kc, e);
 		/* Executions grow what a program holds (its run memory):
 		 * count it again now that none runs. */
 		kcache_entry_measure(kc, e);
 		if (kc->mem_bytes > kc->mem_max || e->forget)
 			kcache_mem_evict(kc);
 	}
-}
-
-void
-kcache_key_derive(struct kcache *kc, const char *format,
-    const char *ir_digest, const char *target, const char *options,
-    char *key)
-{
-	struct cache_key_input	in;
-	struct backend		*b = kc->backend;
-
-	memset(&in, 0, sizeof in);
-	in.format = format;
-	in.ir_digest = ir_digest;
-	/* The effective target: a host-detected default is part of the key,
-	 * so a changed host never gets another's NEFFs. */
-	in.target = backend_target(b, target != NULL ? target : "");
-	in.options = options != NULL ? options : "";
-	in.backend = backend_name(b);
-	in.compiler_version = backend_compiler_version(b);
-	cache_key_compute(&in, key);
 }
 
 const char *
@@ -471,26 +450,23 @@ kcache_flight_finish(struct kcache *kc, struct kcache_flight *f)
 				r.log = f->diag;
 		}
 	}
-	/* Take the first reference so a waiter cannot evict it early. */
-	if (e != NULL)
-		kcache_entry_ref(kc, e);
+	/* Every waiter's reference first, so that none can evict e before
+	 * the last is answered; a joined waiter was served without the disk. */
+	if (e != NULL) {
+		TAILQ_FOREACH(wt, &f->waiters, link)
+			kcache_entry_ref(kc, e, wt->coalesced);
+	}
 	while ((wt = TAILQ_FIRST(&f->waiters)) != NULL) {
 		TAILQ_REMOVE(&f->waiters, wt, link);
 		r.coalesced = wt->coalesced;
 		if (wt->coalesced)
 			r.cache_hit = 0;
-		if (wt->coalesced && e != NULL)
-			kcache_touch(kc, e);	/* served without the disk */
 		r.e = e;
-		if (e != NULL)
-			kcache_entry_ref(kc, e);
 		wt->cb(wt->arg, &r);
 		free(wt);
 	}
-	if (e != NULL) {
-		kcache_entry_unref(kc, e);
-		kcache_mem_evict(kc);
-	}
+	if (e != NULL)
+		kcache_mem_evict(kc);	/* e counts now */
 	assert(f->claim == NULL);
 	free(f->push);
 	free(f->image);
@@ -684,34 +660,27 @@ kcache_resolve(struct kcache *kc, const struct kcache_request *rq,
 	struct kcache_flight	*f;
 	struct kcache_waiter	*wt;
 	struct kcache_result	 r;
-	char			 key[KCACHE_KEY_LEN + 1];
-	char			 digest[KCACHE_KEY_LEN + 1];
+	const char		*key;
 	int			 error;
 
 	assert(cb != NULL);
-	memset(&r, 0, sizeof r);
-	r.name = rq->name != NULL ? rq->name : "kernel";
-	r.diag = r.log = "";
 	/* A key the client already knows: memory, else the disk. */
 	if (rq->neff_key != NULL && rq->neff_key[0] != '\0') {
 		if ((e = kcache_mem_find(kc, rq->neff_key)) != NULL)
 			goto hit;
 		if (!cache_key_valid(rq->neff_key) && rq->format == NULL) {
 			/* Not a key: no entry can have it. */
+			memset(&r, 0, sizeof r);
 			r.error = KCACHE_ENOENT;
 			r.key = rq->neff_key;
+			r.name = rq->name != NULL ? rq->name : "kernel";
+			r.diag = r.log = "";
 			cb(arg, &r);
 			return;
 		}
 	}
-	if (rq->format != NULL) {
-		/* The key comes from the IR itself, never from the client. */
-		cache_digest_hex(rq->ir, rq->ir_len, digest);
-		kcache_key_derive(kc, rq->format, digest, rq->target,
-		    rq->options, key);
-	} else
-		snprintf(key, sizeof key, "%s", rq->neff_key);
-
+	/* The key comes from the IR itself, never from the client. */
+	key = rq->format != NULL ? rq->key : rq->neff_key;
 	if ((e = kcache_mem_find(kc, key)) != NULL)
 		goto hit;
 
@@ -729,7 +698,7 @@ kcache_resolve(struct kcache *kc, const struct kcache_request *rq,
 	f->work.data = f;
 	f->kc = kc;
 	f->disk = kc->disk;
-	memcpy(f->key, key, sizeof key);
+	snprintf(f->key, sizeof f->key, "%s", key);
 	f->name = xstrdup(rq->name != NULL ? rq->name : "kernel");
 	f->format = rq->format;
 	f->ir = rq->ir;
@@ -740,12 +709,9 @@ kcache_resolve(struct kcache *kc, const struct kcache_request *rq,
 	TAILQ_INIT(&f->waiters);
 	TAILQ_INSERT_TAIL(&f->waiters, wt, link);
 	LIST_INSERT_HEAD(&kc->flights, f, link);
+	/* Stage DISK runs off the loop even without a disk (it is then a
+	 * miss at once): one way through, whatever the disk's state. */
 	f->stage = KCACHE_STAGE_DISK;
-	if (kc->disk == NULL) {
-		/* Nothing to look up: a miss, at once. */
-		kcache_flight_disk_done(kc, f);
-		return;
-	}
 	if ((error = uv_queue_work(kc->loop, &f->work,
 	    kcache_flight_disk_work_cb, kcache_flight_disk_cb)) != 0)
 		fatal("cannot queue a cache lookup: %s", uv_strerror(error));
@@ -753,13 +719,14 @@ kcache_resolve(struct kcache *kc, const struct kcache_request *rq,
 
 hit:
 	kc->st.hits++;
-	kcache_touch(kc, e);
 	TAILQ_REMOVE(&kc->lru, e, lru);
 	TAILQ_INSERT_HEAD(&kc->lru, e, lru);
-	kcache_entry_ref(kc, e);
+	kcache_entry_ref(kc, e, 1);
+	memset(&r, 0, sizeof r);
 	r.e = e;
 	r.cache_hit = 1;
 	r.key = e->key;
 	r.name = e->name;
+	r.diag = r.log = "";
 	cb(arg, &r);
 }

@@ -110,6 +110,8 @@ struct kcache_request {
 	const char	*options;
 	const char	*neff_key;	/* "" or a key to try first */
 	int		 retry_failed;
+	/* format != NULL: the IR's key (backend_cache_key) */
+	char		 key[KCACHE_KEY_LEN + 1];
 };
 
 /* How a resolve can fail (kcache_result.error). */
@@ -167,17 +169,6 @@ void	kcache_resolve(struct kcache *kc, const struct kcache_request *rq,
 void	kcache_async(struct kcache *kc,
 	    void (*work)(struct cache *disk, void *arg),
 	    void (*done)(void *arg), void *arg);
-/*
- * The NEFF key into key (KCACHE_KEY_LEN + 1 bytes) of the kernel whose IR
- * has the digest ir_digest (hex SHA-256 of the IR bytes, checked by the
- * caller with cache_key_valid) in format, for target ("": the backend's
- * default) and options, on kc's backend and compiler. A key is only ever
- * derived by nkid: from IR it received, or from a digest for a lookup,
- * which finds an entry only if nkid compiled IR with that digest.
- */
-void	kcache_key_derive(struct kcache *kc, const char *format,
-	    const char *ir_digest, const char *target, const char *options,
-	    char *key);
 /* The name of key's kernel if it is loaded in memory now (a Lookup
  * needs no disk then; borrowed, valid until the loop runs on), else
  * NULL. */

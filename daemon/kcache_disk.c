@@ -344,12 +344,23 @@ kcache_touch_close_cb(uv_handle_t *h)
 	kc->touch_closed = 2;
 }
 
-/* One use of e served from memory: counted now, on disk later. */
 void
-kcache_touch(struct kcache *kc, struct kcache_entry *e)
+kcache_disk_use(struct kcache *kc, struct kcache_entry *e, int first,
+    int touched)
 {
-	e->touches++;
-	e->last_used = cache_time_now();
-	kcache_touch_arm(kc);
+	if (touched) {
+		e->touches++;
+		e->last_used = cache_time_now();
+		kcache_touch_arm(kc);
+	}
+	if (first && kc->disk != NULL)
+		cache_hold(kc->disk, e->key);
+}
+
+void
+kcache_disk_unuse(struct kcache *kc, struct kcache_entry *e)
+{
+	if (kc->disk != NULL)
+		cache_unhold(kc->disk, e->key);
 }
 

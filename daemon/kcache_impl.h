@@ -151,8 +151,16 @@ void	kcache_disk_open(struct kcache *kc, const struct config *cfg);
 void	kcache_disk_quiesce(struct kcache *kc);
 /* Write the last memory hits and close the tier (after quiesce). */
 void	kcache_disk_close(struct kcache *kc);
-/* One use of e served from memory: counted now, written in a batch. */
-void	kcache_touch(struct kcache *kc, struct kcache_entry *e);
+/*
+ * A use of the loaded kernel e: the first of its users (first) holds its
+ * disk entry against eviction (cache_hold; the last lets go:
+ * kcache_disk_unuse); one served from memory (touched) is counted now and
+ * written in a batch.
+ */
+void	kcache_disk_use(struct kcache *kc, struct kcache_entry *e, int first,
+	    int touched);
+/* The last user of e is gone: its disk entry may be evicted again. */
+void	kcache_disk_unuse(struct kcache *kc, struct kcache_entry *e);
 /* Keep the unwritten uses of a kernel leaving memory for the next batch. */
 void	kcache_touch_keep(struct kcache *kc, const char *key, uint64_t hits,
 	    double last_used);

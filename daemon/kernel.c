@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cache/cache.h"
 #include "daemon/backend.h"
 #include "daemon/daemon.h"
 #include "daemon/kcache.h"
@@ -24,6 +25,7 @@ kernel_request_init(struct daemon *d, const char *method,
 {
 	struct backend		*b = d->backend;
 	const Nkid__V1__Kernel	*k;
+	char			 digest[CACHE_KEY_LEN + 1];
 
 	memset(rq, 0, sizeof *rq);
 	if (ref == NULL) {
@@ -81,5 +83,9 @@ kernel_request_init(struct daemon *d, const char *method,
 	rq->format = k->format;
 	rq->ir = k->ir.data;
 	rq->ir_len = k->ir.len;
+	/* The key comes from the IR itself, never from the client. */
+	cache_digest_hex(rq->ir, rq->ir_len, digest);
+	backend_cache_key(b, rq->format, digest, rq->target, rq->options,
+	    rq->key);
 	return (0);
 }

@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "cache/cache.h"
+#include "daemon/backend.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "daemon/fastpath.h"
@@ -160,6 +161,20 @@ nkid_stop(struct nkid_main *nm, const char *why)
 	server_stop(nm->d.server, nkid_stopped_cb, nm);
 }
 
+/* What config_load cannot know: the names in the backend table. On
+ * failure cfg is released. */
+static int
+nkid_config_check(struct config *cfg, const char *path, char *err,
+    size_t errlen)
+{
+	if (backend_config_check(cfg, path != NULL ? path :
+	    "(built-in defaults)", err, errlen) != 0) {
+		config_release(cfg);
+		return (-1);
+	}
+	return (0);
+}
+
 static void
 nkid_reload(struct nkid_main *nm)
 {
@@ -171,7 +186,8 @@ nkid_reload(struct nkid_main *nm)
 
 	sd_notify(0, "RELOADING=1");
 	if (config_load(&next, nm->config_path, &d->ov, err, sizeof err) !=
-	    0) {
+	    0 || nkid_config_check(&next, nm->config_path, err,
+	    sizeof err) != 0) {
 		log_warn("reload refused, keeping the running config: %s", err);
 		sd_notify(0, "READY=1");
 		return;
@@ -297,7 +313,8 @@ main(int argc, char **argv)
 	}
 	if (nm.config_path == NULL && access(CONFIG_DEFAULT_PATH, F_OK) == 0)
 		nm.config_path = CONFIG_DEFAULT_PATH;
-	if (config_load(&cfg, nm.config_path, &ov, err, sizeof err) != 0) {
+	if (config_load(&cfg, nm.config_path, &ov, err, sizeof err) != 0 ||
+	    nkid_config_check(&cfg, nm.config_path, err, sizeof err) != 0) {
 		fprintf(stderr, "nkid: %s\n", err);
 		return (1);
 	}

@@ -220,7 +220,7 @@ rpc_cache_pull(struct rpc_call *c)
 		in = req->items[i];
 		nkid__v1__cache_pull_result__init(&p->res[i]);
 		p->res[i].name = in->name;
-		kcache_key_derive(d->kcache, in->format, in->ir_digest,
+		backend_cache_key(d->backend, in->format, in->ir_digest,
 		    in->target, in->options, p->keys[i]);
 		p->res[i].neff_key = p->keys[i];
 		p->res[i].state = (char *)"failed";

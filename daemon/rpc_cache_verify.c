@@ -106,7 +106,7 @@ rpc_cache_verify_kernel(struct rpc_call *c, struct rpc_cache_verify *x,
 		    backend_format(d->backend));
 		return (0);
 	}
-	kcache_key_derive(d->kcache, k->format, k->ir_digest, k->target,
+	backend_cache_key(d->backend, k->format, k->ir_digest, k->target,
 	    k->options, key);
 	cache_verify_add(&x->v, key, NULL);
 	return (0);

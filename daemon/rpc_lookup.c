@@ -85,7 +85,7 @@ rpc_lookup(struct rpc_call *c)
 	}
 	l = xcalloc(1, sizeof *l);
 	l->c = c;
-	kcache_key_derive(d->kcache, req->format, req->ir_digest, req->target,
+	backend_cache_key(d->backend, req->format, req->ir_digest, req->target,
 	    req->options, l->neff_key);
 	if ((name = kcache_loaded(d->kcache, l->neff_key)) != NULL) {
 		l->found = 1;

@@ -114,6 +114,7 @@ resolve(const void *ir, size_t len, const char *key, int retry,
     struct outcome *o)
 {
 	struct kcache_request	rq;
+	char			digest[KCACHE_KEY_LEN + 1];
 
 	memset(o, 0, sizeof *o);
 	memset(&rq, 0, sizeof rq);
@@ -124,6 +125,10 @@ resolve(const void *ir, size_t len, const char *key, int retry,
 	rq.target = rq.options = "";
 	rq.neff_key = key != NULL ? key : "";
 	rq.retry_failed = retry;
+	if (rq.format != NULL) {
+		cache_digest_hex(ir, len, digest);
+		backend_cache_key(be, rq.format, digest, "", "", rq.key);
+	}
 	kcache_resolve(kc, &rq, outcome_cb, o);
 }
 

@@ -218,6 +218,7 @@ static void
 resolve_wait(const void *ir, size_t len, struct outcome *o)
 {
 	struct kcache_request	rq;
+	char			digest[KCACHE_KEY_LEN + 1];
 
 	memset(o, 0, sizeof *o);
 	memset(&rq, 0, sizeof rq);
@@ -227,6 +228,8 @@ resolve_wait(const void *ir, size_t len, struct outcome *o)
 	rq.ir_len = len;
 	rq.target = rq.options = "";
 	rq.neff_key = "";
+	cache_digest_hex(ir, len, digest);
+	backend_cache_key(be, rq.format, digest, "", "", rq.key);
 	kcache_resolve(kc, &rq, outcome_cb, o);
 	while (!o->done)
 		uv_run(&loop, UV_RUN_ONCE);
@@ -247,7 +250,7 @@ CHECK_TEST(core, test_kcache_tier_serves_without_compile)
 	ir = ir_variant(1, &len);
 	ck_assert_int_eq(sim_compile(ir, len, &img, &ilen, &d), SIM_OK);
 	cache_digest_hex(ir, len, digest);
-	kcache_key_derive(kc, SIM_FORMAT, digest, "", "", e.key);
+	backend_cache_key(be, SIM_FORMAT, digest, "", "", e.key);
 	e.kernel = "tensor_add";
 	e.format = SIM_FORMAT;
 	e.backend = (char *)cache_backend(kcache_disk(kc));
