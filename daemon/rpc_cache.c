@@ -1,4 +1,4 @@
-/* rpc_cache.c: what the cache RPCs share: disk cache work off the loop, refused without a disk cache; the keys of CachePin and CacheRemove done off the loop, the missing ones gathered and replied on it. */
+/* rpc_cache.c: what the cache RPCs share: disk cache work off the loop, refused without a disk cache; the keys of CacheRemove done off the loop, the missing ones gathered and replied on it. */
 #include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -54,32 +54,6 @@ rpc_cache_keys_work_cb(struct cache *disk, void *arg)
 		ks->rc[i] = ks->k->fn(disk, ks->keys[i], ks->arg);
 }
 
-/* Reply to c: its method's reply with field count set to ndone and
- * "missing" to the nmissing keys in missing (borrowed). */
-static void
-rpc_cache_keys_reply(struct rpc_call *c, const char *count, uint32_t ndone,
-    char **missing, size_t nmissing)
-{
-	const ProtobufCMessageDescriptor	*md;
-	const ProtobufCFieldDescriptor		*fc, *fm;
-	ProtobufCMessage			*r;
-
-	md = dispatch_method_proto(c->m)->output;
-	fc = protobuf_c_message_descriptor_get_field_by_name(md, count);
-	fm = protobuf_c_message_descriptor_get_field_by_name(md, "missing");
-	assert(fc != NULL && fc->type == PROTOBUF_C_TYPE_UINT32 &&
-	    fc->label == PROTOBUF_C_LABEL_NONE);
-	assert(fm != NULL && fm->type == PROTOBUF_C_TYPE_STRING &&
-	    fm->label == PROTOBUF_C_LABEL_REPEATED);
-	r = xcalloc(1, md->sizeof_message);
-	protobuf_c_message_init(md, r);
-	memcpy((char *)r + fc->offset, &ndone, sizeof ndone);
-	memcpy((char *)r + fm->offset, &missing, sizeof missing);
-	memcpy((char *)r + fm->quantifier_offset, &nmissing, sizeof nmissing);
-	rpc_reply(c, r);
-	free(r);
-}
-
 static void
 rpc_cache_keys_done_cb(void *arg)
 {
@@ -93,8 +67,7 @@ rpc_cache_keys_done_cb(void *arg)
 	for (i = 0; i < ks->n; i++)
 		if (ks->rc[i] != 0)
 			missing[nmissing++] = ks->keys[i];
-	rpc_cache_keys_reply(ks->c, ks->k->count, (uint32_t)(ks->n - nmissing),
-	    missing, nmissing);
+	ks->k->reply(ks->c, (uint32_t)(ks->n - nmissing), missing, nmissing);
 	free(missing);
 	free(ks->rc);
 	free(ks);
@@ -106,7 +79,7 @@ rpc_cache_keys_async(struct rpc_call *c, const struct rpc_cache_keys_rpc *k,
 {
 	struct rpc_cache_keys	*ks;
 
-	assert(k->fn != NULL && k->count != NULL);
+	assert(k->fn != NULL && k->reply != NULL);
 	if (nkeys == 0) {
 		rpc_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "%s names no key",
 		    c->m->name);

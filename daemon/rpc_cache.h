@@ -3,6 +3,7 @@
 #define NKID_RPC_CACHE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct cache;
 struct rpc_call;
@@ -32,10 +33,9 @@ void	rpc_cache_stream_async(struct rpc_call *c, const char *rpc, void *x,
 	    void (*done)(void *x));
 
 /*
- * A per-key RPC (CachePin, CacheRemove), declared in its file: what is
- * done to each key, and where its reply (the method's, as the service
- * declares it) counts the keys done; the reply's repeated string field
- * "missing" lists the others, in request order.
+ * A per-key RPC (CacheRemove), declared in its file: what is done to each
+ * key, and its typed reply: how many keys were done and the others, in
+ * request order.
  */
 struct rpc_cache_keys_rpc {
 	/* Off the loop, for one key: 0 when done, else the key has no
@@ -44,9 +44,10 @@ struct rpc_cache_keys_rpc {
 	/* On the loop thread, for every key once fn did them all, before
 	 * the reply. May be NULL. */
 	void		(*each)(struct rpc_call *c, const char *key);
-	const char	*count;		/* the reply's uint32 field */
+	/* On the loop thread: reply to c (missing is borrowed). */
+	void		(*reply)(struct rpc_call *c, uint32_t ndone,
+			    char **missing, size_t nmissing);
 };
-
 /*
  * Do k->fn(disk, key, arg) for each of the nkeys keys of call c (borrowed
  * from its request, as is arg) off the loop, then k->each on the loop

@@ -18,10 +18,22 @@ rpc_cache_remove_forget_cb(struct rpc_call *c, const char *key)
 	kcache_forget(c->d->kcache, key);
 }
 
+static void
+rpc_cache_remove_reply_cb(struct rpc_call *c, uint32_t nremoved,
+    char **missing, size_t nmissing)
+{
+	Nkid__V1__CacheRemoveReply	r = NKID__V1__CACHE_REMOVE_REPLY__INIT;
+
+	r.removed = nremoved;
+	r.missing = missing;
+	r.n_missing = nmissing;
+	rpc_reply(c, &r.base);
+}
+
 static const struct rpc_cache_keys_rpc rpc_cache_remove_keys = {
 	.fn = rpc_cache_remove_key_cb,
 	.each = rpc_cache_remove_forget_cb,
-	.count = "removed",
+	.reply = rpc_cache_remove_reply_cb,
 };
 
 static void
