@@ -568,6 +568,16 @@ cache_entry_release(struct cache_entry *e)
 	memset(e, 0, sizeof *e);
 }
 
+int
+cache_entry_visible(const struct cache_entry *e, int64_t viewer)
+{
+	if (viewer == CACHE_VIEW_ALL)
+		return (1);
+	if (viewer >= 0 && e->owner == viewer)
+		return (1);
+	return (e->pinned && e->pinned_by == CACHE_PIN_ANYONE);
+}
+
 /* ------------------------------------------------------------ holds */
 
 static struct cache_hold *
@@ -814,6 +824,8 @@ cache_row_fill(sqlite3_stmt *st, const char *key, struct cache_entry *e)
 	e->failed = strcmp((const char *)sqlite3_column_text(st, 14),
 	    "failed") == 0;
 	e->log = cache_strdup((const char *)sqlite3_column_text(st, 15));
+	e->owner = sqlite3_column_int64(st, 17);
+	e->pinned_by = sqlite3_column_int64(st, 18);
 }
 
 /* Delete key's row in the current transaction, keeping the totals. */
@@ -1014,7 +1026,7 @@ cache_row_put(struct cache *c, const struct cache_entry *e,
 	char		*kernel, *log;
 	uint64_t	 old = 0, size = e->failed ? 0 : e->len;
 	int		 exists = 0, pinned = e->pinned, rc;
-	sqlite3_int64	 pinned_by = CACHE_PIN_ANYONE;
+	sqlite3_int64	 pinned_by = CACHE_PIN_ANYONE, owner = e->owner;
 	double		 created = e->created > 0 ? e->created : cache_now();
 
 	st = cache_stmt(c, CST_SIZE);
@@ -1025,6 +1037,10 @@ cache_row_put(struct cache *c, const struct cache_entry *e,
 		pinned |= sqlite3_column_int(st, 1);
 		if (sqlite3_column_int(st, 1))
 			pinned_by = sqlite3_column_int64(st, 4);
+		/* Replaced (a failure compiled again, say): still whose it
+		 * was, if that is known. */
+		if (sqlite3_column_int64(st, 5) != CACHE_OWNER_NONE)
+			owner = sqlite3_column_int64(st, 5);
 	}
 	sqlite3_reset(st);
 	if (exists) {
@@ -1066,6 +1082,7 @@ cache_row_put(struct cache *c, const struct cache_entry *e,
 	else
 		sqlite3_bind_null(st, 16);
 	sqlite3_bind_int64(st, 17, pinned_by);
+	sqlite3_bind_int64(st, 18, owner);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	free(kernel);
@@ -1351,8 +1368,9 @@ cache_list(struct cache *c, const char *prefix, unsigned limit,
 	pthread_mutex_lock(&c->mu);
 	if (sqlite3_prepare_v2(c->db, "SELECT kernel, format, target, backend,"
 	    " compiler_version, options, size, digest, inline, created,"
-	    " last_used, hits, compile_ms, pinned, status, log, key FROM neff"
-	    " WHERE key GLOB ?1 ORDER BY last_used DESC LIMIT ?2", -1, &st,
+	    " last_used, hits, compile_ms, pinned, status, log, key, owner,"
+	    " pinned_by FROM neff WHERE key GLOB ?1 ORDER BY last_used DESC"
+	    " LIMIT ?2", -1, &st,
 	    NULL) != SQLITE_OK) {
 		pthread_mutex_unlock(&c->mu);
 		return (CACHE_EDB);

@@ -46,15 +46,20 @@ static const char *const cache_migrations[CACHE_SCHEMA_VERSION] = {
 	"DROP TABLE spec;"
 	"DELETE FROM neff;"
 	"UPDATE meta SET value = '0' WHERE name IN ('entries', 'bytes');",
-	/* 3: who pinned an entry (a uid; -1: nobody's quota). */
+	/*
+	 * 3: who pinned an entry (a uid; -1: nobody's quota), and whose it
+	 * is (the uid whose request stored it; -1: unknown, stored before).
+	 */
 	"ALTER TABLE neff ADD COLUMN pinned_by INTEGER NOT NULL DEFAULT -1;"
-	"CREATE INDEX neff_pinned_by ON neff (pinned_by) WHERE pinned = 1;",
+	"CREATE INDEX neff_pinned_by ON neff (pinned_by) WHERE pinned = 1;"
+	"ALTER TABLE neff ADD COLUMN owner INTEGER NOT NULL DEFAULT -1;",
 };
 
 const char *const cache_schema_sql[CST_COUNT] = {
 	[CST_GET] = "SELECT kernel, format, target, backend, compiler_version,"
 	    " options, size, digest, inline, created, last_used, hits,"
-	    " compile_ms, pinned, status, log, data FROM neff WHERE key = ?1",
+	    " compile_ms, pinned, status, log, data, owner, pinned_by FROM neff"
+	    " WHERE key = ?1",
 	[CST_TOUCH] = "UPDATE neff SET hits = hits + 1, last_used = ?2"
 	    " WHERE key = ?1",
 	[CST_TOUCH_N] = "UPDATE neff SET hits = hits + ?3,"
@@ -62,9 +67,9 @@ const char *const cache_schema_sql[CST_COUNT] = {
 	[CST_PUT] = "INSERT OR REPLACE INTO neff (key, kernel, format, target,"
 	    " backend, compiler_version, options, size, digest, inline,"
 	    " created, last_used, hits, compile_ms, pinned, status, log, data,"
-	    " pinned_by)"
+	    " pinned_by, owner)"
 	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, 0,"
-	    " ?12, ?13, ?14, ?15, ?16, ?17)",
+	    " ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
 	[CST_DEL] = "DELETE FROM neff WHERE key = ?1",
 	[CST_PIN] = "UPDATE neff SET pinned = ?2, pinned_by = ?3"
 	    " WHERE key = ?1",
@@ -74,8 +79,8 @@ const char *const cache_schema_sql[CST_COUNT] = {
 	    " AND key <> ?1 ORDER BY last_used LIMIT 64",
 	[CST_REFS] = "SELECT count(*) FROM neff WHERE digest = ?1 AND"
 	    " inline = 0",
-	[CST_SIZE] = "SELECT size, pinned, created, hits, pinned_by FROM neff"
-	    " WHERE key = ?1",
+	[CST_SIZE] = "SELECT size, pinned, created, hits, pinned_by, owner"
+	    " FROM neff WHERE key = ?1",
 	[CST_META_PUT] = "INSERT OR REPLACE INTO meta VALUES (?1, ?2)",
 };
 
