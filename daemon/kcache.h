@@ -110,6 +110,10 @@ struct kcache_request {
 	const char	*options;
 	const char	*neff_key;	/* "" or a key to try first */
 	int		 retry_failed;
+	/* The uid whose request it is: what a flight it starts stores
+	 * (compiled, or pulled from a tier) is that uid's (cache_entry's
+	 * owner); CACHE_OWNER_NONE: nobody known. */
+	int64_t		 owner;
 };
 
 /* How a resolve can fail (kcache_result.error). */
