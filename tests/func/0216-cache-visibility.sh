@@ -7,7 +7,8 @@
 # does not have. A kernel a uid traces itself is still served from the
 # shared cache, compiled once (Compile by IR, Lookup by its digest, then
 # calls by key alone, over the fast path from nki.jit). Root (an
-# administrator) sees everything; a reload back to "shared" shows all.
+# administrator) sees everything, and what it pins everyone sees (by key
+# too, until it unpins); a reload back to "shared" shows all.
 # Before, every allowed uid listed and fetched every other's kernels.
 . "$(dirname "$0")/lib.sh"
 
@@ -161,12 +162,34 @@ as $B env NKID_SOCKET="$SOCK" "$PY" "$T/jit.py" 5 >"$T/jit.out" 2>&1 || fail "ui
 case " $(keys_of $B) " in *" $KA "*) ;; *) fail "uid 65534 does not see the entry root pinned" ;; esac
 "$NKICTL" cache unpin "$KA" >/dev/null || fail "root unpin"
 case " $(keys_of $B) " in *" $KA "*) fail "uid 65534 still sees the entry root unpinned" ;; esac
+# ... and by key alone while pinned (checked on disk), not after.
+ctl $A --json compile "$T/k2.nkir" >"$T/a2.json" || fail "uid 1 compile k2"
+K2=$(json_get "$T/a2.json" 'd["neff_key"]')
+"$NKICTL" cache pin "$K2" >/dev/null || fail "root pin k2"
+case $(as $B "$PY" "$T/bykey.py" "$SOCK" "$K2") in served*) ;; *) fail "uid 65534 cannot fetch by key the entry root pinned" ;; esac
+"$NKICTL" cache unpin "$K2" >/dev/null || fail "root unpin k2"
+case $(as $B "$PY" "$T/bykey.py" "$SOCK" "$K2") in NOT_FOUND*) ;; *) fail "uid 65534 fetched by key the entry root unpinned" ;; esac
+
+# A Lookup by the digest of its own copy of the IR: found, and the key
+# alone is then its to use.
+cat >"$T/lookup.py" <<'P'
+import hashlib, sys
+from nkid._proto import nkid_pb2 as pb
+from nkid.client import Client
+ref = pb.KernelRef()
+ref.ParseFromString(open(sys.argv[2], "rb").read()[8:])
+r = Client(sys.argv[1]).lookup(hashlib.sha256(ref.kernel.ir).hexdigest(),
+                               ref.kernel.format, ref.target, ref.options)
+print(r.neff_key if r.found else "not found")
+P
+[ "$(as $B "$PY" "$T/lookup.py" "$SOCK" "$T/k2.nkir")" = "$K2" ] || fail "uid 65534's Lookup of k2's digest"
+case $(as $B "$PY" "$T/bykey.py" "$SOCK" "$K2") in served*) ;; *) fail "uid 65534 looked k2 up by digest, yet its key alone is refused" ;; esac
 
 # Reload to shared: everyone sees everything again.
 config shared
 kill -HUP "$NKID_PID"
 i=0
-while [ "$(keys_of $B | wc -w)" != 3 ]; do
+while [ "$(keys_of $B | wc -w)" != 4 ]; do
 	i=$((i + 1))
 	[ $i -lt 50 ] || fail "after a reload to shared, uid 65534 lists '$(keys_of $B)'"
 	sleep 0.1
