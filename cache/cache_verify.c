@@ -170,8 +170,9 @@ cache_verify_list_cb(void *arg, const struct cache_entry *e)
 {
 	struct cache_verify	*v = arg;
 
+	/* Listed for the viewer: checked without asking again. */
 	if (!v->filter || cache_entry_visible(e, v->viewer))
-		cache_verify_add(v, e->key, e->kernel);
+		cache_verify_add(v, e->key, e->kernel)->proven = 1;
 	return (0);
 }
 
