@@ -35,7 +35,7 @@ chmod 0644 "$T"/k*.nkir
 config() {
 	cat >"$T/c.json" <<J
 {"socket_mode": "0666", "access": {"allow_uids": [1, 65534],
- "cache_visibility": "$1"}}
+ "cache_visibility": "$1"}, "metrics": {"listen": "$T/metrics.sock"}}
 J
 }
 config owner
@@ -54,6 +54,10 @@ ctl() {
 keys_of() {	# UID: the keys of `cache ls` as UID, sorted, one line
 	ctl "$1" --json cache ls >"$T/ls.json" || fail "cache ls as uid $1"
 	json_get "$T/ls.json" '" ".join(sorted(e["key"] for e in d["entries"]))'
+}
+fastcalls() {
+	curl -s --unix-socket "$T/metrics.sock" http://nkid/metrics |
+	    awk '$1 == "nkid_fastpath_calls_total" { print $2 }'
 }
 compiles() {
 	"$NKICTL" --json status >"$T/st.json" || fail "status"
@@ -153,8 +157,10 @@ print("ok")
 P
 as $A env NKID_SOCKET="$SOCK" "$PY" "$T/jit.py" 1 >/dev/null || fail "uid 1's jit"
 n0=$(compiles)
+f0=$(fastcalls)
 as $B env NKID_SOCKET="$SOCK" "$PY" "$T/jit.py" 5 >"$T/jit.out" 2>&1 || fail "uid 65534's jit: $(cat "$T/jit.out")"
 [ "$(compiles)" = "$n0" ] || fail "uid 65534's jit compiled uid 1's kernel again"
+[ "$(($(fastcalls) - f0))" -ge 4 ] || fail "uid 65534's warm calls did not travel the fast path ($f0 -> $(fastcalls))"
 [ "$(keys_of $B | wc -w)" = 1 ] || fail "uid 65534 lists uid 1's jit kernel"
 
 # An administrator's pin shows an entry to everyone.
