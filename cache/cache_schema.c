@@ -84,6 +84,37 @@ const char *const cache_schema_sql[CST_COUNT] = {
 	[CST_META_PUT] = "INSERT OR REPLACE INTO meta VALUES (?1, ?2)",
 };
 
+/*
+ * A version 3 made before owner joined it (development builds only: 3
+ * was never released) gets the column it lacks. 0 or a cache_err.
+ */
+static int
+cache_schema_owner_add(struct cache *c, char *err, size_t errlen)
+{
+	sqlite3_stmt	*st;
+	int		 rc;
+
+	if (sqlite3_prepare_v2(c->db, "SELECT owner FROM neff LIMIT 0", -1,
+	    &st, NULL) == SQLITE_OK) {
+		sqlite3_finalize(st);
+		return (0);
+	}
+	if (c->readonly) {
+		snprintf(err, errlen, "schema version 3 without the owner "
+		    "column needs a migration (open it read-write)");
+		return (CACHE_EREADONLY);
+	}
+	if ((rc = cache_exec(c, "ALTER TABLE neff ADD COLUMN owner INTEGER "
+	    "NOT NULL DEFAULT -1")) != SQLITE_OK) {
+		snprintf(err, errlen, "cannot add the owner column: %s",
+		    sqlite3_errmsg(c->db));
+		return (cache_sqlite_err(rc));
+	}
+	cache_logf(c, CACHE_LOG_INFO, "cache: '%s' gained the owner column of "
+	    "schema version 3", c->dbpath);
+	return (0);
+}
+
 int
 cache_schema_migrate(struct cache *c, char *err, size_t errlen)
 {
@@ -109,6 +140,8 @@ cache_schema_migrate(struct cache *c, char *err, size_t errlen)
 		    "(open it read-write)", v);
 		return (CACHE_EREADONLY);
 	}
+	if (v == 3 && (rc = cache_schema_owner_add(c, err, errlen)) != 0)
+		return (rc);
 	for (v0 = v; v < CACHE_SCHEMA_VERSION; v++) {
 		snprintf(sql, sizeof sql, "PRAGMA user_version = %d", v + 1);
 		if ((rc = cache_exec(c, "BEGIN IMMEDIATE")) != SQLITE_OK ||

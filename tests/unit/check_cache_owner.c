@@ -250,6 +250,35 @@ CHECK_TEST(core, test_cache_owner_verify_filtered)
 }
 END_TEST
 
+/* A version 3 of a development build before owner joined it gains the
+ * column at a read-write open (its rows nobody's known); read-only, it
+ * is refused, not misread. */
+CHECK_TEST(recovery, test_cache_owner_added_to_early_3)
+{
+	struct cache		*c = owner_open(check_dir);
+	struct cache_opts	 o;
+	sqlite3			*db;
+	char			 p[300], k[CACHE_KEY_LEN + 1], err[512];
+
+	owner_put(c, 1, 1000, k);
+	cache_close(c);
+	snprintf(p, sizeof p, "%s/index.db", check_dir);
+	ck_assert_int_eq(sqlite3_open(p, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "ALTER TABLE neff DROP COLUMN owner",
+	    NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	memset(&o, 0, sizeof o);
+	o.dir = check_dir;
+	o.readonly = 1;
+	ck_assert_int_eq(cache_open(&c, &o, err, sizeof err),
+	    CACHE_EREADONLY);
+	ck_assert_ptr_nonnull(strstr(err, "owner column"));
+	c = owner_open(check_dir);
+	ck_assert_int_eq(owner_of(c, k), CACHE_OWNER_NONE);
+	cache_close(c);
+}
+END_TEST
+
 /* A database of schema 2 (no pinned_by, no owner) migrates: its rows are
  * nobody's known (administrators see them), new stores are their
  * storer's. */
