@@ -95,8 +95,8 @@ void	rpc_cache_resolve(struct rpc_call *c, const struct kcache_request *rq,
 void	rpc_cache_grant(struct daemon *d, uint32_t uid, const char *key);
 /* Nonzero if rpc_cache_grant recorded uid and key. */
 int	rpc_cache_granted(struct daemon *d, uint32_t uid, const char *key);
-/* Forget every grant (after an unpin or a removal: what an
- * administrator's pin showed may be hidden now). */
+/* Forget every grant (after an unpin: what an administrator's pin
+ * showed may be hidden now). */
 void	rpc_cache_grants_clear(struct daemon *d);
 /* Free a grant table (NULL: nothing); daemon_release's. */
 void	rpc_cache_grants_free(struct rpc_cache_grants *g);
