@@ -1,4 +1,4 @@
-/* cache.c: the SQLite index of the NEFF cache: open and recovery, schema, get, put, eviction, pins, specializations, walks of the blob files (garbage collection: cache_gc.c). */
+/* cache.c: the SQLite index of the NEFF cache: open and recovery, get, put, eviction, pins (the schema and its migrations: cache_schema.c; garbage collection: cache_gc.c). */
 #include <sys/stat.h>
 #include <sys/time.h>
 
@@ -39,82 +39,6 @@ cache_strerror(int err)
 		return ("unknown error");
 	return (cache_errs[-err]);
 }
-
-/* Schema migrations: entry i takes user_version i to i + 1. */
-static const char *const cache_migrations[CACHE_SCHEMA_VERSION] = {
-	"CREATE TABLE meta ("
-	"  name TEXT PRIMARY KEY NOT NULL,"
-	"  value TEXT NOT NULL);"
-	"CREATE TABLE neff ("
-	"  key TEXT PRIMARY KEY NOT NULL,"
-	"  kernel TEXT NOT NULL DEFAULT '',"
-	"  format TEXT NOT NULL DEFAULT '',"
-	"  target TEXT NOT NULL DEFAULT '',"
-	"  backend TEXT NOT NULL,"
-	"  compiler_version TEXT NOT NULL,"
-	"  options TEXT NOT NULL DEFAULT '',"
-	"  size INTEGER NOT NULL,"
-	"  digest TEXT NOT NULL,"
-	"  inline INTEGER NOT NULL,"
-	"  created REAL NOT NULL,"
-	"  last_used REAL NOT NULL,"
-	"  hits INTEGER NOT NULL DEFAULT 0,"
-	"  compile_ms REAL NOT NULL DEFAULT 0,"
-	"  pinned INTEGER NOT NULL DEFAULT 0,"
-	"  status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),"
-	"  log TEXT NOT NULL DEFAULT '',"
-	"  data BLOB);"
-	"CREATE INDEX neff_lru ON neff (last_used);"
-	"CREATE INDEX neff_digest ON neff (digest);"
-	"CREATE TABLE spec ("
-	"  spec_key TEXT PRIMARY KEY NOT NULL,"
-	"  neff_key TEXT NOT NULL,"
-	"  kernel TEXT NOT NULL DEFAULT '',"
-	"  signature TEXT NOT NULL DEFAULT '',"
-	"  created REAL NOT NULL,"
-	"  last_used REAL NOT NULL);"
-	"INSERT INTO meta VALUES ('entries', '0'), ('bytes', '0'),"
-	"  ('recoveries', '0');",
-	/*
-	 * 2: NEFF keys are derived from the IR's digest, and specializations
-	 * (keys a client asserted) are gone: every row of version 1 is
-	 * unreachable. Their blob files are removed by cache_migrate.
-	 */
-	"DROP TABLE spec;"
-	"DELETE FROM neff;"
-	"UPDATE meta SET value = '0' WHERE name IN ('entries', 'bytes');",
-	/* 3: who pinned an entry (a uid; -1: nobody's quota). */
-	"ALTER TABLE neff ADD COLUMN pinned_by INTEGER NOT NULL DEFAULT -1;"
-	"CREATE INDEX neff_pinned_by ON neff (pinned_by) WHERE pinned = 1;",
-};
-
-static const char *const cache_sql[CST_COUNT] = {
-	[CST_GET] = "SELECT kernel, format, target, backend, compiler_version,"
-	    " options, size, digest, inline, created, last_used, hits,"
-	    " compile_ms, pinned, status, log, data FROM neff WHERE key = ?1",
-	[CST_TOUCH] = "UPDATE neff SET hits = hits + 1, last_used = ?2"
-	    " WHERE key = ?1",
-	[CST_TOUCH_N] = "UPDATE neff SET hits = hits + ?3,"
-	    " last_used = max(last_used, ?2) WHERE key = ?1",
-	[CST_PUT] = "INSERT OR REPLACE INTO neff (key, kernel, format, target,"
-	    " backend, compiler_version, options, size, digest, inline,"
-	    " created, last_used, hits, compile_ms, pinned, status, log, data,"
-	    " pinned_by)"
-	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, 0,"
-	    " ?12, ?13, ?14, ?15, ?16, ?17)",
-	[CST_DEL] = "DELETE FROM neff WHERE key = ?1",
-	[CST_PIN] = "UPDATE neff SET pinned = ?2, pinned_by = ?3"
-	    " WHERE key = ?1",
-	[CST_PINNED_BY] = "SELECT coalesce(sum(size), 0) FROM neff"
-	    " WHERE pinned = 1 AND pinned_by = ?1",
-	[CST_LRU] = "SELECT key, size, digest, inline FROM neff WHERE pinned = 0"
-	    " AND key <> ?1 ORDER BY last_used LIMIT 64",
-	[CST_REFS] = "SELECT count(*) FROM neff WHERE digest = ?1 AND"
-	    " inline = 0",
-	[CST_SIZE] = "SELECT size, pinned, created, hits, pinned_by FROM neff"
-	    " WHERE key = ?1",
-	[CST_META_PUT] = "INSERT OR REPLACE INTO meta VALUES (?1, ?2)",
-};
 
 void
 cache_logf(struct cache *c, int level, const char *fmt, ...)
@@ -318,51 +242,6 @@ cache_db_close(struct cache *c)
 	c->db = NULL;
 }
 
-static int
-cache_migrate(struct cache *c, char *err, size_t errlen)
-{
-	sqlite3_stmt	*st;
-	int		 v = 0, v0, rc;
-	char		 sql[64];
-
-	if (sqlite3_prepare_v2(c->db, "PRAGMA user_version", -1, &st,
-	    NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "%s", sqlite3_errmsg(c->db));
-		return (cache_sqlite_err(sqlite3_errcode(c->db)));
-	}
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
-	if (v > CACHE_SCHEMA_VERSION) {
-		snprintf(err, errlen, "schema version %d is newer than this "
-		    "program's %d", v, CACHE_SCHEMA_VERSION);
-		return (CACHE_EDB);
-	}
-	if (v < CACHE_SCHEMA_VERSION && c->readonly) {
-		snprintf(err, errlen, "schema version %d needs a migration "
-		    "(open it read-write)", v);
-		return (CACHE_EREADONLY);
-	}
-	for (v0 = v; v < CACHE_SCHEMA_VERSION; v++) {
-		snprintf(sql, sizeof sql, "PRAGMA user_version = %d", v + 1);
-		if ((rc = cache_exec(c, "BEGIN IMMEDIATE")) != SQLITE_OK ||
-		    (rc = cache_exec(c, cache_migrations[v])) != SQLITE_OK ||
-		    (rc = cache_exec(c, sql)) != SQLITE_OK ||
-		    (rc = cache_exec(c, "COMMIT")) != SQLITE_OK) {
-			snprintf(err, errlen, "cannot migrate the schema to "
-			    "version %d: %s", v + 1, sqlite3_errmsg(c->db));
-			cache_exec(c, "ROLLBACK");
-			return (cache_sqlite_err(rc));
-		}
-		if (v0 > 0)
-			cache_logf(c, CACHE_LOG_INFO, "cache: migrated '%s' to "
-			    "schema version %d", c->dbpath, v + 1);
-		if (v0 == 1 && v == 1)
-			c->purge_blobs = 1;
-	}
-	return (0);
-}
-
 /*
  * Open c->dbpath: pragmas, quick_check, migrations, statements, totals.
  * Returns 0 or a cache_err with err set; CACHE_ECORRUPT means the file is
@@ -417,10 +296,10 @@ cache_db_open(struct cache *c, char *err, size_t errlen)
 	}
 	sqlite3_finalize(st);
 checked:
-	if ((rc = cache_migrate(c, err, errlen)) != 0)
+	if ((rc = cache_schema_migrate(c, err, errlen)) != 0)
 		goto fail_code;
 	for (i = 0; i < CST_COUNT; i++) {
-		if ((rc = sqlite3_prepare_v3(c->db, cache_sql[i], -1,
+		if ((rc = sqlite3_prepare_v3(c->db, cache_schema_sql[i], -1,
 		    SQLITE_PREPARE_PERSISTENT, &c->stmt[i], NULL)) !=
 		    SQLITE_OK)
 			goto fail_db;
@@ -689,6 +568,16 @@ cache_entry_release(struct cache_entry *e)
 	memset(e, 0, sizeof *e);
 }
 
+int
+cache_entry_visible(const struct cache_entry *e, int64_t viewer)
+{
+	if (viewer == CACHE_VIEW_ALL)
+		return (1);
+	if (viewer >= 0 && e->owner == viewer)
+		return (1);
+	return (e->pinned && e->pinned_by == CACHE_PIN_ANYONE);
+}
+
 /* ------------------------------------------------------------ holds */
 
 static struct cache_hold *
@@ -935,6 +824,8 @@ cache_row_fill(sqlite3_stmt *st, const char *key, struct cache_entry *e)
 	e->failed = strcmp((const char *)sqlite3_column_text(st, 14),
 	    "failed") == 0;
 	e->log = cache_strdup((const char *)sqlite3_column_text(st, 15));
+	e->owner = sqlite3_column_int64(st, 17);
+	e->pinned_by = sqlite3_column_int64(st, 18);
 }
 
 /* Delete key's row in the current transaction, keeping the totals. */
@@ -1135,7 +1026,7 @@ cache_row_put(struct cache *c, const struct cache_entry *e,
 	char		*kernel, *log;
 	uint64_t	 old = 0, size = e->failed ? 0 : e->len;
 	int		 exists = 0, pinned = e->pinned, rc;
-	sqlite3_int64	 pinned_by = CACHE_PIN_ANYONE;
+	sqlite3_int64	 pinned_by = CACHE_PIN_ANYONE, owner = e->owner;
 	double		 created = e->created > 0 ? e->created : cache_now();
 
 	st = cache_stmt(c, CST_SIZE);
@@ -1146,6 +1037,10 @@ cache_row_put(struct cache *c, const struct cache_entry *e,
 		pinned |= sqlite3_column_int(st, 1);
 		if (sqlite3_column_int(st, 1))
 			pinned_by = sqlite3_column_int64(st, 4);
+		/* Replaced (a failure compiled again, say): still whose it
+		 * was, if that is known. */
+		if (sqlite3_column_int64(st, 5) != CACHE_OWNER_NONE)
+			owner = sqlite3_column_int64(st, 5);
 	}
 	sqlite3_reset(st);
 	if (exists) {
@@ -1187,6 +1082,7 @@ cache_row_put(struct cache *c, const struct cache_entry *e,
 	else
 		sqlite3_bind_null(st, 16);
 	sqlite3_bind_int64(st, 17, pinned_by);
+	sqlite3_bind_int64(st, 18, owner);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	free(kernel);
@@ -1472,8 +1368,9 @@ cache_list(struct cache *c, const char *prefix, unsigned limit,
 	pthread_mutex_lock(&c->mu);
 	if (sqlite3_prepare_v2(c->db, "SELECT kernel, format, target, backend,"
 	    " compiler_version, options, size, digest, inline, created,"
-	    " last_used, hits, compile_ms, pinned, status, log, key FROM neff"
-	    " WHERE key GLOB ?1 ORDER BY last_used DESC LIMIT ?2", -1, &st,
+	    " last_used, hits, compile_ms, pinned, status, log, key, owner,"
+	    " pinned_by FROM neff WHERE key GLOB ?1 ORDER BY last_used DESC"
+	    " LIMIT ?2", -1, &st,
 	    NULL) != SQLITE_OK) {
 		pthread_mutex_unlock(&c->mu);
 		return (CACHE_EDB);

@@ -79,7 +79,18 @@ struct cache_entry {
 	char		*log;
 	void		*data;		/* blob, with CACHE_GET_DATA */
 	size_t		 len;
+	/* The uid whose request stored it (compiled, pulled from the
+	 * fleet, imported); CACHE_OWNER_NONE: unknown. cache_put stores it
+	 * for a new key; a replaced entry keeps a known owner. */
+	int64_t		 owner;
+	int64_t		 pinned_by;	/* read only: see cache_pin_by */
 };
+
+/* The owner of an entry stored before owners were recorded (schema 2),
+ * or by an offline tool. */
+#define CACHE_OWNER_NONE	(-1)
+/* A viewer that sees every entry (cache_entry_visible). */
+#define CACHE_VIEW_ALL		(-2)
 
 struct cache_stats {
 	uint64_t	entries;
@@ -150,6 +161,14 @@ int	cache_get(struct cache *c, const char *key, int flags,
  */
 int	cache_put(struct cache *c, const struct cache_entry *e);
 void	cache_entry_release(struct cache_entry *e);
+/*
+ * Nonzero if viewer (a uid, or CACHE_VIEW_ALL) may see e when entries are
+ * visible to their owners only (access.cache_visibility "owner"): it
+ * stored e, or e is pinned by nobody in particular (an administrator, an
+ * offline tool or a bundle pinned it). The caller decides who is
+ * CACHE_VIEW_ALL (administrators, shared visibility).
+ */
+int	cache_entry_visible(const struct cache_entry *e, int64_t viewer);
 
 /* Mark key in use (never evicted) until the matching cache_unhold
  * (holds nest: one unhold per hold). */
@@ -215,32 +234,36 @@ int	cache_gc(struct cache *c, double min_age_s, int drop_failed,
  * Bundles (format: docs/cache.md). Export writes the entries named by
  * keys (nkeys > 0; a key named twice travels once), else the pinned ones
  * (pinned_only), else all, through write_cb (returns 0 or -1; -1 stops
- * the export with CACHE_EIO). Named keys are checked before anything is
+ * the export with CACHE_EIO), of those viewer sees (cache_entry_visible;
+ * CACHE_VIEW_ALL: every one). Named keys are checked before anything is
  * written: CACHE_EINVAL for one that is not a key, CACHE_ENOENT naming
- * the first that is missing. *count receives the number of entries.
+ * the first that is missing or that viewer does not see (the same
+ * words). *count receives the number of entries.
  */
-int	cache_bundle_export(struct cache *c, const char *const *keys,
-	    size_t nkeys, int pinned_only,
+int	cache_bundle_export(struct cache *c, int64_t viewer,
+	    const char *const *keys, size_t nkeys, int pinned_only,
 	    int (*write_cb)(void *arg, const void *p, size_t n), void *arg,
 	    unsigned *count, char *err, size_t errlen);
 /*
  * Import the bundle at path all or nothing: the whole file is checked
  * first (magic, sizes, every digest, the trailer), then every entry is
- * stored in one transaction. Entries already present are skipped. On
- * failure nothing changed and err says why.
+ * stored in one transaction, owned by nobody known (CACHE_OWNER_NONE: an
+ * offline tool). Entries already present are skipped. On failure nothing
+ * changed and err says why.
  */
 int	cache_bundle_import(struct cache *c, const char *path,
 	    unsigned *imported, unsigned *skipped, char *err, size_t errlen);
 
 /*
  * cache_bundle_import on a bundle open on fd (a regular file, read from
- * offset 0; not closed); name stands for it in messages. cancel, if not
- * NULL, is read between entries: once non-zero the import stops with
- * CACHE_EIO and nothing changed.
+ * offset 0; not closed); name stands for it in messages; the entries
+ * stored are owner's (a uid, or CACHE_OWNER_NONE). cancel, if not NULL,
+ * is read between entries: once non-zero the import stops with CACHE_EIO
+ * and nothing changed.
  */
 int	cache_bundle_import_fd(struct cache *c, int fd, const char *name,
-	    const volatile int *cancel, unsigned *imported, unsigned *skipped,
-	    char *err, size_t errlen);
+	    int64_t owner, const volatile int *cancel, unsigned *imported,
+	    unsigned *skipped, char *err, size_t errlen);
 /*
  * Check the bundle open on fd as import's first pass does (sizes, fields,
  * every digest, the trailer), without a cache and without a budget.
@@ -319,12 +342,20 @@ struct cache_verify_item {
 	char				*message;	/* "": none */
 	struct cache_verify_param	*params;	/* signatures */
 	size_t				 nparams;
+	/* The caller may see this entry whoever stored it (its key was
+	 * derived from the caller's own IR digest): not filtered. */
+	int				 proven;
 };
 
 /* The entries of one CacheVerify; zero it to start. */
 struct cache_verify {
 	struct cache_verify_item	*items;
 	size_t				 n;
+	/* With filter set, only entries viewer sees (cache_entry_visible)
+	 * are listed and checked; an unproven item viewer does not see is
+	 * missing, in the words of a real miss. */
+	int				 filter;
+	int64_t				 viewer;
 };
 
 #define CACHE_VERIFY_ALL	0x1	/* list every entry first, of any

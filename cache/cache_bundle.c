@@ -89,6 +89,7 @@ struct bundle_keys {
 	char	**keys;
 	size_t	  n;
 	int	  pinned_only;
+	int64_t	  viewer;	/* cache_entry_visible's */
 };
 
 static int
@@ -96,7 +97,8 @@ bundle_keys_cb(void *arg, const struct cache_entry *e)
 {
 	struct bundle_keys	*k = arg;
 
-	if (k->pinned_only && !e->pinned)
+	if ((k->pinned_only && !e->pinned) ||
+	    !cache_entry_visible(e, k->viewer))
 		return (0);
 	if ((k->keys = realloc(k->keys, (k->n + 1) * sizeof *k->keys)) == NULL ||
 	    (k->keys[k->n] = malloc(CACHE_KEY_LEN + 1)) == NULL)
@@ -107,11 +109,12 @@ bundle_keys_cb(void *arg, const struct cache_entry *e)
 }
 
 int
-cache_bundle_export(struct cache *c, const char *const *keys, size_t nkeys,
-    int pinned_only, int (*write_cb)(void *arg, const void *p, size_t n),
-    void *arg, unsigned *count, char *err, size_t errlen)
+cache_bundle_export(struct cache *c, int64_t viewer, const char *const *keys,
+    size_t nkeys, int pinned_only,
+    int (*write_cb)(void *arg, const void *p, size_t n), void *arg,
+    unsigned *count, char *err, size_t errlen)
 {
-	struct bundle_keys	 bk = { NULL, 0, pinned_only };
+	struct bundle_keys	 bk = { NULL, 0, pinned_only, CACHE_VIEW_ALL };
 	struct bundle_out	 o = { write_cb, arg, NULL, 0 };
 	struct cache_entry	 e;
 	const char		*f[BF_COUNT];
@@ -140,9 +143,15 @@ cache_bundle_export(struct cache *c, const char *const *keys, size_t nkeys,
 			bundle_keys_cb(&bk, &(struct cache_entry){ .pinned = 1 });
 			memcpy(bk.keys[bk.n - 1], keys[i], CACHE_KEY_LEN + 1);
 		}
-		/* Every key is there before a byte is written. */
+		/* Every key is there, and the viewer's to see, before a
+		 * byte is written; one it may not see is missing. */
 		for (i = 0; i < bk.n; i++) {
-			rc = cache_get(c, bk.keys[i], CACHE_GET_ANY, NULL);
+			rc = cache_get(c, bk.keys[i], CACHE_GET_ANY, &e);
+			if (rc == 0 || rc == CACHE_EFAILED) {
+				if (!cache_entry_visible(&e, viewer))
+					rc = CACHE_ENOENT;
+				cache_entry_release(&e);
+			}
 			if (rc == CACHE_ENOENT) {
 				snprintf(err, errlen, "no entry '%s'",
 				    bk.keys[i]);
@@ -155,10 +164,13 @@ cache_bundle_export(struct cache *c, const char *const *keys, size_t nkeys,
 			}
 			rc = 0;
 		}
-	} else if ((rc = cache_list(c, NULL, 0, bundle_keys_cb, &bk)) != 0) {
-		snprintf(err, errlen, "cannot list the cache: %s",
-		    cache_strerror(rc));
-		goto out;
+	} else {
+		bk.viewer = viewer;
+		if ((rc = cache_list(c, NULL, 0, bundle_keys_cb, &bk)) != 0) {
+			snprintf(err, errlen, "cannot list the cache: %s",
+			    cache_strerror(rc));
+			goto out;
+		}
 	}
 	if (bk.n > BUNDLE_MAX_ENTRIES) {
 		snprintf(err, errlen, "%zu entries exceed the bundle limit of "
@@ -635,16 +647,16 @@ cache_bundle_import(struct cache *c, const char *path, unsigned *imported,
 		    strerror(errno));
 		return (CACHE_EIO);
 	}
-	rc = cache_bundle_import_fd(c, fd, path, NULL, imported, skipped, err,
-	    errlen);
+	rc = cache_bundle_import_fd(c, fd, path, CACHE_OWNER_NONE, NULL,
+	    imported, skipped, err, errlen);
 	close(fd);
 	return (rc);
 }
 
 int
 cache_bundle_import_fd(struct cache *c, int fd, const char *name,
-    const volatile int *cancel, unsigned *imported, unsigned *skipped,
-    char *err, size_t errlen)
+    int64_t owner, const volatile int *cancel, unsigned *imported,
+    unsigned *skipped, char *err, size_t errlen)
 {
 	struct bundle_in	 in = { -1, name, 0, 0, NULL, cancel, err,
 				    errlen };
@@ -722,6 +734,7 @@ cache_bundle_import_fd(struct cache *c, int fd, const char *name,
 		e.pinned = be.f[BF_PINNED][0] == '1';
 		e.data = be.blob;
 		e.len = be.blob_len;
+		e.owner = owner;
 		isin = e.failed || e.len <= c->inline_max;
 		rc = 0;
 		if (!isin && (rc = cache_blob_write(c, be.f[BF_DIGEST], e.data,

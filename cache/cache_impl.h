@@ -87,5 +87,15 @@ void	cache_gc_blobs(struct cache *c, double min_age_s, int check_refs,
 void	cache_blobs_purge(struct cache *c);
 /* Map a SQLite result to a cache_err. */
 int	cache_sqlite_err(int rc);
+/* The statements of enum cache_stmt, prepared once at open
+ * (cache_schema.c). */
+extern const char *const cache_schema_sql[CST_COUNT];
+/*
+ * Bring c->db from its PRAGMA user_version to CACHE_SCHEMA_VERSION, each
+ * step in a transaction of its own (cache_schema.c); sets c->purge_blobs
+ * after the step from version 1. 0, or a cache_err with err set: a newer
+ * schema is refused, a read-only handle cannot migrate.
+ */
+int	cache_schema_migrate(struct cache *c, char *err, size_t errlen);
 
 #endif /* NKID_CACHE_IMPL_H */

@@ -102,17 +102,39 @@ cache_verify_signature(struct cache_verify_item *it, const void *img,
 	sim_program_free(prog);
 }
 
-/* Read and check one entry. */
+/* Nonzero if v's viewer may not see key's entry (which may not exist). */
+static int
+cache_verify_hidden(struct cache *c, const struct cache_verify *v,
+    const char *key)
+{
+	struct cache_entry	e;
+	int			r, hidden = 0;
+
+	r = cache_get(c, key, CACHE_GET_ANY, &e);
+	if (r == 0 || r == CACHE_EFAILED || r == CACHE_ESTALE) {
+		hidden = !cache_entry_visible(&e, v->viewer);
+		cache_entry_release(&e);
+	}
+	return (hidden);
+}
+
+/* Read and check one entry of v. */
 static void
-cache_verify_one(struct cache *c, struct cache_verify_item *it, int flags)
+cache_verify_one(struct cache *c, const struct cache_verify *v,
+    struct cache_verify_item *it, int flags)
 {
 	const struct cache_verify_outcome	*o = NULL;
 	struct cache_entry			 e;
 	size_t					 i;
 	int					 r, filled;
 
-	r = cache_get(c, it->key, CACHE_GET_DATA |
-	    ((flags & CACHE_VERIFY_ALL) ? CACHE_GET_ANY : 0), &e);
+	/* Before the blob is read: an entry of another is not even
+	 * verified (a corrupt one would say it exists). */
+	if (v->filter && !it->proven && cache_verify_hidden(c, v, it->key))
+		r = CACHE_ENOENT;
+	else
+		r = cache_get(c, it->key, CACHE_GET_DATA |
+		    ((flags & CACHE_VERIFY_ALL) ? CACHE_GET_ANY : 0), &e);
 	filled = r == 0 || r == CACHE_EFAILED || r == CACHE_ESTALE;
 	if (filled && it->kernel[0] == '\0') {
 		free(it->kernel);
@@ -146,7 +168,11 @@ cache_verify_one(struct cache *c, struct cache_verify_item *it, int flags)
 static int
 cache_verify_list_cb(void *arg, const struct cache_entry *e)
 {
-	cache_verify_add(arg, e->key, e->kernel);
+	struct cache_verify	*v = arg;
+
+	/* Listed for the viewer: checked without asking again. */
+	if (!v->filter || cache_entry_visible(e, v->viewer))
+		cache_verify_add(v, e->key, e->kernel)->proven = 1;
 	return (0);
 }
 
@@ -162,7 +188,7 @@ cache_verify_run(struct cache *c, struct cache_verify *v, int flags,
 		return (rc);
 	for (i = 0; i < v->n && (cancel == NULL || !*cancel); i++)
 		if (v->items[i].state == CACHE_VERIFY_UNCHECKED)
-			cache_verify_one(c, &v->items[i], flags);
+			cache_verify_one(c, v, &v->items[i], flags);
 	return (0);
 }
 

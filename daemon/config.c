@@ -86,6 +86,8 @@ static const struct config_key config_keys[] = {
 	  0, UINT32_MAX - 1, NULL, 0, NULL, 0 },
 	{ "access.allow_uids", CFG_UIDS, F(allow_uids), F(n_allow_uids),
 	  0, UINT32_MAX - 1, NULL, 0, NULL, 0 },
+	{ "access.cache_visibility", CFG_CHOICE, F(cache_visibility), 0, 0, 0,
+	  "shared", 0, "shared owner", 0 },
 	{ "access.max_connections_per_uid", CFG_U32, F(max_conn_per_uid), 0,
 	  1, 65536, NULL, 128, NULL, 0 },
 	/* One of the backend table's names: backend_config_check. */

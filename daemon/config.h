@@ -66,6 +66,9 @@ struct config {
 	uint32_t	*admin_gids;
 	size_t		 n_admin_gids;
 	uint32_t	 max_conn_per_uid;
+	/* "shared": every client sees every cache entry; "owner": only
+	 * those it stored or an administrator pinned (rpc_cache_viewer). */
+	char		*cache_visibility;
 
 	uint64_t	 max_message_bytes[CONFIG_CAP_COUNT];
 	uint64_t	 max_tensor_bytes;

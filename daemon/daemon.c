@@ -8,6 +8,7 @@
 #include "daemon/kcache.h"
 #include "daemon/kcache_remote.h"
 #include "daemon/outpool.h"
+#include "daemon/rpc_cache.h"
 #include "daemon/log.h"
 #include "daemon/sched.h"
 
@@ -67,6 +68,8 @@ daemon_release(struct daemon *d)
 		uv_run(d->loop, UV_RUN_NOWAIT);
 	}
 	kcache_close(d->kcache);
+	rpc_cache_grants_free(d->grants);
+	d->grants = NULL;
 	outpool_drain();
 	d->kcache = NULL;
 	kcache_remote_close(d->remote);

@@ -379,6 +379,7 @@ kcache_flight_compile_work_cb(uv_work_t *w)
 	ce.compiler_version = (char *)backend_compiler_version(b);
 	ce.compile_ms = f->ms;
 	ce.created = (double)time(NULL);
+	ce.owner = f->owner;
 	if (f->error == 0) {
 		ce.data = f->image;
 		ce.len = f->image_len;
@@ -565,6 +566,7 @@ kcache_flight_accept_cb(void *arg, struct cache_entry *ce)
 	struct kcache_flight	*f = arg;
 	struct backend		*b = f->kc->backend;
 
+	ce->owner = f->owner;
 	if (ce->failed) {
 		if (f->retry_failed)
 			return (-1);
@@ -706,6 +708,7 @@ kcache_resolve(struct kcache *kc, const struct kcache_request *rq,
 	f->target = rq->target != NULL ? rq->target : "";
 	f->options = rq->options != NULL ? rq->options : "";
 	f->retry_failed = rq->retry_failed;
+	f->owner = rq->owner;
 	TAILQ_INIT(&f->waiters);
 	TAILQ_INSERT_TAIL(&f->waiters, wt, link);
 	LIST_INSERT_HEAD(&kc->flights, f, link);

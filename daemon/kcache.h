@@ -112,6 +112,10 @@ struct kcache_request {
 	int		 retry_failed;
 	/* format != NULL: the IR's key (backend_cache_key) */
 	char		 key[KCACHE_KEY_LEN + 1];
+	/* The uid whose request it is: what a flight it starts stores
+	 * (compiled, or pulled from a tier) is that uid's (cache_entry's
+	 * owner); CACHE_OWNER_NONE: nobody known. */
+	int64_t		 owner;
 };
 
 /* How a resolve can fail (kcache_result.error). */

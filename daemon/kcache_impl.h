@@ -68,6 +68,7 @@ struct kcache_flight {
 	const char		*target;
 	const char		*options;
 	int			 retry_failed;
+	int64_t			 owner;		/* the first waiter's uid */
 
 	enum kcache_stage	 stage;
 	/* What the stages found. */

@@ -25,6 +25,7 @@ struct rpc_cache_export {
 	const char *const *keys;	/* borrowed from c->req */
 	size_t		  nkeys;
 	int		  pinned_only;
+	int64_t		  viewer;	/* rpc_cache_viewer's */
 	int		  fd;		/* the bundle; -1 before it exists */
 	uint8_t		 *buf;		/* EXPORT_CHUNK bytes */
 	size_t		  buffered;	/* build: bytes in buf not written */
@@ -112,8 +113,9 @@ rpc_cache_export_build_cb(struct cache *disk, void *arg)
 		return;
 	}
 	x->fd = fd;
-	x->rc = cache_bundle_export(disk, x->keys, x->nkeys, x->pinned_only,
-	    rpc_cache_export_write_cb, x, &x->count, x->err, sizeof x->err);
+	x->rc = cache_bundle_export(disk, x->viewer, x->keys, x->nkeys,
+	    x->pinned_only, rpc_cache_export_write_cb, x, &x->count, x->err,
+	    sizeof x->err);
 	if (x->rc == 0 && rpc_cache_export_flush(x) == -1) {
 		snprintf(x->err, sizeof x->err, "cannot write the bundle: %s",
 		    strerror(x->werr));
@@ -247,6 +249,7 @@ rpc_cache_export(struct rpc_call *c)
 	x->keys = (const char *const *)req->keys;
 	x->nkeys = req->n_keys;
 	x->pinned_only = req->pinned_only;
+	x->viewer = rpc_cache_viewer(c);
 	x->fd = -1;
 	x->buf = xmalloc(EXPORT_CHUNK);
 	x->t0 = uv_hrtime();

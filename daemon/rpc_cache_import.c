@@ -75,8 +75,11 @@ rpc_cache_import_work_cb(struct cache *disk, void *arg)
 {
 	struct rpc_cache_import	*x = arg;
 
-	x->rc = cache_bundle_import_fd(disk, x->fd, x->name, &x->c->cancelled,
-	    &x->imported, &x->skipped, x->err, sizeof x->err);
+	/* The entries are the importing uid's (uids differ between
+	 * hosts: the exporter's would name someone else here). */
+	x->rc = cache_bundle_import_fd(disk, x->fd, x->name,
+	    (int64_t)x->c->id.uid, &x->c->cancelled, &x->imported,
+	    &x->skipped, x->err, sizeof x->err);
 }
 
 static void

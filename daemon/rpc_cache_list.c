@@ -8,6 +8,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
 #include "daemon/log.h"
+#include "daemon/rpc_cache.h"
 #include "daemon/xmalloc.h"
 #include "proto/wire.h"
 
@@ -18,6 +19,7 @@ struct rpc_cache_list {
 	struct rpc_call			*c;
 	char				*prefix;
 	unsigned			 limit;
+	int64_t				 viewer;	/* rpc_cache_viewer's */
 	Nkid__V1__CacheListReply	 r;	/* the entries, as listed */
 	int				 error;
 };
@@ -28,12 +30,14 @@ rpc_cache_list_entry_cb(void *arg, const struct cache_entry *e)
 	struct rpc_cache_list	*l = arg;
 	Nkid__V1__CacheEntry	*m;
 
+	if (!cache_entry_visible(e, l->viewer))
+		return (0);
 	if ((m = wire_cache_entry_new(e)) == NULL)
 		fatal("out of memory copying cache entry '%s'", e->key);
 	l->r.entries = xreallocarray(l->r.entries, l->r.n_entries + 1,
 	    sizeof *l->r.entries);
 	l->r.entries[l->r.n_entries++] = m;
-	return (0);
+	return (l->r.n_entries >= l->limit);
 }
 
 static void
@@ -43,8 +47,11 @@ rpc_cache_list_work_cb(struct cache *disk, void *arg)
 
 	if (disk == NULL)
 		return;
+	/* The callback counts to the limit: it skips what the caller may
+	 * not see. */
 	l->error = cache_list(disk, l->prefix[0] != '\0' ? l->prefix : NULL,
-	    l->limit, rpc_cache_list_entry_cb, l);
+	    l->viewer == CACHE_VIEW_ALL ? l->limit : 0,
+	    rpc_cache_list_entry_cb, l);
 }
 
 static void
@@ -77,6 +84,7 @@ rpc_cache_list(struct rpc_call *c)
 	l->c = c;
 	nkid__v1__cache_list_reply__init(&l->r);
 	l->prefix = xstrdup(req->prefix);
+	l->viewer = rpc_cache_viewer(c);
 	l->limit = req->limit > 0 && req->limit < RPC_CACHE_LIST_MAX ?
 	    req->limit : RPC_CACHE_LIST_MAX;
 	kcache_async(c->d->kcache, rpc_cache_list_work_cb,

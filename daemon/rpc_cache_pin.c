@@ -10,11 +10,29 @@
 #include "daemon/rpc_cache.h"
 #include "daemon/xmalloc.h"
 
+/* Nonzero if viewer may not see key's entry (which may not exist). */
+static int
+rpc_cache_pin_hidden(struct cache *disk, int64_t viewer, const char *key)
+{
+	struct cache_entry	e;
+	int			r, hidden = 0;
+
+	if (viewer == CACHE_VIEW_ALL)
+		return (0);
+	r = cache_get(disk, key, CACHE_GET_ANY, &e);
+	if (r == 0 || r == CACHE_EFAILED || r == CACHE_ESTALE) {
+		hidden = !cache_entry_visible(&e, viewer);
+		cache_entry_release(&e);
+	}
+	return (hidden);
+}
+
 /* One CachePin: per key its result, and what the quota said. */
 struct rpc_cache_pin {
 	struct rpc_call			*c;
 	const Nkid__V1__CachePinRequest	*req;
 	int64_t				 uid;	/* -1: admin */
+	int64_t				 viewer;	/* rpc_cache_viewer */
 	uint64_t			 quota;
 	int				*rc;
 	size_t				 over;	/* first key over */
@@ -33,6 +51,11 @@ rpc_cache_pin_work_cb(struct cache *disk, void *arg)
 		/* After one over the quota, the rest are not tried. */
 		if (p->over < p->req->n_keys) {
 			p->rc[i] = CACHE_EQUOTA;
+			continue;
+		}
+		/* Another's entry is missing, as one nkid lacks. */
+		if (rpc_cache_pin_hidden(disk, p->viewer, p->req->keys[i])) {
+			p->rc[i] = CACHE_ENOENT;
 			continue;
 		}
 		p->rc[i] = cache_pin_by(disk, p->req->keys[i], !p->req->unpin,
@@ -96,6 +119,10 @@ rpc_cache_pin(struct rpc_call *c)
 	/* Pins keep bytes from everyone else's kernels: a quota per uid,
 	 * none for administrators. */
 	p->uid = c->id.admin ? CACHE_PIN_ANYONE : (int64_t)c->id.uid;
+	p->viewer = rpc_cache_viewer(c);
+	/* An administrator's pin may have shown an entry to everyone. */
+	if (req->unpin)
+		rpc_cache_grants_clear(c->d);
 	p->quota = c->id.admin ? UINT64_MAX : c->d->cfg.cache_pin_quota != 0 ?
 	    c->d->cfg.cache_pin_quota : c->d->cfg.cache_max_bytes / 4;
 	if (rpc_cache_async(c, NULL, rpc_cache_pin_work_cb,

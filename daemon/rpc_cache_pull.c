@@ -97,6 +97,8 @@ rpc_cache_pull_accept_cb(void *arg, struct cache_entry *ce)
 	struct rpc_cache_pull_item	*it = arg;
 
 	it->len = ce->len;
+	/* Pulled on the caller's request: the caller's. */
+	ce->owner = (int64_t)it->p->c->id.uid;
 	it->store_rc = cache_put(it->disk, ce);
 	return (it->store_rc == 0 ? 0 : -1);
 }

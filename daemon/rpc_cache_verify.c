@@ -10,6 +10,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
 #include "daemon/log.h"
+#include "daemon/rpc_cache.h"
 #include "daemon/xmalloc.h"
 #include "proto/wire.h"
 
@@ -108,7 +109,8 @@ rpc_cache_verify_kernel(struct rpc_call *c, struct rpc_cache_verify *x,
 	}
 	backend_cache_key(d->backend, k->format, k->ir_digest, k->target,
 	    k->options, key);
-	cache_verify_add(&x->v, key, NULL);
+	/* Named by the caller's own IR digest: shown whoever stored it. */
+	cache_verify_add(&x->v, key, NULL)->proven = 1;
 	return (0);
 }
 
@@ -132,6 +134,8 @@ rpc_cache_verify(struct rpc_call *c)
 	}
 	x = xcalloc(1, sizeof *x);
 	x->c = c;
+	x->v.viewer = rpc_cache_viewer(c);
+	x->v.filter = x->v.viewer != CACHE_VIEW_ALL;
 	if (req->signatures)
 		x->flags |= CACHE_VERIFY_SIGNATURES;
 	if (req->n_keys == 0 && req->n_kernels == 0)

@@ -10,6 +10,7 @@
 #include "daemon/dispatch_error.h"
 #include "daemon/kcache.h"
 #include "daemon/kernel.h"
+#include "daemon/rpc_cache.h"
 #include "daemon/xmalloc.h"
 
 /* Most items one Warmup request may carry. */
@@ -120,8 +121,7 @@ rpc_warmup(struct rpc_call *c)
 			rpc_warmup_item_done(&w->items[i], "", msg, NULL);
 			continue;
 		}
-		kcache_resolve(c->d->kcache, &rq, rpc_warmup_done_cb,
-		    &w->items[i]);
+		rpc_cache_resolve(c, &rq, rpc_warmup_done_cb, &w->items[i]);
 	}
 	if (--w->pending == 0)
 		rpc_warmup_reply(c, w);

@@ -566,7 +566,7 @@ ctl_cache_checked_offline(struct ctl_ctx *ctx, struct cache *c,
 {
 	const Nkid__V1__LookupRequest	*k;
 	struct cache_key_input		 in;
-	struct cache_verify		 v = { NULL, 0 };
+	struct cache_verify		 v = { NULL, 0, 0, 0 };
 	char				 key[CACHE_KEY_LEN + 1];
 	size_t				 i;
 	int				 flags = 0, rc;

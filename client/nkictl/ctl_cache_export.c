@@ -69,7 +69,8 @@ ctl_cache_export_offline(struct ctl_ctx *ctx, const struct ctl_cache_where *w,
 
 	if ((rc = ctl_cache_open(ctx, w, 1, &c)) != 0)
 		return (rc);
-	if (cache_bundle_export(c, (const char *const *)keys, nkeys, pinned,
+	if (cache_bundle_export(c, CACHE_VIEW_ALL,
+	    (const char *const *)keys, nkeys, pinned,
 	    ctl_cache_export_write_cb, o, &count, err, sizeof err) != 0) {
 		ctl_errorf(ctx, "cache export: %s", err);
 		rc = CTL_EXIT_FAIL;

@@ -74,7 +74,7 @@ fuzz_bundle_export_and_empty(unsigned imported)
 
 	if ((fd = memfd_create("fuzz-export", 0)) == -1)
 		abort();
-	if (cache_bundle_export(fuzz_bundle_cache, NULL, 0, 0,
+	if (cache_bundle_export(fuzz_bundle_cache, CACHE_VIEW_ALL, NULL, 0, 0,
 	    fuzz_bundle_write_cb, &fd, &count, err, sizeof err) != 0) {
 		fprintf(stderr, "fuzz_bundle: export failed: %s\n", err);
 		abort();
@@ -112,8 +112,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    "bundle: '%s'\n", err);
 		abort();
 	}
-	irc = cache_bundle_import_fd(fuzz_bundle_cache, fd, "fuzz", NULL,
-	    &imported, &skipped, err, sizeof err);
+	irc = cache_bundle_import_fd(fuzz_bundle_cache, fd, "fuzz",
+	    CACHE_OWNER_NONE, NULL, &imported, &skipped, err, sizeof err);
 	close(fd);
 	if ((vrc == 0) != (irc == 0)) {
 		fprintf(stderr, "fuzz_bundle: verify says %d, import %d (%s)\n",

@@ -370,8 +370,8 @@ CHECK_TEST(limits, test_cache_bundle_roundtrip_and_hostile)
 	ck_assert_int_eq(put(c, 2, 5000), 0);
 	snprintf(path, sizeof path, "%s/b.nkb", check_dir);
 	f = fopen(path, "w");
-	ck_assert_int_eq(cache_bundle_export(c, NULL, 0, 0, write_file_cb, f,
-	    &n, err, sizeof err), 0);
+	ck_assert_int_eq(cache_bundle_export(c, CACHE_VIEW_ALL, NULL, 0, 0,
+	    write_file_cb, f, &n, err, sizeof err), 0);
 	fclose(f);
 	ck_assert_uint_eq(n, 2);
 	cache_close(c);
@@ -425,8 +425,8 @@ CHECK_TEST(errors, test_cache_bundle_non_utf8_refused)
 	ck_assert_int_eq(cache_put(c, &e), 0);
 	snprintf(path, sizeof path, "%s/u.nkb", check_dir);
 	f = fopen(path, "w");
-	ck_assert_int_eq(cache_bundle_export(c, NULL, 0, 0, write_file_cb, f,
-	    &n, err, sizeof err), 0);
+	ck_assert_int_eq(cache_bundle_export(c, CACHE_VIEW_ALL, NULL, 0, 0,
+	    write_file_cb, f, &n, err, sizeof err), 0);
 	fclose(f);
 	cache_close(c);
 	f = fopen(path, "r+");
@@ -706,7 +706,8 @@ CHECK_TEST(recovery, test_cache_schema_1_rows_dropped)
 	snprintf(p, sizeof p, "%s/index.db", check_dir);
 	ck_assert_int_eq(sqlite3_open(p, &db), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_exec(db, "DROP INDEX neff_pinned_by;"
-	    "ALTER TABLE neff DROP COLUMN pinned_by;", NULL, NULL, NULL),
+	    "ALTER TABLE neff DROP COLUMN pinned_by;"
+	    "ALTER TABLE neff DROP COLUMN owner;", NULL, NULL, NULL),
 	    SQLITE_OK);
 	ck_assert_int_eq(sqlite3_exec(db, "CREATE TABLE spec (spec_key TEXT"
 	    " PRIMARY KEY NOT NULL, neff_key TEXT NOT NULL, kernel TEXT, "
@@ -739,8 +740,8 @@ CHECK_TEST(recovery, test_cache_schema_1_rows_dropped)
 }
 END_TEST
 
-/* Version 2 (no pinned_by) becomes 3: rows kept, a pinned one counted
- * against nobody's quota. */
+/* Version 2 (no pinned_by, no owner) becomes 3: rows kept, a pinned one
+ * counted against nobody's quota (owners: check_cache_owner.c). */
 CHECK_TEST(recovery, test_cache_schema_2_gains_pinned_by)
 {
 	struct cache	*c = open_cache(0, 100);
@@ -756,6 +757,7 @@ CHECK_TEST(recovery, test_cache_schema_2_gains_pinned_by)
 	ck_assert_int_eq(sqlite3_open(p, &db), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_exec(db, "DROP INDEX neff_pinned_by;"
 	    "ALTER TABLE neff DROP COLUMN pinned_by;"
+	    "ALTER TABLE neff DROP COLUMN owner;"
 	    "PRAGMA user_version = 2", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 	c = open_cache(0, 100);

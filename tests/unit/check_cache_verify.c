@@ -93,7 +93,7 @@ static char	blob[4096];
 CHECK_TEST(core, test_cache_verify_every_entry_states)
 {
 	struct cache		*c = open_cache("sim nkir/1", 0);
-	struct cache_verify	 v = { NULL, 0 };
+	struct cache_verify	 v = { NULL, 0, 0, 0 };
 	char			 ok[CACHE_KEY_LEN + 1];
 	char			 bad[CACHE_KEY_LEN + 1];
 	char			 failed[CACHE_KEY_LEN + 1];
@@ -134,7 +134,7 @@ END_TEST
 CHECK_TEST(core, test_cache_verify_named_keys)
 {
 	struct cache		*c = open_cache("sim nkir/0", 0);
-	struct cache_verify	 v = { NULL, 0 };
+	struct cache_verify	 v = { NULL, 0, 0, 0 };
 	char			 other[CACHE_KEY_LEN + 1];
 	char			 none[CACHE_KEY_LEN + 1];
 	const struct cache_verify_item	*it;
@@ -170,7 +170,7 @@ END_TEST
 CHECK_TEST(core, test_cache_verify_signatures_of_cpu_images)
 {
 	struct cache		*c = open_cache("sim nkir/1", 0);
-	struct cache_verify	 v = { NULL, 0 };
+	struct cache_verify	 v = { NULL, 0, 0, 0 };
 	struct sim_diag		 d;
 	uint8_t			*ir;
 	void			*img;
@@ -212,7 +212,7 @@ END_TEST
 CHECK_TEST(errors, test_cache_verify_cancelled_stops)
 {
 	struct cache		*c = open_cache("sim nkir/1", 0);
-	struct cache_verify	 v = { NULL, 0 };
+	struct cache_verify	 v = { NULL, 0, 0, 0 };
 	char			 key[CACHE_KEY_LEN + 1];
 	volatile int		 cancel = 1;
 
@@ -234,7 +234,7 @@ END_TEST
 CHECK_TEST(recovery, test_cache_verify_readonly_not_quarantined)
 {
 	struct cache		*c = open_cache("sim nkir/1", 0);
-	struct cache_verify	 v = { NULL, 0 };
+	struct cache_verify	 v = { NULL, 0, 0, 0 };
 	char			 bad[CACHE_KEY_LEN + 1];
 	int			 i;
 

@@ -329,6 +329,31 @@ CHECK_TEST(recovery, test_config_reload_keeps_restart_keys)
 }
 END_TEST
 
+/* access.cache_visibility: shared by default, owner on request, nothing
+ * else, and live: a reload keeps the new value. */
+CHECK_TEST(core, test_config_cache_visibility)
+{
+	struct config			cur, next;
+	static const struct refusal	r[] = {
+		{ "{\"access\": {\"cache_visibility\": \"private\"}}",
+		    CONFIG_ERANGE, "'access.cache_visibility' must be one of: "
+		    "shared owner" },
+		{ "{\"access\": {\"cache_visibility\": 1}}", CONFIG_ETYPE,
+		    NULL },
+	};
+
+	ck_assert_int_eq(load(&cur, "{}"), 0);
+	ck_assert_str_eq(cur.cache_visibility, "shared");
+	ck_assert_int_eq(load(&next, "{\"access\": {\"cache_visibility\": "
+	    "\"owner\"}}"), 0);
+	ck_assert_int_eq(config_reload_merge(&cur, &next), 1);
+	ck_assert_str_eq(next.cache_visibility, "owner");
+	config_release(&cur);
+	config_release(&next);
+	refusals_check(r, sizeof r / sizeof r[0]);
+}
+END_TEST
+
 CHECK_TEST(core, test_config_copy_deep)
 {
 	struct config	a, b;
