@@ -67,7 +67,7 @@ struct config {
 	size_t		 n_admin_gids;
 	uint32_t	 max_conn_per_uid;
 	/* "shared": every client sees every cache entry; "owner": only
-	 * those it stored or an administrator pinned (rpc_cache_viewer). */
+	 * those it stored or an administrator pinned (kernel_viewer). */
 	char		*cache_visibility;
 
 	uint64_t	 max_message_bytes[CONFIG_CAP_COUNT];

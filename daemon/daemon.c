@@ -7,8 +7,8 @@
 #include "daemon/daemon.h"
 #include "daemon/kcache.h"
 #include "daemon/kcache_remote.h"
+#include "daemon/kernel.h"
 #include "daemon/outpool.h"
-#include "daemon/rpc_cache.h"
 #include "daemon/log.h"
 #include "daemon/sched.h"
 
@@ -68,7 +68,7 @@ daemon_release(struct daemon *d)
 		uv_run(d->loop, UV_RUN_NOWAIT);
 	}
 	kcache_close(d->kcache);
-	rpc_cache_grants_free(d->grants);
+	kernel_grants_free(d->grants);
 	d->grants = NULL;
 	outpool_drain();
 	d->kcache = NULL;

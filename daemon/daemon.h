@@ -39,9 +39,9 @@ struct daemon {
 	struct server			*server;	/* NULL in unit tests */
 	struct metrics_http		*metrics;	/* NULL: no listener */
 	struct fastpath			*fastpath;	/* NULL: off, tests */
-	/* Kernels each uid proved it holds the IR of (rpc_cache_view.c);
+	/* Kernels each uid proved it holds the IR of (kernel_view.c);
 	 * NULL: none yet. */
-	struct rpc_cache_grants		*grants;
+	struct kernel_grants		*grants;
 
 	uint64_t			 connections;
 	uint64_t			 refused;

@@ -12,7 +12,6 @@
 #include "daemon/kcache.h"
 #include "daemon/kernel.h"
 #include "daemon/log.h"
-#include "daemon/rpc_cache.h"
 #include "daemon/sched_call.h"
 #include "daemon/shm.h"
 #include "daemon/tensor.h"
@@ -346,7 +345,7 @@ job_start(struct job *j, const struct job_args *a)
 	if (job_placement_check(j) != 0 || job_inputs_take(j, a) != 0 ||
 	    job_kernel_request(j, a->ref, &rq) != 0)
 		return;
-	rpc_cache_resolve(c, &rq, job_resolved_cb, j);
+	kernel_resolve(c, &rq, job_resolved_cb, j);
 }
 
 void

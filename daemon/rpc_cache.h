@@ -1,16 +1,13 @@
-/* rpc_cache.h: what the cache RPCs share: work on the disk cache off the loop, refused when nkid has none, and every key of a per-key RPC (CachePin, CacheRemove) done there with the outcome gathered and replied on the loop. */
+/* rpc_cache.h: what the cache RPCs share: work on the disk cache off the loop, refused when nkid has none, and every key of a per-key RPC (CacheRemove) done there with the outcome gathered and replied on the loop. */
 #ifndef NKID_RPC_CACHE_H
 #define NKID_RPC_CACHE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/kcache.h"
-
 struct cache;
 struct daemon;
 struct rpc_call;
-struct rpc_cache_grants;
 
 /* What a user reads when nkid runs without its disk cache. */
 #define RPC_CACHE_NODISK	"nkid runs without a persistent cache (see its log)"
@@ -62,43 +59,5 @@ struct rpc_cache_keys_rpc {
 void	rpc_cache_keys_async(struct rpc_call *c,
 	    const struct rpc_cache_keys_rpc *k, char **keys, size_t nkeys,
 	    void *arg);
-
-/*
- * Whose cache entries call c sees (rpc_cache_view.c): CACHE_VIEW_ALL when
- * access.cache_visibility is "shared" or c is an administrator's, else
- * its uid (cache_entry_visible: the entries it stored, and those pinned
- * by an administrator). A request with IR is served whoever stored its
- * kernel: the key comes from the caller's own IR.
- */
-int64_t	rpc_cache_viewer(const struct rpc_call *c);
-
-/*
- * kcache_resolve(rq) for call c, as c's uid (rq->owner), on the loop
- * thread. Under owner visibility, a key c names (KernelRef.neff_key) is
- * served only if c sees its entry or proved it holds the kernel's IR
- * since nkid started (a request with that IR, or a Lookup of its digest:
- * rpc_cache_grant); else done gets KCACHE_ENOENT, as for a key nkid does
- * not have. A key named beside the IR is then ignored (the IR decides).
- * rq is copied; its strings are borrowed until done runs, which runs
- * exactly once.
- */
-void	rpc_cache_resolve(struct rpc_call *c, const struct kcache_request *rq,
-	    kcache_done_cb done, void *arg);
-
-/*
- * Record that uid proved it holds the IR of key's kernel (it sent the IR,
- * or looked its digest up): later requests by key alone are served to it
- * under owner visibility. In memory, on the loop thread; the table starts
- * again from empty past its bound (a later request proves it again).
- * A key that is not a key is ignored.
- */
-void	rpc_cache_grant(struct daemon *d, uint32_t uid, const char *key);
-/* Nonzero if rpc_cache_grant recorded uid and key. */
-int	rpc_cache_granted(struct daemon *d, uint32_t uid, const char *key);
-/* Forget every grant (after an unpin: what an administrator's pin
- * showed may be hidden now). */
-void	rpc_cache_grants_clear(struct daemon *d);
-/* Free a grant table (NULL: nothing); daemon_release's. */
-void	rpc_cache_grants_free(struct rpc_cache_grants *g);
 
 #endif /* NKID_RPC_CACHE_H */

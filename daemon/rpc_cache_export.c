@@ -13,6 +13,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/dispatch_error.h"
 #include "daemon/kcache.h"
+#include "daemon/kernel.h"
 #include "daemon/log.h"
 #include "daemon/rpc_cache.h"
 #include "daemon/xmalloc.h"
@@ -25,7 +26,7 @@ struct rpc_cache_export {
 	const char *const *keys;	/* borrowed from c->req */
 	size_t		  nkeys;
 	int		  pinned_only;
-	int64_t		  viewer;	/* rpc_cache_viewer's */
+	int64_t		  viewer;	/* kernel_viewer's */
 	int		  fd;		/* the bundle; -1 before it exists */
 	uint8_t		 *buf;		/* EXPORT_CHUNK bytes */
 	size_t		  buffered;	/* build: bytes in buf not written */
@@ -249,7 +250,7 @@ rpc_cache_export(struct rpc_call *c)
 	x->keys = (const char *const *)req->keys;
 	x->nkeys = req->n_keys;
 	x->pinned_only = req->pinned_only;
-	x->viewer = rpc_cache_viewer(c);
+	x->viewer = kernel_viewer(c);
 	x->fd = -1;
 	x->buf = xmalloc(EXPORT_CHUNK);
 	x->t0 = uv_hrtime();

@@ -7,6 +7,7 @@
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
+#include "daemon/kernel.h"
 #include "daemon/log.h"
 #include "daemon/rpc_cache.h"
 #include "daemon/xmalloc.h"
@@ -19,7 +20,7 @@ struct rpc_cache_list {
 	struct rpc_call			*c;
 	char				*prefix;
 	unsigned			 limit;
-	int64_t				 viewer;	/* rpc_cache_viewer's */
+	int64_t				 viewer;	/* kernel_viewer's */
 	Nkid__V1__CacheListReply	 r;	/* the entries, as listed */
 	int				 error;
 };
@@ -84,7 +85,7 @@ rpc_cache_list(struct rpc_call *c)
 	l->c = c;
 	nkid__v1__cache_list_reply__init(&l->r);
 	l->prefix = xstrdup(req->prefix);
-	l->viewer = rpc_cache_viewer(c);
+	l->viewer = kernel_viewer(c);
 	l->limit = req->limit > 0 && req->limit < RPC_CACHE_LIST_MAX ?
 	    req->limit : RPC_CACHE_LIST_MAX;
 	kcache_async(c->d->kcache, rpc_cache_list_work_cb,

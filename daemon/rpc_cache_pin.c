@@ -7,6 +7,7 @@
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
+#include "daemon/kernel.h"
 #include "daemon/rpc_cache.h"
 #include "daemon/xmalloc.h"
 
@@ -32,7 +33,7 @@ struct rpc_cache_pin {
 	struct rpc_call			*c;
 	const Nkid__V1__CachePinRequest	*req;
 	int64_t				 uid;	/* -1: admin */
-	int64_t				 viewer;	/* rpc_cache_viewer */
+	int64_t				 viewer;	/* kernel_viewer */
 	uint64_t			 quota;
 	int				*rc;
 	size_t				 over;	/* first key over */
@@ -119,10 +120,10 @@ rpc_cache_pin(struct rpc_call *c)
 	/* Pins keep bytes from everyone else's kernels: a quota per uid,
 	 * none for administrators. */
 	p->uid = c->id.admin ? CACHE_PIN_ANYONE : (int64_t)c->id.uid;
-	p->viewer = rpc_cache_viewer(c);
+	p->viewer = kernel_viewer(c);
 	/* An administrator's pin may have shown an entry to everyone. */
 	if (req->unpin)
-		rpc_cache_grants_clear(c->d);
+		kernel_grants_clear(c->d);
 	p->quota = c->id.admin ? UINT64_MAX : c->d->cfg.cache_pin_quota != 0 ?
 	    c->d->cfg.cache_pin_quota : c->d->cfg.cache_max_bytes / 4;
 	if (rpc_cache_async(c, NULL, rpc_cache_pin_work_cb,

@@ -9,6 +9,7 @@
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
+#include "daemon/kernel.h"
 #include "daemon/log.h"
 #include "daemon/rpc_cache.h"
 #include "daemon/xmalloc.h"
@@ -134,7 +135,7 @@ rpc_cache_verify(struct rpc_call *c)
 	}
 	x = xcalloc(1, sizeof *x);
 	x->c = c;
-	x->v.viewer = rpc_cache_viewer(c);
+	x->v.viewer = kernel_viewer(c);
 	x->v.filter = x->v.viewer != CACHE_VIEW_ALL;
 	if (req->signatures)
 		x->flags |= CACHE_VERIFY_SIGNATURES;

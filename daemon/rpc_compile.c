@@ -8,7 +8,6 @@
 #include "daemon/dispatch_error.h"
 #include "daemon/kcache.h"
 #include "daemon/kernel.h"
-#include "daemon/rpc_cache.h"
 
 static void
 rpc_compile_done_cb(void *arg, const struct kcache_result *res)
@@ -53,7 +52,7 @@ rpc_compile(struct rpc_call *c)
 		rpc_fail(c, code, "%s", msg);
 		return;
 	}
-	rpc_cache_resolve(c, &rq, rpc_compile_done_cb, c);
+	kernel_resolve(c, &rq, rpc_compile_done_cb, c);
 }
 
 const struct rpc_method rpc_compile_method = {

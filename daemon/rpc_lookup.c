@@ -8,6 +8,7 @@
 #include "daemon/daemon.h"
 #include "daemon/dispatch.h"
 #include "daemon/kcache.h"
+#include "daemon/kernel.h"
 #include "daemon/rpc_cache.h"
 #include "daemon/xmalloc.h"
 
@@ -52,9 +53,9 @@ rpc_lookup_done_cb(void *arg)
 	struct rpc_lookup	*l = arg;
 
 	/* The caller knows the IR's digest: the key is its to use alone
-	 * (owner visibility: rpc_cache_resolve). */
+	 * (owner visibility: kernel_resolve). */
 	if (l->found)
-		rpc_cache_grant(l->c->d, l->c->id.uid, l->neff_key);
+		kernel_grant(l->c->d, l->c->id.uid, l->neff_key);
 	rpc_lookup_reply(l->c, l);
 	free(l->kernel);
 	free(l);

@@ -10,7 +10,6 @@
 #include "daemon/dispatch_error.h"
 #include "daemon/kcache.h"
 #include "daemon/kernel.h"
-#include "daemon/rpc_cache.h"
 #include "daemon/xmalloc.h"
 
 /* Most items one Warmup request may carry. */
@@ -121,7 +120,7 @@ rpc_warmup(struct rpc_call *c)
 			rpc_warmup_item_done(&w->items[i], "", msg, NULL);
 			continue;
 		}
-		rpc_cache_resolve(c, &rq, rpc_warmup_done_cb, &w->items[i]);
+		kernel_resolve(c, &rq, rpc_warmup_done_cb, &w->items[i]);
 	}
 	if (--w->pending == 0)
 		rpc_warmup_reply(c, w);
