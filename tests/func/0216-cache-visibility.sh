@@ -8,7 +8,8 @@
 # shared cache, compiled once (Compile by IR, Lookup by its digest, then
 # calls by key alone, over the fast path from nki.jit). Root (an
 # administrator) sees everything, and what it pins everyone sees (by key
-# too, until it unpins); a reload back to "shared" shows all.
+# too, until it unpins); a reload back to "shared" shows all. Jobs lists
+# another user's jobs without their kernels' names.
 # Before, every allowed uid listed and fetched every other's kernels.
 . "$(dirname "$0")/lib.sh"
 
@@ -162,6 +163,14 @@ as $B env NKID_SOCKET="$SOCK" "$PY" "$T/jit.py" 5 >"$T/jit.out" 2>&1 || fail "ui
 [ "$(compiles)" = "$n0" ] || fail "uid 65534's jit compiled uid 1's kernel again"
 [ "$(($(fastcalls) - f0))" -ge 4 ] || fail "uid 65534's warm calls did not travel the fast path ($f0 -> $(fastcalls))"
 [ "$(keys_of $B | wc -w)" = 1 ] || fail "uid 65534 lists uid 1's jit kernel"
+# Jobs: another user's jobs are listed (the queue is everyone's), their
+# kernels unnamed; its own, and root's view, name them.
+ctl $B --json jobs --all >"$T/jobs.json" || fail "jobs as uid 65534"
+[ "$(json_get "$T/jobs.json" 'sorted(set((j["uid"], j["kernel"]) for j in d["jobs"] if j["kind"] == "run"))')" = "[(1, ''), (65534, 'add_two')]" ] ||
+    fail "uid 65534's jobs --all: $(cat "$T/jobs.json")"
+"$NKICTL" --json jobs --all >"$T/jobs.json" || fail "jobs as root"
+[ "$(json_get "$T/jobs.json" 'sorted(set((j["uid"], j["kernel"]) for j in d["jobs"] if j["kind"] == "run"))')" = "[(1, 'add_two'), (65534, 'add_two')]" ] ||
+    fail "root's jobs --all: $(cat "$T/jobs.json")"
 
 # An administrator's pin shows an entry to everyone.
 "$NKICTL" cache pin "$KA" >/dev/null || fail "root pin"
