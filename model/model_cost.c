@@ -392,7 +392,7 @@ static void
 model_pre_add(struct model_ctx *m, struct model_op *op, int track,
     double dur, const char *name)
 {
-	assert(op->npre < 3);
+	assert(op->npre < (int)(sizeof op->pre / sizeof op->pre[0]));
 	op->pre[op->npre].track = track;
 	op->pre[op->npre].dur_ns = dur;
 	op->pre[op->npre].lat_ns = model_lat(m, track);
@@ -583,8 +583,21 @@ model_cost_elementwise(struct model_ctx *m, struct model_op *op,
 			 * cost with N_stationary = 1). */
 			model_pre_add(m, op, ENG_T, model_cyc(m, ENG_T,
 			    fmax(1.0, (double)s->n)), "broadcast");
-			npsum++;
 			nfull++;
+			/*
+			 * A matmul writes fp32 into one 2 KiB PSUM bank per
+			 * partition (arch); a broadcast wider than a bank is
+			 * no PSUM operand: each bank is copied to SBUF (a
+			 * tensor_copy on ScalarE, the copies' engine,
+			 * max(MIN_II, N)) and the op reads it there.
+			 */
+			if ((double)s->n * 4.0 > MODEL_PSUM_BANK_BYTES) {
+				model_pre_add(m, op, ENG_S, model_pass(m,
+				    ENG_S, (double)s->n, 0, 0),
+				    "broadcast copy");
+				op->pre[op->npre - 1].chain = 1;
+			} else
+				npsum++;
 		} else if (s->free_bcast || s->n == 1)
 			nscalar++;
 		else {

@@ -177,6 +177,7 @@ struct model_pre {
 	double		 dur_ns;
 	double		 lat_ns;
 	const char	*name;
+	int		 chain;		/* waits for the pre before it */
 };
 
 struct model_op {
@@ -190,7 +191,7 @@ struct model_op {
 	int		 nsrc;
 	int		 dst_read;	/* the op reads its destination */
 	int		 new_version;	/* starts a new buffer of dst */
-	struct model_pre pre[3];
+	struct model_pre pre[6];
 	int		 npre;
 	uint32_t	 pieces;	/* DMA transfers */
 	uint32_t	 first_q;	/* DMA: engine of piece 0 (set per run) */

@@ -349,6 +349,8 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 	for (i = 0; i < op->npre; i++) {
 		const struct model_pre	*pr = &op->pre[i];
 
+		if (pr->chain)
+			pdep = dep;
 		end = model_issue(m, op, pr->name, pr->track, pdep, pr->dur_ns,
 		    &p);
 		model_dep_max(&dep, end + pr->lat_ns, p);
