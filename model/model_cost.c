@@ -470,6 +470,37 @@ model_cost_dma(struct model_ctx *m, struct model_op *op,
 		op->dma_side = NULL;
 }
 
+/*
+ * A spill store of on-chip access a to the compiler's scratch in HBM, or
+ * its reload: a DMA of a's bytes per partition, contiguous in HBM, on the
+ * store or the load queue, at the rates of any load or store.
+ */
+struct model_op *
+model_spill_op(struct model_ctx *m, const struct model_acc *a, int store)
+{
+	struct model_op	*sp;
+	struct model_acc h = *a;
+
+	if ((sp = calloc(1, sizeof *sp)) == NULL)
+		return (NULL);
+	h.space = NKIR__V1__SPACE__SPACE_HBM;
+	h.runs = 1;
+	h.ir = NULL;
+	sp->kind = store ? NKIR__V1__OP_KIND__OP_STORE :
+	    NKIR__V1__OP_KIND__OP_LOAD;
+	sp->name = store ? "spill" : "reload";
+	sp->track = ENG_DMA;
+	sp->dst = store ? &h : (struct model_acc *)a;
+	sp->src[0] = store ? (struct model_acc *)a : &h;
+	sp->nsrc = 1;
+	model_cost_dma(m, sp, &h, a);
+	sp->dst = NULL;
+	sp->src[0] = NULL;
+	sp->nsrc = 0;
+	sp->dma_side = NULL;
+	return (sp);
+}
+
 uint64_t
 model_acc_active_parts(const struct model_ctx *m, const struct model_acc *x)
 {
@@ -596,6 +627,7 @@ model_cost_elementwise(struct model_ctx *m, struct model_op *op,
 				    ENG_S, (double)s->n, 0, 0),
 				    "broadcast copy");
 				op->pre[op->npre - 1].chain = 1;
+				op->bcast_pp += s->n * model_esize(s->dtype);
 			} else
 				npsum++;
 		} else if (s->free_bcast || s->n == 1)

@@ -208,6 +208,18 @@ struct model_op {
 	uint32_t	 line;
 	uint32_t	 inv_mask;	/* depths where it runs on iteration 0 only */
 	int		 depth;
+	/*
+	 * SBUF spilling (model_tensors_spill): a reload DMA before the op
+	 * for each source (3: its destination, read) whose tile was spilled,
+	 * starting no sooner than op reload_after[i] last ended; a spill
+	 * store of its destination after it.
+	 */
+	struct model_op	*reload[4];
+	uint32_t	 reload_after[4];
+	struct model_op	*spill;
+	double		 done;		/* when its last execution ended */
+	uint32_t	 done_id;
+	uint64_t	 bcast_pp;	/* SBUF its broadcast copies take */
 };
 
 struct model_node {
@@ -362,6 +374,10 @@ int	 model_holds(const struct model_ctx *m, const Nkir__V1__Branch *br);
  * out of memory (m's error set). */
 struct model_acc *model_acc_new(struct model_ctx *m,
 	    const Nkir__V1__Access *a);
+/* A spill store (store) or reload of on-chip access a as a DMA op
+ * (malloc'd; free with free()); NULL when out of memory. */
+struct model_op *model_spill_op(struct model_ctx *m,
+	    const struct model_acc *a, int store);
 /* Free an access made by model_acc_new (NULL is fine). */
 void	 model_acc_free(struct model_acc *x);
 /* What access x touches now (struct model_rng). */
@@ -396,6 +412,10 @@ int	 model_tensors_init(struct model_ctx *m);
 /* Give each tile its buffers (multi-buffering in loops, while SBUF and
  * PSUM last). Returns 0 or m's error. */
 int	 model_tensors_buffers(struct model_ctx *m);
+/* Spill tiles while the SBUF tiles live at an op overflow the target's
+ * SBUF per partition, and give the ops that touch them their spill
+ * stores and reloads. Returns 0 or m's error. */
+int	 model_tensors_spill(struct model_ctx *m);
 
 /* model_sched.c */
 /* Schedule the nodes first .. first + n at loop depth depth, every
