@@ -215,3 +215,30 @@ def test_dma_masked_partitions(rows):
     assert s["dma_bytes"] == 2 * rows * f * 4
     load = [o for o in s["ops"] if o["op"] == "load"][0]
     assert load["count"] == (rows + 7) // 8
+
+
+#: arch / trn2 arch / trn3 arch: SBUF bytes per partition
+SBUF_PP = {"trn1": 192 * 1024, "trn2": 224 * 1024, "trn3": 256 * 1024}
+
+
+@pytest.mark.parametrize("target", ("trn1", "trn2", "trn3"))
+def test_sbuf_spill(target):
+    """SBUF capacity (docs/model.md, "SBUF capacity"): k tiles of [P, F]
+    float32 loaded and summed in a chain have k + 1 tiles live at the first
+    sum. While they fit in the target's SBUF per partition nothing spills;
+    one tile more and the tile used last is stored after its load and
+    reloaded before its sum: 2 x P x F x 4 bytes more DMA, and later."""
+    import nkid.nki.typing as nt
+    import nkid.nki.language as nl
+    f = 4096
+    fit = SBUF_PP[target] // (f * 4) - 1          # k + 1 tiles fill SBUF
+    got = {}
+    for k in (fit, fit + 1):
+        s = pt.model(mc.live_tiles, (nt.tensor[[k, P, f], nl.float32],), NKIMODEL,
+                     os.environ.get("TMPDIR", "/tmp"), target=target)
+        got[k] = s
+        assert s["dma_bytes"] == (k + 1) * P * f * 4 + s["spill_bytes"]
+    assert got[fit]["spill_bytes"] == 0
+    assert got[fit + 1]["spill_bytes"] == 2 * P * f * 4
+    # the reload waits for the first sum, where the tile did not fit
+    assert got[fit + 1]["total_time_us"] > got[fit]["total_time_us"]

@@ -124,3 +124,18 @@ def masked_rows(x, rows):
     t = nl.load(x[ip, jf], mask=(ip < rows))
     nl.store(out[ip, jf], value=t, mask=(ip < rows))
     return out
+
+
+@nki.jit
+def live_tiles(x):
+    """SBUF capacity: x [k, P, F] loaded as k tiles, all live, then summed in
+    a chain (each sum a new tile): k + 1 tiles of F elements per partition
+    are live at the first sum."""
+    k = x.shape[0]
+    out = nl.ndarray(x.shape[1:], dtype=x.dtype, buffer=nl.shared_hbm)
+    t = [nl.load(x[i]) for i in range(k)]
+    s = t[0]
+    for i in range(1, k):
+        s = nisa.tensor_tensor(s, t[i], op=nl.add)
+    nl.store(out, value=s)
+    return out
