@@ -251,14 +251,38 @@ model_build_op(struct model_ctx *m, const Nkir__V1__Op *o,
 	    o->kind == NKIR__V1__OP_KIND__OP_STORE) && op->nsrc < 1)
 		return (model_fail(m, MODEL_EPARSE, "a %s has no source "
 		    "(line %u)", op->name, op->line));
+	for (i = 0; i < (size_t)op->nsrc; i++) {
+		struct model_tensor *x = op->src[i]->tensor < m->ntensors ?
+		    &m->tensors[op->src[i]->tensor] : NULL;
+
+		if (x != NULL && !x->touched) {
+			x->touched = 1;
+			x->decl_depth = sc->depth;
+		}
+	}
 	if (model_cost(m, op, o) != 0)
 		return (model_fail(m, MODEL_EPARSE, "a %s is missing an "
 		    "operand (line %u)", op->name, op->line));
 	op->new_version = o->kind == NKIR__V1__OP_KIND__OP_ALLOC ||
 	    (op->dst->covers && !op->dst_read);
 	op->inv_mask = model_invariant(sc, o, op->track);
-	if (op->new_version && sc->depth > 0 && o->dst->tensor < m->ntensors)
-		m->tensors[o->dst->tensor].in_loop = 1;
+	/*
+	 * Multi-buffering renames a tile declared in the loop that writes it
+	 * afresh (each iteration's is a new tile); a tile declared outside
+	 * (first touched at a shallower depth) is one buffer every
+	 * iteration writes in turn.
+	 */
+	if (o->dst->tensor < m->ntensors) {
+		struct model_tensor *x = &m->tensors[o->dst->tensor];
+
+		if (!x->touched) {
+			x->touched = 1;
+			x->decl_depth = sc->depth;
+		}
+		if (op->new_version && sc->depth > 0 &&
+		    x->decl_depth == sc->depth)
+			x->in_loop = 1;
+	}
 	if (o->dst->tensor < m->ntensors)
 		m->tensors[o->dst->tensor].written = 1;
 	return (0);

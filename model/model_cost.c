@@ -590,6 +590,44 @@ model_cost_isa_dma(struct model_ctx *m, struct model_op *op,
 	model_cost_dma(m, op, &h, &s);
 }
 
+static int
+model_is_hbm(int space)
+{
+	return (space == NKIR__V1__SPACE__SPACE_HBM ||
+	    space == NKIR__V1__SPACE__SPACE_SHARED_HBM);
+}
+
+/*
+ * A reshape of an HBM tensor that merges dimensions is a view in NKI (no
+ * data moves); nkid's tracer writes it as a copy of the whole tensor into
+ * a new HBM tensor of the same name, size and dtype, outside any loop,
+ * and back at the end when the kernel wrote it (client/python/nkid/
+ * tracer/merge.py). Such a copy is no instruction: its result is ready
+ * with its source. (Until model 5 it was costed as a DMA of the whole
+ * tensor, one transfer on one engine when it spans few partitions.)
+ */
+static int
+model_reshape_copy(const struct model_ctx *m, const struct model_op *op,
+    const Nkir__V1__Op *o)
+{
+	const struct model_acc	*d = op->dst, *s = op->src[0];
+	const Nkir__V1__Tensor	*td, *ts;
+
+	if (o->kind != NKIR__V1__OP_KIND__OP_DMA_COPY || op->nsrc != 1 ||
+	    op->depth != 0 || o->n_dyn != 0 ||
+	    o->alu != NKIR__V1__ALU_OP__ALU_INVALID ||
+	    d->tensor >= m->k->n_tensors || s->tensor >= m->k->n_tensors ||
+	    d->tensor == s->tensor)
+		return (0);
+	td = m->k->tensors[d->tensor];
+	ts = m->k->tensors[s->tensor];
+	return (model_is_hbm(td->space) && model_is_hbm(ts->space) &&
+	    td->dtype == ts->dtype && d->covers && s->covers &&
+	    m->tensors[d->tensor].size == m->tensors[s->tensor].size &&
+	    td->name != NULL && ts->name != NULL && td->name[0] != '\0' &&
+	    strcmp(td->name, ts->name) == 0);
+}
+
 /* Cost of a Vector/Scalar/GpSimd op reading srcs (tensor operands). */
 static void
 model_cost_elementwise(struct model_ctx *m, struct model_op *op,
@@ -775,6 +813,10 @@ model_cost(struct model_ctx *m, struct model_op *op, const Nkir__V1__Op *o)
 	case NKIR__V1__OP_KIND__OP_DMA_TRANSPOSE:
 		if (op->nsrc < 1)
 			return (-1);
+		if (model_reshape_copy(m, op, o)) {
+			op->track = ENG_FUSED;
+			return (0);
+		}
 		model_cost_isa_dma(m, op, o);
 		return (0);
 	case NKIR__V1__OP_KIND__OP_BITCAST:

@@ -269,6 +269,8 @@ struct model_tensor {
 	uint64_t	 pp_bytes;	/* bytes per partition (tiles) */
 	int		 written;
 	int		 in_loop;	/* allocated inside a loop */
+	int		 touched;	/* an op touched it (build) */
+	int		 decl_depth;	/* loop depth of the first */
 	int		 nbuf;
 	uint64_t	 version;
 	struct model_tbuf *bufs;
