@@ -293,6 +293,22 @@ struct model_dmaeng {
 	unsigned	 pos[MODEL_DMA_QCLASSES];	/* intervals put */
 };
 
+/*
+ * A compute engine's busy intervals (the newest MODEL_ENG_IVALS, by
+ * start), so that an instruction whose inputs are ready early can run in
+ * an earlier gap (model_issue); floor: no instruction starts before it
+ * (the end of the intervals forgotten).
+ */
+#define MODEL_ENG_IVALS		32
+struct model_busy {
+	double		 s[MODEL_ENG_IVALS];
+	double		 e[MODEL_ENG_IVALS];
+	uint32_t	 id[MODEL_ENG_IVALS];
+	int		 n;
+	double		 floor;
+	uint32_t	 floor_id;
+};
+
 struct model_ctx {
 	const struct model_tgt	*t;
 	const Nkir__V1__Kernel	*k;
@@ -308,6 +324,8 @@ struct model_ctx {
 	uint64_t		 program;
 	uint64_t		 iter[MODEL_MAX_DEPTH + 1];
 	double			 track_free[MODEL_NTRACKS];
+	struct model_busy	 busy[4];	/* tensor, vector, scalar,
+						 * gpsimd */
 	uint32_t		 track_last[MODEL_NTRACKS];
 	uint32_t		 dma_rr;
 	/* RAM ports two engines share (model_port): when free, by whom. */

@@ -192,8 +192,13 @@ model_event(struct model_ctx *m, const struct model_op *op, const char *name,
 }
 
 /*
- * Issue an instruction of dur ns on engine track once dep is met and the
- * engine has finished its previous one: its end; *id its instruction.
+ * Issue an instruction of dur ns on engine track once dep is met: in the
+ * first gap of the engine's busy intervals that holds it (the compiler
+ * schedules an engine's instructions; one whose inputs are ready early,
+ * e.g. of a later iteration of an affine_range loop, which declares its
+ * iterations independent, runs in the engine's idle time before later
+ * ones), else after its last. Its end; *id its instruction. (Until model
+ * 5: in program order, after the engine's previous instruction.)
  */
 static double
 model_issue(struct model_ctx *m, const struct model_op *op, const char *name,
@@ -201,6 +206,48 @@ model_issue(struct model_ctx *m, const struct model_op *op, const char *name,
 {
 	double	end;
 
+	if (track >= 0 && track < 4) {
+		struct model_busy *b = &m->busy[track];
+		int	i, k;
+
+		model_dep_max(&dep, b->floor, b->floor_id);
+		for (i = 0; i < b->n; i++) {
+			if (dep.t + dur <= b->s[i])
+				break;
+			model_dep_max(&dep, b->e[i], b->id[i]);
+		}
+		end = dep.t + dur;
+		*id = model_inst(m, track, dep.t, end, dep.id, 1);
+		if (b->n == MODEL_ENG_IVALS) {
+			if (b->e[0] > b->floor) {
+				b->floor = b->e[0];
+				b->floor_id = b->id[0];
+			}
+			memmove(&b->s[0], &b->s[1], (size_t)(b->n - 1) *
+			    sizeof b->s[0]);
+			memmove(&b->e[0], &b->e[1], (size_t)(b->n - 1) *
+			    sizeof b->e[0]);
+			memmove(&b->id[0], &b->id[1], (size_t)(b->n - 1) *
+			    sizeof b->id[0]);
+			b->n--;
+			if (i > 0)
+				i--;
+		}
+		for (k = b->n; k > i; k--) {
+			b->s[k] = b->s[k - 1];
+			b->e[k] = b->e[k - 1];
+			b->id[k] = b->id[k - 1];
+		}
+		b->s[i] = dep.t;
+		b->e[i] = end;
+		b->id[i] = *id;
+		b->n++;
+		if (end > m->track_free[track])
+			m->track_free[track] = end;
+		m->track_last[track] = *id;
+		model_event(m, op, name, track, dep.t, dur, 0);
+		return (end);
+	}
 	model_dep_max(&dep, m->track_free[track], m->track_last[track]);
 	end = dep.t + dur;
 	*id = model_inst(m, track, dep.t, end, dep.id, 1);
@@ -489,7 +536,7 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 			    m->port_last[port]);
 		end = model_issue(m, op, op->name, op->track, dep, op->dur_ns,
 		    &id);
-		if (port >= 0) {
+		if (port >= 0 && end > m->port_free[port]) {
 			m->port_free[port] = end;
 			m->port_last[port] = id;
 		}
