@@ -242,3 +242,19 @@ def test_sbuf_spill(target):
     assert got[fit + 1]["spill_bytes"] == 2 * P * f * 4
     # the reload waits for the first sum, where the tile did not fit
     assert got[fit + 1]["total_time_us"] > got[fit]["total_time_us"]
+
+
+def test_engine_fills_gaps(tmp_path):
+    """An instruction whose inputs are ready runs in its engine's idle gap
+    (docs/model.md, "Schedule"): the second iteration's first exp starts
+    before the first iteration's squares (VectorE) end, which the first
+    iteration's second exp waits for (model 4 ran ScalarE in program order:
+    after that second exp)."""
+    ev = slices(mc.two_chains, [(2, P, 2048)], "float32", "trn1", tmp_path)
+    act = sorted((e for e in ev if e["cat"] == "scalar"), key=lambda e: e["ts"])
+    vec = sorted((e for e in ev if e["cat"] == "vector"), key=lambda e: e["ts"])
+    assert len(act) == 4 and len(vec) == 8
+    # ScalarE: the two first exps, then the second exps; the second
+    # iteration's first exp runs while the first iteration's squares do
+    assert act[1]["ts"] < vec[3]["ts"] + vec[3]["dur"]
+    assert all(a["ts"] >= b["ts"] + b["dur"] - 1e-3 for a, b in zip(act[1:], act))

@@ -139,3 +139,19 @@ def live_tiles(x):
         s = nisa.tensor_tensor(s, t[i], op=nl.add)
     nl.store(out, value=s)
     return out
+
+
+@nki.jit
+def two_chains(x):
+    """Scheduling: x [2, P, F], two independent iterations of an
+    affine_range loop, each exp (ScalarE), 4 squares (VectorE), exp (ScalarE).
+    In program order ScalarE would run the second iteration's first exp
+    after the first iteration's second; its input is ready long before."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(x.shape[0]):
+        t = nl.load(x[i])
+        b = nisa.activation(op=nl.exp, data=t)
+        for _ in range(4):
+            b = nisa.tensor_tensor(b, b, op=nl.multiply)
+        nl.store(out[i], value=nisa.activation(op=nl.exp, data=b))
+    return out
