@@ -258,3 +258,25 @@ def test_engine_fills_gaps(tmp_path):
     # iteration's first exp runs while the first iteration's squares do
     assert act[1]["ts"] < vec[3]["ts"] + vec[3]["dur"]
     assert all(a["ts"] >= b["ts"] + b["dur"] - 1e-3 for a, b in zip(act[1:], act))
+
+
+def test_merged_reshape_is_a_view():
+    """A reshape of an HBM tensor that merges dimensions is a view (no
+    DMA): the kernel moves its load and its store only (model 4 also costed
+    nkid's copy of the whole tensor)."""
+    f = 1024
+    s = run(mc.merged_reshape, [(2, 64, f)], "float32")
+    assert s["dma_bytes"] == 2 * P * f * 4
+    assert [o["op"] for o in s["ops"] if o["engine"] == "dma"].count("dma_copy") == 0
+
+
+def test_tile_declared_outside_loop_is_one_buffer(tmp_path):
+    """A tile declared before an affine_range loop is one buffer: each
+    iteration's load into it starts after the previous iteration's sum read
+    it (model 4 renamed it: the loads did not wait)."""
+    ev = slices(mc.reused_tile, [(4, P, 2048)], "float32", "trn1", tmp_path)
+    red = sorted((e for e in ev if e["name"] == "tensor_reduce"), key=lambda e: e["ts"])
+    loads = sorted({e["ts"] for e in ev if e["name"] == "load"})
+    assert len(red) == 4 and len(loads) == 4
+    for i in range(1, 4):
+        assert loads[i] >= red[i - 1]["ts"] + red[i - 1]["dur"] - 1e-3, (loads, red)

@@ -155,3 +155,31 @@ def two_chains(x):
             b = nisa.tensor_tensor(b, b, op=nl.multiply)
         nl.store(out[i], value=nisa.activation(op=nl.exp, data=b))
     return out
+
+
+@nki.jit
+def merged_reshape(x):
+    """x [2, 64, F] reshaped to [128, F] (a view in NKI; nkid's tracer
+    copies it), then loaded and stored as one [128, F] tile."""
+    out = nl.ndarray((x.shape[0] * x.shape[1], x.shape[2]), dtype=x.dtype,
+                     buffer=nl.shared_hbm)
+    v = x.reshape((x.shape[0] * x.shape[1], x.shape[2]))
+    nl.store(out, value=nl.load(v))
+    return out
+
+
+@nki.jit
+def reused_tile(x):
+    """x [n, P, F]: one tile declared (zeroed) before an affine_range loop,
+    loaded into and summed in every iteration (adaptive_avg_pool2d's
+    window tile): one buffer, so each load waits for the previous sum. (An
+    nl.ndarray whose first write covers it leaves no trace of where it was
+    declared in NKIR: the model takes it as declared at that write.)"""
+    n = x.shape[0]
+    out = nl.ndarray((n, x.shape[1], 1), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.zeros((x.shape[1], x.shape[2]), dtype=x.dtype, buffer=nl.sbuf)
+    for i in nl.affine_range(n):
+        t[...] = nl.load(x[i])
+        nl.store(out[i], value=nisa.tensor_reduce(op=nl.add, data=t, axis=(1,),
+                                                   keepdims=True))
+    return out
