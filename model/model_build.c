@@ -497,6 +497,16 @@ model_tensors_buffers(struct model_ctx *m)
 
 /* ------------------------------------------------------------ spills */
 
+/* Access j of op o: its sources (0 .. 2), its destination (3); NULL
+ * past them. */
+static const struct model_acc *
+model_op_acc(const struct model_op *o, int j)
+{
+	if (o->dst == NULL)
+		return (NULL);
+	return (j < 3 ? (j < o->nsrc ? o->src[j] : NULL) : o->dst);
+}
+
 /* Whether op o touches tensor t (reads: 1, writes: 2, both: 3). */
 static int
 model_op_touches(const struct model_op *o, uint32_t t)
@@ -701,25 +711,31 @@ model_tensors_spill(struct model_ctx *m)
 	for (t = 0; t < nt; t++)
 		lo[t] = UINT32_MAX;
 	for (p = 0; p < m->nops; p++)
-		for (t = 0; t < nt; t++)
-			if (m->tensors[t].space == NKIR__V1__SPACE__SPACE_SBUF &&
-			    model_op_touches(&m->ops[p], t)) {
-				if (lo[t] == UINT32_MAX)
-					lo[t] = p;
-				hi[t] = p;
-			}
+		for (j = 0; j < 4; j++) {
+			const struct model_acc *x = model_op_acc(&m->ops[p], j);
+
+			if (x == NULL || x->tensor >= nt || m->tensors[x->tensor].
+			    space != NKIR__V1__SPACE__SPACE_SBUF)
+				continue;
+			if (lo[x->tensor] == UINT32_MAX)
+				lo[x->tensor] = p;
+			hi[x->tensor] = p;
+		}
 	/* live over a loop it is used in but defined before, or written
 	 * in by an op hoisted out of it */
 	do {
 		changed = 0;
 		for (i = 0; i < nlp; i++)
 			for (p = lp[i].a; p <= lp[i].b && p < m->nops; p++)
-				for (t = 0; t < nt; t++) {
+				for (j = 0; j < 4; j++) {
 					const struct model_op *o = &m->ops[p];
+					const struct model_acc *x =
+					    model_op_acc(o, j);
 
-					if (lo[t] == UINT32_MAX ||
-					    !model_op_touches(o, t))
+					if (x == NULL || x->tensor >= nt ||
+					    lo[x->tensor] == UINT32_MAX)
 						continue;
+					t = x->tensor;
 					if ((lo[t] < lp[i].a || (o->inv_mask >>
 					    lp[i].depth & 1)) && hi[t] < lp[i].b) {
 						hi[t] = lp[i].b;
