@@ -623,8 +623,8 @@ model_spill_next(const struct model_ctx *m, const struct model_lrange *lp,
 			continue;
 		for (q = lp[i].a; q <= p; q++)
 			if (model_op_touches(&m->ops[q], t))
-				return ((uint64_t)(lp[i].b - p) + (q - lp[i].a) +
-				    1);
+				return ((uint64_t)(lp[i].b - p) +
+				    (q - lp[i].a) + 1);
 	}
 	return ((uint64_t)m->nops);
 }
@@ -688,14 +688,15 @@ model_tensors_spill(struct model_ctx *m)
 {
 	struct model_lrange	*lp = NULL;
 	uint32_t		*lo = NULL, *hi = NULL, a, b, p, t;
-	int64_t			*press = NULL, cap = (int64_t)m->t->sbuf_pp;
+	int64_t			*press = NULL;
+	int64_t			 cap = (int64_t)m->t->sbuf_pp;
 	char			*spilled = NULL;
 	size_t			 nlp = 0, i, nt = m->ntensors;
 	int			 changed, j, any = 0;
 
 	if (m->nops == 0 || nt == 0)
 		return (0);
-	lp = calloc(m->nops + 1, sizeof *lp);
+	lp = calloc(m->nnodes + 1, sizeof *lp);
 	lo = calloc(nt, sizeof *lo);
 	hi = calloc(nt, sizeof *hi);
 	press = calloc(m->nops + 2, sizeof *press);
@@ -714,8 +715,9 @@ model_tensors_spill(struct model_ctx *m)
 		for (j = 0; j < 4; j++) {
 			const struct model_acc *x = model_op_acc(&m->ops[p], j);
 
-			if (x == NULL || x->tensor >= nt || m->tensors[x->tensor].
-			    space != NKIR__V1__SPACE__SPACE_SBUF)
+			if (x == NULL || x->tensor >= nt ||
+			    m->tensors[x->tensor].space !=
+			    NKIR__V1__SPACE__SPACE_SBUF)
 				continue;
 			if (lo[x->tensor] == UINT32_MAX)
 				lo[x->tensor] = p;
@@ -736,8 +738,9 @@ model_tensors_spill(struct model_ctx *m)
 					    lo[x->tensor] == UINT32_MAX)
 						continue;
 					t = x->tensor;
-					if ((lo[t] < lp[i].a || (o->inv_mask >>
-					    lp[i].depth & 1)) && hi[t] < lp[i].b) {
+					if ((lo[t] < lp[i].a ||
+					    (o->inv_mask >> lp[i].depth & 1)) &&
+					    hi[t] < lp[i].b) {
 						hi[t] = lp[i].b;
 						changed = 1;
 					}
@@ -772,7 +775,7 @@ model_tensors_spill(struct model_ctx *m)
 			}
 		}
 		if (victim == UINT32_MAX)
-			break;		/* the op's own tiles do not fit */
+			break;	/* the op's own tiles do not fit */
 		spilled[victim] = 1;
 		any = 1;
 	}
@@ -788,7 +791,8 @@ model_tensors_spill(struct model_ctx *m)
 			struct model_op *o = &m->ops[p];
 			uint32_t after;
 
-			if (!(model_op_touches(o, t) & 1) || o->track == ENG_NONE)
+			if (!(model_op_touches(o, t) & 1) ||
+			    o->track == ENG_NONE)
 				continue;
 			after = model_spill_after(m, lp, nlp, t, p, lo[t],
 			    press);

@@ -177,7 +177,7 @@ struct model_pre {
 	double		 dur_ns;
 	double		 lat_ns;
 	const char	*name;
-	int		 chain;		/* waits for the pre before it */
+	int		 chain;		/* waits for the pre before */
 };
 
 struct model_op {
@@ -217,7 +217,7 @@ struct model_op {
 	struct model_op	*reload[4];
 	uint32_t	 reload_after[4];
 	struct model_op	*spill;
-	double		 done;		/* when its last execution ended */
+	double		 done;		/* last execution's end */
 	uint32_t	 done_id;
 	uint64_t	 bcast_pp;	/* SBUF its broadcast copies take */
 };
