@@ -234,6 +234,9 @@ model_ctx_free(struct model_ctx *m)
 
 	for (i = 0; i < m->nops; i++) {
 		model_acc_free(m->ops[i].dst);
+		for (int j = 0; j < 4; j++)
+			free(m->ops[i].reload[j]);
+		free(m->ops[i].spill);
 		for (int j = 0; j < m->ops[i].nsrc; j++)
 			model_acc_free(m->ops[i].src[j]);
 	}
@@ -329,7 +332,8 @@ model_run(const void *ir, size_t len, const struct model_opts *opts,
 	m.last_id = UINT32_MAX;
 	if (model_tensors_init(&m) != 0 ||
 	    model_build_body(&m, k->body, k->n_body, &sc, &m.root_first,
-	    &m.root_n) != 0 || model_tensors_buffers(&m) != 0)
+	    &m.root_n) != 0 || model_tensors_buffers(&m) != 0 ||
+	    model_tensors_spill(&m) != 0)
 		goto out;
 	/* Every program in row-major order, on the one core. */
 	for (pi = 0; pi < nprog; pi++) {

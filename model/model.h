@@ -18,7 +18,7 @@
  * modeled figure, so a figure can say which model made it
  * (docs/model.md, "Versions").
  */
-#define MODEL_VERSION		"4"
+#define MODEL_VERSION		"5"
 
 /* The targets NKI names (aws-neuron-sdk nki/api/nki/__init__.py,
  * NEURON_PLATFORM_TARGET_OVERRIDE), as the model takes them. */
@@ -93,6 +93,8 @@ struct model_result {
 	double		 flops;			/* matmul FLOPs */
 	double		 peak_flops_per_ns;	/* TensorE peak (bf16) */
 	uint64_t	 dma_bytes;		/* bytes moved by DMA */
+	uint64_t	 spill_bytes;		/* ... of them SBUF spills
+						 * and reloads */
 	double		 dma_peak_bytes_per_ns;	/* all queues together */
 	double		 host_seconds;		/* what modeling took */
 };

@@ -251,14 +251,38 @@ model_build_op(struct model_ctx *m, const Nkir__V1__Op *o,
 	    o->kind == NKIR__V1__OP_KIND__OP_STORE) && op->nsrc < 1)
 		return (model_fail(m, MODEL_EPARSE, "a %s has no source "
 		    "(line %u)", op->name, op->line));
+	for (i = 0; i < (size_t)op->nsrc; i++) {
+		struct model_tensor *x = op->src[i]->tensor < m->ntensors ?
+		    &m->tensors[op->src[i]->tensor] : NULL;
+
+		if (x != NULL && !x->touched) {
+			x->touched = 1;
+			x->decl_depth = sc->depth;
+		}
+	}
 	if (model_cost(m, op, o) != 0)
 		return (model_fail(m, MODEL_EPARSE, "a %s is missing an "
 		    "operand (line %u)", op->name, op->line));
 	op->new_version = o->kind == NKIR__V1__OP_KIND__OP_ALLOC ||
 	    (op->dst->covers && !op->dst_read);
 	op->inv_mask = model_invariant(sc, o, op->track);
-	if (op->new_version && sc->depth > 0 && o->dst->tensor < m->ntensors)
-		m->tensors[o->dst->tensor].in_loop = 1;
+	/*
+	 * Multi-buffering renames a tile declared in the loop that writes it
+	 * afresh (each iteration's is a new tile); a tile declared outside
+	 * (first touched at a shallower depth) is one buffer every
+	 * iteration writes in turn.
+	 */
+	if (o->dst->tensor < m->ntensors) {
+		struct model_tensor *x = &m->tensors[o->dst->tensor];
+
+		if (!x->touched) {
+			x->touched = 1;
+			x->decl_depth = sc->depth;
+		}
+		if (op->new_version && sc->depth > 0 &&
+		    x->decl_depth == sc->depth)
+			x->in_loop = 1;
+	}
 	if (o->dst->tensor < m->ntensors)
 		m->tensors[o->dst->tensor].written = 1;
 	return (0);
@@ -469,4 +493,348 @@ model_tensors_buffers(struct model_ctx *m)
 			return (model_fail(m, MODEL_ELIMIT, "out of memory"));
 	}
 	return (0);
+}
+
+/* ------------------------------------------------------------ spills */
+
+/* Access j of op o: its sources (0 .. 2), its destination (3); NULL
+ * past them. */
+static const struct model_acc *
+model_op_acc(const struct model_op *o, int j)
+{
+	if (o->dst == NULL)
+		return (NULL);
+	return (j < 3 ? (j < o->nsrc ? o->src[j] : NULL) : o->dst);
+}
+
+/* Whether op o touches tensor t (reads: 1, writes: 2, both: 3). */
+static int
+model_op_touches(const struct model_op *o, uint32_t t)
+{
+	int	i, f = 0;
+
+	if (o->dst == NULL)
+		return (0);
+	for (i = 0; i < o->nsrc; i++)
+		if (o->src[i]->tensor == t)
+			f |= 1;
+	if (o->dst->tensor == t)
+		f |= o->dst_read ? 3 : 2;
+	return (f);
+}
+
+/* The loops of the body of nodes first .. first + n: their op ranges
+ * [a, b] (program order) and depths, appended to lp. */
+struct model_lrange {
+	uint32_t	a, b;
+	int		depth;
+};
+
+static uint32_t
+model_loops_walk(const struct model_ctx *m, uint32_t first, uint32_t n,
+    int depth, struct model_lrange *lp, size_t *nlp, uint32_t *lo,
+    uint32_t *hi)
+{
+	uint32_t	i, a, b;
+
+	for (i = 0; i < n; i++) {
+		const struct model_node *nd = &m->nodes[first + i];
+
+		a = UINT32_MAX;
+		b = 0;
+		if (!nd->loop) {
+			a = b = nd->op;
+		} else if (nd->loop == 2) {
+			model_loops_walk(m, nd->first, nd->n, depth, lp, nlp,
+			    &a, &b);
+			model_loops_walk(m, nd->efirst, nd->en, depth, lp, nlp,
+			    &a, &b);
+		} else {
+			size_t k = (*nlp)++;
+
+			model_loops_walk(m, nd->first, nd->n, depth + 1, lp,
+			    nlp, &a, &b);
+			lp[k].a = a;
+			lp[k].b = b;
+			lp[k].depth = depth;
+		}
+		if (a < *lo)
+			*lo = a;
+		if (a != UINT32_MAX && b > *hi)
+			*hi = b;
+	}
+	return (0);
+}
+
+/*
+ * SBUF bytes per partition live at each op (press[0 .. nops)): a tile is
+ * live from its first access to its last in program order, over the
+ * whole of a loop it is used in but defined before, or written in by an
+ * op hoisted out of it (lo, hi); a spilled tile only at the ops that
+ * touch it; plus the op's partition broadcasts copied to SBUF.
+ */
+static void
+model_spill_press(const struct model_ctx *m, const uint32_t *lo,
+    const uint32_t *hi, const char *spilled, int64_t *press)
+{
+	size_t	t, p;
+	int64_t	run = 0;
+
+	memset(press, 0, (m->nops + 1) * sizeof *press);
+	for (t = 0; t < m->ntensors; t++) {
+		const struct model_tensor *x = &m->tensors[t];
+
+		if (x->space != NKIR__V1__SPACE__SPACE_SBUF ||
+		    lo[t] == UINT32_MAX || spilled[t])
+			continue;
+		press[lo[t]] += (int64_t)x->pp_bytes;
+		press[hi[t] + 1] -= (int64_t)x->pp_bytes;
+	}
+	for (p = 0; p < m->nops; p++) {
+		run += press[p];
+		press[p] = run + (int64_t)m->ops[p].bcast_pp;
+	}
+	for (t = 0; t < m->ntensors; t++) {
+		if (!spilled[t])
+			continue;
+		for (p = lo[t]; p <= hi[t] && p < m->nops; p++)
+			if (model_op_touches(&m->ops[p], (uint32_t)t))
+				press[p] += (int64_t)m->tensors[t].pp_bytes;
+	}
+}
+
+/*
+ * How far after op p tile t is next used: the next op that touches it,
+ * else (live over a loop containing p) its first use in that loop's
+ * next iteration.
+ */
+static uint64_t
+model_spill_next(const struct model_ctx *m, const struct model_lrange *lp,
+    size_t nlp, uint32_t t, uint32_t p, uint32_t hi)
+{
+	uint32_t	q;
+	size_t		i;
+
+	for (q = p + 1; q <= hi && q < m->nops; q++)
+		if (model_op_touches(&m->ops[q], t))
+			return (q - p);
+	for (i = 0; i < nlp; i++) {
+		if (lp[i].a > p || lp[i].b < p || lp[i].b != hi)
+			continue;
+		for (q = lp[i].a; q <= p; q++)
+			if (model_op_touches(&m->ops[q], t))
+				return ((uint64_t)(lp[i].b - p) +
+				    (q - lp[i].a) + 1);
+	}
+	return ((uint64_t)m->nops);
+}
+
+/*
+ * The op after which a reload of tile t before op q may start: the last
+ * op since t's previous use (over the loop's back edge too) at which t
+ * would not fit beside what is live there; UINT32_MAX when t need not be
+ * reloaded (it fits all the way).
+ */
+static uint32_t
+model_spill_after(const struct model_ctx *m, const struct model_lrange *lp,
+    size_t nlp, uint32_t t, uint32_t q, uint32_t lo, const int64_t *press)
+{
+	int64_t		 cap = (int64_t)m->t->sbuf_pp;
+	int64_t		 pp = (int64_t)m->tensors[t].pp_bytes;
+	const struct model_lrange *in = NULL;
+	uint32_t	 p, lim = lo;
+	size_t		 i;
+
+	for (i = 0; i < nlp; i++)
+		if (lp[i].a <= q && q <= lp[i].b && (in == NULL ||
+		    lp[i].b - lp[i].a < in->b - in->a))
+			in = &lp[i];
+	if (in != NULL && in->a > lim)
+		lim = in->a;
+	for (p = q; p-- > lim;) {
+		if (model_op_touches(&m->ops[p], t))
+			return (UINT32_MAX);
+		if (press[p] + pp > cap)
+			return (p);
+	}
+	if (in == NULL || in->a <= lo)
+		return (UINT32_MAX);
+	/* over the loop's back edge: the end of the last iteration */
+	for (p = in->b + 1; p-- > q + 1;) {
+		if (model_op_touches(&m->ops[p], t))
+			return (UINT32_MAX);
+		if (press[p] + pp > cap)
+			return (p);
+	}
+	return (UINT32_MAX);
+}
+
+/*
+ * SBUF capacity (programming model: "When the cumulative size of live
+ * data defined by the NKI kernel overflows the capacity of any on-chip
+ * memory, the Neuron compiler inserts the necessary spills or refills
+ * between that memory and the next-tier memory"): at the first op where
+ * the live tiles overflow the target's SBUF per partition, the live tile
+ * the op does not touch whose next use is furthest is spilled (GUESSED
+ * policy: the allocator is "heuristic-based", direct allocation guide),
+ * until every op fits. A spilled tile is stored after each write ("spill
+ * data from SBUF to HBM after S is computed, and load it back into SBUF
+ * when we compute softmax", fused self-attention tutorial) and reloaded
+ * before each read that follows an op where it did not fit, once that op
+ * ended.
+ */
+int
+model_tensors_spill(struct model_ctx *m)
+{
+	struct model_lrange	*lp = NULL;
+	uint32_t		*lo = NULL, *hi = NULL, a, b, p, t;
+	int64_t			*press = NULL;
+	int64_t			 cap = (int64_t)m->t->sbuf_pp;
+	char			*spilled = NULL;
+	size_t			 nlp = 0, i, nt = m->ntensors;
+	int			 changed, j, any = 0;
+
+	if (m->nops == 0 || nt == 0)
+		return (0);
+	lp = calloc(m->nnodes + 1, sizeof *lp);
+	lo = calloc(nt, sizeof *lo);
+	hi = calloc(nt, sizeof *hi);
+	press = calloc(m->nops + 2, sizeof *press);
+	spilled = calloc(nt, 1);
+	if (lp == NULL || lo == NULL || hi == NULL || press == NULL ||
+	    spilled == NULL) {
+		model_fail(m, MODEL_ELIMIT, "out of memory");
+		goto out;
+	}
+	a = UINT32_MAX;
+	b = 0;
+	model_loops_walk(m, m->root_first, m->root_n, 0, lp, &nlp, &a, &b);
+	for (t = 0; t < nt; t++)
+		lo[t] = UINT32_MAX;
+	for (p = 0; p < m->nops; p++)
+		for (j = 0; j < 4; j++) {
+			const struct model_acc *x = model_op_acc(&m->ops[p], j);
+
+			if (x == NULL || x->tensor >= nt ||
+			    m->tensors[x->tensor].space !=
+			    NKIR__V1__SPACE__SPACE_SBUF)
+				continue;
+			if (lo[x->tensor] == UINT32_MAX)
+				lo[x->tensor] = p;
+			hi[x->tensor] = p;
+		}
+	/* live over a loop it is used in but defined before, or written
+	 * in by an op hoisted out of it */
+	do {
+		changed = 0;
+		for (i = 0; i < nlp; i++)
+			for (p = lp[i].a; p <= lp[i].b && p < m->nops; p++)
+				for (j = 0; j < 4; j++) {
+					const struct model_op *o = &m->ops[p];
+					const struct model_acc *x =
+					    model_op_acc(o, j);
+
+					if (x == NULL || x->tensor >= nt ||
+					    lo[x->tensor] == UINT32_MAX)
+						continue;
+					t = x->tensor;
+					if ((lo[t] < lp[i].a ||
+					    (o->inv_mask >> lp[i].depth & 1)) &&
+					    hi[t] < lp[i].b) {
+						hi[t] = lp[i].b;
+						changed = 1;
+					}
+					if ((o->inv_mask >> lp[i].depth & 1) &&
+					    lo[t] > lp[i].a) {
+						lo[t] = lp[i].a;
+						changed = 1;
+					}
+				}
+	} while (changed);
+	for (;;) {
+		uint64_t best = 0, d;
+		uint32_t victim = UINT32_MAX;
+
+		model_spill_press(m, lo, hi, spilled, press);
+		for (p = 0; p < m->nops && press[p] <= cap; p++)
+			;
+		if (p == m->nops)
+			break;
+		for (t = 0; t < nt; t++) {
+			if (spilled[t] || lo[t] == UINT32_MAX || lo[t] > p ||
+			    hi[t] < p || m->tensors[t].space !=
+			    NKIR__V1__SPACE__SPACE_SBUF ||
+			    model_op_touches(&m->ops[p], t))
+				continue;
+			d = model_spill_next(m, lp, nlp, t, p, hi[t]);
+			if (victim == UINT32_MAX || d > best || (d == best &&
+			    m->tensors[t].pp_bytes >
+			    m->tensors[victim].pp_bytes)) {
+				best = d;
+				victim = t;
+			}
+		}
+		if (victim == UINT32_MAX)
+			break;	/* the op's own tiles do not fit */
+		spilled[victim] = 1;
+		any = 1;
+	}
+	if (!any)
+		goto out;
+	model_spill_press(m, lo, hi, spilled, press);
+	for (t = 0; t < nt; t++) {
+		int reloads = 0;
+
+		if (!spilled[t])
+			continue;
+		for (p = lo[t]; p <= hi[t] && p < m->nops; p++) {
+			struct model_op *o = &m->ops[p];
+			uint32_t after;
+
+			if (!(model_op_touches(o, t) & 1) ||
+			    o->track == ENG_NONE)
+				continue;
+			after = model_spill_after(m, lp, nlp, t, p, lo[t],
+			    press);
+			if (after == UINT32_MAX)
+				continue;
+			for (j = 0; j < 4; j++) {
+				const struct model_acc *x = j < 3 ?
+				    (j < o->nsrc ? o->src[j] : NULL) :
+				    (o->dst_read ? o->dst : NULL);
+
+				if (x == NULL || x->tensor != t ||
+				    o->reload[j] != NULL)
+					continue;
+				if ((o->reload[j] = model_spill_op(m, x, 0)) ==
+				    NULL) {
+					model_fail(m, MODEL_ELIMIT, "out of "
+					    "memory");
+					goto out;
+				}
+				o->reload_after[j] = after;
+				reloads++;
+			}
+		}
+		if (reloads == 0)
+			continue;
+		for (p = lo[t]; p <= hi[t] && p < m->nops; p++) {
+			struct model_op *o = &m->ops[p];
+
+			if (!(model_op_touches(o, t) & 2) || o->spill != NULL ||
+			    o->track == ENG_NONE)
+				continue;
+			if ((o->spill = model_spill_op(m, o->dst, 1)) == NULL) {
+				model_fail(m, MODEL_ELIMIT, "out of memory");
+				goto out;
+			}
+		}
+	}
+out:
+	free(lp);
+	free(lo);
+	free(hi);
+	free(press);
+	free(spilled);
+	return (m->error);
 }

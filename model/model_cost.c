@@ -392,7 +392,7 @@ static void
 model_pre_add(struct model_ctx *m, struct model_op *op, int track,
     double dur, const char *name)
 {
-	assert(op->npre < 3);
+	assert(op->npre < (int)(sizeof op->pre / sizeof op->pre[0]));
 	op->pre[op->npre].track = track;
 	op->pre[op->npre].dur_ns = dur;
 	op->pre[op->npre].lat_ns = model_lat(m, track);
@@ -468,6 +468,37 @@ model_cost_dma(struct model_ctx *m, struct model_op *op,
 	if (op->dma_side != NULL && (op->dma_side->ir == NULL ||
 	    op->dma_side->ir->n_mask == 0))
 		op->dma_side = NULL;
+}
+
+/*
+ * A spill store of on-chip access a to the compiler's scratch in HBM, or
+ * its reload: a DMA of a's bytes per partition, contiguous in HBM, on the
+ * store or the load queue, at the rates of any load or store.
+ */
+struct model_op *
+model_spill_op(struct model_ctx *m, const struct model_acc *a, int store)
+{
+	struct model_op	*sp;
+	struct model_acc h = *a;
+
+	if ((sp = calloc(1, sizeof *sp)) == NULL)
+		return (NULL);
+	h.space = NKIR__V1__SPACE__SPACE_HBM;
+	h.runs = 1;
+	h.ir = NULL;
+	sp->kind = store ? NKIR__V1__OP_KIND__OP_STORE :
+	    NKIR__V1__OP_KIND__OP_LOAD;
+	sp->name = store ? "spill" : "reload";
+	sp->track = ENG_DMA;
+	sp->dst = store ? &h : (struct model_acc *)a;
+	sp->src[0] = store ? (struct model_acc *)a : &h;
+	sp->nsrc = 1;
+	model_cost_dma(m, sp, &h, a);
+	sp->dst = NULL;
+	sp->src[0] = NULL;
+	sp->nsrc = 0;
+	sp->dma_side = NULL;
+	return (sp);
 }
 
 uint64_t
@@ -559,6 +590,44 @@ model_cost_isa_dma(struct model_ctx *m, struct model_op *op,
 	model_cost_dma(m, op, &h, &s);
 }
 
+static int
+model_is_hbm(int space)
+{
+	return (space == NKIR__V1__SPACE__SPACE_HBM ||
+	    space == NKIR__V1__SPACE__SPACE_SHARED_HBM);
+}
+
+/*
+ * A reshape of an HBM tensor that merges dimensions is a view in NKI (no
+ * data moves); nkid's tracer writes it as a copy of the whole tensor into
+ * a new HBM tensor of the same name, size and dtype, outside any loop,
+ * and back at the end when the kernel wrote it (client/python/nkid/
+ * tracer/merge.py). Such a copy is no instruction: its result is ready
+ * with its source. (Until model 5 it was costed as a DMA of the whole
+ * tensor, one transfer on one engine when it spans few partitions.)
+ */
+static int
+model_reshape_copy(const struct model_ctx *m, const struct model_op *op,
+    const Nkir__V1__Op *o)
+{
+	const struct model_acc	*d = op->dst, *s = op->src[0];
+	const Nkir__V1__Tensor	*td, *ts;
+
+	if (o->kind != NKIR__V1__OP_KIND__OP_DMA_COPY || op->nsrc != 1 ||
+	    op->depth != 0 || o->n_dyn != 0 ||
+	    o->alu != NKIR__V1__ALU_OP__ALU_INVALID ||
+	    d->tensor >= m->k->n_tensors || s->tensor >= m->k->n_tensors ||
+	    d->tensor == s->tensor)
+		return (0);
+	td = m->k->tensors[d->tensor];
+	ts = m->k->tensors[s->tensor];
+	return (model_is_hbm(td->space) && model_is_hbm(ts->space) &&
+	    td->dtype == ts->dtype && d->covers && s->covers &&
+	    m->tensors[d->tensor].size == m->tensors[s->tensor].size &&
+	    td->name != NULL && ts->name != NULL && td->name[0] != '\0' &&
+	    strcmp(td->name, ts->name) == 0);
+}
+
 /* Cost of a Vector/Scalar/GpSimd op reading srcs (tensor operands). */
 static void
 model_cost_elementwise(struct model_ctx *m, struct model_op *op,
@@ -583,8 +652,22 @@ model_cost_elementwise(struct model_ctx *m, struct model_op *op,
 			 * cost with N_stationary = 1). */
 			model_pre_add(m, op, ENG_T, model_cyc(m, ENG_T,
 			    fmax(1.0, (double)s->n)), "broadcast");
-			npsum++;
 			nfull++;
+			/*
+			 * A matmul writes fp32 into one 2 KiB PSUM bank per
+			 * partition (arch); a broadcast wider than a bank is
+			 * no PSUM operand: each bank is copied to SBUF (a
+			 * tensor_copy on ScalarE, the copies' engine,
+			 * max(MIN_II, N)) and the op reads it there.
+			 */
+			if ((double)s->n * 4.0 > MODEL_PSUM_BANK_BYTES) {
+				model_pre_add(m, op, ENG_S, model_pass(m,
+				    ENG_S, (double)s->n, 0, 0),
+				    "broadcast copy");
+				op->pre[op->npre - 1].chain = 1;
+				op->bcast_pp += s->n * model_esize(s->dtype);
+			} else
+				npsum++;
 		} else if (s->free_bcast || s->n == 1)
 			nscalar++;
 		else {
@@ -730,6 +813,10 @@ model_cost(struct model_ctx *m, struct model_op *op, const Nkir__V1__Op *o)
 	case NKIR__V1__OP_KIND__OP_DMA_TRANSPOSE:
 		if (op->nsrc < 1)
 			return (-1);
+		if (model_reshape_copy(m, op, o)) {
+			op->track = ENG_FUSED;
+			return (0);
+		}
 		model_cost_isa_dma(m, op, o);
 		return (0);
 	case NKIR__V1__OP_KIND__OP_BITCAST:

@@ -177,6 +177,7 @@ struct model_pre {
 	double		 dur_ns;
 	double		 lat_ns;
 	const char	*name;
+	int		 chain;		/* waits for the pre before */
 };
 
 struct model_op {
@@ -190,7 +191,7 @@ struct model_op {
 	int		 nsrc;
 	int		 dst_read;	/* the op reads its destination */
 	int		 new_version;	/* starts a new buffer of dst */
-	struct model_pre pre[3];
+	struct model_pre pre[6];
 	int		 npre;
 	uint32_t	 pieces;	/* DMA transfers */
 	uint32_t	 first_q;	/* DMA: engine of piece 0 (set per run) */
@@ -207,6 +208,18 @@ struct model_op {
 	uint32_t	 line;
 	uint32_t	 inv_mask;	/* depths where it runs on iteration 0 only */
 	int		 depth;
+	/*
+	 * SBUF spilling (model_tensors_spill): a reload DMA before the op
+	 * for each source (3: its destination, read) whose tile was spilled,
+	 * starting no sooner than op reload_after[i] last ended; a spill
+	 * store of its destination after it.
+	 */
+	struct model_op	*reload[4];
+	uint32_t	 reload_after[4];
+	struct model_op	*spill;
+	double		 done;		/* last execution's end */
+	uint32_t	 done_id;
+	uint64_t	 bcast_pp;	/* SBUF its broadcast copies take */
 };
 
 struct model_node {
@@ -256,6 +269,8 @@ struct model_tensor {
 	uint64_t	 pp_bytes;	/* bytes per partition (tiles) */
 	int		 written;
 	int		 in_loop;	/* allocated inside a loop */
+	int		 touched;	/* an op touched it (build) */
+	int		 decl_depth;	/* loop depth of the first */
 	int		 nbuf;
 	uint64_t	 version;
 	struct model_tbuf *bufs;
@@ -278,6 +293,22 @@ struct model_dmaeng {
 	unsigned	 pos[MODEL_DMA_QCLASSES];	/* intervals put */
 };
 
+/*
+ * A compute engine's busy intervals (the newest MODEL_ENG_IVALS, by
+ * start), so that an instruction whose inputs are ready early can run in
+ * an earlier gap (model_issue); floor: no instruction starts before it
+ * (the end of the intervals forgotten).
+ */
+#define MODEL_ENG_IVALS		32
+struct model_busy {
+	double		 s[MODEL_ENG_IVALS];
+	double		 e[MODEL_ENG_IVALS];
+	uint32_t	 id[MODEL_ENG_IVALS];
+	int		 n;
+	double		 floor;
+	uint32_t	 floor_id;
+};
+
 struct model_ctx {
 	const struct model_tgt	*t;
 	const Nkir__V1__Kernel	*k;
@@ -293,6 +324,8 @@ struct model_ctx {
 	uint64_t		 program;
 	uint64_t		 iter[MODEL_MAX_DEPTH + 1];
 	double			 track_free[MODEL_NTRACKS];
+	struct model_busy	 busy[4];	/* tensor, vector, scalar,
+						 * gpsimd */
 	uint32_t		 track_last[MODEL_NTRACKS];
 	uint32_t		 dma_rr;
 	/* RAM ports two engines share (model_port): when free, by whom. */
@@ -361,6 +394,10 @@ int	 model_holds(const struct model_ctx *m, const Nkir__V1__Branch *br);
  * out of memory (m's error set). */
 struct model_acc *model_acc_new(struct model_ctx *m,
 	    const Nkir__V1__Access *a);
+/* A spill store (store) or reload of on-chip access a as a DMA op
+ * (malloc'd; free with free()); NULL when out of memory. */
+struct model_op *model_spill_op(struct model_ctx *m,
+	    const struct model_acc *a, int store);
 /* Free an access made by model_acc_new (NULL is fine). */
 void	 model_acc_free(struct model_acc *x);
 /* What access x touches now (struct model_rng). */
@@ -395,6 +432,10 @@ int	 model_tensors_init(struct model_ctx *m);
 /* Give each tile its buffers (multi-buffering in loops, while SBUF and
  * PSUM last). Returns 0 or m's error. */
 int	 model_tensors_buffers(struct model_ctx *m);
+/* Spill tiles while the SBUF tiles live at an op overflow the target's
+ * SBUF per partition, and give the ops that touch them their spill
+ * stores and reloads. Returns 0 or m's error. */
+int	 model_tensors_spill(struct model_ctx *m);
 
 /* model_sched.c */
 /* Schedule the nodes first .. first + n at loop depth depth, every

@@ -230,9 +230,11 @@ model_summary(struct model_buf_text *s, const char *kernel,
 	model_text_printf(s, "},\"dma_active_percent\":%.2f,", 100.0 * dbusy /
 	    (total * MODEL_DMA_QUEUES));
 	model_text_printf(s, "\"flops\":%.0f,\"hfu_percent\":%.2f,"
-	    "\"dma_bytes\":%" PRIu64 ",\"dma_gbps\":%.2f,"
+	    "\"dma_bytes\":%" PRIu64 ",\"spill_bytes\":%" PRIu64 ","
+	    "\"dma_gbps\":%.2f,"
 	    "\"dma_bandwidth_utilization_percent\":%.2f,", r->flops,
 	    100.0 * r->flops / (total * r->peak_flops_per_ns), r->dma_bytes,
+	    r->spill_bytes,
 	    (double)r->dma_bytes / total,
 	    100.0 * (double)r->dma_bytes / (total * r->dma_peak_bytes_per_ns));
 	if (r->critical_track >= 0) {

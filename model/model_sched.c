@@ -192,8 +192,13 @@ model_event(struct model_ctx *m, const struct model_op *op, const char *name,
 }
 
 /*
- * Issue an instruction of dur ns on engine track once dep is met and the
- * engine has finished its previous one: its end; *id its instruction.
+ * Issue an instruction of dur ns on engine track once dep is met: in the
+ * first gap of the engine's busy intervals that holds it (the compiler
+ * schedules an engine's instructions; one whose inputs are ready early,
+ * e.g. of a later iteration of an affine_range loop, which declares its
+ * iterations independent, runs in the engine's idle time before later
+ * ones), else after its last. Its end; *id its instruction. (Until model
+ * 5: in program order, after the engine's previous instruction.)
  */
 static double
 model_issue(struct model_ctx *m, const struct model_op *op, const char *name,
@@ -201,6 +206,48 @@ model_issue(struct model_ctx *m, const struct model_op *op, const char *name,
 {
 	double	end;
 
+	if (track >= 0 && track < 4) {
+		struct model_busy *b = &m->busy[track];
+		int	i, k;
+
+		model_dep_max(&dep, b->floor, b->floor_id);
+		for (i = 0; i < b->n; i++) {
+			if (dep.t + dur <= b->s[i])
+				break;
+			model_dep_max(&dep, b->e[i], b->id[i]);
+		}
+		end = dep.t + dur;
+		*id = model_inst(m, track, dep.t, end, dep.id, 1);
+		if (b->n == MODEL_ENG_IVALS) {
+			if (b->e[0] > b->floor) {
+				b->floor = b->e[0];
+				b->floor_id = b->id[0];
+			}
+			memmove(&b->s[0], &b->s[1], (size_t)(b->n - 1) *
+			    sizeof b->s[0]);
+			memmove(&b->e[0], &b->e[1], (size_t)(b->n - 1) *
+			    sizeof b->e[0]);
+			memmove(&b->id[0], &b->id[1], (size_t)(b->n - 1) *
+			    sizeof b->id[0]);
+			b->n--;
+			if (i > 0)
+				i--;
+		}
+		for (k = b->n; k > i; k--) {
+			b->s[k] = b->s[k - 1];
+			b->e[k] = b->e[k - 1];
+			b->id[k] = b->id[k - 1];
+		}
+		b->s[i] = dep.t;
+		b->e[i] = end;
+		b->id[i] = *id;
+		b->n++;
+		if (end > m->track_free[track])
+			m->track_free[track] = end;
+		m->track_last[track] = *id;
+		model_event(m, op, name, track, dep.t, dur, 0);
+		return (end);
+	}
 	model_dep_max(&dep, m->track_free[track], m->track_last[track]);
 	end = dep.t + dur;
 	*id = model_inst(m, track, dep.t, end, dep.id, 1);
@@ -300,6 +347,121 @@ model_port(const struct model_ctx *m, const struct model_op *op)
 	return (-1);
 }
 
+/*
+ * Place DMA op's transfers (it may start at dep) on the DMA engines and
+ * their queues; returns when its last transfer lands, *id its
+ * instruction.
+ */
+static double
+model_exec_dma(struct model_ctx *m, const struct model_op *op,
+    struct model_dep dep, uint32_t *id)
+{
+	struct model_result	*r = m->r;
+	struct model_op	 masked;
+	const struct model_op *dop = op;
+	uint32_t q0 = m->dma_rr, j;
+	double	 bstart = 0.0;
+	int	 bq = MODEL_TRACK_DMA0, c = op->dma_q;
+	struct model_dep best = { -1.0, UINT32_MAX };
+
+	/*
+	 * Hardware DGE (trn2, trn3): the instruction's descriptors
+	 * are made, in program order, on the DGE instance of its
+	 * queue's trigger engine (loads one, stores the other; dma
+	 * intro: a queue "is typically tied to the trigger engine")
+	 * before its transfers start (model_targets). Descriptors
+	 * need addresses, not data: a DGE works ahead of the
+	 * instruction's dependencies (dge: "descriptor generation
+	 * overlaps with earlier compute instructions").
+	 */
+	/* Only the partitions its masks leave active move. */
+	if (op->dma_side != NULL && op->kind !=
+	    NKIR__V1__OP_KIND__OP_ALL_REDUCE) {
+		uint64_t ap = model_acc_active_parts(m, op->dma_side);
+
+		if (ap < op->dma_side->parts) {
+			masked = *op;
+			model_dma_split(&masked, ap);
+			dop = &masked;
+		}
+	}
+	if (m->t->dge_ns > 0) {
+		double	*g = &m->dge_free[c % MODEL_DGE_UNITS];
+
+		*g += m->t->dge_ns;
+		if (*g > dep.t)
+			dep.t = *g;
+	}
+
+	for (j = 0; j < dop->pieces; j++) {
+		int	 e = (int)((q0 + j) % MODEL_DMA_QUEUES);
+		int	 q = MODEL_TRACK_DMA0 + e;
+		int	 lastp = j + 1 == dop->pieces;
+		double	 t = lastp ? dop->last_ns : dop->piece_ns;
+		double	 occ = lastp ? dop->last_occ : dop->piece_occ;
+		uint64_t by = lastp ? dop->last_bytes : dop->piece_bytes;
+		struct model_dmaeng *de = &m->dmaeng[e];
+		struct model_dep s = dep;
+		double	 mv, fin, qend;
+
+		/* In order on its queue; bytes in the engine's gaps. */
+		model_dep_max(&s, m->dmaq_free[c][e],
+		    m->dmaq_last[c][e]);
+		mv = model_dma_place(de, c, s.t, occ);
+		fin = s.t + t > mv ? s.t + t : mv;
+		/* A pipelining queue is free once the bytes moved. */
+		qend = m->t->dma_lat > 0 ? mv : fin;
+		m->dmaq_free[c][e] = qend;
+		if (qend > m->track_free[q])
+			m->track_free[q] = qend;
+		/*
+		 * busy_ns: time the engine moves bytes or a queue waits
+		 * out its floor; the other queue's moves count once.
+		 */
+		r->busy_ns[q] += qend - s.t - model_dma_overlap(de, !c,
+		    s.t, qend);
+		r->dma_bytes += by;
+		model_event(m, op, op->name, q, s.t, qend - s.t, by);
+		if (fin > best.t) {
+			best.t = fin;
+			best.id = s.id;
+			bstart = s.t;
+			bq = q;
+		}
+	}
+	*id = model_inst(m, bq, bstart, best.t, best.id, 0);
+	for (j = 0; j < dop->pieces && j < MODEL_DMA_QUEUES; j++)
+		m->dmaq_last[c][(q0 + j) % MODEL_DMA_QUEUES] = *id;
+	m->dma_rr = (q0 + dop->pieces) % MODEL_DMA_QUEUES;
+	return (best.t);
+}
+
+/*
+ * Reload the spilled tile op reads through its source i (3: its
+ * destination): a DMA into the region, once the op where it did not fit
+ * ended and its earlier readers are done.
+ */
+static void
+model_exec_reload(struct model_ctx *m, struct model_op *op, int i)
+{
+	const struct model_acc	*x = i < 3 ? op->src[i] : op->dst;
+	struct model_tensor	*t = &m->tensors[x->tensor];
+	const struct model_op	*aft = &m->ops[op->reload_after[i]];
+	struct model_dep	 d = { 0.0, UINT32_MAX };
+	struct model_rng	 rg;
+	const struct model_op	*rl = op->reload[i];
+	uint32_t		 id;
+	double			 end;
+
+	model_acc_range(m, x, &rg);
+	model_dep_write(t, &rg, 0, &d);
+	model_dep_max(&d, aft->done, aft->done_id);
+	end = model_exec_dma(m, rl, d, &id);
+	model_note_write(t, &rg, end, id);
+	m->r->spill_bytes += rl->piece_bytes * (rl->pieces - 1) +
+	    rl->last_bytes;
+}
+
 static int
 model_exec_op(struct model_ctx *m, struct model_op *op)
 {
@@ -320,6 +482,10 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 	if ((r->instructions & 4095) == 0 && m->opts != NULL &&
 	    m->opts->cancel != NULL && *m->opts->cancel)
 		return (model_fail(m, MODEL_ECANCELED, "canceled"));
+	/* Reloads of spilled tiles it reads (model_tensors_spill). */
+	for (i = 0; i < 4; i++)
+		if (op->reload[i] != NULL)
+			model_exec_reload(m, op, i);
 	model_acc_range(m, op->dst, &dr);
 	if (op->track == ENG_FUSED) {
 		for (i = 0; i < op->nsrc; i++) {
@@ -349,6 +515,8 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 	for (i = 0; i < op->npre; i++) {
 		const struct model_pre	*pr = &op->pre[i];
 
+		if (pr->chain)
+			pdep = dep;
 		end = model_issue(m, op, pr->name, pr->track, pdep, pr->dur_ns,
 		    &p);
 		model_dep_max(&dep, end + pr->lat_ns, p);
@@ -360,82 +528,7 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 	model_dep_write(&m->tensors[op->dst->tensor], &dr, op->new_version,
 	    &dep);
 	if (op->track == ENG_DMA) {
-		struct model_op	 masked, *dop = op;
-		uint32_t q0 = m->dma_rr, j;
-		double	 bstart = 0.0;
-		int	 bq = MODEL_TRACK_DMA0, c = op->dma_q;
-		struct model_dep best = { -1.0, UINT32_MAX };
-
-		/*
-		 * Hardware DGE (trn2, trn3): the instruction's descriptors
-		 * are made, in program order, on the DGE instance of its
-		 * queue's trigger engine (loads one, stores the other; dma
-		 * intro: a queue "is typically tied to the trigger engine")
-		 * before its transfers start (model_targets). Descriptors
-		 * need addresses, not data: a DGE works ahead of the
-		 * instruction's dependencies (dge: "descriptor generation
-		 * overlaps with earlier compute instructions").
-		 */
-		/* Only the partitions its masks leave active move. */
-		if (op->dma_side != NULL && op->kind !=
-		    NKIR__V1__OP_KIND__OP_ALL_REDUCE) {
-			uint64_t ap = model_acc_active_parts(m, op->dma_side);
-
-			if (ap < op->dma_side->parts) {
-				masked = *op;
-				model_dma_split(&masked, ap);
-				dop = &masked;
-			}
-		}
-		if (m->t->dge_ns > 0) {
-			double	*g = &m->dge_free[c % MODEL_DGE_UNITS];
-
-			*g += m->t->dge_ns;
-			if (*g > dep.t)
-				dep.t = *g;
-		}
-
-		for (j = 0; j < dop->pieces; j++) {
-			int	 e = (int)((q0 + j) % MODEL_DMA_QUEUES);
-			int	 q = MODEL_TRACK_DMA0 + e;
-			int	 lastp = j + 1 == dop->pieces;
-			double	 t = lastp ? dop->last_ns : dop->piece_ns;
-			double	 occ = lastp ? dop->last_occ : dop->piece_occ;
-			uint64_t by = lastp ? dop->last_bytes : dop->piece_bytes;
-			struct model_dmaeng *de = &m->dmaeng[e];
-			struct model_dep s = dep;
-			double	 mv, fin, qend;
-
-			/* In order on its queue; bytes in the engine's gaps. */
-			model_dep_max(&s, m->dmaq_free[c][e],
-			    m->dmaq_last[c][e]);
-			mv = model_dma_place(de, c, s.t, occ);
-			fin = s.t + t > mv ? s.t + t : mv;
-			/* A pipelining queue is free once the bytes moved. */
-			qend = m->t->dma_lat > 0 ? mv : fin;
-			m->dmaq_free[c][e] = qend;
-			if (qend > m->track_free[q])
-				m->track_free[q] = qend;
-			/*
-			 * busy_ns: time the engine moves bytes or a queue waits
-			 * out its floor; the other queue's moves count once.
-			 */
-			r->busy_ns[q] += qend - s.t - model_dma_overlap(de, !c,
-			    s.t, qend);
-			r->dma_bytes += by;
-			model_event(m, op, op->name, q, s.t, qend - s.t, by);
-			if (fin > best.t) {
-				best.t = fin;
-				best.id = s.id;
-				bstart = s.t;
-				bq = q;
-			}
-		}
-		id = model_inst(m, bq, bstart, best.t, best.id, 0);
-		for (j = 0; j < dop->pieces && j < MODEL_DMA_QUEUES; j++)
-			m->dmaq_last[c][(q0 + j) % MODEL_DMA_QUEUES] = id;
-		m->dma_rr = (q0 + dop->pieces) % MODEL_DMA_QUEUES;
-		end = ready = best.t;
+		end = ready = model_exec_dma(m, op, dep, &id);
 	} else {
 		port = model_port(m, op);
 		if (port >= 0)
@@ -443,7 +536,7 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 			    m->port_last[port]);
 		end = model_issue(m, op, op->name, op->track, dep, op->dur_ns,
 		    &id);
-		if (port >= 0) {
+		if (port >= 0 && end > m->port_free[port]) {
 			m->port_free[port] = end;
 			m->port_last[port] = id;
 		}
@@ -454,6 +547,18 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 		model_note_read(&m->tensors[op->src[i]->tensor], &sr[i], end,
 		    id);
 	model_note_write(&m->tensors[op->dst->tensor], &dr, ready, id);
+	op->done = end;
+	op->done_id = id;
+	/* A spilled tile is stored once written. */
+	if (op->spill != NULL) {
+		struct model_dep sd = { 0.0, UINT32_MAX };
+
+		model_dep_read(&m->tensors[op->dst->tensor], &dr, &sd);
+		end = model_exec_dma(m, op->spill, sd, &id);
+		model_note_read(&m->tensors[op->dst->tensor], &dr, end, id);
+		r->spill_bytes += op->spill->piece_bytes *
+		    (op->spill->pieces - 1) + op->spill->last_bytes;
+	}
 	return (0);
 }
 

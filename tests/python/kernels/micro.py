@@ -124,3 +124,62 @@ def masked_rows(x, rows):
     t = nl.load(x[ip, jf], mask=(ip < rows))
     nl.store(out[ip, jf], value=t, mask=(ip < rows))
     return out
+
+
+@nki.jit
+def live_tiles(x):
+    """SBUF capacity: x [k, P, F] loaded as k tiles, all live, then summed in
+    a chain (each sum a new tile): k + 1 tiles of F elements per partition
+    are live at the first sum."""
+    k = x.shape[0]
+    out = nl.ndarray(x.shape[1:], dtype=x.dtype, buffer=nl.shared_hbm)
+    t = [nl.load(x[i]) for i in range(k)]
+    s = t[0]
+    for i in range(1, k):
+        s = nisa.tensor_tensor(s, t[i], op=nl.add)
+    nl.store(out, value=s)
+    return out
+
+
+@nki.jit
+def two_chains(x):
+    """Scheduling: x [2, P, F], two independent iterations of an
+    affine_range loop, each exp (ScalarE), 4 squares (VectorE), exp (ScalarE).
+    In program order ScalarE would run the second iteration's first exp
+    after the first iteration's second; its input is ready long before."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(x.shape[0]):
+        t = nl.load(x[i])
+        b = nisa.activation(op=nl.exp, data=t)
+        for _ in range(4):
+            b = nisa.tensor_tensor(b, b, op=nl.multiply)
+        nl.store(out[i], value=nisa.activation(op=nl.exp, data=b))
+    return out
+
+
+@nki.jit
+def merged_reshape(x):
+    """x [2, 64, F] reshaped to [128, F] (a view in NKI; nkid's tracer
+    copies it), then loaded and stored as one [128, F] tile."""
+    out = nl.ndarray((x.shape[0] * x.shape[1], x.shape[2]), dtype=x.dtype,
+                     buffer=nl.shared_hbm)
+    v = x.reshape((x.shape[0] * x.shape[1], x.shape[2]))
+    nl.store(out, value=nl.load(v))
+    return out
+
+
+@nki.jit
+def reused_tile(x):
+    """x [n, P, F]: one tile declared (zeroed) before an affine_range loop,
+    loaded into and summed in every iteration (adaptive_avg_pool2d's
+    window tile): one buffer, so each load waits for the previous sum. (An
+    nl.ndarray whose first write covers it leaves no trace of where it was
+    declared in NKIR: the model takes it as declared at that write.)"""
+    n = x.shape[0]
+    out = nl.ndarray((n, x.shape[1], 1), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.zeros((x.shape[1], x.shape[2]), dtype=x.dtype, buffer=nl.sbuf)
+    for i in nl.affine_range(n):
+        t[...] = nl.load(x[i])
+        nl.store(out[i], value=nisa.tensor_reduce(op=nl.add, data=t, axis=(1,),
+                                                   keepdims=True))
+    return out
