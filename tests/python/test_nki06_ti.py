@@ -199,6 +199,87 @@ def test_matmul_gathers_moving_and_scatters_dst_with_tensor_engine_groups():
         np.testing.assert_allclose(matmul_ti(st, mv, idx, acc), want, rtol=1e-5, atol=1e-4)
 
 
+# ---------------------------------------------------------------- every instruction NKI lists
+
+def _half(d):
+    h = nl.ndarray(tuple(d.shape), nl.float32, buffer=nl.sbuf)
+    nisa.memset(h, 0.5)
+    return h
+
+
+def _red(d):
+    return nl.ndarray((d.shape[0], 1), nl.float32, buffer=nl.sbuf)
+
+
+#: The instructions NKI documents tensor indirection for (but nc_matmul,
+#: above, and nc_matmul_mx, which nkid does not run): dst, and their data.
+OPS = {
+    "tensor_copy": lambda d, x: nisa.tensor_copy(dst=d, src=x),
+    "tensor_tensor": lambda d, x: nisa.tensor_tensor(dst=d, data1=x, data2=_half(d),
+                                                     op=nl.subtract),
+    "tensor_scalar": lambda d, x: nisa.tensor_scalar(dst=d, data=x, op0=nl.multiply,
+                                                     operand0=3.0, op1=nl.add, operand1=1.0),
+    "tensor_scalar_cumulative": lambda d, x: nisa.tensor_scalar_cumulative(
+        dst=d, src=x, op0=nl.multiply, op1=nl.add, imm0=2.0),
+    "activation": lambda d, x: nisa.activation(dst=d, op=nl.exp, data=x, scale=0.5),
+    "activation_reduce": lambda d, x: nisa.activation_reduce(
+        dst=d, op=nl.tanh, data=x, reduce_op=nl.add, reduce_res=_red(d)),
+    "activate2": lambda d, x: nisa.activate2(dst=d, op=nl.relu, data=x, imm0=2.0, imm1=-0.5,
+                                             op0=nl.multiply, op1=nl.add),
+    "exponential": lambda d, x: nisa.exponential(dst=d, src=x, max_value=1.0),
+    "tensor_scalar_reduce": lambda d, x: nisa.tensor_scalar_reduce(
+        dst=d, data=x, op0=nl.add, operand0=1.0, reduce_op=nl.add, reduce_res=_red(d)),
+    "tensor_reduce": lambda d, x: nisa.tensor_reduce(dst=d, op=nl.add, data=x, axis=1,
+                                                     keepdims=True),
+}
+
+
+@nki.jit
+def op_plain(x, init, which):
+    g, d = load(x), load(init)
+    OPS[which](d, g)
+    return store(d)
+
+
+@nki.jit
+def op_gather(data, idx, init, which):
+    t, ix, d = load(data), load(idx), load(init)
+    OPS[which](d, t.indirect(ix, num_elem=x_cols(init, which)))
+    return store(d)
+
+
+@nki.jit
+def op_scatter(base, idx, x, which):
+    b, ix, g = load(base), load(idx), load(x)
+    OPS[which](b.indirect(ix, num_elem=x.shape[1]), g)
+    return store(b)
+
+
+def x_cols(init, which):
+    return 24 if which == "tensor_reduce" else init.shape[1]
+
+
+@pytest.mark.parametrize("which", sorted(OPS))
+def test_each_instruction_gathers_and_scatters_like_plain_tiles(which):
+    P, F, N = 32, 40, 24
+    data = RNG.standard_normal((P, F)).astype(np.float32)
+    idx = RNG.integers(0, F, (P, 2)).astype(np.int32)
+    idx[:16, 0] = RNG.permutation(F)[:16]
+    idx[:8, 1] = RNG.permutation([c for c in range(F) if c not in idx[:16, 0]])[:8]
+    cols = offsets(idx, N, 16)
+    assert len(set(cols)) == N
+    init = RNG.standard_normal((P, 1 if which == "tensor_reduce" else N)).astype(np.float32)
+    want = op_plain(np.ascontiguousarray(data[:, cols]), init, which)
+    np.testing.assert_allclose(op_gather(data, idx, init, which), want, rtol=1e-6)
+    if which == "tensor_reduce":
+        return
+    x = RNG.standard_normal((P, N)).astype(np.float32)
+    base = RNG.standard_normal((P, F)).astype(np.float32)
+    res = base.copy()
+    res[:, cols] = op_plain(x, np.ascontiguousarray(base[:, cols]), which)
+    np.testing.assert_allclose(op_scatter(base, idx, x, which), res, rtol=1e-6)
+
+
 # ---------------------------------------------------------------- run-time bounds
 
 def test_offset_out_of_bounds_fails_the_run_naming_it():
