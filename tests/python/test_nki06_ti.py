@@ -355,6 +355,8 @@ def test_views_of_an_indirect_view_are_refused():
             r"indirect: an indirect view cannot be viewed again")
     _raises(lambda t, ix: t.indirect(ix).ap([[64, 32], [1, 4]]), r"ap: an indirect view")
     _raises(lambda t, ix: t.indirect(ix)[:, 0:4], r"cannot index the indirect view")
+    _raises(lambda t, ix: t.indirect(ix).get_pattern(), r"get_pattern: an indirect view")
+    _raises(lambda t, ix: t.indirect(ix).strides, r"strides: an indirect view")
     _raises(lambda t, ix: t.ap([[64, 32], [1, 4]], scalar_offset=ix[0:1, 0:1],
                                indirect_dim=1).indirect(ix),
             r"indirect: the view is already indirect \(is_indirect\(\)\); it cannot be"

@@ -593,6 +593,9 @@ def install():
         NkiTensor.offset = property(_offset_prop)
     for name in ("permute", "broadcast", "expand_dim", "squeeze_dim", "reshape_dim",
                  "flatten_dims", "rearrange", "slice", "select", "vector_select", "ap",
-                 "indirect", "reshape", "view", "broadcast_to", "astype"):
+                 "indirect", "reshape", "view", "broadcast_to", "astype", "get_pattern",
+                 "is_contiguous"):
         setattr(TiTensor, name, _ti_refuse(name))
+    for name in ("strides", "offset"):
+        setattr(TiTensor, name, property(_ti_refuse(name)))
     NkiTensor._nki06 = True
