@@ -25,6 +25,7 @@ model_keeps_dst(const Nkir__V1__Op *o)
 	switch (o->kind) {
 	case NKIR__V1__OP_KIND__OP_COPY_PREDICATED:
 	case NKIR__V1__OP_KIND__OP_SHUFFLE:
+	case NKIR__V1__OP_KIND__OP_TI_SCATTER:
 		return (1);
 	case NKIR__V1__OP_KIND__OP_DMA_COPY:
 	case NKIR__V1__OP_KIND__OP_COPY_DYNAMIC:

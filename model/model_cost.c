@@ -819,6 +819,21 @@ model_cost(struct model_ctx *m, struct model_op *op, const Nkir__V1__Op *o)
 		}
 		model_cost_isa_dma(m, op, o);
 		return (0);
+	case NKIR__V1__OP_KIND__OP_TI_GATHER:
+	case NKIR__V1__OP_KIND__OP_TI_SCATTER:
+		/*
+		 * Tensor Indirection is an addressing mode of the compute
+		 * engines, no instruction of its own (trainium3_arch.rst,
+		 * "SBUF/PSUM indirect access": "all compute engines can
+		 * perform a gather access pattern to directly access those
+		 * three vectors in a single instruction"): the instruction
+		 * that takes the view is costed on its [P, num_elem]
+		 * columns, on its engine (Op.engine); the gather is ready
+		 * with the tensor and its index, the scatter with the
+		 * instruction's result.
+		 */
+		op->track = ENG_FUSED;
+		return (0);
 	case NKIR__V1__OP_KIND__OP_BITCAST:
 		/* tile.view(dtype) is no instruction ("NO copy will
 		 * occur"): its result is ready with its source. */

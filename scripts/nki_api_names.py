@@ -19,7 +19,9 @@ laid out like the repository.
 ``--nki06`` lists NKI 0.6's reference instead (the standalone ``nki``
 package: nki/api/{nki,nki.isa,nki.language,nki.collectives}.rst at
 aws-neuron-sdk@81ce03ae, plus ``nki.language.tile_size``, which the
-language page lists as a table rather than an autosummary): the output is
+language page lists as a table rather than an autosummary, and the public
+methods of the classes the reference lists, from their stub modules
+nki/api/nki/*/__init__.py: ``nki.language.NkiTensor.indirect``): the output is
 docs/coverage-names-06.txt, which docs/coverage.md's "NKI 0.6" section
 accounts for (tests/python/test_coverage06.py):
 
@@ -38,6 +40,11 @@ API06 = "nki/api"
 RST06 = [("nki.rst", "nki"), ("nki.isa.rst", "nki.isa"), ("nki.language.rst", "nki.language"),
          ("nki.collectives.rst", "nki.collectives")]
 EXTRA06 = ["nki.language.tile_size"]
+#: The stub modules of the 0.6 reference, whose classes' methods the
+#: generated pages document (``NkiTensor.indirect`` ...).
+STUBS06 = [("__init__.py", "nki"), ("isa/__init__.py", "nki.isa"),
+           ("language/__init__.py", "nki.language"),
+           ("collectives/__init__.py", "nki.collectives")]
 API = "general/nki/api"
 RST = [("nki.rst", "nki"), ("nki.isa.rst", "nki.isa"), ("nki.language.rst", "nki.language"),
        ("nki.compiler.rst", "nki.compiler")]
@@ -81,6 +88,20 @@ def module_names(text):
         elif isinstance(node, ast.Assign):
             out.extend(t.id for t in node.targets if isinstance(t, ast.Name))
     return [n for n in out if not n.startswith("_")]
+
+
+def class_methods(text, prefix, listed):
+    """``prefix.Class.method`` for the public methods of each class of
+    stub module text that the reference lists (in ``listed``)."""
+    out = []
+    for node in ast.parse(text).body:
+        if not isinstance(node, ast.ClassDef) or "%s.%s" % (prefix, node.name) not in listed:
+            continue
+        for m in node.body:
+            if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                    and not m.name.startswith("_"):
+                out.append("%s.%s.%s" % (prefix, node.name, m.name))
+    return out
 
 
 def main():
@@ -135,6 +156,13 @@ def main06(args):
         if full not in seen:
             seen.add(full)
             out.append(full)
+    out.append("# section: the public methods of the classes listed above (%s/nki/{%s})"
+               % (API06, ",".join(p for p, _ in STUBS06)))
+    for path, prefix in STUBS06:
+        for full in class_methods(read(args, "%s/nki/%s" % (API06, path)), prefix, seen):
+            if full not in seen:
+                seen.add(full)
+                out.append(full)
     sys.stdout.write("\n".join(out) + "\n")
 
 

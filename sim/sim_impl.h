@@ -918,5 +918,16 @@ int	 sim_op06_plan_dyn_loop(struct sim_build *b,
  * (read before each trip), at most SIM_DYN_TRIPS_MAX trips (then
  * SIM_ERUNTIME); the run's cancel flag checked each trip. */
 int	 sim_op06_exec_dyn_loop(struct sim_run *r, const struct sim_op *op);
+/* sim_op06_ti.c: Tensor Indirection. Plan OP_TI_GATHER o (dst [P, N] <-
+ * the columns of on-chip src0 [P, ..] at the offsets of the integer SBUF
+ * index src1) and OP_TI_SCATTER o (on-chip dst [P, ..] <- src0 [P, N] at
+ * them; op->opaque), NKI's limits checked. */
+int	 sim_op06_plan_ti_gather(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_op06_plan_ti_scatter(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+/* Run a planned OP_TI_GATHER or OP_TI_SCATTER; an offset out of bounds
+ * fails the run (SIM_ERUNTIME, naming it). */
+int	 sim_op06_exec_ti(struct sim_run *r, const struct sim_op *op);
 
 #endif /* NKID_SIM_IMPL_H */

@@ -566,6 +566,9 @@ sim_lang_exec_op(struct sim_run *r, const struct sim_op *op)
 		return (sim_lang_exec_if(r, op));
 	case NKIR__V1__OP_KIND__OP_BITCAST:
 		return (sim_lang_exec_bitcast(r, op));
+	case NKIR__V1__OP_KIND__OP_TI_GATHER:	/* sim_op06_ti.c */
+	case NKIR__V1__OP_KIND__OP_TI_SCATTER:
+		return (sim_op06_exec_ti(r, op));
 	default:
 		return (sim_exec_fail(r, op, SIM_ERUNTIME, "unknown op kind %d",
 		    op->kind));

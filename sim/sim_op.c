@@ -91,6 +91,11 @@ static const struct {
 	    { "view", SIM_ENGINE_VECTOR },
 	[NKIR__V1__OP_KIND__OP_DYN_LOOP] =	/* sim_op06_plan.c */
 	    { "while_loop", SIM_ENGINE_GPSIMD },
+	/* NkiTensor.indirect: the engine is the instruction's (Op.engine) */
+	[NKIR__V1__OP_KIND__OP_TI_GATHER] =	/* sim_op06_ti.c */
+	    { "indirect", SIM_ENGINE_VECTOR },
+	[NKIR__V1__OP_KIND__OP_TI_SCATTER] =
+	    { "indirect", SIM_ENGINE_VECTOR },
 };
 
 /* Indexed by enum sim_engine. */

@@ -728,6 +728,10 @@ static const struct sim_plan_kind {
 	    { SIM_PLAN_TILE, false, sim_lang_plan_bitcast },
 	[NKIR__V1__OP_KIND__OP_DYN_LOOP] =	/* sim_op06_plan.c */
 	    { SIM_PLAN_NOWHERE, true, sim_op06_plan_dyn_loop },
+	[NKIR__V1__OP_KIND__OP_TI_GATHER] =	/* sim_op06_ti.c */
+	    { SIM_PLAN_TILE, false, sim_op06_plan_ti_gather },
+	[NKIR__V1__OP_KIND__OP_TI_SCATTER] =
+	    { SIM_PLAN_TILE, false, sim_op06_plan_ti_scatter },
 };
 
 /* dst of op, in where: its view, which is op's iteration space. */

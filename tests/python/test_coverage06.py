@@ -58,6 +58,9 @@ def uses(path, name):
     rest = name[len(mod) + 1:]
     with open(os.path.join(ROOT, path), errors="replace") as f:
         text = f.read()
+    if "." in rest and rest[0].isupper():
+        # a method of a class (NkiTensor.indirect): called on an instance
+        return re.search(r"\.%s\(" % re.escape(rest.split(".", 1)[1]), text) is not None
     return any(re.search(r"(?<![\w.])%s\.%s\b" % (re.escape(a), re.escape(rest)), text)
                for a in ALIASES[mod])
 
@@ -459,3 +462,35 @@ def test_unsupported_names_say_why(nkid_socket):
     for kern, what in ((m, "nc_matmul_mx"), (q, "quantize_mx"), (s, "rand_get_state")):
         with pytest.raises(Exception, match=what):
             kern(np.ones((4, 4), np.float32))
+
+
+@nki.jit
+def vector_select_rows(a, rows):
+    sb = nl.ndarray((64, a.shape[1]), a.dtype)
+    r = nl.ndarray((64, 1), nl.int32)
+    nisa.dma_copy(dst=r, src=rows)
+    v = a.vector_select(0, r)
+    assert v.is_indirect() and not a.is_indirect()
+    nisa.dma_copy(dst=sb, src=v)
+    out = nl.ndarray((64, a.shape[1]), a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=sb)
+    return out
+
+
+@nki.jit
+def view_bits(a):
+    t = nl.ndarray(a.shape, a.dtype)
+    nisa.dma_copy(dst=t, src=a)
+    v = t.view(nl.uint8)                # the bytes: exact in the executor's fp32
+    u = nl.ndarray(v.shape, nl.uint8)
+    nisa.tensor_copy(dst=u, src=v)
+    out = nl.ndarray(v.shape, nl.uint8, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=u)
+    return out
+
+
+def test_tensor_vector_select_and_view(nkid_socket):
+    a = RNG.standard_normal((128, 32)).astype(np.float32)
+    rows = RNG.integers(0, 128, (64, 1)).astype(np.int32)
+    np.testing.assert_array_equal(vector_select_rows(a, rows), a[rows[:, 0]])
+    np.testing.assert_array_equal(view_bits(a[:8]), a[:8].view(np.uint8))

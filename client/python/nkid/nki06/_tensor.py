@@ -23,6 +23,7 @@ import numpy as np
 from .._proto import nkir_pb2 as _ir
 from ..errors import NKIError
 from ..tracer import tensor as _t
+from ..tracer import dtypes as _dt
 from ..tracer import dynamic as _dyn
 from ..tracer.affine import Aff, IndexExpr, as_index
 from ..tracer.builder import current as _current, loc_suffix as _loc
@@ -368,7 +369,7 @@ def get_pattern(self):
 
 
 def is_indirect(self):
-    return isinstance(self, _dyn.DynTensor)
+    return isinstance(self, (_dyn.DynTensor, TiTensor))
 
 
 class VirtualRegisterLike:
@@ -396,10 +397,9 @@ def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None, indir
     plus ``offset`` elements."""
     t = self
     if dtype is not None:
-        from ..tracer import dtypes as _dt
         if _dt.normalize(dtype) != t.dtype:
             t = t.view(dtype)
-    if isinstance(t, _dyn.DynTensor):
+    if is_indirect(t):
         raise _err("ap: the view is already indirect (is_indirect()); it cannot be"
                    " re-indirected", ValueError)
     pattern = [[int(s), int(n)] for s, n in pattern]
@@ -471,9 +471,89 @@ def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None, indir
     return view
 
 
+#: NkiTensor.indirect: "Available on NeuronCore-v4 (Trn3) and later."
+TI_ARCH = 4
+
+
+class TiTensor(NkiTensor):
+    """A Tensor Indirection view (``NkiTensor.indirect``): columns ``[P,
+    num_elem]`` of an on-chip tensor at offsets an index tile holds.  It
+    is no affine view: an instruction that supports tensor indirection
+    gathers it into a tile before it runs (OP_TI_GATHER) or scatters its
+    result through it after (OP_TI_SCATTER), see ``nki06/_ti.py``."""
+
+    __slots__ = ("_ti_base", "_ti_index", "_ti_num")
+
+    def _why(self):
+        return ("the indirect view of `%s` (NkiTensor.indirect) is Tensor Indirection: pass"
+                " it as an operand of an nki.isa instruction that supports it (tensor_copy,"
+                " tensor_tensor, tensor_scalar, activation, nc_matmul, ...)"
+                % (self.name or "tensor"))
+
+    def _access(self, shape=None, mask=()):
+        raise NKIError(self._why() + _loc())
+
+    def __getitem__(self, key):
+        raise NKIError("cannot index " + self._why() + _loc())
+
+    def __setitem__(self, key, value):
+        raise NKIError("cannot assign to " + self._why() + _loc())
+
+
+def _ti_refuse(name):
+    def refuse(self, *args, **kwargs):
+        raise _err("%s: an indirect view cannot be viewed again (NkiTensor.is_indirect():"
+                   " the indirected dimension cannot be further sliced or selected); %s"
+                   % (name, self._why()), ValueError)
+    refuse.__name__ = name
+    return refuse
+
+
 def indirect(self, index, num_elem=None):
-    raise _err("NkiTensor.indirect (Tensor Indirection) is a NeuronCore-v4 feature nkid"
-               " does not model yet", NotImplementedError)
+    """Tensor Indirection (NeuronCore-v4): the view ``[P, num_elem]`` whose
+    column i is the column of ``self`` at free offset i of ``index`` (an
+    SBUF tile ``[P, K]``, ``P == self.shape[0]``; offset i is ``index[i %
+    G, i // G]``, G the group size of the engine that takes the view)."""
+    _base_shape(self)
+    _lang.needs(TI_ARCH, "NkiTensor.indirect (Tensor Indirection)")
+    if is_indirect(self):
+        raise _err("indirect: the view is already indirect (is_indirect()); it cannot be"
+                   " re-indirected", ValueError)
+    if not _on_chip(self):
+        raise _err("indirect: Tensor Indirection addresses SBUF and PSUM tensors, `%s` is in"
+                   " HBM (an HBM gather is nisa.dma_copy with .ap(vector_offset=...))"
+                   % (self.name or "tensor"), ValueError)
+    if len(self.shape) < 2:
+        raise _err("indirect: the tensor must have a free dimension, got shape %s"
+                   % list(self.shape), ValueError)
+    if not isinstance(index, NkiTensor):
+        raise _err("indirect: index must be an SBUF tensor containing free-dimension"
+                   " offsets, got %r" % (index,), TypeError)
+    if is_indirect(index):
+        raise _err("indirect: the index cannot itself be an indirect view", ValueError)
+    if index._space != _ir.SPACE_SBUF:
+        raise _err("indirect: index must be an SBUF tensor containing free-dimension offsets,"
+                   " `%s` is in %s" % (index.name or "index",
+                                       "psum" if index._space == _ir.SPACE_PSUM else "hbm"),
+                   ValueError)
+    if _dt.is_float(index.dtype) or index.dtype == _dt.normalize("bool"):
+        raise _err("indirect: index holds free-dimension offsets and must be an integer tile,"
+                   " got %s" % _dt.name_of(index.dtype), TypeError)
+    if len(index.shape) != 2 or index.shape[0] != self.shape[0]:
+        raise _err("indirect: index must have shape (P, K) where P == self.shape[0] (%d), got"
+                   " %s" % (self.shape[0], list(index.shape)), ValueError)
+    if num_elem is None:
+        num_elem = index.size
+    if isinstance(num_elem, bool) or not isinstance(num_elem, (int, np.integer)) \
+            or not 1 <= int(num_elem) <= index.size:
+        raise _err("indirect: num_elem (the number of offsets to use) must be an integer in"
+                   " [1, index.size = %d], got %r" % (index.size, num_elem), ValueError)
+    t = TiTensor(self._tid, (self.shape[0], int(num_elem)), self.dtype, self._imap,
+                 self._space, self.name)
+    t._ti_base = self
+    t._ti_index = index
+    t._ti_num = int(num_elem)
+    return t
 
 
 def _strides_prop(self):
@@ -511,4 +591,11 @@ def install():
         NkiTensor.strides = property(_strides_prop)
     if not hasattr(NkiTensor, "offset"):
         NkiTensor.offset = property(_offset_prop)
+    for name in ("permute", "broadcast", "expand_dim", "squeeze_dim", "reshape_dim",
+                 "flatten_dims", "rearrange", "slice", "select", "vector_select", "ap",
+                 "indirect", "reshape", "view", "broadcast_to", "astype", "get_pattern",
+                 "is_contiguous"):
+        setattr(TiTensor, name, _ti_refuse(name))
+    for name in ("strides", "offset"):
+        setattr(TiTensor, name, property(_ti_refuse(name)))
     NkiTensor._nki06 = True

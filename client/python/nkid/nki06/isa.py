@@ -29,7 +29,7 @@ from ..tracer import dynamic as _dyn
 from ..tracer.affine import Aff, IndexExpr, loop_var as _loop_var
 from ..tracer.builder import Op, loc_suffix as _loc, Access
 from ..tracer.loc import caller_loc
-from . import _lang, _tensor
+from . import _lang, _tensor, _ti
 from ._lang import (get_nc_version, hoist_fills as _hoist_fills, nc_version,  # noqa: F401
                     needs as _needs, next_loop_body as _next_loop_body,
                     touches as _touches)
@@ -1277,10 +1277,12 @@ def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id, dma_engine=dma_eng
 
 
 def _returns_instruction(f):
-    """An instruction call returns its NkiInstruction (its name kept)."""
+    """An instruction call returns its NkiInstruction (its name kept); its
+    indirect views (NkiTensor.indirect) are gathered and scattered around
+    it (``_ti.call``)."""
     @functools.wraps(f)
     def call(*args, **kwargs):
-        f(*args, **kwargs)
+        _ti.call(f.__name__, f, args, kwargs)
         return NkiInstruction(kwargs.get("name"))
     return call
 
