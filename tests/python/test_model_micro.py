@@ -303,14 +303,18 @@ def test_dma_transpose_hw(kernel, share, f, target, bw):
     assert s["dma_bytes"] == (2 if kernel == "dma_transpose_hbm" else 3) * nbytes
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_dma_transpose_trn1(dtype):
+@pytest.mark.parametrize("target,dtype", [("trn1", "float32"), ("trn1", "bfloat16"),
+                                          ("trn2", "float32")])
+def test_dma_transpose_element_wise(target, dtype):
     """trn1 (perf: DMA transposes have "much lower DMA bandwidth"; no
-    figure): every element a buffer of its own, at least 64 bytes of
-    engine time each (GUESSED, as the element-wise gather)."""
+    figure), and 4-byte elements on trn2 (isa dma_transpose: the hardware
+    transpose takes 2-byte elements): every element a buffer of its own, at
+    least 64 bytes of engine time each (GUESSED, as the element-wise
+    gather)."""
     f = 256
-    s = run(mc.dma_transpose_hbm, [(f, P)], dtype)
+    s = run(mc.dma_transpose_hbm, [(f, P)], dtype, target)
     es = 4 if dtype == "float32" else 2
-    load = 8 * f * 64 / (17.0 * dma_eff(f * es))
-    store = 8 * f * es / (17.0 * dma_eff(f * es))
+    rate = 17.0 * dma_eff(f * es) if target == "trn1" else 23.0
+    load = 8 * f * 64 / rate
+    store = 8 * f * es / rate
     assert s["dma_queues"]["dma0"]["busy_us"] * 1e3 == pytest.approx(load + store, abs=1.0)
