@@ -18,7 +18,7 @@
  * modeled figure, so a figure can say which model made it
  * (docs/model.md, "Versions").
  */
-#define MODEL_VERSION		"5"
+#define MODEL_VERSION		"6"
 
 /* The targets NKI names (aws-neuron-sdk nki/api/nki/__init__.py,
  * NEURON_PLATFORM_TARGET_OVERRIDE), as the model takes them. */

@@ -563,9 +563,13 @@ model_acc_active_parts(const struct model_ctx *m, const struct model_acc *x)
 
 /*
  * dma_copy and dma_transpose: a DMA between the HBM side and the other
- * (dst when both are HBM or both on chip), as load and store are. A DMA
- * transpose writes element by element (perf: "much lower DMA bandwidth
- * compared to nl.load"): each element a buffer of its own.
+ * (dst when both are HBM or both on chip), as load and store are. On
+ * trn1 a DMA transpose writes element by element (perf: "much lower DMA
+ * bandwidth compared to nl.load"): each element a buffer of its own.
+ * From trn2 on the DMA engines transpose 2-byte elements as they move
+ * them: its bytes at 90% of the engines' rate from HBM, 50% from SBUF
+ * (trn2 arch, MODEL_DMA_T_HBM, MODEL_DMA_T_SBUF); other dtypes as on
+ * trn1.
  */
 static void
 model_cost_isa_dma(struct model_ctx *m, struct model_op *op,
@@ -573,7 +577,7 @@ model_cost_isa_dma(struct model_ctx *m, struct model_op *op,
 {
 	struct model_acc	 h, s;
 	const struct model_acc	*src = op->src[0], *dst = op->dst;
-	int			 src_hbm, dst_hbm;
+	int			 src_hbm, dst_hbm, hw;
 
 	src_hbm = src->space == NKIR__V1__SPACE__SPACE_HBM ||
 	    src->space == NKIR__V1__SPACE__SPACE_SHARED_HBM;
@@ -585,9 +589,15 @@ model_cost_isa_dma(struct model_ctx *m, struct model_op *op,
 		h = *src;
 		s = *dst;
 	}
-	if (o->kind == NKIR__V1__OP_KIND__OP_DMA_TRANSPOSE)
+	hw = o->kind == NKIR__V1__OP_KIND__OP_DMA_TRANSPOSE &&
+	    m->t->dge_ns > 0.0 && model_esize(src->dtype) == 2;
+	if (o->kind == NKIR__V1__OP_KIND__OP_DMA_TRANSPOSE && !hw)
 		h.runs = s.runs = s.n;
 	model_cost_dma(m, op, &h, &s);
+	if (hw) {
+		op->dma_bw *= src_hbm ? MODEL_DMA_T_HBM : MODEL_DMA_T_SBUF;
+		model_dma_split(op, s.parts);
+	}
 }
 
 static int

@@ -101,6 +101,19 @@
  * one for the loads' trigger engine, one for the stores'.
  */
 #define MODEL_DGE_UNITS		2
+/*
+ * trn2 arch ("DMA Transpose"; aws-neuron-sdk@81ce03ae nki/guides/
+ * architecture/trainium2_arch.rst): the DMA engines transpose as they
+ * move, "DMA transpose on Trainium2 can achieve up to 90% DMA throughput
+ * utilization given hardware-friendly tensor access patterns" (HBM to
+ * SBUF), and "SBUF2SBUF transpose can achieve up to 50% of DMA throughput
+ * on Trainium2": the share of an engine's rate a dma_transpose of 2-byte
+ * elements moves its bytes at (isa dma_transpose: the hardware-DGE
+ * transpose takes "src.dtype is 2 bytes"). trn3 as trn2 (its arch guide
+ * describes no other).
+ */
+#define MODEL_DMA_T_HBM		0.90
+#define MODEL_DMA_T_SBUF	0.50
 /* On-chip RAM ports engines share on trn1 (model_port, model_sched.c). */
 #define MODEL_PORT_SBUF		0	/* VectorE, GpSimd */
 #define MODEL_PORT_PSUM		1	/* VectorE, ScalarE */

@@ -280,3 +280,41 @@ def test_tile_declared_outside_loop_is_one_buffer(tmp_path):
     assert len(red) == 4 and len(loads) == 4
     for i in range(1, 4):
         assert loads[i] >= red[i - 1]["ts"] + red[i - 1]["dur"] - 1e-3, (loads, red)
+
+
+@pytest.mark.parametrize("target,bw", [("trn2", 23.0), ("trn3", 33.0)])
+@pytest.mark.parametrize("f", (64, 128))
+@pytest.mark.parametrize("kernel,share", [("dma_transpose_hbm", 0.90),
+                                          ("dma_transpose_sbuf", 0.50)])
+def test_dma_transpose_hw(kernel, share, f, target, bw):
+    """trn2 arch ("DMA Transpose"): the DMA engines transpose 2-byte
+    elements as they move them, "up to 90% DMA throughput utilization"
+    from HBM and "up to 50% of DMA throughput" SBUF to SBUF: the
+    transpose's P x F x 2 bytes at that share of the engines' peak (dma
+    intro / dma-bandwidth tables), beside the plain load and store at the
+    peak (trn3 as trn2). Engine time of each op summed over its transfers."""
+    s = run(getattr(mc, kernel), [(f, P)], "bfloat16", target)
+    nbytes = P * f * 2
+    ops = {o["op"]: o for o in s["ops"] if o["engine"] == "dma"}
+    assert ops["dma_transpose"]["count"] == P // 8
+    assert ops["dma_transpose"]["total_us"] * 1e3 == pytest.approx(nbytes / (bw * share),
+                                                                   abs=1.0)
+    assert ops["store"]["total_us"] * 1e3 == pytest.approx(nbytes / bw, abs=1.0)
+    assert s["dma_bytes"] == (2 if kernel == "dma_transpose_hbm" else 3) * nbytes
+
+
+@pytest.mark.parametrize("target,dtype", [("trn1", "float32"), ("trn1", "bfloat16"),
+                                          ("trn2", "float32")])
+def test_dma_transpose_element_wise(target, dtype):
+    """trn1 (perf: DMA transposes have "much lower DMA bandwidth"; no
+    figure), and 4-byte elements on trn2 (isa dma_transpose: the hardware
+    transpose takes 2-byte elements): every element a buffer of its own, at
+    least 64 bytes of engine time each (GUESSED, as the element-wise
+    gather)."""
+    f = 256
+    s = run(mc.dma_transpose_hbm, [(f, P)], dtype, target)
+    es = 4 if dtype == "float32" else 2
+    rate = 17.0 * dma_eff(f * es) if target == "trn1" else 23.0
+    load = 8 * f * 64 / rate
+    store = 8 * f * es / rate
+    assert s["dma_queues"]["dma0"]["busy_us"] * 1e3 == pytest.approx(load + store, abs=1.0)

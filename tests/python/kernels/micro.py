@@ -183,3 +183,23 @@ def reused_tile(x):
         nl.store(out[i], value=nisa.tensor_reduce(op=nl.add, data=t, axis=(1,),
                                                    keepdims=True))
     return out
+
+
+@nki.jit
+def dma_transpose_hbm(x):
+    """DMA: an HBM tensor [F, P] transposed into an SBUF tile [P, F] by
+    nisa.dma_transpose, then stored."""
+    F, Pn = x.shape
+    out = nl.ndarray((Pn, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nisa.dma_transpose(x))
+    return out
+
+
+@nki.jit
+def dma_transpose_sbuf(x):
+    """DMA: a [F, P] tile loaded into SBUF, transposed SBUF to SBUF by
+    nisa.dma_transpose into [P, F], then stored."""
+    F, Pn = x.shape
+    out = nl.ndarray((Pn, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nisa.dma_transpose(nl.load(x)))
+    return out
