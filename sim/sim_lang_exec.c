@@ -566,6 +566,10 @@ sim_lang_exec_op(struct sim_run *r, const struct sim_op *op)
 		return (sim_lang_exec_if(r, op));
 	case NKIR__V1__OP_KIND__OP_BITCAST:
 		return (sim_lang_exec_bitcast(r, op));
+	case NKIR__V1__OP_KIND__OP_QUANTIZE_MX:	/* sim_op06_mx.c */
+		return (sim_op06_mx_exec_quantize(r, op));
+	case NKIR__V1__OP_KIND__OP_MATMUL_MX:
+		return (sim_op06_mx_exec_matmul(r, op));
 	default:
 		return (sim_exec_fail(r, op, SIM_ERUNTIME, "unknown op kind %d",
 		    op->kind));

@@ -91,6 +91,12 @@ static const struct {
 	    { "view", SIM_ENGINE_VECTOR },
 	[NKIR__V1__OP_KIND__OP_DYN_LOOP] =	/* sim_op06_plan.c */
 	    { "while_loop", SIM_ENGINE_GPSIMD },
+	/* MX: sim_op06_mx.c; the API pages: quantize_mx "using Vector
+	 * Engine", nc_matmul_mx "using Tensor Engine" */
+	[NKIR__V1__OP_KIND__OP_QUANTIZE_MX] =
+	    { "quantize_mx", SIM_ENGINE_VECTOR },
+	[NKIR__V1__OP_KIND__OP_MATMUL_MX] =
+	    { "nc_matmul_mx", SIM_ENGINE_TENSOR },
 };
 
 /* Indexed by enum sim_engine. */

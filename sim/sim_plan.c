@@ -728,6 +728,10 @@ static const struct sim_plan_kind {
 	    { SIM_PLAN_TILE, false, sim_lang_plan_bitcast },
 	[NKIR__V1__OP_KIND__OP_DYN_LOOP] =	/* sim_op06_plan.c */
 	    { SIM_PLAN_NOWHERE, true, sim_op06_plan_dyn_loop },
+	[NKIR__V1__OP_KIND__OP_QUANTIZE_MX] =	/* sim_op06_mx.c */
+	    { SIM_PLAN_SBUF, false, sim_op06_mx_plan_quantize },
+	[NKIR__V1__OP_KIND__OP_MATMUL_MX] =
+	    { SIM_PLAN_PSUM, false, sim_op06_mx_plan_matmul },
 };
 
 /* dst of op, in where: its view, which is op's iteration space. */
@@ -737,7 +741,8 @@ sim_plan_dst(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op,
 {
 	int	rc;
 
-	if ((rc = sim_plan_view(b, o, o->dst, &op->dst, "dst")))
+	if ((rc = sim_plan_view(b, o, o->dst, &op->dst, "dst")) ||
+	    (rc = sim_op06_mx_plan_dst(b, o, &op->dst)))
 		return (rc);
 	op->has_dst = true;
 	op->masked = op->dst.nmask > 0;
@@ -756,6 +761,8 @@ sim_plan_work(const struct sim_op *op)
 	switch (op->kind) {
 	case NKIR__V1__OP_KIND__OP_MATMUL:
 		return (op->src[0].v.nelem * op->src[1].v.shape[1]);
+	case NKIR__V1__OP_KIND__OP_MATMUL_MX:	/* 4 values an element */
+		return (op->src[0].v.nelem * op->src[1].v.shape[1] * 4);
 	case NKIR__V1__OP_KIND__OP_REDUCE:
 		return (op->src[0].v.nelem * 2);
 	default:
@@ -900,7 +907,8 @@ sim_plan_op(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 	op->line = o->loc != NULL ? o->loc->line : 0;
 	if ((op->file = sim_plan_strdup(b, sim_plan_file(b, o->loc))) == NULL)
 		return (SIM_ENOMEM);
-	if (o->n_src > 3)
+	if (o->n_src > 3 && !(o->n_src == 4 &&
+	    kind == NKIR__V1__OP_KIND__OP_MATMUL_MX))
 		return (sim_plan_err(b, o->loc, SIM_EPARSE,
 		    "'%s' has %zu operands", sim_op_name(kind), o->n_src));
 	if (pk->body)
@@ -908,7 +916,8 @@ sim_plan_op(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 	if (pk->where != SIM_PLAN_NOWHERE &&
 	    (rc = sim_plan_dst(b, o, op, pk->where)))
 		return (rc);
-	if ((rc = pk->plan(b, o, op)))
+	if ((rc = pk->plan(b, o, op)) ||
+	    (rc = sim_op06_mx_plan_packed(b, o, op)))
 		return (rc);
 	return (sim_plan_op_end(b, o, op));
 }
@@ -1009,6 +1018,7 @@ sim_plan_tensors(struct sim_build *b)
 		if (ti->name == NULL)
 			return (SIM_ENOMEM);
 		ti->alias = -1;
+		ti->view_of = -1;
 		ti->kind = t->kind;
 		ti->space = t->space;
 		ti->dtype = t->dtype;
@@ -1071,6 +1081,9 @@ sim_plan_tensors(struct sim_build *b)
 				free_elems *= t->shape[d];
 		}
 		sz = sim_dtype_size(ti->dtype);
+		if (t->view_of != 0 &&
+		    (rc = sim_op06_mx_plan_view_of(b, t, i)))
+			return (rc);
 		if (t->fill == NKIR__V1__FILL__FILL_DATA && !ti->chip &&
 		    (rc = sim_lang_plan_data(b, t, ti)))
 			return (rc);
@@ -1105,7 +1118,8 @@ sim_plan_tensors(struct sim_build *b)
 			if ((rc = sim_plan_budget(b, loc, &tile_bytes,
 			    ti->nelem * 4, SIM_TILE_BYTES_MAX, "tiles")))
 				return (rc);
-		} else if (t->kind == NKIR__V1__TENSOR_KIND__TENSOR_HBM) {
+		} else if (t->kind == NKIR__V1__TENSOR_KIND__TENSOR_HBM &&
+		    ti->view_of < 0) {
 			p->cost += ti->nelem;
 			if ((rc = sim_plan_budget(b, loc, &hbm_bytes,
 			    ti->nelem * sz, SIM_HBM_BYTES_MAX, "HBM tensors")))
