@@ -234,9 +234,9 @@ model_build_op(struct model_ctx *m, const Nkir__V1__Op *o,
 
 		if (s == NULL || s->value_case != NKIR__V1__OPERAND__VALUE_ACCESS)
 			continue;
-		if (op->nsrc == 3)
+		if (op->nsrc == MODEL_NSRC)
 			return (model_fail(m, MODEL_EPARSE, "an op has more "
-			    "than 3 operands (line %u)", op->line));
+			    "than %d operands (line %u)", MODEL_NSRC, op->line));
 		if ((op->src[op->nsrc] = model_acc_new(m, s->access)) == NULL)
 			return (m->error);
 		if (s->access->tensor == o->dst->tensor)
@@ -497,14 +497,15 @@ model_tensors_buffers(struct model_ctx *m)
 
 /* ------------------------------------------------------------ spills */
 
-/* Access j of op o: its sources (0 .. 2), its destination (3); NULL
+/* Access j of op o: its sources (0 .. MODEL_NSRC - 1), its destination
+ * (MODEL_NSRC); NULL
  * past them. */
 static const struct model_acc *
 model_op_acc(const struct model_op *o, int j)
 {
 	if (o->dst == NULL)
 		return (NULL);
-	return (j < 3 ? (j < o->nsrc ? o->src[j] : NULL) : o->dst);
+	return (j < MODEL_NSRC ? (j < o->nsrc ? o->src[j] : NULL) : o->dst);
 }
 
 /* Whether op o touches tensor t (reads: 1, writes: 2, both: 3). */
@@ -712,7 +713,7 @@ model_tensors_spill(struct model_ctx *m)
 	for (t = 0; t < nt; t++)
 		lo[t] = UINT32_MAX;
 	for (p = 0; p < m->nops; p++)
-		for (j = 0; j < 4; j++) {
+		for (j = 0; j < MODEL_NSRC + 1; j++) {
 			const struct model_acc *x = model_op_acc(&m->ops[p], j);
 
 			if (x == NULL || x->tensor >= nt ||
@@ -729,7 +730,7 @@ model_tensors_spill(struct model_ctx *m)
 		changed = 0;
 		for (i = 0; i < nlp; i++)
 			for (p = lp[i].a; p <= lp[i].b && p < m->nops; p++)
-				for (j = 0; j < 4; j++) {
+				for (j = 0; j < MODEL_NSRC + 1; j++) {
 					const struct model_op *o = &m->ops[p];
 					const struct model_acc *x =
 					    model_op_acc(o, j);
@@ -798,8 +799,8 @@ model_tensors_spill(struct model_ctx *m)
 			    press);
 			if (after == UINT32_MAX)
 				continue;
-			for (j = 0; j < 4; j++) {
-				const struct model_acc *x = j < 3 ?
+			for (j = 0; j < MODEL_NSRC + 1; j++) {
+				const struct model_acc *x = j < MODEL_NSRC ?
 				    (j < o->nsrc ? o->src[j] : NULL) :
 				    (o->dst_read ? o->dst : NULL);
 
