@@ -48,6 +48,7 @@ model_stateful(const Nkir__V1__Op *o)
 	case NKIR__V1__OP_KIND__OP_ACC_READ:
 	case NKIR__V1__OP_KIND__OP_ISA_DROPOUT:
 	case NKIR__V1__OP_KIND__OP_TENSOR_SCALAR_ACC:
+	case NKIR__V1__OP_KIND__OP_RAND_GET_STATE:
 		return (1);
 	case NKIR__V1__OP_KIND__OP_ACT_ACC:
 	case NKIR__V1__OP_KIND__OP_RANGE_SELECT:
@@ -375,8 +376,10 @@ model_build_body(struct model_ctx *m, Nkir__V1__Op **body, size_t n,
 				return (m->error);
 			nd.first = f;
 			nd.n = c;
-		} else if (o->kind == NKIR__V1__OP_KIND__OP_RANDOM_SEED) {
-			/* no data to move or compute: an empty node */
+		} else if (o->kind == NKIR__V1__OP_KIND__OP_RANDOM_SEED ||
+		    o->kind == NKIR__V1__OP_KIND__OP_RAND_SET_STATE) {
+			/* no data to move or compute (rand_set_state's few
+			 * words: GUESSED free): an empty node */
 			nd.loop = 1;
 		} else if (model_build_op(m, o, sc, &nd.op) != 0)
 			return (m->error);

@@ -912,6 +912,10 @@ int	 sim_lang_plan_data(struct sim_build *b,
 int	 sim_lang_exec_op(struct sim_run *r, const struct sim_op *op);
 /* The next draw of the program's random stream: uniform in [0, 1). */
 float	 sim_lang_exec_uniform(struct sim_run *r);
+/* splitmix64's finalizer: a bijective mix of 64 bits. */
+uint64_t sim_lang_mix(uint64_t z);
+/* Seed r's random stream (nl.random_seed): its key from seed, no draws. */
+void	 sim_lang_exec_seed_set(struct sim_run *r, uint64_t seed);
 /* Refresh the index functions fns[0 .. n-1] (indices into p->fns). */
 void	 sim_lang_exec_fns(struct sim_run *r, const uint32_t *fns,
 	    uint32_t n);
@@ -951,5 +955,12 @@ int	 sim_op06_mx_plan_matmul(struct sim_build *b,
 	    const struct Nkir__V1__Op *o, struct sim_op *op);
 int	 sim_op06_mx_exec_quantize(struct sim_run *r, const struct sim_op *op);
 int	 sim_op06_mx_exec_matmul(struct sim_run *r, const struct sim_op *op);
+/* sim_op06_rng.c: OP_RAND_GET_STATE and OP_RAND_SET_STATE. */
+int	 sim_op06_rng_plan_get(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_op06_rng_plan_set(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_op06_rng_exec_get(struct sim_run *r, const struct sim_op *op);
+int	 sim_op06_rng_exec_set(struct sim_run *r, const struct sim_op *op);
 
 #endif /* NKID_SIM_IMPL_H */

@@ -97,6 +97,11 @@ static const struct {
 	    { "quantize_mx", SIM_ENGINE_VECTOR },
 	[NKIR__V1__OP_KIND__OP_MATMUL_MX] =
 	    { "nc_matmul_mx", SIM_ENGINE_TENSOR },
+	/* sim_op06_rng.c; GpSimd by default (Op.engine: Vector) */
+	[NKIR__V1__OP_KIND__OP_RAND_GET_STATE] =
+	    { "rand_get_state", SIM_ENGINE_GPSIMD },
+	[NKIR__V1__OP_KIND__OP_RAND_SET_STATE] =
+	    { "rand_set_state", SIM_ENGINE_GPSIMD },
 };
 
 /* Indexed by enum sim_engine. */

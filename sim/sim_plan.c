@@ -732,6 +732,10 @@ static const struct sim_plan_kind {
 	    { SIM_PLAN_SBUF, false, sim_op06_mx_plan_quantize },
 	[NKIR__V1__OP_KIND__OP_MATMUL_MX] =
 	    { SIM_PLAN_PSUM, false, sim_op06_mx_plan_matmul },
+	[NKIR__V1__OP_KIND__OP_RAND_GET_STATE] =	/* sim_op06_rng.c */
+	    { SIM_PLAN_TILE, false, sim_op06_rng_plan_get },
+	[NKIR__V1__OP_KIND__OP_RAND_SET_STATE] =
+	    { SIM_PLAN_NOWHERE, false, sim_op06_rng_plan_set },
 };
 
 /* dst of op, in where: its view, which is op's iteration space. */

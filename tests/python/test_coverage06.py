@@ -430,12 +430,3 @@ def test_other_collectives_one_rank(nkid_socket):
     for o in outs[:6]:
         np.testing.assert_array_equal(o, x)
     np.testing.assert_allclose(outs[6], 2 * x)
-
-
-def test_unsupported_names_say_why(nkid_socket):
-    @nki.jit
-    def s(a):
-        t = nl.ndarray((4, 4), nl.uint32)
-        nisa.rand_get_state(t)
-    with pytest.raises(Exception, match="rand_get_state"):
-        s(np.ones((4, 4), np.float32))

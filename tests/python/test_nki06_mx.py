@@ -1,8 +1,9 @@
-"""NKI 0.6's MX (OCP microscaling) support, our own kernels through a real
-nkid: the MX dtypes through DMA and back to numpy, nisa.quantize_mx (bit
-for bit against a numpy reference of the API page's scale rule),
-nisa.nc_matmul_mx (fp8 and fp4, tile_position, accumulate) and every
-documented limit's error, with its file:line."""
+"""NKI 0.6's MX (OCP microscaling) support and random state, our own
+kernels through a real nkid: the MX dtypes through DMA and back to numpy,
+nisa.quantize_mx (bit for bit against a numpy reference of the API page's
+scale rule), nisa.nc_matmul_mx (fp8 and fp4, tile_position, accumulate),
+nisa.rand_get_state / rand_set_state round trips, and every documented
+limit's error, with its file:line."""
 
 import ml_dtypes as mld
 import numpy as np
@@ -394,3 +395,106 @@ def test_hbm_dtype_view_is_read_only():
         return o
     with pytest.raises(Exception, match="keeps read-only.*" + HERE):
         k(np.zeros((32, 4), np.uint32))
+
+
+# ---------------------------------------------------------------- random state
+
+@nki.jit
+def rand_state_roundtrip(x, vector):
+    """Draws a, saves the state, draws b, restores it, draws c: c == b."""
+    P, F = x.shape
+    eng = nisa.engine.vector if vector else nisa.engine.gpsimd
+    W = 24 if vector else 6
+    seeds = nl.ndarray((P, W), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.memset(dst=seeds, value=7)
+    nisa.rand_set_state(seeds, engine=eng)
+    out = nl.ndarray((3, P, F), dtype=nl.float32, buffer=nl.shared_hbm)
+    st = nl.ndarray((P, W), dtype=nl.uint32, buffer=nl.sbuf)
+    r = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.rand2(dst=r, min=0.0, max=1.0)
+    nisa.dma_copy(dst=out[0], src=r)
+    nisa.rand_get_state(st, engine=eng)
+    for i in nl.sequential_range(2):
+        r2 = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.rand2(dst=r2, min=0.0, max=1.0)
+        nisa.dma_copy(dst=out[1 + i], src=r2)
+        nisa.rand_set_state(st, engine=eng)
+    so = nl.ndarray((P, W), dtype=nl.uint32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=so, src=st)
+    return out, so
+
+
+@pytest.mark.parametrize("vector", [False, True])
+def test_rand_state_roundtrip(vector):
+    out, st = rand_state_roundtrip(np.zeros((64, 32), np.float32), vector)
+    np.testing.assert_array_equal(out[2], out[1])
+    assert not np.array_equal(out[0], out[1])
+    # every lane the same 24-bit words; the draws advanced the stream from
+    # the seeds' state (its words as rand_set_state took them)
+    assert (st == st[0]).all() and st.max() < 2 ** 24 and (st[0] != 7).any()
+    again, st2 = rand_state_roundtrip(np.zeros((64, 32), np.float32), vector)
+    np.testing.assert_array_equal(again, out)
+    np.testing.assert_array_equal(st2, st)
+
+
+def test_rand_set_state_seeds_use_every_word():
+    @nki.jit
+    def k(x, lane):
+        seeds = nl.ndarray((32, 6), dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.memset(dst=seeds, value=1)
+        nisa.memset(dst=seeds[lane:lane + 1, 5:6], value=2)
+        nisa.rand_set_state(seeds)
+        r = nl.ndarray((32, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.rand2(dst=r, min=0.0, max=1.0)
+        o = nl.ndarray((32, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o, src=r)
+        return o
+    x = np.zeros((1, 1), np.float32)
+    a, b, c = k(x, 3), k(x, 17), k(x, 3)
+    np.testing.assert_array_equal(a, c)
+    assert not np.array_equal(a, b)
+
+
+def _state_kernel(get=True, dt=nl.uint32, W=6, buf=nl.sbuf, eng=None):
+    @nki.jit
+    def k(a):
+        t = nl.ndarray((32, W), dtype=dt, buffer=buf)
+        kw = {} if eng is None else {"engine": eng}
+        if get:
+            nisa.rand_get_state(t, **kw)
+        else:
+            nisa.memset(dst=t, value=0)
+            nisa.rand_set_state(t, **kw)
+        o = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o, src=a)
+        return o
+    return k
+
+
+@pytest.mark.parametrize("kw,msg", [
+    ({"dt": nl.int32}, "The output dst tile must be uint32, got int32"),
+    ({"get": False, "dt": nl.float32}, "The input src_seeds tile must be uint32, got float32"),
+    ({"W": 8}, "dst element count for XORWOW must be 6 elements .GpSimd. or 24 elements"
+               " .Vector., got 8 for the GpSimd Engine"),
+    ({"W": 6, "eng": nisa.engine.vector}, "got 6 for the Vector Engine"),
+    ({"buf": nl.psum}, "Since GpSimd Engine cannot access PSUM, dst must be in SBUF"),
+    ({"get": False, "buf": nl.psum}, "Expected operand 'src_seeds' of 'rand_set_state' to be"
+                                     " in address space 'sbuf'"),
+    ({"eng": nisa.engine.scalar}, "Supported engines: NeuronCore-v3: GpSimd. NeuronCore-v4\\+:"
+                                  " GpSimd, Vector"),
+])
+def test_rand_state_limits(kw, msg):
+    with pytest.raises(Exception, match=msg + ".*" + HERE):
+        _state_kernel(**kw)(np.zeros((1, 1), np.float32))
+
+
+def test_rand_state_psum_on_vector_and_targets(monkeypatch):
+    k = _state_kernel(W=24, buf=nl.psum, eng=nisa.engine.vector)
+    k(np.zeros((1, 1), np.float32))             # NeuronCore-v4: PSUM through the Vector Engine
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")
+    with pytest.raises(Exception, match="the Vector Engine needs NeuronCore-v4"):
+        _state_kernel(W=24, eng=nisa.engine.vector)(np.zeros((1, 1), np.float32))
+    _state_kernel()(np.zeros((1, 1), np.float32))
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")
+    with pytest.raises(Exception, match="rand_get_state"):
+        _state_kernel()(np.zeros((1, 1), np.float32))

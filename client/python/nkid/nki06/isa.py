@@ -1232,20 +1232,40 @@ def set_rng_seed(src_seeds, name=None):
     nl.random_seed(src_seeds)
 
 
+_RNG_ENGINE = {engine.gpsimd: _ir.ENGINE_GPSIMD, engine.vector: _ir.ENGINE_VECTOR}
+
+
+def _rng_engine(e, what):
+    e = _enum(engine, e, "engine")
+    if e not in _RNG_ENGINE:
+        raise NKIError("%s: Supported engines: NeuronCore-v3: GpSimd. NeuronCore-v4+: GpSimd,"
+                       " Vector; got engine.%s%s" % (what, e.name, _loc()))
+    return _RNG_ENGINE[e]
+
+
 def rand_set_state(src_seeds, engine=engine.gpsimd, name=None):
-    """Set the generator's state from a tile (the first value seeds nkid's
-    counter-based generator)."""
-    _req("rand_set_state")
-    nl.random_seed(src_seeds)
+    """Set the random stream from ``src_seeds`` (SBUF, uint32, 6 words a
+    partition for GpSimd, 24 for Vector): a state ``rand_get_state``
+    wrote is restored exactly (the same draws follow); other words seed
+    the stream (every word of every lane counts)."""
+    b = _req("rand_set_state")
+    s = _mx_operand(src_seeds, "src_seeds", "rand_set_state", _SB)
+    b.note_read(s)
+    b.emit(Op(_ir.OP_RAND_SET_STATE, b.loc_here(), None, [s],
+              {"engine": _rng_engine(engine, "rand_set_state")}))
 
 
 def rand_get_state(dst, engine=engine.gpsimd, name=None):
-    """The generator's state: nkid's generator is counter based and keeps
-    none a kernel can read."""
-    _req("rand_get_state")
-    raise NKIError("nisa.rand_get_state: nkid's random generator is counter based (seeded by"
-                   " nl.random_seed / rand_set_state) and has no hardware state to read"
-                   + _loc())
+    """``dst`` (uint32 [P, 6] for GpSimd, [P, 24] for Vector) <- the
+    random stream's state: nkid's stream is one per program (counter
+    based), so every partition holds the same six 24-bit words (repeated
+    for the Vector Engine's four XORWOW slots); ``rand_set_state`` of them
+    continues the stream where it was."""
+    b = _req("rand_get_state")
+    d = _mx_operand(dst, "dst", "rand_get_state", _CHIP)
+    b.emit(Op(_ir.OP_RAND_GET_STATE, b.loc_here(), d, [],
+              {"engine": _rng_engine(engine, "rand_get_state")}))
+    b.note_write(d)
 
 
 # ---------------------------------------------------------------- MX, search, sync
