@@ -82,8 +82,8 @@ sim_mx_plan_scale(struct sim_build *b, const Nkir__V1__Op *o,
 	if ((rc = sim_mx_2d(b, o, s, arg)))
 		return (rc);
 	if (!sim_mx_is_scale(sim_mx_dtype(b, s)))
-		return (sim_plan_err(b, o->loc, SIM_EINVAL, "The %s tile must be "
-		    "float8_e8m0fnu or uint8, got %s", arg,
+		return (sim_plan_err(b, o->loc, SIM_EINVAL, "The %s tile "
+		    "must be float8_e8m0fnu or uint8, got %s", arg,
 		    sim_dtype_name(sim_mx_dtype(b, s))));
 	if (s->shape[0] < sim_mx_scale_rows(k))
 		return (sim_plan_err(b, o->loc, SIM_EINVAL, "%s has %llu "
@@ -167,8 +167,8 @@ sim_op06_mx_plan_quantize(struct sim_build *b, const Nkir__V1__Op *o,
 		return (sim_mx_need(b, s->nelem + d->nelem));
 	}
 	if (ddt != SIM_DT_FP8_E5M2_X4 && ddt != SIM_DT_FP8_E4M3_X4)
-		return (sim_plan_err(b, o->loc, SIM_EINVAL, "The output dst tile "
-		    "must be float8_e5m2_x4 or float8_e4m3fn_x4, got %s",
+		return (sim_plan_err(b, o->loc, SIM_EINVAL, "The output dst "
+		    "tile must be float8_e5m2_x4 or float8_e4m3fn_x4, got %s",
 		    sim_dtype_name(ddt)));
 	if ((rc = sim_mx_2d(b, o, d, "dst")))
 		return (rc);
@@ -219,8 +219,8 @@ sim_op06_mx_plan_matmul(struct sim_build *b, const Nkir__V1__Op *o,
 	}
 	dt = sim_mx_dtype(b, d);
 	if (dt != SIM_DT_FLOAT32 && dt != SIM_DT_BFLOAT16)
-		return (sim_plan_err(b, o->loc, SIM_EINVAL, "The dst tile can be "
-		    "float32 or bfloat16, got %s", sim_dtype_name(dt)));
+		return (sim_plan_err(b, o->loc, SIM_EINVAL, "The dst tile can "
+		    "be float32 or bfloat16, got %s", sim_dtype_name(dt)));
 	K = st->shape[0];
 	M = st->shape[1];
 	N = mv->shape[1];
@@ -241,8 +241,8 @@ sim_op06_mx_plan_matmul(struct sim_build *b, const Nkir__V1__Op *o,
 		    " or 8192 when dst is in bfloat16, got %llu for %s",
 		    (unsigned long long)N, sim_dtype_name(dt)));
 	if (d->shape[0] != M || d->shape[1] != N)
-		return (sim_plan_err(b, o->loc, SIM_EINVAL, "dst of '%s' must be "
-		    "[%llu, %llu] (stationary's free size, moving's), got "
+		return (sim_plan_err(b, o->loc, SIM_EINVAL, "dst of '%s' must "
+		    "be [%llu, %llu] (stationary's free size, moving's), got "
 		    "[%llu, %llu]", sim_op_name(o->kind), (unsigned long long)M,
 		    (unsigned long long)N, (unsigned long long)d->shape[0],
 		    (unsigned long long)d->shape[1]));

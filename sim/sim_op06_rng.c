@@ -62,8 +62,8 @@ sim_rng_plan_tile(struct sim_build *b, const Nkir__V1__Op *o,
 		    "2D uint32 tensor, got %d dimensions", what, arg, v->rank));
 	if (dt != SIM_DT_UINT32)
 		return (sim_plan_err(b, o->loc, SIM_EINVAL, "'%s': The %s %s "
-		    "tile must be uint32, got %s", what, get ? "output" : "input",
-		    arg, sim_dtype_name(dt)));
+		    "tile must be uint32, got %s", what,
+		    get ? "output" : "input", arg, sim_dtype_name(dt)));
 	if (v->shape[1] != want)
 		return (sim_plan_err(b, o->loc, SIM_EINVAL, "'%s': %s element "
 		    "count for XORWOW must be 6 elements (GpSimd) or 24 "
