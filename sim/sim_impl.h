@@ -947,15 +947,26 @@ int	 sim_op06_mx_plan_dst(struct sim_build *b,
  * dtype or an MX op, else NKI-worded SIM_EINVAL. */
 int	 sim_op06_mx_plan_packed(struct sim_build *b,
 	    const struct Nkir__V1__Op *o, const struct sim_op *op);
-/* sim_op06_mx.c: OP_QUANTIZE_MX and OP_MATMUL_MX (NKI 0.6's MX ops):
- * NKI's limits checked (platform_target trn3), then run. */
+/* sim_op06_mx_plan.c, sim_op06_mx_exec.c: OP_QUANTIZE_MX and OP_MATMUL_MX
+ * (NKI 0.6's MX ops): NKI's limits checked (platform_target trn3), then
+ * run. A scaling group is SIM_MX_GROUP partitions x one x4 element. */
+#define SIM_MX_GROUP	8
+/* The scale view's partition of the group starting at data partition p:
+ * the quadrant the group comes from. */
+uint64_t sim_op06_mx_scale_row(uint64_t p);
+/* The largest unbiased exponent (quantize_mx's E_max) of packed fp8 dt. */
+int	 sim_op06_mx_emax(int dt);
 int	 sim_op06_mx_plan_quantize(struct sim_build *b,
 	    const struct Nkir__V1__Op *o, struct sim_op *op);
 int	 sim_op06_mx_plan_matmul(struct sim_build *b,
 	    const struct Nkir__V1__Op *o, struct sim_op *op);
 int	 sim_op06_mx_exec_quantize(struct sim_run *r, const struct sim_op *op);
 int	 sim_op06_mx_exec_matmul(struct sim_run *r, const struct sim_op *op);
-/* sim_op06_rng.c: OP_RAND_GET_STATE and OP_RAND_SET_STATE. */
+/* sim_op06_rng_plan.c, sim_op06_rng_exec.c: OP_RAND_GET_STATE and
+ * OP_RAND_SET_STATE; the state is SIM_RNG_WORDS words of SIM_RNG_BITS
+ * bits. */
+#define SIM_RNG_WORDS	6
+#define SIM_RNG_BITS	24
 int	 sim_op06_rng_plan_get(struct sim_build *b,
 	    const struct Nkir__V1__Op *o, struct sim_op *op);
 int	 sim_op06_rng_plan_set(struct sim_build *b,

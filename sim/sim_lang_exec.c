@@ -565,11 +565,11 @@ sim_lang_exec_op(struct sim_run *r, const struct sim_op *op)
 		return (sim_lang_exec_if(r, op));
 	case NKIR__V1__OP_KIND__OP_BITCAST:
 		return (sim_lang_exec_bitcast(r, op));
-	case NKIR__V1__OP_KIND__OP_QUANTIZE_MX:	/* sim_op06_mx.c */
+	case NKIR__V1__OP_KIND__OP_QUANTIZE_MX:	/* sim_op06_mx_*.c */
 		return (sim_op06_mx_exec_quantize(r, op));
 	case NKIR__V1__OP_KIND__OP_MATMUL_MX:
 		return (sim_op06_mx_exec_matmul(r, op));
-	case NKIR__V1__OP_KIND__OP_RAND_GET_STATE:	/* sim_op06_rng.c */
+	case NKIR__V1__OP_KIND__OP_RAND_GET_STATE:	/* sim_op06_rng_*.c */
 		return (sim_op06_rng_exec_get(r, op));
 	case NKIR__V1__OP_KIND__OP_RAND_SET_STATE:
 		return (sim_op06_rng_exec_set(r, op));

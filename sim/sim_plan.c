@@ -728,11 +728,11 @@ static const struct sim_plan_kind {
 	    { SIM_PLAN_TILE, false, sim_lang_plan_bitcast },
 	[NKIR__V1__OP_KIND__OP_DYN_LOOP] =	/* sim_op06_plan.c */
 	    { SIM_PLAN_NOWHERE, true, sim_op06_plan_dyn_loop },
-	[NKIR__V1__OP_KIND__OP_QUANTIZE_MX] =	/* sim_op06_mx.c */
+	[NKIR__V1__OP_KIND__OP_QUANTIZE_MX] =	/* sim_op06_mx_*.c */
 	    { SIM_PLAN_SBUF, false, sim_op06_mx_plan_quantize },
 	[NKIR__V1__OP_KIND__OP_MATMUL_MX] =
 	    { SIM_PLAN_PSUM, false, sim_op06_mx_plan_matmul },
-	[NKIR__V1__OP_KIND__OP_RAND_GET_STATE] =	/* sim_op06_rng.c */
+	[NKIR__V1__OP_KIND__OP_RAND_GET_STATE] =	/* sim_op06_rng_*.c */
 	    { SIM_PLAN_TILE, false, sim_op06_rng_plan_get },
 	[NKIR__V1__OP_KIND__OP_RAND_SET_STATE] =
 	    { SIM_PLAN_NOWHERE, false, sim_op06_rng_plan_set },

@@ -1,6 +1,6 @@
 /*
  * check_sim_mx.c: unit tests of NKI 0.6's MX types and ops and random state
- * in the executor (sim/sim_op06_mx.c, sim/sim_op06_rng.c, sim_dtype.c):
+ * in the executor (sim/sim_op06_mx_*.c, sim/sim_op06_rng_*.c, sim_dtype.c):
  * kernels built with protobuf-c structs, compiled, loaded and run.
  */
 #include <check.h>

@@ -1,6 +1,5 @@
-/* NKI 0.6's MX (OCP microscaling) op kinds planned and run: OP_QUANTIZE_MX (nisa.quantize_mx) and OP_MATMUL_MX (nisa.nc_matmul_mx). */
+/* NKI 0.6's MX (OCP microscaling) op kinds planned: OP_QUANTIZE_MX (nisa.quantize_mx), OP_MATMUL_MX (nisa.nc_matmul_mx), the MX dtypes' guards and HBM dtype views (run: sim_op06_mx_exec.c). */
 
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -17,26 +16,23 @@
  * mx_kernel_utils.py's load_scales_scattered).
  */
 
-#define SIM_MX_GROUP_P	8
-
 static int
 sim_mx_dtype(const struct sim_build *b, const struct sim_view *v)
 {
 	return (b->p->tensors[v->tensor].dtype);
 }
 
-/* The scale view's partition of the group starting at data partition p. */
-static uint64_t
-sim_mx_scale_row(uint64_t p)
+uint64_t
+sim_op06_mx_scale_row(uint64_t p)
 {
-	return ((p / 32) * 32 + (p % 32) / SIM_MX_GROUP_P);
+	return ((p / 32) * 32 + (p % 32) / SIM_MX_GROUP);
 }
 
 /* The partitions a scale view needs for data of k partitions. */
 static uint64_t
 sim_mx_scale_rows(uint64_t k)
 {
-	return (sim_mx_scale_row(k - SIM_MX_GROUP_P) + 1);
+	return (sim_op06_mx_scale_row(k - SIM_MX_GROUP) + 1);
 }
 
 static int
@@ -100,10 +96,8 @@ sim_mx_plan_scale(struct sim_build *b, const Nkir__V1__Op *o,
 	return (0);
 }
 
-/* The largest unbiased exponent of an fp8 element type (the API page's
- * E_max). */
-static int
-sim_mx_emax(int dt)
+int
+sim_op06_mx_emax(int dt)
 {
 	return (dt == SIM_DT_FP8_E5M2_X4 ? 15 : 8);
 }
@@ -160,7 +154,7 @@ sim_op06_mx_plan_quantize(struct sim_build *b, const Nkir__V1__Op *o,
 			return (sim_plan_err(b, o->loc, SIM_EPARSE, "the scales "
 			    "of 'quantize_mx' need the data's dtype "
 			    "(acc_dtype), got %d", (int)o->acc_dtype));
-		op->value = (float)sim_mx_emax((int)o->acc_dtype);
+		op->value = (float)sim_op06_mx_emax((int)o->acc_dtype);
 		/* writes one partition in 8 of its view: never assumed to
 		 * overwrite it */
 		op->opaque = true;
@@ -342,166 +336,4 @@ sim_op06_mx_plan_packed(struct sim_build *b, const Nkir__V1__Op *o,
 	    "dtype) and read by nc_matmul_mx", sim_op_name(o->kind),
 	    sim_dtype_name(packed && sim_dtype_is_packed(ddt) ? ddt :
 	    sim_mx_dtype(b, &op->src[0].v))));
-}
-
-/* ------------------------------------------------------------ execution */
-
-/*
- * The biased float8_e8m0fnu exponent of the group of src ([P, F], row
- * major) starting at partition p, x4 column j: the API page's
- * floor(log2(amax)) - (E_max - 1), 0 (2^-127) for an all-zero group,
- * 255 (NaN) when it holds Inf or NaN.
- */
-static int
-sim_mx_group_scale(const float *src, uint64_t F, uint64_t p, uint64_t j,
-    int emax)
-{
-	float	a, amax = 0.0f;
-	int	q, k, e, sb;
-
-	for (k = 0; k < SIM_MX_GROUP_P; k++)
-		for (q = 0; q < 4; q++) {
-			a = fabsf(src[(p + k) * F + j * 4 + q]);
-			if (!isfinite(a))
-				return (255);
-			if (a > amax)
-				amax = a;
-		}
-	if (amax == 0.0f)
-		return (0);
-	(void)frexpf(amax, &e);		/* amax = f * 2^e, f in [0.5, 1) */
-	sb = (e - 1) - (emax - 1) + 127;
-	return (sb < 0 ? 0 : sb > 254 ? 254 : sb);
-}
-
-/* dst's current values (what the scales leave, what a matmul adds to). */
-static int
-sim_mx_gather_dst(struct sim_run *r, const struct sim_op *op, float *out)
-{
-	struct sim_operand	dst;
-
-	memset(&dst, 0, sizeof dst);
-	dst.v = op->dst;
-	return (sim_exec_gather(r, op, &dst, out, NULL, 0.0f));
-}
-
-int
-sim_op06_mx_exec_quantize(struct sim_run *r, const struct sim_op *op)
-{
-	const struct sim_view	*s = &op->src[0].v, *d = &op->dst;
-	int			 ddt = r->t[d->tensor].ti->dtype, emax, sb, q;
-	float			*src = r->scratch, *out = src + s->nelem, v;
-	uint64_t		 P = s->shape[0], F = s->shape[1], p, j, k;
-	uint32_t		 u, byte;
-	double			 x;
-	int			 rc;
-
-	if ((rc = sim_exec_gather(r, op, &op->src[0], src, NULL, 0.0f)))
-		return (rc);
-	if (sim_mx_is_scale(ddt)) {
-		if ((rc = sim_mx_gather_dst(r, op, out)))
-			return (rc);
-		/* the data's element type: Op.acc_dtype */
-		emax = (int)op->value;
-		for (p = 0; p < P; p += SIM_MX_GROUP_P)
-			for (j = 0; j < F / 4; j++) {
-				sb = sim_mx_group_scale(src, F, p, j, emax);
-				v = ddt == SIM_DT_UINT8 ? (float)sb :
-				    sim_dtype_e8m0_decode((uint8_t)sb);
-				out[sim_mx_scale_row(p) * d->shape[1] + j] = v;
-			}
-		return (sim_exec_scatter(r, op, d, out));
-	}
-	emax = sim_mx_emax(ddt);
-	for (p = 0; p < P; p += SIM_MX_GROUP_P)
-		for (j = 0; j < F / 4; j++) {
-			sb = sim_mx_group_scale(src, F, p, j, emax);
-			for (k = p; k < p + SIM_MX_GROUP_P; k++) {
-				u = 0;
-				for (q = 0; q < 4; q++) {
-					x = (double)src[k * F + j * 4 + q];
-					if (sb == 255)
-						x = NAN;
-					else
-						x = ldexp(x, 127 - sb);
-					byte = sim_dtype_mx_encode(ddt,
-					    (float)x);
-					u |= byte << (8 * q);
-				}
-				memcpy(&v, &u, sizeof v);
-				out[k * (F / 4) + j] = v;
-			}
-		}
-	return (sim_exec_scatter(r, op, d, out));
-}
-
-/* Unpack x4 view buf ([K, n] elements of dt) into out [K, n, 4] values
- * times their scales (sc, [rows, n] of scale dtype sdt). */
-static void
-sim_mx_unpack(int dt, const float *buf, uint64_t K, uint64_t n, int sdt,
-    const float *sc, float *out)
-{
-	uint64_t	k, i;
-	uint32_t	u;
-	float		f, m;
-	int		q;
-
-	for (k = 0; k < K; k++)
-		for (i = 0; i < n; i++) {
-			f = buf[k * n + i];
-			if (dt == SIM_DT_FP4_E2M1_X4)
-				u = (uint32_t)f;
-			else
-				memcpy(&u, &f, sizeof u);
-			m = sc[sim_mx_scale_row(k - k % SIM_MX_GROUP_P) * n + i];
-			if (sdt == SIM_DT_UINT8)
-				m = sim_dtype_e8m0_decode((uint8_t)m);
-			for (q = 0; q < 4; q++)
-				out[(k * n + i) * 4 + q] = m *
-				    sim_dtype_mx_decode(dt, dt ==
-				    SIM_DT_FP4_E2M1_X4 ? u >> (4 * q) :
-				    u >> (8 * q));
-		}
-}
-
-int
-sim_op06_mx_exec_matmul(struct sim_run *r, const struct sim_op *op)
-{
-	const struct sim_view	*st = &op->src[0].v, *mv = &op->src[1].v;
-	const struct sim_view	*d = &op->dst;
-	uint64_t		 K = st->shape[0], M = st->shape[1];
-	uint64_t		 N = mv->shape[1], k, i, j;
-	float			*a = r->scratch, *bm = a + K * M * 4;
-	float			*raw = bm + K * N * 4, *out, acc;
-	float			*ss, *ms;
-	int			 q, rc;
-
-	/* raw x4 data first (then unpacked below it), scales, dst */
-	ss = raw + st->nelem + mv->nelem;
-	ms = ss + op->src[2].v.nelem;
-	out = ms + op->src[3].v.nelem;
-	if ((rc = sim_exec_gather(r, op, &op->src[0], raw, NULL, 0.0f)) ||
-	    (rc = sim_exec_gather(r, op, &op->src[1], raw + st->nelem, NULL,
-	    0.0f)) ||
-	    (rc = sim_exec_gather(r, op, &op->src[2], ss, NULL, 0.0f)) ||
-	    (rc = sim_exec_gather(r, op, &op->src[3], ms, NULL, 0.0f)))
-		return (rc);
-	sim_mx_unpack(r->t[st->tensor].ti->dtype, raw, K, M,
-	    r->t[op->src[2].v.tensor].ti->dtype, ss, a);
-	sim_mx_unpack(r->t[mv->tensor].ti->dtype, raw + st->nelem, K, N,
-	    r->t[op->src[3].v.tensor].ti->dtype, ms, bm);
-	if (op->accumulate) {
-		if ((rc = sim_mx_gather_dst(r, op, out)))
-			return (rc);
-	}
-	for (i = 0; i < M; i++)
-		for (j = 0; j < N; j++) {
-			acc = op->accumulate ? out[i * N + j] : 0.0f;
-			for (k = 0; k < K; k++)
-				for (q = 0; q < 4; q++)
-					acc += a[(k * M + i) * 4 + q] *
-					    bm[(k * N + j) * 4 + q];
-			out[i * N + j] = acc;
-		}
-	return (sim_exec_scatter(r, op, d, out));
 }
