@@ -138,7 +138,8 @@ model_invariant(const struct model_scope *sc, const Nkir__V1__Op *o,
 
 	if (track < 0 || o->dst == NULL ||
 	    o->kind == NKIR__V1__OP_KIND__OP_ALLOC ||
-	    (o->kind == NKIR__V1__OP_KIND__OP_MATMUL && o->accumulate) ||
+	    ((o->kind == NKIR__V1__OP_KIND__OP_MATMUL ||
+	    o->kind == NKIR__V1__OP_KIND__OP_MATMUL_MX) && o->accumulate) ||
 	    model_stateful(o) || model_keeps_dst(o))
 		return (0);
 	for (d = 0; d < sc->depth; d++) {
@@ -244,7 +245,8 @@ model_build_op(struct model_ctx *m, const Nkir__V1__Op *o,
 			op->dst_read = 1;
 		op->nsrc++;
 	}
-	if (o->kind == NKIR__V1__OP_KIND__OP_MATMUL && o->accumulate)
+	if ((o->kind == NKIR__V1__OP_KIND__OP_MATMUL ||
+	    o->kind == NKIR__V1__OP_KIND__OP_MATMUL_MX) && o->accumulate)
 		op->dst_read = 1;
 	if (model_keeps_dst(o))
 		op->dst_read = 1;

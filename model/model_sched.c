@@ -467,7 +467,7 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 {
 	struct model_result	*r = m->r;
 	struct model_dep	 dep = { 0.0, UINT32_MAX }, pdep;
-	struct model_rng	 sr[3], dr;
+	struct model_rng	 sr[MODEL_NSRC], dr;
 	double			 end, ready;
 	uint32_t		 id = UINT32_MAX, p;
 	int			 d, i, port;

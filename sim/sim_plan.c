@@ -185,7 +185,7 @@ sim_plan_lin_swap01(struct sim_lin *l)
 static void
 sim_plan_unmask(struct sim_build *b, struct sim_op *op)
 {
-	struct sim_view	*v[4];
+	struct sim_view	*v[1 + SIM_NITEMS(op->src)];
 	sim_i128	 lo, hi;
 	int		 nv = 0, i, k, m, d;
 

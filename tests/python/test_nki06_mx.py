@@ -242,6 +242,46 @@ def test_nc_matmul_mx_tile_position_and_accumulate():
     np.testing.assert_allclose(got, 2 * want, rtol=2e-5, atol=1e-6 * np.abs(want).max())
 
 
+@nki.jit
+def mx_matmul_ktiles(st, sst, mv, smv, explicit=False):
+    """K = 128 as two 64-partition nc_matmul_mx into one PSUM tile,
+    accumulate=None (NKI's auto mode: the group starts at zero), or a
+    memset zero and accumulate=True."""
+    K, M = st.shape
+    N = mv.shape[1]
+    ts = nl.ndarray((K, M), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+    tm = nl.ndarray((K, N), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ts, src=st.ap(dtype=nl.float8_e4m3fn_x4, pattern=[[M, K], [1, M]]))
+    nisa.dma_copy(dst=tm, src=mv.ap(dtype=nl.float8_e4m3fn_x4, pattern=[[N, K], [1, N]]))
+    ss = nl.ndarray((K, M), dtype=nl.uint8, buffer=nl.sbuf)
+    sm = nl.ndarray((K, N), dtype=nl.uint8, buffer=nl.sbuf)
+    for q in nl.static_range(K // 32):
+        nisa.dma_copy(dst=ss[32 * q:32 * q + 4, :], src=sst[4 * q:4 * q + 4, :])
+        nisa.dma_copy(dst=sm[32 * q:32 * q + 4, :], src=smv[4 * q:4 * q + 4, :])
+    ps = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.psum)
+    if explicit:
+        nisa.memset(dst=ps, value=0.0)
+    for kt in nl.affine_range(2):
+        nisa.nc_matmul_mx(ps, ts[64 * kt:64 * kt + 64, :], tm[64 * kt:64 * kt + 64, :],
+                          ss[64 * kt:64 * kt + 64, :], sm[64 * kt:64 * kt + 64, :],
+                          accumulate=True if explicit else None)
+    r = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=r, src=ps)
+    o = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=o, src=r)
+    return o
+
+
+def test_nc_matmul_mx_accumulates_k_tiles():
+    K, M, N = 128, 32, 64
+    st, mv = rand_fp8((K, M), "e4m3"), rand_fp8((K, N), "e4m3")
+    sst, smv = _scales(K, M), _scales(K, N)
+    want = ref_matmul(st, mv, sst, smv, "e4m3", "e4m3")
+    for explicit in (False, True):
+        got = mx_matmul_ktiles(st, sst, mv, smv, explicit)
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6 * np.abs(want).max())
+
+
 def test_quantize_then_matmul_mx_bf16_out():
     """quantize_mx's output feeds nc_matmul_mx directly (moving), as the
     deep dive's on-device quantization does; bf16 PSUM result."""
@@ -498,3 +538,63 @@ def test_rand_state_psum_on_vector_and_targets(monkeypatch):
     monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")
     with pytest.raises(Exception, match="rand_get_state"):
         _state_kernel()(np.zeros((1, 1), np.float32))
+
+
+# ---------------------------------------------------------------- the cost model
+
+def test_mx_ops_costed_by_the_model(tmp_path):
+    """nkimodel costs nc_matmul_mx on the Tensor Engine (an x4 element a
+    cycle: the same cycles as a bf16 matmul of that many elements, 4x its
+    flops), quantize_mx on the Vector Engine, its scales' op as part of
+    it (docs/model.md)."""
+    import json
+    import os
+    import subprocess
+    from nkid import trace as ktrace
+    nkimodel = os.path.join(os.path.dirname(os.path.dirname(HERE_DIR)), "build", "bin",
+                            "nkimodel")
+    if not os.path.exists(nkimodel):
+        pytest.skip("build/bin/nkimodel not built (run make)")
+    path, out = str(tmp_path / "k.nkir"), str(tmp_path / "k.json")
+    st = np.zeros((128, 128), np.uint32)
+    mv = np.zeros((128, 2048), mld.bfloat16)
+    sst = np.zeros((16, 128), np.uint8)
+    ktrace.trace_to_file(_q_mm, (st, sst, mv), path, target="trn3")
+    p = subprocess.run([nkimodel, "-j", "-o", out, path], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    ev = json.load(open(out))["traceEvents"]
+    tracks = {e["tid"]: e["args"]["name"] for e in ev if e["name"] == "thread_name"}
+    sl = {e["name"]: (tracks[e["tid"]], e["dur"]) for e in ev if e["ph"] == "X"}
+    assert sl["nc_matmul_mx"][0].lower().startswith("tensor")
+    assert sl["quantize_mx"][0].lower().startswith("vector")
+    # max(min(64, 128), 512) TensorE cycles at trn3's 2.4 GHz; 2048 / 4
+    # VectorE cycles at 1.2 GHz
+    assert sl["nc_matmul_mx"][1] == pytest.approx(512 / 2.4 / 1000, rel=0.01)
+    assert sl["quantize_mx"][1] == pytest.approx(512 / 1.2 / 1000, rel=0.01)
+    assert json.loads(p.stdout)["flops"] == pytest.approx(2 * 128 * 512 * 128 * 4)
+
+
+HERE_DIR = __import__("os").path.dirname(__import__("os").path.abspath(__file__))
+
+
+@nki.jit
+def _q_mm(st, sst, x):
+    K, M = st.shape
+    N = x.shape[1] // 4
+    ts = nl.ndarray((K, M), dtype=nl.float8_e5m2_x4, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ts, src=st.ap(dtype=nl.float8_e5m2_x4, pattern=[[M, K], [1, M]]))
+    ss = nl.ndarray((K, M), dtype=nl.uint8, buffer=nl.sbuf)
+    for q in nl.static_range(K // 32):
+        nisa.dma_copy(dst=ss[32 * q:32 * q + 4, :], src=sst[4 * q:4 * q + 4, :])
+    tx = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tx, src=x)
+    tm = nl.ndarray((K, N), dtype=nl.float8_e5m2_x4, buffer=nl.sbuf)
+    sm = nl.ndarray((K, N), dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.quantize_mx(dst=tm, src=tx, dst_scale=sm)
+    ps = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.psum)
+    nisa.nc_matmul_mx(dst=ps, stationary=ts, moving=tm, stationary_scale=ss, moving_scale=sm)
+    r = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=r, src=ps)
+    o = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=o, src=r)
+    return o
