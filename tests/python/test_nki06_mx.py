@@ -169,10 +169,12 @@ def test_quantize_mx_bit_exact(kind, src_dt):
 
 def test_quantize_mx_e8m0_scales_and_small_tile():
     x = RNG.standard_normal((32, 16)).astype(mld.bfloat16)
-    od, os_ = quantize(x, nl.float8_e4m3fn_x4, nl.float8_e8m0fnu)
     want_d, want_s = ref_quantize(x, "e4m3")
-    np.testing.assert_array_equal(od, want_d)
-    np.testing.assert_array_equal(os_.view(np.uint8)[:4], want_s)
+    # Run and Simulate (NKI_PRECISE_FP unset: fp32 tiles) alike
+    for run in (quantize, nki.simulate(quantize)):
+        od, os_ = run(x, nl.float8_e4m3fn_x4, nl.float8_e8m0fnu)
+        np.testing.assert_array_equal(od, want_d)
+        np.testing.assert_array_equal(os_.view(np.uint8)[:4], want_s)
 
 
 # ---------------------------------------------------------------- nc_matmul_mx
