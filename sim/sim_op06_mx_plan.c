@@ -102,7 +102,8 @@ sim_op06_mx_emax(int dt)
 	return (dt == SIM_DT_FP8_E5M2_X4 ? 15 : 8);
 }
 
-static size_t
+/* The scratch (floats) the op's execution needs: n; 0. */
+static int
 sim_mx_need(struct sim_build *b, uint64_t n)
 {
 	if (b->p->scratch_max < n)
