@@ -80,7 +80,10 @@ model_esize(int dtype)
 	case NKIR__V1__DTYPE__DT_INT32:
 	case NKIR__V1__DTYPE__DT_UINT32:
 	case NKIR__V1__DTYPE__DT_TFLOAT32:
+	case NKIR__V1__DTYPE__DT_FP8_E5M2_X4:
+	case NKIR__V1__DTYPE__DT_FP8_E4M3_X4:
 		return (4);
+	case NKIR__V1__DTYPE__DT_FP4_E2M1_X4:
 	case NKIR__V1__DTYPE__DT_FLOAT16:
 	case NKIR__V1__DTYPE__DT_BFLOAT16:
 	case NKIR__V1__DTYPE__DT_INT16:
@@ -234,7 +237,7 @@ model_ctx_free(struct model_ctx *m)
 
 	for (i = 0; i < m->nops; i++) {
 		model_acc_free(m->ops[i].dst);
-		for (int j = 0; j < 4; j++)
+		for (int j = 0; j < MODEL_NSRC + 1; j++)
 			free(m->ops[i].reload[j]);
 		free(m->ops[i].spill);
 		for (int j = 0; j < m->ops[i].nsrc; j++)

@@ -49,6 +49,7 @@ model_stateful(const Nkir__V1__Op *o)
 	case NKIR__V1__OP_KIND__OP_ACC_READ:
 	case NKIR__V1__OP_KIND__OP_ISA_DROPOUT:
 	case NKIR__V1__OP_KIND__OP_TENSOR_SCALAR_ACC:
+	case NKIR__V1__OP_KIND__OP_RAND_GET_STATE:
 		return (1);
 	case NKIR__V1__OP_KIND__OP_ACT_ACC:
 	case NKIR__V1__OP_KIND__OP_RANGE_SELECT:
@@ -138,7 +139,8 @@ model_invariant(const struct model_scope *sc, const Nkir__V1__Op *o,
 
 	if (track < 0 || o->dst == NULL ||
 	    o->kind == NKIR__V1__OP_KIND__OP_ALLOC ||
-	    (o->kind == NKIR__V1__OP_KIND__OP_MATMUL && o->accumulate) ||
+	    ((o->kind == NKIR__V1__OP_KIND__OP_MATMUL ||
+	    o->kind == NKIR__V1__OP_KIND__OP_MATMUL_MX) && o->accumulate) ||
 	    model_stateful(o) || model_keeps_dst(o))
 		return (0);
 	for (d = 0; d < sc->depth; d++) {
@@ -235,16 +237,17 @@ model_build_op(struct model_ctx *m, const Nkir__V1__Op *o,
 
 		if (s == NULL || s->value_case != NKIR__V1__OPERAND__VALUE_ACCESS)
 			continue;
-		if (op->nsrc == 3)
+		if (op->nsrc == MODEL_NSRC)
 			return (model_fail(m, MODEL_EPARSE, "an op has more "
-			    "than 3 operands (line %u)", op->line));
+			    "than %d operands (line %u)", MODEL_NSRC, op->line));
 		if ((op->src[op->nsrc] = model_acc_new(m, s->access)) == NULL)
 			return (m->error);
 		if (s->access->tensor == o->dst->tensor)
 			op->dst_read = 1;
 		op->nsrc++;
 	}
-	if (o->kind == NKIR__V1__OP_KIND__OP_MATMUL && o->accumulate)
+	if ((o->kind == NKIR__V1__OP_KIND__OP_MATMUL ||
+	    o->kind == NKIR__V1__OP_KIND__OP_MATMUL_MX) && o->accumulate)
 		op->dst_read = 1;
 	if (model_keeps_dst(o))
 		op->dst_read = 1;
@@ -376,8 +379,10 @@ model_build_body(struct model_ctx *m, Nkir__V1__Op **body, size_t n,
 				return (m->error);
 			nd.first = f;
 			nd.n = c;
-		} else if (o->kind == NKIR__V1__OP_KIND__OP_RANDOM_SEED) {
-			/* no data to move or compute: an empty node */
+		} else if (o->kind == NKIR__V1__OP_KIND__OP_RANDOM_SEED ||
+		    o->kind == NKIR__V1__OP_KIND__OP_RAND_SET_STATE) {
+			/* no data to move or compute (rand_set_state's few
+			 * words: GUESSED free): an empty node */
 			nd.loop = 1;
 		} else if (model_build_op(m, o, sc, &nd.op) != 0)
 			return (m->error);
@@ -498,14 +503,15 @@ model_tensors_buffers(struct model_ctx *m)
 
 /* ------------------------------------------------------------ spills */
 
-/* Access j of op o: its sources (0 .. 2), its destination (3); NULL
+/* Access j of op o: its sources (0 .. MODEL_NSRC - 1), its destination
+ * (MODEL_NSRC); NULL
  * past them. */
 static const struct model_acc *
 model_op_acc(const struct model_op *o, int j)
 {
 	if (o->dst == NULL)
 		return (NULL);
-	return (j < 3 ? (j < o->nsrc ? o->src[j] : NULL) : o->dst);
+	return (j < MODEL_NSRC ? (j < o->nsrc ? o->src[j] : NULL) : o->dst);
 }
 
 /* Whether op o touches tensor t (reads: 1, writes: 2, both: 3). */
@@ -713,7 +719,7 @@ model_tensors_spill(struct model_ctx *m)
 	for (t = 0; t < nt; t++)
 		lo[t] = UINT32_MAX;
 	for (p = 0; p < m->nops; p++)
-		for (j = 0; j < 4; j++) {
+		for (j = 0; j < MODEL_NSRC + 1; j++) {
 			const struct model_acc *x = model_op_acc(&m->ops[p], j);
 
 			if (x == NULL || x->tensor >= nt ||
@@ -730,7 +736,7 @@ model_tensors_spill(struct model_ctx *m)
 		changed = 0;
 		for (i = 0; i < nlp; i++)
 			for (p = lp[i].a; p <= lp[i].b && p < m->nops; p++)
-				for (j = 0; j < 4; j++) {
+				for (j = 0; j < MODEL_NSRC + 1; j++) {
 					const struct model_op *o = &m->ops[p];
 					const struct model_acc *x =
 					    model_op_acc(o, j);
@@ -799,8 +805,8 @@ model_tensors_spill(struct model_ctx *m)
 			    press);
 			if (after == UINT32_MAX)
 				continue;
-			for (j = 0; j < 4; j++) {
-				const struct model_acc *x = j < 3 ?
+			for (j = 0; j < MODEL_NSRC + 1; j++) {
+				const struct model_acc *x = j < MODEL_NSRC ?
 				    (j < o->nsrc ? o->src[j] : NULL) :
 				    (o->dst_read ? o->dst : NULL);
 

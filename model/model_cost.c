@@ -905,6 +905,44 @@ model_cost(struct model_ctx *m, struct model_op *op, const Nkir__V1__Op *o)
 		op->flops = 2.0 * M * N * K;
 		return (0);
 	}
+	case NKIR__V1__OP_KIND__OP_MATMUL_MX: {
+		double	M, N, K;
+
+		/*
+		 * trn3 arch ("Quad-MXFP8/MXFP4 Matmul Performance"): each PE
+		 * multiplies and accumulates the four values of an x4 element
+		 * per cycle, 4x BF16's throughput: nc_matmul's cycles counted
+		 * in x4 elements, max(min(64, M), N).
+		 */
+		if (op->nsrc < 2)
+			return (-1);
+		N = (double)op->src[1]->n;
+		K = (double)op->src[1]->parts;
+		M = (double)d->parts;
+		op->dur_ns = model_cyc(m, ENG_T, fmax(fmin(MODEL_MM_INIT, M),
+		    N));
+		op->flops = 2.0 * M * N * K * 4.0;
+		return (0);
+	}
+	case NKIR__V1__OP_KIND__OP_QUANTIZE_MX:
+		/*
+		 * trn3 arch ("MX data-type Quantization"): QuantizeMX takes
+		 * "four input elements per partition, per cycle (i.e., 4x
+		 * Vector performance mode)". The scales' op is the same
+		 * instruction's second output.
+		 */
+		if (op->nsrc < 1)
+			return (-1);
+		if (d->dtype == NKIR__V1__DTYPE__DT_UINT8 ||
+		    d->dtype == NKIR__V1__DTYPE__DT_FP8_E8M0) {
+			op->track = ENG_FUSED;
+			return (0);
+		}
+		op->track = ENG_V;
+		op->lat_ns = model_lat(m, ENG_V);
+		op->dur_ns = model_cyc(m, ENG_V, fmax(MODEL_MIN_II,
+		    (double)op->src[0]->n / 4.0));
+		return (0);
 	case NKIR__V1__OP_KIND__OP_TRANSPOSE:
 		if (op->nsrc < 1)
 			return (-1);

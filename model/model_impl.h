@@ -34,6 +34,9 @@
 #define MODEL_GATHER_T		4.0
 /* isa (nc_matmul): max(min(64, N_stationary), N_moving); arch: "MM_INIT_LATENCY is 64 TensorE cycles". */
 #define MODEL_MM_INIT		64.0
+/* The most sources an op reads (nc_matmul_mx: data and scales of
+ * stationary and moving). */
+#define MODEL_NSRC		4
 /* isa (nc_matmul): "4 * max(...)" for float32 inputs. */
 #define MODEL_MM_FP32_FACTOR	4.0
 /*
@@ -200,7 +203,7 @@ struct model_op {
 	double		 dur_ns;
 	double		 lat_ns;
 	struct model_acc *dst;
-	struct model_acc *src[3];
+	struct model_acc *src[MODEL_NSRC];
 	int		 nsrc;
 	int		 dst_read;	/* the op reads its destination */
 	int		 new_version;	/* starts a new buffer of dst */
@@ -223,12 +226,13 @@ struct model_op {
 	int		 depth;
 	/*
 	 * SBUF spilling (model_tensors_spill): a reload DMA before the op
-	 * for each source (3: its destination, read) whose tile was spilled,
+	 * for each source (MODEL_NSRC: its destination, read) whose tile was
+	 * spilled,
 	 * starting no sooner than op reload_after[i] last ended; a spill
 	 * store of its destination after it.
 	 */
-	struct model_op	*reload[4];
-	uint32_t	 reload_after[4];
+	struct model_op	*reload[MODEL_NSRC + 1];
+	uint32_t	 reload_after[MODEL_NSRC + 1];
 	struct model_op	*spill;
 	double		 done;		/* last execution's end */
 	uint32_t	 done_id;

@@ -437,14 +437,14 @@ model_exec_dma(struct model_ctx *m, const struct model_op *op,
 }
 
 /*
- * Reload the spilled tile op reads through its source i (3: its
+ * Reload the spilled tile op reads through its source i (MODEL_NSRC: its
  * destination): a DMA into the region, once the op where it did not fit
  * ended and its earlier readers are done.
  */
 static void
 model_exec_reload(struct model_ctx *m, struct model_op *op, int i)
 {
-	const struct model_acc	*x = i < 3 ? op->src[i] : op->dst;
+	const struct model_acc	*x = i < MODEL_NSRC ? op->src[i] : op->dst;
 	struct model_tensor	*t = &m->tensors[x->tensor];
 	const struct model_op	*aft = &m->ops[op->reload_after[i]];
 	struct model_dep	 d = { 0.0, UINT32_MAX };
@@ -467,7 +467,7 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 {
 	struct model_result	*r = m->r;
 	struct model_dep	 dep = { 0.0, UINT32_MAX }, pdep;
-	struct model_rng	 sr[3], dr;
+	struct model_rng	 sr[MODEL_NSRC], dr;
 	double			 end, ready;
 	uint32_t		 id = UINT32_MAX, p;
 	int			 d, i, port;
@@ -483,7 +483,7 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 	    m->opts->cancel != NULL && *m->opts->cancel)
 		return (model_fail(m, MODEL_ECANCELED, "canceled"));
 	/* Reloads of spilled tiles it reads (model_tensors_spill). */
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < MODEL_NSRC + 1; i++)
 		if (op->reload[i] != NULL)
 			model_exec_reload(m, op, i);
 	model_acc_range(m, op->dst, &dr);

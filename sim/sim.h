@@ -40,6 +40,13 @@ enum sim_dtype {
 	SIM_DT_UINT8 = 7, SIM_DT_UINT16 = 8, SIM_DT_UINT32 = 9,
 	SIM_DT_FP8_E4M3 = 10, SIM_DT_FP8_E5M2 = 11, SIM_DT_TFLOAT32 = 12,
 	SIM_DT_BOOL = 13,
+	/* NKI 0.6's MX types (sim_dtype_is_mx): on chip an x4 element is
+	 * held as its bits (fp8 x4: the float32 of its 4 bytes; fp4 x4: its
+	 * 16-bit pattern as an integer), which only copies, quantize_mx
+	 * and nc_matmul_mx take */
+	SIM_DT_FP8_E8M0 = 14, SIM_DT_FP8_E5M2_X4 = 15,
+	SIM_DT_FP8_E4M3_X4 = 16, SIM_DT_FP4_E2M1_X4 = 17,
+	SIM_DT_MAX = SIM_DT_FP4_E2M1_X4
 };
 
 /* Error detail: a message in NKI's words with the kernel's file and line,

@@ -22,6 +22,10 @@ static const struct {
 	[SIM_DT_FP8_E5M2] = { "float8_e5m2", 1 },
 	[SIM_DT_TFLOAT32] = { "tfloat32", 4 },
 	[SIM_DT_BOOL] = { "bool", 1 },
+	[SIM_DT_FP8_E8M0] = { "float8_e8m0fnu", 1 },
+	[SIM_DT_FP8_E5M2_X4] = { "float8_e5m2_x4", 4 },
+	[SIM_DT_FP8_E4M3_X4] = { "float8_e4m3fn_x4", 4 },
+	[SIM_DT_FP4_E2M1_X4] = { "float4_e2m1fn_x4", 2 },
 };
 
 /* A small IEEE-like float: e exponent bits, m mantissa bits. */
@@ -40,7 +44,7 @@ static const struct sim_mini sim_dtype_e4m3 = { 4, 3, 7, false, 448.0 };
 const char *
 sim_dtype_name(int dt)
 {
-	if (dt <= 0 || dt > SIM_DT_BOOL)
+	if (dt <= 0 || dt > SIM_DT_MAX)
 		return (NULL);
 	return (sim_dtype_table[dt].name);
 }
@@ -52,7 +56,7 @@ sim_dtype_from_name(const char *name)
 
 	if (name == NULL)
 		return (SIM_DT_INVALID);
-	for (dt = 1; dt <= SIM_DT_BOOL; dt++)
+	for (dt = 1; dt <= SIM_DT_MAX; dt++)
 		if (strcmp(name, sim_dtype_table[dt].name) == 0)
 			return (dt);
 	if (strcmp(name, "float8_e4m3") == 0)
@@ -63,7 +67,7 @@ sim_dtype_from_name(const char *name)
 size_t
 sim_dtype_size(int dt)
 {
-	if (dt <= 0 || dt > SIM_DT_BOOL)
+	if (dt <= 0 || dt > SIM_DT_MAX)
 		return (0);
 	return (sim_dtype_table[dt].size);
 }
@@ -81,6 +85,12 @@ sim_dtype_is_lowp(int dt)
 	return (dt == SIM_DT_BFLOAT16 || dt == SIM_DT_FLOAT16 ||
 	    dt == SIM_DT_FP8_E4M3 || dt == SIM_DT_FP8_E5M2 ||
 	    dt == SIM_DT_TFLOAT32);
+}
+
+bool
+sim_dtype_is_packed(int dt)
+{
+	return (dt >= SIM_DT_FP8_E5M2_X4 && dt <= SIM_DT_FP4_E2M1_X4);
 }
 
 static uint32_t
@@ -178,6 +188,55 @@ sim_dtype_mini_decode(const struct sim_mini *f, uint32_t b)
 	return ((float)(neg ? -v : v));
 }
 
+/* float8_e8m0fnu as ml_dtypes converts: the nearest power of two (1.5
+ * times one rounds up), below 2^-127 to 2^-127; zero, negatives, Inf,
+ * NaN and 2^128 up to 0xff (NaN). */
+uint8_t
+sim_dtype_e8m0_encode(float x)
+{
+	int	e, ue;
+	double	f;
+
+	if (!(x > 0.0f) || isinf(x))
+		return (0xff);
+	f = frexp((double)x, &e) * 2.0;
+	ue = e - 1 + (f >= 1.5);
+	if (ue < -127)
+		return (0);
+	if (ue > 127)
+		return (0xff);
+	return ((uint8_t)(ue + 127));
+}
+
+float
+sim_dtype_e8m0_decode(uint8_t b)
+{
+	return (b == 0xff ? NAN : ldexpf(1.0f, (int)b - 127));
+}
+
+float
+sim_dtype_mx_decode(int dt, uint32_t b)
+{
+	static const float	fp4[8] = { 0, 0.5f, 1, 1.5f, 2, 3, 4, 6 };
+
+	switch (dt) {
+	case SIM_DT_FP8_E5M2_X4:
+		return (sim_dtype_mini_decode(&sim_dtype_e5m2, b & 0xff));
+	case SIM_DT_FP8_E4M3_X4:
+		return (sim_dtype_mini_decode(&sim_dtype_e4m3, b & 0xff));
+	default:
+		return ((b & 8) ? -fp4[b & 7] : fp4[b & 7]);
+	}
+}
+
+uint8_t
+sim_dtype_mx_encode(int dt, float x)
+{
+	if (dt == SIM_DT_FP8_E5M2_X4)
+		return ((uint8_t)sim_dtype_mini_encode(&sim_dtype_e5m2, x));
+	return ((uint8_t)sim_dtype_mini_encode(&sim_dtype_e4m3, x));
+}
+
 static float
 sim_dtype_half_decode(uint16_t h)
 {
@@ -253,6 +312,13 @@ sim_dtype_round(int dt, float x)
 		return (sim_dtype_tf32_round(x));
 	case SIM_DT_BOOL:
 		return (x != 0.0f ? 1.0f : 0.0f);
+	case SIM_DT_FP8_E8M0:
+		return (sim_dtype_e8m0_decode(sim_dtype_e8m0_encode(x)));
+	case SIM_DT_FP8_E5M2_X4:
+	case SIM_DT_FP8_E4M3_X4:
+		return (x);		/* its bits */
+	case SIM_DT_FP4_E2M1_X4:
+		return ((float)((uint32_t)x & 0xffffu));
 	default:
 		return ((float)sim_dtype_int_clamp(dt, x));
 	}
@@ -272,6 +338,7 @@ sim_dtype_uninit(int dt)
 	case SIM_DT_UINT16:
 	case SIM_DT_UINT32:
 	case SIM_DT_BOOL:
+	case SIM_DT_FP4_E2M1_X4:
 		return (0.0f);
 	default:
 		return (NAN);
@@ -344,6 +411,16 @@ sim_dtype_decode(int dt, const void *src, int64_t stride, size_t n,
 			dst[i] = sim_dtype_mini_decode(&sim_dtype_e5m2,
 			    b[(int64_t)i * stride]);
 		break;
+	case SIM_DT_FP8_E8M0:
+		SIM_DEC(uint8_t, sim_dtype_e8m0_decode(v));
+		break;
+	case SIM_DT_FP8_E5M2_X4:
+	case SIM_DT_FP8_E4M3_X4:
+		SIM_DEC(uint32_t, sim_dtype_from_bits(v));
+		break;
+	case SIM_DT_FP4_E2M1_X4:
+		SIM_DEC(uint16_t, (float)v);
+		break;
 	default:
 		break;
 	}
@@ -415,6 +492,16 @@ sim_dtype_encode(int dt, void *dst, int64_t stride, size_t n,
 		break;
 	case SIM_DT_BOOL:
 		SIM_ENC(uint8_t, x != 0.0f);
+		break;
+	case SIM_DT_FP8_E8M0:
+		SIM_ENC(uint8_t, sim_dtype_e8m0_encode(x));
+		break;
+	case SIM_DT_FP8_E5M2_X4:
+	case SIM_DT_FP8_E4M3_X4:
+		SIM_ENC(uint32_t, sim_dtype_bits(x));
+		break;
+	case SIM_DT_FP4_E2M1_X4:
+		SIM_ENC(uint16_t, (uint16_t)((uint32_t)x & 0xffffu));
 		break;
 	default:
 		break;

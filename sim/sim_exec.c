@@ -289,7 +289,7 @@ sim_exec_bind(struct sim_run *r, const struct sim_tensor *in)
 		bd->esize = ti->chip ? 4 : sim_dtype_size(ti->dtype);
 		if (ti->kind == NKIR__V1__TENSOR_KIND__TENSOR_PARAM)
 			continue;
-		if (ti->chip)
+		if (ti->chip || ti->view_of >= 0)
 			continue;	/* below: may alias an HBM tensor */
 		if (ti->data != NULL && !ti->written) {
 			/* a constant no op writes: the program's copy */
@@ -330,6 +330,10 @@ sim_exec_bind(struct sim_run *r, const struct sim_tensor *in)
 		memcpy(bd->base, in[i].data, in[i].nbytes);
 		bd->owned = true;
 	}
+	/* dtype views of HBM tensors: the viewed tensor's bytes */
+	for (i = 0; i < p->ntensors; i++)
+		if (p->tensors[i].view_of >= 0)
+			r->t[i].base = r->t[p->tensors[i].view_of].base;
 	for (i = 0; i < p->ntensors; i++) {
 		const struct sim_tinfo	*ti = &p->tensors[i];
 		struct sim_bind		*bd = &r->t[i];

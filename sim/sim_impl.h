@@ -136,6 +136,9 @@ struct sim_tinfo {
 					 * fill is unobservable */
 	bool		 chip;		/* SBUF/PSUM: stored as fp32 */
 	size_t		 moff;		/* tiles: offset in the run block */
+	int64_t			 view_of;	/* HBM: >= 0, the tensor whose
+					 * bytes it reads as its dtype */
+	bool			 viewed;	/* some tensor is its view_of */
 	int64_t			 alias;		/* tiles: >= 0, an fp32 HBM tensor
 					 * whose memory the tile uses (copy
 					 * elision) */
@@ -190,7 +193,7 @@ struct sim_op {
 	bool			 has_dst;
 	struct sim_view		 dst;
 	int			 nsrc;
-	struct sim_operand	 src[3];
+	struct sim_operand	 src[4];	/* 4: OP_MATMUL_MX only */
 	int			 alu;
 	int			 act;
 	float			 scale;
@@ -234,7 +237,7 @@ struct sim_op {
 						 * overwrite dst */
 	/* sim_opt_forward: rows passed on in place within a fused group
 	 * (indices into the group, plus one; 0: none) */
-	uint8_t			 fwd_src[3];	/* src[i] is read where the
+	uint8_t			 fwd_src[4];	/* src[i] is read where the
 						 * group's load fwd_src[i]
 						 * reads its HBM row */
 	uint8_t			 fwd_dst;	/* dst's row is computed where
@@ -360,6 +363,17 @@ const char *sim_op_alu_name(int alu);
 const char *sim_op_engine(int kind, int engine, int alu);
 
 /* sim_dtype.c (and sim.h) */
+/* True for the packed MX dtypes (float8_e5m2_x4, float8_e4m3fn_x4,
+ * float4_e2m1fn_x4): an element is bits, no number. */
+bool	 sim_dtype_is_packed(int dt);
+/* float8_e8m0fnu's byte of x (ml_dtypes' rounding) and its value. */
+uint8_t	 sim_dtype_e8m0_encode(float x);
+float	 sim_dtype_e8m0_decode(uint8_t b);
+/* One value of a packed MX dtype dt: its low 8 (fp8) or 4 (fp4) bits b
+ * decoded; x encoded as one fp8 byte of dt (round to nearest even, Inf
+ * and NaN as float8_e5m2 / float8_e4m3fn have them). */
+float	 sim_dtype_mx_decode(int dt, uint32_t b);
+uint8_t	 sim_dtype_mx_encode(int dt, float x);
 /* True for the integer dtypes and bool. */
 bool	 sim_dtype_is_int(int dt);
 /* True for the float dtypes narrower than float32 (bfloat16, float16,
@@ -898,6 +912,10 @@ int	 sim_lang_plan_data(struct sim_build *b,
 int	 sim_lang_exec_op(struct sim_run *r, const struct sim_op *op);
 /* The next draw of the program's random stream: uniform in [0, 1). */
 float	 sim_lang_exec_uniform(struct sim_run *r);
+/* splitmix64's finalizer: a bijective mix of 64 bits. */
+uint64_t sim_lang_mix(uint64_t z);
+/* Seed r's random stream (nl.random_seed): its key from seed, no draws. */
+void	 sim_lang_exec_seed_set(struct sim_run *r, uint64_t seed);
 /* Refresh the index functions fns[0 .. n-1] (indices into p->fns). */
 void	 sim_lang_exec_fns(struct sim_run *r, const uint32_t *fns,
 	    uint32_t n);
@@ -918,6 +936,43 @@ int	 sim_op06_plan_dyn_loop(struct sim_build *b,
  * (read before each trip), at most SIM_DYN_TRIPS_MAX trips (then
  * SIM_ERUNTIME); the run's cancel flag checked each trip. */
 int	 sim_op06_exec_dyn_loop(struct sim_run *r, const struct sim_op *op);
+/* Tensor t (index i) of the kernel, a Tensor.view_of: check and record
+ * it (the tensors before it are planned). */
+int	 sim_op06_mx_plan_view_of(struct sim_build *b,
+	    const struct Nkir__V1__Tensor *t, size_t i);
+/* dst v of op o: not an HBM dtype view nor a tensor that has one. */
+int	 sim_op06_mx_plan_dst(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, const struct sim_view *v);
+/* op (planned from o) touches packed MX tiles only as a copy of the same
+ * dtype or an MX op, else NKI-worded SIM_EINVAL. */
+int	 sim_op06_mx_plan_packed(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, const struct sim_op *op);
+/* sim_op06_mx_plan.c, sim_op06_mx_exec.c: OP_QUANTIZE_MX and OP_MATMUL_MX
+ * (NKI 0.6's MX ops): NKI's limits checked (platform_target trn3), then
+ * run. A scaling group is SIM_MX_GROUP partitions x one x4 element. */
+#define SIM_MX_GROUP	8
+/* The scale view's partition of the group starting at data partition p:
+ * the quadrant the group comes from. */
+uint64_t sim_op06_mx_scale_row(uint64_t p);
+/* The largest unbiased exponent (quantize_mx's E_max) of packed fp8 dt. */
+int	 sim_op06_mx_emax(int dt);
+int	 sim_op06_mx_plan_quantize(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_op06_mx_plan_matmul(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_op06_mx_exec_quantize(struct sim_run *r, const struct sim_op *op);
+int	 sim_op06_mx_exec_matmul(struct sim_run *r, const struct sim_op *op);
+/* sim_op06_rng_plan.c, sim_op06_rng_exec.c: OP_RAND_GET_STATE and
+ * OP_RAND_SET_STATE; the state is SIM_RNG_WORDS words of SIM_RNG_BITS
+ * bits. */
+#define SIM_RNG_WORDS	6
+#define SIM_RNG_BITS	24
+int	 sim_op06_rng_plan_get(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_op06_rng_plan_set(struct sim_build *b,
+	    const struct Nkir__V1__Op *o, struct sim_op *op);
+int	 sim_op06_rng_exec_get(struct sim_run *r, const struct sim_op *op);
+int	 sim_op06_rng_exec_set(struct sim_run *r, const struct sim_op *op);
 /* sim_op06_ti.c: Tensor Indirection. Plan OP_TI_GATHER o (dst [P, N] <-
  * the columns of on-chip src0 [P, ..] at the offsets of the integer SBUF
  * index src1) and OP_TI_SCATTER o (on-chip dst [P, ..] <- src0 [P, N] at

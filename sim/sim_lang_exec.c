@@ -57,8 +57,7 @@ sim_lang_exec_fns(struct sim_run *r, const uint32_t *fns, uint32_t n)
 
 /* ------------------------------------------------------------ RNG */
 
-/* splitmix64's finalizer: a bijective mix of 64 bits. */
-static uint64_t
+uint64_t
 sim_lang_mix(uint64_t z)
 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -66,7 +65,7 @@ sim_lang_mix(uint64_t z)
 	return (z ^ (z >> 31));
 }
 
-static void
+void
 sim_lang_exec_seed_set(struct sim_run *r, uint64_t seed)
 {
 	r->rng_key = sim_lang_mix(seed ^ 0x6e6b6964726e6721ull);
@@ -566,6 +565,14 @@ sim_lang_exec_op(struct sim_run *r, const struct sim_op *op)
 		return (sim_lang_exec_if(r, op));
 	case NKIR__V1__OP_KIND__OP_BITCAST:
 		return (sim_lang_exec_bitcast(r, op));
+	case NKIR__V1__OP_KIND__OP_QUANTIZE_MX:	/* sim_op06_mx_*.c */
+		return (sim_op06_mx_exec_quantize(r, op));
+	case NKIR__V1__OP_KIND__OP_MATMUL_MX:
+		return (sim_op06_mx_exec_matmul(r, op));
+	case NKIR__V1__OP_KIND__OP_RAND_GET_STATE:	/* sim_op06_rng_*.c */
+		return (sim_op06_rng_exec_get(r, op));
+	case NKIR__V1__OP_KIND__OP_RAND_SET_STATE:
+		return (sim_op06_rng_exec_set(r, op));
 	case NKIR__V1__OP_KIND__OP_TI_GATHER:	/* sim_op06_ti.c */
 	case NKIR__V1__OP_KIND__OP_TI_SCATTER:
 		return (sim_op06_exec_ti(r, op));

@@ -91,6 +91,17 @@ static const struct {
 	    { "view", SIM_ENGINE_VECTOR },
 	[NKIR__V1__OP_KIND__OP_DYN_LOOP] =	/* sim_op06_plan.c */
 	    { "while_loop", SIM_ENGINE_GPSIMD },
+	/* MX: sim_op06_mx_*.c; the API pages: quantize_mx "using Vector
+	 * Engine", nc_matmul_mx "using Tensor Engine" */
+	[NKIR__V1__OP_KIND__OP_QUANTIZE_MX] =
+	    { "quantize_mx", SIM_ENGINE_VECTOR },
+	[NKIR__V1__OP_KIND__OP_MATMUL_MX] =
+	    { "nc_matmul_mx", SIM_ENGINE_TENSOR },
+	/* sim_op06_rng_*.c; GpSimd by default (Op.engine: Vector) */
+	[NKIR__V1__OP_KIND__OP_RAND_GET_STATE] =
+	    { "rand_get_state", SIM_ENGINE_GPSIMD },
+	[NKIR__V1__OP_KIND__OP_RAND_SET_STATE] =
+	    { "rand_set_state", SIM_ENGINE_GPSIMD },
 	/* NkiTensor.indirect: the engine is the instruction's (Op.engine) */
 	[NKIR__V1__OP_KIND__OP_TI_GATHER] =	/* sim_op06_ti.c */
 	    { "indirect", SIM_ENGINE_VECTOR },

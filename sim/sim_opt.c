@@ -267,7 +267,8 @@ sim_opt_reads(const struct sim_op *op, uint32_t t)
 	for (i = 0; i < op->nsrc; i++)
 		if (!op->src[i].scalar && op->src[i].v.tensor == t)
 			return (true);
-	return (op->kind == NKIR__V1__OP_KIND__OP_MATMUL && op->accumulate &&
+	return ((op->kind == NKIR__V1__OP_KIND__OP_MATMUL ||
+	    op->kind == NKIR__V1__OP_KIND__OP_MATMUL_MX) && op->accumulate &&
 	    op->dst.tensor == t);
 }
 

@@ -185,7 +185,7 @@ sim_plan_lin_swap01(struct sim_lin *l)
 static void
 sim_plan_unmask(struct sim_build *b, struct sim_op *op)
 {
-	struct sim_view	*v[4];
+	struct sim_view	*v[1 + SIM_NITEMS(op->src)];
 	sim_i128	 lo, hi;
 	int		 nv = 0, i, k, m, d;
 
@@ -728,6 +728,14 @@ static const struct sim_plan_kind {
 	    { SIM_PLAN_TILE, false, sim_lang_plan_bitcast },
 	[NKIR__V1__OP_KIND__OP_DYN_LOOP] =	/* sim_op06_plan.c */
 	    { SIM_PLAN_NOWHERE, true, sim_op06_plan_dyn_loop },
+	[NKIR__V1__OP_KIND__OP_QUANTIZE_MX] =	/* sim_op06_mx_*.c */
+	    { SIM_PLAN_SBUF, false, sim_op06_mx_plan_quantize },
+	[NKIR__V1__OP_KIND__OP_MATMUL_MX] =
+	    { SIM_PLAN_PSUM, false, sim_op06_mx_plan_matmul },
+	[NKIR__V1__OP_KIND__OP_RAND_GET_STATE] =	/* sim_op06_rng_*.c */
+	    { SIM_PLAN_TILE, false, sim_op06_rng_plan_get },
+	[NKIR__V1__OP_KIND__OP_RAND_SET_STATE] =
+	    { SIM_PLAN_NOWHERE, false, sim_op06_rng_plan_set },
 	[NKIR__V1__OP_KIND__OP_TI_GATHER] =	/* sim_op06_ti.c */
 	    { SIM_PLAN_TILE, false, sim_op06_plan_ti_gather },
 	[NKIR__V1__OP_KIND__OP_TI_SCATTER] =
@@ -741,7 +749,8 @@ sim_plan_dst(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op,
 {
 	int	rc;
 
-	if ((rc = sim_plan_view(b, o, o->dst, &op->dst, "dst")))
+	if ((rc = sim_plan_view(b, o, o->dst, &op->dst, "dst")) ||
+	    (rc = sim_op06_mx_plan_dst(b, o, &op->dst)))
 		return (rc);
 	op->has_dst = true;
 	op->masked = op->dst.nmask > 0;
@@ -760,6 +769,8 @@ sim_plan_work(const struct sim_op *op)
 	switch (op->kind) {
 	case NKIR__V1__OP_KIND__OP_MATMUL:
 		return (op->src[0].v.nelem * op->src[1].v.shape[1]);
+	case NKIR__V1__OP_KIND__OP_MATMUL_MX:	/* 4 values an element */
+		return (op->src[0].v.nelem * op->src[1].v.shape[1] * 4);
 	case NKIR__V1__OP_KIND__OP_REDUCE:
 		return (op->src[0].v.nelem * 2);
 	default:
@@ -904,7 +915,8 @@ sim_plan_op(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 	op->line = o->loc != NULL ? o->loc->line : 0;
 	if ((op->file = sim_plan_strdup(b, sim_plan_file(b, o->loc))) == NULL)
 		return (SIM_ENOMEM);
-	if (o->n_src > 3)
+	if (o->n_src > 3 && !(o->n_src == 4 &&
+	    kind == NKIR__V1__OP_KIND__OP_MATMUL_MX))
 		return (sim_plan_err(b, o->loc, SIM_EPARSE,
 		    "'%s' has %zu operands", sim_op_name(kind), o->n_src));
 	if (pk->body)
@@ -912,7 +924,8 @@ sim_plan_op(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 	if (pk->where != SIM_PLAN_NOWHERE &&
 	    (rc = sim_plan_dst(b, o, op, pk->where)))
 		return (rc);
-	if ((rc = pk->plan(b, o, op)))
+	if ((rc = pk->plan(b, o, op)) ||
+	    (rc = sim_op06_mx_plan_packed(b, o, op)))
 		return (rc);
 	return (sim_plan_op_end(b, o, op));
 }
@@ -1013,6 +1026,7 @@ sim_plan_tensors(struct sim_build *b)
 		if (ti->name == NULL)
 			return (SIM_ENOMEM);
 		ti->alias = -1;
+		ti->view_of = -1;
 		ti->kind = t->kind;
 		ti->space = t->space;
 		ti->dtype = t->dtype;
@@ -1075,6 +1089,9 @@ sim_plan_tensors(struct sim_build *b)
 				free_elems *= t->shape[d];
 		}
 		sz = sim_dtype_size(ti->dtype);
+		if (t->view_of != 0 &&
+		    (rc = sim_op06_mx_plan_view_of(b, t, i)))
+			return (rc);
 		if (t->fill == NKIR__V1__FILL__FILL_DATA && !ti->chip &&
 		    (rc = sim_lang_plan_data(b, t, ti)))
 			return (rc);
@@ -1109,7 +1126,8 @@ sim_plan_tensors(struct sim_build *b)
 			if ((rc = sim_plan_budget(b, loc, &tile_bytes,
 			    ti->nelem * 4, SIM_TILE_BYTES_MAX, "tiles")))
 				return (rc);
-		} else if (t->kind == NKIR__V1__TENSOR_KIND__TENSOR_HBM) {
+		} else if (t->kind == NKIR__V1__TENSOR_KIND__TENSOR_HBM &&
+		    ti->view_of < 0) {
 			p->cost += ti->nelem;
 			if ((rc = sim_plan_budget(b, loc, &hbm_bytes,
 			    ti->nelem * sz, SIM_HBM_BYTES_MAX, "HBM tensors")))

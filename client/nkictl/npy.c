@@ -40,6 +40,13 @@ static const struct npy_dtype {
 	{ 'V', 1, NPY_DTYPE_AMBIGUOUS, "<V1" },
 	{ 'V', 1, "float8_e4m3fn", "<V1" },
 	{ 'V', 1, "float8_e5m2",   "<V1" },
+	{ 'V', 1, "float8_e8m0fnu", "<V1" },
+	/* NKI 0.6's packed MX types: written as the unsigned integers of
+	 * their size (as nkid's Python client returns them); read back as
+	 * such (the rows above come first) */
+	{ 'u', 4, "float8_e5m2_x4", "<u4" },
+	{ 'u', 4, "float8_e4m3fn_x4", "<u4" },
+	{ 'u', 2, "float4_e2m1fn_x4", "<u2" },
 };
 
 const char *

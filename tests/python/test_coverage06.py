@@ -435,35 +435,6 @@ def test_other_collectives_one_rank(nkid_socket):
     np.testing.assert_allclose(outs[6], 2 * x)
 
 
-def test_unsupported_names_say_why(nkid_socket):
-    @nki.jit
-    def k(a):
-        t = nl.ndarray((4, 4), nl.float8_e8m0fnu)
-        return t
-    with pytest.raises(Exception, match="MX scale / packed x4"):
-        k(np.ones((4, 4), np.float32))
-    for d in (nl.float8_e5m2_x4, nl.float8_e4m3fn_x4, nl.float4_e2m1fn_x4):
-        assert isinstance(d, str)
-
-    @nki.jit
-    def m(a):
-        t = nl.ndarray((4, 4), nl.float32)
-        nisa.nc_matmul_mx(t, t, t, t, t)
-
-    @nki.jit
-    def q(a):
-        t = nl.ndarray((4, 4), nl.float32)
-        nisa.quantize_mx(t, t, t)
-
-    @nki.jit
-    def s(a):
-        t = nl.ndarray((4, 4), nl.uint32)
-        nisa.rand_get_state(t)
-    for kern, what in ((m, "nc_matmul_mx"), (q, "quantize_mx"), (s, "rand_get_state")):
-        with pytest.raises(Exception, match=what):
-            kern(np.ones((4, 4), np.float32))
-
-
 @nki.jit
 def vector_select_rows(a, rows):
     sb = nl.ndarray((64, a.shape[1]), a.dtype)

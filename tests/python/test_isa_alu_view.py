@@ -128,11 +128,21 @@ def test_view_bad_size_refused(nkid_socket):
                    np.zeros((4, 6), np.uint8))
 
 
-def test_view_of_hbm_refused(nkid_socket):
+def test_view_of_hbm(nkid_socket):
+    """A whole HBM tensor viewed as another dtype reads its bytes (NKIR
+    Tensor.view_of); a slice of one is refused."""
     def k(a):
         out = nl.ndarray((4, 8), dtype=nl.uint8, buffer=nl.shared_hbm)
         nl.store(out, nl.load(a.view(nl.uint8)))
         return out
 
-    assert_refused(nkid.nki.jit(k), NotImplementedError, "on-chip tiles only",
+    a = np.arange(8, dtype=np.float32).reshape(4, 2) - 3.5
+    np.testing.assert_array_equal(nkid.nki.jit(k)(a), a.view(np.uint8))
+
+    def s(a):
+        out = nl.ndarray((2, 8), dtype=nl.uint8, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(a[0:2, :].view(nl.uint8)))
+        return out
+
+    assert_refused(nkid.nki.jit(s), NotImplementedError, "nkid views whole tensors only",
                    np.zeros((4, 2), np.float32))

@@ -212,7 +212,7 @@ def _red(d):
 
 
 #: The instructions NKI documents tensor indirection for (but nc_matmul,
-#: above, and nc_matmul_mx, which nkid does not run): dst, and their data.
+#: above, and nc_matmul_mx, in test_nki06_mx.py): dst, and their data.
 OPS = {
     "tensor_copy": lambda d, x: nisa.tensor_copy(dst=d, src=x),
     "tensor_tensor": lambda d, x: nisa.tensor_tensor(dst=d, data1=x, data2=_half(d),

@@ -93,7 +93,8 @@ def _align(n):
 
 
 def _nbytes(shape, dtype):
-    n = np.dtype(dtype).itemsize
+    from .tracer import dtypes as _dt
+    n = _dt.host_dtype(dtype).itemsize if _dt.is_packed(dtype) else np.dtype(dtype).itemsize
     for s in shape:
         n *= int(s)
     return n

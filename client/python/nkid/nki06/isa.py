@@ -619,7 +619,8 @@ def _mm_state(b):
 def _mm_into(op, tid):
     """op is a matmul writing tensor tid (another region's group) and
     reading nothing of it."""
-    return (op.kind == _ir.OP_MATMUL and isinstance(op.dst, Access) and op.dst.tensor == tid
+    return (op.kind in (_ir.OP_MATMUL, _ir.OP_MATMUL_MX) and isinstance(op.dst, Access)
+            and op.dst.tensor == tid
             and not any(isinstance(a, Access) and a.tensor == tid for a in op.src))
 
 
@@ -707,12 +708,77 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
     _mm_state(b)[(dst._tid, tuple(repr(a) for a in view._imap))] = (body, body[-1])
 
 
+def _mx_tiling(k, m, tile_position, tile_size):
+    """nc_matmul_mx's row tiling mode, as its API page states it."""
+    if tile_position is None and tile_size is None:
+        return
+    if tile_position is None or tile_size is None:
+        raise NKIError("nc_matmul_mx: tile_position and tile_size must both be set to enable"
+                       " tiling mode" + _loc())
+    try:
+        row, col = (int(v) for v in tile_position)
+        rsz, csz = (int(v) for v in tile_size)
+    except (TypeError, ValueError):
+        raise NKIError("nc_matmul_mx: tile_position and tile_size must be 2D tuples"
+                       " (start_row, start_column) and (row_size, column_size), got %r and %r%s"
+                       % (tile_position, tile_size, _loc())) from None
+    if csz != 128:
+        raise NKIError("nc_matmul_mx supports only row tiling mode: the column_size of"
+                       " tile_size must be 128, got %d%s" % (csz, _loc()))
+    if rsz not in (32, 64, 128):
+        raise NKIError("nc_matmul_mx: row tiling slices the 128 PE rows into 2x 64 row tiles"
+                       " or 4x 32 row tiles: the row_size of tile_size must be 32, 64 or 128,"
+                       " got %d%s" % (rsz, _loc()))
+    if col != 0:
+        raise NKIError("nc_matmul_mx: the start_column of tile_position must be 0, got %d%s"
+                       % (col, _loc()))
+    if row < 0 or row % rsz or row + rsz > 128:
+        raise NKIError("nc_matmul_mx: the start_row of tile_position must be a multiple of"
+                       " row_size (%d) and must not exceed 128, got %d%s" % (rsz, row, _loc()))
+    if k > rsz or m > csz:
+        raise NKIError("nc_matmul_mx: the stationary tile size [%d, %d] must not exceed the"
+                       " chosen tile_size (%d, %d)%s" % (k, m, rsz, csz, _loc()))
+
+
+def _mx_operand(x, arg, what, spaces):
+    _tile(x, arg, what)
+    _space(x, arg, what, spaces)
+    return x._access()
+
+
 def nc_matmul_mx(dst, stationary, moving, stationary_scale, moving_scale, tile_position=None,
                  tile_size=None, accumulate=None, name=None):
-    """MX (microscaling) matmul: needs MX dtypes nkid does not model."""
-    _req("nc_matmul_mx")
-    raise NKIError("nisa.nc_matmul_mx multiplies MXFP8/MXFP4 tiles with float8_e8m0fnu"
-                   " scales; nkid's executor does not model the MX data types yet" + _loc())
+    """``dst (PSUM) = dequant(stationary).T @ dequant(moving)`` of MXFP8/MXFP4
+    x4 tiles with their float8_e8m0fnu (or uint8) block scales, on the
+    Tensor Engine (NeuronCore-v4); ``accumulate`` as ``nc_matmul``'s.
+    Row tiling (``tile_position``, ``tile_size``) is checked as documented;
+    the result does not depend on it."""
+    b = _req("nc_matmul_mx")
+    what = "nc_matmul_mx"
+    srcs = [_mx_operand(x, arg, what, _SB)
+            for x, arg in ((stationary, "stationary"), (moving, "moving"),
+                           (stationary_scale, "stationary_scale"),
+                           (moving_scale, "moving_scale"))]
+    _mx_operand(dst, "dst", what, (_ir.SPACE_PSUM,))
+    _mx_tiling(stationary.shape[0], _free(stationary.shape), tile_position, tile_size)
+    if accumulate is None:
+        acc = _accumulate_auto(b, dst)
+    else:
+        acc = bool(accumulate)
+    d = dst._access()
+    t = b.tensors[d.tensor]
+    if acc and t.pending_alloc is not None:
+        # the group's first matmul overwrites: the tile starts at zero
+        t.pending_alloc[0].fields["fill"] = _ir.FILL_ZERO
+    op = Op(_ir.OP_MATMUL_MX, b.loc_here(), d, srcs, {"accumulate": acc} if acc else {})
+    for s in srcs:
+        b.note_read(s)
+    if acc:
+        b.note_read(d)
+    b.note_write(d)
+    b.emit(op)
+    body = b.cur_body
+    _mm_state(b)[(dst._tid, tuple(repr(a) for a in dst._imap))] = (body, body[-1])
 
 
 def nc_transpose(dst, data, engine=engine.unknown, name=None):
@@ -1166,29 +1232,69 @@ def set_rng_seed(src_seeds, name=None):
     nl.random_seed(src_seeds)
 
 
+_RNG_ENGINE = {engine.gpsimd: _ir.ENGINE_GPSIMD, engine.vector: _ir.ENGINE_VECTOR}
+
+
+def _rng_engine(e, what):
+    e = _enum(engine, e, "engine")
+    if e not in _RNG_ENGINE:
+        raise NKIError("%s: Supported engines: NeuronCore-v3: GpSimd. NeuronCore-v4+: GpSimd,"
+                       " Vector; got engine.%s%s" % (what, e.name, _loc()))
+    return _RNG_ENGINE[e]
+
+
 def rand_set_state(src_seeds, engine=engine.gpsimd, name=None):
-    """Set the generator's state from a tile (the first value seeds nkid's
-    counter-based generator)."""
-    _req("rand_set_state")
-    nl.random_seed(src_seeds)
+    """Set the random stream from ``src_seeds`` (SBUF, uint32, 6 words a
+    partition for GpSimd, 24 for Vector): a state ``rand_get_state``
+    wrote is restored exactly (the same draws follow); other words seed
+    the stream (every word of every lane counts)."""
+    b = _req("rand_set_state")
+    s = _mx_operand(src_seeds, "src_seeds", "rand_set_state", _SB)
+    b.note_read(s)
+    b.emit(Op(_ir.OP_RAND_SET_STATE, b.loc_here(), None, [s],
+              {"engine": _rng_engine(engine, "rand_set_state")}))
 
 
 def rand_get_state(dst, engine=engine.gpsimd, name=None):
-    """The generator's state: nkid's generator is counter based and keeps
-    none a kernel can read."""
-    _req("rand_get_state")
-    raise NKIError("nisa.rand_get_state: nkid's random generator is counter based (seeded by"
-                   " nl.random_seed / rand_set_state) and has no hardware state to read"
-                   + _loc())
+    """``dst`` (uint32 [P, 6] for GpSimd, [P, 24] for Vector) <- the
+    random stream's state: nkid's stream is one per program (counter
+    based), so every partition holds the same six 24-bit words (repeated
+    for the Vector Engine's four XORWOW slots); ``rand_set_state`` of them
+    continues the stream where it was."""
+    b = _req("rand_get_state")
+    d = _mx_operand(dst, "dst", "rand_get_state", _CHIP)
+    b.emit(Op(_ir.OP_RAND_GET_STATE, b.loc_here(), d, [],
+              {"engine": _rng_engine(engine, "rand_get_state")}))
+    b.note_write(d)
 
 
 # ---------------------------------------------------------------- MX, search, sync
 
 def quantize_mx(dst, src, dst_scale, name=None):
-    """Quantize to MX data types: not modelled by nkid."""
-    _req("quantize_mx")
-    raise NKIError("nisa.quantize_mx writes MXFP8/MXFP4 data with float8_e8m0fnu scales;"
-                   " nkid's executor does not model the MX data types yet" + _loc())
+    """MXFP8 quantization on the Vector Engine (NeuronCore-v4): per group
+    of 8 partitions x 4 elements of ``src`` (float16/bfloat16) the scale
+    2^(floor(log2(max|x|)) - (E_max - 1)) (2^-127 for an all-zero group)
+    goes to ``dst_scale`` in the group's quadrant, and ``src / scale``
+    rounded to dst's float8 type packed four to an element to ``dst``.
+    Two NKIR ops: the scales', then the data's."""
+    b = _req("quantize_mx")
+    what = "quantize_mx"
+    s = _mx_operand(src, "src", what, _SB)
+    d = _mx_operand(dst, "dst", what, _SB)
+    sc = _mx_operand(dst_scale, "dst_scale", what, _SB)
+    if dst.dtype not in (nl.float8_e5m2_x4, nl.float8_e4m3fn_x4):
+        raise NKIError("quantize_mx: The output dst tile must be float8_e5m2_x4 or"
+                       " float8_e4m3fn_x4 (4-packed FP8 data types), got %s%s"
+                       % (_dt.name_of(dst.dtype), _loc()))
+    if dst_scale.dtype not in (nl.float8_e8m0fnu, nl.uint8):
+        raise NKIError("quantize_mx: The dst_scale tile must be float8_e8m0fnu or uint8, got"
+                       " %s%s" % (_dt.name_of(dst_scale.dtype), _loc()))
+    loc = b.loc_here()
+    b.note_read(s)
+    b.emit(Op(_ir.OP_QUANTIZE_MX, loc, sc, [s], {"acc_dtype": _dt.to_ir(dst.dtype)}))
+    b.note_write(sc)
+    b.emit(Op(_ir.OP_QUANTIZE_MX, loc, d, [src._access()], {}))
+    b.note_write(d)
 
 
 def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, name=None):

@@ -81,12 +81,13 @@ def _positional(f, names):
 
 _npos = {}
 
-#: NKI 0.6's MX scale and packed dtypes: not modelled by nkid's executor
-#: (their names exist so kernels import; using one is a clear error).
-float8_e8m0fnu = "float8_e8m0fnu"
-float8_e5m2_x4 = "float8_e5m2_x4"
-float8_e4m3fn_x4 = "float8_e4m3fn_x4"
-float4_e2m1fn_x4 = "float4_e2m1fn_x4"
+#: NKI 0.6's MX scale dtype (8-bit exponent, bias 127, 0xff NaN) and
+#: packed MX dtypes (four float8/float4 values an element; host arrays of
+#: them are uint32 / uint16 holding their bytes: nkid.tracer.dtypes).
+float8_e8m0fnu = _dt.float8_e8m0fnu
+float8_e5m2_x4 = _dt.float8_e5m2_x4
+float8_e4m3fn_x4 = _dt.float8_e4m3fn_x4
+float4_e2m1fn_x4 = _dt.float4_e2m1fn_x4
 
 DType = object
 
@@ -211,10 +212,6 @@ tile_size = _TileSize()
 # ---------------------------------------------------------------- creation
 
 def _mx(dtype):
-    if isinstance(dtype, str) and dtype in (float8_e8m0fnu, float8_e5m2_x4, float8_e4m3fn_x4,
-                                            float4_e2m1fn_x4):
-        raise NKIError("dtype nl.%s (MX scale / packed x4) is not modelled by nkid's"
-                       " executor yet%s" % (dtype, _loc()))
     return dtype
 
 

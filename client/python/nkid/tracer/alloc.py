@@ -268,6 +268,7 @@ def check_kernel(b):
                            + _at(b, op.loc))
     extra = [t.name or "#%d" % i for i, t in enumerate(b.tensors)
              if t.kind == ir.TENSOR_HBM and t.data is None and i not in b.outputs
+             and t.view_of is None
              and i in uses]
     if extra:
         raise NKIError("Non IO HBM tensor is not supported in allocated NKI kernel: %s"

@@ -50,7 +50,7 @@ class Op:
 class TensorInfo:
     __slots__ = ("name", "kind", "space", "dtype", "shape", "loc", "fill",
                  "pending_alloc", "written", "data", "alloc", "scope", "blocks",
-                 "bitcast")
+                 "bitcast", "view_of")
 
     def __init__(self, name, kind, space, dtype, shape, loc, fill=ir.FILL_UNINIT):
         self.name = name
@@ -67,6 +67,7 @@ class TensorInfo:
         self.scope = ()               # the loop variables open at creation
         self.blocks = 0               # tiles: block dimensions after the partitions
         self.bitcast = None           # tile.view(dtype): the viewed NkiTensor
+        self.view_of = None           # HBM tensor.view(dtype): the viewed tensor's id
 
 
 class KernelBuilder:
@@ -264,6 +265,8 @@ class KernelBuilder:
                 m.data = t.data
             if t.blocks:
                 m.block_dims = t.blocks
+            if t.view_of is not None:
+                m.view_of = t.view_of + 1
         for kind, aff, divisor in self.fns:
             f = k.fns.add(kind=ir.FN_MOD if kind == "mod" else ir.FN_FLOORDIV,
                           divisor=divisor)

@@ -1,8 +1,12 @@
 """NKI data types, their NKIR codes, their wire names and type promotion.
 
-Data types are numpy dtypes (bf16 and fp8 from ``ml_dtypes``), except
-``tfloat32``, which numpy lacks: it is the :data:`tfloat32` marker and
-travels to and from the host as float32.
+Data types are numpy dtypes (bf16, fp8 and float8_e8m0fnu from
+``ml_dtypes``), except ``tfloat32``, which numpy lacks: it is the
+:data:`tfloat32` marker and travels to and from the host as float32; and
+NKI 0.6's packed MX types (``float8_e5m2_x4``, ``float8_e4m3fn_x4``,
+``float4_e2m1fn_x4``: four values an element), markers that travel as the
+unsigned integers of their size (uint32, uint16), their bytes unchanged, as
+the MX deep dive's ``pack_mx_data_into_x4`` packs them.
 """
 
 import numpy as np
@@ -30,6 +34,32 @@ class _TFloat32:
 
 tfloat32 = _TFloat32()
 
+
+class _Packed:
+    """A packed MX type: four float8 (or float4) values in one element of
+    ``itemsize`` bytes, the first in the lowest bits; host arrays are
+    ``host`` (uint32 or uint16) holding those bytes."""
+
+    kind = "V"
+
+    def __init__(self, name, itemsize, host):
+        self.name = name
+        self.itemsize = itemsize
+        self.host = np.dtype(host)
+
+    def __repr__(self):
+        return self.name
+
+    def __reduce__(self):
+        return self.name
+
+
+float8_e5m2_x4 = _Packed("float8_e5m2_x4", 4, np.uint32)
+float8_e4m3fn_x4 = _Packed("float8_e4m3fn_x4", 4, np.uint32)
+float4_e2m1fn_x4 = _Packed("float4_e2m1fn_x4", 2, np.uint16)
+float8_e8m0fnu = np.dtype(ml_dtypes.float8_e8m0fnu)
+_PACKED = {float8_e5m2_x4: None, float8_e4m3fn_x4: None, float4_e2m1fn_x4: None}
+
 float32 = np.dtype(np.float32)
 float16 = np.dtype(np.float16)
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
@@ -44,6 +74,8 @@ _TO_IR = {
     int8: ir.DT_INT8, int16: ir.DT_INT16, int32: ir.DT_INT32,
     uint8: ir.DT_UINT8, uint16: ir.DT_UINT16, uint32: ir.DT_UINT32,
     float8_e4m3: ir.DT_FP8_E4M3, float8_e5m2: ir.DT_FP8_E5M2, bool_: ir.DT_BOOL,
+    float8_e8m0fnu: ir.DT_FP8_E8M0, float8_e5m2_x4: ir.DT_FP8_E5M2_X4,
+    float8_e4m3fn_x4: ir.DT_FP8_E4M3_X4, float4_e2m1fn_x4: ir.DT_FP4_E2M1_X4,
 }
 
 _ALIASES = {
@@ -51,13 +83,21 @@ _ALIASES = {
     "bfloat16": bfloat16, "bf16": bfloat16,
     "float8_e4m3": float8_e4m3, "float8_e4m3fn": float8_e4m3, "fp8_e4m3": float8_e4m3,
     "float8_e5m2": float8_e5m2, "fp8_e5m2": float8_e5m2,
+    "float8_e8m0fnu": float8_e8m0fnu, "float8_e5m2_x4": float8_e5m2_x4,
+    "float8_e4m3fn_x4": float8_e4m3fn_x4, "float4_e2m1fn_x4": float4_e2m1fn_x4,
 }
+
+
+def is_packed(dt):
+    """True for the packed MX types (float8_e5m2_x4, float8_e4m3fn_x4,
+    float4_e2m1fn_x4)."""
+    return isinstance(dt, _Packed)
 
 
 def normalize(dt):
     """The canonical dtype for anything NKI accepts as a dtype."""
-    if dt is tfloat32:
-        return tfloat32
+    if dt is tfloat32 or isinstance(dt, _Packed):
+        return dt
     if isinstance(dt, str) and dt in _ALIASES:
         return _ALIASES[dt]
     d = np.dtype(dt)
@@ -80,6 +120,8 @@ def name_of(dt):
     """numpy's name of dt (remembered: dtype.name is slow for a hot path)."""
     if dt is tfloat32:
         return "tfloat32"
+    if isinstance(dt, _Packed):
+        return dt.name
     try:
         return _names[dt]
     except (KeyError, TypeError):
@@ -102,7 +144,7 @@ def from_wire_name(name):
     if name == "tfloat32":
         return float32
     if name in _ALIASES:
-        return _ALIASES[name]
+        return host_dtype(_ALIASES[name])
     try:
         return np.dtype(name)
     except TypeError:
@@ -110,18 +152,23 @@ def from_wire_name(name):
 
 
 def host_dtype(dt):
+    if isinstance(dt, _Packed):
+        return dt.host
     return float32 if dt is tfloat32 else dt
 
 
 def is_float(dt):
-    return dt is tfloat32 or np.dtype(dt).kind == "f" or dt in (bfloat16, float8_e4m3, float8_e5m2)
+    if isinstance(dt, _Packed):
+        return False
+    return dt is tfloat32 or np.dtype(dt).kind == "f" or dt in (bfloat16, float8_e4m3, float8_e5m2,
+                                                                     float8_e8m0fnu)
 
 
 def itemsize(dt):
     return dt.itemsize
 
 
-_FLOAT_RANK = {float8_e4m3: 0, float8_e5m2: 0, float16: 1, bfloat16: 1, tfloat32: 2, float32: 3}
+_FLOAT_RANK = {float8_e4m3: 0, float8_e5m2: 0, float8_e8m0fnu: 0, float16: 1, bfloat16: 1, tfloat32: 2, float32: 3}
 
 
 def promote(a, b):

@@ -224,9 +224,7 @@ class NkiTensor:
         if dt == self.dtype:
             return self
         if self._space not in (ir.SPACE_SBUF, ir.SPACE_PSUM):
-            raise NotImplementedError("NkiTensor.view(%s) of a %s tensor in HBM: nkid"
-                                      " reinterprets on-chip tiles only"
-                                      % (_dt.name_of(dt), _dt.name_of(self.dtype)))
+            return self._hbm_view(dt)
         b = require("tile.view")
         if len(self.shape) < 2:
             raise _err("tile.view(%s) needs a tile with a free dimension, got shape %s"
@@ -241,6 +239,31 @@ class NkiTensor:
         t = new_tile(shape, dt, self._space, _guess_name() or self.name)
         b.tensors[t._tid].bitcast = self
         return t
+
+    def _hbm_view(self, dt):
+        """A whole HBM tensor's bytes read as ``dt`` (numpy's ``view``):
+        a tensor of its own, NKIR Tensor.view_of, sharing the memory; both
+        read-only (the executor refuses writes to either)."""
+        b = require("tensor.view")
+        t = b.tensors[self._tid]
+        whole = (tuple(self.shape) == tuple(t.shape)
+                 and all(repr(a) == repr(Aff.axis(j)) for j, a in enumerate(self._imap)))
+        if not whole:
+            raise _err("tensor.view(%s) / .ap(dtype=%s) of an HBM tensor: nkid views whole"
+                       " tensors only, `%s` is a slice or reshape of shape %s"
+                       % (_dt.name_of(dt), _dt.name_of(dt), self.name, list(self.shape)),
+                       NotImplementedError)
+        nbytes = self.shape[-1] * _dt.itemsize(self.dtype)
+        if nbytes % _dt.itemsize(dt):
+            raise _err("cannot view a %s tensor of shape %s as %s: the last dimension's %d"
+                       " bytes are not a multiple of %d"
+                       % (_dt.name_of(self.dtype), list(self.shape), _dt.name_of(dt),
+                          nbytes, _dt.itemsize(dt)), ValueError)
+        shape = tuple(self.shape[:-1]) + (nbytes // _dt.itemsize(dt),)
+        root = t.view_of if t.view_of is not None else self._tid
+        v = new_hbm(shape, dt, self._space, _guess_name() or self.name)
+        b.tensors[v._tid].view_of = root
+        return v
 
     def assert_shape(self, shape):
         """Raise unless the tensor has ``shape``; returns the tensor."""
