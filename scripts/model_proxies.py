@@ -18,6 +18,7 @@ must meet: the ratio is against the bound, in brackets.
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -95,6 +96,14 @@ def main():
     ap.add_argument("samples")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="nkid-proxies.")
+    try:
+        table(a, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def table(a, tmp):
+    """The table of CASES, the nki-samples modules fetched into tmp."""
     fetch(a.samples, a.rev, tmp)
     sys.path.insert(0, tmp)
     import importlib

@@ -24,6 +24,18 @@ sys.path.insert(0, HERE)
 from kernels import micro as mc            # noqa: E402
 from kernels import perf_tutorials as pt   # noqa: E402
 
+#: The module's own temporary directory, where each traced kernel's NKIR is
+#: written for nkimodel (pytest removes it).
+_TMP = [None]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _model_tmp(tmp_path_factory):
+    _TMP[0] = str(tmp_path_factory.mktemp("model_micro"))
+    yield
+    _TMP[0] = None
+
+
 pytestmark = pytest.mark.skipif(not os.path.exists(NKIMODEL),
                                 reason="build/bin/nkimodel not built (run make)")
 
@@ -53,7 +65,7 @@ def run(kernel, shapes, dtype, target="trn1"):
     import nkid.nki.language as nl
     dt = getattr(nl, dtype)
     return pt.model(kernel, tuple(nt.tensor[list(s), dt] for s in shapes), NKIMODEL,
-                    os.environ.get("TMPDIR", "/tmp"), target=target)
+                    _TMP[0], target=target)
 
 
 def busy(s, engine):
@@ -211,7 +223,7 @@ def test_dma_masked_partitions(rows):
     import nkid.nki.language as nl
     f = 1024
     s = pt.model(mc.masked_rows, (nt.tensor[[P, f], nl.float32], rows), NKIMODEL,
-                 os.environ.get("TMPDIR", "/tmp"))
+                 _TMP[0])
     assert s["dma_bytes"] == 2 * rows * f * 4
     load = [o for o in s["ops"] if o["op"] == "load"][0]
     assert load["count"] == (rows + 7) // 8
@@ -235,7 +247,7 @@ def test_sbuf_spill(target):
     got = {}
     for k in (fit, fit + 1):
         s = pt.model(mc.live_tiles, (nt.tensor[[k, P, f], nl.float32],), NKIMODEL,
-                     os.environ.get("TMPDIR", "/tmp"), target=target)
+                     _TMP[0], target=target)
         got[k] = s
         assert s["dma_bytes"] == (k + 1) * P * f * 4 + s["spill_bytes"]
     assert got[fit]["spill_bytes"] == 0
