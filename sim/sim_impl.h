@@ -550,6 +550,9 @@ void	*sim_plan_alloc(struct sim_build *b, size_t size);
  * (SIM_ELIMIT, SIM_ENOMEM) when it cannot be had. */
 void	*sim_plan_table(struct sim_build *b, size_t n, size_t size, int max,
 	    const char *what, int *rc);
+/* The NeuronCore version of b's kernel target: 2 (trn1, inf2, the
+ * default), 3 (trn2) or 4 (trn3). */
+int	 sim_plan_nc_version(const struct sim_build *b);
 /* Set b's diag to the message and " (file:line)" of loc (the kernel's
  * when NULL); returns code. */
 int	 sim_plan_err(struct sim_build *b, const struct Nkir__V1__Loc *loc,

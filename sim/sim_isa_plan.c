@@ -26,11 +26,7 @@ sim_isa_name(const Nkir__V1__Op *o)
 static int
 sim_isa_gen(const struct sim_build *b)
 {
-	const char	*t = b->k->target;
-
-	if (t != NULL && (strcmp(t, "trn2") == 0 || strcmp(t, "trn3") == 0))
-		return (3);
-	return (2);
+	return (sim_plan_nc_version(b) >= 3 ? 3 : 2);
 }
 
 static const struct sim_tinfo *

@@ -368,6 +368,18 @@ sim_plan_reduce(struct sim_build *b, const Nkir__V1__Op *o, struct sim_op *op)
 	return (0);
 }
 
+int
+sim_plan_nc_version(const struct sim_build *b)
+{
+	const char	*t = b->k->target;
+
+	if (t != NULL && strcmp(t, "trn3") == 0)
+		return (4);
+	if (t != NULL && strcmp(t, "trn2") == 0)
+		return (3);
+	return (2);
+}
+
 static int
 sim_plan_matmul(struct sim_build *b, const Nkir__V1__Op *o,
     struct sim_op *op)
@@ -378,10 +390,15 @@ sim_plan_matmul(struct sim_build *b, const Nkir__V1__Op *o,
 	char			 sa[256], sb[256];
 	int			 rc;
 
-	if (dt->dtype != SIM_DT_FLOAT32)
+	/* nc_matmul, "Data types": "The dst tile must be a float32 tile in
+	 * NeuronCore-v2 and NeuronCore-v3. Starting NeuronCore-v4, dst can
+	 * either be a float32 or bfloat16 tile." */
+	if (dt->dtype != SIM_DT_FLOAT32 && (dt->dtype != SIM_DT_BFLOAT16 ||
+	    sim_plan_nc_version(b) < 4))
 		return (sim_plan_err(b, o->loc, SIM_EINVAL,
 		    "Expected operand 'dst' of 'matmul' to have dtype "
-		    "float32, but got %s instead", sim_dtype_name(dt->dtype)));
+		    "float32%s, but got %s instead", sim_plan_nc_version(b) < 4 ?
+		    "" : " or bfloat16", sim_dtype_name(dt->dtype)));
 	if ((rc = sim_plan_src_sbuf2(b, o, op, "stationary", "moving")))
 		return (rc);
 	x = &op->src[0].v;

@@ -110,6 +110,34 @@ def test_nc_matmul_double_row(nkid_socket):
         nki.jit(double_row.func)(a, b)
 
 
+def pe_transpose_kernel(a):
+    """A bf16 tile transposed by nc_matmul's transpose mode into a PSUM tile
+    of its own dtype, as nki-samples' allocated_fused_rms_norm_qkv does on
+    NeuronCore-v3 (fp32 on v2)."""
+    out = nl.ndarray((a.shape[1], a.shape[0]), dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.load(a)
+    ident = nl.shared_identity_matrix(n=a.shape[0], dtype=a.dtype)
+    i = nl.load(ident)
+    dt = a.dtype if nisa.get_nc_version() != nisa.nc_version.gen2 else nl.float32
+    ps = nl.ndarray((a.shape[1], a.shape[0]), dtype=dt, buffer=nl.psum)
+    ps[...] = nisa.nc_matmul(t, i, is_transpose=True)
+    nl.store(out, nl.copy(ps, dtype=a.dtype))
+    return out
+
+
+def test_nc_matmul_transpose_mode(nkid_socket):
+    """trn2: transpose mode is bit-accurate (NaN and Inf kept) and writes
+    the input's dtype to PSUM; trn1: an fp32 matmul with the identity."""
+    g = np.random.default_rng(3)
+    a = g.standard_normal((64, 32)).astype(nl.bfloat16)
+    a[3, 5], a[7, 1] = np.inf, np.nan
+    got = nki.jit(pe_transpose_kernel, platform_target="trn2")(a)
+    np.testing.assert_array_equal(got.view(np.uint16), np.ascontiguousarray(a.T).view(np.uint16))
+    b = g.standard_normal((64, 32)).astype(nl.bfloat16)
+    np.testing.assert_array_equal(nki.jit(pe_transpose_kernel)(b).astype(np.float32),
+                                  b.T.astype(np.float32))
+
+
 # ---------------------------------------------------------------- device only
 
 def test_builtin_custom_op_cannot_run_off_the_device(nkid_socket):

@@ -273,6 +273,30 @@ def test_init_values_non_io_hbm_and_transposes_are_refused():
                               r"_kernel\) \(test_lang_alloc.py:\d+\)")
 
 
+def allocated_pe_transpose(x, ident):
+    """nc_matmul's transpose mode in an allocated kernel, as nki-samples'
+    allocated_fused_rms_norm_qkv writes it for NeuronCore-v3: allowed (an
+    nc_transpose on the tensor engine is not), into a PSUM tile of x's
+    dtype."""
+    out = nl.ndarray((128, 128), dtype=x.dtype, buffer=nl.shared_hbm)
+    a = nl.ndarray((par_dim(128), 128), dtype=x.dtype, buffer=ncc.sbuf.mod_alloc(base_addr=0))
+    a[...] = nl.load(x)
+    i = nl.ndarray((par_dim(128), 128), dtype=x.dtype, buffer=ncc.sbuf.mod_alloc(base_addr=512))
+    i[...] = nl.load(ident)
+    p = nl.ndarray((par_dim(128), 128), dtype=x.dtype, buffer=ncc.psum.mod_alloc(base_bank=0))
+    p[...] = nisa.nc_matmul(a, i, is_transpose=True)
+    s = nl.ndarray((par_dim(128), 128), dtype=x.dtype, buffer=ncc.sbuf.mod_alloc(base_addr=1024))
+    s[...] = nl.copy(p)
+    nl.store(out, value=s)
+    return out
+
+
+def test_allocated_transpose_mode_on_trn2(nkid_socket):
+    x = np.random.default_rng(5).standard_normal((128, 128)).astype(np.float16)
+    got = nki.jit(allocated_pe_transpose, platform_target="trn2")(x, np.eye(128, dtype=np.float16))
+    np.testing.assert_array_equal(got, x.T)
+
+
 def test_force_auto_alloc_ignores_placements(nkid_socket):
     @ncc.force_auto_alloc
     def k(x):

@@ -2,6 +2,7 @@
 own covering what the 0.6 tutorials and aws-neuron-sdk's nki/examples use,
 each run through a real nkid (Run or Simulate) and compared to numpy."""
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -779,7 +780,6 @@ def to_bf16(x):
 
 def test_simulate_precise_by_default(monkeypatch):
     x = (1 + RNG.random((4, 8)) * 1e-3).astype(np.float32)
-    import ml_dtypes
     bf = x.astype(ml_dtypes.bfloat16).astype(np.float32)
     monkeypatch.delenv("NKI_PRECISE_FP", raising=False)
     np.testing.assert_array_equal(nki.simulate(to_bf16)(x), bf)
@@ -987,6 +987,33 @@ def test_matmul_transpose_mode():
     x[3, 5] = np.nan
     out = k(x)
     np.testing.assert_array_equal(out, x.T)     # NaN stays where it was, nowhere else
+
+
+def _bf16_matmul(a, b):
+    ta = nl.ndarray(a.shape, a.dtype)
+    tb = nl.ndarray(b.shape, b.dtype)
+    nisa.dma_copy(dst=ta, src=a)
+    nisa.dma_copy(dst=tb, src=b)
+    ps = nl.ndarray((a.shape[1], b.shape[1]), nl.bfloat16, buffer=nl.psum)
+    nisa.nc_matmul(ps, ta, tb)
+    r = nl.ndarray(ps.shape, nl.bfloat16)
+    nisa.tensor_copy(dst=r, src=ps)
+    out = nl.ndarray(ps.shape, nl.bfloat16, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=r)
+    return out
+
+
+def test_matmul_bfloat16_dst_from_neuroncore_v4(monkeypatch):
+    """nc_matmul's dst is float32 up to NeuronCore-v3 and float32 or
+    bfloat16 from v4 (trn3, the default target): the fp32 sum rounded once."""
+    a = rand(128, 64).astype(ml_dtypes.bfloat16)
+    b = rand(128, 32).astype(ml_dtypes.bfloat16)
+    want = (a.astype(np.float32).T @ b.astype(np.float32)).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(nki.jit(_bf16_matmul)(a, b), want)
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")
+    with pytest.raises(Exception, match="Expected operand 'dst' of 'matmul' to have dtype"
+                       " float32, but got bfloat16 instead"):
+        nki.jit(_bf16_matmul)(a, b)
 
 
 def test_dma_copy_between_layouts():

@@ -278,11 +278,29 @@ def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onez
     (trn2) contracts stationary [K, 2, M] with moving [K, 2, N]."""
     _check_pe_tiling(stationary, tile_position, tile_size)
     stationary, moving = _in_sbuf(stationary), _in_sbuf(moving)
+    if is_transpose and get_nc_version() != nc_version.gen2:
+        return _pe_transpose(stationary, moving, mask)
     perf = kwargs.get("perf_mode")
     if perf is not None:
         return _matmul_double_row(stationary, moving, perf, mask)
     return _t.matmul(stationary, moving, transpose_x=True, mask=mask,
                      engine=_ir.ENGINE_TENSOR)
+
+
+def _pe_transpose(stationary, moving, mask):
+    """NeuronCore-v3's transpose mode (``is_transpose=True``, trn2 and
+    later): moving is the identity of stationary's partitions and the
+    result is stationary.T, bit-accurate, in stationary's dtype ("FP16/BF16
+    PSUM output for FP16/BF16 transpose": aws-neuron-sdk trainium2_arch,
+    "Built-in Transpose Support"). On NeuronCore-v2 the flag is only a hint
+    and the product is an ordinary fp32 matmul."""
+    if moving.shape[0] != stationary.shape[0]:
+        raise NKIError("nc_matmul with is_transpose=True: moving must be the identity of"
+                       " stationary's partitions (%d), got shape %s%s"
+                       % (stationary.shape[0], list(moving.shape), _loc()))
+    r = _t.transpose(stationary, mask=mask, engine=_ir.ENGINE_TENSOR, space=_ir.SPACE_PSUM)
+    _current().pe_transposes.add(id(r._producer))
+    return r
 
 
 def _in_sbuf(x):

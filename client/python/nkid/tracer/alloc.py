@@ -259,7 +259,8 @@ def check_kernel(b):
     uses, spans, ops = _uses(b)
     for _, op in ops:
         if (op.kind == ir.OP_MATMUL and not op.fields.get("transpose_x")) or \
-                (op.kind == ir.OP_TRANSPOSE and op.fields.get("engine") == ir.ENGINE_TENSOR):
+                (op.kind == ir.OP_TRANSPOSE and op.fields.get("engine") == ir.ENGINE_TENSOR
+                 and id(op) not in b.pe_transposes):
             raise NKIError("Unsupported transpose case in allocated NKI kernels:"
                            " nisa.nc_transpose() with TensorEngine, or nl.matmul() without"
                            " setting transpose_x=True; use an allocated identity matrix"

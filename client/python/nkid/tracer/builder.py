@@ -96,6 +96,10 @@ class KernelBuilder:
         self.force_auto_alloc = False  # nki.compiler.force_auto_alloc
         self.loop_reduce = {}         # nl.loop_reduce accumulators by call site
         self.merged = []              # HBM reshapes made copies (tracer.merge)
+        # ids of the tensor-engine OP_TRANSPOSEs that are nc_matmul's
+        # transpose mode (is_transpose=True on trn2): allowed in allocated
+        # kernels, where nc_transpose on the tensor engine is not
+        self.pe_transposes = set()
 
     # -- activation
     def __enter__(self):
