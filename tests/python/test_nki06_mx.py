@@ -284,37 +284,40 @@ def test_nc_matmul_mx_accumulates_k_tiles():
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6 * np.abs(want).max())
 
 
+@nki.jit
+def _q_mm(st, sst, x):
+    """nc_matmul_mx of st's float8_e5m2_x4 bits (scales sst) by x [K, 4N]
+    quantized on chip by quantize_mx (moving), bf16 through PSUM."""
+    K, M = st.shape
+    N = x.shape[1] // 4
+    ts = nl.ndarray((K, M), dtype=nl.float8_e5m2_x4, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ts, src=st.ap(dtype=nl.float8_e5m2_x4, pattern=[[M, K], [1, M]]))
+    ss = nl.ndarray((K, M), dtype=nl.uint8, buffer=nl.sbuf)
+    for q in nl.static_range(K // 32):
+        nisa.dma_copy(dst=ss[32 * q:32 * q + 4, :], src=sst[4 * q:4 * q + 4, :])
+    tx = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tx, src=x)
+    tm = nl.ndarray((K, N), dtype=nl.float8_e5m2_x4, buffer=nl.sbuf)
+    sm = nl.ndarray((K, N), dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.quantize_mx(dst=tm, src=tx, dst_scale=sm)
+    ps = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.psum)
+    nisa.nc_matmul_mx(dst=ps, stationary=ts, moving=tm, stationary_scale=ss, moving_scale=sm)
+    r = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=r, src=ps)
+    o = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=o, src=r)
+    return o
+
+
 def test_quantize_then_matmul_mx_bf16_out():
     """quantize_mx's output feeds nc_matmul_mx directly (moving), as the
     deep dive's on-device quantization does; bf16 PSUM result."""
-    @nki.jit
-    def k(st, sst, x):
-        K, M = st.shape
-        N = x.shape[1] // 4
-        ts = nl.ndarray((K, M), dtype=nl.float8_e5m2_x4, buffer=nl.sbuf)
-        nisa.dma_copy(dst=ts, src=st.ap(dtype=nl.float8_e5m2_x4, pattern=[[M, K], [1, M]]))
-        ss = nl.ndarray((K, M), dtype=nl.uint8, buffer=nl.sbuf)
-        for q in nl.static_range(K // 32):
-            nisa.dma_copy(dst=ss[32 * q:32 * q + 4, :], src=sst[4 * q:4 * q + 4, :])
-        tx = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=tx, src=x)
-        tm = nl.ndarray((K, N), dtype=nl.float8_e5m2_x4, buffer=nl.sbuf)
-        sm = nl.ndarray((K, N), dtype=nl.uint8, buffer=nl.sbuf)
-        nisa.quantize_mx(dst=tm, src=tx, dst_scale=sm)
-        ps = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.psum)
-        nisa.nc_matmul_mx(dst=ps, stationary=ts, moving=tm, stationary_scale=ss,
-                          moving_scale=sm)
-        r = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.sbuf)
-        nisa.tensor_copy(dst=r, src=ps)
-        o = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
-        nisa.dma_copy(dst=o, src=r)
-        return o
     K, M, N = 64, 32, 128
     st, sst = rand_fp8((K, M), "e5m2"), _scales(K, M)
     x = RNG.standard_normal((K, 4 * N)).astype(mld.bfloat16)
     qd, qs = ref_quantize(x, "e5m2")
     want = ref_matmul(st, qd, sst, qs, "e5m2", "e5m2")
-    got = k(st, sst, x).astype(np.float32)
+    got = _q_mm(st, sst, x).astype(np.float32)
     np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2 * np.abs(want).max())
 
 
@@ -616,26 +619,3 @@ def test_mx_ops_costed_by_the_model(tmp_path):
 
 
 HERE_DIR = __import__("os").path.dirname(__import__("os").path.abspath(__file__))
-
-
-@nki.jit
-def _q_mm(st, sst, x):
-    K, M = st.shape
-    N = x.shape[1] // 4
-    ts = nl.ndarray((K, M), dtype=nl.float8_e5m2_x4, buffer=nl.sbuf)
-    nisa.dma_copy(dst=ts, src=st.ap(dtype=nl.float8_e5m2_x4, pattern=[[M, K], [1, M]]))
-    ss = nl.ndarray((K, M), dtype=nl.uint8, buffer=nl.sbuf)
-    for q in nl.static_range(K // 32):
-        nisa.dma_copy(dst=ss[32 * q:32 * q + 4, :], src=sst[4 * q:4 * q + 4, :])
-    tx = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=tx, src=x)
-    tm = nl.ndarray((K, N), dtype=nl.float8_e5m2_x4, buffer=nl.sbuf)
-    sm = nl.ndarray((K, N), dtype=nl.uint8, buffer=nl.sbuf)
-    nisa.quantize_mx(dst=tm, src=tx, dst_scale=sm)
-    ps = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.psum)
-    nisa.nc_matmul_mx(dst=ps, stationary=ts, moving=tm, stationary_scale=ss, moving_scale=sm)
-    r = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.sbuf)
-    nisa.tensor_copy(dst=r, src=ps)
-    o = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=o, src=r)
-    return o

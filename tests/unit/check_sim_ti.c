@@ -21,7 +21,6 @@ CHECK_SUITE("sim_ti", NULL, NULL, NULL);
 CHECK_TCASE(core, 60);
 CHECK_TCASE(errors, 60);
 
-#define I32	NKIR__V1__DTYPE__DT_INT32
 #define TP	32		/* partitions */
 #define TF	24		/* the tensor's free elements */
 #define TK	2		/* the index's columns */

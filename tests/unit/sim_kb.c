@@ -62,6 +62,12 @@ kb_release(struct kb *b)
 		free(b->mem[i]);
 }
 
+void
+kb_target(struct kb *b, const char *target)
+{
+	b->k.target = (char *)target;
+}
+
 uint32_t
 kb_tensor(struct kb *b, const char *name, int kind, int space, int dtype,
     int rank, const uint64_t *shape)
@@ -113,6 +119,18 @@ kb_tile(struct kb *b, const char *name, int space, int dtype, int rank,
 {
 	return kb_tensor(b, name, NKIR__V1__TENSOR_KIND__TENSOR_TILE, space,
 	    dtype, rank, shape);
+}
+
+uint32_t
+kb_view(struct kb *b, const char *name, uint32_t of, int dtype, int rank,
+    const uint64_t *shape)
+{
+	uint32_t t = kb_tensor(b, name, NKIR__V1__TENSOR_KIND__TENSOR_HBM,
+	    NKIR__V1__SPACE__SPACE_HBM, dtype, rank, shape);
+
+	ck_assert_uint_lt(of, t);
+	b->k.tensors[t]->view_of = of + 1;
+	return t;
 }
 
 /* constant + nt terms given as (kind, index, coef) triples */
@@ -240,27 +258,50 @@ kb_alloc_op(struct kb *b, uint32_t t, int fill, double v)
 	return o;
 }
 
-void
-kb_loop(struct kb *b, uint32_t var, int64_t start, int64_t stop, int64_t step)
+/* Give op o a loop of kind over [start, stop) by step, whose body the
+ * next ops go to (up to kb_end). */
+static void
+kb_open(struct kb *b, Nkir__V1__Op *o, int kind, int64_t start,
+    int64_t stop, int64_t step)
 {
-	Nkir__V1__Op *o = kb_op(b, NKIR__V1__OP_KIND__OP_LOOP, NULL);
 	Nkir__V1__Loop *l = kb_alloc(b, sizeof(*l));
 
 	nkir__v1__loop__init(l);
-	l->var = var;
-	l->kind = NKIR__V1__LOOP_KIND__LOOP_AFFINE;
+	l->kind = kind;
 	l->start = start;
 	l->stop = stop;
 	l->step = step;
 	l->body = kb_alloc(b, KB_MAX * sizeof(void *));
 	o->loop = l;
-	if (var + 1 > b->k.num_loop_vars)
-		b->k.num_loop_vars = var + 1;
+	ck_assert_int_lt(b->depth, 32);
 	b->stack[b->depth].body = b->body;
 	b->stack[b->depth].nbody = b->nbody;
 	b->depth++;
 	b->body = &l->body;
 	b->nbody = &l->n_body;
+}
+
+void
+kb_loop(struct kb *b, uint32_t var, int64_t start, int64_t stop, int64_t step)
+{
+	Nkir__V1__Op *o = kb_op(b, NKIR__V1__OP_KIND__OP_LOOP, NULL);
+
+	kb_open(b, o, NKIR__V1__LOOP_KIND__LOOP_AFFINE, start, stop, step);
+	o->loop->var = var;
+	if (var + 1 > b->k.num_loop_vars)
+		b->k.num_loop_vars = var + 1;
+}
+
+/* The body travels as Op.loop.body, var 0 and one trip, as the tracer
+ * writes it (nkid/nki06/isa.py). */
+Nkir__V1__Op *
+kb_dyn_loop(struct kb *b, Nkir__V1__Access *cond)
+{
+	Nkir__V1__Op *o = kb_op1(b, NKIR__V1__OP_KIND__OP_DYN_LOOP, NULL,
+	    cond);
+
+	kb_open(b, o, NKIR__V1__LOOP_KIND__LOOP_SEQUENTIAL, 0, 1, 1);
+	return o;
 }
 
 void
@@ -283,8 +324,7 @@ kb_pack(struct kb *b, size_t *len)
 	return buf;
 }
 
-/* compile + load; returns the sim code, message in diag */
-static int
+int
 kb_build(struct kb *b, struct sim_program **prog, struct sim_diag *diag)
 {
 	size_t len, ilen;

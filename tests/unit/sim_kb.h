@@ -15,10 +15,12 @@
 
 #define KB_MAX 64
 
-/* Shorthands of the suites: dtypes, spaces, op kinds, a shape, an axis
- * term (of the kb named b). */
+/* Shorthands of the suites: dtypes (any by its NKIR name: DT(UINT8)),
+ * spaces, op kinds, a shape, an axis term (of the kb named b). */
+#define DT(x) NKIR__V1__DTYPE__DT_##x
 #define F32 NKIR__V1__DTYPE__DT_FLOAT32
 #define BF16 NKIR__V1__DTYPE__DT_BFLOAT16
+#define I32 NKIR__V1__DTYPE__DT_INT32
 #define SBUF NKIR__V1__SPACE__SPACE_SBUF
 #define PSUM NKIR__V1__SPACE__SPACE_PSUM
 #define OPK(x) NKIR__V1__OP_KIND__OP_##x
@@ -46,6 +48,9 @@ struct kb {
 void kb_init(struct kb *b, const char *name);
 /* Free all b allocated. */
 void kb_release(struct kb *b);
+/* Compile b for target (borrowed: "trn1", "trn2", "trn3"; NULL for the
+ * default). */
+void kb_target(struct kb *b, const char *target);
 /* Add a tensor (NKIR kind, space, dtype, shape); its index. */
 uint32_t kb_tensor(struct kb *b, const char *name, int kind, int space,
     int dtype, int rank, const uint64_t *shape);
@@ -57,6 +62,10 @@ uint32_t kb_out(struct kb *b, const char *name, int dtype, int rank,
     const uint64_t *shape);
 /* An on-chip tile (SBUF or PSUM); its tensor index. */
 uint32_t kb_tile(struct kb *b, const char *name, int space, int dtype,
+    int rank, const uint64_t *shape);
+/* An HBM tensor reading the bytes of HBM tensor `of` as dtype (NKI's
+ * dtype views, Tensor.view_of); its tensor index. */
+uint32_t kb_view(struct kb *b, const char *name, uint32_t of, int dtype,
     int rank, const uint64_t *shape);
 /* constant + nt terms given as (kind, index, coef) triples */
 Nkir__V1__Affine *kb_aff(struct kb *b, int64_t c, int nt, ...);
@@ -83,10 +92,19 @@ Nkir__V1__Op *kb_alloc_op(struct kb *b, uint32_t t, int fill, double v);
  * to kb_end are its body. */
 void kb_loop(struct kb *b, uint32_t var, int64_t start, int64_t stop,
     int64_t step);
+/* Open a dynamic loop (OP_DYN_LOOP, as nl.while_loop traces it) run
+ * while the one element of cond is not 0; the ops up to kb_end are its
+ * body. The op. */
+Nkir__V1__Op *kb_dyn_loop(struct kb *b, Nkir__V1__Access *cond);
 /* Close the innermost loop. */
 void kb_end(struct kb *b);
 /* The kernel as NKIR bytes (malloc'd). */
 uint8_t *kb_pack(struct kb *b, size_t *len);
+/* Compile and load b: 0 and the program in *prog (free with
+ * sim_program_free), or the sim code, *prog NULL and the message in
+ * diag. */
+int kb_build(struct kb *b, struct sim_program **prog,
+    struct sim_diag *diag);
 /* Compile and load b (failing the test otherwise); free with
  * sim_program_free. */
 struct sim_program *kb_program(struct kb *b);
