@@ -371,13 +371,17 @@ fastpath_conn_closed_cb(uv_handle_t *h)
 /*
  * The client is gone (why: a reason to log; NULL: quietly), or nkid is
  * done with it: cancel its calls in flight; the connection closes when
- * the last of them is answered.
+ * the last of them is answered. Called again (a reply that found the
+ * socket broken ends it, then its sender ends it too) once it is
+ * closing, it does nothing.
  */
 static void
 fastpath_conn_end(struct fastpath_conn *conn, const char *why)
 {
 	struct fastpath_call	*fc, *next;
 
+	if (conn->closing)
+		return;
 	if (!conn->dead && why != NULL)
 		log_debug("fast path of pid %u uid %u: %s", conn->id.pid,
 		    conn->id.uid, why);
@@ -386,7 +390,7 @@ fastpath_conn_end(struct fastpath_conn *conn, const char *why)
 	TAILQ_FOREACH_SAFE(fc, &conn->calls, entry, next)
 		dispatch_call_cancel(&fc->rc);
 	if (conn->inflight > 0 || conn->closing)
-		return;
+		return;		/* closing: a cancel's reply ended it */
 	conn->closing = 1;
 	uv_close((uv_handle_t *)&conn->poll, fastpath_conn_closed_cb);
 }

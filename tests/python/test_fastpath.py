@@ -261,6 +261,23 @@ def test_a_client_dying_mid_call_leaves_nothing(daemon):
     np.testing.assert_allclose(plus_one(a), a + 1)
 
 
+def test_calls_then_hang_up_leaves_nkid_serving(daemon):
+    """A client that sends a burst of calls and closes at once: nkid's
+    replies find the socket broken (EPIPE) before it sees the hang-up; the
+    connection ends once (it used to end twice and abort nkid in
+    uv_poll_stop)."""
+    c = get_client()
+    base = daemon.fds()
+    for _ in range(20):
+        s, _offer = connect(c)
+        for cid in range(1, 9):
+            s.send(ping_frame(cid))
+        s.close()
+    assert c.call("Ping", pb.PingRequest(), timeout=10) is not None
+    assert daemon.proc.poll() is None, "nkid died"
+    assert daemon.fds_back_to(base)
+
+
 def test_a_restarted_nkid_is_reattached(daemon):
     a = np.random.rand(128, 8).astype(np.float32)
     for _ in range(3):
