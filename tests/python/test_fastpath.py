@@ -267,6 +267,8 @@ def test_calls_then_hang_up_leaves_nkid_serving(daemon):
     connection ends once (it used to end twice and abort nkid in
     uv_poll_stop)."""
     c = get_client()
+    c.call("Ping", pb.PingRequest(), timeout=10)      # its gRPC connection first
+    time.sleep(0.2)
     base = daemon.fds()
     for _ in range(20):
         s, _offer = connect(c)
