@@ -634,6 +634,36 @@ def test_transposes():
 
 
 @nki.jit
+def engine_aliases(x):
+    P, F = x.shape
+    out = nl.ndarray((3, F, P), x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    ps = nl.ndarray((F, P), x.dtype, buffer=nl.psum)
+    nisa.nc_transpose(dst=ps, data=t, engine=nisa.tensor_engine)
+    for i, eng in enumerate((nisa.scalar_engine, nisa.vector_engine)):
+        sb = nl.ndarray((F, P), x.dtype)
+        nisa.tensor_copy(dst=sb, src=ps, engine=eng)
+        nl.store(out[i], sb)
+    v = nl.ndarray((F, P), x.dtype)
+    nisa.nc_transpose(dst=v, data=t[0:F, 0:P] if F == P else t, engine=nisa.vector_engine)
+    g = nl.ndarray((F, P), x.dtype)
+    nisa.tensor_scalar(dst=g, data=v, op0=nl.add, operand0=0.0, engine=nisa.gpsimd_engine)
+    nl.store(out[2], g)
+    return out
+
+
+def test_engine_module_constants():
+    """0.6's deprecated nisa.<name>_engine aliases (nki-library's
+    mxfp_load_utils and conv1d pass engine=nisa.scalar_engine)."""
+    assert nisa.tensor_engine == nisa.engine.tensor
+    assert nisa.unknown_engine == nisa.engine.unknown
+    x = rand(32, 32)
+    out = engine_aliases(x)
+    for i in range(3):
+        np.testing.assert_array_equal(out[i], x.T)
+
+
+@nki.jit
 def misc_isa(x, idx):
     P, F = x.shape
     out = nl.ndarray((6, P, F), nl.float32, buffer=nl.shared_hbm)

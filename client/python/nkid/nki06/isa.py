@@ -56,6 +56,15 @@ class engine(IntEnum):
     unknown = 0
 
 
+# 0.6's module-level engine constants (documented as deprecated aliases of
+# engine.<name>; nki-library still passes engine=nisa.scalar_engine)
+tensor_engine = engine.tensor
+vector_engine = engine.vector
+scalar_engine = engine.scalar
+gpsimd_engine = engine.gpsimd
+unknown_engine = engine.unknown
+
+
 class reduce_cmd(IntEnum):
     """Engine accumulator register commands."""
 
