@@ -1019,6 +1019,35 @@ def test_matmul_transpose_mode():
     np.testing.assert_array_equal(out, x.T)     # NaN stays where it was, nowhere else
 
 
+@nki.jit
+def identity_in_sbuf(x):
+    d, F = x.shape
+    out = nl.ndarray((2, d, F), nl.float32, buffer=nl.shared_hbm)
+    ident = nl.shared_identity_matrix(d, dtype=nl.float32)
+    # the even then odd columns of the identity, as nki-library's RoPE
+    # builds its interleave permutation (core/embeddings/rope.py)
+    perm = nl.ndarray((d, d), nl.float32)
+    nisa.tensor_copy(dst=perm.reshape((d, 2, d // 2)),
+                     src=ident.ap(pattern=[[d, d], [1, 2], [2, d // 2]]))
+    t = nl.load(x)
+    for i, m in enumerate((ident, perm)):
+        ps = nl.ndarray((d, F), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=ps, stationary=m, moving=t)
+        sb = nl.ndarray((d, F), nl.float32)
+        nisa.tensor_copy(dst=sb, src=ps)
+        nl.store(out[i], sb)
+    return out
+
+
+def test_shared_identity_matrix_is_an_sbuf_tile():
+    """0.6: "Create an identity matrix in SBUF" (nl.shared_identity_matrix)."""
+    x = rand(64, 96)
+    out = identity_in_sbuf(x)
+    np.testing.assert_allclose(out[0], x, rtol=1e-6)
+    p = np.eye(64, dtype=np.float32).reshape(64, 32, 2).transpose(0, 2, 1).reshape(64, 64)
+    np.testing.assert_allclose(out[1], p.T @ x, rtol=1e-6)
+
+
 def _bf16_matmul(a, b):
     ta = nl.ndarray(a.shape, a.dtype)
     tb = nl.ndarray(b.shape, b.dtype)

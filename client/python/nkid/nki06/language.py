@@ -317,14 +317,16 @@ def rand(shape, dtype, buffer=sbuf, name=""):
 
 
 def shared_identity_matrix(n, dtype=uint8, dst=None):
-    """An n x n identity matrix of ``dtype`` (in HBM; copied into ``dst``
-    when given)."""
+    """An n x n identity matrix of ``dtype`` in SBUF, as 0.6 documents it
+    (``dst`` when given); n above 128 partitions stays the HBM constant."""
     _lang.require("nl.shared_identity_matrix")
     m = _L.shared_identity_matrix(n, dtype=dtype)
-    if dst is not None:
-        _I.dma_copy(dst=dst, src=m)
-        return dst
-    return m
+    if dst is None:
+        if n > 128:
+            return m
+        dst = ndarray((n, n), dtype=dtype, buffer=sbuf)
+    _I.dma_copy(dst=dst, src=m)
+    return dst
 
 
 def broadcast_to(x, shape, dtype=None):
