@@ -664,6 +664,29 @@ def test_engine_module_constants():
 
 
 @nki.jit
+def optional_bias(x, bias=None):
+    P, F = x.shape
+    out = nl.ndarray((P, F), x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    has_bias = bias != None         # noqa: E711, as nki-library writes it
+    if has_bias:
+        b = nl.load(bias)
+        nisa.tensor_tensor(dst=t, data1=t, data2=b, op=nl.add)
+    if bias == None:                # noqa: E711
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+    nl.store(out, t)
+    return out
+
+
+def test_tensor_compared_with_none():
+    """`t != None` / `t == None` on an optional tensor argument is a Python
+    bool, as on 0.6's NkiTensor (no comparison operators), not an op."""
+    x, b = rand(128, 64), rand(128, 64)
+    np.testing.assert_allclose(optional_bias(x, b), x + b, rtol=1e-6)
+    np.testing.assert_allclose(optional_bias(x), 2 * x, rtol=1e-6)
+
+
+@nki.jit
 def misc_isa(x, idx):
     P, F = x.shape
     out = nl.ndarray((6, P, F), nl.float32, buffer=nl.shared_hbm)
