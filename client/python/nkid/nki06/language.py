@@ -401,8 +401,14 @@ def device_print(print_prefix, tensor):
 # ---------------------------------------------------------------- SPMD
 
 def program_id(axis=0):
-    """The index of this program along launch-grid ``axis`` (default 0)."""
-    return _L.program_id(axis)
+    """The index of this program along launch-grid ``axis`` (default 0):
+    the Python int 0 on an axis of one program (``kernel[1]``), as without
+    a grid, so that Python arithmetic on it (min(), if) works there."""
+    pid = _L.program_id(axis)
+    b = _current()
+    if b is not None and b.grid and b.grid[int(axis)] == 1:
+        return 0
+    return pid
 
 
 def num_programs(axes=0):
