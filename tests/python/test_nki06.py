@@ -717,6 +717,27 @@ def test_tensor_compared_with_none():
 
 
 @nki.jit
+def add_constant_file(x, path):
+    out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+    c = nl.load(nl.shared_constant(path))
+    t = nl.load(x)
+    nisa.tensor_tensor(dst=t, data1=t, data2=c, op=nl.add)
+    nl.store(out, t)
+    return out
+
+
+def test_shared_constant_from_npy_file(tmp_path):
+    """0.6: 'constant: ... a numpy array or a file path to a .npy file'
+    (nki-library's rotational topk passes its rotation matrix's path)."""
+    x, c = rand(32, 16), rand(32, 16)
+    path = tmp_path / "c.npy"
+    np.save(path, c)
+    np.testing.assert_allclose(add_constant_file(x, str(path)), x + c, rtol=1e-6)
+    with pytest.raises(NKIError, match="cannot read"):
+        add_constant_file(x, str(tmp_path / "missing.npy"))
+
+
+@nki.jit
 def misc_isa(x, idx):
     P, F = x.shape
     out = nl.ndarray((6, P, F), nl.float32, buffer=nl.shared_hbm)
