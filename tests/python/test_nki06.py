@@ -738,6 +738,27 @@ def test_shared_constant_from_npy_file(tmp_path):
 
 
 @nki.jit
+def regroup(x):
+    B, S, H = x.shape                              # (2, 8, 64)
+    out = nl.ndarray((B, S, H), x.dtype, buffer=nl.shared_hbm)
+    rows = x.reshape((B * S, H))                   # merges: a copy
+    folded = rows.reshape((B * S * 2, H // 2))     # merges and splits at once
+    t = nl.ndarray((B * S * 2, H // 2), x.dtype)
+    nisa.dma_copy(dst=t, src=folded)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=3.0)
+    o = out.reshape((B * S, H)).reshape((B * S * 2, H // 2))   # written: copied back
+    nisa.dma_copy(dst=o, src=t)
+    return out
+
+
+def test_reshape_that_merges_and_splits_hbm():
+    """[16, 64] -> [32, 32] of an HBM view (nki-library's cascaded max folds
+    [B, N] into [B * f, N / f]): neither shape splits the other."""
+    x = rand(2, 8, 64)
+    np.testing.assert_allclose(regroup(x), 3 * x, rtol=1e-6)
+
+
+@nki.jit
 def misc_isa(x, idx):
     P, F = x.shape
     out = nl.ndarray((6, P, F), nl.float32, buffer=nl.shared_hbm)
