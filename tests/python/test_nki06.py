@@ -758,6 +758,68 @@ def test_reshape_that_merges_and_splits_hbm():
     np.testing.assert_allclose(regroup(x), 3 * x, rtol=1e-6)
 
 
+def test_isa_constants_module_and_nki_dtype():
+    """nki-library imports `from nki.isa import constants` and `from
+    nki.isa.constants import oob_mode`, and annotates with nki.dtype."""
+    import importlib
+    c = importlib.import_module("nkid.nki06.isa.constants")
+    assert c is nisa.constants
+    assert c.dge_mode.hwdge is nisa.dge_mode.hwdge and c.oob_mode.skip is nisa.oob_mode.skip
+    from nkid.nki06.isa.constants import engine
+    assert engine is nisa.engine
+    assert nki.dtype is nl.DType
+
+
+@nki.jit
+def shard_columns_ap(x):
+    R, C = x.shape
+    out = nl.ndarray((R, C), x.dtype, buffer=nl.shared_hbm)
+    per = C // nl.num_programs(0)
+    off = per * nl.program_id(0)                   # an offset of the program id
+    t = nl.ndarray((R, per), x.dtype)
+    nisa.dma_copy(dst=t, src=x.ap(pattern=[[C, R], [1, per]], offset=off))
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)
+    nisa.dma_copy(dst=out.ap(pattern=[[C, R], [1, per]], offset=off + 0), src=t)
+    return out
+
+
+def test_ap_offset_of_program_id():
+    """.ap(offset=C_per_shard * program_id) (nki-library's
+    find_nonzero_indices): the offset is affine in the program id."""
+    x = rand(64, 32)
+    np.testing.assert_allclose(shard_columns_ap[2](x), x + 1, rtol=1e-6)
+    np.testing.assert_allclose(nki.simulate(shard_columns_ap[4])(x), x + 1, rtol=1e-6)
+
+
+@nki.jit
+def nonzero_3d(x):
+    P, A, T = x.shape
+    out = nl.ndarray((P, A * T + 1), nl.int32, buffer=nl.shared_hbm)
+    t = nl.ndarray((P, A, T), nl.float32)
+    nisa.dma_copy(dst=t, src=x)
+    d = nl.ndarray((P, 1, A * T + 1), nl.int32)
+    nisa.memset(dst=d, value=7)
+    nisa.nonzero_with_count(dst=d, src=t, index_offset=3, padding_val=-1)
+    nl.store(out, d.reshape((P, A * T + 1)))
+    return out
+
+
+def test_nonzero_with_count_free_dims():
+    """nonzero_with_count counts a partition's free elements however many
+    free dimensions hold them (0.6 asks dst one element more than src)."""
+    x = (RNG.random((32, 2, 16)) < 0.4).astype(np.float32)
+    out = nonzero_3d(x)
+    for p in range(32):
+        if p % 16:
+            np.testing.assert_array_equal(out[p], 7)
+            continue
+        nz = np.nonzero(x[p].reshape(-1))[0] + 3
+        want = np.full(33, -1, np.int64)
+        want[:len(nz)] = nz
+        want[32] = len(nz)
+        np.testing.assert_array_equal(out[p], want)
+
+
 @nki.jit
 def misc_isa(x, idx):
     P, F = x.shape
