@@ -253,9 +253,9 @@ def test_creation_and_buffers(nkid_socket):
         nl.store(scratch, e)
         nl.store(out[3], nl.load(scratch))
         nl.store(out[4], nl.load(nl.shared_constant(c)))
-        ident = nl.shared_identity_matrix(4, dtype=nl.float32)
-        nl.store(out[5, :, 0:4], nl.load(ident))
-        nl.store(out[5, :, 4:8], nl.load(ident))
+        ident = nl.shared_identity_matrix(4, dtype=nl.float32)   # an SBUF tile
+        nl.store(out[5, :, 0:4], ident)
+        nl.store(out[5, :, 4:8], nl.copy(ident))
         nl.random_seed(3)
         r = nl.rand((4, 8), nl.float32)
         nl.device_print("r", r)

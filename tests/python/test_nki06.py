@@ -62,6 +62,36 @@ def test_spmd_grid_program_id():
     assert nl.num_programs is not None and nl.program_ndim is not None
 
 
+def _shard_rows(rows):
+    """(start, size) of this program's rows: plain Python (min(), an if),
+    as nki-library's helpers compute their shards outside the kernel."""
+    n, pid = nl.num_programs(0), nl.program_id(0)
+    per = (rows + n - 1) // n
+    start = pid * per
+    size = min(per, rows - start)
+    if pid == n - 1:
+        size = rows - start
+    return start, size
+
+
+@nki.jit
+def add_one_sharded(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    start, size = _shard_rows(x.shape[0])
+    t = nl.ndarray((size, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[start:start + size, :])
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)
+    nisa.dma_copy(dst=out[start:start + size, :], src=t)
+    return out
+
+
+def test_program_id_on_a_grid_of_one_is_an_int():
+    """kernel[1] (nki-library's topk[1], ...): program_id(0) is 0 there."""
+    x = rand(96, 64)
+    np.testing.assert_allclose(add_one_sharded[1](x), x + 1, rtol=1e-6)
+    np.testing.assert_allclose(add_one_sharded(x), x + 1, rtol=1e-6)
+
+
 # ---------------------------------------------------------------- matmul
 
 @nki.jit
@@ -634,6 +664,163 @@ def test_transposes():
 
 
 @nki.jit
+def engine_aliases(x):
+    P, F = x.shape
+    out = nl.ndarray((3, F, P), x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    ps = nl.ndarray((F, P), x.dtype, buffer=nl.psum)
+    nisa.nc_transpose(dst=ps, data=t, engine=nisa.tensor_engine)
+    for i, eng in enumerate((nisa.scalar_engine, nisa.vector_engine)):
+        sb = nl.ndarray((F, P), x.dtype)
+        nisa.tensor_copy(dst=sb, src=ps, engine=eng)
+        nl.store(out[i], sb)
+    v = nl.ndarray((F, P), x.dtype)
+    nisa.nc_transpose(dst=v, data=t[0:F, 0:P] if F == P else t, engine=nisa.vector_engine)
+    g = nl.ndarray((F, P), x.dtype)
+    nisa.tensor_scalar(dst=g, data=v, op0=nl.add, operand0=0.0, engine=nisa.gpsimd_engine)
+    nl.store(out[2], g)
+    return out
+
+
+def test_engine_module_constants():
+    """0.6's deprecated nisa.<name>_engine aliases (nki-library's
+    mxfp_load_utils and conv1d pass engine=nisa.scalar_engine)."""
+    assert nisa.tensor_engine == nisa.engine.tensor
+    assert nisa.unknown_engine == nisa.engine.unknown
+    x = rand(32, 32)
+    out = engine_aliases(x)
+    for i in range(3):
+        np.testing.assert_array_equal(out[i], x.T)
+
+
+@nki.jit
+def optional_bias(x, bias=None):
+    P, F = x.shape
+    out = nl.ndarray((P, F), x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    has_bias = bias != None         # noqa: E711, as nki-library writes it
+    if has_bias:
+        b = nl.load(bias)
+        nisa.tensor_tensor(dst=t, data1=t, data2=b, op=nl.add)
+    if bias == None:                # noqa: E711
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+    nl.store(out, t)
+    return out
+
+
+def test_tensor_compared_with_none():
+    """`t != None` / `t == None` on an optional tensor argument is a Python
+    bool, as on 0.6's NkiTensor (no comparison operators), not an op."""
+    x, b = rand(128, 64), rand(128, 64)
+    np.testing.assert_allclose(optional_bias(x, b), x + b, rtol=1e-6)
+    np.testing.assert_allclose(optional_bias(x), 2 * x, rtol=1e-6)
+
+
+@nki.jit
+def add_constant_file(x, path):
+    out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+    c = nl.load(nl.shared_constant(path))
+    t = nl.load(x)
+    nisa.tensor_tensor(dst=t, data1=t, data2=c, op=nl.add)
+    nl.store(out, t)
+    return out
+
+
+def test_shared_constant_from_npy_file(tmp_path):
+    """0.6: 'constant: ... a numpy array or a file path to a .npy file'
+    (nki-library's rotational topk passes its rotation matrix's path)."""
+    x, c = rand(32, 16), rand(32, 16)
+    path = tmp_path / "c.npy"
+    np.save(path, c)
+    np.testing.assert_allclose(add_constant_file(x, str(path)), x + c, rtol=1e-6)
+    with pytest.raises(NKIError, match="cannot read"):
+        add_constant_file(x, str(tmp_path / "missing.npy"))
+
+
+@nki.jit
+def regroup(x):
+    B, S, H = x.shape                              # (2, 8, 64)
+    out = nl.ndarray((B, S, H), x.dtype, buffer=nl.shared_hbm)
+    rows = x.reshape((B * S, H))                   # merges: a copy
+    folded = rows.reshape((B * S * 2, H // 2))     # merges and splits at once
+    t = nl.ndarray((B * S * 2, H // 2), x.dtype)
+    nisa.dma_copy(dst=t, src=folded)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=3.0)
+    o = out.reshape((B * S, H)).reshape((B * S * 2, H // 2))   # written: copied back
+    nisa.dma_copy(dst=o, src=t)
+    return out
+
+
+def test_reshape_that_merges_and_splits_hbm():
+    """[16, 64] -> [32, 32] of an HBM view (nki-library's cascaded max folds
+    [B, N] into [B * f, N / f]): neither shape splits the other."""
+    x = rand(2, 8, 64)
+    np.testing.assert_allclose(regroup(x), 3 * x, rtol=1e-6)
+
+
+def test_isa_constants_module_and_nki_dtype():
+    """nki-library imports `from nki.isa import constants` and `from
+    nki.isa.constants import oob_mode`, and annotates with nki.dtype."""
+    import importlib
+    c = importlib.import_module("nkid.nki06.isa.constants")
+    assert c is nisa.constants
+    assert c.dge_mode.hwdge is nisa.dge_mode.hwdge and c.oob_mode.skip is nisa.oob_mode.skip
+    from nkid.nki06.isa.constants import engine
+    assert engine is nisa.engine
+    assert nki.dtype is nl.DType
+
+
+@nki.jit
+def shard_columns_ap(x):
+    R, C = x.shape
+    out = nl.ndarray((R, C), x.dtype, buffer=nl.shared_hbm)
+    per = C // nl.num_programs(0)
+    off = per * nl.program_id(0)                   # an offset of the program id
+    t = nl.ndarray((R, per), x.dtype)
+    nisa.dma_copy(dst=t, src=x.ap(pattern=[[C, R], [1, per]], offset=off))
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)
+    nisa.dma_copy(dst=out.ap(pattern=[[C, R], [1, per]], offset=off + 0), src=t)
+    return out
+
+
+def test_ap_offset_of_program_id():
+    """.ap(offset=C_per_shard * program_id) (nki-library's
+    find_nonzero_indices): the offset is affine in the program id."""
+    x = rand(64, 32)
+    np.testing.assert_allclose(shard_columns_ap[2](x), x + 1, rtol=1e-6)
+    np.testing.assert_allclose(nki.simulate(shard_columns_ap[4])(x), x + 1, rtol=1e-6)
+
+
+@nki.jit
+def nonzero_3d(x):
+    P, A, T = x.shape
+    out = nl.ndarray((P, A * T + 1), nl.int32, buffer=nl.shared_hbm)
+    t = nl.ndarray((P, A, T), nl.float32)
+    nisa.dma_copy(dst=t, src=x)
+    d = nl.ndarray((P, 1, A * T + 1), nl.int32)
+    nisa.memset(dst=d, value=7)
+    nisa.nonzero_with_count(dst=d, src=t, index_offset=3, padding_val=-1)
+    nl.store(out, d.reshape((P, A * T + 1)))
+    return out
+
+
+def test_nonzero_with_count_free_dims():
+    """nonzero_with_count counts a partition's free elements however many
+    free dimensions hold them (0.6 asks dst one element more than src)."""
+    x = (RNG.random((32, 2, 16)) < 0.4).astype(np.float32)
+    out = nonzero_3d(x)
+    for p in range(32):
+        if p % 16:
+            np.testing.assert_array_equal(out[p], 7)
+            continue
+        nz = np.nonzero(x[p].reshape(-1))[0] + 3
+        want = np.full(33, -1, np.int64)
+        want[:len(nz)] = nz
+        want[32] = len(nz)
+        np.testing.assert_array_equal(out[p], want)
+
+
+@nki.jit
 def misc_isa(x, idx):
     P, F = x.shape
     out = nl.ndarray((6, P, F), nl.float32, buffer=nl.shared_hbm)
@@ -987,6 +1174,35 @@ def test_matmul_transpose_mode():
     x[3, 5] = np.nan
     out = k(x)
     np.testing.assert_array_equal(out, x.T)     # NaN stays where it was, nowhere else
+
+
+@nki.jit
+def identity_in_sbuf(x):
+    d, F = x.shape
+    out = nl.ndarray((2, d, F), nl.float32, buffer=nl.shared_hbm)
+    ident = nl.shared_identity_matrix(d, dtype=nl.float32)
+    # the even then odd columns of the identity, as nki-library's RoPE
+    # builds its interleave permutation (core/embeddings/rope.py)
+    perm = nl.ndarray((d, d), nl.float32)
+    nisa.tensor_copy(dst=perm.reshape((d, 2, d // 2)),
+                     src=ident.ap(pattern=[[d, d], [1, 2], [2, d // 2]]))
+    t = nl.load(x)
+    for i, m in enumerate((ident, perm)):
+        ps = nl.ndarray((d, F), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=ps, stationary=m, moving=t)
+        sb = nl.ndarray((d, F), nl.float32)
+        nisa.tensor_copy(dst=sb, src=ps)
+        nl.store(out[i], sb)
+    return out
+
+
+def test_shared_identity_matrix_is_an_sbuf_tile():
+    """0.6: "Create an identity matrix in SBUF" (nl.shared_identity_matrix)."""
+    x = rand(64, 96)
+    out = identity_in_sbuf(x)
+    np.testing.assert_allclose(out[0], x, rtol=1e-6)
+    p = np.eye(64, dtype=np.float32).reshape(64, 32, 2).transpose(0, 2, 1).reshape(64, 64)
+    np.testing.assert_allclose(out[1], p.T @ x, rtol=1e-6)
 
 
 def _bf16_matmul(a, b):

@@ -605,9 +605,16 @@ def atomic_rmw(dst, value, op, *, mask=None, **kwargs):
 # ---------------------------------------------------------------- constants
 
 def shared_constant(constant, dtype=None, **kwargs):
-    """A new HBM tensor holding ``constant`` (a numpy array), converted to
-    ``dtype``; nkid puts the values in the kernel's IR."""
+    """A new HBM tensor holding ``constant`` (a numpy array, or the path of
+    a ``.npy`` file as NKI 0.6 takes), converted to ``dtype``; nkid puts
+    the values in the kernel's IR."""
     b = _require("nl.shared_constant")
+    if isinstance(constant, (str, os.PathLike)):
+        try:
+            constant = np.load(constant, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise NKIError("nl.shared_constant cannot read '%s': %s%s"
+                           % (os.fspath(constant), e, _loc())) from None
     a = np.asarray(constant)
     if a.ndim < 1:
         a = a.reshape(1)

@@ -35,6 +35,10 @@ from . import language, isa, typing, collectives  # noqa: F401
 __all__ = ["jit", "simulate", "language", "isa", "typing", "collectives", "Kernel",
            "SimulatedKernel"]
 
+#: The type of a dtype, for annotations (nki-library writes `index_dtype:
+#: nki.dtype = nl.int32`); 0.6's reference types dtypes as nl's DType.
+dtype = language.DType
+
 #: NKI_SIMULATOR=1: every nki.jit kernel runs on the cpu simulator.
 SIMULATOR_ENV = "NKI_SIMULATOR"
 #: The target without NEURON_PLATFORM_TARGET_OVERRIDE: NKI 0.6's simulator

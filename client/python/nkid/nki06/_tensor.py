@@ -408,6 +408,18 @@ def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None, indir
     shape = _base_shape(t)
     rs = _row_strides(shape)
     origin = _origin(t)
+    if offset is not None and not isinstance(offset, (int, np.integer)):
+        # an offset of program ids or loop variables (C_per_shard *
+        # program_id): each term goes to the outermost dimension whose
+        # row stride divides its coefficient, the constant as an int's
+        ix = as_index(offset)
+        if ix is None or ix.shape:
+            raise _err("ap: offset must be an integer or an index expression, got %r"
+                       % (offset,), TypeError)
+        for k, c in ix.aff.t.items():
+            d = next((d for d in range(len(shape)) if c % rs[d] == 0), len(shape) - 1)
+            origin[d] = origin[d] + Aff(0, {k: c // rs[d]})
+        offset = ix.aff.c
     if offset:
         rem = int(offset)
         for d in range(len(shape)):

@@ -16,6 +16,8 @@ register of ``nl.fori_loop`` with integer bounds is the loop variable.
 """
 
 import functools
+import sys as _sys
+import types as _types
 from enum import Enum, IntEnum
 
 import numpy as np
@@ -54,6 +56,15 @@ class engine(IntEnum):
     dma = 4
     sync = 6
     unknown = 0
+
+
+# 0.6's module-level engine constants (documented as deprecated aliases of
+# engine.<name>; nki-library still passes engine=nisa.scalar_engine)
+tensor_engine = engine.tensor
+vector_engine = engine.vector
+scalar_engine = engine.scalar
+gpsimd_engine = engine.gpsimd
+unknown_engine = engine.unknown
 
 
 class reduce_cmd(IntEnum):
@@ -1307,9 +1318,13 @@ def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, name=None):
     _tile(src, "src", "nonzero_with_count")
     _space(src, "src", "nonzero_with_count", _SB)
     _space(dst, "dst", "nonzero_with_count", _SB)
+    # the free dimensions are one array (0.6 asks only one more element
+    # in dst's than in src's): [128, 2, 128] is 256 elements a partition
+    src, dst = (x.reshape((x.shape[0], int(np.prod(x.shape[1:])))) if len(x.shape) > 2 else x
+                for x in (src, dst))
     if len(src.shape) != 2 or len(dst.shape) != 2:
-        raise NKIError("nonzero_with_count takes 2-D src and dst, got %s and %s%s"
-                       % (list(src.shape), list(dst.shape), _loc()))
+        raise NKIError("nonzero_with_count takes src and dst with free dimensions, got %s"
+                       " and %s%s" % (list(src.shape), list(dst.shape), _loc()))
     if src.dtype not in (nl.float32, nl.int32) or dst.dtype != nl.int32:
         raise NKIError("nonzero_with_count: src must be float32 or int32 and dst int32, got"
                        " %s and %s%s" % (_dt.name_of(src.dtype), _dt.name_of(dst.dtype),
@@ -1405,6 +1420,20 @@ for _n in ("dma_copy", "tensor_copy", "memset", "tensor_copy_predicated", "nc_ma
            "nonzero_with_count", "topk", "core_barrier", "sendrecv"):
     globals()[_n] = _returns_instruction(globals()[_n])
 del _n
+
+
+# nki.isa.constants: the enums again as a submodule (`from nki.isa.constants
+# import oob_mode`, `from nki.isa import constants`), which nki-library uses
+# (core/subkernels/find_nonzero_indices.py, experimental/) though 0.6's API
+# reference lists only nki.isa's own names; nki.isa is a package for it.
+__path__ = []
+constants = _types.ModuleType(__name__ + ".constants",
+                              "nki.isa.constants: nki.isa's enums (nkid.nki06.isa)")
+for _n in ("engine", "reduce_cmd", "dge_mode", "oob_mode", "matmul_perf_mode",
+           "dma_engine", "nc_version"):
+    setattr(constants, _n, globals()[_n])
+del _n
+_sys.modules[constants.__name__] = constants
 
 __all__ = [n for n in dir() if not n.startswith("_")
            and n not in ("np", "nl", "Enum", "IntEnum", "Aff", "IndexExpr", "Op", "Access")]

@@ -317,14 +317,16 @@ def rand(shape, dtype, buffer=sbuf, name=""):
 
 
 def shared_identity_matrix(n, dtype=uint8, dst=None):
-    """An n x n identity matrix of ``dtype`` (in HBM; copied into ``dst``
-    when given)."""
+    """An n x n identity matrix of ``dtype`` in SBUF, as 0.6 documents it
+    (``dst`` when given); n above 128 partitions stays the HBM constant."""
     _lang.require("nl.shared_identity_matrix")
     m = _L.shared_identity_matrix(n, dtype=dtype)
-    if dst is not None:
-        _I.dma_copy(dst=dst, src=m)
-        return dst
-    return m
+    if dst is None:
+        if n > 128:
+            return m
+        dst = ndarray((n, n), dtype=dtype, buffer=sbuf)
+    _I.dma_copy(dst=dst, src=m)
+    return dst
 
 
 def broadcast_to(x, shape, dtype=None):
@@ -399,8 +401,14 @@ def device_print(print_prefix, tensor):
 # ---------------------------------------------------------------- SPMD
 
 def program_id(axis=0):
-    """The index of this program along launch-grid ``axis`` (default 0)."""
-    return _L.program_id(axis)
+    """The index of this program along launch-grid ``axis`` (default 0):
+    the Python int 0 on an axis of one program (``kernel[1]``), as without
+    a grid, so that Python arithmetic on it (min(), if) works there."""
+    pid = _L.program_id(axis)
+    b = _current()
+    if b is not None and b.grid and b.grid[int(axis)] == 1:
+        return 0
+    return pid
 
 
 def num_programs(axes=0):

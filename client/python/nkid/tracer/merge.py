@@ -36,16 +36,45 @@ def _copy(b, dst, src, loc):
     return op
 
 
+def _fine(a, b):
+    """The shape both row-major shapes ``a`` and ``b`` split into (their
+    dimension boundaries together), or None when a boundary of one cuts a
+    dimension of the other unevenly ([6, 4] and [4, 6])."""
+    cuts = set()
+    for shape in (a, b):
+        n = 1
+        for d in reversed(shape):
+            n *= int(d)
+            cuts.add(n)
+    fine, prev = [], 1
+    for c in sorted(cuts):
+        if c % prev:
+            return None
+        fine.append(c // prev)
+        prev = c
+    return tuple(reversed(fine))
+
+
+def _split_both(t, v):
+    """(t, v) as views of one shape, each a split of its own shape (both
+    affine): v's shape when it splits t's, else their common refinement
+    (a reshape [16, 4096] -> [32, 2048] copies through [16, 2, 2048])."""
+    try:
+        _reshape_map(t.shape, v.shape)
+        return t.reshape(v.shape), v
+    except NotImplementedError:
+        fine = _fine(t.shape, v.shape)
+        return t.reshape(fine), v.reshape(fine)
+
+
 def merged_view(v, shape, err):
     """The reshape of HBM view ``v`` to ``shape`` (which merges dimensions)
     as a new HBM tensor; raises ``err`` when that cannot stand for it."""
     b = require("reshape")
     if v._space not in _HBM or type(v) is not NkiTensor:
         raise err
-    try:
-        _reshape_map(shape, v.shape)         # back: must be a split
-    except NotImplementedError:
-        raise err from None
+    if _fine(v.shape, shape) is None:
+        raise err
     if len(b._bodies) > 1:
         raise NotImplementedError(
             "%s; nkid copies such a reshape of an HBM tensor, which it can only do"
@@ -56,7 +85,7 @@ def merged_view(v, shape, err):
     start = len(b.body)
     ops = []
     if info.kind == ir.TENSOR_PARAM or info.written or info.fill != ir.FILL_UNINIT:
-        ops.append(_copy(b, t.reshape(v.shape), v, loc))
+        ops.append(_copy(b, *_split_both(t, v), loc))
     b.merged.append((v, t, start, loc, ops))
     return t
 
@@ -90,7 +119,7 @@ def _uses(ops, tid, skip):
 def write_back(b):
     """At the end of the trace: copy each written merged view back into
     the tensor it was made from; refuse what the copies cannot stand for."""
-    for v, t, start, loc, ops in b.merged:
+    for v, t, start, loc, ops in reversed(b.merged):   # a reshape of a reshape first
         after = _walk(b.body[start:], [])
         skip = {id(op) for op in ops}
         r_new, w_new = _uses(after, t._tid, skip)
@@ -103,7 +132,7 @@ def write_back(b):
                 " reshape, and one is written; nkid makes such a reshape of an HBM tensor"
                 " a copy: use only the reshaped view after it (%s)" % (name, where))
         if w_new:
-            _copy(b, v, t.reshape(v.shape), loc)
+            _copy(b, *reversed(_split_both(t, v)), loc)
 
 
 emitters.merged_view = merged_view

@@ -369,10 +369,17 @@ class NkiTensor:
     def __ge__(self, o):
         return emitters.tensor_tensor(self, o, ir.ALU_GREATER_EQUAL)
 
+    # a tensor against None is Python's comparison, not an op: NKI 0.6's
+    # NkiTensor has no comparison operators and kernels test an optional
+    # tensor argument with `t != None` (nki-library's router_topk, ...)
     def __eq__(self, o):
+        if o is None:
+            return False
         return emitters.tensor_tensor(self, o, ir.ALU_EQUAL)
 
     def __ne__(self, o):
+        if o is None:
+            return True
         return emitters.tensor_tensor(self, o, ir.ALU_NOT_EQUAL)
 
     __hash__ = object.__hash__
