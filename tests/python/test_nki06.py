@@ -733,6 +733,10 @@ def test_shared_constant_from_npy_file(tmp_path):
     path = tmp_path / "c.npy"
     np.save(path, c)
     np.testing.assert_allclose(add_constant_file(x, str(path)), x + c, rtol=1e-6)
+    c2 = rand(32, 16)
+    np.save(path, c2)           # the same path, new values: traced again, not a stale trace
+    np.testing.assert_allclose(add_constant_file(x, str(path)), x + c2, rtol=1e-6)
+    np.testing.assert_allclose(add_constant_file(x, str(path)), x + c2, rtol=1e-6)
     with pytest.raises(NKIError, match="cannot read"):
         add_constant_file(x, str(tmp_path / "missing.npy"))
 

@@ -209,7 +209,7 @@ class TraceKernel:
                 return t
         t = _tracer.trace(self.func, args, kwargs, self.grid,
                           target=self.platform_target, options=self.additional_compile_opt)
-        if key is not None:
+        if key is not None and t.memo_ok:
             with _memo_lock:
                 _memo[key] = t
         return t

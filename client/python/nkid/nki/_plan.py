@@ -240,6 +240,7 @@ def record(kernel, plans, traced, fingerprint, args, kwargs, reply):
     reply): when its tensors all travelled inline and nkid named the NEFF
     key."""
     if fingerprint is None or reply is None or not reply.neff_key or \
+            not traced.memo_ok or \
             any(t.HasField("shm") for t in reply.outputs):
         return
     akey = arg_key(args, kwargs)

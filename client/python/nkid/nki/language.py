@@ -610,6 +610,7 @@ def shared_constant(constant, dtype=None, **kwargs):
     the values in the kernel's IR."""
     b = _require("nl.shared_constant")
     if isinstance(constant, (str, os.PathLike)):
+        b.files_read.append(os.fspath(constant))
         try:
             constant = np.load(constant, allow_pickle=False)
         except (OSError, ValueError) as e:

@@ -85,7 +85,7 @@ class _Trace06:
             _lang.check_kernel(self.func)
             with _lang.tracing():
                 t = self._trace06(args, kwargs)
-            if key is not None:
+            if key is not None and t.memo_ok:
                 with _memo_lock:
                     _memo[key] = t
         t = _with_written_params(t)

@@ -99,6 +99,7 @@ class TracedKernel:
         self.inplace = inplace            # param positions written back (kernel returned None)
         self.ret_kind = ret_kind          # "none", "single", "tuple", "list"
         self.format = FORMAT
+        self.memo_ok = True               # False: the trace read a file; trace again
 
     def __repr__(self):
         return "<TracedKernel %s: %d params, %d outputs, %d bytes of %s>" % (
@@ -213,7 +214,9 @@ def trace(func, args=(), kwargs=None, grid=(), name=None, target="", options="")
         outputs.append((t.name, t.shape, t.dtype))
     b.outputs = out_ids
     kernel = b.finish()
-    return TracedKernel(name, kernel, params, outputs, inplace, ret_kind)
+    traced = TracedKernel(name, kernel, params, outputs, inplace, ret_kind)
+    traced.memo_ok = not b.files_read
+    return traced
 
 
 def _returned_in_hbm(ret):

@@ -100,6 +100,9 @@ class KernelBuilder:
         # transpose mode (is_transpose=True on trn2): allowed in allocated
         # kernels, where nc_transpose on the tensor engine is not
         self.pe_transposes = set()
+        # files the trace read (nl.shared_constant of a .npy path): such a
+        # trace is not kept for the next call, which reads them again
+        self.files_read = []
 
     # -- activation
     def __enter__(self):
