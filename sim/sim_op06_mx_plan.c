@@ -40,7 +40,7 @@ sim_mx_target(struct sim_build *b, const Nkir__V1__Op *o)
 {
 	const char	*t = b->k->target;
 
-	if (t != NULL && strcmp(t, "trn3") == 0)
+	if (sim_plan_nc_version(b) >= 4)
 		return (0);
 	return (sim_plan_err(b, o->loc, SIM_EINVAL, "'%s' is available only "
 	    "on NeuronCore-v4 and newer (platform_target='trn3'), not on "

@@ -1,7 +1,6 @@
 /* NKI 0.6's random state ops planned: OP_RAND_GET_STATE (nisa.rand_get_state) and OP_RAND_SET_STATE (nisa.rand_set_state) (run: sim_op06_rng_exec.c). */
 
 #include <stdint.h>
-#include <string.h>
 
 #include "nkir.pb-c.h"
 #include "sim/sim_impl.h"
@@ -17,25 +16,13 @@
  * for each of the Vector Engine's four slots.
  */
 
-static int
-sim_rng_target_gen(const struct sim_build *b)
-{
-	const char	*t = b->k->target;
-
-	if (t != NULL && strcmp(t, "trn3") == 0)
-		return (4);
-	if (t != NULL && strcmp(t, "trn2") == 0)
-		return (3);
-	return (2);
-}
-
 /* The state tile v (operand arg) of op o: NKI's limits. */
 static int
 sim_rng_plan_tile(struct sim_build *b, const Nkir__V1__Op *o,
     const struct sim_view *v, const char *arg, bool get)
 {
 	const char	*what = sim_op_name(o->kind);
-	int		 gen = sim_rng_target_gen(b), dt;
+	int		 gen = sim_plan_nc_version(b), dt;
 	bool		 vec = o->engine == NKIR__V1__ENGINE__ENGINE_VECTOR;
 	uint64_t	 want = vec ? 4 * SIM_RNG_WORDS : SIM_RNG_WORDS;
 
@@ -84,7 +71,7 @@ sim_op06_rng_plan_get(struct sim_build *b, const Nkir__V1__Op *o,
 		return (rc);
 	if (ti->space == NKIR__V1__SPACE__SPACE_PSUM &&
 	    (o->engine != NKIR__V1__ENGINE__ENGINE_VECTOR ||
-	    sim_rng_target_gen(b) < 4))
+	    sim_plan_nc_version(b) < 4))
 		return (sim_plan_err(b, o->loc, SIM_EINVAL, "'%s': Since GpSimd "
 		    "Engine cannot access PSUM, dst must be in SBUF when using "
 		    "GpSimd Engine (PSUM: the Vector Engine of NeuronCore-v4)",
