@@ -290,6 +290,14 @@ sim_dtype_int_clamp(int dt, float x)
 	return (v < lo ? lo : v > hi ? hi : v);
 }
 
+uint16_t
+sim_dtype_fp4x4_bits(float x)
+{
+	if (!(x > -65536.0f && x < 65536.0f))
+		return (0);
+	return ((uint16_t)((uint32_t)(int32_t)x & 0xffffu));
+}
+
 float
 sim_dtype_round(int dt, float x)
 {
@@ -318,7 +326,7 @@ sim_dtype_round(int dt, float x)
 	case SIM_DT_FP8_E4M3_X4:
 		return (x);		/* its bits */
 	case SIM_DT_FP4_E2M1_X4:
-		return ((float)((uint32_t)x & 0xffffu));
+		return ((float)sim_dtype_fp4x4_bits(x));
 	default:
 		return ((float)sim_dtype_int_clamp(dt, x));
 	}
@@ -501,7 +509,7 @@ sim_dtype_encode(int dt, void *dst, int64_t stride, size_t n,
 		SIM_ENC(uint32_t, sim_dtype_bits(x));
 		break;
 	case SIM_DT_FP4_E2M1_X4:
-		SIM_ENC(uint16_t, (uint16_t)((uint32_t)x & 0xffffu));
+		SIM_ENC(uint16_t, sim_dtype_fp4x4_bits(x));
 		break;
 	default:
 		break;

@@ -369,6 +369,9 @@ bool	 sim_dtype_is_packed(int dt);
 /* float8_e8m0fnu's byte of x (ml_dtypes' rounding) and its value. */
 uint8_t	 sim_dtype_e8m0_encode(float x);
 float	 sim_dtype_e8m0_decode(uint8_t b);
+/* The 16 bits of a float4_e2m1fn_x4 element, held as an integer value x
+ * (another value, a fill of -1, wraps as an integer would; NaN is 0). */
+uint16_t sim_dtype_fp4x4_bits(float x);
 /* One value of a packed MX dtype dt: its low 8 (fp8) or 4 (fp4) bits b
  * decoded; x encoded as one fp8 byte of dt (round to nearest even, Inf
  * and NaN as float8_e5m2 / float8_e4m3fn have them). */

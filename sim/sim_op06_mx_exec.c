@@ -117,7 +117,7 @@ sim_mx_unpack(int dt, const float *buf, uint64_t K, uint64_t n, int sdt,
 		for (i = 0; i < n; i++) {
 			f = buf[k * n + i];
 			if (dt == SIM_DT_FP4_E2M1_X4)
-				u = (uint32_t)f;
+				u = sim_dtype_fp4x4_bits(f);
 			else
 				memcpy(&u, &f, sizeof u);
 			m = sc[sim_op06_mx_scale_row(k - k % SIM_MX_GROUP) * n + i];
