@@ -138,6 +138,18 @@ def test_nc_matmul_transpose_mode(nkid_socket):
                                   b.T.astype(np.float32))
 
 
+def test_nc_matmul_transpose_mode_needs_the_identity(nkid_socket):
+    def k(a, out):
+        t = nl.load(a)
+        ident = nl.load(nl.shared_identity_matrix(n=32, dtype=a.dtype))
+        nl.store(out, nisa.nc_matmul(t, ident, is_transpose=True))
+    with pytest.raises(nkid.NKIError, match=r"nc_matmul with is_transpose=True: moving must"
+                       r" be the identity of stationary's partitions \(64\), got shape"
+                       r" \[32, 32\] \(test_isa_misc.py:\d+\)"):
+        out_kernel(k, shape=lambda x: (16, 64), platform_target="trn2")(
+            np.zeros((64, 16), np.float32))
+
+
 # ---------------------------------------------------------------- device only
 
 def test_builtin_custom_op_cannot_run_off_the_device(nkid_socket):

@@ -287,6 +287,15 @@ def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onez
                      engine=_ir.ENGINE_TENSOR)
 
 
+def _check_transpose_identity(stationary, moving):
+    """Transpose mode's moving is the identity of stationary's partitions
+    (both NKI 2.24's and 0.6's nc_matmul)."""
+    if moving.shape[0] != stationary.shape[0]:
+        raise NKIError("nc_matmul with is_transpose=True: moving must be the identity of"
+                       " stationary's partitions (%d), got shape %s%s"
+                       % (stationary.shape[0], list(moving.shape), _loc()))
+
+
 def _pe_transpose(stationary, moving, mask):
     """NeuronCore-v3's transpose mode (``is_transpose=True``, trn2 and
     later): moving is the identity of stationary's partitions and the
@@ -294,10 +303,7 @@ def _pe_transpose(stationary, moving, mask):
     PSUM output for FP16/BF16 transpose": aws-neuron-sdk trainium2_arch,
     "Built-in Transpose Support"). On NeuronCore-v2 the flag is only a hint
     and the product is an ordinary fp32 matmul."""
-    if moving.shape[0] != stationary.shape[0]:
-        raise NKIError("nc_matmul with is_transpose=True: moving must be the identity of"
-                       " stationary's partitions (%d), got shape %s%s"
-                       % (stationary.shape[0], list(moving.shape), _loc()))
+    _check_transpose_identity(stationary, moving)
     r = _t.transpose(stationary, mask=mask, engine=_ir.ENGINE_TENSOR, space=_ir.SPACE_PSUM)
     _current().pe_transposes.add(id(r._producer))
     return r

@@ -686,10 +686,7 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
     if is_transpose:
         # transpose mode: stationary loaded, the identity as moving; the
         # bit-accurate result is stationary.T (NaN and Inf kept)
-        if moving.shape[0] != stationary.shape[0]:
-            raise NKIError("nc_matmul with is_transpose=True: moving must be the identity of"
-                           " stationary's partitions (%d), got shape %s%s"
-                           % (stationary.shape[0], list(moving.shape), _loc()))
+        _I._check_transpose_identity(stationary, moving)
         _into(dst, _I.nc_transpose(stationary, dtype=dst.dtype, engine=_I.engine.tensor),
               "nc_matmul")
         return
