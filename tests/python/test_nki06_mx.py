@@ -179,6 +179,16 @@ def test_quantize_mx_e8m0_scales_and_small_tile():
 
 # ---------------------------------------------------------------- nc_matmul_mx
 
+def _evict(ps):
+    """The matmul result in PSUM tile ps, through SBUF, as the kernel's HBM
+    output (a sub-kernel of the kernels below)."""
+    r = nl.ndarray(ps.shape, dtype=ps.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=r, src=ps)
+    o = nl.ndarray(ps.shape, dtype=ps.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=o, src=r)
+    return o
+
+
 @nki.jit
 def mx_matmul(st, sst, mv, smv, st_x4, mv_x4, tile=None, acc_twice=False):
     """Packed stationary [K, M] and moving [K, N] from HBM (uint views),
@@ -204,11 +214,7 @@ def mx_matmul(st, sst, mv, smv, st_x4, mv_x4, tile=None, acc_twice=False):
                           moving_scale=sm, tile_position=(tile, 0), tile_size=(K, 128))
     if acc_twice:
         nisa.nc_matmul_mx(ps, ts, tm, ss, sm, accumulate=True)
-    r = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_copy(dst=r, src=ps)
-    o = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=o, src=r)
-    return o
+    return _evict(ps)
 
 
 def _scales(K, n):
@@ -267,11 +273,7 @@ def mx_matmul_ktiles(st, sst, mv, smv, explicit=False):
         nisa.nc_matmul_mx(ps, ts[64 * kt:64 * kt + 64, :], tm[64 * kt:64 * kt + 64, :],
                           ss[64 * kt:64 * kt + 64, :], sm[64 * kt:64 * kt + 64, :],
                           accumulate=True if explicit else None)
-    r = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_copy(dst=r, src=ps)
-    o = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=o, src=r)
-    return o
+    return _evict(ps)
 
 
 def test_nc_matmul_mx_accumulates_k_tiles():
@@ -302,11 +304,7 @@ def _q_mm(st, sst, x):
     nisa.quantize_mx(dst=tm, src=tx, dst_scale=sm)
     ps = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.psum)
     nisa.nc_matmul_mx(dst=ps, stationary=ts, moving=tm, stationary_scale=ss, moving_scale=sm)
-    r = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.sbuf)
-    nisa.tensor_copy(dst=r, src=ps)
-    o = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=o, src=r)
-    return o
+    return _evict(ps)
 
 
 def test_quantize_then_matmul_mx_bf16_out():
@@ -339,11 +337,7 @@ def mx_matmul_indirect(st, sst, mv, smv, idx):
     nisa.dma_copy(dst=ix, src=idx)
     ps = nl.ndarray((M, n), dtype=nl.float32, buffer=nl.psum)
     nisa.nc_matmul_mx(ps, ts, tm.indirect(ix), ss, sm.indirect(ix), accumulate=False)
-    r = nl.ndarray((M, n), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_copy(dst=r, src=ps)
-    o = nl.ndarray((M, n), dtype=nl.float32, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=o, src=r)
-    return o
+    return _evict(ps)
 
 
 def test_nc_matmul_mx_indirect_moving():
