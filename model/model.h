@@ -18,7 +18,7 @@
  * modeled figure, so a figure can say which model made it
  * (docs/model.md, "Versions").
  */
-#define MODEL_VERSION		"6"
+#define MODEL_VERSION		"7"
 
 /* The targets NKI names (aws-neuron-sdk nki/api/nki/__init__.py,
  * NEURON_PLATFORM_TARGET_OVERRIDE), as the model takes them. */
@@ -82,6 +82,8 @@ struct model_opts {
 struct model_result {
 	char		 target[8];		/* the target modeled */
 	double		 total_ns;		/* modeled latency */
+	double		 overhead_ns;		/* ... of it the execution's
+						 * start-up and tear-down */
 	uint64_t	 instructions;		/* instructions modeled */
 	double		 busy_ns[MODEL_NTRACKS];	/* time each track works */
 	/* Time each track spends on the critical path (the chain of

@@ -170,13 +170,49 @@ model_invariant(const struct model_scope *sc, const Nkir__V1__Op *o,
 
 
 /*
- * nisa.activation(op, data, scale=tile) is one ScalarE instruction (arch:
- * "Pipelined Multiply-Add" before the function, "at no additional
- * performance cost"), but NKIR's Op.scale is a number, so the tracer
- * writes a tile scale as a multiply followed by the activation, both on
- * the call's line. Such a pair is costed as the one instruction: the
- * multiply passes its inputs' readiness through (ENG_FUSED).
+ * One NKI call the tracer writes as two ops on the call's line, the second
+ * reading the whole fresh tile the first wrote, is costed as the one
+ * instruction it is on the hardware; the op that is no instruction passes
+ * its inputs' readiness through (ENG_FUSED):
+ *
+ * - nisa.activation(op, data, scale=tile): NKIR's Op.scale is a number,
+ *   so a tile scale is a multiply before the activation (arch: ScalarE's
+ *   "Pipelined Multiply-Add" before the function, "at no additional
+ *   performance cost"): the multiply is free;
+ * - nisa.tensor_reduce(..., negate=True): a reduce then a negation (isa
+ *   tensor_reduce: negate is a field of the one instruction): the
+ *   negation is free;
+ * - t[i, j] = f(...) where the fresh tile's shape is not the view's (an
+ *   integer index drops a dimension): f into a tile, then a copy into t;
+ *   on the hardware the instruction writes t (isa: every instruction
+ *   takes its dst): the copy is free.
  */
+static int
+model_fusable(const struct model_op *x, const struct model_op *y)
+{
+	int	j, scalar = 0;
+
+	if (x->line != y->line || x->file != y->file || y->nsrc < 1 ||
+	    y->src[0]->tensor != x->dst->tensor || !x->dst->covers)
+		return (0);
+	if (x->kind == NKIR__V1__OP_KIND__OP_TENSOR_TENSOR &&
+	    (y->kind == NKIR__V1__OP_KIND__OP_ACTIVATION ||
+	    y->kind == NKIR__V1__OP_KIND__OP_ACT_ACC)) {
+		for (j = 0; j < x->nsrc; j++)
+			scalar += x->src[j]->free_bcast;
+		return (scalar == 1 && x->nsrc == 2 ? 1 : 0);
+	}
+	if (x->kind == NKIR__V1__OP_KIND__OP_REDUCE &&
+	    y->kind == NKIR__V1__OP_KIND__OP_ACTIVATION &&
+	    y->act == NKIR__V1__ACT_FUNC__ACT_NEGATIVE && y->nsrc == 1)
+		return (2);
+	if (y->kind == NKIR__V1__OP_KIND__OP_COPY && y->nsrc == 1 &&
+	    x->dst->space == y->dst->space && x->dst->parts == y->dst->parts &&
+	    x->dst->n == y->dst->n)
+		return (2);
+	return (0);
+}
+
 static void
 model_fuse(struct model_ctx *m, uint32_t first, uint32_t n)
 {
@@ -186,22 +222,19 @@ model_fuse(struct model_ctx *m, uint32_t first, uint32_t n)
 		const struct model_node	*a = &m->nodes[first + i];
 		const struct model_node	*b = &m->nodes[first + i + 1];
 		struct model_op		*x, *y;
-		int			 j, scalar = 0;
 
 		if (a->loop || b->loop)
 			continue;
 		x = &m->ops[a->op];
 		y = &m->ops[b->op];
-		if (x->kind != NKIR__V1__OP_KIND__OP_TENSOR_TENSOR ||
-		    (y->kind != NKIR__V1__OP_KIND__OP_ACTIVATION &&
-		    y->kind != NKIR__V1__OP_KIND__OP_ACT_ACC) ||
-		    x->line != y->line || x->file != y->file || y->nsrc < 1 ||
-		    y->src[0]->tensor != x->dst->tensor || !x->dst->covers)
-			continue;
-		for (j = 0; j < x->nsrc; j++)
-			scalar += x->src[j]->free_bcast;
-		if (scalar == 1 && x->nsrc == 2)
+		switch (model_fusable(x, y)) {
+		case 1:
 			x->track = ENG_FUSED;
+			break;
+		case 2:
+			y->track = ENG_FUSED;
+			break;
+		}
 	}
 }
 
@@ -219,6 +252,7 @@ model_build_op(struct model_ctx *m, const Nkir__V1__Op *o,
 	op = &m->ops[m->nops];
 	*opidx = (uint32_t)m->nops++;
 	op->kind = o->kind;
+	op->act = o->act;
 	op->name = model_op_name(o->kind);
 	op->track = model_engine(o);
 	op->depth = sc->depth;

@@ -986,5 +986,23 @@ model_cost(struct model_ctx *m, struct model_op *op, const Nkir__V1__Op *o)
 		    NKIR__V1__OPERAND__VALUE_SCALAR)
 			nscalar++;
 	model_cost_elementwise(m, op, o, nscalar);
+	/*
+	 * A copy that names no engine (nl.copy, nisa.tensor_copy's default
+	 * unknown_engine) runs where the compiler puts it (isa tensor_copy:
+	 * "let compiler select best engine"): on ScalarE (sim/'s table) or
+	 * VectorE, whichever would finish it first (model_exec_op).
+	 */
+	if (o->kind == NKIR__V1__OP_KIND__OP_COPY && op->track == ENG_S &&
+	    o->engine == NKIR__V1__ENGINE__ENGINE_DEFAULT && op->npre == 0) {
+		double	dur = op->dur_ns;
+
+		op->track = ENG_V;
+		model_cost_elementwise(m, op, o, nscalar);
+		op->vec_dur_ns = op->dur_ns;
+		op->vec_lat_ns = model_lat(m, ENG_V);
+		op->track = ENG_S;
+		op->dur_ns = dur;
+		op->flex = 1;
+	}
 	return (0);
 }

@@ -85,8 +85,16 @@
  */
 #define MODEL_DMA_EFF_LO_PP	1024.0
 #define MODEL_DMA_EFF_HI_PP	2048.0
-/* Each DMA buffer (a contiguous run) costs at least this many bytes of engine time. GUESSED. */
-#define MODEL_DMA_BUF_MIN	64.0
+/*
+ * Each DMA buffer (a contiguous run) costs at least this many bytes of
+ * engine time (dma-bandwidth: "< 256 B per partition: Severely
+ * overhead-bound", no figure). GUESSED, bounded: 32 B is the largest
+ * power of two at which nki-samples' SD attention kernel (a
+ * load_transpose2d and a transposed store, every element a run) models
+ * within its unit test's bound on the hardware (docs/model.md); 64 B put
+ * it 1.41x over.
+ */
+#define MODEL_DMA_BUF_MIN	32.0
 /*
  * DMA queues per engine the model uses: one for loads (into SBUF/PSUM),
  * one for stores (to HBM). dma intro: "16 DMA queues per DMA engine";
@@ -151,7 +159,10 @@ struct model_tgt {
 	double		 dma_bw;	/* peak bytes/ns per DMA engine */
 	double		 dma_eff_lo;	/* share of dma_bw sustained <= 1 KiB/p */
 	double		 dma_eff_hi;	/* ... from 4 KiB per partition */
-	double		 dma_lat;	/* ns to land, pipelined; 0: knee */
+	double		 dma_lat;	/* ns to land after the bytes moved,
+					 * pipelined; 0: knee */
+	double		 exec_ns;	/* an execution's start-up and
+					 * tear-down */
 	double		 dge_ns;	/* hardware DGE per DMA instruction */
 	double		 peak_flops;	/* bf16 FLOPs per ns */
 	uint64_t	 sbuf_pp;	/* SBUF bytes per partition */
@@ -198,6 +209,10 @@ struct model_pre {
 
 struct model_op {
 	int		 kind;
+	int		 act;		/* OP_ACTIVATION: its function */
+	int		 flex;		/* the compiler picks ScalarE or VectorE */
+	double		 vec_dur_ns;	/* flex: its duration on VectorE */
+	double		 vec_lat_ns;	/* ... and latency */
 	const char	*name;
 	int		 track;		/* ENG_*, ENG_DMA, ENG_NONE */
 	double		 dur_ns;

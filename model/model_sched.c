@@ -328,7 +328,7 @@ model_dma_overlap(const struct model_dmaeng *e, int c, double a, double b)
  * MODEL_PORT_SBUF, MODEL_PORT_PSUM or -1.
  */
 static int
-model_port(const struct model_ctx *m, const struct model_op *op)
+model_port(const struct model_ctx *m, const struct model_op *op, int track)
 {
 	int	i, sb = 0, ps = 0;
 
@@ -340,9 +340,9 @@ model_port(const struct model_ctx *m, const struct model_op *op)
 		sb |= op->src[i]->space == NKIR__V1__SPACE__SPACE_SBUF;
 		ps |= op->src[i]->space == NKIR__V1__SPACE__SPACE_PSUM;
 	}
-	if (op->track == ENG_G || (op->track == ENG_V && sb && !ps))
+	if (track == ENG_G || (track == ENG_V && sb && !ps))
 		return (MODEL_PORT_SBUF);
-	if ((op->track == ENG_V || op->track == ENG_S) && ps)
+	if ((track == ENG_V || track == ENG_S) && ps)
 		return (MODEL_PORT_PSUM);
 	return (-1);
 }
@@ -408,7 +408,13 @@ model_exec_dma(struct model_ctx *m, const struct model_op *op,
 		model_dep_max(&s, m->dmaq_free[c][e],
 		    m->dmaq_last[c][e]);
 		mv = model_dma_place(de, c, s.t, occ);
-		fin = s.t + t > mv ? s.t + t : mv;
+		/*
+		 * A pipelining queue's transfer lands the target's fixed
+		 * cost after its bytes moved (model_targets); a queue held
+		 * for the knee (nkimodel -U) ends it no sooner than that.
+		 */
+		fin = m->t->dma_lat > 0 ? mv + m->t->dma_lat :
+		    s.t + t > mv ? s.t + t : mv;
 		/* A pipelining queue is free once the bytes moved. */
 		qend = m->t->dma_lat > 0 ? mv : fin;
 		m->dmaq_free[c][e] = qend;
@@ -460,6 +466,29 @@ model_exec_reload(struct model_ctx *m, struct model_op *op, int i)
 	model_note_write(t, &rg, end, id);
 	m->r->spill_bytes += rl->piece_bytes * (rl->pieces - 1) +
 	    rl->last_bytes;
+}
+
+/*
+ * When an instruction of dur ns on compute engine track, its inputs ready
+ * at dep, would end: model_issue's placement, without placing it.
+ */
+static double
+model_issue_end(const struct model_ctx *m, const struct model_op *op,
+    int track, struct model_dep dep, double dur)
+{
+	const struct model_busy	*b = &m->busy[track];
+	double			 t = dep.t > b->floor ? dep.t : b->floor;
+	int			 i, port = model_port(m, op, track);
+
+	if (port >= 0 && m->port_free[port] > t)
+		t = m->port_free[port];
+	for (i = 0; i < b->n; i++) {
+		if (t + dur <= b->s[i])
+			break;
+		if (b->e[i] > t)
+			t = b->e[i];
+	}
+	return (t + dur);
 }
 
 static int
@@ -530,17 +559,25 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 	if (op->track == ENG_DMA) {
 		end = ready = model_exec_dma(m, op, dep, &id);
 	} else {
-		port = model_port(m, op);
+		int	 track = op->track;
+		double	 dur = op->dur_ns, lat = op->lat_ns;
+
+		if (op->flex && model_issue_end(m, op, ENG_V, dep,
+		    op->vec_dur_ns) < model_issue_end(m, op, track, dep, dur)) {
+			track = ENG_V;
+			dur = op->vec_dur_ns;
+			lat = op->vec_lat_ns;
+		}
+		port = model_port(m, op, track);
 		if (port >= 0)
 			model_dep_max(&dep, m->port_free[port],
 			    m->port_last[port]);
-		end = model_issue(m, op, op->name, op->track, dep, op->dur_ns,
-		    &id);
+		end = model_issue(m, op, op->name, track, dep, dur, &id);
 		if (port >= 0 && end > m->port_free[port]) {
 			m->port_free[port] = end;
 			m->port_last[port] = id;
 		}
-		ready = end + op->lat_ns;
+		ready = end + lat;
 		r->flops += op->flops;
 	}
 	for (i = 0; i < op->nsrc; i++)

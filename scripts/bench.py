@@ -1396,7 +1396,8 @@ def bench_model(tmp):
         print("    public %-10s %-16s published %8.3f ms modeled %8.3f ms ratio %.2f "
               "held out %.2f" % (fam, name, p, ms, r, rlo))
     record("model_public_max_ratio", None, None, round(max(r[4] for r in pub), 3), "",
-           "every published latency (matmul, mamba, layernorm tutorials; %d cases): max of "
+           "every published latency (matmul, mamba, layernorm tutorials; nki-samples' pooling "
+           "test; %d cases): max of "
            "max(modeled/published, published/modeled)" % len(pub))
     record("model_public_cases", len(pub), None, None, "",
            "published latencies the model is checked against (docs/model.md, 'Validation')")

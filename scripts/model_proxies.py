@@ -11,8 +11,10 @@ into a scratch directory with only its `neuronxcc` imports renamed to
 nkid's, traced with placeholder inputs of the unit test's shapes and
 costed by build/bin/nkimodel (nothing runs). The adaptive_avg_pool2d
 thresholds are a measured p99 x 1.05 ("65 * 1.05"): the figure is the
-measurement (65). The others are bounds the p50 (attention: p1, x 1.05)
-must meet: the ratio is against the bound, in brackets.
+measurement (65); those nine are also the pooling family of `make bench`'s
+public cases, through a kernel of this project's (tests/python/kernels/
+perf_pool.py). The others are bounds the p50 (attention: p1, x 1.05) must
+meet: the ratio is against the bound, in brackets.
 """
 
 import argparse

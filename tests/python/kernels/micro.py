@@ -203,3 +203,31 @@ def dma_transpose_sbuf(x):
     out = nl.ndarray((Pn, F), dtype=x.dtype, buffer=nl.shared_hbm)
     nl.store(out, value=nisa.dma_transpose(nl.load(x)))
     return out
+
+
+@nki.jit
+def reduce_negate_into_column(x):
+    """One nisa.tensor_reduce(negate=True) per column of a [P, 4] tile,
+    written through an integer index (t[:, j] = ...): the tracer writes a
+    reduce, a negation and a copy; the hardware one VectorE instruction."""
+    out = nl.ndarray((x.shape[0], 4), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    cols = nl.ndarray((x.shape[0], 4), dtype=x.dtype, buffer=nl.sbuf)
+    for j in range(4):                      # unrolled: four instructions
+        cols[:, j] = nisa.tensor_reduce(op=nl.maximum, data=t, axis=(1,), negate=True)
+    nl.store(out, value=cols)
+    return out
+
+
+@nki.jit
+def copy_beside_activation(x):
+    """An activation of one half of a [P, 2F] tile and an nl.copy of the
+    other, both ready at once: the copy names no engine, so the compiler
+    may put it on VectorE while ScalarE runs the activation."""
+    f = x.shape[1] // 2
+    out = nl.ndarray((x.shape[0], f), dtype=x.dtype, buffer=nl.shared_hbm)
+    out2 = nl.ndarray((x.shape[0], f), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=nisa.activation(op=nl.exp, data=t[:, 0:f]))
+    nl.store(out2, value=nl.copy(t[:, f:2 * f]))
+    return out, out2

@@ -235,6 +235,25 @@ def model(kernel, args, nkimodel, tmpdir, target="trn1", unfitted=False):
 #: "Layernorm: what 2311/1969 us include").
 LAYERNORM_PUBLISHED = {"layernorm_v1": 2.311, "layernorm_v2": 1.969}
 LAYERNORM_SHAPE = (4096, 8192)
+#: nki-samples' adaptive_avg_pool2d unit test (aws-neuron/nki-samples@0898a77,
+#: test/unit/test_adaptive_avg_pool2d.py): each shape's latency measured on
+#: the hardware, a p99 (the test's threshold is it x 1.05), in ms; the
+#: kernel is perf_pool.adaptive_avg_pool2d, which models as nki-samples' does
+POOL_PUBLISHED = [((1, 64, 56, 56), 7, "float32", 0.065),
+                  ((2, 128, 28, 28), 7, "float32", 0.109),
+                  ((1, 256, 14, 14), 7, "float16", 0.088),
+                  ((4, 64, 56, 56), (7, 7), "float32", 0.152),
+                  ((2, 128, 28, 28), (14, 14), "float32", 0.327),
+                  ((1, 512, 7, 7), 1, "float32", 0.014),
+                  ((8, 64, 32, 32), (4, 4), "float16", 0.103),
+                  ((2, 2048, 32, 32), (3, 3), "float32", 0.564),
+                  ((2, 64, 256, 256), 1, "float32", 0.255)]
+
+
+def pool_case(shape, out, dtype):
+    """A pooling case's name: pool_NxCxHxW_out_dtype."""
+    o = out if isinstance(out, int) else "x".join(map(str, out))
+    return "pool_%s_%s_%s" % ("x".join(map(str, shape)), o, dtype)
 
 
 def public_cases():
@@ -253,6 +272,9 @@ def public_cases():
               for c, pub in sorted(MAMBA_V1_PUBLISHED.items())]
     cases += [("layernorm", name, getattr(ln, name), ln.args(*LAYERNORM_SHAPE), pub)
               for name, pub in sorted(LAYERNORM_PUBLISHED.items())]
+    from . import perf_pool as pp
+    cases += [("pooling", pool_case(shape, out, dt), pp.adaptive_avg_pool2d,
+               pp.args(shape, out, dt), pub) for shape, out, dt, pub in POOL_PUBLISHED]
     return cases
 
 
