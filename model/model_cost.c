@@ -801,6 +801,24 @@ model_cost_elementwise(struct model_ctx *m, struct model_op *op,
 	op->dur_ns = model_pass(m, eng, work, all16, slow);
 }
 
+/* Cost op on engine alt too, the other engine the compiler may pick. */
+static void
+model_cost_alt(struct model_ctx *m, struct model_op *op,
+    const Nkir__V1__Op *o, int nscalar, int alt)
+{
+	double	dur = op->dur_ns;
+	int	track = op->track;
+
+	op->track = alt;
+	model_cost_elementwise(m, op, o, nscalar);
+	op->alt_track = alt;
+	op->alt_dur_ns = op->dur_ns;
+	op->alt_lat_ns = model_lat(m, alt);
+	op->track = track;
+	op->dur_ns = dur;
+	op->flex = 1;
+}
+
 int
 model_cost(struct model_ctx *m, struct model_op *op, const Nkir__V1__Op *o)
 {
@@ -987,22 +1005,19 @@ model_cost(struct model_ctx *m, struct model_op *op, const Nkir__V1__Op *o)
 			nscalar++;
 	model_cost_elementwise(m, op, o, nscalar);
 	/*
-	 * A copy that names no engine (nl.copy, nisa.tensor_copy's default
-	 * unknown_engine) runs where the compiler puts it (isa tensor_copy:
-	 * "let compiler select best engine"): on ScalarE (sim/'s table) or
-	 * VectorE, whichever would finish it first (model_exec_op).
+	 * An instruction that names no engine runs where the compiler puts
+	 * it, on one of two, whichever would end it first (model_exec_op):
+	 * a copy (nl.copy, nisa.tensor_copy's default unknown_engine; isa
+	 * tensor_copy: "let compiler select best engine") on ScalarE (sim/'s
+	 * table) or VectorE; a fill (nl.zeros, nisa.memset: "using Vector or
+	 * GpSimd Engine") on VectorE or GpSimd.
 	 */
-	if (o->kind == NKIR__V1__OP_KIND__OP_COPY && op->track == ENG_S &&
-	    o->engine == NKIR__V1__ENGINE__ENGINE_DEFAULT && op->npre == 0) {
-		double	dur = op->dur_ns;
-
-		op->track = ENG_V;
-		model_cost_elementwise(m, op, o, nscalar);
-		op->vec_dur_ns = op->dur_ns;
-		op->vec_lat_ns = model_lat(m, ENG_V);
-		op->track = ENG_S;
-		op->dur_ns = dur;
-		op->flex = 1;
+	if (o->engine == NKIR__V1__ENGINE__ENGINE_DEFAULT && op->npre == 0) {
+		if (o->kind == NKIR__V1__OP_KIND__OP_COPY && op->track == ENG_S)
+			model_cost_alt(m, op, o, nscalar, ENG_V);
+		else if (o->kind == NKIR__V1__OP_KIND__OP_ALLOC &&
+		    op->track == ENG_V)
+			model_cost_alt(m, op, o, nscalar, ENG_G);
 	}
 	return (0);
 }

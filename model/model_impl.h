@@ -210,9 +210,10 @@ struct model_pre {
 struct model_op {
 	int		 kind;
 	int		 act;		/* OP_ACTIVATION: its function */
-	int		 flex;		/* the compiler picks ScalarE or VectorE */
-	double		 vec_dur_ns;	/* flex: its duration on VectorE */
-	double		 vec_lat_ns;	/* ... and latency */
+	int		 flex;		/* the compiler picks track or alt_track */
+	int		 alt_track;	/* flex: the other engine */
+	double		 alt_dur_ns;	/* ... its duration there */
+	double		 alt_lat_ns;	/* ... and latency */
 	const char	*name;
 	int		 track;		/* ENG_*, ENG_DMA, ENG_NONE */
 	double		 dur_ns;

@@ -562,11 +562,11 @@ model_exec_op(struct model_ctx *m, struct model_op *op)
 		int	 track = op->track;
 		double	 dur = op->dur_ns, lat = op->lat_ns;
 
-		if (op->flex && model_issue_end(m, op, ENG_V, dep,
-		    op->vec_dur_ns) < model_issue_end(m, op, track, dep, dur)) {
-			track = ENG_V;
-			dur = op->vec_dur_ns;
-			lat = op->vec_lat_ns;
+		if (op->flex && model_issue_end(m, op, op->alt_track, dep,
+		    op->alt_dur_ns) < model_issue_end(m, op, track, dep, dur)) {
+			track = op->alt_track;
+			dur = op->alt_dur_ns;
+			lat = op->alt_lat_ns;
 		}
 		port = model_port(m, op, track);
 		if (port >= 0)

@@ -328,7 +328,7 @@ def test_model_public_figures(tmp_path):
     at least 80% within 1.5x; and each family within 1.5x (but for the
     spilling mamba_v2 points) when modeled with nothing fitted to it."""
     rows = pt.public_report(NKIMODEL, str(tmp_path))
-    assert len(rows) == 26 + len(pt.POOL_PUBLISHED)
+    assert len(rows) == 26 + len(pt.POOL_PUBLISHED) + len(pt.TRN2_MATMUL_PUBLISHED)
     assert all(r[4] <= 2.1 for r in rows), [r[:5] for r in rows if r[4] > 2.1]
     assert sum(r[4] <= 1.5 for r in rows) >= 0.8 * len(rows)
     spill = {"mamba_v2_7168", "mamba_v2_8192"}

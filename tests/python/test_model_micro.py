@@ -365,3 +365,15 @@ def test_copy_goes_where_it_ends_first(target):
     ghz, vec = GHZ[target], VEC[target][0]
     assert busy(s, "scalar") == pytest.approx(f / ghz[2], abs=1.0)
     assert busy(s, "vector") == pytest.approx(f / vec / ghz[1], abs=1.0)
+
+
+def test_fills_share_vector_and_gpsimd():
+    """isa memset: "using Vector or GpSimd Engine", the compiler's choice.
+    Four fills of [P, F] float32, ready at once, on trn2 (no shared SBUF
+    port): each goes where it ends first, VectorE (N / 2 cycles) for the
+    first, GpSimd (150 + N) for the second, VectorE for the other two."""
+    f = 2048
+    s = run(mc.four_fills, [(P, f)], "float32", "trn2")
+    ghz = GHZ["trn2"][1]
+    assert busy(s, "vector") == pytest.approx(3 * f / VEC["trn2"][0] / ghz, abs=1.0)
+    assert busy(s, "gpsimd") == pytest.approx((150 + f) / 1.2, abs=1.0)
