@@ -144,7 +144,7 @@ static const struct model_tgt model_targets[] = {
 	 */
 	{ "trn1", { 2.8, 1.12, 1.4, 1.4 }, 1.0, 1.0, 1.0, 17.0, 0.379, 0.70,
 	  700.0, 10000.0, 0.0,
-	  128.0 * 128.0 * 2.0 * 2.8, 192 * 1024, 0, 1 },
+	  128.0 * 128.0 * 2.0 * 2.8, 192 * 1024, 0, 1, 1 },
 	/*
 	 * trn2 arch table: Tensor 2.4 GHz, Vector 0.96 (256 elements/cycle,
 	 * 512 for BF16/FP16), Scalar 1.2, GpSimd 1.2; Tensor 4x128 fp8
@@ -160,10 +160,13 @@ static const struct model_tgt model_targets[] = {
 	 * tear-down as trn1's (no other figure is published). Until model 4
 	 * a queue was held for the knee of dma intro's graph per transfer
 	 * (MODEL_DMA_KNEE_PP): 1.8x slower than the trn2 matmul tutorial's
-	 * profile (docs/model.md).
+	 * profile (docs/model.md). A logical NeuronCore spans up to two
+	 * physical ones (nki_faq: "an LNC on Trainium2 can have up to two
+	 * physical NeuronCores").
 	 */
 	{ "trn2", { 2.4, 0.96, 1.2, 1.2 }, 2.0, 4.0, 1.0, 23.0, 1.0, 1.0,
-	  700.0, 10000.0, 600.0, 128.0 * 128.0 * 2.0 * 2.4, 224 * 1024, 1, 0 },
+	  700.0, 10000.0, 600.0, 128.0 * 128.0 * 2.0 * 2.4, 224 * 1024, 1, 0,
+	  2 },
 	/*
 	 * trn3 arch (aws-neuron-sdk@81ce03ae nki/guides/architecture/
 	 * trainium3_arch.rst, "Compute Engine Specifications"): Tensor 2.4
@@ -173,10 +176,12 @@ static const struct model_tgt model_targets[] = {
 	 * other; GpSimd 1.2 GHz; SBUF 32 MiB (256 KiB per partition).
 	 * dma-bandwidth table: TRN3 33 B/ns per DMA engine, 16 engines.
 	 * Descriptors, landing and start-up as on trn2 (dge: hardware DGE
-	 * from trn2 on).
+	 * from trn2 on); two physical cores a logical one (lnc: "run on two
+	 * physical cores ... that have shared HBM", Trainium3).
 	 */
 	{ "trn3", { 2.4, 1.2, 1.2, 1.2 }, 2.0, 4.0, 2.0, 33.0, 1.0, 1.0,
-	  700.0, 10000.0, 600.0, 128.0 * 128.0 * 2.0 * 2.4, 256 * 1024, 0, 0 },
+	  700.0, 10000.0, 600.0, 128.0 * 128.0 * 2.0 * 2.4, 256 * 1024, 0, 0,
+	  2 },
 };
 
 int
@@ -266,16 +271,23 @@ model_ctx_free(struct model_ctx *m)
 	free(m->crit);
 }
 
-int
-model_run(const void *ir, size_t len, const struct model_opts *opts,
-    struct model_result *r, char *diag, size_t diaglen)
+/*
+ * Model the programs of the kernel's grid that physical NeuronCore `core`
+ * runs (model_run), into *r; *ncores gets how many cores the grid is
+ * spread over.
+ */
+static int
+model_run_core(const void *ir, size_t len, const struct model_opts *opts,
+    struct model_result *r, char *diag, size_t diaglen, uint32_t core,
+    uint32_t *ncores)
 {
 	struct model_ctx	 m;
 	struct model_scope	 sc;
 	struct model_tgt	 unfit;
 	Nkir__V1__Kernel	*k;
 	struct timespec		 t0, t1;
-	uint64_t		 nprog = 1, pi, rest;
+	uint64_t		 nprog = 1, pi, rest, pend;
+	uint32_t		 nc;
 	size_t			 g;
 	const char		*tname;
 
@@ -351,8 +363,20 @@ model_run(const void *ir, size_t len, const struct model_opts *opts,
 	    &m.root_n) != 0 || model_tensors_buffers(&m) != 0 ||
 	    model_tensors_spill(&m) != 0)
 		goto out;
-	/* Every program in row-major order, on the one core. */
-	for (pi = 0; pi < nprog; pi++) {
+	/*
+	 * The grid's programs in row-major order, split in consecutive runs
+	 * over the physical cores the kernel asks for (nl.nc, NKI 0.6's
+	 * kernel[n]: NKIR Kernel.cores), as many as the target's logical
+	 * core has; each core runs its own in order.
+	 */
+	nc = k->cores > 1 ? k->cores : 1;
+	if (nc > m.t->cores)
+		nc = m.t->cores;
+	if (nc > nprog)
+		nc = (uint32_t)nprog;
+	*ncores = nc;
+	pend = nprog * (core + 1) / nc;
+	for (pi = nprog * core / nc; pi < pend; pi++) {
 		rest = pi;
 		for (g = k->n_grid; g-- > 0;) {
 			m.prog[g] = (int64_t)(rest % k->grid[g]);
@@ -384,4 +408,46 @@ out:
 	model_ctx_free(&m);
 	nkir__v1__kernel__free_unpacked(k, NULL);
 	return (m.error);
+}
+
+int
+model_run(const void *ir, size_t len, const struct model_opts *opts,
+    struct model_result *r, char *diag, size_t diaglen)
+{
+	struct model_opts	 quiet;
+	struct model_result	 rc;
+	uint32_t		 c, nc = 1;
+	int			 rv;
+
+	rv = model_run_core(ir, len, opts, r, diag, diaglen, 0, &nc);
+	r->cores = nc;
+	if (rv != 0 || nc < 2)
+		return (rv);
+	/*
+	 * The other cores, without events (the timeline is core 0's): the
+	 * kernel ends when its last core does; their work adds up.
+	 */
+	if (opts != NULL)
+		quiet = *opts;
+	else
+		memset(&quiet, 0, sizeof quiet);
+	quiet.event_cb = NULL;
+	for (c = 1; c < nc; c++) {
+		if ((rv = model_run_core(ir, len, &quiet, &rc, diag, diaglen,
+		    c, &nc)) != 0)
+			return (rv);
+		r->instructions += rc.instructions;
+		r->flops += rc.flops;
+		r->dma_bytes += rc.dma_bytes;
+		r->spill_bytes += rc.spill_bytes;
+		r->host_seconds += rc.host_seconds;
+		if (rc.total_ns > r->total_ns) {
+			r->total_ns = rc.total_ns;
+			memcpy(r->busy_ns, rc.busy_ns, sizeof r->busy_ns);
+			memcpy(r->critical_ns, rc.critical_ns,
+			    sizeof r->critical_ns);
+			r->critical_track = rc.critical_track;
+		}
+	}
+	return (0);
 }

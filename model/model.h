@@ -84,6 +84,10 @@ struct model_result {
 	double		 total_ns;		/* modeled latency */
 	double		 overhead_ns;		/* ... of it the execution's
 						 * start-up and tear-down */
+	uint32_t	 cores;			/* physical NeuronCores the
+						 * grid ran on; busy_ns and
+						 * the critical path are the
+						 * slowest one's */
 	uint64_t	 instructions;		/* instructions modeled */
 	double		 busy_ns[MODEL_NTRACKS];	/* time each track works */
 	/* Time each track spends on the critical path (the chain of

@@ -179,6 +179,9 @@ model_invariant(const struct model_scope *sc, const Nkir__V1__Op *o,
  *   so a tile scale is a multiply before the activation (arch: ScalarE's
  *   "Pipelined Multiply-Add" before the function, "at no additional
  *   performance cost"): the multiply is free;
+ * - nisa.tensor_scalar(data, op0, operand0, op1=, operand1=): op0 then
+ *   op1, each a tensor_tensor with one operand a scalar or [P, 1] (isa
+ *   tensor_scalar: one instruction, max(MIN_II, N)): op0 is free;
  * - nisa.tensor_reduce(..., negate=True): a reduce then a negation (isa
  *   tensor_reduce: negate is a field of the one instruction): the
  *   negation is free;
@@ -187,6 +190,17 @@ model_invariant(const struct model_scope *sc, const Nkir__V1__Op *o,
  *   on the hardware the instruction writes t (isa: every instruction
  *   takes its dst): the copy is free.
  */
+/* Sources of op that are whole tiles, not a scalar or [P, 1] operand. */
+static int
+model_full_srcs(const struct model_op *op)
+{
+	int	i, n = 0;
+
+	for (i = 0; i < op->nsrc; i++)
+		n += !op->src[i]->free_bcast;
+	return (n);
+}
+
 static int
 model_fusable(const struct model_op *x, const struct model_op *y)
 {
@@ -202,6 +216,10 @@ model_fusable(const struct model_op *x, const struct model_op *y)
 			scalar += x->src[j]->free_bcast;
 		return (scalar == 1 && x->nsrc == 2 ? 1 : 0);
 	}
+	if (x->kind == NKIR__V1__OP_KIND__OP_TENSOR_TENSOR &&
+	    y->kind == NKIR__V1__OP_KIND__OP_TENSOR_TENSOR &&
+	    model_full_srcs(x) == 1 && model_full_srcs(y) == 1)
+		return (1);
 	if (x->kind == NKIR__V1__OP_KIND__OP_REDUCE &&
 	    y->kind == NKIR__V1__OP_KIND__OP_ACTIVATION &&
 	    y->act == NKIR__V1__ACT_FUNC__ACT_NEGATIVE && y->nsrc == 1)

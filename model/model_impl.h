@@ -169,6 +169,8 @@ struct model_tgt {
 	int		 fp8_fast;	/* TensorE 4x128 fp8 input */
 	int		 shared_ports;	/* VectorE shares SBUF with GpSimd,
 					 * PSUM with ScalarE */
+	uint32_t	 cores;		/* physical NeuronCores of a logical
+					 * one (LNC) */
 };
 
 struct model_term {

@@ -208,11 +208,11 @@ model_summary(struct model_buf_text *s, const char *kernel,
 	model_text_printf(s, "\",\"backend\":\"cpu\",\"source\":\"model\","
 	    "\"deterministic\":true,\"target\":\"%s\",\"model_version\":\""
 	    MODEL_VERSION "\",\"execution\":%u,"
-	    "\"total_time_us\":%.3f,\"overhead_us\":%.3f,"
+	    "\"total_time_us\":%.3f,\"overhead_us\":%.3f,\"cores\":%u,"
 	    "\"instructions\":%" PRIu64 ","
 	    "\"op_count\":%" PRIu64 ",\"ops_in_trace\":%" PRIu64 ",",
 	    r->target, execution, r->total_ns / 1e3, r->overhead_ns / 1e3,
-	    r->instructions,
+	    r->cores ? r->cores : 1, r->instructions,
 	    rp->events + rp->dropped, rp->events);
 	model_text_printf(s, "\"engines\":{");
 	for (t = 0; t < MODEL_TRACK_DMA0; t++)

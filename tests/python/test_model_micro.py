@@ -377,3 +377,71 @@ def test_fills_share_vector_and_gpsimd():
     ghz = GHZ["trn2"][1]
     assert busy(s, "vector") == pytest.approx(3 * f / VEC["trn2"][0] / ghz, abs=1.0)
     assert busy(s, "gpsimd") == pytest.approx((150 + f) / 1.2, abs=1.0)
+
+
+@pytest.mark.parametrize("f", SIZES)
+def test_tensor_scalar_two_ops_is_one_instruction(f):
+    """isa tensor_scalar: op0 and op1 in one instruction, max(MIN_II, N)
+    cycles (the tracer writes two ops; until model 7 each cost a pass):
+    VectorE does the reduce that makes the column and one pass."""
+    s = run(mc.ts_two_ops, [(P, f)], "float32")
+    assert busy(s, "vector") == pytest.approx(2 * max(MIN_II, f) / GHZ["trn1"][1], abs=1.0)
+
+
+@pytest.mark.parametrize("target", ("trn1", "trn2", "trn3"))
+def test_programs_on_the_cores_the_grid_asks_for(target):
+    """nl.nc(2) in the grid spreads its programs over two physical
+    NeuronCores (nki.language nc: "Physical NC [0]: kernel[0, 0], kernel[0,
+    1]"), which a logical core of trn2 and trn3 has and trn1's does not
+    (nki_faq, lnc.rst): each core runs half, so the kernel's own time
+    halves there; on trn1 it is the grid of 4 on one core."""
+    import nkid.nki.language as nl
+    import nkid.nki.typing as nt
+    from nkid import tracer
+    from nkid.nki._numpy_kernel import normalize_grid
+    args = (nt.tensor[[4096, 1024], nl.float32],) * 2
+    got = {}
+    for grid in ((4,), (nl.spmd_dim(nl.nc(2), 2),)):
+        g = normalize_grid(grid)
+        t = tracer.trace(mc.add_by_program.func, args, {}, g, target=target)
+        assert t.kernel.cores == (2 if grid != (4,) else 0)
+        got[g.cores] = pt_model_nkir(t)
+    one, two = got[1], got[2]
+    assert one["cores"] == 1 and one["dma_bytes"] == two["dma_bytes"]
+    if target == "trn1":
+        assert two["cores"] == 1 and two["total_time_us"] == one["total_time_us"]
+    else:
+        assert two["cores"] == 2
+        work1 = one["total_time_us"] - one["overhead_us"]
+        work2 = two["total_time_us"] - two["overhead_us"]
+        assert work2 == pytest.approx(work1 / 2, rel=0.05)
+
+
+def test_nki06_launch_is_on_cores():
+    """NKI 0.6's kernel[n] runs on n physical cores of a logical one
+    (lnc.rst): its trace says so."""
+    import numpy as np
+    from nkid import nki06
+    import nkid.nki06.language as nl6
+
+    @nki06.jit
+    def k(a):
+        out = nl6.ndarray(a.shape, dtype=a.dtype, buffer=nl6.shared_hbm)
+        t = nl6.load(a)
+        nl6.store(out, t)
+        return out
+    a = np.zeros((128, 64), np.float32)
+    assert k[2].trace06_to((a,), (2,), target="trn2").kernel.cores == 2
+    assert k.trace06_to((a,), (), target="trn2").kernel.cores == 0
+
+
+def pt_model_nkir(traced):
+    """nkimodel -j of a traced kernel."""
+    import json
+    import os
+    import subprocess
+    from nkid import trace as ktrace
+    path = os.path.join(_TMP[0], "cores-%d.nkir" % os.getpid())
+    ktrace.save(traced, path)
+    out = subprocess.run([NKIMODEL, "-j", path], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)

@@ -241,3 +241,29 @@ def four_fills(x):
     for i in range(4):                      # unrolled: four instructions
         nl.store(out[i], value=nl.zeros(x.shape, dtype=x.dtype, buffer=nl.sbuf))
     return out
+
+
+@nki.jit
+def ts_two_ops(x):
+    """VectorE: one tensor_scalar with two operators (subtract a [P, 1]
+    column, then multiply by a constant): one instruction."""
+    out, t = _io(x)
+    col = nisa.tensor_reduce(op=nl.maximum, data=t, axis=(1,), keepdims=True)
+    nl.store(out, value=nisa.tensor_scalar(data=t, op0=nl.subtract, operand0=col,
+                                           op1=nl.multiply, operand1=0.5))
+    return out
+
+
+@nki.jit
+def add_by_program(a, b):
+    """A [4 x 128 x k, F] sum, each program of a grid of 4 adding its
+    quarter, 128 rows at a time."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    rows = a.shape[0] // 4
+    i = nl.program_id(0)
+    for t in nl.affine_range(rows // P):
+        r = i * rows + t * P
+        x = nl.load(a[r:r + P, :])
+        y = nl.load(b[r:r + P, :])
+        nl.store(out[r:r + P, :], value=nl.add(x, y))
+    return out

@@ -50,19 +50,29 @@ _memo = {}
 _memo_lock = threading.Lock()
 
 
+class Grid(tuple):
+    """A launch grid: its dimensions as ints, and ``cores``, the physical
+    NeuronCores its programs are spread over (the product of its ``nl.nc``
+    factors: the performance model's, docs/model.md)."""
+    cores = 1
+
+
 def normalize_grid(grid):
-    """A launch grid as a tuple of ints (``nl.nc``/``nl.spmd_dim`` multiply)."""
+    """A launch grid as a Grid of ints (``nl.nc``/``nl.spmd_dim`` multiply)."""
     if grid is None:
-        return ()
+        return Grid()
     if not isinstance(grid, (tuple, list)):
         grid = (grid,)
-    out = []
+    out, cores = [], 1
     for g in grid:
         n = int(g)
         if n < 1:
             raise ValueError("launch grid dimensions must be >= 1, got %r" % (grid,))
         out.append(n)
-    return tuple(out)
+        cores *= getattr(g, "cores", 1)
+    out = Grid(out)
+    out.cores = getattr(grid, "cores", cores)
+    return out
 
 
 #: The host dtypes of kernel arguments, in NKI's order (those the tracer
@@ -197,7 +207,7 @@ class TraceKernel:
         # their fingerprint is part of the key, and without one (state
         # that cannot be hashed) the kernel is traced again.
         deps = _deps.fingerprint(self.func)
-        key = (self.func, self.grid, _tracer._sig_of(sig), self.platform_target,
+        key = (self.func, self.grid, self.grid.cores, _tracer._sig_of(sig), self.platform_target,
                self.additional_compile_opt, deps) if deps is not None else None
         try:
             hash(key)

@@ -244,11 +244,13 @@ class static_range(_Range):
 class nc:
     """``nl.nc(n)``: a launch-grid dimension spread over n NeuronCores.
 
-    nkid's cpu backend runs every program of the grid; ``nl.nc(2)`` only
-    multiplies the grid dimension it appears in."""
+    nkid's cpu backend runs every program of the grid; ``nl.nc(2)``
+    multiplies the grid dimension it appears in, and the performance model
+    spreads the programs over ``cores`` NeuronCores (docs/model.md)."""
 
     def __init__(self, n):
         self.n = int(n)
+        self.cores = self.n
 
     def __int__(self):
         return self.n
@@ -270,10 +272,12 @@ class spmd_dim:
 
     def __init__(self, *dims):
         self.dims = dims
-        n = 1
+        n = cores = 1
         for d in dims:
             n *= int(d)
+            cores *= getattr(d, "cores", 1)
         self.n = n
+        self.cores = cores
 
     def __int__(self):
         return self.n

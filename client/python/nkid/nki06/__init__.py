@@ -16,6 +16,7 @@ simulator (the Simulate RPC; ``device_print`` output to stdout), where
 grid of that many programs).
 """
 
+import math as _math
 import functools
 import os
 
@@ -136,9 +137,12 @@ class _Trace06:
         that trace needs a loop index as a Python value (a list indexed by
         it, min() of it, ...), unrolled whatever its size."""
         def go():
+            # NKI 0.6's kernel[n] runs on n physical cores of a logical
+            # one (lnc.rst)
             return _tracer.trace(self.func, args, kwargs, self.grid,
                                  target=self.platform_target,
-                                 options=self.additional_compile_opt)
+                                 options=self.additional_compile_opt,
+                                 cores=_math.prod(int(g) for g in self.grid))
         unrolled = None
         try:
             with _lang.unrolled(UNROLL_TRIPS):

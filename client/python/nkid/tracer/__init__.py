@@ -150,12 +150,22 @@ def ir_digest(ir):
     return hashlib.sha256(ir).hexdigest()
 
 
-def trace(func, args=(), kwargs=None, grid=(), name=None, target="", options=""):
-    """Trace ``func(*args, **kwargs)`` launched on ``grid``."""
+def trace(func, args=(), kwargs=None, grid=(), name=None, target="", options="",
+          cores=None):
+    """Trace ``func(*args, **kwargs)`` launched on ``grid``, its programs
+    spread over ``cores`` physical NeuronCores (default: the product of the
+    grid's ``nl.nc`` factors, 1 without)."""
     kwargs = kwargs or {}
+    if cores is None:
+        cores = getattr(grid, "cores", None)
+    if cores is None:
+        cores = 1
+        for g in grid:
+            cores *= getattr(g, "cores", 1)
     grid = tuple(int(g) for g in grid)
     name = name or getattr(func, "__name__", "kernel")
     b = KernelBuilder(name, grid, target)
+    b.cores = int(cores)
     b.def_loc = (b.file_index(func.__code__.co_filename), _def_line(func))
     b.force_auto_alloc = bool(getattr(func, "__nki_force_auto_alloc__", False))
 

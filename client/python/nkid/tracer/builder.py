@@ -76,6 +76,7 @@ class KernelBuilder:
     def __init__(self, name, grid=(), target=""):
         self.name = name
         self.grid = tuple(int(g) for g in grid)
+        self.cores = 1                # physical NeuronCores of the grid
         self.target = target
         self.files = []
         self._file_idx = {}
@@ -259,7 +260,8 @@ class KernelBuilder:
         """The traced kernel as a nkir.v1.Kernel message."""
         check_kernel(self)
         k = ir.Kernel(name=self.name, files=self.files, grid=list(self.grid),
-                      num_loop_vars=self.num_loop_vars, target=self.target)
+                      num_loop_vars=self.num_loop_vars, target=self.target,
+                      cores=self.cores if self.cores > 1 else 0)
         if self.def_loc:
             k.loc.file, k.loc.line = self.def_loc
         for t in self.tensors:
