@@ -169,6 +169,17 @@ model_invariant(const struct model_scope *sc, const Nkir__V1__Op *o,
 }
 
 
+/* Sources of op that are whole tiles, not a scalar or [P, 1] operand. */
+static int
+model_full_srcs(const struct model_op *op)
+{
+	int	i, n = 0;
+
+	for (i = 0; i < op->nsrc; i++)
+		n += !op->src[i]->free_bcast;
+	return (n);
+}
+
 /*
  * One NKI call the tracer writes as two ops on the call's line, the second
  * reading the whole fresh tile the first wrote, is costed as the one
@@ -189,33 +200,19 @@ model_invariant(const struct model_scope *sc, const Nkir__V1__Op *o,
  *   integer index drops a dimension): f into a tile, then a copy into t;
  *   on the hardware the instruction writes t (isa: every instruction
  *   takes its dst): the copy is free.
+ *
+ * Returns 1 when x is the free op, 2 when y is, 0 for two instructions.
  */
-/* Sources of op that are whole tiles, not a scalar or [P, 1] operand. */
-static int
-model_full_srcs(const struct model_op *op)
-{
-	int	i, n = 0;
-
-	for (i = 0; i < op->nsrc; i++)
-		n += !op->src[i]->free_bcast;
-	return (n);
-}
-
 static int
 model_fusable(const struct model_op *x, const struct model_op *y)
 {
-	int	j, scalar = 0;
-
 	if (x->line != y->line || x->file != y->file || y->nsrc < 1 ||
 	    y->src[0]->tensor != x->dst->tensor || !x->dst->covers)
 		return (0);
 	if (x->kind == NKIR__V1__OP_KIND__OP_TENSOR_TENSOR &&
 	    (y->kind == NKIR__V1__OP_KIND__OP_ACTIVATION ||
-	    y->kind == NKIR__V1__OP_KIND__OP_ACT_ACC)) {
-		for (j = 0; j < x->nsrc; j++)
-			scalar += x->src[j]->free_bcast;
-		return (scalar == 1 && x->nsrc == 2 ? 1 : 0);
-	}
+	    y->kind == NKIR__V1__OP_KIND__OP_ACT_ACC))
+		return (x->nsrc == 2 && model_full_srcs(x) == 1 ? 1 : 0);
 	if (x->kind == NKIR__V1__OP_KIND__OP_TENSOR_TENSOR &&
 	    y->kind == NKIR__V1__OP_KIND__OP_TENSOR_TENSOR &&
 	    model_full_srcs(x) == 1 && model_full_srcs(y) == 1)

@@ -153,15 +153,11 @@ def ir_digest(ir):
 def trace(func, args=(), kwargs=None, grid=(), name=None, target="", options="",
           cores=None):
     """Trace ``func(*args, **kwargs)`` launched on ``grid``, its programs
-    spread over ``cores`` physical NeuronCores (default: the product of the
-    grid's ``nl.nc`` factors, 1 without)."""
+    spread over ``cores`` physical NeuronCores (default: the grid's, a
+    normalize_grid Grid's ``nl.nc`` factors; 1)."""
     kwargs = kwargs or {}
     if cores is None:
-        cores = getattr(grid, "cores", None)
-    if cores is None:
-        cores = 1
-        for g in grid:
-            cores *= getattr(g, "cores", 1)
+        cores = getattr(grid, "cores", 1)
     grid = tuple(int(g) for g in grid)
     name = name or getattr(func, "__name__", "kernel")
     b = KernelBuilder(name, grid, target)
